@@ -1,0 +1,504 @@
+/*
+ * backends/kqueue.c - the BSD and macOS kqueue(2) readiness backend.
+ *
+ * Written to the kqueue(2) manual pages of FreeBSD and macOS; it also
+ * builds on NetBSD (10 and later, where udata is a pointer), OpenBSD and
+ * DragonFly.  Each handle is up to two kernel events ("knotes"): one for
+ * EVFILT_READ, one for EVFILT_WRITE, both carrying the handle's token in
+ * udata.  The kernel keeps the set, so any number of threads may wait in
+ * kevent(2) while others change it (TAXI_CAP_MULTI_WAIT,
+ * TAXI_CAP_LIVE_UPDATE).
+ *
+ * The backend also keeps one byte per descriptor saying which knotes it
+ * created and how: kevent cannot tell "already registered" (EV_ADD on an
+ * existing knote silently modifies it) and the flags a knote was created
+ * with cannot be changed later.  That table is read and written only by
+ * add, modify and del, which the caller serialises, never by wait.
+ *
+ * A filter is created (EV_ADD) the first time it is asked for and only
+ * disabled (EV_DISABLE) when no longer wanted, so the core's frequent
+ * re-arming costs no allocation in the kernel.  Changes are applied with
+ * EV_RECEIPT, which makes kevent report the outcome of every change in the
+ * event list instead of stopping at the first error and without returning
+ * pending events (kqueue(2), EV_RECEIPT; FreeBSD 8, macOS 10.6).  Where
+ * EV_RECEIPT is missing, changes are applied one kevent call each.
+ *
+ * One-shot arming is EV_DISPATCH (FreeBSD 8, macOS 10.6): "disable the
+ * event source immediately after delivery", per filter.  Re-arming uses
+ * EV_ADD|EV_ENABLE rather than EV_ENABLE alone: EV_ADD on an existing knote
+ * runs the filter again, so a condition that still holds (unread data) is
+ * reported again, whereas some kernels (NetBSD, OpenBSD, older FreeBSD)
+ * re-queue a knote on EV_ENABLE only if it is still marked active.
+ * EV_CLEAR (edge triggering) is not used: the core wants level-triggered
+ * reports, as from epoll.
+ *
+ * Quirks handled here, each where it is handled:
+ *  - a kqueue is not inherited across fork(2) (kqueue(2)): a child must
+ *    not close the number, which may name another file there by now;
+ *  - close(2) removes the knotes of a descriptor (kqueue(2)), so del and
+ *    modify meet ENOENT/EBADF for handles the application closed first;
+ *  - EVFILT_WRITE is refused for vnodes on FreeBSD (kqueue(2)), and some
+ *    devices are refused on macOS: EINVAL/ENODEV become TAXI_ENOTSUP;
+ *  - EVFILT_READ on a regular file (FreeBSD vnodes) fires only while the
+ *    file offset is before the end of the file, unlike poll;
+ *  - udata is a pointer, too narrow for the core's 64-bit tokens on 32-bit
+ *    systems: open refuses there, and the core falls back to poll.
+ *
+ * What the core must know: read and write readiness of one handle are
+ * separate kernel events.  One wait merges the two into one entry when it
+ * gets both, but with several waiters, or with EV_DISPATCH (which disables
+ * each filter on its own), one thread may receive TAXI_EV_READ for a handle
+ * while another receives TAXI_EV_WRITE for it.
+ */
+#include "config.h"
+
+#if TAXI_HAVE_KQUEUE
+
+#include "readiness.h"
+
+#include "core/alloc.h"
+#include "ports/port.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/event.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+/* Events one wait collects.  Each waiter needs its own array (several
+ * threads may wait at once), so it lives on the stack: 64 entries are
+ * 2 KiB (macOS) to 4 KiB (FreeBSD 12 and later). */
+#define KQ_BATCH 64
+
+/* At most one change per filter per call. */
+#define KQ_MAX_CHANGES 2
+
+/* Per-descriptor state bits. */
+#define KQ_KNOWN 0x1u    /* registered with this backend */
+#define KQ_READ 0x2u     /* an EVFILT_READ knote exists */
+#define KQ_WRITE 0x4u    /* an EVFILT_WRITE knote exists */
+#define KQ_DISPATCH 0x8u /* the knotes were created with EV_DISPATCH */
+#define KQ_FILTERS (KQ_READ | KQ_WRITE)
+
+#ifdef EV_DISPATCH
+#define KQ_CAP_ONESHOT TAXI_CAP_ONESHOT
+#else
+#define KQ_CAP_ONESHOT 0u
+#endif
+
+typedef struct kq_state {
+  int kq;
+  pid_t owner;          /* the process the kqueue belongs to */
+  unsigned char *table; /* [table_cap] KQ_* bits by descriptor */
+  size_t table_cap;
+} kq_state_t;
+
+/* A handful of changes and, after kq_apply(), the errno of each. */
+typedef struct kq_batch {
+  struct kevent change[KQ_MAX_CHANGES];
+  unsigned char bit[KQ_MAX_CHANGES]; /* KQ_READ or KQ_WRITE */
+  int err[KQ_MAX_CHANGES];
+  int n;
+} kq_batch_t;
+
+static const struct kq_filter {
+  int filter;
+  unsigned event;    /* TAXI_EV_* */
+  unsigned char bit; /* KQ_* */
+} kq_filters[2] = {
+    {EVFILT_READ, TAXI_EV_READ, KQ_READ},
+    {EVFILT_WRITE, TAXI_EV_WRITE, KQ_WRITE},
+};
+
+/* Map a kevent errno to a TAXI_E* code, recording it. */
+static int kq_error(int err) {
+  switch (err) {
+  case EBADF:
+    taxi__set_os_error(err);
+    return TAXI_EBADF;
+  case ENOENT:
+    taxi__set_os_error(err);
+    return TAXI_ENOENT;
+  case ENOMEM:
+    taxi__set_os_error(err);
+    return TAXI_ENOMEM;
+  case EINVAL:
+#ifdef ENODEV
+  case ENODEV:
+#endif
+    /* kqueue(2): the filter cannot watch this kind of descriptor (e.g.
+     * EVFILT_WRITE on a FreeBSD vnode, a device on macOS). */
+    taxi__set_os_error(err);
+    return TAXI_ENOTSUP;
+  default:
+    return taxi__error_from_os(err);
+  }
+}
+
+static unsigned short kq_arm_flags(unsigned flags) {
+#ifdef EV_DISPATCH
+  if (flags & TAXI__ARM_ONESHOT) return EV_DISPATCH;
+#endif
+  (void)flags;
+  return 0;
+}
+
+static unsigned char kq_mode(unsigned flags) {
+  return (flags & TAXI__ARM_ONESHOT) ? KQ_DISPATCH : 0;
+}
+
+static void kq_push(kq_batch_t *b, taxi_handle_t h, const struct kq_filter *f,
+                    unsigned short flags, uint64_t token) {
+  EV_SET(&b->change[b->n], (uintptr_t)h, f->filter, flags, 0, 0,
+         (void *)(uintptr_t)token);
+  b->bit[b->n] = f->bit;
+  b->err[b->n] = 0;
+  b->n++;
+}
+
+#ifdef EV_RECEIPT
+/* The receipt's change: matched by filter, of which a batch has at most
+ * one per descriptor. */
+static int kq_receipt_index(const kq_batch_t *b, const struct kevent *r) {
+  for (int i = 0; i < b->n; i++)
+    if (b->change[i].ident == r->ident && b->change[i].filter == r->filter)
+      return i;
+  return -1;
+}
+#endif
+
+/* Apply the batch; afterwards b->err[i] is 0 or the errno of change i. */
+static void kq_apply(kq_state_t *s, kq_batch_t *b) {
+#ifdef EV_RECEIPT
+  struct kevent receipt[KQ_MAX_CHANGES];
+  const struct timespec zero = {0, 0};
+  int got;
+  for (int i = 0; i < b->n; i++) {
+    b->change[i].flags |= EV_RECEIPT;
+    /* Each change yields exactly one receipt; one that did not is counted
+     * as failed rather than guessed at. */
+    b->err[i] = EIO;
+  }
+  /* The event list has room for every receipt, so kevent neither stops
+   * early nor returns pending events; the zero timeout keeps it from
+   * blocking in any case. */
+  got = kevent(s->kq, b->change, b->n, receipt, b->n, &zero);
+  if (got < 0) {
+    int err = errno;
+    for (int i = 0; i < b->n; i++) b->err[i] = err;
+    return;
+  }
+  for (int j = 0; j < got; j++) {
+    int i = kq_receipt_index(b, &receipt[j]);
+    if (i >= 0 && (receipt[j].flags & EV_ERROR)) b->err[i] = (int)receipt[j].data;
+  }
+#else
+  /* With an empty event list kevent returns at once and fails with the
+   * change's own errno (kqueue(2)). */
+  for (int i = 0; i < b->n; i++)
+    b->err[i] = kevent(s->kq, &b->change[i], 1, NULL, 0, NULL) < 0 ? errno : 0;
+#endif
+}
+
+/* Make table[fd] addressable; new rows are 0 (unknown). */
+static int kq_reserve(kq_state_t *s, taxi_handle_t fd) {
+  size_t need = (size_t)fd + 1;
+  size_t cap = s->table_cap ? s->table_cap : 64;
+  unsigned char *table;
+  if (need <= s->table_cap) return 0;
+  while (cap < need) {
+    if (cap > SIZE_MAX / 2) return TAXI_ENOMEM;
+    cap *= 2;
+  }
+  table = taxi__realloc(s->table, cap);
+  if (!table) return TAXI_ENOMEM;
+  memset(table + s->table_cap, 0, cap - s->table_cap);
+  s->table = table;
+  s->table_cap = cap;
+  return 0;
+}
+
+static int kq_known(const kq_state_t *s, taxi_handle_t h) {
+  return h >= 0 && (size_t)h < s->table_cap && (s->table[h] & KQ_KNOWN);
+}
+
+static int kq_check(taxi_handle_t h, unsigned events, unsigned flags) {
+  if (h < 0) return TAXI_EBADF;
+  if (events & ~TAXI_EV_INTEREST) return TAXI_EINVAL;
+  /* Out-of-band data has no documented filter (EV_OOBAND is a
+   * macOS-private flag on EVFILT_READ), hence no TAXI_CAP_EXCEPT. */
+  if (events & TAXI_EV_EXCEPT) return TAXI_ENOTSUP;
+#ifndef EV_DISPATCH
+  if (flags & TAXI__ARM_ONESHOT) return TAXI_ENOTSUP;
+#endif
+  (void)flags;
+  return 0;
+}
+
+/* Delete the knotes *st says exist, clearing their bits.  Knotes already
+ * gone (ENOENT, or EBADF: the descriptor was closed, which removed them)
+ * count as deleted.  Returns 0 or the first other error. */
+static int kq_drop(kq_state_t *s, taxi_handle_t h, unsigned char *st) {
+  kq_batch_t b = {.n = 0};
+  int rc = 0;
+  for (int f = 0; f < 2; f++)
+    if (*st & kq_filters[f].bit) kq_push(&b, h, &kq_filters[f], EV_DELETE, 0);
+  if (b.n == 0) return 0;
+  kq_apply(s, &b);
+  for (int i = 0; i < b.n; i++) {
+    int err = b.err[i];
+    if (err == 0 || err == ENOENT || err == EBADF)
+      *st &= (unsigned char)~b.bit[i];
+    else if (rc == 0)
+      rc = kq_error(err);
+  }
+  return rc;
+}
+
+static int kq_open(void **state) {
+#if UINTPTR_MAX < UINT64_MAX
+  /* Tokens are 64 bits (the core keeps a generation in the high half) and
+   * udata holds only a pointer's width: rather than deliver events with
+   * truncated tokens, let the core use the next backend. */
+  (void)state;
+  return TAXI_ENOTSUP;
+#else
+  kq_state_t *s = taxi__calloc(1, sizeof *s);
+  int err;
+  if (!s) return TAXI_ENOMEM;
+#if defined(HAVE_KQUEUE1) && defined(O_CLOEXEC)
+  /* NetBSD 6, FreeBSD 14: atomic close-on-exec. */
+  s->kq = kqueue1(O_CLOEXEC);
+#else
+  /* No race worth closing here: a kqueue is not inherited by fork(2), so
+   * another thread's fork+exec cannot leak it between the two calls. */
+  s->kq = kqueue();
+  if (s->kq >= 0 && fcntl(s->kq, F_SETFD, FD_CLOEXEC) < 0) {
+    err = errno;
+    close(s->kq);
+    taxi__free(s);
+    return taxi__error_from_os(err);
+  }
+#endif
+  if (s->kq < 0) {
+    err = errno;
+    taxi__free(s);
+    if (err == ENOSYS) {
+      taxi__set_os_error(err);
+      return TAXI_ENOTSUP;
+    }
+    return taxi__error_from_os(err);
+  }
+  s->owner = getpid();
+  *state = s;
+  return 0;
+#endif
+}
+
+static void kq_close(void *state) {
+  kq_state_t *s = state;
+  if (!s) return;
+  /* In a child of fork(2) the kqueue was not inherited (kqueue(2)); the
+   * number may name one of the child's own files by now. */
+  if (s->owner == getpid()) close(s->kq);
+  taxi__free(s->table);
+  taxi__free(s);
+}
+
+static int kq_add(void *state, taxi_handle_t h, uint64_t token,
+                  unsigned events, unsigned flags) {
+  kq_state_t *s = state;
+  kq_batch_t b = {.n = 0};
+  unsigned char st = (unsigned char)(KQ_KNOWN | kq_mode(flags));
+  int rc = kq_check(h, events, flags);
+  if (rc < 0) return rc;
+  if (kq_known(s, h)) return TAXI_EEXIST;
+  rc = kq_reserve(s, h);
+  if (rc < 0) return rc;
+
+  for (int f = 0; f < 2; f++)
+    if (events & kq_filters[f].event)
+      kq_push(&b, h, &kq_filters[f],
+              (unsigned short)(EV_ADD | EV_ENABLE | kq_arm_flags(flags)),
+              token);
+  if (b.n == 0) {
+    /* Nothing to register yet: no kevent call to find a closed one. */
+    rc = taxi__handle_check(h);
+    if (rc < 0) return rc;
+    s->table[h] = st;
+    return 0;
+  }
+
+  kq_apply(s, &b);
+  for (int i = 0; i < b.n; i++) {
+    if (b.err[i] == 0) {
+      st |= b.bit[i];
+    } else if (rc == 0) {
+      rc = kq_error(b.err[i]);
+    }
+  }
+  if (rc < 0) {
+    /* All or nothing: remove the filter that did register. */
+    (void)kq_drop(s, h, &st);
+    return rc;
+  }
+  s->table[h] = st;
+  return 0;
+}
+
+static int kq_modify(void *state, taxi_handle_t h, uint64_t token,
+                     unsigned events, unsigned flags) {
+  kq_state_t *s = state;
+  kq_batch_t b = {.n = 0};
+  unsigned char st;
+  int rc = kq_check(h, events, flags);
+  if (rc < 0) return rc;
+  if (!kq_known(s, h)) {
+    rc = taxi__handle_check(h);
+    return rc < 0 ? rc : TAXI_ENOENT;
+  }
+  st = s->table[h];
+
+  if (events) {
+    /* A knote keeps the EV_DISPATCH it was created with (EV_ADD on an
+     * existing knote updates only udata, fflags and data): switching
+     * between one-shot and level arming needs new knotes. */
+    if ((st & KQ_FILTERS) && (st & KQ_DISPATCH) != kq_mode(flags)) {
+      rc = kq_drop(s, h, &st);
+      if (rc < 0) {
+        s->table[h] = st;
+        return rc;
+      }
+    }
+    st = (unsigned char)((st & ~KQ_DISPATCH) | kq_mode(flags));
+  }
+
+  /* Every change carries the token: kevent stores udata on any change to
+   * an existing knote (FreeBSD, macOS), not only on EV_ADD. */
+  for (int f = 0; f < 2; f++) {
+    const struct kq_filter *kf = &kq_filters[f];
+    if (events & kf->event)
+      kq_push(&b, h, kf,
+              (unsigned short)(EV_ADD | EV_ENABLE | kq_arm_flags(flags)),
+              token);
+    else if (st & kf->bit)
+      kq_push(&b, h, kf, EV_DISABLE, token);
+  }
+  if (b.n == 0) {
+    s->table[h] = st;
+    return taxi__handle_check(h);
+  }
+
+  kq_apply(s, &b);
+  for (int i = 0; i < b.n; i++) {
+    int err = b.err[i];
+    if (b.change[i].flags & EV_ADD) {
+      if (err == 0)
+        st |= b.bit[i];
+      else if (rc == 0)
+        rc = kq_error(err);
+    } else if (err == ENOENT) {
+      /* The knote to disable is gone: the descriptor was closed (and the
+       * number reused).  Nothing is reported for it, as asked. */
+      st &= (unsigned char)~b.bit[i];
+    } else if (err != 0 && rc == 0) {
+      rc = kq_error(err);
+    }
+  }
+  s->table[h] = st;
+  return rc;
+}
+
+static int kq_del(void *state, taxi_handle_t h) {
+  kq_state_t *s = state;
+  unsigned char st;
+  int rc;
+  if (!kq_known(s, h)) return TAXI_ENOENT;
+  st = s->table[h];
+  rc = kq_drop(s, h, &st);
+  /* Forgotten even if a deletion failed: a knote left behind reports a
+   * token the core no longer honours. */
+  s->table[h] = 0;
+  return rc;
+}
+
+static unsigned kq_events_out(const struct kevent *ev) {
+  unsigned out;
+  /* EV_ERROR: data holds an errno for this knote. */
+  if (ev->flags & EV_ERROR) return TAXI_EV_ERR;
+  if (ev->filter == EVFILT_READ)
+    out = TAXI_EV_READ;
+  else if (ev->filter == EVFILT_WRITE)
+    out = TAXI_EV_WRITE;
+  else
+    return 0;
+  /* EV_EOF: the peer shut down its side (read filter) or the reader went
+   * away (write filter); for sockets fflags then holds the pending socket
+   * error, if any (kqueue(2), EVFILT_READ and EVFILT_WRITE). */
+  if (ev->flags & EV_EOF) {
+    out |= TAXI_EV_HUP;
+    if (ev->fflags != 0) out |= TAXI_EV_ERR;
+  }
+  return out;
+}
+
+static int kq_wait(void *state, taxi__ready_t *out, size_t max,
+                   int timeout_ms) {
+  kq_state_t *s = state;
+  struct kevent evs[KQ_BATCH];
+  uintptr_t ident[KQ_BATCH];
+  struct timespec ts, *tsp = NULL;
+  int want = max < KQ_BATCH ? (int)max : KQ_BATCH;
+  int n, k = 0;
+  if (!out || max == 0) return TAXI_EINVAL;
+  if (timeout_ms >= 0) {
+    ts.tv_sec = timeout_ms / 1000;
+    ts.tv_nsec = (long)(timeout_ms % 1000) * 1000000L;
+    tsp = &ts;
+  }
+  n = kevent(s->kq, NULL, 0, evs, want, tsp);
+  if (n < 0) {
+    if (errno == EINTR) return 0;
+    return kq_error(errno);
+  }
+  for (int i = 0; i < n; i++) {
+    unsigned ev = kq_events_out(&evs[i]);
+    uint64_t token = (uint64_t)(uintptr_t)evs[i].udata;
+    int j;
+    if (!ev) continue;
+    /* Read and write readiness of one handle are two kernel events: merge
+     * them, so a wait reports each handle once. */
+    for (j = 0; j < k; j++)
+      if (ident[j] == evs[i].ident && out[j].token == token) break;
+    if (j < k) {
+      out[j].events |= ev;
+      continue;
+    }
+    ident[k] = evs[i].ident;
+    out[k].token = token;
+    out[k].events = ev;
+    k++;
+  }
+  return k;
+}
+
+const taxi__readiness_ops_t taxi__backend_kqueue = {
+    .name = "kqueue",
+    .caps = KQ_CAP_ONESHOT | TAXI_CAP_MULTI_WAIT | TAXI_CAP_EDGE |
+            TAXI_CAP_LIVE_UPDATE,
+    .max_handles = 0,
+    .open = kq_open,
+    .close = kq_close,
+    .add = kq_add,
+    .modify = kq_modify,
+    .del = kq_del,
+    .wait = kq_wait,
+};
+
+#else
+/* ISO C wants at least one declaration in a translation unit. */
+typedef int taxi__backend_kqueue_absent;
+#endif /* TAXI_HAVE_KQUEUE */

@@ -1,0 +1,82 @@
+/*
+ * backends/readiness.h - the table a readiness backend fills in.
+ *
+ * A readiness backend wraps one OS handle-set mechanism (select, poll,
+ * epoll, kqueue, ...).  It only translates: its wait fills an array of
+ * {token, events} and never calls user code; the core decides what to
+ * dispatch, to whom, and in which thread.  Each backend lives in its own
+ * file in backends/, guards itself with its TAXI_HAVE_* macro, and exports
+ * one `const taxi__readiness_ops_t taxi__backend_NAME`; core/backends.c
+ * lists them in order of preference.
+ *
+ * Thread contract (what the core guarantees and what it expects):
+ *  - open/close/add/modify/del are serialised by the caller (the reactor's
+ *    lock is held) and never run concurrently with each other.
+ *  - wait runs WITHOUT that lock, so it may run concurrently with add,
+ *    modify and del from other threads.  A backend without
+ *    TAXI_CAP_LIVE_UPDATE must keep that safe itself (e.g. by waiting on a
+ *    snapshot of its set taken under its own lock) and may apply changes at
+ *    its next wait: the core wakes the waiter through the wake-up channel
+ *    after each change.
+ *  - Only backends with TAXI_CAP_MULTI_WAIT are ever waited on by several
+ *    threads at once.
+ *  - A token is an opaque 64-bit value the backend returns unchanged.
+ *    Stale tokens (for handles deleted since) are the core's problem.
+ */
+#ifndef TAXI_BACKENDS_READINESS_H
+#define TAXI_BACKENDS_READINESS_H
+
+#include "taxi/backend.h"
+#include "taxi/error.h"
+#include "taxi/handler.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* One ready handle, as a wait reports it: TAXI_EV_* bits. */
+typedef struct taxi__ready {
+  uint64_t token;
+  uint32_t events;
+} taxi__ready_t;
+
+/* Flags for add and modify. */
+/* Report the handle once, then keep it registered but inactive until the
+ * next modify (only asked of backends with TAXI_CAP_ONESHOT). */
+#define TAXI__ARM_ONESHOT 0x1u
+
+typedef struct taxi__readiness_ops {
+  const char *name;
+  unsigned caps;        /* TAXI_CAP_* */
+  size_t max_handles;   /* 0: only the OS limits how many */
+
+  /* Create an instance in *state.  TAXI_ENOTSUP (or the mapped OS error)
+   * when the mechanism does not work here: the core then tries the next. */
+  int (*open)(void **state);
+  /* Release the instance.  Must not deregister handles from a kernel object
+   * it shares with another process (after fork an epoll set is shared with
+   * the parent): closing the backend's own descriptors is all it may do. */
+  void (*close)(void *state);
+
+  /* Watch `h` for `events` (a non-empty subset of TAXI_EV_INTEREST);
+   * HUP and ERR are always reported.  Errors: TAXI_EBADF, TAXI_ETOOMANY
+   * (handle beyond max_handles or FD_SETSIZE), TAXI_ENOTSUP (a kind of
+   * handle or event the mechanism cannot watch), TAXI_EEXIST, TAXI_ENOMEM. */
+  int (*add)(void *state, taxi_handle_t h, uint64_t token, unsigned events,
+             unsigned flags);
+  /* Change what is watched.  `events` may be 0: the handle stays known to
+   * the backend but reports nothing (this is how the core deactivates a
+   * handle on backends without one-shot arming).  Errors as add, plus
+   * TAXI_ENOENT. */
+  int (*modify)(void *state, taxi_handle_t h, uint64_t token, unsigned events,
+                unsigned flags);
+  /* Stop watching `h`.  A handle the application already closed is not an
+   * error worth reporting: return 0. */
+  int (*del)(void *state, taxi_handle_t h);
+
+  /* Wait up to timeout_ms (-1: no limit, 0: poll) and store at most `max`
+   * ready handles in out.  Returns how many (0 on timeout or when
+   * interrupted by a signal), or a negative TAXI_E* code. */
+  int (*wait)(void *state, taxi__ready_t *out, size_t max, int timeout_ms);
+} taxi__readiness_ops_t;
+
+#endif /* TAXI_BACKENDS_READINESS_H */

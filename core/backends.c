@@ -1,0 +1,92 @@
+/*
+ * core/backends.c - the ordered table of readiness backends, best first,
+ * and run-time selection: an override by name or environment, otherwise the
+ * first in the table whose instance can actually be opened.
+ */
+#include "config.h"
+
+#include "core/backends.h"
+#include "ports/port.h"
+
+#include <string.h>
+
+extern const taxi__readiness_ops_t taxi__backend_epoll;
+extern const taxi__readiness_ops_t taxi__backend_kqueue;
+extern const taxi__readiness_ops_t taxi__backend_poll;
+extern const taxi__readiness_ops_t taxi__backend_select;
+
+/* Scalable kernel sets first, then the portable iterative ones. */
+static const taxi__readiness_ops_t *const table[] = {
+#if TAXI_HAVE_EPOLL
+    &taxi__backend_epoll,
+#endif
+#if TAXI_HAVE_KQUEUE
+    &taxi__backend_kqueue,
+#endif
+#if TAXI_HAVE_POLL
+    &taxi__backend_poll,
+#endif
+#if TAXI_HAVE_SELECT
+    &taxi__backend_select,
+#endif
+};
+
+#define TABLE_SIZE (sizeof table / sizeof table[0])
+
+static int try_open(const taxi__readiness_ops_t *ops, void **state) {
+  int rc = ops->open(state);
+  return rc < 0 ? TAXI_ENOBACKEND : 0;
+}
+
+/* A backend works if an instance of it can be opened now. */
+static int works(const taxi__readiness_ops_t *ops) {
+  void *state = NULL;
+  if (try_open(ops, &state) < 0) return 0;
+  ops->close(state);
+  return 1;
+}
+
+int taxi__backend_open(const char *name, const taxi__readiness_ops_t **ops,
+                       void **state) {
+  if (!name) name = taxi__secure_getenv("TAXI_BACKEND");
+  if (name && *name) {
+    for (size_t i = 0; i < TABLE_SIZE; i++) {
+      if (strcmp(table[i]->name, name) == 0) {
+        *ops = table[i];
+        return try_open(table[i], state);
+      }
+    }
+    return TAXI_ENOBACKEND;
+  }
+  for (size_t i = 0; i < TABLE_SIZE; i++) {
+    if (try_open(table[i], state) == 0) {
+      *ops = table[i];
+      return 0;
+    }
+  }
+  return TAXI_ENOBACKEND;
+}
+
+size_t taxi_backend_count(void) { return TABLE_SIZE; }
+
+int taxi_backend_info(taxi_backend_info_t *info, size_t index) {
+  if (!info) return TAXI_EINVAL;
+  if (index >= TABLE_SIZE) return TAXI_ENOENT;
+  const taxi__readiness_ops_t *ops = table[index];
+  info->name = ops->name;
+  info->caps = ops->caps;
+  info->max_handles = ops->max_handles;
+  info->available = works(ops);
+  return 0;
+}
+
+int taxi_backend_names(const char **names, size_t cap) {
+  if (!names && cap > 0) return TAXI_EINVAL;
+  size_t n = 0;
+  for (size_t i = 0; i < TABLE_SIZE; i++) {
+    if (!works(table[i])) continue;
+    if (n < cap) names[n] = table[i]->name;
+    n++;
+  }
+  return (int)n;
+}

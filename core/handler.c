@@ -1,0 +1,71 @@
+/*
+ * core/handler.c - initialising handlers and timers, and the references
+ * that delay a removed handler's close hook.
+ */
+#include "config.h"
+
+#include "core/reactor_impl.h"
+
+#include <string.h>
+
+int taxi_handler_init(taxi_handler_t *h, const taxi_handler_ops_t *ops) {
+  if (!h || !ops) return TAXI_EINVAL;
+  memset(&h->internal_, 0, sizeof h->internal_);
+  h->ops = ops;
+  h->internal_.handle = TAXI_INVALID_HANDLE;
+  return 0;
+}
+
+int taxi_timer_init(taxi_timer_t *t) {
+  if (!t) return TAXI_EINVAL;
+  memset(&t->internal_, 0, sizeof t->internal_);
+  t->internal_.heap_index = TAXI__NOT_IN_HEAP;
+  t->internal_.state = TAXI__T_IDLE;
+  return 0;
+}
+
+/*
+ * A handler's counter is guarded by the lock of the reactor it is attached
+ * to.  A handler that is not attached, or whose reactor was destroyed while
+ * it was still referenced, belongs to the application alone, which must not
+ * race on it (documented in taxi/handler.h and taxi/reactor.h).
+ */
+
+int taxi_handler_ref(taxi_handler_t *h) {
+  if (!h) return TAXI_EINVAL;
+  taxi_reactor_t *r = h->internal_.reactor;
+  if (r) taxi__mutex_lock(&r->lock);
+  h->internal_.refs++;
+  if (r) taxi__mutex_unlock(&r->lock);
+  return 0;
+}
+
+/* The last reference of a removed handler whose reactor is gone. */
+static void release_orphan(taxi_handler_t *h) {
+  if (--h->internal_.refs > 0 || !(h->internal_.flags & TAXI__H_CLOSING))
+    return;
+  taxi_handle_t handle = h->internal_.handle;
+  h->internal_.flags = 0;
+  h->internal_.handle = TAXI_INVALID_HANDLE;
+  if (h->ops->close) h->ops->close(h, handle);
+}
+
+int taxi_handler_unref(taxi_handler_t *h) {
+  if (!h) return TAXI_EINVAL;
+  taxi_reactor_t *r = h->internal_.reactor;
+  if (!r) {
+    if (h->internal_.refs == 0) return TAXI_EINVAL;
+    release_orphan(h);
+    return 0;
+  }
+  taxi__mutex_lock(&r->lock);
+  /* An attached handler holds one reference for its attachment. */
+  uint32_t floor = (h->internal_.flags & TAXI__H_CLOSING) ? 0 : 1;
+  int rc = TAXI_EINVAL;
+  if (h->internal_.refs > floor) {
+    taxi__handler_release_locked(r, h);
+    rc = 0;
+  }
+  taxi__mutex_unlock(&r->lock);
+  return rc;
+}

@@ -1,0 +1,764 @@
+/*
+ * core/reactor.c - the Reactor: demultiplexing table, timers, notification
+ * and the dispatch loop, over one readiness backend.
+ *
+ * Dispatch is split in three steps so that thread pools can interleave
+ * their own protocol between them: wait (backend call, lock released),
+ * take (under the lock: pick one ready event, reference its handler) and
+ * dispatch (lock released: run the hook, then release the reference).
+ */
+#include "config.h"
+
+#include "core/reactor_impl.h"
+#include "core/alloc.h"
+#include "core/backends.h"
+
+#include <string.h>
+
+#define DEFAULT_MAX_EVENTS 256u
+#define LIMIT_MAX_EVENTS 65536u
+
+static uint64_t make_token(uint32_t row, uint32_t generation) {
+  return ((uint64_t)generation << 32) | row;
+}
+
+void taxi__reactor_wake_locked(taxi_reactor_t *r) {
+  if (!r->waiting) return;
+  if (taxi__wakeup_signal(&r->wakeup) > 0) r->stats.wakeups++;
+}
+
+/* Backends without live update wait on a snapshot of their set: after a
+ * change made by another thread, the waiter must look again. */
+static void set_changed_locked(taxi_reactor_t *r) {
+  if (!(r->ops->caps & TAXI_CAP_LIVE_UPDATE)) taxi__reactor_wake_locked(r);
+}
+
+/* ---- creation ---------------------------------------------------------- */
+
+static int open_internal_handles(taxi_reactor_t *r) {
+  int rc = taxi__wakeup_open(&r->wakeup);
+  if (rc < 0) return rc;
+  rc = r->ops->add(r->backend, taxi__wakeup_handle(&r->wakeup),
+                   make_token(TAXI__ROW_WAKEUP, 0), TAXI_EV_READ, 0);
+  if (rc < 0) taxi__wakeup_close(&r->wakeup);
+  return rc;
+}
+
+int taxi_reactor_create_ex(taxi_reactor_t **out,
+                           const taxi_reactor_options_t *opts) {
+  if (!out) return TAXI_EINVAL;
+  *out = NULL;
+  unsigned max_events = opts && opts->max_events ? opts->max_events
+                                                 : DEFAULT_MAX_EVENTS;
+  if (max_events > LIMIT_MAX_EVENTS) return TAXI_EINVAL;
+
+  taxi_reactor_t *r = taxi__calloc(1, sizeof *r);
+  if (!r) return TAXI_ENOMEM;
+  int rc = TAXI_ENOMEM;
+  r->ready = taxi__calloc(max_events, sizeof *r->ready);
+  if (!r->ready) goto fail_free;
+  r->ready_cap = max_events;
+  rc = taxi__mutex_init(&r->lock);
+  if (rc < 0) goto fail_free;
+  rc = taxi__backend_open(opts ? opts->backend : NULL, &r->ops, &r->backend);
+  if (rc < 0) goto fail_mutex;
+  rc = open_internal_handles(r);
+  if (rc < 0) goto fail_backend;
+
+  r->free_head = TAXI__ROW_NONE;
+  taxi__handle_map_init(&r->map);
+  taxi__timer_heap_init(&r->timers);
+  taxi__notify_queue_init(&r->notes);
+  atomic_init(&r->stopped, false);
+  *out = r;
+  return 0;
+
+fail_backend:
+  r->ops->close(r->backend);
+fail_mutex:
+  taxi__mutex_destroy(&r->lock);
+fail_free:
+  taxi__free(r->ready);
+  taxi__free(r);
+  return rc;
+}
+
+int taxi_reactor_create(taxi_reactor_t **out, const char *backend) {
+  taxi_reactor_options_t opts = {.backend = backend, .max_events = 0};
+  return taxi_reactor_create_ex(out, &opts);
+}
+
+const char *taxi_reactor_backend(const taxi_reactor_t *r) {
+  return r ? r->ops->name : NULL;
+}
+
+unsigned taxi_reactor_caps(const taxi_reactor_t *r) {
+  return r ? r->ops->caps : 0;
+}
+
+/* ---- the demultiplexing table ------------------------------------------ */
+
+static int slot_alloc_locked(taxi_reactor_t *r, uint32_t *row) {
+  if (r->free_head != TAXI__ROW_NONE) {
+    *row = r->free_head;
+    r->free_head = r->slots[*row].next_free;
+    return 0;
+  }
+  if (r->nslots == r->slots_cap) {
+    if (r->slots_cap >= TAXI__ROW_NONE / 2) return TAXI_ETOOMANY;
+    uint32_t ncap = r->slots_cap ? r->slots_cap * 2 : 64;
+    taxi__slot_t *s = taxi__reallocarray(r->slots, ncap, sizeof *s);
+    if (!s) return TAXI_ENOMEM;
+    r->slots = s;
+    r->slots_cap = ncap;
+  }
+  *row = r->nslots++;
+  r->slots[*row].generation = 1;
+  return 0;
+}
+
+static void slot_free_locked(taxi_reactor_t *r, uint32_t row) {
+  taxi__slot_t *s = &r->slots[row];
+  s->handler = NULL;
+  s->handle = TAXI_INVALID_HANDLE;
+  s->generation++; /* outstanding tokens for this row are now stale */
+  s->flags = 0;
+  s->interest = 0;
+  s->next_free = r->free_head;
+  r->free_head = row;
+}
+
+static bool valid_interest(unsigned events) {
+  return events && !(events & ~TAXI_EV_INTEREST);
+}
+
+int taxi__reactor_attach_locked(taxi_reactor_t *r, taxi_handler_t *h) {
+  if (h->internal_.flags & TAXI__H_CLOSING) return TAXI_EBUSY;
+  if (h->internal_.flags & TAXI__H_ATTACHED)
+    return h->internal_.reactor == r ? 0 : TAXI_EINVAL;
+  h->internal_.reactor = r;
+  h->internal_.flags |= TAXI__H_ATTACHED;
+  h->internal_.refs++;
+  return 0;
+}
+
+/* The handler is attached to r and not closing. */
+static bool attached_here(const taxi_reactor_t *r, const taxi_handler_t *h) {
+  return (h->internal_.flags & TAXI__H_ATTACHED) &&
+         !(h->internal_.flags & TAXI__H_CLOSING) && h->internal_.reactor == r;
+}
+
+int taxi_reactor_register(taxi_reactor_t *r, taxi_handle_t handle,
+                          taxi_handler_t *h, unsigned events) {
+  if (!r || !h || !h->ops || !valid_interest(events)) return TAXI_EINVAL;
+  if (handle == TAXI_INVALID_HANDLE) return TAXI_EBADF;
+  int rc = taxi__handle_check(handle);
+  if (rc < 0) return rc;
+  if ((events & TAXI_EV_EXCEPT) && !(r->ops->caps & TAXI_CAP_EXCEPT))
+    return TAXI_ENOTSUP;
+
+  taxi__mutex_lock(&r->lock);
+  uint32_t row;
+  if (h->internal_.flags & TAXI__H_CLOSING) {
+    rc = TAXI_EBUSY;
+  } else if ((h->internal_.flags & TAXI__H_ATTACHED) &&
+             h->internal_.reactor != r) {
+    rc = TAXI_EINVAL;
+  } else if ((h->internal_.flags & TAXI__H_HAS_HANDLE) ||
+             taxi__handle_map_get(&r->map, handle, &row) == 0) {
+    rc = TAXI_EEXIST;
+  } else {
+    rc = slot_alloc_locked(r, &row);
+  }
+  if (rc < 0) goto out;
+
+  rc = taxi__handle_map_put(&r->map, handle, row);
+  if (rc < 0) {
+    slot_free_locked(r, row);
+    goto out;
+  }
+  taxi__slot_t *s = &r->slots[row];
+  rc = r->ops->add(r->backend, handle, make_token(row, s->generation), events,
+                   0);
+  if (rc < 0) {
+    taxi__handle_map_del(&r->map, handle);
+    slot_free_locked(r, row);
+    goto out;
+  }
+  s->handler = h;
+  s->handle = handle;
+  s->interest = events;
+  s->flags = 0;
+  taxi__reactor_attach_locked(r, h); /* cannot fail: checked above */
+  h->internal_.handle = handle;
+  h->internal_.slot = row;
+  h->internal_.flags |= TAXI__H_HAS_HANDLE;
+  r->stats.handles++;
+  set_changed_locked(r);
+out:
+  taxi__mutex_unlock(&r->lock);
+  return rc;
+}
+
+/* The slot of h's registered handle in r, or NULL. */
+static taxi__slot_t *slot_of(taxi_reactor_t *r, taxi_handler_t *h) {
+  if (!attached_here(r, h) || !(h->internal_.flags & TAXI__H_HAS_HANDLE))
+    return NULL;
+  return &r->slots[h->internal_.slot];
+}
+
+static int arm_locked(taxi_reactor_t *r, taxi__slot_t *s) {
+  unsigned events = (s->flags & TAXI__S_SUSPENDED) ? 0 : s->interest;
+  uint32_t row = (uint32_t)(s - r->slots);
+  int rc = r->ops->modify(r->backend, s->handle,
+                          make_token(row, s->generation), events, 0);
+  if (rc == 0) set_changed_locked(r);
+  return rc;
+}
+
+int taxi_reactor_modify(taxi_reactor_t *r, taxi_handler_t *h, unsigned events) {
+  if (!r || !h || !valid_interest(events)) return TAXI_EINVAL;
+  if ((events & TAXI_EV_EXCEPT) && !(r->ops->caps & TAXI_CAP_EXCEPT))
+    return TAXI_ENOTSUP;
+  taxi__mutex_lock(&r->lock);
+  int rc = TAXI_ENOENT;
+  taxi__slot_t *s = slot_of(r, h);
+  if (s) {
+    uint32_t old = s->interest;
+    s->interest = events;
+    rc = arm_locked(r, s);
+    if (rc < 0) s->interest = old;
+  }
+  taxi__mutex_unlock(&r->lock);
+  return rc;
+}
+
+static int set_suspended(taxi_reactor_t *r, taxi_handler_t *h, bool on) {
+  if (!r || !h) return TAXI_EINVAL;
+  taxi__mutex_lock(&r->lock);
+  int rc = TAXI_ENOENT;
+  taxi__slot_t *s = slot_of(r, h);
+  if (s) {
+    rc = 0;
+    if (!!(s->flags & TAXI__S_SUSPENDED) != on) {
+      s->flags ^= TAXI__S_SUSPENDED;
+      rc = arm_locked(r, s);
+      if (rc < 0) s->flags ^= TAXI__S_SUSPENDED;
+    }
+  }
+  taxi__mutex_unlock(&r->lock);
+  return rc;
+}
+
+int taxi_reactor_suspend(taxi_reactor_t *r, taxi_handler_t *h) {
+  return set_suspended(r, h, true);
+}
+
+int taxi_reactor_resume(taxi_reactor_t *r, taxi_handler_t *h) {
+  return set_suspended(r, h, false);
+}
+
+/* ---- timers ------------------------------------------------------------ */
+
+static void timer_link(taxi_handler_t *h, taxi_timer_t *t) {
+  t->internal_.prev = NULL;
+  t->internal_.next = h->internal_.timers;
+  if (h->internal_.timers) h->internal_.timers->internal_.prev = t;
+  h->internal_.timers = t;
+}
+
+static void timer_unlink(taxi_timer_t *t) {
+  taxi_handler_t *h = t->internal_.handler;
+  if (t->internal_.prev)
+    t->internal_.prev->internal_.next = t->internal_.next;
+  else
+    h->internal_.timers = t->internal_.next;
+  if (t->internal_.next) t->internal_.next->internal_.prev = t->internal_.prev;
+  t->internal_.prev = t->internal_.next = NULL;
+}
+
+/* Disarm t: out of the heap and the handler's list.  A firing timer is only
+ * marked, so that its hook's return does not re-arm it. */
+static void timer_cancel_locked(taxi_reactor_t *r, taxi_timer_t *t) {
+  if (t->internal_.state == TAXI__T_ARMED)
+    taxi__timer_heap_remove(&r->timers, t);
+  if (t->internal_.state != TAXI__T_IDLE) timer_unlink(t);
+  t->internal_.state = TAXI__T_IDLE;
+}
+
+static void timer_arm_locked(taxi_reactor_t *r, taxi_timer_t *t,
+                             taxi_time_t deadline) {
+  t->internal_.deadline = deadline;
+  t->internal_.seq = r->timer_seq++;
+  taxi__timer_heap_push(&r->timers, t);
+  t->internal_.state = TAXI__T_ARMED;
+  if (r->waiting && deadline < r->wait_deadline) taxi__reactor_wake_locked(r);
+}
+
+int taxi_reactor_schedule(taxi_reactor_t *r, taxi_timer_t *t, taxi_handler_t *h,
+                          taxi_time_t delay, taxi_time_t period, void *act) {
+  if (!r || !t || !h || !h->ops || !h->ops->timeout) return TAXI_EINVAL;
+  if (delay < 0 || period < 0) return TAXI_EINVAL;
+  taxi_time_t now = taxi_now();
+  if (delay > INT64_MAX - now) delay = INT64_MAX - now;
+
+  taxi__mutex_lock(&r->lock);
+  int rc = 0;
+  if (t->internal_.state != TAXI__T_IDLE && t->internal_.handler &&
+      t->internal_.handler->internal_.reactor != r) {
+    rc = TAXI_EINVAL; /* armed on another reactor */
+    goto out;
+  }
+  if (t->internal_.state != TAXI__T_ARMED) {
+    /* A firing timer's place in the heap may have been taken meanwhile. */
+    rc = taxi__timer_heap_reserve(&r->timers);
+    if (rc < 0) goto out;
+  }
+  rc = taxi__reactor_attach_locked(r, h);
+  if (rc < 0) goto out;
+  /* Rescheduling moves the timer, possibly to another handler. */
+  timer_cancel_locked(r, t);
+  t->internal_.handler = h;
+  t->internal_.act = act;
+  t->internal_.period = period;
+  timer_link(h, t);
+  timer_arm_locked(r, t, now + delay);
+out:
+  taxi__mutex_unlock(&r->lock);
+  return rc;
+}
+
+int taxi_reactor_cancel(taxi_reactor_t *r, taxi_timer_t *t) {
+  if (!r || !t) return TAXI_EINVAL;
+  taxi__mutex_lock(&r->lock);
+  int rc = TAXI_ENOENT;
+  if (t->internal_.state != TAXI__T_IDLE &&
+      t->internal_.handler->internal_.reactor == r) {
+    timer_cancel_locked(r, t);
+    rc = 0;
+  }
+  taxi__mutex_unlock(&r->lock);
+  return rc;
+}
+
+/* After a timer hook returned: re-arm a periodic timer unless the hook (or
+ * another thread) cancelled or rescheduled it meanwhile. */
+static void timer_fired_locked(taxi_reactor_t *r, taxi_timer_t *t, int rc) {
+  if (t->internal_.state != TAXI__T_FIRING) return;
+  if (rc < 0 || t->internal_.period == 0 ||
+      taxi__timer_heap_reserve(&r->timers) < 0) {
+    timer_cancel_locked(r, t);
+    return;
+  }
+  /* Keep the original cadence; skip periods missed while we were late
+   * rather than firing them in a burst. */
+  taxi_time_t period = t->internal_.period;
+  taxi_time_t next = t->internal_.deadline + period;
+  taxi_time_t now = taxi_now();
+  if (next <= now) next += ((now - next) / period + 1) * period;
+  timer_arm_locked(r, t, next);
+}
+
+/* ---- removal and close --------------------------------------------------- */
+
+int taxi__reactor_detach_locked(taxi_reactor_t *r, taxi_handler_t *h) {
+  if (!attached_here(r, h)) return TAXI_ENOENT;
+  if (h->internal_.flags & TAXI__H_HAS_HANDLE) {
+    uint32_t row = h->internal_.slot;
+    r->ops->del(r->backend, h->internal_.handle);
+    taxi__handle_map_del(&r->map, h->internal_.handle);
+    slot_free_locked(r, row);
+    r->stats.handles--;
+    h->internal_.flags &= ~TAXI__H_HAS_HANDLE;
+    set_changed_locked(r);
+  }
+  while (h->internal_.timers) timer_cancel_locked(r, h->internal_.timers);
+  if (h->internal_.signals) taxi__signals_detach_handler_locked(r, h);
+  h->internal_.flags |= TAXI__H_CLOSING;
+  taxi__handler_release_locked(r, h);
+  return 0;
+}
+
+void taxi__handler_release_locked(taxi_reactor_t *r, taxi_handler_t *h) {
+  if (--h->internal_.refs > 0 || !(h->internal_.flags & TAXI__H_CLOSING))
+    return;
+  /* Last reference of a removed handler: forget it, then close.  After the
+   * close hook taxi must not touch h: it may be freed or attached again. */
+  void (*close_hook)(taxi_handler_t *, taxi_handle_t) = h->ops->close;
+  taxi_handle_t handle = h->internal_.handle;
+  h->internal_.reactor = NULL;
+  h->internal_.flags = 0;
+  h->internal_.handle = TAXI_INVALID_HANDLE;
+  if (close_hook) {
+    taxi__mutex_unlock(&r->lock);
+    close_hook(h, handle);
+    taxi__mutex_lock(&r->lock);
+  }
+}
+
+int taxi_reactor_remove(taxi_reactor_t *r, taxi_handler_t *h) {
+  if (!r || !h) return TAXI_EINVAL;
+  taxi__mutex_lock(&r->lock);
+  int rc = taxi__reactor_detach_locked(r, h);
+  taxi__mutex_unlock(&r->lock);
+  return rc;
+}
+
+/* ---- notification and stop ---------------------------------------------- */
+
+int taxi_reactor_notify(taxi_reactor_t *r, void (*fn)(void *), void *arg) {
+  if (!r || !fn) return TAXI_EINVAL;
+  taxi__notification_t n = {fn, arg};
+  taxi__mutex_lock(&r->lock);
+  int rc = taxi__notify_queue_push(&r->notes, n);
+  if (rc == 0) taxi__reactor_wake_locked(r);
+  taxi__mutex_unlock(&r->lock);
+  return rc;
+}
+
+int taxi_reactor_stop(taxi_reactor_t *r) {
+  if (!r) return TAXI_EINVAL;
+  atomic_store(&r->stopped, true);
+  taxi__mutex_lock(&r->lock);
+  taxi__reactor_wake_locked(r);
+  taxi__mutex_unlock(&r->lock);
+  return 0;
+}
+
+int taxi_reactor_restart(taxi_reactor_t *r) {
+  if (!r) return TAXI_EINVAL;
+  atomic_store(&r->stopped, false);
+  return 0;
+}
+
+int taxi_reactor_stopped(const taxi_reactor_t *r) {
+  return r ? atomic_load(&((taxi_reactor_t *)r)->stopped) : 0;
+}
+
+/* ---- take and dispatch --------------------------------------------------- */
+
+/* Turn one reported {token, events} into an event, or false if stale. */
+static bool take_io_locked(taxi_reactor_t *r, const taxi__ready_t *rd,
+                           taxi__event_t *ev) {
+  uint32_t row = (uint32_t)rd->token;
+  uint32_t generation = (uint32_t)(rd->token >> 32);
+  if (row == TAXI__ROW_WAKEUP) {
+    taxi__wakeup_drain(&r->wakeup);
+    return false;
+  }
+  if (row == TAXI__ROW_SIGNALS) {
+    taxi__signals_read_locked(r);
+    return false;
+  }
+  taxi__slot_t *s = row < r->nslots ? &r->slots[row] : NULL;
+  if (!s || !s->handler || s->generation != generation ||
+      (s->flags & TAXI__S_SUSPENDED)) {
+    r->stats.stale++;
+    return false;
+  }
+  /* The interest may have changed since the wait; hang-ups and errors are
+   * always of interest. */
+  uint32_t events = rd->events & (s->interest | TAXI_EV_HUP | TAXI_EV_ERR);
+  if (!events) {
+    r->stats.stale++;
+    return false;
+  }
+  ev->kind = TAXI__EV_IO;
+  ev->handler = s->handler;
+  ev->handle = s->handle;
+  ev->events = events;
+  ev->interest = s->interest;
+  ev->row = row;
+  ev->generation = generation;
+  s->handler->internal_.refs++;
+  return true;
+}
+
+static bool take_timer_locked(taxi_reactor_t *r, taxi_time_t now,
+                              taxi__event_t *ev) {
+  taxi_timer_t *t = taxi__timer_heap_top(&r->timers);
+  if (!t || t->internal_.deadline > now) return false;
+  taxi__timer_heap_remove(&r->timers, t);
+  t->internal_.state = TAXI__T_FIRING;
+  ev->kind = TAXI__EV_TIMER;
+  ev->timer = t;
+  ev->act = t->internal_.act;
+  ev->handler = t->internal_.handler;
+  ev->handler->internal_.refs++;
+  return true;
+}
+
+/*
+ * Pick the next thing to dispatch: notifications first (they are how other
+ * threads talk to this one), then signals, expired timers, and the handles
+ * the last wait reported.  `now` is the time of the last wait, so a timer
+ * re-armed by its own hook waits for the next round instead of starving
+ * I/O.  Returns false when nothing is ready without waiting.
+ */
+static bool take_locked(taxi_reactor_t *r, taxi_time_t now, taxi__event_t *ev) {
+  if (r->notes_budget && taxi__notify_queue_pop(&r->notes, &ev->note)) {
+    r->notes_budget--;
+    ev->kind = TAXI__EV_NOTIFY;
+    ev->handler = NULL;
+    return true;
+  }
+  if (r->sig_any_pending && taxi__signals_take_locked(r, ev)) return true;
+  if (take_timer_locked(r, now, ev)) return true;
+  while (r->ready_next < r->ready_count) {
+    const taxi__ready_t *rd = &r->ready[r->ready_next++];
+    if (take_io_locked(r, rd, ev)) return true;
+    /* The wake-up or signal source may have just made work ready. */
+    if (r->notes_budget == 0 && r->notes.count) {
+      r->notes_budget = r->notes.count;
+      return take_locked(r, now, ev);
+    }
+    if (r->sig_any_pending && taxi__signals_take_locked(r, ev)) return true;
+  }
+  return false;
+}
+
+static int run_io_hooks(const taxi__event_t *ev) {
+  taxi_handler_t *h = ev->handler;
+  const taxi_handler_ops_t *ops = h->ops;
+  unsigned trouble = ev->events & (TAXI_EV_HUP | TAXI_EV_ERR);
+  int rc = 0;
+  if ((ev->events & TAXI_EV_EXCEPT) && ops->exception)
+    rc = ops->exception(h, ev->handle, ev->events);
+  /* A hang-up or error goes to the hook that will notice it: the reader if
+   * there is one (read returns 0 or the error), else the writer. */
+  bool to_input = (ev->events & TAXI_EV_READ) ||
+                  (trouble && (ev->interest & TAXI_EV_READ));
+  bool to_output = (ev->events & TAXI_EV_WRITE) ||
+                   (trouble && !(ev->interest & TAXI_EV_READ));
+  if (rc >= 0 && to_input && ops->input)
+    rc = ops->input(h, ev->handle, ev->events);
+  if (rc >= 0 && to_output && ops->output)
+    rc = ops->output(h, ev->handle, ev->events);
+  return rc;
+}
+
+/* Run what take_locked() picked.  Called and returns with r->lock held;
+ * releases it while user code runs. */
+static void dispatch_locked(taxi_reactor_t *r, taxi__event_t *ev) {
+  int rc = 0;
+  taxi__mutex_unlock(&r->lock);
+  switch (ev->kind) {
+    case TAXI__EV_NOTIFY:
+      ev->note.fn(ev->note.arg);
+      break;
+    case TAXI__EV_IO:
+      rc = run_io_hooks(ev);
+      break;
+    case TAXI__EV_TIMER:
+      rc = ev->handler->ops->timeout(ev->handler, ev->timer, ev->act);
+      break;
+    case TAXI__EV_SIGNAL:
+      rc = ev->handler->ops->signal(ev->handler, ev->signo);
+      break;
+  }
+  taxi__mutex_lock(&r->lock);
+  switch (ev->kind) {
+    case TAXI__EV_NOTIFY:
+      r->stats.notifications++;
+      return;
+    case TAXI__EV_IO:
+      r->stats.events++;
+      break;
+    case TAXI__EV_TIMER:
+      r->stats.timers++;
+      timer_fired_locked(r, ev->timer, rc);
+      rc = 0; /* a timer hook's refusal cancels only that timer */
+      break;
+    case TAXI__EV_SIGNAL:
+      r->stats.signals++;
+      break;
+  }
+  if (rc < 0) taxi__reactor_detach_locked(r, ev->handler);
+  taxi__handler_release_locked(r, ev->handler);
+}
+
+/* ---- waiting ------------------------------------------------------------- */
+
+/* Milliseconds to wait for `deadline`, rounded up so that a timer is never
+ * found not yet due after the wait; -1 for no deadline. */
+static int wait_ms(taxi_time_t now, taxi_time_t deadline) {
+  if (deadline == INT64_MAX) return -1;
+  if (deadline <= now) return 0;
+  taxi_time_t ms = (deadline - now + TAXI_NSEC_PER_MSEC - 1) / TAXI_NSEC_PER_MSEC;
+  return ms > INT32_MAX ? INT32_MAX : (int)ms;
+}
+
+/* Wait on the backend until `deadline` or the next timer, whichever comes
+ * first.  Called and returns with r->lock held; releases it during the
+ * wait.  0 or a negative TAXI_E* code. */
+static int wait_locked(taxi_reactor_t *r, taxi_time_t deadline,
+                       taxi_time_t *now) {
+  taxi_timer_t *t = taxi__timer_heap_top(&r->timers);
+  if (t && t->internal_.deadline < deadline) deadline = t->internal_.deadline;
+  if (r->notes.count || r->sig_any_pending) deadline = *now;
+  r->waiting = true;
+  r->wait_deadline = deadline;
+  r->ready_count = r->ready_next = 0;
+  taxi__mutex_unlock(&r->lock);
+
+  int n = r->ops->wait(r->backend, r->ready, r->ready_cap, wait_ms(*now, deadline));
+
+  taxi__mutex_lock(&r->lock);
+  r->waiting = false;
+  r->stats.waits++;
+  *now = taxi_now();
+  if (n < 0) return n;
+  r->ready_count = (size_t)n;
+  r->notes_budget = r->notes.count;
+  return 0;
+}
+
+/* ---- the public dispatch calls ------------------------------------------- */
+
+static int begin_dispatch_locked(taxi_reactor_t *r) {
+  if (r->has_owner) return TAXI_EBUSY;
+  if (atomic_load(&r->stopped)) return TAXI_ESTOPPED;
+  r->has_owner = true;
+  r->owner = taxi__thread_self();
+  return 0;
+}
+
+/* Dispatch at most `limit` events within timeout_ms.  Returns how many, or
+ * a negative code. */
+static int dispatch_loop(taxi_reactor_t *r, int timeout_ms, int limit) {
+  if (!r) return TAXI_EINVAL;
+  taxi__mutex_lock(&r->lock);
+  int rc = begin_dispatch_locked(r);
+  if (rc < 0) {
+    taxi__mutex_unlock(&r->lock);
+    return rc;
+  }
+  taxi_time_t now = taxi_now();
+  taxi_time_t deadline = timeout_ms < 0 ? INT64_MAX
+                                         : now + timeout_ms * TAXI_NSEC_PER_MSEC;
+  int dispatched = 0;
+  bool waited = false;
+  taxi__event_t ev;
+  for (;;) {
+    if (atomic_load(&r->stopped)) {
+      rc = TAXI_ESTOPPED;
+      break;
+    }
+    if (dispatched < limit && take_locked(r, now, &ev)) {
+      /* Before this call's first wait, I/O can only come from an earlier
+       * wait: that is an event taken without a system call. */
+      if (!waited && ev.kind == TAXI__EV_IO) r->stats.pending_taken++;
+      dispatch_locked(r, &ev);
+      dispatched++;
+      continue;
+    }
+    if (dispatched > 0 || (waited && now >= deadline)) break;
+    rc = wait_locked(r, deadline, &now);
+    if (rc < 0) break;
+    waited = true;
+  }
+  r->has_owner = false;
+  taxi__mutex_unlock(&r->lock);
+  return rc < 0 ? rc : dispatched;
+}
+
+int taxi_reactor_handle_events(taxi_reactor_t *r, int timeout_ms) {
+  return dispatch_loop(r, timeout_ms, INT32_MAX);
+}
+
+int taxi_reactor_handle_one(taxi_reactor_t *r, int timeout_ms) {
+  return dispatch_loop(r, timeout_ms, 1);
+}
+
+int taxi_reactor_run(taxi_reactor_t *r) {
+  if (!r) return TAXI_EINVAL;
+  for (;;) {
+    int rc = taxi_reactor_handle_events(r, -1);
+    if (rc == TAXI_ESTOPPED) return 0;
+    if (rc < 0) return rc;
+  }
+}
+
+/* ---- statistics ---------------------------------------------------------- */
+
+int taxi_reactor_stats(const taxi_reactor_t *r, taxi_reactor_stats_t *out) {
+  if (!r || !out) return TAXI_EINVAL;
+  taxi_reactor_t *mr = (taxi_reactor_t *)r;
+  taxi__mutex_lock(&mr->lock);
+  *out = r->stats;
+  taxi__mutex_unlock(&mr->lock);
+  return 0;
+}
+
+/* ---- fork ---------------------------------------------------------------- */
+
+int taxi_reactor_reinit_after_fork(taxi_reactor_t *r) {
+  if (!r) return TAXI_EINVAL;
+  taxi__mutex_lock(&r->lock);
+  /* Closing only releases our descriptors: the parent's set is untouched
+   * (backends never deregister on close). */
+  r->ops->close(r->backend);
+  taxi__wakeup_close(&r->wakeup);
+  r->backend = NULL;
+  r->has_owner = false;
+  r->waiting = false;
+  r->ready_count = r->ready_next = 0;
+  int rc = r->ops->open(&r->backend);
+  if (rc == 0) rc = open_internal_handles(r);
+  for (uint32_t row = 0; rc == 0 && row < r->nslots; row++) {
+    taxi__slot_t *s = &r->slots[row];
+    if (!s->handler) continue;
+    rc = r->ops->add(r->backend, s->handle, make_token(row, s->generation),
+                     s->interest, 0);
+    if (rc == 0 && (s->flags & TAXI__S_SUSPENDED)) rc = arm_locked(r, s);
+  }
+  if (rc == 0) rc = taxi__signals_reinit_locked(r);
+  /* Queued notifications were posted before fork; make sure they run. */
+  taxi__mutex_unlock(&r->lock);
+  return rc;
+}
+
+/* ---- destruction --------------------------------------------------------- */
+
+/* Detach every attached handler: those with a handle, with timers, with
+ * signals.  The lock is released while close hooks run, which may change
+ * the table, so each pass starts over until nothing is left. */
+static void detach_all_locked(taxi_reactor_t *r) {
+  for (;;) {
+    taxi_handler_t *h = NULL;
+    for (uint32_t row = 0; !h && row < r->nslots; row++)
+      h = r->slots[row].handler;
+    if (!h && r->timers.count) h = r->timers.items[0]->internal_.handler;
+    for (int s = 0; !h && r->sig_handlers && s < r->sig_limit; s++)
+      h = r->sig_handlers[s];
+    if (!h) return;
+    /* A handler referenced elsewhere outlives the reactor: its last unref
+     * closes it without a reactor to lock. */
+    bool outlives = h->internal_.refs > 1;
+    taxi__reactor_detach_locked(r, h);
+    if (outlives) h->internal_.reactor = NULL;
+  }
+}
+
+int taxi_reactor_destroy(taxi_reactor_t *r) {
+  if (!r) return TAXI_EINVAL;
+  taxi__mutex_lock(&r->lock);
+  if (r->has_owner) {
+    taxi__mutex_unlock(&r->lock);
+    return TAXI_EBUSY;
+  }
+  detach_all_locked(r);
+  taxi__mutex_unlock(&r->lock);
+
+  taxi__signals_destroy(r);
+  r->ops->close(r->backend);
+  taxi__wakeup_close(&r->wakeup);
+  taxi__handle_map_destroy(&r->map);
+  taxi__timer_heap_destroy(&r->timers);
+  taxi__notify_queue_destroy(&r->notes);
+  taxi__mutex_destroy(&r->lock);
+  taxi__free(r->slots);
+  taxi__free(r->ready);
+  taxi__free(r);
+  return 0;
+}

@@ -1,0 +1,144 @@
+/*
+ * core/reactor_impl.h - the reactor's private state, shared by the files of
+ * core/ that implement it (reactor.c, reactor_signal.c, handler.c) and, in
+ * time, by the thread pools built on it.
+ *
+ * Locking: `lock` protects everything here except what the comments mark
+ * as owned by the dispatching thread.  The lock is never held while a
+ * backend waits or while user code (hooks, notifications) runs.
+ */
+#ifndef TAXI_CORE_REACTOR_IMPL_H
+#define TAXI_CORE_REACTOR_IMPL_H
+
+#include "taxi/reactor.h"
+#include "backends/readiness.h"
+#include "core/handle_map.h"
+#include "core/notify_queue.h"
+#include "core/timer_heap.h"
+#include "ports/port.h"
+
+#include <stdbool.h>
+
+/* Handler flags (taxi_handler_t.internal_.flags). */
+#define TAXI__H_ATTACHED 0x1u   /* attached to internal_.reactor */
+#define TAXI__H_HAS_HANDLE 0x2u /* registered for internal_.handle */
+#define TAXI__H_CLOSING 0x4u    /* removed; close hook runs at refs == 0 */
+
+/* Timer states (taxi_timer_t.internal_.state). */
+#define TAXI__T_IDLE 0u
+#define TAXI__T_ARMED 1u  /* in the heap */
+#define TAXI__T_FIRING 2u /* taken from the heap, hook running */
+
+/* Slot flags. */
+#define TAXI__S_SUSPENDED 0x1u
+
+/*
+ * A row of the demultiplexing table.  The token handed to the backend is
+ * (generation << 32 | row); the generation changes whenever the row is
+ * freed, so an event reported for a handle removed in the meantime (and
+ * perhaps reused for another handler) is recognised and dropped.
+ */
+typedef struct taxi__slot {
+  taxi_handler_t *handler; /* NULL when the row is free */
+  taxi_handle_t handle;
+  uint32_t generation;
+  uint32_t interest;  /* TAXI_EV_* asked for */
+  uint32_t flags;     /* TAXI__S_* */
+  uint32_t next_free; /* free-list link while free */
+} taxi__slot_t;
+
+/* Rows that are not in the table: the reactor's own handles. */
+#define TAXI__ROW_WAKEUP 0xffffffffu
+#define TAXI__ROW_SIGNALS 0xfffffffeu
+#define TAXI__ROW_NONE 0xfffffffdu
+
+/* What one dispatch runs. */
+typedef enum taxi__event_kind {
+  TAXI__EV_IO,
+  TAXI__EV_TIMER,
+  TAXI__EV_SIGNAL,
+  TAXI__EV_NOTIFY
+} taxi__event_kind_t;
+
+typedef struct taxi__event {
+  taxi__event_kind_t kind;
+  taxi_handler_t *handler; /* referenced for the dispatch (IO, TIMER, SIGNAL) */
+  taxi_handle_t handle;
+  uint32_t events;   /* IO: reported bits, filtered by interest */
+  uint32_t interest; /* IO: what was asked for when it was taken */
+  uint32_t row, generation;
+  taxi_timer_t *timer;
+  void *act;
+  int signo;
+  taxi__notification_t note;
+} taxi__event_t;
+
+struct taxi_reactor {
+  taxi__mutex_t lock;
+  const taxi__readiness_ops_t *ops;
+  void *backend;
+
+  /* The demultiplexing table. */
+  taxi__slot_t *slots;
+  uint32_t nslots, slots_cap, free_head;
+  taxi__handle_map_t map;
+
+  /* Events from the last wait not yet dispatched.  The array is written
+   * by the waiting thread without the lock (nobody else touches it while
+   * `waiting`), read and consumed under the lock. */
+  taxi__ready_t *ready;
+  size_t ready_cap, ready_count, ready_next;
+
+  taxi__timer_heap_t timers;
+  uint64_t timer_seq;
+
+  taxi__notify_queue_t notes;
+  size_t notes_budget; /* notifications this round may still run */
+  taxi__wakeup_t wakeup;
+
+  /* Signals: opened on first use. */
+  bool sig_open;
+  taxi__sigsrc_t sig;
+  int sig_limit;
+  taxi_handler_t **sig_handlers; /* [sig_limit] */
+  unsigned char *sig_pending;    /* [sig_limit] */
+  bool sig_any_pending;
+
+  /* Dispatching. */
+  bool has_owner; /* a thread is inside handle_events/one/run */
+  taxi__thread_id_t owner;
+  bool waiting;   /* that thread is blocked in the backend's wait */
+  taxi_time_t wait_deadline;
+  atomic_bool stopped;
+
+  taxi_reactor_stats_t stats;
+};
+
+/* Drop one reference to h; if it was the last of a removed handler, the
+ * close hook runs before this returns, with r->lock released during it.
+ * Called with r->lock held; returns with it held. */
+void taxi__handler_release_locked(taxi_reactor_t *r, taxi_handler_t *h);
+
+/* Detach h from r: deregister its handle, cancel its timers and signals,
+ * drop the attachment reference.  r->lock held.  0 or TAXI_ENOENT. */
+int taxi__reactor_detach_locked(taxi_reactor_t *r, taxi_handler_t *h);
+
+/* Attach h to r if it is not attached yet (taking the attachment
+ * reference).  r->lock held.  0, TAXI_EINVAL (another reactor),
+ * TAXI_EBUSY (closing). */
+int taxi__reactor_attach_locked(taxi_reactor_t *r, taxi_handler_t *h);
+
+/* Wake the waiting thread, if any. r->lock held. */
+void taxi__reactor_wake_locked(taxi_reactor_t *r);
+
+/* Signals (core/reactor_signal.c). */
+void taxi__signals_detach_handler_locked(taxi_reactor_t *r, taxi_handler_t *h);
+/* The signal source became readable: read it and mark signals pending. */
+void taxi__signals_read_locked(taxi_reactor_t *r);
+/* Take one pending signal for dispatch; false if none. */
+bool taxi__signals_take_locked(taxi_reactor_t *r, taxi__event_t *ev);
+/* Release everything at destroy, and reopen in a forked child. */
+void taxi__signals_destroy(taxi_reactor_t *r);
+int taxi__signals_reinit_locked(taxi_reactor_t *r);
+
+#endif /* TAXI_CORE_REACTOR_IMPL_H */

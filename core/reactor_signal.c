@@ -1,0 +1,178 @@
+/*
+ * core/reactor_signal.c - POSIX signals dispatched as events.
+ *
+ * The port's signal source turns signals into a readable handle (signalfd,
+ * or a pipe written by a minimal sigaction handler), so no user code ever
+ * runs in signal context.  The source is opened on the first add_signal, so
+ * reactors that take no signals own no signal resources.
+ *
+ * A signal can be consumed by one reader only, so each signal number is
+ * claimed by one reactor per process; the claim table is process-wide.
+ */
+#include "config.h"
+
+#include "core/reactor_impl.h"
+#include "core/alloc.h"
+
+#define CLAIM_LIMIT 128
+
+static _Atomic(taxi_reactor_t *) claims[CLAIM_LIMIT];
+
+static bool claim(taxi_reactor_t *r, int signo) {
+  taxi_reactor_t *expected = NULL;
+  return atomic_compare_exchange_strong(&claims[signo], &expected, r);
+}
+
+static void unclaim(taxi_reactor_t *r, int signo) {
+  taxi_reactor_t *expected = r;
+  atomic_compare_exchange_strong(&claims[signo], &expected, NULL);
+}
+
+/* Open the source and its tables on first use. */
+static int open_source_locked(taxi_reactor_t *r) {
+  if (r->sig_open) return 0;
+  int limit = taxi__signal_limit();
+  if (limit <= 0) return TAXI_ENOTSUP;
+  if (limit > CLAIM_LIMIT) limit = CLAIM_LIMIT;
+  if (!r->sig_handlers) {
+    r->sig_handlers = taxi__calloc((size_t)limit, sizeof *r->sig_handlers);
+    r->sig_pending = taxi__calloc((size_t)limit, 1);
+    if (!r->sig_handlers || !r->sig_pending) {
+      taxi__free(r->sig_handlers);
+      taxi__free(r->sig_pending);
+      r->sig_handlers = NULL;
+      r->sig_pending = NULL;
+      return TAXI_ENOMEM;
+    }
+  }
+  r->sig_limit = limit;
+  int rc = taxi__sigsrc_open(&r->sig);
+  if (rc < 0) return rc;
+  rc = r->ops->add(r->backend, taxi__sigsrc_handle(&r->sig),
+                   ((uint64_t)0 << 32) | TAXI__ROW_SIGNALS, TAXI_EV_READ, 0);
+  if (rc < 0) {
+    taxi__sigsrc_close(&r->sig);
+    return rc;
+  }
+  r->sig_open = true;
+  return 0;
+}
+
+int taxi_reactor_add_signal(taxi_reactor_t *r, int signo, taxi_handler_t *h) {
+  if (!r || !h || !h->ops || !h->ops->signal) return TAXI_EINVAL;
+  int limit = taxi__signal_limit();
+  if (limit <= 0) return TAXI_ENOTSUP;
+  if (signo <= 0 || signo >= limit || signo >= CLAIM_LIMIT) return TAXI_EINVAL;
+
+  taxi__mutex_lock(&r->lock);
+  int rc = open_source_locked(r);
+  if (rc < 0) goto out;
+  if (r->sig_handlers[signo]) {
+    rc = TAXI_EEXIST;
+    goto out;
+  }
+  if (h->internal_.flags & TAXI__H_CLOSING) {
+    rc = TAXI_EBUSY;
+    goto out;
+  }
+  if ((h->internal_.flags & TAXI__H_ATTACHED) && h->internal_.reactor != r) {
+    rc = TAXI_EINVAL;
+    goto out;
+  }
+  if (!claim(r, signo)) {
+    rc = TAXI_EBUSY;
+    goto out;
+  }
+  rc = taxi__sigsrc_add(&r->sig, signo);
+  if (rc < 0) {
+    unclaim(r, signo);
+    goto out;
+  }
+  taxi__reactor_attach_locked(r, h); /* cannot fail: checked above */
+  r->sig_handlers[signo] = h;
+  h->internal_.signals++;
+out:
+  taxi__mutex_unlock(&r->lock);
+  return rc;
+}
+
+static void remove_locked(taxi_reactor_t *r, int signo) {
+  taxi__sigsrc_del(&r->sig, signo);
+  unclaim(r, signo);
+  r->sig_handlers[signo]->internal_.signals--;
+  r->sig_handlers[signo] = NULL;
+  r->sig_pending[signo] = 0;
+}
+
+int taxi_reactor_remove_signal(taxi_reactor_t *r, int signo) {
+  if (!r) return TAXI_EINVAL;
+  taxi__mutex_lock(&r->lock);
+  int rc = TAXI_ENOENT;
+  if (signo <= 0 || signo >= CLAIM_LIMIT) {
+    rc = TAXI_EINVAL;
+  } else if (r->sig_open && signo < r->sig_limit && r->sig_handlers[signo]) {
+    remove_locked(r, signo);
+    rc = 0;
+  }
+  taxi__mutex_unlock(&r->lock);
+  return rc;
+}
+
+void taxi__signals_detach_handler_locked(taxi_reactor_t *r, taxi_handler_t *h) {
+  for (int s = 1; s < r->sig_limit && h->internal_.signals; s++)
+    if (r->sig_handlers[s] == h) remove_locked(r, s);
+}
+
+void taxi__signals_read_locked(taxi_reactor_t *r) {
+  int got[32];
+  int n;
+  while ((n = taxi__sigsrc_read(&r->sig, got, 32)) > 0) {
+    for (int i = 0; i < n; i++) {
+      int s = got[i];
+      /* A signal removed since it arrived is not dispatched. */
+      if (s > 0 && s < r->sig_limit && r->sig_handlers[s]) {
+        r->sig_pending[s] = 1;
+        r->sig_any_pending = true;
+      }
+    }
+    if (n < 32) break;
+  }
+}
+
+bool taxi__signals_take_locked(taxi_reactor_t *r, taxi__event_t *ev) {
+  for (int s = 1; s < r->sig_limit; s++) {
+    if (!r->sig_pending[s]) continue;
+    r->sig_pending[s] = 0;
+    ev->kind = TAXI__EV_SIGNAL;
+    ev->signo = s;
+    ev->handler = r->sig_handlers[s];
+    ev->handler->internal_.refs++;
+    return true;
+  }
+  r->sig_any_pending = false;
+  return false;
+}
+
+void taxi__signals_destroy(taxi_reactor_t *r) {
+  if (r->sig_open) {
+    /* Handlers were detached already; release any claims left. */
+    for (int s = 1; s < r->sig_limit; s++) unclaim(r, s);
+    taxi__sigsrc_close(&r->sig);
+    r->sig_open = false;
+  }
+  taxi__free(r->sig_handlers);
+  taxi__free(r->sig_pending);
+  r->sig_handlers = NULL;
+  r->sig_pending = NULL;
+}
+
+int taxi__signals_reinit_locked(taxi_reactor_t *r) {
+  if (!r->sig_open) return 0;
+  /* The source may be shared with the parent (a pipe): make our own. */
+  taxi__sigsrc_close(&r->sig);
+  r->sig_open = false;
+  int rc = open_source_locked(r);
+  for (int s = 1; rc == 0 && s < r->sig_limit; s++)
+    if (r->sig_handlers[s]) rc = taxi__sigsrc_add(&r->sig, s);
+  return rc;
+}

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# dev.sh - build, demo and test taxi from a fresh checkout.
+#
+#   ./dev.sh demo     install what is missing, build everything, run the demo
+#   ./dev.sh test     install what is missing, build, run the whole test suite
+#   ./dev.sh deps     only install the build dependencies (Debian/Ubuntu)
+#   ./dev.sh build    only configure and build (in ./build)
+#
+# Environment: BUILD_DIR (default: build), CONFIGURE_FLAGS (extra flags for
+# configure), JOBS (default: number of CPUs).
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")" && pwd)
+build_dir=${BUILD_DIR:-$top/build}
+jobs=${JOBS:-$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)}
+
+# Debian packages the build and the tests need.
+packages=(build-essential autoconf automake libtool pkg-config libcunit1-dev)
+
+deps() {
+  command -v dpkg-query >/dev/null 2>&1 || return 0
+  local missing=()
+  for p in "${packages[@]}" "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+      missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "dev.sh: installing ${missing[*]}"
+  local sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+}
+
+build() {
+  deps
+  if [ ! -x "$top/configure" ] || [ "$top/configure.ac" -nt "$top/configure" ]; then
+    (cd "$top" && autoreconf -fi)
+  fi
+  mkdir -p "$build_dir"
+  cd "$build_dir"
+  # shellcheck disable=SC2086
+  [ -f Makefile ] || "$top/configure" ${CONFIGURE_FLAGS:-}
+  make -j"$jobs"
+}
+
+case "${1:-}" in
+  deps) shift; deps "$@" ;;
+  build) build ;;
+  demo) build; make demo ;;
+  test)
+    build
+    if ! make -j"$jobs" check; then
+      # Show every failing test's log, then fail.
+      for log in $(find . -name '*.log' ! -name config.log ! -name test-suite.log); do
+        grep -q '^FAIL\|^ERROR' "${log%.log}.trs" 2>/dev/null && { echo "==> $log"; cat "$log"; }
+      done
+      exit 1
+    fi
+    ;;
+  *)
+    sed -n '2,12p' "$0"
+    exit 2
+    ;;
+esac

@@ -1,0 +1,399 @@
+/*
+ * echo_common.c - socket and command-line helpers for the echo examples.
+ *
+ * This is the only file of the examples that includes operating-system
+ * headers.  The differences between BSD sockets and Winsock are confined to
+ * the block of definitions just below; the functions after it are written
+ * once for both.
+ */
+#if !defined(_WIN32)
+#define _POSIX_C_SOURCE 200809L
+#endif
+
+#include "echo_common.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(_WIN32)
+#include <winsock2.h>
+#include <ws2tcpip.h>
+
+typedef int io_size_t;          /* recv/send take and return an int */
+#define IO_MAX INT_MAX
+#define sock_errno() WSAGetLastError()
+#define sock_close(s) closesocket(s)
+#define SOCK_WOULD_BLOCK(e) ((e) == WSAEWOULDBLOCK)
+#define SOCK_INTERRUPTED(e) ((e) == WSAEINTR)
+#define SOCK_ACCEPT_RETRY(e) ((e) == WSAECONNRESET)
+#define SEND_FLAGS 0
+/* Windows' SO_REUSEADDR lets another process steal a port in use; the
+ * exclusive option is what POSIX SO_REUSEADDR users actually want there. */
+#define REUSE_OPTION SO_EXCLUSIVEADDRUSE
+
+#else /* POSIX */
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+typedef size_t io_size_t;
+#define IO_MAX SSIZE_MAX
+#define sock_errno() errno
+#define sock_close(s) close(s)
+#define SOCK_WOULD_BLOCK(e) ((e) == EAGAIN || (e) == EWOULDBLOCK)
+#define SOCK_INTERRUPTED(e) ((e) == EINTR)
+/* A connection that was reset while queued is the client's problem, not the
+ * listener's; Linux also reports some network errors of the new connection
+ * through accept (see accept(2)), which likewise concern only that one. */
+#define SOCK_ACCEPT_RETRY(e) ((e) == ECONNABORTED || (e) == EPROTO)
+#ifdef MSG_NOSIGNAL
+#define SEND_FLAGS MSG_NOSIGNAL
+#else
+#define SEND_FLAGS 0
+#endif
+#define REUSE_OPTION SO_REUSEADDR
+#endif
+
+/* The message for echo_last_error(); per thread, so that dispatchers running
+ * the examples' hooks in several threads do not garble it. */
+#if defined(_MSC_VER)
+static __declspec(thread) char last_error[256];
+#else
+static _Thread_local char last_error[256];
+#endif
+
+/* Record "what: <description of OS error code err>". */
+static void set_os_error(const char *what, int err) {
+#if defined(_WIN32)
+  char text[160];
+  if (!FormatMessageA(FORMAT_MESSAGE_FROM_SYSTEM | FORMAT_MESSAGE_IGNORE_INSERTS,
+                      NULL, (DWORD)err, 0, text, sizeof text, NULL))
+    snprintf(text, sizeof text, "Winsock error %d", err);
+  text[strcspn(text, "\r\n")] = '\0';
+  snprintf(last_error, sizeof last_error, "%s: %s", what, text);
+#else
+  snprintf(last_error, sizeof last_error, "%s: %s", what, strerror(err));
+#endif
+}
+
+const char *echo_last_error(void) {
+  return last_error[0] ? last_error : "no error";
+}
+
+int echo_net_init(void) {
+#if defined(_WIN32)
+  WSADATA wsa;
+  int err = WSAStartup(MAKEWORD(2, 2), &wsa);
+  if (err != 0) {
+    set_os_error("WSAStartup", err);
+    return -1;
+  }
+#else
+  /* Without this, a send to a peer that has gone away raises SIGPIPE, whose
+   * default action ends the process: one misbehaving client must not be able
+   * to kill a server.  MSG_NOSIGNAL covers the same where it exists. */
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = SIG_IGN;
+  sigemptyset(&sa.sa_mask);
+  if (sigaction(SIGPIPE, &sa, NULL) != 0) {
+    set_os_error("sigaction(SIGPIPE)", errno);
+    return -1;
+  }
+#endif
+  return 0;
+}
+
+void echo_net_cleanup(void) {
+#if defined(_WIN32)
+  WSACleanup();
+#endif
+}
+
+int echo_set_nonblocking(taxi_handle_t s) {
+#if defined(_WIN32)
+  u_long on = 1;
+  if (ioctlsocket(s, FIONBIO, &on) != 0) {
+    set_os_error("ioctlsocket(FIONBIO)", sock_errno());
+    return -1;
+  }
+#else
+  int flags = fcntl(s, F_GETFL);
+  if (flags == -1 || fcntl(s, F_SETFL, flags | O_NONBLOCK) == -1) {
+    set_os_error("fcntl(O_NONBLOCK)", errno);
+    return -1;
+  }
+#endif
+  return 0;
+}
+
+/* Keep our sockets out of programs we might exec (POSIX only; Windows
+ * sockets are not inherited unless asked for). */
+static int set_cloexec(taxi_handle_t s) {
+#if !defined(_WIN32)
+  int flags = fcntl(s, F_GETFD);
+  if (flags == -1 || fcntl(s, F_SETFD, flags | FD_CLOEXEC) == -1) {
+    set_os_error("fcntl(FD_CLOEXEC)", errno);
+    return -1;
+  }
+#else
+  (void)s;
+#endif
+  return 0;
+}
+
+/* Echo traffic is small request/response exchanges: send each at once
+ * rather than waiting to coalesce it with data that will never come. */
+static void set_nodelay(taxi_handle_t s) {
+  int on = 1;
+  /* Failure only costs latency, so it is not an error. */
+  (void)setsockopt(s, IPPROTO_TCP, TCP_NODELAY, (const char *)&on, sizeof on);
+}
+
+void echo_close(taxi_handle_t s) {
+  if (s != TAXI_INVALID_HANDLE)
+    sock_close(s);
+}
+
+/* ---- command line -------------------------------------------------------- */
+
+int echo_option(int argc, char **argv, int *i, const char *name,
+                const char **value) {
+  const char *arg = argv[*i];
+  size_t n = strlen(name);
+
+  if (strncmp(arg, name, n) != 0)
+    return 0;
+  if (arg[n] == '=') {
+    *value = arg + n + 1;
+    *i += 1;
+    return 1;
+  }
+  if (arg[n] != '\0')
+    return 0; /* a longer option that merely starts with `name` */
+  if (*i + 1 >= argc) {
+    fprintf(stderr, "%s: option %s needs a value\n", argv[0], name);
+    return -1;
+  }
+  *value = argv[*i + 1];
+  *i += 2;
+  return 1;
+}
+
+int echo_parse_count(const char *text, unsigned long min, unsigned long max,
+                     unsigned long *value) {
+  char *end;
+  unsigned long v;
+
+  /* strtoul accepts leading blanks and a minus sign; a count has neither. */
+  if (text[0] < '0' || text[0] > '9')
+    return -1;
+  errno = 0;
+  v = strtoul(text, &end, 10);
+  if (errno != 0 || *end != '\0' || v < min || v > max)
+    return -1;
+  *value = v;
+  return 0;
+}
+
+int echo_parse_port(const char *text, unsigned *port) {
+  unsigned long v;
+  if (echo_parse_count(text, 0, 65535, &v) != 0)
+    return -1;
+  *port = (unsigned)v;
+  return 0;
+}
+
+/* ---- connections --------------------------------------------------------- */
+
+/* Resolve host:port for a stream socket; *res must be freed with
+ * freeaddrinfo().  `passive` asks for an address to bind to. */
+static int resolve(const char *host, unsigned port, int passive,
+                   struct addrinfo **res) {
+  struct addrinfo hints;
+  char service[8];
+  int err;
+
+  memset(&hints, 0, sizeof hints);
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV | (passive ? AI_PASSIVE : 0);
+  snprintf(service, sizeof service, "%u", port);
+  err = getaddrinfo(host, service, &hints, res);
+  if (err != 0) {
+    snprintf(last_error, sizeof last_error, "cannot resolve %s: %s", host,
+             gai_strerror(err));
+    return -1;
+  }
+  return 0;
+}
+
+/* Open a socket for one resolved address; TAXI_INVALID_HANDLE on failure. */
+static taxi_handle_t open_socket(const struct addrinfo *ai) {
+  taxi_handle_t s =
+      (taxi_handle_t)socket(ai->ai_family, ai->ai_socktype, ai->ai_protocol);
+  if (s == TAXI_INVALID_HANDLE) {
+    set_os_error("socket", sock_errno());
+    return TAXI_INVALID_HANDLE;
+  }
+  if (set_cloexec(s) != 0) {
+    sock_close(s);
+    return TAXI_INVALID_HANDLE;
+  }
+  return s;
+}
+
+int echo_listen(const char *host, unsigned port, taxi_handle_t *out,
+                char *bound, size_t bound_size, unsigned *bound_port) {
+  struct addrinfo *res, *ai;
+  struct sockaddr_storage addr;
+  socklen_t addr_len = sizeof addr;
+  char addr_host[128], addr_port[16], what[128]; /* numeric forms: ample */
+  taxi_handle_t s = TAXI_INVALID_HANDLE;
+  int on = 1, err;
+
+  if (resolve(host, port, 1, &res) != 0)
+    return -1;
+  /* A name may resolve to several addresses (IPv6 and IPv4, say): listen
+   * on the first one that works, as most servers given one name do. */
+  for (ai = res; ai != NULL; ai = ai->ai_next) {
+    s = open_socket(ai);
+    if (s == TAXI_INVALID_HANDLE)
+      continue;
+    /* Lets a restarted server bind again at once, instead of failing while
+     * the previous instance's connections sit in TIME_WAIT. */
+    (void)setsockopt(s, SOL_SOCKET, REUSE_OPTION, (const char *)&on, sizeof on);
+    if (bind(s, ai->ai_addr, (socklen_t)ai->ai_addrlen) == 0 &&
+        listen(s, SOMAXCONN) == 0 && echo_set_nonblocking(s) == 0)
+      break;
+    snprintf(what, sizeof what, "listen on %s:%u", host, port);
+    set_os_error(what, sock_errno());
+    sock_close(s);
+    s = TAXI_INVALID_HANDLE;
+  }
+  freeaddrinfo(res);
+  if (s == TAXI_INVALID_HANDLE)
+    return -1;
+
+  /* Report the address the system actually gave us: with port 0 that is
+   * the only way to learn which port to connect to. */
+  if (getsockname(s, (struct sockaddr *)&addr, &addr_len) != 0) {
+    set_os_error("getsockname", sock_errno());
+    sock_close(s);
+    return -1;
+  }
+  err = getnameinfo((struct sockaddr *)&addr, addr_len, addr_host,
+                    sizeof addr_host, addr_port, sizeof addr_port,
+                    NI_NUMERICHOST | NI_NUMERICSERV);
+  if (err != 0) {
+    snprintf(last_error, sizeof last_error, "getnameinfo: %s",
+             gai_strerror(err));
+    sock_close(s);
+    return -1;
+  }
+  snprintf(bound, bound_size, addr.ss_family == AF_INET6 ? "[%s]:%s" : "%s:%s",
+           addr_host, addr_port);
+  *bound_port = (unsigned)strtoul(addr_port, NULL, 10);
+  *out = s;
+  return 0;
+}
+
+echo_io_t echo_accept(taxi_handle_t listener, taxi_handle_t *out) {
+  for (;;) {
+    taxi_handle_t s = (taxi_handle_t)accept(listener, NULL, NULL);
+    if (s == TAXI_INVALID_HANDLE) {
+      int err = sock_errno();
+      if (SOCK_INTERRUPTED(err))
+        continue;
+      if (SOCK_WOULD_BLOCK(err) || SOCK_ACCEPT_RETRY(err))
+        return ECHO_IO_AGAIN;
+      set_os_error("accept", err);
+      return ECHO_IO_ERROR;
+    }
+    /* Whether an accepted socket inherits O_NONBLOCK differs between
+     * systems (Linux: no, BSD: yes), so set it explicitly. */
+    if (set_cloexec(s) != 0 || echo_set_nonblocking(s) != 0) {
+      sock_close(s);
+      return ECHO_IO_ERROR;
+    }
+    set_nodelay(s);
+    *out = s;
+    return ECHO_IO_OK;
+  }
+}
+
+int echo_connect(const char *host, unsigned port, taxi_handle_t *out) {
+  struct addrinfo *res, *ai;
+  taxi_handle_t s = TAXI_INVALID_HANDLE;
+  char what[128];
+
+  if (resolve(host, port, 0, &res) != 0)
+    return -1;
+  for (ai = res; ai != NULL; ai = ai->ai_next) {
+    s = open_socket(ai);
+    if (s == TAXI_INVALID_HANDLE)
+      continue;
+    if (connect(s, ai->ai_addr, (socklen_t)ai->ai_addrlen) == 0 &&
+        echo_set_nonblocking(s) == 0)
+      break;
+    snprintf(what, sizeof what, "connect to %s:%u", host, port);
+    set_os_error(what, sock_errno());
+    sock_close(s);
+    s = TAXI_INVALID_HANDLE;
+  }
+  freeaddrinfo(res);
+  if (s == TAXI_INVALID_HANDLE)
+    return -1;
+  set_nodelay(s);
+  *out = s;
+  return 0;
+}
+
+echo_io_t echo_recv(taxi_handle_t s, void *buf, size_t len, size_t *count) {
+  if (len > (size_t)IO_MAX)
+    len = (size_t)IO_MAX;
+  for (;;) {
+    long n = (long)recv(s, buf, (io_size_t)len, 0);
+    if (n > 0) {
+      *count = (size_t)n;
+      return ECHO_IO_OK;
+    }
+    if (n == 0)
+      return ECHO_IO_EOF;
+    int err = sock_errno();
+    if (SOCK_INTERRUPTED(err))
+      continue;
+    if (SOCK_WOULD_BLOCK(err))
+      return ECHO_IO_AGAIN;
+    set_os_error("recv", err);
+    return ECHO_IO_ERROR;
+  }
+}
+
+echo_io_t echo_send(taxi_handle_t s, const void *buf, size_t len,
+                    size_t *count) {
+  if (len > (size_t)IO_MAX)
+    len = (size_t)IO_MAX;
+  for (;;) {
+    long n = (long)send(s, buf, (io_size_t)len, SEND_FLAGS);
+    if (n >= 0) {
+      *count = (size_t)n;
+      return ECHO_IO_OK;
+    }
+    int err = sock_errno();
+    if (SOCK_INTERRUPTED(err))
+      continue;
+    if (SOCK_WOULD_BLOCK(err))
+      return ECHO_IO_AGAIN;
+    set_os_error("send", err);
+    return ECHO_IO_ERROR;
+  }
+}

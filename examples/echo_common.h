@@ -1,0 +1,112 @@
+/*
+ * echo_common.h - the small amount of socket and command-line plumbing the
+ * echo examples share.
+ *
+ * taxi watches handles; it does not open, read or write them.  Everything
+ * that touches the socket API directly lives in echo_common.c, so that the
+ * example programs themselves contain only portable C and taxi calls, and
+ * porting them to another socket API (Winsock) means porting one file.
+ *
+ * Sockets are named by taxi_handle_t (an int on POSIX, a SOCKET on Windows)
+ * and are non-blocking once these helpers return them.
+ */
+#ifndef ECHO_COMMON_H
+#define ECHO_COMMON_H
+
+#include <stddef.h>
+
+#include <taxi/taxi.h>
+
+/* The outcome of a non-blocking socket operation. */
+typedef enum echo_io {
+  ECHO_IO_OK,    /* done: *count bytes moved, or a connection accepted */
+  ECHO_IO_AGAIN, /* it would block: wait for readiness and try again */
+  ECHO_IO_EOF,   /* (receive only) the peer closed its side */
+  ECHO_IO_ERROR  /* failed: echo_last_error() says why */
+} echo_io_t;
+
+/*
+ * echo_net_init - once per process, before any other helper: starts Winsock
+ * on Windows; on POSIX makes writing to a connection the peer has closed
+ * fail with an error instead of killing the process with SIGPIPE.
+ * Returns 0, or -1 (with echo_last_error() set).
+ */
+int echo_net_init(void);
+
+/* echo_net_cleanup - undo echo_net_init() before exiting. */
+void echo_net_cleanup(void);
+
+/*
+ * echo_last_error - what the most recent failing helper in this thread met,
+ * e.g. "connect 127.0.0.1:7: Connection refused".  Valid until the next
+ * helper call in this thread.
+ */
+const char *echo_last_error(void);
+
+/*
+ * echo_option - command-line matching for "--name value" and "--name=value".
+ * If argv[*i] is the option `name`, stores its value in *value, advances *i
+ * past what it consumed and returns 1.  Returns 0 if argv[*i] is another
+ * argument, and -1 (after printing a message) if the value is missing.
+ */
+int echo_option(int argc, char **argv, int *i, const char *name,
+                const char **value);
+
+/*
+ * echo_parse_port - parse a TCP port number, 0 to 65535.
+ * Returns 0, or -1 if `text` is not such a number.
+ */
+int echo_parse_port(const char *text, unsigned *port);
+
+/*
+ * echo_parse_count - parse a decimal count between `min` and `max`.
+ * Returns 0, or -1 if `text` is not such a number.
+ */
+int echo_parse_count(const char *text, unsigned long min, unsigned long max,
+                     unsigned long *value);
+
+/*
+ * echo_listen - open a non-blocking TCP socket listening on host:port.
+ * `host` is a numeric address or a name; port 0 asks the system to choose.
+ * On success stores the socket in *out and the address actually bound, as
+ * "HOST:PORT" ("[HOST]:PORT" for IPv6), in `bound` (`bound_size` bytes,
+ * 64 is plenty), and the port number in *bound_port; returns 0.
+ * Returns -1 on failure, with echo_last_error() set.
+ */
+int echo_listen(const char *host, unsigned port, taxi_handle_t *out,
+                char *bound, size_t bound_size, unsigned *bound_port);
+
+/*
+ * echo_accept - accept one connection from a non-blocking listening socket.
+ * On ECHO_IO_OK stores the new, non-blocking socket in *out.  ECHO_IO_AGAIN
+ * means no connection is waiting, or one was aborted before it could be
+ * accepted: either way, wait for the listener to become readable again.
+ * ECHO_IO_ERROR usually means the process is out of descriptors.
+ */
+echo_io_t echo_accept(taxi_handle_t listener, taxi_handle_t *out);
+
+/*
+ * echo_connect - connect to host:port (blocking, which is fine for a client
+ * opening a handful of connections at start-up), then make the socket
+ * non-blocking and disable Nagle's algorithm, since request/response
+ * traffic should not wait for acknowledgements.
+ * Returns 0 and stores the socket in *out, or -1 with echo_last_error() set.
+ */
+int echo_connect(const char *host, unsigned port, taxi_handle_t *out);
+
+/* echo_set_nonblocking - put a socket in non-blocking mode.  0 or -1. */
+int echo_set_nonblocking(taxi_handle_t s);
+
+/*
+ * echo_recv / echo_send - one non-blocking receive or send of at most `len`
+ * bytes; on ECHO_IO_OK, *count is how many moved (never 0 for a receive:
+ * that is ECHO_IO_EOF).  Interrupted calls are retried.
+ */
+echo_io_t echo_recv(taxi_handle_t s, void *buf, size_t len, size_t *count);
+echo_io_t echo_send(taxi_handle_t s, const void *buf, size_t len,
+                    size_t *count);
+
+/* echo_close - close a socket; TAXI_INVALID_HANDLE is ignored. */
+void echo_close(taxi_handle_t s);
+
+#endif /* ECHO_COMMON_H */

@@ -1,0 +1,70 @@
+/*
+ * taxi/error.h - error codes.
+ *
+ * Every taxi function that can fail returns 0 (or a non-negative count) on
+ * success and one of the negative TAXI_E* codes below on failure.  The codes
+ * are the same on every platform; the operating system's own error number, if
+ * one was involved, can be read back with taxi_last_os_error() in the thread
+ * that got the error.
+ */
+#ifndef TAXI_ERROR_H
+#define TAXI_ERROR_H
+
+#include "platform.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TAXI_OK 0
+#define TAXI_EINVAL (-1)      /* an argument is invalid (NULL, out of range) */
+#define TAXI_ENOMEM (-2)      /* the allocator returned NULL */
+#define TAXI_EBADF (-3)       /* the handle is invalid or already closed */
+#define TAXI_EEXIST (-4)      /* the handle or handler is already registered */
+#define TAXI_ENOENT (-5)      /* the handle, handler or timer is not registered */
+#define TAXI_ENOBACKEND (-6)  /* no backend of that name is compiled in and works */
+#define TAXI_ENOTSUP (-7)     /* the backend cannot do this */
+#define TAXI_ETOOMANY (-8)    /* beyond the backend's limit (e.g. FD_SETSIZE) */
+#define TAXI_ETIMEDOUT (-9)   /* the time limit passed before anything happened */
+#define TAXI_ESTOPPED (-10)   /* the reactor (or pool) was stopped */
+#define TAXI_EBUSY (-11)      /* in use elsewhere (another dispatcher, signal) */
+#define TAXI_ECANCELED (-12)  /* the operation was cancelled */
+#define TAXI_EAGAIN (-13)     /* try again: would block */
+#define TAXI_EPERM (-14)      /* not permitted (by the OS or in this state) */
+#define TAXI_ESYS (-15)       /* another OS error: see taxi_last_os_error() */
+#define TAXI_ECONNRESET (-16) /* connection reset by peer */
+#define TAXI_ECONNREFUSED (-17) /* connection refused */
+#define TAXI_EPIPE (-18)      /* writing to a connection the peer has closed */
+#define TAXI_EADDRINUSE (-19) /* address already in use */
+#define TAXI_EEOF (-20)       /* end of stream before the operation completed */
+
+/* One past the most negative code; for iterating in tests. */
+#define TAXI_ERROR_MIN (-20)
+
+/*
+ * taxi_strerror - a short English description of a TAXI_E* code.
+ * Returns a static string; never NULL.  Unknown codes give "unknown error".
+ * Threads: any.
+ */
+TAXI_EXTERN const char *taxi_strerror(int code);
+
+/*
+ * taxi_error_name - the symbolic name of a code, such as "TAXI_EBADF".
+ * Returns a static string; never NULL ("TAXI_E?" for unknown codes).
+ * Threads: any.
+ */
+TAXI_EXTERN const char *taxi_error_name(int code);
+
+/*
+ * taxi_last_os_error - the operating system error number (errno, or
+ * GetLastError()/WSAGetLastError() on Windows) recorded by the most recent
+ * taxi call in this thread that failed because of the OS, or 0.
+ * Threads: any; the value is per thread.
+ */
+TAXI_EXTERN int taxi_last_os_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TAXI_ERROR_H */

@@ -1,0 +1,144 @@
+/*
+ * taxi/handler.h - event handlers and timer records.
+ *
+ * An event handler is a struct the application embeds in its own object (a
+ * connection, an acceptor, ...) and recovers with a container-of cast in its
+ * hooks.  Its hooks are reached through a table of functions shared by every
+ * handler of the same kind:
+ *
+ *     struct conn { taxi_handler_t h; int fd; char buf[4096]; };
+ *     static int conn_input(taxi_handler_t *h, taxi_handle_t fd, unsigned ev) {
+ *         struct conn *c = (struct conn *)((char *)h - offsetof(struct conn, h));
+ *         ...
+ *         return 0;            // keep going; negative asks for removal
+ *     }
+ *     static const taxi_handler_ops_t conn_ops = { .input = conn_input,
+ *                                                  .close = conn_close };
+ *     taxi_handler_init(&c->h, &conn_ops);
+ *
+ * Lifetime.  A handler becomes attached to a reactor when it is registered
+ * for a handle, given a timer or given a signal.  It stays attached until it
+ * is removed: by taxi_reactor_remove() from any thread, or by one of its own
+ * hooks returning a negative value.  Removal stops every future dispatch at
+ * once, but a hook already running in another thread is not interrupted; the
+ * close hook runs exactly once, after the last running hook has returned and
+ * the last reference taken with taxi_handler_ref() has been dropped, in
+ * whichever thread drops it.  The close hook is the place to close the
+ * handle and free the memory: taxi touches the handler no more after calling
+ * it, and the handler may be initialised and attached again afterwards.
+ */
+#ifndef TAXI_HANDLER_H
+#define TAXI_HANDLER_H
+
+#include "platform.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Event bits.  READ, WRITE and EXCEPT may be asked for; HUP and ERR are only
+ * reported (they are always watched). */
+#define TAXI_EV_READ 0x01u   /* data (or a connection, or EOF) to read */
+#define TAXI_EV_WRITE 0x02u  /* room to write; a connect finished */
+#define TAXI_EV_EXCEPT 0x04u /* out-of-band data */
+#define TAXI_EV_HUP 0x08u    /* the peer hung up (reported only) */
+#define TAXI_EV_ERR 0x10u    /* an error is pending on the handle (reported) */
+#define TAXI_EV_INTEREST (TAXI_EV_READ | TAXI_EV_WRITE | TAXI_EV_EXCEPT)
+
+typedef struct taxi_handler taxi_handler_t;
+typedef struct taxi_timer taxi_timer_t;
+
+/*
+ * The hooks.  Any may be NULL (the event is then ignored; a NULL close hook
+ * means nothing needs doing at close).  `events` is the set of TAXI_EV_* bits
+ * reported for the handle; HUP and ERR are delivered to the input hook when
+ * READ is watched, otherwise to the output hook.
+ *
+ * A hook returning a negative value asks for the handler to be removed, as
+ * taxi_reactor_remove() would; for the timeout hook it cancels that timer
+ * only.  Hooks may call any taxi function, including removing, suspending
+ * or re-registering their own handler.
+ */
+typedef struct taxi_handler_ops {
+  int (*input)(taxi_handler_t *h, taxi_handle_t handle, unsigned events);
+  int (*output)(taxi_handler_t *h, taxi_handle_t handle, unsigned events);
+  int (*exception)(taxi_handler_t *h, taxi_handle_t handle, unsigned events);
+  int (*timeout)(taxi_handler_t *h, taxi_timer_t *timer, void *act);
+  int (*signal)(taxi_handler_t *h, int signo);
+  void (*close)(taxi_handler_t *h, taxi_handle_t handle);
+} taxi_handler_ops_t;
+
+/*
+ * The handler.  `ops` is the application's; `internal_` belongs to taxi and
+ * is read and written only under the lock of the reactor it is attached to.
+ */
+struct taxi_handler {
+  const taxi_handler_ops_t *ops;
+  struct {
+    void *reactor;          /* the reactor it is attached to, or NULL */
+    taxi_timer_t *timers;   /* its scheduled timers */
+    taxi_handle_t handle;   /* its registered handle, or TAXI_INVALID_HANDLE */
+    uint32_t slot;          /* its row in the demultiplexing table */
+    uint32_t refs;          /* attachment + running hooks + user references */
+    uint32_t flags;
+    uint32_t signals;       /* how many signals it is registered for */
+  } internal_;
+};
+
+/*
+ * A timer record, owned by the application (typically embedded next to the
+ * handler it serves) so that scheduling allocates nothing.  Initialise it
+ * once with taxi_timer_init(); it may be scheduled again after it fired or
+ * was cancelled.  Keep its memory valid until the handler's close hook.
+ */
+struct taxi_timer {
+  struct {
+    taxi_handler_t *handler;
+    void *act;
+    taxi_time_t deadline;
+    taxi_time_t period;
+    uint64_t seq;           /* tie-break: equal deadlines fire in order */
+    size_t heap_index;
+    taxi_timer_t *prev, *next; /* in the handler's list */
+    uint32_t state;
+  } internal_;
+};
+
+/*
+ * taxi_handler_init - prepare a handler for use with `ops` (which must stay
+ * valid while the handler is attached).  Must not be called on an attached
+ * handler.  Returns 0, or TAXI_EINVAL if h or ops is NULL.
+ * Threads: the thread that owns the not-yet-attached handler.
+ */
+TAXI_EXTERN int taxi_handler_init(taxi_handler_t *h,
+                                  const taxi_handler_ops_t *ops);
+
+/*
+ * taxi_handler_ref - take a reference that delays the close hook until the
+ * matching taxi_handler_unref(), e.g. while another thread still uses the
+ * object after it was removed.  Returns 0, or TAXI_EINVAL for NULL.
+ * Threads: any; for an attached handler it takes the reactor's lock.
+ */
+TAXI_EXTERN int taxi_handler_ref(taxi_handler_t *h);
+
+/*
+ * taxi_handler_unref - drop a reference taken with taxi_handler_ref().  If
+ * the handler was removed and this was the last reference, the close hook
+ * runs now, in this thread, before the call returns.
+ * Returns 0, TAXI_EINVAL for NULL or when no reference is held.
+ * Threads: any.
+ */
+TAXI_EXTERN int taxi_handler_unref(taxi_handler_t *h);
+
+/*
+ * taxi_timer_init - prepare a timer record.  Must not be called on a
+ * scheduled timer.  Returns 0, or TAXI_EINVAL for NULL.
+ * Threads: the owner of the unscheduled timer.
+ */
+TAXI_EXTERN int taxi_timer_init(taxi_timer_t *t);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TAXI_HANDLER_H */

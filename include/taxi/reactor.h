@@ -1,0 +1,261 @@
+/*
+ * taxi/reactor.h - the Reactor: a demultiplexing table of handles and their
+ * event handlers, timers, cross-thread notification and signals, over one
+ * readiness backend (see taxi/backend.h).
+ *
+ * Threads.  Every function here may be called from any thread and from
+ * inside a hook, unless its comment says otherwise.  One thread at a time
+ * dispatches a reactor with taxi_reactor_handle_events(), _handle_one() or
+ * _run(); to dispatch from a pool of threads, use the Leader/Followers pool,
+ * which builds on this reactor.
+ *
+ * Errors.  0 (or a count) on success, a negative TAXI_E* code on failure.
+ */
+#ifndef TAXI_REACTOR_H
+#define TAXI_REACTOR_H
+
+#include "platform.h"
+#include "handler.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct taxi_reactor taxi_reactor_t;
+
+/* Options for taxi_reactor_create_ex(); zero-initialise, then set. */
+typedef struct taxi_reactor_options {
+  /* Backend name ("epoll", "poll", ...), or NULL: TAXI_BACKEND from the
+   * environment if set (and the program is not set-user-ID), else the best
+   * that works. */
+  const char *backend;
+  /* How many ready events one wait may return; 0 means 256. */
+  unsigned max_events;
+} taxi_reactor_options_t;
+
+/*
+ * taxi_reactor_create - create a reactor on the backend named `backend`, or
+ * on the automatic choice when it is NULL (see taxi_reactor_options_t).
+ *
+ * Returns 0 and sets *out, or TAXI_EINVAL (out NULL), TAXI_ENOBACKEND (no
+ * backend of that name is compiled in, or it does not work here: the
+ * automatic choice skips such backends), TAXI_ENOMEM, TAXI_ESYS.
+ * Ownership: the caller owns *out and releases it with taxi_reactor_destroy().
+ */
+TAXI_EXTERN int taxi_reactor_create(taxi_reactor_t **out, const char *backend);
+
+/* taxi_reactor_create_ex - as taxi_reactor_create(), with options (NULL
+ * means all defaults).  TAXI_EINVAL also for max_events above 65536. */
+TAXI_EXTERN int taxi_reactor_create_ex(taxi_reactor_t **out,
+                                       const taxi_reactor_options_t *opts);
+
+/*
+ * taxi_reactor_destroy - remove every handler (their close hooks run now, in
+ * this thread; handlers still referenced elsewhere close when released),
+ * cancel every timer, drop undelivered notifications, and free the reactor.
+ *
+ * Returns 0, TAXI_EINVAL for NULL, or TAXI_EBUSY if a thread is dispatching
+ * it (stop it and let that thread return first).
+ * Threads: any thread but one inside this reactor's hooks.
+ */
+TAXI_EXTERN int taxi_reactor_destroy(taxi_reactor_t *r);
+
+/*
+ * taxi_reactor_backend - the name of the backend this reactor uses, a static
+ * string; NULL if r is NULL.
+ */
+TAXI_EXTERN const char *taxi_reactor_backend(const taxi_reactor_t *r);
+
+/* taxi_reactor_caps - the TAXI_CAP_* flags of its backend (0 for NULL). */
+TAXI_EXTERN unsigned taxi_reactor_caps(const taxi_reactor_t *r);
+
+/*
+ * taxi_reactor_register - watch `handle` for `events` (TAXI_EV_READ, _WRITE,
+ * _EXCEPT; HUP and ERR are always watched) and dispatch them to `h`.  A
+ * handler serves one handle at a time; it may also have timers and signals.
+ * The handle should be non-blocking.  taxi does not take ownership of it.
+ *
+ * Returns 0, or:
+ *   TAXI_EINVAL   r or h NULL, events empty or with unknown bits, or h is
+ *                 attached to another reactor, or h->ops is NULL;
+ *   TAXI_EBADF    handle is TAXI_INVALID_HANDLE or not an open handle;
+ *   TAXI_EEXIST   handle is already registered, or h already has a handle;
+ *   TAXI_EBUSY    h was removed and its close hook has not run yet;
+ *   TAXI_ETOOMANY the backend cannot watch this handle (select's FD_SETSIZE);
+ *   TAXI_ENOTSUP  the backend cannot watch for these events (EXCEPT) or this
+ *                 kind of handle (a regular file on epoll);
+ *   TAXI_ENOMEM, TAXI_ESYS.
+ */
+TAXI_EXTERN int taxi_reactor_register(taxi_reactor_t *r, taxi_handle_t handle,
+                                      taxi_handler_t *h, unsigned events);
+
+/*
+ * taxi_reactor_modify - change the events watched for h's handle.
+ * Returns 0, TAXI_EINVAL (NULL, empty or unknown events), TAXI_ENOENT (h has
+ * no handle registered with r), TAXI_ENOTSUP, TAXI_ESYS.
+ */
+TAXI_EXTERN int taxi_reactor_modify(taxi_reactor_t *r, taxi_handler_t *h,
+                                    unsigned events);
+
+/*
+ * taxi_reactor_remove - detach h from r: stop watching its handle, cancel its
+ * timers and signals.  No hook of h starts after this returns; the close
+ * hook runs once the hooks running in other threads (if any) have returned
+ * and every taxi_handler_ref() is released: possibly before this returns,
+ * in this thread.  The handle is not closed: do it in the close hook.
+ *
+ * Returns 0, TAXI_EINVAL (NULL), TAXI_ENOENT (h is not attached to r, or was
+ * already removed).
+ */
+TAXI_EXTERN int taxi_reactor_remove(taxi_reactor_t *r, taxi_handler_t *h);
+
+/*
+ * taxi_reactor_suspend - deactivate h's handle: its events are not
+ * dispatched, and events already reported but not yet dispatched are
+ * dropped, until taxi_reactor_resume().  Timers and signals are unaffected.
+ * Suspending a suspended handler does nothing.
+ * Returns 0, TAXI_EINVAL, TAXI_ENOENT (no handle registered), TAXI_ESYS.
+ */
+TAXI_EXTERN int taxi_reactor_suspend(taxi_reactor_t *r, taxi_handler_t *h);
+
+/* taxi_reactor_resume - reactivate a suspended handle (level-triggered: a
+ * condition that arose while suspended is reported).  Resuming an active
+ * handler does nothing.  Errors as taxi_reactor_suspend(). */
+TAXI_EXTERN int taxi_reactor_resume(taxi_reactor_t *r, taxi_handler_t *h);
+
+/*
+ * taxi_reactor_handle_events - wait at most `timeout_ms` milliseconds (-1:
+ * without limit, 0: do not block) for events, expired timers, signals or
+ * notifications, and dispatch all that are ready.
+ *
+ * Returns how many hooks and notifications ran (0 when the time ran out), or
+ * TAXI_ESTOPPED (the reactor is stopped), TAXI_EBUSY (another thread is
+ * dispatching r, or this is a hook of r), TAXI_EINVAL, TAXI_ESYS.
+ */
+TAXI_EXTERN int taxi_reactor_handle_events(taxi_reactor_t *r, int timeout_ms);
+
+/*
+ * taxi_reactor_handle_one - as taxi_reactor_handle_events(), but dispatch
+ * exactly one event (one handle's hooks, one timer, one signal or one
+ * notification) and return.  Events a wait reported beyond the first are
+ * kept and dispatched by the next calls without another system call.
+ * Returns 1 when it dispatched, 0 when the time ran out, or the errors above.
+ */
+TAXI_EXTERN int taxi_reactor_handle_one(taxi_reactor_t *r, int timeout_ms);
+
+/*
+ * taxi_reactor_run - dispatch until taxi_reactor_stop().
+ * Returns 0 once stopped, or TAXI_EBUSY, TAXI_EINVAL, TAXI_ESYS.
+ */
+TAXI_EXTERN int taxi_reactor_run(taxi_reactor_t *r);
+
+/*
+ * taxi_reactor_stop - make the dispatching thread return (from run: 0, from
+ * handle_events/one: TAXI_ESTOPPED) as soon as the hook it runs, if any, has
+ * returned.  The reactor stays stopped until taxi_reactor_restart().
+ * Returns 0, or TAXI_EINVAL for NULL.
+ */
+TAXI_EXTERN int taxi_reactor_stop(taxi_reactor_t *r);
+
+/* taxi_reactor_restart - clear the stopped state.  Returns 0, TAXI_EINVAL. */
+TAXI_EXTERN int taxi_reactor_restart(taxi_reactor_t *r);
+
+/* taxi_reactor_stopped - 1 when stopped, 0 when not (or r is NULL). */
+TAXI_EXTERN int taxi_reactor_stopped(const taxi_reactor_t *r);
+
+/*
+ * taxi_reactor_notify - run fn(arg) in the thread that dispatches r, soon.
+ * Notifications run in the order they were posted, each exactly once; those
+ * not yet run when the reactor is destroyed are dropped (fn is not called).
+ * The queue grows as needed; once grown it is reused, so steady posting
+ * allocates nothing.
+ * Returns 0, TAXI_EINVAL (r or fn NULL), TAXI_ENOMEM.
+ */
+TAXI_EXTERN int taxi_reactor_notify(taxi_reactor_t *r, void (*fn)(void *arg),
+                                    void *arg);
+
+/*
+ * taxi_reactor_schedule - arm timer t to call h's timeout hook with `act`
+ * after `delay` nanoseconds, then every `period` nanoseconds if period > 0.
+ * Timers fire in deadline order (equal deadlines in the order scheduled).
+ * A periodic timer is rescheduled after its hook returns, so one timer never
+ * runs twice at once.  Scheduling a scheduled timer moves it.
+ *
+ * Returns 0, or TAXI_EINVAL (NULL, delay or period negative, h has no
+ * timeout hook, or h or t belong to another reactor), TAXI_EBUSY (h was
+ * removed and has not closed yet), TAXI_ENOMEM (growing the heap).
+ */
+TAXI_EXTERN int taxi_reactor_schedule(taxi_reactor_t *r, taxi_timer_t *t,
+                                      taxi_handler_t *h, taxi_time_t delay,
+                                      taxi_time_t period, void *act);
+
+/*
+ * taxi_reactor_cancel - disarm timer t.  It will not fire again; if its hook
+ * is running in another thread now, that call completes.
+ * Returns 0, TAXI_EINVAL (NULL), TAXI_ENOENT (not scheduled: already fired
+ * once-only, or cancelled).
+ */
+TAXI_EXTERN int taxi_reactor_cancel(taxi_reactor_t *r, taxi_timer_t *t);
+
+/*
+ * taxi_reactor_add_signal - dispatch POSIX signal `signo` to h's signal hook,
+ * in the dispatching thread like any other event; no user code runs inside
+ * the OS signal handler.  One reactor per process may own a given signal.
+ * On Linux the signal is read from a signalfd and is blocked in the calling
+ * thread: block it in every thread (create the reactor's signals before
+ * other threads, which inherit the mask), or a thread that has it unblocked
+ * takes its default action.  Elsewhere a handler installed with sigaction
+ * writes to a pipe the reactor watches.  Signals arriving close together may
+ * be merged into one dispatch.
+ *
+ * Returns 0, or TAXI_EINVAL (NULL, signo not a catchable signal, h has no
+ * signal hook or belongs to another reactor), TAXI_EEXIST (r already
+ * dispatches signo), TAXI_EBUSY (another reactor owns signo), TAXI_ENOTSUP
+ * (no signals on this platform), TAXI_ENOMEM, TAXI_ESYS.
+ */
+TAXI_EXTERN int taxi_reactor_add_signal(taxi_reactor_t *r, int signo,
+                                        taxi_handler_t *h);
+
+/*
+ * taxi_reactor_remove_signal - stop dispatching signo; its disposition and
+ * the thread's mask are restored to what they were before add_signal.
+ * Returns 0, TAXI_EINVAL, TAXI_ENOENT (r does not dispatch signo).
+ */
+TAXI_EXTERN int taxi_reactor_remove_signal(taxi_reactor_t *r, int signo);
+
+/*
+ * taxi_reactor_reinit_after_fork - call in the child after fork() to give
+ * the reactor its own kernel objects: epoll and kqueue sets, the wake-up
+ * channel and the signal source are shared with (or lost from) the parent
+ * across fork.  Every registered handle is watched again with the same
+ * handler; timers, signals and queued notifications are kept.  The parent's
+ * reactor is not disturbed.
+ *
+ * Call it from the child's only thread, before any other use of r, and only
+ * if no other thread of the parent was inside r at the moment of fork().
+ * Returns 0, TAXI_EINVAL, TAXI_ENOMEM, TAXI_ESYS.
+ */
+TAXI_EXTERN int taxi_reactor_reinit_after_fork(taxi_reactor_t *r);
+
+/* Counters, for tests and the benchmark; read with taxi_reactor_stats(). */
+typedef struct taxi_reactor_stats {
+  uint64_t waits;          /* system calls made to wait for events */
+  uint64_t events;         /* handle events dispatched */
+  uint64_t stale;          /* events dropped: handle removed or suspended */
+  uint64_t pending_taken;  /* events dispatched from an earlier wait */
+  uint64_t timers;         /* timer hooks run */
+  uint64_t notifications;  /* notifications run */
+  uint64_t signals;        /* signal hooks run */
+  uint64_t wakeups;        /* times the wake-up channel was written */
+  size_t handles;          /* handles registered now */
+} taxi_reactor_stats_t;
+
+/* taxi_reactor_stats - copy the counters.  Returns 0 or TAXI_EINVAL. */
+TAXI_EXTERN int taxi_reactor_stats(const taxi_reactor_t *r,
+                                   taxi_reactor_stats_t *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TAXI_REACTOR_H */

@@ -1,0 +1,17 @@
+/*
+ * taxi.h - the whole public API of taxi, a portable event-dispatching
+ * library: a Reactor over the native handle-set mechanisms (select, poll,
+ * epoll, kqueue), with timers, cross-thread notification and signals.
+ */
+#ifndef TAXI_H
+#define TAXI_H
+
+#include "platform.h"
+#include "error.h"
+#include "alloc.h"
+#include "backend.h"
+#include "handler.h"
+#include "reactor.h"
+#include "taxi/version.h" /* generated: found through -I */
+
+#endif /* TAXI_H */

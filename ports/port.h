@@ -1,0 +1,117 @@
+/*
+ * ports/port.h - the wrapper facades the core is written against: threads,
+ * locks, condition variables, atomics, the clock, socket helpers, the
+ * wake-up channel and the signal source.  One implementation per operating
+ * system family lives below ports/ (posix/ now); the core never includes an
+ * OS header itself.
+ *
+ * Conventions: functions return 0 or a negative TAXI_E* code; when the OS
+ * reported the failure its error number is recorded first with
+ * taxi__set_os_error(), so taxi_last_os_error() can tell the application.
+ */
+#ifndef TAXI_PORTS_PORT_H
+#define TAXI_PORTS_PORT_H
+
+#include "taxi/platform.h"
+#include "taxi/error.h"
+
+#include <stdbool.h>
+#include <stdatomic.h>
+
+#if defined(_WIN32)
+#include "win32/types.h"
+#else
+#include "posix/types.h"
+#endif
+
+/* ---- errors ------------------------------------------------------------ */
+
+/* Map an OS error number to a TAXI_E* code and record it for
+ * taxi_last_os_error() in this thread. */
+int taxi__error_from_os(int os_error);
+/* The calling thread's last OS error (errno or its Windows equivalent),
+ * mapped and recorded as above. */
+int taxi__last_error(void);
+void taxi__set_os_error(int os_error);
+
+/* ---- threads ----------------------------------------------------------- */
+
+int taxi__thread_create(taxi__thread_t *t, void *(*fn)(void *), void *arg);
+int taxi__thread_join(taxi__thread_t t);
+taxi__thread_id_t taxi__thread_self(void);
+bool taxi__thread_equal(taxi__thread_id_t a, taxi__thread_id_t b);
+
+/* Mutexes are non-recursive.  Lock and unlock cannot fail on valid input. */
+int taxi__mutex_init(taxi__mutex_t *m);
+void taxi__mutex_destroy(taxi__mutex_t *m);
+void taxi__mutex_lock(taxi__mutex_t *m);
+void taxi__mutex_unlock(taxi__mutex_t *m);
+
+/* Condition variables measure time on the monotonic clock (taxi_now()). */
+int taxi__cond_init(taxi__cond_t *c);
+void taxi__cond_destroy(taxi__cond_t *c);
+void taxi__cond_wait(taxi__cond_t *c, taxi__mutex_t *m);
+/* Wait until the absolute monotonic time `deadline`; returns 0 when woken
+ * (possibly spuriously) or TAXI_ETIMEDOUT once the deadline has passed. */
+int taxi__cond_timedwait(taxi__cond_t *c, taxi__mutex_t *m,
+                         taxi_time_t deadline);
+void taxi__cond_signal(taxi__cond_t *c);
+void taxi__cond_broadcast(taxi__cond_t *c);
+
+/* ---- atomics ----------------------------------------------------------- */
+/* C11 <stdatomic.h> is the interface: atomic_uint, atomic_load_explicit(),
+ * ...  A port whose compiler lacks it supplies the same names. */
+
+/* ---- handles and sockets ----------------------------------------------- */
+
+/* 0 if h names an open handle, else TAXI_EBADF. */
+int taxi__handle_check(taxi_handle_t h);
+int taxi__set_nonblocking(taxi_handle_t h);
+int taxi__set_cloexec(taxi_handle_t h);
+/* A connected pair of stream sockets, both non-blocking and close-on-exec. */
+int taxi__socketpair(taxi_handle_t pair[2]);
+void taxi__close(taxi_handle_t h);
+
+/* ---- the wake-up channel ----------------------------------------------- */
+/*
+ * A handle that becomes readable when taxi__wakeup_signal() is called, so a
+ * thread blocked in a backend's wait returns.  Wake-ups coalesce: while one
+ * is pending (signalled, not yet drained) further signals write nothing.
+ * eventfd on Linux, a non-blocking pipe elsewhere on POSIX.
+ */
+int taxi__wakeup_open(taxi__wakeup_t *w);
+void taxi__wakeup_close(taxi__wakeup_t *w);
+taxi_handle_t taxi__wakeup_handle(const taxi__wakeup_t *w);
+/* Returns 1 if this call wrote to the channel, 0 if a wake-up was already
+ * pending, or a negative TAXI_E* code.  Any thread; async-signal-safe. */
+int taxi__wakeup_signal(taxi__wakeup_t *w);
+/* Consume pending wake-ups; afterwards the next signal writes again.  Call
+ * from the thread that saw the handle readable, before acting on the state
+ * the wake-up announced. */
+void taxi__wakeup_drain(taxi__wakeup_t *w);
+
+/* ---- signals ----------------------------------------------------------- */
+/*
+ * A signal source is a handle that becomes readable when one of the signals
+ * added to it arrives; reading it returns their numbers.  No user code runs
+ * in signal context.  signalfd on Linux (the signals are blocked in the
+ * calling thread), a sigaction handler writing to a pipe elsewhere.
+ */
+int taxi__sigsrc_open(taxi__sigsrc_t *s);
+void taxi__sigsrc_close(taxi__sigsrc_t *s);
+taxi_handle_t taxi__sigsrc_handle(const taxi__sigsrc_t *s);
+/* TAXI_EINVAL for a number that is not a catchable signal. */
+int taxi__sigsrc_add(taxi__sigsrc_t *s, int signo);
+int taxi__sigsrc_del(taxi__sigsrc_t *s, int signo);
+/* Store up to `cap` received signal numbers in out; returns how many (0 when
+ * none is pending) or a negative TAXI_E* code. */
+int taxi__sigsrc_read(taxi__sigsrc_t *s, int *out, int cap);
+/* Largest signal number + 1 (NSIG); 0 where there are no signals. */
+int taxi__signal_limit(void);
+
+/* ---- environment ------------------------------------------------------- */
+
+/* getenv(), but NULL in set-user-ID / set-group-ID programs. */
+const char *taxi__secure_getenv(const char *name);
+
+#endif /* TAXI_PORTS_PORT_H */

@@ -1,0 +1,131 @@
+/*
+ * ports/posix/signal.c - the signal source's front: validates signal
+ * numbers, lets one source per process own a given signal, and hands the
+ * work to the mechanism chosen at open time:
+ *
+ *   signal_fd.c    Linux signalfd (HAVE_SIGNALFD); the default there.
+ *   signal_pipe.c  a sigaction handler writing to a self-pipe; everywhere
+ *                  else, and on Linux too when the environment variable
+ *                  TAXI_SIGNAL_PIPE is set (so tests can exercise it) or
+ *                  when the kernel refuses signalfd (ENOSYS).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1 /* NSIG, sigaddset() under -std=c11 */
+#endif
+#include "config.h"
+
+#include "port.h"
+#include "signal_impl.h"
+
+#include <signal.h>
+#include <string.h>
+
+/*
+ * Which signals some source of this process has added.  Both mechanisms
+ * need the exclusivity: a self-pipe handler can only write to one pipe, and
+ * two signalfds would steal each other's signals.  The claim is also what
+ * hands the per-signal state of signal_pipe.c from one owner to the next.
+ */
+static atomic_bool owned[TAXI__NSIG];
+
+static bool catchable(int signo) {
+  sigset_t set;
+
+  if (signo <= 0 || signo >= TAXI__NSIG || signo == SIGKILL ||
+      signo == SIGSTOP)
+    return false;
+  /* glibc reserves two real-time signals (32 and 33) for its threads
+   * implementation; sigaddset() refuses them, as sigaction() would. */
+  sigemptyset(&set);
+  return sigaddset(&set, signo) == 0;
+}
+
+int taxi__sigsrc_open(taxi__sigsrc_t *s) {
+  memset(s->added, 0, sizeof s->added);
+  memset(s->was_blocked, 0, sizeof s->was_blocked);
+  s->fd = s->write_fd = -1;
+#if defined(HAVE_SIGNALFD)
+  if (taxi__secure_getenv("TAXI_SIGNAL_PIPE") == NULL) {
+    int rc = taxi__sigsrc_fd_open(s);
+    /* TAXI_ENOTSUP is ENOSYS: a seccomp filter or a kernel built without
+     * signalfd.  The self-pipe needs nothing special, so use it. */
+    if (rc != TAXI_ENOTSUP)
+      return rc;
+  }
+#endif
+  return taxi__sigsrc_pipe_open(s);
+}
+
+int taxi__sigsrc_add(taxi__sigsrc_t *s, int signo) {
+  bool unowned = false;
+  int rc;
+
+  if (!catchable(signo))
+    return TAXI_EINVAL;
+  if (taxi__sigbit_test(s->added, signo))
+    return TAXI_EEXIST;
+  if (!atomic_compare_exchange_strong(&owned[signo], &unowned, true))
+    return TAXI_EBUSY;
+#if defined(HAVE_SIGNALFD)
+  if (s->kind == TAXI__SIGSRC_SIGNALFD)
+    rc = taxi__sigsrc_fd_add(s, signo);
+  else
+#endif
+    rc = taxi__sigsrc_pipe_add(s, signo);
+  if (rc != 0) {
+    atomic_store(&owned[signo], false);
+    return rc;
+  }
+  taxi__sigbit_set(s->added, signo);
+  return 0;
+}
+
+/* Even when it reports an error the signal is no longer s's: the rest of
+ * the restoration is still done, and the claim is released. */
+int taxi__sigsrc_del(taxi__sigsrc_t *s, int signo) {
+  int rc;
+
+  if (signo <= 0 || signo >= TAXI__NSIG)
+    return TAXI_EINVAL;
+  if (!taxi__sigbit_test(s->added, signo))
+    return TAXI_ENOENT;
+  taxi__sigbit_clear(s->added, signo);
+#if defined(HAVE_SIGNALFD)
+  if (s->kind == TAXI__SIGSRC_SIGNALFD)
+    rc = taxi__sigsrc_fd_del(s, signo);
+  else
+#endif
+    rc = taxi__sigsrc_pipe_del(s, signo);
+  atomic_store(&owned[signo], false);
+  return rc;
+}
+
+void taxi__sigsrc_close(taxi__sigsrc_t *s) {
+  int signo;
+
+  for (signo = 1; signo < TAXI__NSIG; signo++)
+    if (taxi__sigbit_test(s->added, signo))
+      (void)taxi__sigsrc_del(s, signo);
+  if (s->kind == TAXI__SIGSRC_PIPE) {
+    taxi__sigsrc_pipe_quiesce();
+    taxi__close(s->write_fd);
+  }
+  taxi__close(s->fd);
+  s->fd = s->write_fd = -1;
+}
+
+taxi_handle_t taxi__sigsrc_handle(const taxi__sigsrc_t *s) { return s->fd; }
+
+int taxi__sigsrc_read(taxi__sigsrc_t *s, int *out, int cap) {
+  if (cap < 0 || (cap > 0 && out == NULL))
+    return TAXI_EINVAL;
+  if (cap == 0)
+    return 0;
+#if defined(HAVE_SIGNALFD)
+  if (s->kind == TAXI__SIGSRC_SIGNALFD)
+    return taxi__sigsrc_fd_read(s, out, cap);
+#endif
+  return taxi__sigsrc_pipe_read(s, out, cap);
+}
+
+int taxi__signal_limit(void) { return TAXI__NSIG; }

@@ -1,0 +1,465 @@
+/*
+ * tests/conformance/io.c - readiness: read, write, accept, connect, hang-up,
+ * reset, changing interest, suspend/resume, handle_one, batches.
+ */
+#define _GNU_SOURCE 1
+
+#include "suites.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define WAIT_MS 5000
+
+static void close_pair(int sv[2]) {
+  if (sv[0] >= 0) close(sv[0]);
+  if (sv[1] >= 0) close(sv[1]);
+}
+
+static int total_inputs(conf_probe_t *p, int n) {
+  int sum = 0;
+  for (int i = 0; i < n; i++) sum += atomic_load(&p[i].inputs);
+  return sum;
+}
+
+/* Data written to the peer makes the handle readable: the input hook runs
+ * with TAXI_EV_READ, and nothing is dispatched before. */
+static void test_read_readiness(void) {
+  taxi_reactor_t *r = conf_reactor();
+  int sv[2];
+  CU_ASSERT_EQUAL_FATAL(util_socketpair(sv), 0);
+  conf_probe_t p;
+  conf_probe_init(&p, sv[0], NULL);
+  CU_ASSERT_EQUAL_FATAL(taxi_reactor_register(r, sv[0], &p.h, TAXI_EV_READ), 0);
+
+  conf_settle(r, 10);
+  CU_ASSERT_EQUAL(atomic_load(&p.inputs), 0);
+
+  CU_ASSERT_EQUAL(util_write_byte(sv[1]), 1);
+  CU_ASSERT_EQUAL(run_until(r, conf_pred_nonzero, &p.inputs, WAIT_MS), 1);
+  CU_ASSERT(atomic_load(&p.last_in_events) & TAXI_EV_READ);
+  CU_ASSERT_EQUAL(atomic_load(&p.bytes), 1);
+  /* Only READ was asked for: the (writable) socket's output hook is not
+   * called. */
+  CU_ASSERT_EQUAL(atomic_load(&p.outputs), 0);
+
+  CU_ASSERT_EQUAL(taxi_reactor_destroy(r), 0);
+  CU_ASSERT_EQUAL(atomic_load(&p.closes), 1);
+  close_pair(sv);
+}
+
+/* A condition present before registration is reported (level-triggered). */
+static void test_readable_before_register(void) {
+  taxi_reactor_t *r = conf_reactor();
+  int sv[2];
+  CU_ASSERT_EQUAL_FATAL(util_socketpair(sv), 0);
+  CU_ASSERT_EQUAL(util_write_byte(sv[1]), 1);
+  conf_probe_t p;
+  conf_probe_init(&p, sv[0], NULL);
+  CU_ASSERT_EQUAL_FATAL(taxi_reactor_register(r, sv[0], &p.h, TAXI_EV_READ), 0);
+  CU_ASSERT_EQUAL(run_until(r, conf_pred_nonzero, &p.inputs, WAIT_MS), 1);
+  CU_ASSERT_EQUAL(atomic_load(&p.bytes), 1);
+  CU_ASSERT_EQUAL(taxi_reactor_destroy(r), 0);
+  close_pair(sv);
+}
+
+/* An empty send buffer makes the handle writable: the output hook runs with
+ * TAXI_EV_WRITE; the input hook is not called. */
+static void test_write_readiness(void) {
+  taxi_reactor_t *r = conf_reactor();
+  int sv[2];
+  CU_ASSERT_EQUAL_FATAL(util_socketpair(sv), 0);
+  conf_probe_t p;
+  conf_probe_init(&p, sv[0], NULL);
+  CU_ASSERT_EQUAL_FATAL(taxi_reactor_register(r, sv[0], &p.h, TAXI_EV_WRITE),
+                        0);
+  CU_ASSERT_EQUAL(run_until(r, conf_pred_nonzero, &p.outputs, WAIT_MS), 1);
+  CU_ASSERT(atomic_load(&p.last_out_events) & TAXI_EV_WRITE);
+  CU_ASSERT_EQUAL(atomic_load(&p.inputs), 0);
+  CU_ASSERT_EQUAL(taxi_reactor_destroy(r), 0);
+  CU_ASSERT_EQUAL(atomic_load(&p.closes), 1);
+  close_pair(sv);
+}
+
+/* ---- accept ------------------------------------------------------------- */
+
+typedef struct acceptor {
+  taxi_handler_t h;
+  atomic_int calls;
+  atomic_int accepted_fd;
+  atomic_int accept_errno;
+} acceptor_t;
+
+static int acceptor_input(taxi_handler_t *h, taxi_handle_t fd, unsigned ev) {
+  acceptor_t *a = CONF_CONTAINER_OF(h, acceptor_t, h);
+  (void)ev;
+  atomic_fetch_add(&a->calls, 1);
+  int c = accept(fd, NULL, NULL);
+  if (c >= 0) {
+    if (atomic_load(&a->accepted_fd) < 0)
+      atomic_store(&a->accepted_fd, c);
+    else
+      close(c);
+  } else {
+    atomic_store(&a->accept_errno, errno);
+  }
+  return 0;
+}
+
+static const taxi_handler_ops_t acceptor_ops = {.input = acceptor_input};
+
+static int acceptor_done(void *arg) {
+  acceptor_t *a = arg;
+  return atomic_load(&a->accepted_fd) >= 0 || atomic_load(&a->accept_errno);
+}
+
+/* A listener becomes readable when a client connects, and accept() in the
+ * input hook succeeds. */
+static void test_tcp_accept(void) {
+  taxi_reactor_t *r = conf_reactor();
+  int port = 0;
+  int lfd = util_tcp_listener(&port);
+  CU_ASSERT_FATAL(lfd >= 0);
+  acceptor_t a;
+  memset(&a, 0, sizeof a);
+  atomic_init(&a.calls, 0);
+  atomic_init(&a.accepted_fd, -1);
+  atomic_init(&a.accept_errno, 0);
+  CU_ASSERT_EQUAL_FATAL(taxi_handler_init(&a.h, &acceptor_ops), 0);
+  CU_ASSERT_EQUAL_FATAL(taxi_reactor_register(r, lfd, &a.h, TAXI_EV_READ), 0);
+
+  conf_settle(r, 10);
+  CU_ASSERT_EQUAL(atomic_load(&a.calls), 0);
+
+  int cfd = util_tcp_connect_nb(port);
+  CU_ASSERT_FATAL(cfd >= 0);
+  CU_ASSERT_EQUAL(run_until(r, acceptor_done, &a, WAIT_MS), 1);
+  CU_ASSERT(atomic_load(&a.accepted_fd) >= 0);
+  CU_ASSERT_EQUAL(atomic_load(&a.accept_errno), 0);
+
+  CU_ASSERT_EQUAL(taxi_reactor_destroy(r), 0);
+  if (atomic_load(&a.accepted_fd) >= 0) close(atomic_load(&a.accepted_fd));
+  close(cfd);
+  close(lfd);
+}
+
+/* A non-blocking connect reports completion as write readiness, with no
+ * error pending on the socket. */
+static void test_tcp_connect_completes(void) {
+  taxi_reactor_t *r = conf_reactor();
+  int port = 0;
+  int lfd = util_tcp_listener(&port);
+  CU_ASSERT_FATAL(lfd >= 0);
+  int cfd = util_tcp_connect_nb(port);
+  CU_ASSERT_FATAL(cfd >= 0);
+  conf_probe_t p;
+  conf_probe_init(&p, cfd, NULL);
+  CU_ASSERT_EQUAL_FATAL(taxi_reactor_register(r, cfd, &p.h, TAXI_EV_WRITE), 0);
+  CU_ASSERT_EQUAL(run_until(r, conf_pred_nonzero, &p.outputs, WAIT_MS), 1);
+  CU_ASSERT(atomic_load(&p.last_out_events) & TAXI_EV_WRITE);
+
+  int soerr = -1;
+  socklen_t len = sizeof soerr;
+  CU_ASSERT_EQUAL(getsockopt(cfd, SOL_SOCKET, SO_ERROR, &soerr, &len), 0);
+  CU_ASSERT_EQUAL(soerr, 0);
+  struct sockaddr_storage peer;
+  socklen_t plen = sizeof peer;
+  CU_ASSERT_EQUAL(getpeername(cfd, (struct sockaddr *)&peer, &plen), 0);
+
+  CU_ASSERT_EQUAL(taxi_reactor_destroy(r), 0);
+  close(cfd);
+  close(lfd);
+}
+
+/* ---- hang-up and reset -------------------------------------------------- */
+
+static int probe_saw_end(void *arg) {
+  conf_probe_t *p = arg;
+  return atomic_load(&p->eof) || atomic_load(&p->read_errno);
+}
+
+/* The peer closes: the input hook runs with TAXI_EV_READ and read() returns
+ * 0.  (Whether TAXI_EV_HUP is also set depends on the backend.) */
+static void test_peer_close_hangup(void) {
+  taxi_reactor_t *r = conf_reactor();
+  int sv[2];
+  CU_ASSERT_EQUAL_FATAL(util_socketpair(sv), 0);
+  conf_probe_t p;
+  conf_probe_init(&p, sv[0], NULL);
+  CU_ASSERT_EQUAL_FATAL(taxi_reactor_register(r, sv[0], &p.h, TAXI_EV_READ), 0);
+  conf_settle(r, 10);
+  close(sv[1]);
+  sv[1] = -1;
+  CU_ASSERT_EQUAL(run_until(r, probe_saw_end, &p, WAIT_MS), 1);
+  CU_ASSERT(atomic_load(&p.inputs) >= 1);
+  CU_ASSERT(atomic_load(&p.in_events) & TAXI_EV_READ);
+  CU_ASSERT_EQUAL(atomic_load(&p.eof), 1);
+  CU_ASSERT_EQUAL(atomic_load(&p.read_errno), 0);
+  CU_ASSERT_EQUAL(atomic_load(&p.outputs), 0);
+  printf("(HUP %s) ",
+         (atomic_load(&p.in_events) & TAXI_EV_HUP) ? "reported" : "not reported");
+  CU_ASSERT_EQUAL(taxi_reactor_destroy(r), 0);
+  close_pair(sv);
+}
+
+/* The peer resets the connection (SO_LINGER {1, 0}, close): the input hook
+ * runs and read() fails with ECONNRESET (or returns 0). */
+static void test_peer_reset(void) {
+  taxi_reactor_t *r = conf_reactor();
+  int fds[2];
+  CU_ASSERT_EQUAL_FATAL(util_tcp_pair(fds), 0);
+  conf_probe_t p;
+  conf_probe_init(&p, fds[0], NULL);
+  CU_ASSERT_EQUAL_FATAL(taxi_reactor_register(r, fds[0], &p.h, TAXI_EV_READ),
+                        0);
+  conf_settle(r, 10);
+  CU_ASSERT_EQUAL(atomic_load(&p.inputs), 0);
+
+  struct linger lg = {1, 0};
+  CU_ASSERT_EQUAL(setsockopt(fds[1], SOL_SOCKET, SO_LINGER, &lg, sizeof lg), 0);
+  close(fds[1]);
+  CU_ASSERT_EQUAL(run_until(r, probe_saw_end, &p, WAIT_MS), 1);
+  CU_ASSERT(atomic_load(&p.inputs) >= 1);
+  int e = atomic_load(&p.read_errno);
+  CU_ASSERT(e == ECONNRESET || (e == 0 && atomic_load(&p.eof)));
+  CU_ASSERT_EQUAL(taxi_reactor_destroy(r), 0);
+  close(fds[0]);
+}
+
+/* ---- changing what is watched ------------------------------------------- */
+
+/* After modify(READ -> WRITE) the output hook runs and the input hook no
+ * longer does, although data is waiting. */
+static void test_modify_read_to_write(void) {
+  taxi_reactor_t *r = conf_reactor();
+  int sv[2];
+  CU_ASSERT_EQUAL_FATAL(util_socketpair(sv), 0);
+  conf_probe_t p;
+  conf_probe_init(&p, sv[0], NULL);
+  p.drain = 0; /* leave the data there: it stays readable */
+  CU_ASSERT_EQUAL_FATAL(taxi_reactor_register(r, sv[0], &p.h, TAXI_EV_READ), 0);
+  conf_settle(r, 10);
+  CU_ASSERT_EQUAL(atomic_load(&p.outputs), 0);
+
+  CU_ASSERT_EQUAL(taxi_reactor_modify(r, &p.h, TAXI_EV_WRITE), 0);
+  CU_ASSERT_EQUAL(util_write_byte(sv[1]), 1);
+  CU_ASSERT_EQUAL(run_until(r, conf_pred_nonzero, &p.outputs, WAIT_MS), 1);
+  CU_ASSERT(run_for(r, 30) >= 0);
+  CU_ASSERT_EQUAL(atomic_load(&p.inputs), 0);
+
+  /* And back: READ only, the waiting byte is reported. */
+  CU_ASSERT_EQUAL(taxi_reactor_modify(r, &p.h, TAXI_EV_READ), 0);
+  int outs = atomic_load(&p.outputs);
+  p.drain = 1;
+  CU_ASSERT_EQUAL(run_until(r, conf_pred_nonzero, &p.inputs, WAIT_MS), 1);
+  CU_ASSERT(atomic_load(&p.last_in_events) & TAXI_EV_READ);
+  CU_ASSERT(run_for(r, 30) >= 0);
+  CU_ASSERT_EQUAL(atomic_load(&p.outputs), outs);
+
+  CU_ASSERT_EQUAL(taxi_reactor_destroy(r), 0);
+  close_pair(sv);
+}
+
+/* While suspended nothing is dispatched; resume reports what arrived. */
+static void test_suspend_resume(void) {
+  taxi_reactor_t *r = conf_reactor();
+  int sv[2];
+  CU_ASSERT_EQUAL_FATAL(util_socketpair(sv), 0);
+  conf_probe_t p;
+  conf_probe_init(&p, sv[0], NULL);
+  CU_ASSERT_EQUAL_FATAL(taxi_reactor_register(r, sv[0], &p.h, TAXI_EV_READ), 0);
+  conf_settle(r, 10);
+
+  CU_ASSERT_EQUAL(taxi_reactor_suspend(r, &p.h), 0);
+  CU_ASSERT_EQUAL(taxi_reactor_suspend(r, &p.h), 0); /* no-op */
+  CU_ASSERT_EQUAL(util_write_byte(sv[1]), 1);
+  CU_ASSERT_EQUAL(taxi_reactor_handle_events(r, 50), 0);
+  CU_ASSERT_EQUAL(atomic_load(&p.inputs), 0);
+
+  CU_ASSERT_EQUAL(taxi_reactor_resume(r, &p.h), 0);
+  CU_ASSERT_EQUAL(run_until(r, conf_pred_nonzero, &p.inputs, WAIT_MS), 1);
+  CU_ASSERT_EQUAL(atomic_load(&p.bytes), 1);
+  CU_ASSERT_EQUAL(taxi_reactor_resume(r, &p.h), 0); /* no-op */
+
+  /* Still live after the no-op resume. */
+  CU_ASSERT_EQUAL(util_write_byte(sv[1]), 1);
+  CU_ASSERT_EQUAL(run_until(r, conf_pred_nonzero, &p.inputs, WAIT_MS), 1);
+  CU_ASSERT_EQUAL(taxi_reactor_destroy(r), 0);
+  CU_ASSERT_EQUAL(atomic_load(&p.closes), 1);
+  close_pair(sv);
+}
+
+/* Two handles reported by one wait; the hook of whichever runs first
+ * suspends the other: its already-reported event is dropped. */
+typedef struct pair_ctx {
+  taxi_reactor_t *r;
+  conf_probe_t p[2];
+  atomic_int first;        /* index of the first one dispatched, or -1 */
+  atomic_int suspend_rc;
+} pair_ctx_t;
+
+static pair_ctx_t *g_pair;
+
+static int pair_input(taxi_handler_t *h, taxi_handle_t fd, unsigned ev) {
+  conf_probe_t *p = CONF_CONTAINER_OF(h, conf_probe_t, h);
+  int self = (p == &g_pair->p[0]) ? 0 : 1;
+  int expected = -1;
+  if (atomic_compare_exchange_strong(&g_pair->first, &expected, self))
+    atomic_store(&g_pair->suspend_rc,
+                 taxi_reactor_suspend(g_pair->r, &g_pair->p[1 - self].h));
+  return conf_probe_input(h, fd, ev);
+}
+
+static const taxi_handler_ops_t pair_ops = {.input = pair_input,
+                                            .close = conf_probe_close};
+
+static void test_suspend_drops_reported_events(void) {
+  pair_ctx_t ctx;
+  memset(&ctx, 0, sizeof ctx);
+  g_pair = &ctx;
+  atomic_init(&ctx.first, -1);
+  atomic_init(&ctx.suspend_rc, 1);
+  ctx.r = conf_reactor();
+  int sv[2][2];
+  for (int i = 0; i < 2; i++) {
+    CU_ASSERT_EQUAL_FATAL(util_socketpair(sv[i]), 0);
+    conf_probe_init(&ctx.p[i], sv[i][0], &pair_ops);
+    CU_ASSERT_EQUAL_FATAL(
+        taxi_reactor_register(ctx.r, sv[i][0], &ctx.p[i].h, TAXI_EV_READ), 0);
+  }
+  conf_settle(ctx.r, 10);
+  taxi_reactor_stats_t s0, s1;
+  CU_ASSERT_EQUAL(taxi_reactor_stats(ctx.r, &s0), 0);
+  for (int i = 0; i < 2; i++) CU_ASSERT_EQUAL(util_write_byte(sv[i][1]), 1);
+
+  CU_ASSERT_EQUAL(taxi_reactor_handle_one(ctx.r, WAIT_MS), 1);
+  int first = atomic_load(&ctx.first);
+  CU_ASSERT_FATAL(first == 0 || first == 1);
+  int other = 1 - first;
+  CU_ASSERT_EQUAL(atomic_load(&ctx.suspend_rc), 0);
+
+  CU_ASSERT(taxi_reactor_handle_one(ctx.r, 0) >= 0);
+  CU_ASSERT(run_for(ctx.r, 50) >= 0);
+  CU_ASSERT_EQUAL(atomic_load(&ctx.p[other].inputs), 0);
+  CU_ASSERT_EQUAL(taxi_reactor_stats(ctx.r, &s1), 0);
+  CU_ASSERT(s1.stale >= s0.stale + 1);
+
+  CU_ASSERT_EQUAL(taxi_reactor_resume(ctx.r, &ctx.p[other].h), 0);
+  CU_ASSERT_EQUAL(
+      run_until(ctx.r, conf_pred_nonzero, &ctx.p[other].inputs, WAIT_MS), 1);
+  CU_ASSERT_EQUAL(atomic_load(&ctx.p[other].bytes), 1);
+  CU_ASSERT_EQUAL(atomic_load(&ctx.p[first].inputs), 1);
+
+  CU_ASSERT_EQUAL(taxi_reactor_destroy(ctx.r), 0);
+  for (int i = 0; i < 2; i++) close_pair(sv[i]);
+  g_pair = NULL;
+}
+
+/* ---- batches ------------------------------------------------------------ */
+
+/* handle_one dispatches one of several ready handles per call; the others
+ * come from the same wait, without another system call. */
+static void test_handle_one_takes_pending(void) {
+  enum { N = 3 };
+  taxi_reactor_t *r = conf_reactor();
+  int sv[N][2];
+  conf_probe_t p[N];
+  for (int i = 0; i < N; i++) {
+    CU_ASSERT_EQUAL_FATAL(util_socketpair(sv[i]), 0);
+    conf_probe_init(&p[i], sv[i][0], NULL);
+    CU_ASSERT_EQUAL_FATAL(
+        taxi_reactor_register(r, sv[i][0], &p[i].h, TAXI_EV_READ), 0);
+  }
+  conf_settle(r, 10);
+  for (int i = 0; i < N; i++) CU_ASSERT_EQUAL(util_write_byte(sv[i][1]), 1);
+
+  taxi_reactor_stats_t s0, s1, s;
+  CU_ASSERT_EQUAL(taxi_reactor_stats(r, &s0), 0);
+  CU_ASSERT_EQUAL(taxi_reactor_handle_one(r, WAIT_MS), 1);
+  CU_ASSERT_EQUAL(total_inputs(p, N), 1);
+  CU_ASSERT_EQUAL(taxi_reactor_stats(r, &s1), 0);
+  CU_ASSERT(s1.waits >= s0.waits + 1);
+
+  for (int k = 2; k <= N; k++) {
+    CU_ASSERT_EQUAL(taxi_reactor_handle_one(r, 0), 1);
+    CU_ASSERT_EQUAL(total_inputs(p, N), k);
+    CU_ASSERT_EQUAL(taxi_reactor_stats(r, &s), 0);
+    CU_ASSERT_EQUAL(s.waits, s1.waits);
+    CU_ASSERT_EQUAL(s.pending_taken, s1.pending_taken + (uint64_t)(k - 1));
+  }
+  for (int i = 0; i < N; i++) CU_ASSERT_EQUAL(atomic_load(&p[i].inputs), 1);
+  /* Everything was drained: nothing more to dispatch. */
+  CU_ASSERT_EQUAL(taxi_reactor_handle_one(r, 0), 0);
+  CU_ASSERT_EQUAL(total_inputs(p, N), N);
+
+  CU_ASSERT_EQUAL(taxi_reactor_destroy(r), 0);
+  for (int i = 0; i < N; i++) close_pair(sv[i]);
+}
+
+/* Several handles ready at once are all dispatched by one handle_events
+ * call, which returns how many hooks ran. */
+static void test_all_ready_dispatched_in_one_call(void) {
+  enum { N = 5 };
+  taxi_reactor_t *r = conf_reactor();
+  int sv[N][2];
+  conf_probe_t p[N];
+  for (int i = 0; i < N; i++) {
+    CU_ASSERT_EQUAL_FATAL(util_socketpair(sv[i]), 0);
+    conf_probe_init(&p[i], sv[i][0], NULL);
+    CU_ASSERT_EQUAL_FATAL(
+        taxi_reactor_register(r, sv[i][0], &p[i].h, TAXI_EV_READ), 0);
+  }
+  conf_settle(r, 10);
+  for (int i = 0; i < N; i++) CU_ASSERT_EQUAL(util_write_byte(sv[i][1]), 1);
+  CU_ASSERT_EQUAL(taxi_reactor_handle_events(r, WAIT_MS), N);
+  for (int i = 0; i < N; i++) CU_ASSERT_EQUAL(atomic_load(&p[i].inputs), 1);
+
+  taxi_reactor_stats_t s;
+  CU_ASSERT_EQUAL(taxi_reactor_stats(r, &s), 0);
+  CU_ASSERT_EQUAL(s.handles, (size_t)N);
+  CU_ASSERT(s.events >= (uint64_t)N);
+
+  CU_ASSERT_EQUAL(taxi_reactor_destroy(r), 0);
+  for (int i = 0; i < N; i++) close_pair(sv[i]);
+}
+
+/* A handle watched for READ and WRITE gets both hooks. */
+static void test_read_and_write_together(void) {
+  taxi_reactor_t *r = conf_reactor();
+  int sv[2];
+  CU_ASSERT_EQUAL_FATAL(util_socketpair(sv), 0);
+  conf_probe_t p;
+  conf_probe_init(&p, sv[0], NULL);
+  CU_ASSERT_EQUAL_FATAL(taxi_reactor_register(r, sv[0], &p.h,
+                                              TAXI_EV_READ | TAXI_EV_WRITE),
+                        0);
+  CU_ASSERT_EQUAL(util_write_byte(sv[1]), 1);
+  CU_ASSERT_EQUAL(run_until(r, conf_pred_nonzero, &p.inputs, WAIT_MS), 1);
+  CU_ASSERT_EQUAL(run_until(r, conf_pred_nonzero, &p.outputs, WAIT_MS), 1);
+  CU_ASSERT_EQUAL(atomic_load(&p.bytes), 1);
+  CU_ASSERT_EQUAL(taxi_reactor_destroy(r), 0);
+  close_pair(sv);
+}
+
+static CU_TestInfo io_tests[] = {
+    {"read readiness on a socketpair", test_read_readiness},
+    {"data present before register is reported", test_readable_before_register},
+    {"write readiness on a socketpair", test_write_readiness},
+    {"READ and WRITE watched together", test_read_and_write_together},
+    {"TCP accept in the input hook", test_tcp_accept},
+    {"non-blocking TCP connect completes", test_tcp_connect_completes},
+    {"peer close: READ and read() == 0", test_peer_close_hangup},
+    {"peer reset: input hook, ECONNRESET", test_peer_reset},
+    {"modify READ -> WRITE -> READ", test_modify_read_to_write},
+    {"suspend and resume", test_suspend_resume},
+    {"suspend drops reported events", test_suspend_drops_reported_events},
+    {"handle_one takes pending events", test_handle_one_takes_pending},
+    {"all ready handles in one handle_events", test_all_ready_dispatched_in_one_call},
+    CU_TEST_INFO_NULL,
+};
+
+const taxi_test_suite_t conf_suite_io = {"io", io_tests, 60};

@@ -1,0 +1,345 @@
+/*
+ * tests/runner.c - fork-per-suite CUnit harness; see runner.h.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include "runner.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* What a child tells its parent: sent before each test and once at the end.
+ * Smaller than PIPE_BUF, so each write arrives whole. */
+typedef struct report {
+  unsigned run;            /* tests completed */
+  unsigned failed;         /* of those, tests with a failed assertion */
+  unsigned asserts;
+  unsigned asserts_failed;
+  unsigned failures;       /* CUnit failure records (incl. suite set-up) */
+  int final;               /* 1: the suite ran to its end */
+  char current[112];       /* the test starting now ("" at the end) */
+} report_t;
+
+/* What the parent concludes about one suite. */
+typedef struct outcome {
+  const char *name;
+  unsigned total;          /* tests in the suite */
+  report_t last;           /* the last report received */
+  int got_report;
+  int timed_out;
+  int signal;              /* the signal that killed the child, or 0 */
+  int exit_status;         /* the child's exit status, or -1 */
+  unsigned passed, failed, not_run;
+  const char *verdict;
+} outcome_t;
+
+static int child_report_fd = -1;
+
+/* ---- the child ---------------------------------------------------------- */
+
+static void write_all(int fd, const void *buf, size_t len) {
+  const char *p = buf;
+  while (len > 0) {
+    ssize_t n = write(fd, p, len);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return;
+    }
+    p += n;
+    len -= (size_t)n;
+  }
+}
+
+static void child_report(int final) {
+  if (child_report_fd < 0) return;
+  report_t rep;
+  memset(&rep, 0, sizeof rep);
+  CU_pRunSummary s = CU_get_run_summary();
+  if (s) {
+    rep.run = s->nTestsRun;
+    rep.failed = s->nTestsFailed;
+    rep.asserts = s->nAsserts;
+    rep.asserts_failed = s->nAssertsFailed;
+    rep.failures = s->nFailureRecords;
+  }
+  rep.final = final;
+  if (!final) {
+    CU_pTest t = CU_get_current_test();
+    if (t && t->pName) snprintf(rep.current, sizeof rep.current, "%s", t->pName);
+  }
+  write_all(child_report_fd, &rep, sizeof rep);
+}
+
+/* CUnit calls this before every test of the suite. */
+static void before_each_test(void) { child_report(0); }
+
+static int run_child(const taxi_test_suite_t *suite, int fd) {
+  setpgid(0, 0);
+  signal(SIGPIPE, SIG_IGN);
+  /* Unbuffered, so that what a test printed survives a crash. */
+  setvbuf(stdout, NULL, _IONBF, 0);
+  child_report_fd = fd;
+
+  if (CU_initialize_registry() != CUE_SUCCESS) {
+    fprintf(stderr, "CU_initialize_registry failed: %s\n", CU_get_error_msg());
+    return 100;
+  }
+  CU_pSuite cs = CU_add_suite_with_setup_and_teardown(suite->name, NULL, NULL,
+                                                       before_each_test, NULL);
+  if (!cs) {
+    fprintf(stderr, "CU_add_suite(%s) failed: %s\n", suite->name,
+            CU_get_error_msg());
+    CU_cleanup_registry();
+    return 100;
+  }
+  for (const CU_TestInfo *t = suite->tests; t && t->pName; t++) {
+    if (!CU_add_test(cs, t->pName, t->pTestFunc)) {
+      fprintf(stderr, "CU_add_test(%s) failed: %s\n", t->pName,
+              CU_get_error_msg());
+      CU_cleanup_registry();
+      return 100;
+    }
+  }
+  CU_basic_set_mode(CU_BRM_VERBOSE);
+  CU_basic_run_tests();
+  child_report(1);
+
+  unsigned bad = CU_get_number_of_failures();
+  if (bad == 0) bad = CU_get_number_of_tests_failed();
+  if (bad == 0) bad = CU_get_number_of_suites_failed();
+  if (bad > 100) bad = 100;
+  CU_cleanup_registry();
+  fflush(stdout);
+  return (int)bad;
+}
+
+/* ---- the parent --------------------------------------------------------- */
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void sleep_ms(long ms) {
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+/* Read whole reports from fd (non-blocking); keep the last. */
+static void drain_reports(int fd, outcome_t *o, char *buf, size_t *have) {
+  for (;;) {
+    ssize_t n = read(fd, buf + *have, sizeof(report_t) - *have);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    *have += (size_t)n;
+    if (*have == sizeof(report_t)) {
+      memcpy(&o->last, buf, sizeof(report_t));
+      o->last.current[sizeof o->last.current - 1] = '\0';
+      o->got_report = 1;
+      *have = 0;
+    }
+  }
+}
+
+static double timeout_scale(void) {
+  const char *s = getenv("TAXI_TEST_TIMEOUT_SCALE");
+  if (!s || !*s) return 1.0;
+  char *end;
+  double k = strtod(s, &end);
+  return (end != s && k >= 1.0) ? k : 1.0;
+}
+
+static const char *signal_name(int sig) {
+  switch (sig) {
+    case SIGSEGV: return "SIGSEGV";
+    case SIGABRT: return "SIGABRT";
+    case SIGBUS: return "SIGBUS";
+    case SIGFPE: return "SIGFPE";
+    case SIGILL: return "SIGILL";
+    case SIGKILL: return "SIGKILL";
+    case SIGTERM: return "SIGTERM";
+    case SIGPIPE: return "SIGPIPE";
+    case SIGALRM: return "SIGALRM";
+    case SIGUSR1: return "SIGUSR1";
+    case SIGUSR2: return "SIGUSR2";
+    case SIGINT: return "SIGINT";
+    case SIGHUP: return "SIGHUP";
+    case SIGTRAP: return "SIGTRAP";
+    default: return "signal";
+  }
+}
+
+static void run_suite(const taxi_test_suite_t *suite, outcome_t *o) {
+  memset(o, 0, sizeof *o);
+  o->name = suite->name;
+  o->exit_status = -1;
+  for (const CU_TestInfo *t = suite->tests; t && t->pName; t++) o->total++;
+
+  int p[2];
+  if (pipe(p) != 0) {
+    perror("pipe");
+    o->failed = 1;
+    o->verdict = "HARNESS ERROR";
+    return;
+  }
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid = fork();
+  if (pid < 0) {
+    perror("fork");
+    close(p[0]);
+    close(p[1]);
+    o->failed = 1;
+    o->verdict = "HARNESS ERROR";
+    return;
+  }
+  if (pid == 0) {
+    close(p[0]);
+    exit(run_child(suite, p[1]));
+  }
+  setpgid(pid, pid); /* also done by the child; whichever comes first */
+  close(p[1]);
+  fcntl(p[0], F_SETFL, fcntl(p[0], F_GETFL) | O_NONBLOCK);
+
+  unsigned limit = suite->timeout_s ? suite->timeout_s
+                                    : TAXI_TEST_DEFAULT_TIMEOUT_S;
+  double deadline = now_s() + (double)limit * timeout_scale();
+  char buf[sizeof(report_t)];
+  size_t have = 0;
+  int status = 0;
+  for (;;) {
+    drain_reports(p[0], o, buf, &have);
+    pid_t w = waitpid(pid, &status, WNOHANG);
+    if (w == pid) break;
+    if (w < 0 && errno != EINTR) {
+      perror("waitpid");
+      break;
+    }
+    if (now_s() > deadline) {
+      o->timed_out = 1;
+      kill(-pid, SIGKILL);
+      kill(pid, SIGKILL);
+      while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      }
+      break;
+    }
+    sleep_ms(10);
+  }
+  drain_reports(p[0], o, buf, &have);
+  close(p[0]);
+  /* Whatever the suite forked and left behind goes with it. */
+  kill(-pid, SIGKILL);
+
+  const report_t *r = &o->last;
+  unsigned run = o->got_report ? r->run : 0;
+  unsigned failed = o->got_report ? r->failed : 0;
+  o->passed = run - failed;
+  o->failed = failed;
+  o->not_run = o->total > run ? o->total - run : 0;
+  const char *current = (o->got_report && r->current[0]) ? r->current : "?";
+
+  if (o->timed_out) {
+    printf("\nTIMEOUT in suite %s: test \"%s\" still running after %u s; "
+           "killed its process group\n",
+           o->name, current, limit);
+    o->failed += 1; /* the test that hung */
+    if (o->not_run) o->not_run--;
+    o->verdict = "TIMEOUT";
+  } else if (WIFSIGNALED(status)) {
+    o->signal = WTERMSIG(status);
+    printf("\nCRASH in suite %s: killed by %s (%d) during test \"%s\"\n",
+           o->name, signal_name(o->signal), o->signal, current);
+    o->failed += 1;
+    if (o->not_run) o->not_run--;
+    o->verdict = "CRASHED";
+  } else if (WIFEXITED(status)) {
+    o->exit_status = WEXITSTATUS(status);
+    if (!o->got_report || !r->final) {
+      printf("\nEARLY EXIT in suite %s: exited with status %d during test "
+             "\"%s\"\n",
+             o->name, o->exit_status, current);
+      o->failed += 1;
+      if (o->not_run) o->not_run--;
+      o->verdict = "EXITED";
+    } else if (o->failed > 0 || r->failures > 0) {
+      if (o->failed == 0) o->failed = 1; /* a suite-level failure */
+      o->verdict = "FAILED";
+    } else if (o->exit_status != 0) {
+      printf("\nSuite %s: every test passed but the process exited with "
+             "status %d (a sanitizer report?)\n",
+             o->name, o->exit_status);
+      o->failed += 1;
+      o->verdict = "FAILED";
+    } else {
+      o->verdict = "ok";
+    }
+  } else {
+    o->failed += 1;
+    o->verdict = "HARNESS ERROR";
+  }
+  fflush(stdout);
+}
+
+int taxi_test_run(const char *title, const taxi_test_suite_t *const *suites,
+                  size_t n, int argc, char **argv) {
+  const char *skip = getenv("TAXI_TEST_SKIP");
+  if (skip && *skip && strcmp(skip, "0") != 0) {
+    printf("%s: skipped (TAXI_TEST_SKIP=%s)\n", title, skip);
+    return TAXI_TEST_SKIP_STATUS;
+  }
+  const char *filter = argc > 1 ? argv[1] : NULL;
+  if (filter && strcmp(filter, "--list") == 0) {
+    for (size_t i = 0; i < n; i++) printf("%s\n", suites[i]->name);
+    return 0;
+  }
+
+  outcome_t *out = calloc(n ? n : 1, sizeof *out);
+  if (!out) {
+    perror("calloc");
+    return 1;
+  }
+  size_t ran = 0;
+  printf("%s\n", title);
+  for (size_t i = 0; i < n; i++) {
+    if (filter && !strstr(suites[i]->name, filter)) continue;
+    run_suite(suites[i], &out[ran]);
+    ran++;
+  }
+  if (ran == 0) {
+    printf("%s: no suite matches \"%s\": skipped\n", title,
+           filter ? filter : "");
+    free(out);
+    return TAXI_TEST_SKIP_STATUS;
+  }
+
+  unsigned passed = 0, failed = 0, not_run = 0, asserts = 0, afailed = 0;
+  printf("\n==== Summary: %s ====\n", title);
+  printf("%-44s %6s %6s %6s %6s %8s %7s  %s\n", "Suite", "Tests", "Passed",
+         "Failed", "NotRun", "Asserts", "AFailed", "Result");
+  for (size_t i = 0; i < ran; i++) {
+    const outcome_t *o = &out[i];
+    printf("%-44s %6u %6u %6u %6u %8u %7u  %s\n", o->name, o->total,
+           o->passed, o->failed, o->not_run, o->last.asserts,
+           o->last.asserts_failed, o->verdict);
+    passed += o->passed;
+    failed += o->failed;
+    not_run += o->not_run;
+    asserts += o->last.asserts;
+    afailed += o->last.asserts_failed;
+  }
+  printf("%-44s %6s %6u %6u %6u %8u %7u\n", "Total", "", passed, failed,
+         not_run, asserts, afailed);
+  printf("%u passed, %u failed\n", passed, failed);
+  free(out);
+  return (failed > 0 || not_run > 0) ? 1 : 0;
+}

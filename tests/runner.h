@@ -1,0 +1,42 @@
+/*
+ * tests/runner.h - a small harness over CUnit that isolates suites.
+ *
+ * CUnit runs every test in one process and has no time limit, so a crash or
+ * a hang in one test would take the whole run with it.  taxi_test_run()
+ * forks one child per suite, in its own process group; the child runs the
+ * suite with CUnit's basic interface (verbose) and reports its counts to the
+ * parent through a pipe.  The parent enforces the suite's time limit (then
+ * kills the child's whole process group), names the test that was running
+ * when a child timed out or died of a signal, and prints a summary ending
+ * with the line "N passed, N failed".
+ *
+ * Environment:
+ *   TAXI_TEST_SKIP=1            skip everything (exit status 77)
+ *   TAXI_TEST_TIMEOUT_SCALE=k   multiply every suite's time limit by k
+ *                               (for sanitizer or valgrind runs)
+ * Arguments: an optional substring; only suites whose name contains it run.
+ *
+ * Exit status of taxi_test_run(): 0 when every test passed, 1 when any
+ * failed (or a suite timed out or crashed), 77 when told to skip or when no
+ * suite matched the filter.
+ */
+#ifndef TAXI_TESTS_RUNNER_H
+#define TAXI_TESTS_RUNNER_H
+
+#include <stddef.h>
+
+#include <CUnit/Basic.h>
+
+typedef struct {
+  const char *name;     /* the suite's name, as printed and filtered on */
+  CU_TestInfo *tests;   /* terminated by CU_TEST_INFO_NULL */
+  unsigned timeout_s;   /* time limit for the whole suite; 0 means 60 */
+} taxi_test_suite_t;
+
+#define TAXI_TEST_DEFAULT_TIMEOUT_S 60u
+#define TAXI_TEST_SKIP_STATUS 77
+
+int taxi_test_run(const char *title, const taxi_test_suite_t *const *suites,
+                  size_t n, int argc, char **argv);
+
+#endif /* TAXI_TESTS_RUNNER_H */

@@ -1,0 +1,312 @@
+/*
+ * tests/util.c - helpers for taxi's tests; see util.h.
+ */
+#define _GNU_SOURCE 1
+
+#include "util.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+int util_set_nonblock(int fd) {
+  int fl = fcntl(fd, F_GETFL);
+  if (fl < 0) return -1;
+  if (fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) return -1;
+  return 0;
+}
+
+static int set_cloexec(int fd) {
+  int fl = fcntl(fd, F_GETFD);
+  if (fl < 0) return -1;
+  return fcntl(fd, F_SETFD, fl | FD_CLOEXEC) < 0 ? -1 : 0;
+}
+
+int util_socketpair(int sv[2]) {
+  if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) return -1;
+  for (int i = 0; i < 2; i++) {
+    if (util_set_nonblock(sv[i]) != 0 || set_cloexec(sv[i]) != 0) {
+      int e = errno;
+      close(sv[0]);
+      close(sv[1]);
+      errno = e;
+      return -1;
+    }
+  }
+  return 0;
+}
+
+static struct sockaddr_in loopback(int port) {
+  struct sockaddr_in a;
+  memset(&a, 0, sizeof a);
+  a.sin_family = AF_INET;
+  a.sin_port = htons((uint16_t)port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  return a;
+}
+
+int util_tcp_listener(int *port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return -1;
+  int one = 1;
+  struct sockaddr_in a = loopback(0);
+  socklen_t len = sizeof a;
+  if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+      bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || listen(fd, 128) != 0 ||
+      getsockname(fd, (struct sockaddr *)&a, &len) != 0 ||
+      util_set_nonblock(fd) != 0 || set_cloexec(fd) != 0) {
+    int e = errno;
+    close(fd);
+    errno = e;
+    return -1;
+  }
+  if (port) *port = ntohs(a.sin_port);
+  return fd;
+}
+
+int util_tcp_connect_nb(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return -1;
+  if (util_set_nonblock(fd) != 0 || set_cloexec(fd) != 0) goto fail;
+  struct sockaddr_in a = loopback(port);
+  if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0 &&
+      errno != EINPROGRESS)
+    goto fail;
+  return fd;
+fail:;
+  int e = errno;
+  close(fd);
+  errno = e;
+  return -1;
+}
+
+int util_tcp_pair(int fds[2]) {
+  int port = 0;
+  int lfd = util_tcp_listener(&port);
+  if (lfd < 0) return -1;
+  int c = socket(AF_INET, SOCK_STREAM, 0);
+  if (c < 0) goto fail_l;
+  struct sockaddr_in a = loopback(port);
+  /* Blocking connect: over loopback it completes at once. */
+  if (connect(c, (struct sockaddr *)&a, sizeof a) != 0) goto fail_c;
+  int s = -1;
+  for (int i = 0; i < 2000 && s < 0; i++) {
+    s = accept(lfd, NULL, NULL);
+    if (s < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+      goto fail_c;
+    if (s < 0) util_sleep_ms(1);
+  }
+  if (s < 0) goto fail_c;
+  if (util_set_nonblock(s) != 0 || util_set_nonblock(c) != 0 ||
+      set_cloexec(s) != 0 || set_cloexec(c) != 0) {
+    close(s);
+    goto fail_c;
+  }
+  close(lfd);
+  fds[0] = s;
+  fds[1] = c;
+  return 0;
+fail_c:;
+  int e = errno;
+  close(c);
+  errno = e;
+fail_l:
+  e = errno;
+  close(lfd);
+  errno = e;
+  return -1;
+}
+
+long util_write_byte(int fd) {
+  char c = 'x';
+  ssize_t n;
+  do n = write(fd, &c, 1);
+  while (n < 0 && errno == EINTR);
+  return (long)n;
+}
+
+long util_read_byte(int fd) {
+  char c;
+  ssize_t n;
+  do n = read(fd, &c, 1);
+  while (n < 0 && errno == EINTR);
+  return (long)n;
+}
+
+long util_drain(int fd) {
+  char buf[4096];
+  long total = 0;
+  for (;;) {
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n > 0) {
+      total += n;
+      continue;
+    }
+    if (n == 0) return total;
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return total;
+    return -1;
+  }
+}
+
+/* ---- the counting allocator -------------------------------------------- */
+
+static atomic_ullong n_mallocs, n_reallocs, n_frees, n_failed;
+static atomic_llong n_live;
+static atomic_long fail_countdown = -1;
+
+/* 1 when this allocation must fail. */
+static int should_fail(void) {
+  long v = atomic_load(&fail_countdown);
+  while (v >= 0) {
+    if (v == 0) return 1;
+    if (atomic_compare_exchange_weak(&fail_countdown, &v, v - 1)) return 0;
+  }
+  return 0;
+}
+
+static void *count_malloc(size_t size) {
+  atomic_fetch_add(&n_mallocs, 1);
+  if (should_fail()) {
+    atomic_fetch_add(&n_failed, 1);
+    return NULL;
+  }
+  void *p = malloc(size);
+  if (p) atomic_fetch_add(&n_live, 1);
+  return p;
+}
+
+static void *count_realloc(void *ptr, size_t size) {
+  atomic_fetch_add(&n_reallocs, 1);
+  if (should_fail()) {
+    atomic_fetch_add(&n_failed, 1);
+    return NULL;
+  }
+  void *p = realloc(ptr, size);
+  if (p && !ptr) atomic_fetch_add(&n_live, 1);
+  return p;
+}
+
+static void count_free(void *ptr) {
+  if (!ptr) return;
+  atomic_fetch_add(&n_frees, 1);
+  atomic_fetch_sub(&n_live, 1);
+  free(ptr);
+}
+
+int util_alloc_install(void) {
+  return taxi_set_allocator(count_malloc, count_realloc, count_free);
+}
+
+int util_alloc_uninstall(void) { return taxi_set_allocator(NULL, NULL, NULL); }
+
+util_alloc_counts_t util_alloc_counts(void) {
+  util_alloc_counts_t c;
+  c.mallocs = atomic_load(&n_mallocs);
+  c.reallocs = atomic_load(&n_reallocs);
+  c.frees = atomic_load(&n_frees);
+  c.live = atomic_load(&n_live);
+  c.failed = atomic_load(&n_failed);
+  return c;
+}
+
+void util_alloc_reset(void) {
+  atomic_store(&n_mallocs, 0);
+  atomic_store(&n_reallocs, 0);
+  atomic_store(&n_frees, 0);
+  atomic_store(&n_live, 0);
+  atomic_store(&n_failed, 0);
+}
+
+void util_alloc_fail_after(long n) {
+  atomic_store(&fail_countdown, n < 0 ? -1 : n);
+}
+
+/* ---- resources ---------------------------------------------------------- */
+
+int util_raise_nofile(unsigned long n) {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return 0;
+  if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur >= n) return 1;
+  if (rl.rlim_cur == RLIM_INFINITY) return 1;
+  if (rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= n) {
+    rl.rlim_cur = (rl.rlim_max == RLIM_INFINITY) ? n : rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &rl) == 0) return 1;
+    rl.rlim_cur = n;
+    return setrlimit(RLIMIT_NOFILE, &rl) == 0;
+  }
+  /* The hard limit is too low: only a privileged process may raise it. */
+  rl.rlim_cur = n;
+  rl.rlim_max = n;
+  return setrlimit(RLIMIT_NOFILE, &rl) == 0;
+}
+
+void util_sleep_ms(long ms) {
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+int util_wait_flag(atomic_int *flag, int value, int max_ms) {
+  taxi_time_t start = taxi_now();
+  while (atomic_load(flag) < value) {
+    if (util_elapsed_ms(start) > max_ms) return atomic_load(flag) >= value;
+    util_sleep_ms(1);
+  }
+  return 1;
+}
+
+int64_t util_elapsed_ms(taxi_time_t start) {
+  return (int64_t)((taxi_now() - start) / TAXI_NSEC_PER_MSEC);
+}
+
+int run_until(taxi_reactor_t *r, int (*pred)(void *), void *arg, int max_ms) {
+  taxi_time_t start = taxi_now();
+  for (;;) {
+    if (pred(arg)) return 1;
+    int64_t left = (int64_t)max_ms - util_elapsed_ms(start);
+    if (left <= 0) return pred(arg) ? 1 : 0;
+    int rc = taxi_reactor_handle_events(r, left < 50 ? (int)left : 50);
+    if (rc < 0) return rc;
+  }
+}
+
+int run_for(taxi_reactor_t *r, int ms) {
+  taxi_time_t start = taxi_now();
+  int sum = 0;
+  for (;;) {
+    int64_t left = (int64_t)ms - util_elapsed_ms(start);
+    if (left <= 0) return sum;
+    int rc = taxi_reactor_handle_events(r, left < 50 ? (int)left : 50);
+    if (rc < 0) return rc;
+    sum += rc;
+  }
+}
+
+int util_wait_child(int pid, int max_ms) {
+  taxi_time_t start = taxi_now();
+  for (;;) {
+    int status = 0;
+    pid_t w = waitpid((pid_t)pid, &status, WNOHANG);
+    if (w == (pid_t)pid) return status;
+    if (w < 0 && errno != EINTR) return -1;
+    if (util_elapsed_ms(start) > max_ms) {
+      kill((pid_t)pid, SIGKILL);
+      while (waitpid((pid_t)pid, &status, 0) < 0 && errno == EINTR) {
+      }
+      return -1;
+    }
+    util_sleep_ms(2);
+  }
+}

@@ -1,0 +1,98 @@
+/*
+ * tests/util.h - helpers for taxi's tests (POSIX).
+ *
+ * Functions returning int return 0 (or a descriptor) on success and -1 with
+ * errno set on failure, unless said otherwise.
+ */
+#ifndef TAXI_TESTS_UTIL_H
+#define TAXI_TESTS_UTIL_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "taxi/taxi.h"
+
+/* A connected AF_UNIX stream socket pair, both ends non-blocking and
+ * close-on-exec. */
+int util_socketpair(int sv[2]);
+
+/* A non-blocking TCP listener on 127.0.0.1, port chosen by the system; the
+ * port is stored in *port (host order).  Returns the descriptor. */
+int util_tcp_listener(int *port);
+
+/* A non-blocking TCP socket connecting to 127.0.0.1:port; the connection
+ * may still be in progress.  Returns the descriptor. */
+int util_tcp_connect_nb(int port);
+
+/* A connected pair of non-blocking TCP sockets over loopback:
+ * fds[0] the accepted end, fds[1] the connecting end. */
+int util_tcp_pair(int fds[2]);
+
+int util_set_nonblock(int fd);
+
+/* Write/read one byte; returns what write(2)/read(2) returned. */
+long util_write_byte(int fd);
+long util_read_byte(int fd);
+/* Read and discard until EAGAIN or EOF; returns the bytes read, or -1 with
+ * errno set when read failed with something other than EAGAIN. */
+long util_drain(int fd);
+
+/* ---- the counting allocator -------------------------------------------- */
+
+typedef struct util_alloc_counts {
+  uint64_t mallocs;   /* calls to the malloc hook */
+  uint64_t reallocs;  /* calls to the realloc hook */
+  uint64_t frees;     /* calls to the free hook with a non-NULL pointer */
+  int64_t live;       /* blocks allocated and not yet freed */
+  uint64_t failed;    /* allocations refused (see util_alloc_fail_after) */
+} util_alloc_counts_t;
+
+/* Install the counting allocator with taxi_set_allocator(); returns what
+ * that returned.  Only while no taxi object exists. */
+int util_alloc_install(void);
+/* Restore the C library's allocator (taxi_set_allocator(NULL, NULL, NULL)). */
+int util_alloc_uninstall(void);
+util_alloc_counts_t util_alloc_counts(void);
+/* Zero every counter (the live count included). */
+void util_alloc_reset(void);
+/* Make the n-th allocation from now (0: the next one) and every later one
+ * return NULL; n < 0 disables failing. */
+void util_alloc_fail_after(long n);
+
+/* ---- resources ---------------------------------------------------------- */
+
+/* Make RLIMIT_NOFILE at least n: raise the soft limit (to the hard limit if
+ * need be), and as root the hard limit too.  Returns 1 if the soft limit is
+ * now >= n, else 0. */
+int util_raise_nofile(unsigned long n);
+
+/* Sleep for ms milliseconds (restarting after signals). */
+void util_sleep_ms(long ms);
+
+/* Wait (polling every millisecond) until *flag >= value or max_ms passed;
+ * returns 1 if the value was reached.  A bounded wait for tests that hand
+ * over between threads. */
+int util_wait_flag(atomic_int *flag, int value, int max_ms);
+
+/* Milliseconds elapsed on taxi_now() since `start`. */
+int64_t util_elapsed_ms(taxi_time_t start);
+
+/*
+ * Dispatch r (handle_events in slices of at most 50 ms) until pred(arg)
+ * returns non-zero or max_ms milliseconds of taxi_now() have passed.
+ * pred is checked first.  Returns 1 when pred holds, 0 on timeout, or the
+ * negative TAXI_E* code taxi_reactor_handle_events() returned.
+ */
+int run_until(taxi_reactor_t *r, int (*pred)(void *), void *arg, int max_ms);
+
+/* Dispatch r for about ms milliseconds, whatever happens; returns the sum
+ * of what handle_events returned, or the first negative code. */
+int run_for(taxi_reactor_t *r, int ms);
+
+/* Wait for child pid at most max_ms; kill it (SIGKILL) when time runs out.
+ * Returns its wait status, or -1 if it had to be killed or waitpid
+ * failed. */
+int util_wait_child(int pid, int max_ms);
+
+#endif /* TAXI_TESTS_UTIL_H */

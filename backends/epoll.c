@@ -10,7 +10,8 @@
  *
  * Quirks handled here, each where it is handled:
  *  - EPOLLHUP and EPOLLERR are reported even when not asked for
- *    (epoll_ctl(2)), which matters for a handle modified to report nothing.
+ *    (epoll_ctl(2)): a handle modified to report nothing is armed with
+ *    EPOLLONESHOT so that a hang-up wakes a wait at most once.
  *  - EPOLL_CTL_ADD of a regular file or directory fails with EPERM.
  *  - EPOLL_CTL_DEL needed a non-NULL event before Linux 2.6.9.
  *  - EPOLLRDHUP exists only since Linux 2.6.17.
@@ -22,7 +23,7 @@
  * copy is closed; del then fails with EBADF, reported as success.
  */
 #ifndef _DEFAULT_SOURCE
-#define _DEFAULT_SOURCE 1
+#define _DEFAULT_SOURCE 1 /* glibc hides POSIX under -std=c11 without it */
 #endif
 #include "config.h"
 

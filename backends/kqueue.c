@@ -1,13 +1,14 @@
 /*
  * backends/kqueue.c - the BSD and macOS kqueue(2) readiness backend.
  *
- * Written to the kqueue(2) manual pages of FreeBSD and macOS; it also
- * builds on NetBSD (10 and later, where udata is a pointer), OpenBSD and
- * DragonFly.  Each handle is up to two kernel events ("knotes"): one for
- * EVFILT_READ, one for EVFILT_WRITE, both carrying the handle's token in
- * udata.  The kernel keeps the set, so any number of threads may wait in
- * kevent(2) while others change it (TAXI_CAP_MULTI_WAIT,
- * TAXI_CAP_LIVE_UPDATE).
+ * Written to the kqueue(2) manual pages of FreeBSD and macOS.  Nothing in
+ * it is specific to those two, so NetBSD 10 and later (earlier ones declare
+ * udata as intptr_t), OpenBSD and DragonFly should serve as well, but it
+ * has not been built there.  Each handle is up to two kernel events
+ * ("knotes"): one for EVFILT_READ, one for EVFILT_WRITE, both carrying the
+ * handle's token in udata.  The kernel keeps the set, so any number of
+ * threads may wait in kevent(2) while others change it
+ * (TAXI_CAP_MULTI_WAIT, TAXI_CAP_LIVE_UPDATE).
  *
  * The backend also keeps one byte per descriptor saying which knotes it
  * created and how: kevent cannot tell "already registered" (EV_ADD on an
@@ -63,10 +64,13 @@
 #include <fcntl.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
+/* <sys/types.h> first: before FreeBSD 12, <sys/event.h> did not parse
+ * without it (kqueue(2), BUGS). */
 #include <sys/types.h>
 #include <sys/event.h>
 #include <sys/time.h>
-#include <unistd.h>
 
 /* Events one wait collects.  Each waiter needs its own array (several
  * threads may wait at once), so it lives on the stack: 64 entries are
@@ -184,8 +188,13 @@ static void kq_apply(kq_state_t *s, kq_batch_t *b) {
   }
   /* The event list has room for every receipt, so kevent neither stops
    * early nor returns pending events; the zero timeout keeps it from
-   * blocking in any case. */
-  got = kevent(s->kq, b->change, b->n, receipt, b->n, &zero);
+   * blocking in any case.  After EINTR every change has been applied
+   * (FreeBSD kqueue(2), ERRORS) but the receipts are lost: applying the
+   * batch again reports them, and is harmless (EV_ADD of an existing knote
+   * modifies it; a second EV_DELETE gets ENOENT, which callers accept). */
+  do
+    got = kevent(s->kq, b->change, b->n, receipt, b->n, &zero);
+  while (got < 0 && errno == EINTR);
   if (got < 0) {
     int err = errno;
     for (int i = 0; i < b->n; i++) b->err[i] = err;
@@ -193,7 +202,8 @@ static void kq_apply(kq_state_t *s, kq_batch_t *b) {
   }
   for (int j = 0; j < got; j++) {
     int i = kq_receipt_index(b, &receipt[j]);
-    if (i >= 0 && (receipt[j].flags & EV_ERROR)) b->err[i] = (int)receipt[j].data;
+    if (i >= 0 && (receipt[j].flags & EV_ERROR))
+      b->err[i] = (int)receipt[j].data;
   }
 #else
   /* With an empty event list kevent returns at once and fails with the

@@ -1,0 +1,342 @@
+/*
+ * tests/conformance/signals.c - POSIX signals dispatched as events (signalfd
+ * and the self-pipe variant), ownership across reactors, invalid numbers,
+ * restoration of the mask and disposition.
+ */
+#define _GNU_SOURCE 1
+
+#include "suites.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define WAIT_MS 5000
+
+/* A handler for SIGUSR1/SIGUSR2 installed by the test itself: it runs only
+ * when a signal escapes the reactor, and it keeps such a signal from
+ * killing the process. */
+static volatile sig_atomic_t stray_count;
+static void stray_handler(int signo) {
+  (void)signo;
+  stray_count++;
+}
+
+static void install_stray(int signo) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = stray_handler;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigaction(signo, &sa, NULL);
+}
+
+static void restore_default(int signo) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = SIG_DFL;
+  sigemptyset(&sa.sa_mask);
+  sigaction(signo, &sa, NULL);
+}
+
+static void test_setup(void) {
+  stray_count = 0;
+  install_stray(SIGUSR1);
+  install_stray(SIGUSR2);
+}
+
+static void test_teardown(void) {
+  restore_default(SIGUSR1);
+  restore_default(SIGUSR2);
+  sigset_t s;
+  sigemptyset(&s);
+  sigaddset(&s, SIGUSR1);
+  sigaddset(&s, SIGUSR2);
+  pthread_sigmask(SIG_UNBLOCK, &s, NULL);
+}
+
+/* A signal handler object recording what reached it and where. */
+typedef struct sig_probe {
+  taxi_handler_t h;
+  atomic_int count;
+  atomic_int last_signo;
+  atomic_uint seen_mask; /* bit signo set for each signo seen */
+  atomic_int closes;
+  int ret;
+  pthread_t thread;
+} sig_probe_t;
+
+static int sig_probe_signal(taxi_handler_t *h, int signo) {
+  sig_probe_t *p = CONF_CONTAINER_OF(h, sig_probe_t, h);
+  p->thread = pthread_self();
+  atomic_store(&p->last_signo, signo);
+  if (signo > 0 && signo < 32) atomic_fetch_or(&p->seen_mask, 1u << signo);
+  atomic_fetch_add(&p->count, 1);
+  return p->ret;
+}
+
+static void sig_probe_close(taxi_handler_t *h, taxi_handle_t fd) {
+  (void)fd;
+  atomic_fetch_add(&CONF_CONTAINER_OF(h, sig_probe_t, h)->closes, 1);
+}
+
+static const taxi_handler_ops_t sig_probe_ops = {.signal = sig_probe_signal,
+                                                 .close = sig_probe_close};
+
+static void sig_probe_init(sig_probe_t *p) {
+  memset(p, 0, sizeof *p);
+  atomic_init(&p->count, 0);
+  atomic_init(&p->last_signo, 0);
+  atomic_init(&p->seen_mask, 0);
+  atomic_init(&p->closes, 0);
+  CU_ASSERT_EQUAL(taxi_handler_init(&p->h, &sig_probe_ops), 0);
+}
+
+static void *send_usr1_later(void *arg) {
+  (void)arg;
+  util_sleep_ms(20); /* let the main thread block; not needed for correctness */
+  kill(getpid(), SIGUSR1);
+  return NULL;
+}
+
+/* add_signal(SIGUSR1); a thread created afterwards sends it to the process
+ * while the main thread waits: the signal hook runs with SIGUSR1, in the
+ * dispatching thread. */
+static void signal_from_other_thread(void) {
+  test_setup();
+  taxi_reactor_t *r = conf_reactor();
+  sig_probe_t p;
+  sig_probe_init(&p);
+  CU_ASSERT_EQUAL_FATAL(taxi_reactor_add_signal(r, SIGUSR1, &p.h), 0);
+  pthread_t t;
+  CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, send_usr1_later, NULL), 0);
+  CU_ASSERT_EQUAL(run_until(r, conf_pred_nonzero, &p.count, WAIT_MS), 1);
+  pthread_join(t, NULL);
+  CU_ASSERT_EQUAL(atomic_load(&p.last_signo), SIGUSR1);
+  if (atomic_load(&p.count)) CU_ASSERT(pthread_equal(p.thread, pthread_self()));
+  CU_ASSERT_EQUAL(stray_count, 0);
+  taxi_reactor_stats_t s;
+  CU_ASSERT_EQUAL(taxi_reactor_stats(r, &s), 0);
+  CU_ASSERT(s.signals >= 1);
+  CU_ASSERT_EQUAL(taxi_reactor_remove_signal(r, SIGUSR1), 0);
+  CU_ASSERT_EQUAL(taxi_reactor_destroy(r), 0);
+  CU_ASSERT_EQUAL(atomic_load(&p.closes), 1);
+  test_teardown();
+}
+
+static void test_signal_from_other_thread(void) {
+  unsetenv("TAXI_SIGNAL_PIPE");
+  signal_from_other_thread();
+}
+
+/* The same, with the self-pipe signal source (TAXI_SIGNAL_PIPE=1). */
+static void test_signal_from_other_thread_self_pipe(void) {
+  setenv("TAXI_SIGNAL_PIPE", "1", 1);
+  signal_from_other_thread();
+  unsetenv("TAXI_SIGNAL_PIPE");
+}
+
+/* A signal raised by the dispatching thread itself before it dispatches. */
+static void raised_before_dispatch(void) {
+  test_setup();
+  taxi_reactor_t *r = conf_reactor();
+  sig_probe_t p;
+  sig_probe_init(&p);
+  CU_ASSERT_EQUAL_FATAL(taxi_reactor_add_signal(r, SIGUSR2, &p.h), 0);
+  CU_ASSERT_EQUAL(raise(SIGUSR2), 0);
+  CU_ASSERT_EQUAL(run_until(r, conf_pred_nonzero, &p.count, WAIT_MS), 1);
+  CU_ASSERT_EQUAL(atomic_load(&p.last_signo), SIGUSR2);
+  CU_ASSERT_EQUAL(stray_count, 0);
+  CU_ASSERT_EQUAL(taxi_reactor_destroy(r), 0);
+  test_teardown();
+}
+
+static void test_signal_raised_before_dispatch(void) {
+  unsetenv("TAXI_SIGNAL_PIPE");
+  raised_before_dispatch();
+}
+
+static void test_signal_raised_before_dispatch_self_pipe(void) {
+  setenv("TAXI_SIGNAL_PIPE", "1", 1);
+  raised_before_dispatch();
+  unsetenv("TAXI_SIGNAL_PIPE");
+}
+
+/* Two signals on one handler: each reaches it with its own number. */
+static void test_two_signals_one_handler(void) {
+  test_setup();
+  taxi_reactor_t *r = conf_reactor();
+  sig_probe_t p;
+  sig_probe_init(&p);
+  CU_ASSERT_EQUAL_FATAL(taxi_reactor_add_signal(r, SIGUSR1, &p.h), 0);
+  CU_ASSERT_EQUAL_FATAL(taxi_reactor_add_signal(r, SIGUSR2, &p.h), 0);
+  CU_ASSERT_EQUAL(raise(SIGUSR1), 0);
+  CU_ASSERT_EQUAL(raise(SIGUSR2), 0);
+  conf_count_goal_t g = {&p.count, 2};
+  CU_ASSERT_EQUAL(run_until(r, conf_pred_reached, &g, WAIT_MS), 1);
+  unsigned want = (1u << SIGUSR1) | (1u << SIGUSR2);
+  CU_ASSERT_EQUAL(atomic_load(&p.seen_mask), want);
+  CU_ASSERT_EQUAL(stray_count, 0);
+  CU_ASSERT_EQUAL(taxi_reactor_destroy(r), 0);
+  CU_ASSERT_EQUAL(atomic_load(&p.closes), 1);
+  test_teardown();
+}
+
+/* remove_signal, then add again: it works again; a second remove gives
+ * TAXI_ENOENT, adding twice TAXI_EEXIST. */
+static void test_remove_then_add_again(void) {
+  test_setup();
+  taxi_reactor_t *r = conf_reactor();
+  sig_probe_t p, q;
+  sig_probe_init(&p);
+  sig_probe_init(&q);
+  CU_ASSERT_EQUAL(taxi_reactor_add_signal(r, SIGUSR1, &p.h), 0);
+  CU_ASSERT_EQUAL(taxi_reactor_add_signal(r, SIGUSR1, &p.h), TAXI_EEXIST);
+  CU_ASSERT_EQUAL(taxi_reactor_add_signal(r, SIGUSR1, &q.h), TAXI_EEXIST);
+  CU_ASSERT_EQUAL(taxi_reactor_remove_signal(r, SIGUSR1), 0);
+  CU_ASSERT_EQUAL(taxi_reactor_remove_signal(r, SIGUSR1), TAXI_ENOENT);
+  CU_ASSERT_EQUAL(taxi_reactor_remove_signal(r, SIGUSR2), TAXI_ENOENT);
+  CU_ASSERT_EQUAL(taxi_reactor_add_signal(r, SIGUSR1, &p.h), 0);
+  CU_ASSERT_EQUAL(raise(SIGUSR1), 0);
+  CU_ASSERT_EQUAL(run_until(r, conf_pred_nonzero, &p.count, WAIT_MS), 1);
+  CU_ASSERT_EQUAL(atomic_load(&p.last_signo), SIGUSR1);
+  CU_ASSERT_EQUAL(stray_count, 0);
+  CU_ASSERT_EQUAL(taxi_reactor_remove_signal(r, SIGUSR1), 0);
+  CU_ASSERT_EQUAL(taxi_reactor_destroy(r), 0);
+  test_teardown();
+}
+
+/* remove_signal restores the thread's signal mask and the disposition to
+ * what they were before add_signal. */
+static void test_remove_signal_restores_state(void) {
+  test_setup();
+  sigset_t before, after;
+  CU_ASSERT_EQUAL(pthread_sigmask(SIG_SETMASK, NULL, &before), 0);
+  CU_ASSERT_EQUAL(sigismember(&before, SIGUSR1), 0);
+  taxi_reactor_t *r = conf_reactor();
+  sig_probe_t p;
+  sig_probe_init(&p);
+  CU_ASSERT_EQUAL(taxi_reactor_add_signal(r, SIGUSR1, &p.h), 0);
+  CU_ASSERT_EQUAL(taxi_reactor_remove_signal(r, SIGUSR1), 0);
+  CU_ASSERT_EQUAL(pthread_sigmask(SIG_SETMASK, NULL, &after), 0);
+  CU_ASSERT_EQUAL(sigismember(&after, SIGUSR1), 0);
+  struct sigaction sa;
+  CU_ASSERT_EQUAL(sigaction(SIGUSR1, NULL, &sa), 0);
+  CU_ASSERT(sa.sa_handler == stray_handler);
+  /* And the signal now goes to that handler. */
+  CU_ASSERT_EQUAL(raise(SIGUSR1), 0);
+  CU_ASSERT_EQUAL(stray_count, 1);
+  CU_ASSERT(run_for(r, 20) >= 0);
+  CU_ASSERT_EQUAL(atomic_load(&p.count), 0);
+  CU_ASSERT_EQUAL(taxi_reactor_destroy(r), 0);
+  test_teardown();
+}
+
+/* One reactor per process owns a signal: a second reactor gets TAXI_EBUSY
+ * until the owner removes it (or is destroyed). */
+static void test_second_reactor_same_signal_ebusy(void) {
+  test_setup();
+  taxi_reactor_t *a = conf_reactor();
+  taxi_reactor_t *b = conf_reactor();
+  sig_probe_t pa, pb;
+  sig_probe_init(&pa);
+  sig_probe_init(&pb);
+  CU_ASSERT_EQUAL(taxi_reactor_add_signal(a, SIGUSR2, &pa.h), 0);
+  CU_ASSERT_EQUAL(taxi_reactor_add_signal(b, SIGUSR2, &pb.h), TAXI_EBUSY);
+  CU_ASSERT_EQUAL(taxi_reactor_remove_signal(a, SIGUSR2), 0);
+  CU_ASSERT_EQUAL(taxi_reactor_add_signal(b, SIGUSR2, &pb.h), 0);
+  CU_ASSERT_EQUAL(taxi_reactor_add_signal(a, SIGUSR2, &pa.h), TAXI_EBUSY);
+  CU_ASSERT_EQUAL(taxi_reactor_destroy(b), 0);
+  CU_ASSERT_EQUAL(atomic_load(&pb.closes), 1);
+  CU_ASSERT_EQUAL(taxi_reactor_add_signal(a, SIGUSR2, &pa.h), 0);
+  CU_ASSERT_EQUAL(raise(SIGUSR2), 0);
+  CU_ASSERT_EQUAL(run_until(a, conf_pred_nonzero, &pa.count, WAIT_MS), 1);
+  CU_ASSERT_EQUAL(stray_count, 0);
+  CU_ASSERT_EQUAL(taxi_reactor_destroy(a), 0);
+  test_teardown();
+}
+
+/* Removing a handler releases its signals. */
+static void test_remove_handler_releases_signals(void) {
+  test_setup();
+  taxi_reactor_t *r = conf_reactor();
+  sig_probe_t p, q;
+  sig_probe_init(&p);
+  sig_probe_init(&q);
+  CU_ASSERT_EQUAL(taxi_reactor_add_signal(r, SIGUSR1, &p.h), 0);
+  CU_ASSERT_EQUAL(taxi_reactor_remove(r, &p.h), 0);
+  CU_ASSERT_EQUAL(atomic_load(&p.closes), 1);
+  CU_ASSERT_EQUAL(taxi_reactor_remove_signal(r, SIGUSR1), TAXI_ENOENT);
+  CU_ASSERT_EQUAL(taxi_reactor_add_signal(r, SIGUSR1, &q.h), 0);
+  CU_ASSERT_EQUAL(raise(SIGUSR1), 0);
+  CU_ASSERT_EQUAL(run_until(r, conf_pred_nonzero, &q.count, WAIT_MS), 1);
+  CU_ASSERT_EQUAL(atomic_load(&p.count), 0);
+  CU_ASSERT_EQUAL(stray_count, 0);
+  CU_ASSERT_EQUAL(taxi_reactor_destroy(r), 0);
+  test_teardown();
+}
+
+/* A signal hook returning a negative value removes its handler (and so
+ * releases the signal). */
+static void test_negative_signal_return_removes(void) {
+  test_setup();
+  taxi_reactor_t *r = conf_reactor();
+  sig_probe_t p;
+  sig_probe_init(&p);
+  p.ret = -1;
+  CU_ASSERT_EQUAL(taxi_reactor_add_signal(r, SIGUSR1, &p.h), 0);
+  CU_ASSERT_EQUAL(raise(SIGUSR1), 0);
+  CU_ASSERT_EQUAL(run_until(r, conf_pred_nonzero, &p.closes, WAIT_MS), 1);
+  CU_ASSERT_EQUAL(atomic_load(&p.count), 1);
+  CU_ASSERT_EQUAL(atomic_load(&p.closes), 1);
+  CU_ASSERT_EQUAL(taxi_reactor_remove(r, &p.h), TAXI_ENOENT);
+  CU_ASSERT_EQUAL(taxi_reactor_remove_signal(r, SIGUSR1), TAXI_ENOENT);
+  CU_ASSERT_EQUAL(taxi_reactor_destroy(r), 0);
+  test_teardown();
+}
+
+/* Not catchable or not a signal: TAXI_EINVAL. */
+static void test_invalid_signal_numbers(void) {
+  taxi_reactor_t *r = conf_reactor();
+  sig_probe_t p;
+  sig_probe_init(&p);
+  const int bad[] = {0, -1, 9999, SIGKILL, SIGSTOP, NSIG, 1 << 30};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    int rc = taxi_reactor_add_signal(r, bad[i], &p.h);
+    if (rc != TAXI_EINVAL) printf("\n    add_signal(%d) = %s\n", bad[i], taxi_error_name(rc));
+    CU_ASSERT_EQUAL(rc, TAXI_EINVAL);
+    /* Never added: "not dispatched" or "not a signal", but no crash. */
+    rc = taxi_reactor_remove_signal(r, bad[i]);
+    CU_ASSERT(rc == TAXI_EINVAL || rc == TAXI_ENOENT);
+  }
+  /* A handler without a signal hook. */
+  conf_probe_t np;
+  static const taxi_handler_ops_t no_signal_ops = {.close = conf_probe_close};
+  conf_probe_init(&np, -1, &no_signal_ops);
+  CU_ASSERT_EQUAL(taxi_reactor_add_signal(r, SIGUSR1, &np.h), TAXI_EINVAL);
+  CU_ASSERT_EQUAL(taxi_reactor_destroy(r), 0);
+  CU_ASSERT_EQUAL(atomic_load(&p.closes), 0); /* never attached */
+}
+
+static CU_TestInfo signal_tests[] = {
+    {"signal from another thread", test_signal_from_other_thread},
+    {"signal from another thread (self-pipe)",
+     test_signal_from_other_thread_self_pipe},
+    {"signal raised before dispatch", test_signal_raised_before_dispatch},
+    {"signal raised before dispatch (self-pipe)",
+     test_signal_raised_before_dispatch_self_pipe},
+    {"two signals on one handler", test_two_signals_one_handler},
+    {"remove_signal then add again", test_remove_then_add_again},
+    {"remove_signal restores mask and disposition",
+     test_remove_signal_restores_state},
+    {"second reactor, same signal: EBUSY", test_second_reactor_same_signal_ebusy},
+    {"removing a handler releases its signals", test_remove_handler_releases_signals},
+    {"negative signal return removes handler", test_negative_signal_return_removes},
+    {"invalid signal numbers: EINVAL", test_invalid_signal_numbers},
+    CU_TEST_INFO_NULL,
+};
+
+const taxi_test_suite_t conf_suite_signals = {"signals", signal_tests, 60};

@@ -33,8 +33,11 @@ static const taxi__readiness_ops_t *const table[] = {
 
 #define TABLE_SIZE (sizeof table / sizeof table[0])
 
+/* Running out of memory says nothing about whether a backend works here,
+ * so it is reported as such; any other failure means it does not. */
 static int try_open(const taxi__readiness_ops_t *ops, void **state) {
   int rc = ops->open(state);
+  if (rc == TAXI_ENOMEM) return rc;
   return rc < 0 ? TAXI_ENOBACKEND : 0;
 }
 
@@ -48,8 +51,12 @@ static int works(const taxi__readiness_ops_t *ops) {
 
 int taxi__backend_open(const char *name, const taxi__readiness_ops_t **ops,
                        void **state) {
-  if (!name) name = taxi__secure_getenv("TAXI_BACKEND");
-  if (name && *name) {
+  if (!name) {
+    /* An empty TAXI_BACKEND is the same as none. */
+    name = taxi__secure_getenv("TAXI_BACKEND");
+    if (name && !*name) name = NULL;
+  }
+  if (name) {
     for (size_t i = 0; i < TABLE_SIZE; i++) {
       if (strcmp(table[i]->name, name) == 0) {
         *ops = table[i];
@@ -59,10 +66,9 @@ int taxi__backend_open(const char *name, const taxi__readiness_ops_t **ops,
     return TAXI_ENOBACKEND;
   }
   for (size_t i = 0; i < TABLE_SIZE; i++) {
-    if (try_open(table[i], state) == 0) {
-      *ops = table[i];
-      return 0;
-    }
+    int rc = try_open(table[i], state);
+    if (rc == 0) *ops = table[i];
+    if (rc != TAXI_ENOBACKEND) return rc;
   }
   return TAXI_ENOBACKEND;
 }

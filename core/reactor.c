@@ -139,7 +139,20 @@ int taxi__reactor_attach_locked(taxi_reactor_t *r, taxi_handler_t *h) {
   h->internal_.reactor = r;
   h->internal_.flags |= TAXI__H_ATTACHED;
   h->internal_.refs++;
+  h->internal_.prev = NULL;
+  h->internal_.next = r->attached;
+  if (r->attached) r->attached->internal_.prev = h;
+  r->attached = h;
   return 0;
+}
+
+static void unlink_attached_locked(taxi_reactor_t *r, taxi_handler_t *h) {
+  if (h->internal_.prev)
+    h->internal_.prev->internal_.next = h->internal_.next;
+  else
+    r->attached = h->internal_.next;
+  if (h->internal_.next) h->internal_.next->internal_.prev = h->internal_.prev;
+  h->internal_.prev = h->internal_.next = NULL;
 }
 
 /* The handler is attached to r and not closing. */
@@ -374,6 +387,7 @@ int taxi__reactor_detach_locked(taxi_reactor_t *r, taxi_handler_t *h) {
   }
   while (h->internal_.timers) timer_cancel_locked(r, h->internal_.timers);
   if (h->internal_.signals) taxi__signals_detach_handler_locked(r, h);
+  unlink_attached_locked(r, h);
   h->internal_.flags |= TAXI__H_CLOSING;
   taxi__handler_release_locked(r, h);
   return 0;
@@ -720,18 +734,12 @@ int taxi_reactor_reinit_after_fork(taxi_reactor_t *r) {
 
 /* ---- destruction --------------------------------------------------------- */
 
-/* Detach every attached handler: those with a handle, with timers, with
- * signals.  The lock is released while close hooks run, which may change
- * the table, so each pass starts over until nothing is left. */
+/* Detach every attached handler.  The lock is released while close hooks
+ * run, and they may attach or detach others, so take the list's head each
+ * time until it is empty. */
 static void detach_all_locked(taxi_reactor_t *r) {
-  for (;;) {
-    taxi_handler_t *h = NULL;
-    for (uint32_t row = 0; !h && row < r->nslots; row++)
-      h = r->slots[row].handler;
-    if (!h && r->timers.count) h = r->timers.items[0]->internal_.handler;
-    for (int s = 0; !h && r->sig_handlers && s < r->sig_limit; s++)
-      h = r->sig_handlers[s];
-    if (!h) return;
+  taxi_handler_t *h;
+  while ((h = r->attached) != NULL) {
     /* A handler referenced elsewhere outlives the reactor: its last unref
      * closes it without a reactor to lock. */
     bool outlives = h->internal_.refs > 1;

@@ -78,6 +78,10 @@ struct taxi_reactor {
   const taxi__readiness_ops_t *ops;
   void *backend;
 
+  /* Every attached handler, whatever attaches it (handle, timers,
+   * signals), so that destroy can close each. */
+  taxi_handler_t *attached;
+
   /* The demultiplexing table. */
   taxi__slot_t *slots;
   uint32_t nslots, slots_cap, free_head;

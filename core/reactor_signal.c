@@ -28,6 +28,12 @@ static void unclaim(taxi_reactor_t *r, int signo) {
   atomic_compare_exchange_strong(&claims[signo], &expected, NULL);
 }
 
+/* Have the backend watch the signal source under its reserved row. */
+static int watch_source_locked(taxi_reactor_t *r) {
+  return r->ops->add(r->backend, taxi__sigsrc_handle(&r->sig),
+                     TAXI__ROW_SIGNALS, TAXI_EV_READ, 0);
+}
+
 /* Open the source and its tables on first use. */
 static int open_source_locked(taxi_reactor_t *r) {
   if (r->sig_open) return 0;
@@ -48,8 +54,7 @@ static int open_source_locked(taxi_reactor_t *r) {
   r->sig_limit = limit;
   int rc = taxi__sigsrc_open(&r->sig);
   if (rc < 0) return rc;
-  rc = r->ops->add(r->backend, taxi__sigsrc_handle(&r->sig),
-                   ((uint64_t)0 << 32) | TAXI__ROW_SIGNALS, TAXI_EV_READ, 0);
+  rc = watch_source_locked(r);
   if (rc < 0) {
     taxi__sigsrc_close(&r->sig);
     return rc;
@@ -168,11 +173,8 @@ void taxi__signals_destroy(taxi_reactor_t *r) {
 
 int taxi__signals_reinit_locked(taxi_reactor_t *r) {
   if (!r->sig_open) return 0;
-  /* The source may be shared with the parent (a pipe): make our own. */
-  taxi__sigsrc_close(&r->sig);
-  r->sig_open = false;
-  int rc = open_source_locked(r);
-  for (int s = 1; rc == 0 && s < r->sig_limit; s++)
-    if (r->sig_handlers[s]) rc = taxi__sigsrc_add(&r->sig, s);
-  return rc;
+  /* Closing or changing the inherited source would change the parent's
+   * (a signalfd's mask, a pipe), so the port makes a new one. */
+  int rc = taxi__sigsrc_reinit_after_fork(&r->sig);
+  return rc == 0 ? watch_source_locked(r) : rc;
 }

@@ -103,6 +103,11 @@ taxi_handle_t taxi__sigsrc_handle(const taxi__sigsrc_t *s);
 /* TAXI_EINVAL for a number that is not a catchable signal. */
 int taxi__sigsrc_add(taxi__sigsrc_t *s, int signo);
 int taxi__sigsrc_del(taxi__sigsrc_t *s, int signo);
+/* In a child after fork(): give s descriptors of its own, keeping its
+ * signals, masks and dispositions.  The old descriptors are only closed:
+ * a signalfd's mask and a pipe are shared with the parent, so changing
+ * them here would change the parent's source too. */
+int taxi__sigsrc_reinit_after_fork(taxi__sigsrc_t *s);
 /* Store up to `cap` received signal numbers in out; returns how many (0 when
  * none is pending) or a negative TAXI_E* code. */
 int taxi__sigsrc_read(taxi__sigsrc_t *s, int *out, int cap);

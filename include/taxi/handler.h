@@ -82,6 +82,7 @@ struct taxi_handler {
     uint32_t refs;          /* attachment + running hooks + user references */
     uint32_t flags;
     uint32_t signals;       /* how many signals it is registered for */
+    taxi_handler_t *prev, *next; /* in the reactor's list of attached */
   } internal_;
 };
 

@@ -114,6 +114,24 @@ void taxi__sigsrc_close(taxi__sigsrc_t *s) {
   s->fd = s->write_fd = -1;
 }
 
+int taxi__sigsrc_reinit_after_fork(taxi__sigsrc_t *s) {
+  int old_fd = s->fd, old_write_fd = s->write_fd;
+  int rc;
+
+#if defined(HAVE_SIGNALFD)
+  if (s->kind == TAXI__SIGSRC_SIGNALFD)
+    rc = taxi__sigsrc_fd_reopen(s);
+  else
+#endif
+    rc = taxi__sigsrc_pipe_reopen(s);
+  if (rc != 0)
+    return rc;
+  taxi__close(old_fd);
+  if (old_write_fd != -1)
+    taxi__close(old_write_fd);
+  return 0;
+}
+
 taxi_handle_t taxi__sigsrc_handle(const taxi__sigsrc_t *s) { return s->fd; }
 
 int taxi__sigsrc_read(taxi__sigsrc_t *s, int *out, int cap) {

@@ -54,6 +54,19 @@ int taxi__sigsrc_fd_open(taxi__sigsrc_t *s) {
   return 0;
 }
 
+int taxi__sigsrc_fd_reopen(taxi__sigsrc_t *s) {
+  sigset_t set;
+  int fd;
+
+  /* The child inherited the blocked mask, so only the descriptor is new. */
+  build_set(s, 0, &set);
+  fd = signalfd(-1, &set, SFD_FLAGS);
+  if (fd == -1)
+    return taxi__last_error();
+  s->fd = fd;
+  return 0;
+}
+
 int taxi__sigsrc_fd_add(taxi__sigsrc_t *s, int signo) {
   sigset_t one, old, set;
   bool was_blocked;

@@ -55,6 +55,8 @@ int taxi__sigsrc_fd_open(taxi__sigsrc_t *s);
 int taxi__sigsrc_fd_add(taxi__sigsrc_t *s, int signo);
 int taxi__sigsrc_fd_del(taxi__sigsrc_t *s, int signo);
 int taxi__sigsrc_fd_read(taxi__sigsrc_t *s, int *out, int cap);
+/* A new signalfd for s's signals in s->fd; the old one is left open. */
+int taxi__sigsrc_fd_reopen(taxi__sigsrc_t *s);
 #endif
 
 int taxi__sigsrc_pipe_open(taxi__sigsrc_t *s);
@@ -64,5 +66,7 @@ int taxi__sigsrc_pipe_del(taxi__sigsrc_t *s, int signo);
  * every signal of s was deleted and before closing the pipe. */
 void taxi__sigsrc_pipe_quiesce(void);
 int taxi__sigsrc_pipe_read(taxi__sigsrc_t *s, int *out, int cap);
+/* A new pipe for s, pointed to by s's signals; the old one is left open. */
+int taxi__sigsrc_pipe_reopen(taxi__sigsrc_t *s);
 
 #endif /* TAXI_PORTS_POSIX_SIGNAL_IMPL_H */

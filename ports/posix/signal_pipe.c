@@ -88,6 +88,28 @@ int taxi__sigsrc_pipe_open(taxi__sigsrc_t *s) {
   return 0;
 }
 
+int taxi__sigsrc_pipe_reopen(taxi__sigsrc_t *s) {
+  int fds[2];
+  int rc = taxi__pipe_nonblocking(fds);
+  int signo;
+
+  if (rc != 0)
+    return rc;
+  s->fd = fds[0];
+  s->write_fd = fds[1];
+  /* The dispositions inherited from the parent stay installed; only the
+   * table the handler writes through changes.  A signal caught meanwhile
+   * wrote to the parent's pipe and left pending set: clear it so the next
+   * one is written again. */
+  for (signo = 1; signo < TAXI__NSIG; signo++) {
+    if (!taxi__sigbit_test(s->added, signo))
+      continue;
+    atomic_store(&pipe_for_signal[signo], s->write_fd + 1);
+    atomic_store(&pending[signo], 0);
+  }
+  return 0;
+}
+
 int taxi__sigsrc_pipe_add(taxi__sigsrc_t *s, int signo) {
   struct sigaction sa;
   int rc;

@@ -298,6 +298,25 @@ static void test_negative_signal_return_removes(void) {
   test_teardown();
 }
 
+/* A handler attached through a signal stays attached after remove_signal:
+ * remove returns 0 and closes it; destroy closes one left like that. */
+static void test_handler_attached_after_remove_signal(void) {
+  test_setup();
+  taxi_reactor_t *r = conf_reactor();
+  sig_probe_t p, q;
+  sig_probe_init(&p);
+  sig_probe_init(&q);
+  CU_ASSERT_EQUAL(taxi_reactor_add_signal(r, SIGUSR1, &p.h), 0);
+  CU_ASSERT_EQUAL(taxi_reactor_add_signal(r, SIGUSR2, &q.h), 0);
+  CU_ASSERT_EQUAL(taxi_reactor_remove_signal(r, SIGUSR1), 0);
+  CU_ASSERT_EQUAL(taxi_reactor_remove_signal(r, SIGUSR2), 0);
+  CU_ASSERT_EQUAL(taxi_reactor_remove(r, &p.h), 0);
+  CU_ASSERT_EQUAL(atomic_load(&p.closes), 1);
+  CU_ASSERT_EQUAL(taxi_reactor_destroy(r), 0);
+  CU_ASSERT_EQUAL(atomic_load(&q.closes), 1);
+  test_teardown();
+}
+
 /* Not catchable or not a signal: TAXI_EINVAL. */
 static void test_invalid_signal_numbers(void) {
   taxi_reactor_t *r = conf_reactor();
@@ -335,6 +354,8 @@ static CU_TestInfo signal_tests[] = {
     {"second reactor, same signal: EBUSY", test_second_reactor_same_signal_ebusy},
     {"removing a handler releases its signals", test_remove_handler_releases_signals},
     {"negative signal return removes handler", test_negative_signal_return_removes},
+    {"handler attached after remove_signal",
+     test_handler_attached_after_remove_signal},
     {"invalid signal numbers: EINVAL", test_invalid_signal_numbers},
     CU_TEST_INFO_NULL,
 };

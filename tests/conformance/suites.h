@@ -13,8 +13,8 @@
 #include <stddef.h>
 
 #include "taxi/taxi.h"
-#include "runner.h"
-#include "util.h"
+#include "../runner.h"
+#include "../util.h"
 
 extern const char *taxi_test_backend;
 

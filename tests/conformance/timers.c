@@ -315,6 +315,36 @@ static void test_timer_on_handler_without_handle(void) {
   CU_ASSERT_EQUAL(atomic_load(&p.closes), 1);
 }
 
+/* A handler attached through a timer stays attached once its timers are
+ * done (fired or cancelled): remove returns 0 and runs the close hook; a
+ * handler whose timers are done is closed by destroy. */
+static void test_handler_attached_after_timers_done(void) {
+  taxi_reactor_t *r = conf_reactor();
+  conf_probe_t fired, cancelled, left;
+  taxi_timer_t t1, t2, t3;
+  conf_probe_init(&fired, -1, NULL);
+  conf_probe_init(&cancelled, -1, NULL);
+  conf_probe_init(&left, -1, NULL);
+  CU_ASSERT_EQUAL(taxi_timer_init(&t1), 0);
+  CU_ASSERT_EQUAL(taxi_timer_init(&t2), 0);
+  CU_ASSERT_EQUAL(taxi_timer_init(&t3), 0);
+  CU_ASSERT_EQUAL(taxi_reactor_schedule(r, &t1, &fired.h, 0, 0, NULL), 0);
+  CU_ASSERT_EQUAL(taxi_reactor_schedule(r, &t2, &cancelled.h, 60 * TAXI_NSEC_PER_SEC,
+                                        0, NULL),
+                  0);
+  CU_ASSERT_EQUAL(taxi_reactor_schedule(r, &t3, &left.h, 0, 0, NULL), 0);
+  CU_ASSERT_EQUAL(taxi_reactor_cancel(r, &t2), 0);
+  CU_ASSERT_EQUAL(run_until(r, conf_pred_nonzero, &fired.timeouts, WAIT_MS), 1);
+  CU_ASSERT_EQUAL(run_until(r, conf_pred_nonzero, &left.timeouts, WAIT_MS), 1);
+
+  CU_ASSERT_EQUAL(taxi_reactor_remove(r, &fired.h), 0);
+  CU_ASSERT_EQUAL(atomic_load(&fired.closes), 1);
+  CU_ASSERT_EQUAL(taxi_reactor_remove(r, &cancelled.h), 0);
+  CU_ASSERT_EQUAL(atomic_load(&cancelled.closes), 1);
+  CU_ASSERT_EQUAL(taxi_reactor_destroy(r), 0);
+  CU_ASSERT_EQUAL(atomic_load(&left.closes), 1);
+}
+
 /* A timer due while the dispatcher is blocked wakes it (no handle is
  * registered at all). */
 static void test_timer_wakes_blocked_wait(void) {
@@ -345,6 +375,8 @@ static CU_TestInfo timer_tests[] = {
     {"remove cancels the handler's timers", test_remove_cancels_timers},
     {"rescheduling moves a timer", test_reschedule_moves_timer},
     {"timer on a handler without a handle", test_timer_on_handler_without_handle},
+    {"handler attached after its timers are done",
+     test_handler_attached_after_timers_done},
     {"timer wakes a blocked wait", test_timer_wakes_blocked_wait},
     CU_TEST_INFO_NULL,
 };

@@ -105,12 +105,18 @@ static void *send_usr1_later(void *arg) {
 /* add_signal(SIGUSR1); a thread created afterwards sends it to the process
  * while the main thread waits: the signal hook runs with SIGUSR1, in the
  * dispatching thread. */
-static void signal_from_other_thread(void) {
+static void signal_from_other_thread(int self_pipe) {
   test_setup();
   taxi_reactor_t *r = conf_reactor();
   sig_probe_t p;
   sig_probe_init(&p);
   CU_ASSERT_EQUAL_FATAL(taxi_reactor_add_signal(r, SIGUSR1, &p.h), 0);
+  if (self_pipe) {
+    /* The self-pipe source is really in use: it installed its handler. */
+    struct sigaction sa;
+    CU_ASSERT_EQUAL(sigaction(SIGUSR1, NULL, &sa), 0);
+    CU_ASSERT(sa.sa_handler != stray_handler);
+  }
   pthread_t t;
   CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, send_usr1_later, NULL), 0);
   CU_ASSERT_EQUAL(run_until(r, conf_pred_nonzero, &p.count, WAIT_MS), 1);
@@ -129,13 +135,13 @@ static void signal_from_other_thread(void) {
 
 static void test_signal_from_other_thread(void) {
   unsetenv("TAXI_SIGNAL_PIPE");
-  signal_from_other_thread();
+  signal_from_other_thread(0);
 }
 
 /* The same, with the self-pipe signal source (TAXI_SIGNAL_PIPE=1). */
 static void test_signal_from_other_thread_self_pipe(void) {
   setenv("TAXI_SIGNAL_PIPE", "1", 1);
-  signal_from_other_thread();
+  signal_from_other_thread(1);
   unsetenv("TAXI_SIGNAL_PIPE");
 }
 

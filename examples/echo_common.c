@@ -180,7 +180,12 @@ int echo_option(int argc, char **argv, int *i, const char *name,
   if (arg[n] != '\0')
     return 0; /* a longer option that merely starts with `name` */
   if (*i + 1 >= argc) {
-    fprintf(stderr, "%s: option %s needs a value\n", argv[0], name);
+    /* Name the program as its own messages do: without its directory. */
+    const char *prog = argv[0], *p;
+    for (p = prog; *p; p++)
+      if (*p == '/' || *p == '\\')
+        prog = p + 1;
+    fprintf(stderr, "%s: option %s needs a value\n", prog, name);
     return -1;
   }
   *value = argv[*i + 1];
@@ -213,6 +218,15 @@ int echo_parse_port(const char *text, unsigned *port) {
 }
 
 /* ---- connections --------------------------------------------------------- */
+
+/* "host:port" for messages, bracketing IPv6 addresses as URLs do. */
+static void format_address(char *buf, size_t size, const char *verb,
+                           const char *host, unsigned port) {
+  if (strchr(host, ':') != NULL)
+    snprintf(buf, size, "%s [%s]:%u", verb, host, port);
+  else
+    snprintf(buf, size, "%s %s:%u", verb, host, port);
+}
 
 /* Resolve host:port for a stream socket; *res must be freed with
  * freeaddrinfo().  `passive` asks for an address to bind to. */
@@ -274,7 +288,7 @@ int echo_listen(const char *host, unsigned port, taxi_handle_t *out,
     if (bind(s, ai->ai_addr, (socklen_t)ai->ai_addrlen) == 0 &&
         listen(s, SOMAXCONN) == 0 && echo_set_nonblocking(s) == 0)
       break;
-    snprintf(what, sizeof what, "listen on %s:%u", host, port);
+    format_address(what, sizeof what, "listen on", host, port);
     set_os_error(what, sock_errno());
     sock_close(s);
     s = TAXI_INVALID_HANDLE;
@@ -299,8 +313,10 @@ int echo_listen(const char *host, unsigned port, taxi_handle_t *out,
     sock_close(s);
     return -1;
   }
-  snprintf(bound, bound_size, addr.ss_family == AF_INET6 ? "[%s]:%s" : "%s:%s",
-           addr_host, addr_port);
+  if (addr.ss_family == AF_INET6)
+    snprintf(bound, bound_size, "[%s]:%s", addr_host, addr_port);
+  else
+    snprintf(bound, bound_size, "%s:%s", addr_host, addr_port);
   *bound_port = (unsigned)strtoul(addr_port, NULL, 10);
   *out = s;
   return 0;
@@ -344,7 +360,7 @@ int echo_connect(const char *host, unsigned port, taxi_handle_t *out) {
     if (connect(s, ai->ai_addr, (socklen_t)ai->ai_addrlen) == 0 &&
         echo_set_nonblocking(s) == 0)
       break;
-    snprintf(what, sizeof what, "connect to %s:%u", host, port);
+    format_address(what, sizeof what, "connect to", host, port);
     set_os_error(what, sock_errno());
     sock_close(s);
     s = TAXI_INVALID_HANDLE;

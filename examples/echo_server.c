@@ -11,8 +11,9 @@
  * with the port actually bound (so --port 0 works), echoes whatever each
  * client sends until SIGINT or SIGTERM, and then prints how much it did.
  *
- * The program is in three layers, so that other ways of dispatching events
- * can be added without touching the echo logic:
+ * The program is in three layers, so that other ways of dispatching the same
+ * events (say, a pool of threads sharing the reactor) replace only the last
+ * one, and a completion-based dispatcher could still reuse the first:
  *
  *   1. the echo session: a buffer and the read/write steps of the protocol,
  *      which say what they want next (to read, to write, to close) and know

@@ -59,29 +59,29 @@ typedef struct epoll_state {
  * the port's general table, so their meaning is fixed. */
 static int epoll_error(int err) {
   switch (err) {
-  case EBADF:
-    taxi__set_os_error(err);
-    return TAXI_EBADF;
-  case EEXIST:
-    taxi__set_os_error(err);
-    return TAXI_EEXIST;
-  case ENOENT:
-    taxi__set_os_error(err);
-    return TAXI_ENOENT;
-  case ENOMEM:
-    taxi__set_os_error(err);
-    return TAXI_ENOMEM;
-  case EPERM:
-    /* epoll_ctl(2): "The target file fd does not support epoll", e.g. a
-     * regular file or a directory. */
-    taxi__set_os_error(err);
-    return TAXI_ENOTSUP;
-  case ENOSPC:
-    /* epoll_ctl(2): /proc/sys/fs/epoll/max_user_watches reached. */
-    taxi__set_os_error(err);
-    return TAXI_ETOOMANY;
-  default:
-    return taxi__error_from_os(err);
+    case EBADF:
+      taxi__set_os_error(err);
+      return TAXI_EBADF;
+    case EEXIST:
+      taxi__set_os_error(err);
+      return TAXI_EEXIST;
+    case ENOENT:
+      taxi__set_os_error(err);
+      return TAXI_ENOENT;
+    case ENOMEM:
+      taxi__set_os_error(err);
+      return TAXI_ENOMEM;
+    case EPERM:
+      /* epoll_ctl(2): "The target file fd does not support epoll", e.g. a
+       * regular file or a directory. */
+      taxi__set_os_error(err);
+      return TAXI_ENOTSUP;
+    case ENOSPC:
+      /* epoll_ctl(2): /proc/sys/fs/epoll/max_user_watches reached. */
+      taxi__set_os_error(err);
+      return TAXI_ETOOMANY;
+    default:
+      return taxi__error_from_os(err);
   }
 }
 

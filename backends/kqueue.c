@@ -120,25 +120,25 @@ static const struct kq_filter {
 /* Map a kevent errno to a TAXI_E* code, recording it. */
 static int kq_error(int err) {
   switch (err) {
-  case EBADF:
-    taxi__set_os_error(err);
-    return TAXI_EBADF;
-  case ENOENT:
-    taxi__set_os_error(err);
-    return TAXI_ENOENT;
-  case ENOMEM:
-    taxi__set_os_error(err);
-    return TAXI_ENOMEM;
-  case EINVAL:
+    case EBADF:
+      taxi__set_os_error(err);
+      return TAXI_EBADF;
+    case ENOENT:
+      taxi__set_os_error(err);
+      return TAXI_ENOENT;
+    case ENOMEM:
+      taxi__set_os_error(err);
+      return TAXI_ENOMEM;
+    case EINVAL:
 #ifdef ENODEV
-  case ENODEV:
+    case ENODEV:
 #endif
-    /* kqueue(2): the filter cannot watch this kind of descriptor (e.g.
-     * EVFILT_WRITE on a FreeBSD vnode, a device on macOS). */
-    taxi__set_os_error(err);
-    return TAXI_ENOTSUP;
-  default:
-    return taxi__error_from_os(err);
+      /* kqueue(2): the filter cannot watch this kind of descriptor (e.g.
+       * EVFILT_WRITE on a FreeBSD vnode, a device on macOS). */
+      taxi__set_os_error(err);
+      return TAXI_ENOTSUP;
+    default:
+      return taxi__error_from_os(err);
   }
 }
 
@@ -192,8 +192,7 @@ static void kq_apply(kq_state_t *s, kq_batch_t *b) {
    * (FreeBSD kqueue(2), ERRORS) but the receipts are lost: applying the
    * batch again reports them, and is harmless (EV_ADD of an existing knote
    * modifies it; a second EV_DELETE gets ENOENT, which callers accept). */
-  do
-    got = kevent(s->kq, b->change, b->n, receipt, b->n, &zero);
+  do got = kevent(s->kq, b->change, b->n, receipt, b->n, &zero);
   while (got < 0 && errno == EINTR);
   if (got < 0) {
     int err = errno;
@@ -318,8 +317,8 @@ static void kq_close(void *state) {
   taxi__free(s);
 }
 
-static int kq_add(void *state, taxi_handle_t h, uint64_t token,
-                  unsigned events, unsigned flags) {
+static int kq_add(void *state, taxi_handle_t h, uint64_t token, unsigned events,
+                  unsigned flags) {
   kq_state_t *s = state;
   kq_batch_t b = {.n = 0};
   unsigned char st = (unsigned char)(KQ_KNOWN | kq_mode(flags));

@@ -65,8 +65,8 @@ typedef struct poll_state {
   taxi__mutex_t lock;
 
   /* Under `lock`. */
-  poll_set_t live;    /* the handles watched for something */
-  uint32_t *where;    /* [where_cap] by descriptor: POLL_* or index + 1 */
+  poll_set_t live; /* the handles watched for something */
+  uint32_t *where; /* [where_cap] by descriptor: POLL_* or index + 1 */
   size_t where_cap;
   uint64_t generation; /* bumped by every change to `live` */
 

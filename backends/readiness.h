@@ -46,8 +46,8 @@ typedef struct taxi__ready {
 
 typedef struct taxi__readiness_ops {
   const char *name;
-  unsigned caps;        /* TAXI_CAP_* */
-  size_t max_handles;   /* 0: only the OS limits how many */
+  unsigned caps;      /* TAXI_CAP_* */
+  size_t max_handles; /* 0: only the OS limits how many */
 
   /* Create an instance in *state.  TAXI_ENOTSUP (or the mapped OS error)
    * when the mechanism does not work here: the core then tries the next. */

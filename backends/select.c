@@ -47,9 +47,9 @@ typedef struct select_state {
   taxi__mutex_t lock;
 
   /* Under `lock`. */
-  fd_set rd, wr, ex; /* what each descriptor is watched for */
-  fd_set known;      /* registered, whether watched for anything or not */
-  int high;          /* no descriptor above it is watched; -1 when empty */
+  fd_set rd, wr, ex;   /* what each descriptor is watched for */
+  fd_set known;        /* registered, whether watched for anything or not */
+  int high;            /* no descriptor above it is watched; -1 when empty */
   uint64_t generation; /* bumped by every change to rd, wr, ex or tokens */
   uint64_t tokens[FD_SETSIZE];
 

@@ -22,9 +22,7 @@ static size_t hash(uint64_t key, size_t mask) {
 
 static uint64_t key_of(taxi_handle_t h) { return (uint64_t)h; }
 
-void taxi__handle_map_init(taxi__handle_map_t *m) {
-  memset(m, 0, sizeof *m);
-}
+void taxi__handle_map_init(taxi__handle_map_t *m) { memset(m, 0, sizeof *m); }
 
 void taxi__handle_map_destroy(taxi__handle_map_t *m) {
   taxi__free(m->entries);
@@ -99,8 +97,7 @@ int taxi__handle_map_del(taxi__handle_map_t *m, taxi_handle_t h) {
       }
       size_t home = hash(m->entries[j].key, mask);
       /* Leave entry j where it is if its home lies cyclically in (i, j]. */
-      if (i <= j ? (i < home && home <= j) : (i < home || home <= j))
-        continue;
+      if (i <= j ? (i < home && home <= j) : (i < home || home <= j)) continue;
       break;
     }
     m->entries[i] = m->entries[j];

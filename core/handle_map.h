@@ -21,7 +21,7 @@ typedef struct taxi__handle_map {
     uint64_t key;
     uint32_t value;
     uint32_t used;
-  } *entries;
+  } * entries;
   size_t cap; /* a power of two, or 0 */
   size_t count;
 } taxi__handle_map_t;
@@ -29,7 +29,8 @@ typedef struct taxi__handle_map {
 void taxi__handle_map_init(taxi__handle_map_t *m);
 void taxi__handle_map_destroy(taxi__handle_map_t *m);
 /* 0, TAXI_EEXIST if h is present, TAXI_ENOMEM. */
-int taxi__handle_map_put(taxi__handle_map_t *m, taxi_handle_t h, uint32_t value);
+int taxi__handle_map_put(taxi__handle_map_t *m, taxi_handle_t h,
+                         uint32_t value);
 /* 0 and *value, or TAXI_ENOENT. */
 int taxi__handle_map_get(const taxi__handle_map_t *m, taxi_handle_t h,
                          uint32_t *value);

@@ -41,7 +41,8 @@ int taxi__notify_queue_push(taxi__notify_queue_t *q, taxi__notification_t n) {
   return 0;
 }
 
-bool taxi__notify_queue_pop(taxi__notify_queue_t *q, taxi__notification_t *out) {
+bool taxi__notify_queue_pop(taxi__notify_queue_t *q,
+                            taxi__notification_t *out) {
   if (!q->count) return false;
   *out = q->ring[q->head];
   q->head = (q->head + 1) & (q->cap - 1);

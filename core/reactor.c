@@ -48,8 +48,8 @@ int taxi_reactor_create_ex(taxi_reactor_t **out,
                            const taxi_reactor_options_t *opts) {
   if (!out) return TAXI_EINVAL;
   *out = NULL;
-  unsigned max_events = opts && opts->max_events ? opts->max_events
-                                                 : DEFAULT_MAX_EVENTS;
+  unsigned max_events =
+      opts && opts->max_events ? opts->max_events : DEFAULT_MAX_EVENTS;
   if (max_events > LIMIT_MAX_EVENTS) return TAXI_EINVAL;
 
   taxi_reactor_t *r = taxi__calloc(1, sizeof *r);
@@ -223,8 +223,8 @@ static taxi__slot_t *slot_of(taxi_reactor_t *r, taxi_handler_t *h) {
 static int arm_locked(taxi_reactor_t *r, taxi__slot_t *s) {
   unsigned events = (s->flags & TAXI__S_SUSPENDED) ? 0 : s->interest;
   uint32_t row = (uint32_t)(s - r->slots);
-  int rc = r->ops->modify(r->backend, s->handle,
-                          make_token(row, s->generation), events, 0);
+  int rc = r->ops->modify(r->backend, s->handle, make_token(row, s->generation),
+                          events, 0);
   if (rc == 0) set_changed_locked(r);
   return rc;
 }
@@ -540,8 +540,8 @@ static int run_io_hooks(const taxi__event_t *ev) {
     rc = ops->exception(h, ev->handle, ev->events);
   /* A hang-up or error goes to the hook that will notice it: the reader if
    * there is one (read returns 0 or the error), else the writer. */
-  bool to_input = (ev->events & TAXI_EV_READ) ||
-                  (trouble && (ev->interest & TAXI_EV_READ));
+  bool to_input =
+      (ev->events & TAXI_EV_READ) || (trouble && (ev->interest & TAXI_EV_READ));
   bool to_output = (ev->events & TAXI_EV_WRITE) ||
                    (trouble && !(ev->interest & TAXI_EV_READ));
   if (rc >= 0 && to_input && ops->input)
@@ -598,7 +598,8 @@ static void dispatch_locked(taxi_reactor_t *r, taxi__event_t *ev) {
 static int wait_ms(taxi_time_t now, taxi_time_t deadline) {
   if (deadline == INT64_MAX) return -1;
   if (deadline <= now) return 0;
-  taxi_time_t ms = (deadline - now + TAXI_NSEC_PER_MSEC - 1) / TAXI_NSEC_PER_MSEC;
+  taxi_time_t ms =
+      (deadline - now + TAXI_NSEC_PER_MSEC - 1) / TAXI_NSEC_PER_MSEC;
   return ms > INT32_MAX ? INT32_MAX : (int)ms;
 }
 
@@ -615,7 +616,8 @@ static int wait_locked(taxi_reactor_t *r, taxi_time_t deadline,
   r->ready_count = r->ready_next = 0;
   taxi__mutex_unlock(&r->lock);
 
-  int n = r->ops->wait(r->backend, r->ready, r->ready_cap, wait_ms(*now, deadline));
+  int n =
+      r->ops->wait(r->backend, r->ready, r->ready_cap, wait_ms(*now, deadline));
 
   taxi__mutex_lock(&r->lock);
   r->waiting = false;
@@ -648,8 +650,8 @@ static int dispatch_loop(taxi_reactor_t *r, int timeout_ms, int limit) {
     return rc;
   }
   taxi_time_t now = taxi_now();
-  taxi_time_t deadline = timeout_ms < 0 ? INT64_MAX
-                                         : now + timeout_ms * TAXI_NSEC_PER_MSEC;
+  taxi_time_t deadline =
+      timeout_ms < 0 ? INT64_MAX : now + timeout_ms * TAXI_NSEC_PER_MSEC;
   int dispatched = 0;
   bool waited = false;
   taxi__event_t ev;

@@ -111,7 +111,7 @@ struct taxi_reactor {
   /* Dispatching. */
   bool has_owner; /* a thread is inside handle_events/one/run */
   taxi__thread_id_t owner;
-  bool waiting;   /* that thread is blocked in the backend's wait */
+  bool waiting; /* that thread is blocked in the backend's wait */
   taxi_time_t wait_deadline;
   atomic_bool stopped;
 

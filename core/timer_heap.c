@@ -36,7 +36,8 @@ static void sift_down(taxi__timer_heap_t *hp, size_t i) {
   for (;;) {
     size_t child = 2 * i + 1;
     if (child >= hp->count) break;
-    if (child + 1 < hp->count && earlier(hp->items[child + 1], hp->items[child]))
+    if (child + 1 < hp->count &&
+        earlier(hp->items[child + 1], hp->items[child]))
       child++;
     if (!earlier(hp->items[child], t)) break;
     place(hp, i, hp->items[child]);

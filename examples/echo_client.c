@@ -13,7 +13,8 @@
  *
  * On success it prints
  *
- *     echo_client: 4 connections, 40000 round trips, 52345 round trips/s, all verified
+ *     echo_client: 4 connections, 40000 round trips, 52345 round trips/s, all
+ * verified
  *
  * and exits 0.  It exits 1 with a message if the server closes a connection
  * early, returns different bytes, or the whole run takes over 30 seconds.
@@ -37,9 +38,6 @@
 
 #define MAX_CONNECTIONS 10000ul
 #define MAX_SIZE (16ul * 1024 * 1024)
-
-#define CONTAINER_OF(ptr, type, member) \
-  ((type *)(void *)((char *)(ptr) - offsetof(type, member)))
 
 struct client {
   taxi_reactor_t *reactor;
@@ -83,7 +81,8 @@ static int connection_fail(struct connection *c, const char *what) {
  * connections and between round trips, so that a reply sent to the wrong
  * connection, or a stale one, does not pass the check by accident. */
 static void connection_prepare(struct connection *c) {
-  uint32_t x = (uint32_t)(c->id * 0x9E3779B9u) ^ (uint32_t)(c->done * 0x85EBCA6Bu);
+  uint32_t x =
+      (uint32_t)(c->id * 0x9E3779B9u) ^ (uint32_t)(c->done * 0x85EBCA6Bu);
   size_t i;
 
   for (i = 0; i < c->client->size; i++) {
@@ -102,13 +101,10 @@ static int connection_follow(struct connection *c) {
   unsigned interest = TAXI_EV_READ;
   int rc;
 
-  if (c->sent < c->client->size)
-    interest |= TAXI_EV_WRITE;
-  if (interest == c->interest)
-    return 0;
+  if (c->sent < c->client->size) interest |= TAXI_EV_WRITE;
+  if (interest == c->interest) return 0;
   rc = taxi_reactor_modify(c->client->reactor, &c->handler, interest);
-  if (rc < 0)
-    return connection_fail(c, taxi_strerror(rc));
+  if (rc < 0) return connection_fail(c, taxi_strerror(rc));
   c->interest = interest;
   return 0;
 }
@@ -119,13 +115,13 @@ static int connection_send(struct connection *c) {
   while (c->sent < c->client->size) {
     size_t n;
     switch (echo_send(c->fd, c->out + c->sent, c->client->size - c->sent, &n)) {
-    case ECHO_IO_OK:
-      c->sent += n;
-      break;
-    case ECHO_IO_AGAIN:
-      return 0;
-    default:
-      return connection_fail(c, echo_last_error());
+      case ECHO_IO_OK:
+        c->sent += n;
+        break;
+      case ECHO_IO_AGAIN:
+        return 0;
+      default:
+        return connection_fail(c, echo_last_error());
     }
   }
   return 0;
@@ -133,7 +129,7 @@ static int connection_send(struct connection *c) {
 
 static int connection_input(taxi_handler_t *h, taxi_handle_t fd,
                             unsigned events) {
-  struct connection *c = CONTAINER_OF(h, struct connection, handler);
+  struct connection *c = TAXI_CONTAINER_OF(h, struct connection, handler);
   struct client *cl = c->client;
   size_t n;
   char what[96];
@@ -141,63 +137,60 @@ static int connection_input(taxi_handler_t *h, taxi_handle_t fd,
   (void)events; /* hang-ups and errors show up as EOF or error from recv */
 
   switch (echo_recv(c->fd, c->in + c->received, cl->size - c->received, &n)) {
-  case ECHO_IO_OK:
-    break;
-  case ECHO_IO_AGAIN:
-    return 0;
-  case ECHO_IO_EOF:
-    snprintf(what, sizeof what, "server closed the connection (%zu of %zu "
-             "bytes back)", c->received, cl->size);
-    return connection_fail(c, what);
-  default:
-    return connection_fail(c, echo_last_error());
+    case ECHO_IO_OK:
+      break;
+    case ECHO_IO_AGAIN:
+      return 0;
+    case ECHO_IO_EOF:
+      snprintf(what, sizeof what,
+               "server closed the connection (%zu of %zu "
+               "bytes back)",
+               c->received, cl->size);
+      return connection_fail(c, what);
+    default:
+      return connection_fail(c, echo_last_error());
   }
 
   /* Check each piece as it arrives, against what was sent at that offset. */
   if (memcmp(c->in + c->received, c->out + c->received, n) != 0) {
     size_t at = c->received;
-    while (c->in[at] == c->out[at])
-      at++;
-    snprintf(what, sizeof what, "byte %zu came back as 0x%02x, sent 0x%02x",
-             at, c->in[at], c->out[at]);
+    while (c->in[at] == c->out[at]) at++;
+    snprintf(what, sizeof what, "byte %zu came back as 0x%02x, sent 0x%02x", at,
+             c->in[at], c->out[at]);
     return connection_fail(c, what);
   }
   c->received += n;
-  if (c->received < cl->size)
-    return 0; /* the rest is on its way */
+  if (c->received < cl->size) return 0; /* the rest is on its way */
 
   c->done++;
   cl->round_trips++;
   if (c->done == cl->messages) {
     /* This connection is finished; the last one to finish ends the run.
      * Returning -1 has taxi remove it and call connection_close(). */
-    if (--cl->running == 0)
-      taxi_reactor_stop(cl->reactor);
+    if (--cl->running == 0) taxi_reactor_stop(cl->reactor);
     return -1;
   }
   /* Start the next round trip right away: the socket is almost certainly
    * writable, so trying before waiting for readiness saves a wait. */
   connection_prepare(c);
-  if (connection_send(c) < 0)
-    return -1;
+  if (connection_send(c) < 0) return -1;
   return connection_follow(c);
 }
 
 static int connection_output(taxi_handler_t *h, taxi_handle_t fd,
                              unsigned events) {
-  struct connection *c = CONTAINER_OF(h, struct connection, handler);
+  struct connection *c = TAXI_CONTAINER_OF(h, struct connection, handler);
   (void)fd;
   /* READ is always watched, so hang-ups go to connection_input; an error
    * reported here is also returned by the send. */
   (void)events;
 
-  if (connection_send(c) < 0)
-    return -1;
+  if (connection_send(c) < 0) return -1;
   return connection_follow(c);
 }
 
 static void connection_close(taxi_handler_t *h, taxi_handle_t fd) {
-  struct connection *c = CONTAINER_OF(h, struct connection, handler);
+  struct connection *c = TAXI_CONTAINER_OF(h, struct connection, handler);
   (void)fd;
   echo_close(c->fd);
   free(c);
@@ -256,7 +249,7 @@ struct watchdog {
 };
 
 static int watchdog_timeout(taxi_handler_t *h, taxi_timer_t *t, void *act) {
-  struct watchdog *w = CONTAINER_OF(h, struct watchdog, handler);
+  struct watchdog *w = TAXI_CONTAINER_OF(h, struct watchdog, handler);
   struct client *cl = w->client;
   (void)t;
   (void)act;
@@ -384,10 +377,11 @@ int main(int argc, char **argv) {
     status = EXIT_ERROR;
   } else {
     double seconds = (double)elapsed / (double)TAXI_NSEC_PER_SEC;
-    printf("echo_client: %lu connections, %llu round trips, %.0f round trips/s, "
-           "all verified\n",
-           connections, cl.round_trips,
-           seconds > 0 ? (double)cl.round_trips / seconds : 0.0);
+    printf(
+        "echo_client: %lu connections, %llu round trips, %.0f round trips/s, "
+        "all verified\n",
+        connections, cl.round_trips,
+        seconds > 0 ? (double)cl.round_trips / seconds : 0.0);
   }
 
 out:

@@ -22,7 +22,7 @@
 #include <winsock2.h>
 #include <ws2tcpip.h>
 
-typedef int io_size_t;          /* recv/send take and return an int */
+typedef int io_size_t; /* recv/send take and return an int */
 #define IO_MAX INT_MAX
 #define sock_errno() WSAGetLastError()
 #define sock_close(s) closesocket(s)
@@ -74,8 +74,9 @@ static _Thread_local char last_error[256];
 static void set_os_error(const char *what, int err) {
 #if defined(_WIN32)
   char text[160];
-  if (!FormatMessageA(FORMAT_MESSAGE_FROM_SYSTEM | FORMAT_MESSAGE_IGNORE_INSERTS,
-                      NULL, (DWORD)err, 0, text, sizeof text, NULL))
+  if (!FormatMessageA(
+          FORMAT_MESSAGE_FROM_SYSTEM | FORMAT_MESSAGE_IGNORE_INSERTS, NULL,
+          (DWORD)err, 0, text, sizeof text, NULL))
     snprintf(text, sizeof text, "Winsock error %d", err);
   text[strcspn(text, "\r\n")] = '\0';
   snprintf(last_error, sizeof last_error, "%s: %s", what, text);
@@ -159,8 +160,7 @@ static void set_nodelay(taxi_handle_t s) {
 }
 
 void echo_close(taxi_handle_t s) {
-  if (s != TAXI_INVALID_HANDLE)
-    sock_close(s);
+  if (s != TAXI_INVALID_HANDLE) sock_close(s);
 }
 
 /* ---- command line -------------------------------------------------------- */
@@ -170,8 +170,7 @@ int echo_option(int argc, char **argv, int *i, const char *name,
   const char *arg = argv[*i];
   size_t n = strlen(name);
 
-  if (strncmp(arg, name, n) != 0)
-    return 0;
+  if (strncmp(arg, name, n) != 0) return 0;
   if (arg[n] == '=') {
     *value = arg + n + 1;
     *i += 1;
@@ -183,8 +182,7 @@ int echo_option(int argc, char **argv, int *i, const char *name,
     /* Name the program as its own messages do: without its directory. */
     const char *prog = argv[0], *p;
     for (p = prog; *p; p++)
-      if (*p == '/' || *p == '\\')
-        prog = p + 1;
+      if (*p == '/' || *p == '\\') prog = p + 1;
     fprintf(stderr, "%s: option %s needs a value\n", prog, name);
     return -1;
   }
@@ -199,20 +197,17 @@ int echo_parse_count(const char *text, unsigned long min, unsigned long max,
   unsigned long v;
 
   /* strtoul accepts leading blanks and a minus sign; a count has neither. */
-  if (text[0] < '0' || text[0] > '9')
-    return -1;
+  if (text[0] < '0' || text[0] > '9') return -1;
   errno = 0;
   v = strtoul(text, &end, 10);
-  if (errno != 0 || *end != '\0' || v < min || v > max)
-    return -1;
+  if (errno != 0 || *end != '\0' || v < min || v > max) return -1;
   *value = v;
   return 0;
 }
 
 int echo_parse_port(const char *text, unsigned *port) {
   unsigned long v;
-  if (echo_parse_count(text, 0, 65535, &v) != 0)
-    return -1;
+  if (echo_parse_count(text, 0, 65535, &v) != 0) return -1;
   *port = (unsigned)v;
   return 0;
 }
@@ -274,14 +269,12 @@ int echo_listen(const char *host, unsigned port, taxi_handle_t *out,
   taxi_handle_t s = TAXI_INVALID_HANDLE;
   int on = 1, err;
 
-  if (resolve(host, port, 1, &res) != 0)
-    return -1;
+  if (resolve(host, port, 1, &res) != 0) return -1;
   /* A name may resolve to several addresses (IPv6 and IPv4, say): listen
    * on the first one that works, as most servers given one name do. */
   for (ai = res; ai != NULL; ai = ai->ai_next) {
     s = open_socket(ai);
-    if (s == TAXI_INVALID_HANDLE)
-      continue;
+    if (s == TAXI_INVALID_HANDLE) continue;
     /* Lets a restarted server bind again at once, instead of failing while
      * the previous instance's connections sit in TIME_WAIT. */
     (void)setsockopt(s, SOL_SOCKET, REUSE_OPTION, (const char *)&on, sizeof on);
@@ -294,8 +287,7 @@ int echo_listen(const char *host, unsigned port, taxi_handle_t *out,
     s = TAXI_INVALID_HANDLE;
   }
   freeaddrinfo(res);
-  if (s == TAXI_INVALID_HANDLE)
-    return -1;
+  if (s == TAXI_INVALID_HANDLE) return -1;
 
   /* Report the address the system actually gave us: with port 0 that is
    * the only way to learn which port to connect to. */
@@ -327,10 +319,8 @@ echo_io_t echo_accept(taxi_handle_t listener, taxi_handle_t *out) {
     taxi_handle_t s = (taxi_handle_t)accept(listener, NULL, NULL);
     if (s == TAXI_INVALID_HANDLE) {
       int err = sock_errno();
-      if (SOCK_INTERRUPTED(err))
-        continue;
-      if (SOCK_WOULD_BLOCK(err) || SOCK_ACCEPT_RETRY(err))
-        return ECHO_IO_AGAIN;
+      if (SOCK_INTERRUPTED(err)) continue;
+      if (SOCK_WOULD_BLOCK(err) || SOCK_ACCEPT_RETRY(err)) return ECHO_IO_AGAIN;
       set_os_error("accept", err);
       return ECHO_IO_ERROR;
     }
@@ -351,12 +341,10 @@ int echo_connect(const char *host, unsigned port, taxi_handle_t *out) {
   taxi_handle_t s = TAXI_INVALID_HANDLE;
   char what[128];
 
-  if (resolve(host, port, 0, &res) != 0)
-    return -1;
+  if (resolve(host, port, 0, &res) != 0) return -1;
   for (ai = res; ai != NULL; ai = ai->ai_next) {
     s = open_socket(ai);
-    if (s == TAXI_INVALID_HANDLE)
-      continue;
+    if (s == TAXI_INVALID_HANDLE) continue;
     if (connect(s, ai->ai_addr, (socklen_t)ai->ai_addrlen) == 0 &&
         echo_set_nonblocking(s) == 0)
       break;
@@ -366,29 +354,24 @@ int echo_connect(const char *host, unsigned port, taxi_handle_t *out) {
     s = TAXI_INVALID_HANDLE;
   }
   freeaddrinfo(res);
-  if (s == TAXI_INVALID_HANDLE)
-    return -1;
+  if (s == TAXI_INVALID_HANDLE) return -1;
   set_nodelay(s);
   *out = s;
   return 0;
 }
 
 echo_io_t echo_recv(taxi_handle_t s, void *buf, size_t len, size_t *count) {
-  if (len > (size_t)IO_MAX)
-    len = (size_t)IO_MAX;
+  if (len > (size_t)IO_MAX) len = (size_t)IO_MAX;
   for (;;) {
     long n = (long)recv(s, buf, (io_size_t)len, 0);
     if (n > 0) {
       *count = (size_t)n;
       return ECHO_IO_OK;
     }
-    if (n == 0)
-      return ECHO_IO_EOF;
+    if (n == 0) return ECHO_IO_EOF;
     int err = sock_errno();
-    if (SOCK_INTERRUPTED(err))
-      continue;
-    if (SOCK_WOULD_BLOCK(err))
-      return ECHO_IO_AGAIN;
+    if (SOCK_INTERRUPTED(err)) continue;
+    if (SOCK_WOULD_BLOCK(err)) return ECHO_IO_AGAIN;
     set_os_error("recv", err);
     return ECHO_IO_ERROR;
   }
@@ -396,8 +379,7 @@ echo_io_t echo_recv(taxi_handle_t s, void *buf, size_t len, size_t *count) {
 
 echo_io_t echo_send(taxi_handle_t s, const void *buf, size_t len,
                     size_t *count) {
-  if (len > (size_t)IO_MAX)
-    len = (size_t)IO_MAX;
+  if (len > (size_t)IO_MAX) len = (size_t)IO_MAX;
   for (;;) {
     long n = (long)send(s, buf, (io_size_t)len, SEND_FLAGS);
     if (n >= 0) {
@@ -405,10 +387,8 @@ echo_io_t echo_send(taxi_handle_t s, const void *buf, size_t len,
       return ECHO_IO_OK;
     }
     int err = sock_errno();
-    if (SOCK_INTERRUPTED(err))
-      continue;
-    if (SOCK_WOULD_BLOCK(err))
-      return ECHO_IO_AGAIN;
+    if (SOCK_INTERRUPTED(err)) continue;
+    if (SOCK_WOULD_BLOCK(err)) return ECHO_IO_AGAIN;
     set_os_error("send", err);
     return ECHO_IO_ERROR;
   }

@@ -101,16 +101,16 @@ static echo_want_t session_flush(struct echo_session *s) {
   while (s->pos < s->len) {
     size_t n;
     switch (echo_send(s->fd, s->buf + s->pos, s->len - s->pos, &n)) {
-    case ECHO_IO_OK:
-      s->pos += n;
-      stats_count_bytes(s->stats, n);
-      break;
-    case ECHO_IO_AGAIN:
-      return ECHO_WANT_WRITE; /* the client is not reading fast enough */
-    default:
-      fprintf(stderr, "echo_server: connection %lu: %s\n", s->id,
-              echo_last_error());
-      return ECHO_WANT_CLOSE;
+      case ECHO_IO_OK:
+        s->pos += n;
+        stats_count_bytes(s->stats, n);
+        break;
+      case ECHO_IO_AGAIN:
+        return ECHO_WANT_WRITE; /* the client is not reading fast enough */
+      default:
+        fprintf(stderr, "echo_server: connection %lu: %s\n", s->id,
+                echo_last_error());
+        return ECHO_WANT_CLOSE;
     }
   }
   s->pos = s->len = 0;
@@ -123,18 +123,18 @@ static echo_want_t session_flush(struct echo_session *s) {
 static echo_want_t session_on_readable(struct echo_session *s) {
   size_t n;
   switch (echo_recv(s->fd, s->buf, sizeof s->buf, &n)) {
-  case ECHO_IO_OK:
-    s->pos = 0;
-    s->len = n;
-    return session_flush(s);
-  case ECHO_IO_AGAIN:
-    return ECHO_WANT_READ; /* a spurious wake-up: nothing to do */
-  case ECHO_IO_EOF:
-    return ECHO_WANT_CLOSE; /* the client is done */
-  default:
-    fprintf(stderr, "echo_server: connection %lu: %s\n", s->id,
-            echo_last_error());
-    return ECHO_WANT_CLOSE;
+    case ECHO_IO_OK:
+      s->pos = 0;
+      s->len = n;
+      return session_flush(s);
+    case ECHO_IO_AGAIN:
+      return ECHO_WANT_READ; /* a spurious wake-up: nothing to do */
+    case ECHO_IO_EOF:
+      return ECHO_WANT_CLOSE; /* the client is done */
+    default:
+      fprintf(stderr, "echo_server: connection %lu: %s\n", s->id,
+              echo_last_error());
+      return ECHO_WANT_CLOSE;
   }
 }
 
@@ -146,8 +146,6 @@ static echo_want_t session_on_writable(struct echo_session *s) {
 /* ---- 2. the reactor glue ------------------------------------------------- */
 
 /* Recover the object a taxi_handler_t is embedded in. */
-#define CONTAINER_OF(ptr, type, member) \
-  ((type *)(void *)((char *)(ptr) - offsetof(type, member)))
 
 struct server {
   taxi_reactor_t *reactor;
@@ -188,7 +186,7 @@ static int connection_follow(struct connection *c, echo_want_t want) {
 
 static int connection_input(taxi_handler_t *h, taxi_handle_t fd,
                             unsigned events) {
-  struct connection *c = CONTAINER_OF(h, struct connection, handler);
+  struct connection *c = TAXI_CONTAINER_OF(h, struct connection, handler);
   (void)fd;
   (void)events; /* a hang-up or error shows up as EOF or error from recv */
   return connection_follow(c, session_on_readable(&c->session));
@@ -196,7 +194,7 @@ static int connection_input(taxi_handler_t *h, taxi_handle_t fd,
 
 static int connection_output(taxi_handler_t *h, taxi_handle_t fd,
                              unsigned events) {
-  struct connection *c = CONTAINER_OF(h, struct connection, handler);
+  struct connection *c = TAXI_CONTAINER_OF(h, struct connection, handler);
   echo_want_t want = session_on_writable(&c->session);
   (void)fd;
   /* While only WRITE is watched, hang-ups and errors come here.  If the
@@ -211,7 +209,7 @@ static int connection_output(taxi_handler_t *h, taxi_handle_t fd,
  * calls this exactly once, after removal (a hook returning -1, or the
  * reactor being destroyed) and after the last hook has returned. */
 static void connection_close(taxi_handler_t *h, taxi_handle_t fd) {
-  struct connection *c = CONTAINER_OF(h, struct connection, handler);
+  struct connection *c = TAXI_CONTAINER_OF(h, struct connection, handler);
   (void)fd;
   echo_close(c->session.fd);
   free(c);
@@ -261,7 +259,7 @@ struct acceptor {
 
 static int acceptor_input(taxi_handler_t *h, taxi_handle_t fd,
                           unsigned events) {
-  struct acceptor *a = CONTAINER_OF(h, struct acceptor, handler);
+  struct acceptor *a = TAXI_CONTAINER_OF(h, struct acceptor, handler);
   taxi_reactor_t *r = a->server->reactor;
   (void)events;
 
@@ -270,29 +268,31 @@ static int acceptor_input(taxi_handler_t *h, taxi_handle_t fd,
   for (;;) {
     taxi_handle_t conn;
     switch (echo_accept(fd, &conn)) {
-    case ECHO_IO_OK:
-      connection_start(a->server, conn);
-      break;
-    case ECHO_IO_AGAIN:
-      return 0;
-    default:
-      /* Almost always EMFILE/ENFILE.  The pending connection stays queued
-       * and the listener stays readable, so carrying on would spin: stop
-       * watching it for a moment and let connections finish. */
-      fprintf(stderr, "echo_server: %s; pausing accepts\n", echo_last_error());
-      if (taxi_reactor_suspend(r, h) == 0 &&
-          taxi_reactor_schedule(r, &a->backoff, h, ACCEPT_BACKOFF, 0, NULL) == 0)
+      case ECHO_IO_OK:
+        connection_start(a->server, conn);
+        break;
+      case ECHO_IO_AGAIN:
         return 0;
-      /* Cannot pause either: a server that no longer accepts is no use. */
-      a->server->failed = 1;
-      taxi_reactor_stop(r);
-      return -1;
+      default:
+        /* Almost always EMFILE/ENFILE.  The pending connection stays queued
+         * and the listener stays readable, so carrying on would spin: stop
+         * watching it for a moment and let connections finish. */
+        fprintf(stderr, "echo_server: %s; pausing accepts\n",
+                echo_last_error());
+        if (taxi_reactor_suspend(r, h) == 0 &&
+            taxi_reactor_schedule(r, &a->backoff, h, ACCEPT_BACKOFF, 0, NULL) ==
+                0)
+          return 0;
+        /* Cannot pause either: a server that no longer accepts is no use. */
+        a->server->failed = 1;
+        taxi_reactor_stop(r);
+        return -1;
     }
   }
 }
 
 static int acceptor_timeout(taxi_handler_t *h, taxi_timer_t *t, void *act) {
-  struct acceptor *a = CONTAINER_OF(h, struct acceptor, handler);
+  struct acceptor *a = TAXI_CONTAINER_OF(h, struct acceptor, handler);
   int rc = taxi_reactor_resume(a->server->reactor, h);
   (void)t;
   (void)act;
@@ -306,7 +306,7 @@ static int acceptor_timeout(taxi_handler_t *h, taxi_timer_t *t, void *act) {
 }
 
 static void acceptor_close(taxi_handler_t *h, taxi_handle_t fd) {
-  struct acceptor *a = CONTAINER_OF(h, struct acceptor, handler);
+  struct acceptor *a = TAXI_CONTAINER_OF(h, struct acceptor, handler);
   (void)fd;
   echo_close(a->fd);
   a->fd = TAXI_INVALID_HANDLE;
@@ -327,7 +327,7 @@ struct stopper {
 };
 
 static int stopper_signal(taxi_handler_t *h, int signo) {
-  struct stopper *s = CONTAINER_OF(h, struct stopper, handler);
+  struct stopper *s = TAXI_CONTAINER_OF(h, struct stopper, handler);
   (void)signo;
   taxi_reactor_stop(s->reactor);
   return 0;
@@ -345,8 +345,7 @@ static void print_backends(FILE *out, const char *sep, const char *end) {
 
   if (n > (int)(sizeof names / sizeof names[0]))
     n = (int)(sizeof names / sizeof names[0]);
-  for (i = 0; i < n; i++)
-    fprintf(out, "%s%s", names[i], i + 1 < n ? sep : end);
+  for (i = 0; i < n; i++) fprintf(out, "%s%s", names[i], i + 1 < n ? sep : end);
 }
 
 static int serve_with_reactor(const struct server_config *cfg) {
@@ -362,8 +361,10 @@ static int serve_with_reactor(const struct server_config *cfg) {
   memset(&srv, 0, sizeof srv);
   rc = taxi_reactor_create(&srv.reactor, cfg->backend);
   if (rc == TAXI_ENOBACKEND && cfg->backend != NULL) {
-    fprintf(stderr, "echo_server: backend '%s' is not available here; "
-                    "available: ", cfg->backend);
+    fprintf(stderr,
+            "echo_server: backend '%s' is not available here; "
+            "available: ",
+            cfg->backend);
     print_backends(stderr, ", ", "\n");
     return EXIT_USAGE;
   }
@@ -397,7 +398,8 @@ static int serve_with_reactor(const struct server_config *cfg) {
   stopper.reactor = srv.reactor;
   taxi_handler_init(&stopper.handler, &stopper_ops);
   for (i = 0; i < sizeof stop_signals / sizeof stop_signals[0]; i++) {
-    rc = taxi_reactor_add_signal(srv.reactor, stop_signals[i], &stopper.handler);
+    rc =
+        taxi_reactor_add_signal(srv.reactor, stop_signals[i], &stopper.handler);
     if (rc == TAXI_ENOTSUP) {
       /* No signal support on this platform: Ctrl-C simply ends the process
        * (the OS reclaims everything), we just skip the report. */

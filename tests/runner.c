@@ -19,24 +19,24 @@
 /* What a child tells its parent: sent before each test and once at the end.
  * Smaller than PIPE_BUF, so each write arrives whole. */
 typedef struct report {
-  unsigned run;            /* tests completed */
-  unsigned failed;         /* of those, tests with a failed assertion */
+  unsigned run;    /* tests completed */
+  unsigned failed; /* of those, tests with a failed assertion */
   unsigned asserts;
   unsigned asserts_failed;
-  unsigned failures;       /* CUnit failure records (incl. suite set-up) */
-  int final;               /* 1: the suite ran to its end */
-  char current[112];       /* the test starting now ("" at the end) */
+  unsigned failures; /* CUnit failure records (incl. suite set-up) */
+  int final;         /* 1: the suite ran to its end */
+  char current[112]; /* the test starting now ("" at the end) */
 } report_t;
 
 /* What the parent concludes about one suite. */
 typedef struct outcome {
   const char *name;
-  unsigned total;          /* tests in the suite */
-  report_t last;           /* the last report received */
+  unsigned total; /* tests in the suite */
+  report_t last;  /* the last report received */
   int got_report;
   int timed_out;
-  int signal;              /* the signal that killed the child, or 0 */
-  int exit_status;         /* the child's exit status, or -1 */
+  int signal;      /* the signal that killed the child, or 0 */
+  int exit_status; /* the child's exit status, or -1 */
   unsigned passed, failed, not_run;
   const char *verdict;
 } outcome_t;
@@ -73,7 +73,8 @@ static void child_report(int final) {
   rep.final = final;
   if (!final) {
     CU_pTest t = CU_get_current_test();
-    if (t && t->pName) snprintf(rep.current, sizeof rep.current, "%s", t->pName);
+    if (t && t->pName)
+      snprintf(rep.current, sizeof rep.current, "%s", t->pName);
   }
   write_all(child_report_fd, &rep, sizeof rep);
 }
@@ -93,7 +94,7 @@ static int run_child(const taxi_test_suite_t *suite, int fd) {
     return 100;
   }
   CU_pSuite cs = CU_add_suite_with_setup_and_teardown(suite->name, NULL, NULL,
-                                                       before_each_test, NULL);
+                                                      before_each_test, NULL);
   if (!cs) {
     fprintf(stderr, "CU_add_suite(%s) failed: %s\n", suite->name,
             CU_get_error_msg());
@@ -161,21 +162,36 @@ static double timeout_scale(void) {
 
 static const char *signal_name(int sig) {
   switch (sig) {
-    case SIGSEGV: return "SIGSEGV";
-    case SIGABRT: return "SIGABRT";
-    case SIGBUS: return "SIGBUS";
-    case SIGFPE: return "SIGFPE";
-    case SIGILL: return "SIGILL";
-    case SIGKILL: return "SIGKILL";
-    case SIGTERM: return "SIGTERM";
-    case SIGPIPE: return "SIGPIPE";
-    case SIGALRM: return "SIGALRM";
-    case SIGUSR1: return "SIGUSR1";
-    case SIGUSR2: return "SIGUSR2";
-    case SIGINT: return "SIGINT";
-    case SIGHUP: return "SIGHUP";
-    case SIGTRAP: return "SIGTRAP";
-    default: return "signal";
+    case SIGSEGV:
+      return "SIGSEGV";
+    case SIGABRT:
+      return "SIGABRT";
+    case SIGBUS:
+      return "SIGBUS";
+    case SIGFPE:
+      return "SIGFPE";
+    case SIGILL:
+      return "SIGILL";
+    case SIGKILL:
+      return "SIGKILL";
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGPIPE:
+      return "SIGPIPE";
+    case SIGALRM:
+      return "SIGALRM";
+    case SIGUSR1:
+      return "SIGUSR1";
+    case SIGUSR2:
+      return "SIGUSR2";
+    case SIGINT:
+      return "SIGINT";
+    case SIGHUP:
+      return "SIGHUP";
+    case SIGTRAP:
+      return "SIGTRAP";
+    default:
+      return "signal";
   }
 }
 
@@ -211,8 +227,8 @@ static void run_suite(const taxi_test_suite_t *suite, outcome_t *o) {
   close(p[1]);
   fcntl(p[0], F_SETFL, fcntl(p[0], F_GETFL) | O_NONBLOCK);
 
-  unsigned limit = suite->timeout_s ? suite->timeout_s
-                                    : TAXI_TEST_DEFAULT_TIMEOUT_S;
+  unsigned limit =
+      suite->timeout_s ? suite->timeout_s : TAXI_TEST_DEFAULT_TIMEOUT_S;
   double deadline = now_s() + (double)limit * timeout_scale();
   char buf[sizeof(report_t)];
   size_t have = 0;
@@ -249,9 +265,10 @@ static void run_suite(const taxi_test_suite_t *suite, outcome_t *o) {
   const char *current = (o->got_report && r->current[0]) ? r->current : "?";
 
   if (o->timed_out) {
-    printf("\nTIMEOUT in suite %s: test \"%s\" still running after %u s; "
-           "killed its process group\n",
-           o->name, current, limit);
+    printf(
+        "\nTIMEOUT in suite %s: test \"%s\" still running after %u s; "
+        "killed its process group\n",
+        o->name, current, limit);
     o->failed += 1; /* the test that hung */
     if (o->not_run) o->not_run--;
     o->verdict = "TIMEOUT";
@@ -265,9 +282,10 @@ static void run_suite(const taxi_test_suite_t *suite, outcome_t *o) {
   } else if (WIFEXITED(status)) {
     o->exit_status = WEXITSTATUS(status);
     if (!o->got_report || !r->final) {
-      printf("\nEARLY EXIT in suite %s: exited with status %d during test "
-             "\"%s\"\n",
-             o->name, o->exit_status, current);
+      printf(
+          "\nEARLY EXIT in suite %s: exited with status %d during test "
+          "\"%s\"\n",
+          o->name, o->exit_status, current);
       o->failed += 1;
       if (o->not_run) o->not_run--;
       o->verdict = "EXITED";
@@ -275,9 +293,10 @@ static void run_suite(const taxi_test_suite_t *suite, outcome_t *o) {
       if (o->failed == 0) o->failed = 1; /* a suite-level failure */
       o->verdict = "FAILED";
     } else if (o->exit_status != 0) {
-      printf("\nSuite %s: every test passed but the process exited with "
-             "status %d (a sanitizer report?)\n",
-             o->name, o->exit_status);
+      printf(
+          "\nSuite %s: every test passed but the process exited with "
+          "status %d (a sanitizer report?)\n",
+          o->name, o->exit_status);
       o->failed += 1;
       o->verdict = "FAILED";
     } else {
@@ -328,9 +347,9 @@ int taxi_test_run(const char *title, const taxi_test_suite_t *const *suites,
          "Failed", "NotRun", "Asserts", "AFailed", "Result");
   for (size_t i = 0; i < ran; i++) {
     const outcome_t *o = &out[i];
-    printf("%-44s %6u %6u %6u %6u %8u %7u  %s\n", o->name, o->total,
-           o->passed, o->failed, o->not_run, o->last.asserts,
-           o->last.asserts_failed, o->verdict);
+    printf("%-44s %6u %6u %6u %6u %8u %7u  %s\n", o->name, o->total, o->passed,
+           o->failed, o->not_run, o->last.asserts, o->last.asserts_failed,
+           o->verdict);
     passed += o->passed;
     failed += o->failed;
     not_run += o->not_run;

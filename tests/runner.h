@@ -28,9 +28,9 @@
 #include <CUnit/Basic.h>
 
 typedef struct {
-  const char *name;     /* the suite's name, as printed and filtered on */
-  CU_TestInfo *tests;   /* terminated by CU_TEST_INFO_NULL */
-  unsigned timeout_s;   /* time limit for the whole suite; 0 means 60 */
+  const char *name;   /* the suite's name, as printed and filtered on */
+  CU_TestInfo *tests; /* terminated by CU_TEST_INFO_NULL */
+  unsigned timeout_s; /* time limit for the whole suite; 0 means 60 */
 } taxi_test_suite_t;
 
 #define TAXI_TEST_DEFAULT_TIMEOUT_S 60u

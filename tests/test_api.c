@@ -61,7 +61,8 @@ static void test_error_names_match_macros(void) {
   CU_ASSERT_STRING_EQUAL(taxi_error_name(TAXI_EPERM), "TAXI_EPERM");
   CU_ASSERT_STRING_EQUAL(taxi_error_name(TAXI_ESYS), "TAXI_ESYS");
   CU_ASSERT_STRING_EQUAL(taxi_error_name(TAXI_ECONNRESET), "TAXI_ECONNRESET");
-  CU_ASSERT_STRING_EQUAL(taxi_error_name(TAXI_ECONNREFUSED), "TAXI_ECONNREFUSED");
+  CU_ASSERT_STRING_EQUAL(taxi_error_name(TAXI_ECONNREFUSED),
+                         "TAXI_ECONNREFUSED");
   CU_ASSERT_STRING_EQUAL(taxi_error_name(TAXI_EPIPE), "TAXI_EPIPE");
   CU_ASSERT_STRING_EQUAL(taxi_error_name(TAXI_EADDRINUSE), "TAXI_EADDRINUSE");
   CU_ASSERT_STRING_EQUAL(taxi_error_name(TAXI_EEOF), "TAXI_EEOF");
@@ -114,7 +115,8 @@ static void test_backend_info(void) {
     for (size_t j = 0; j < i; j++) {
       taxi_backend_info_t other;
       CU_ASSERT_EQUAL(taxi_backend_info(&other, j), 0);
-      if (info.name && other.name) CU_ASSERT(strcmp(info.name, other.name) != 0);
+      if (info.name && other.name)
+        CU_ASSERT(strcmp(info.name, other.name) != 0);
     }
   }
   taxi_backend_info_t info;
@@ -307,8 +309,8 @@ static void test_max_events_one_dispatches_all(void) {
   for (int i = 0; i < N; i++) {
     CU_ASSERT_EQUAL_FATAL(util_socketpair(sv[i]), 0);
     CU_ASSERT_EQUAL_FATAL(taxi_handler_init(&h[i], &ops), 0);
-    CU_ASSERT_EQUAL_FATAL(taxi_reactor_register(r, sv[i][0], &h[i], TAXI_EV_READ),
-                          0);
+    CU_ASSERT_EQUAL_FATAL(
+        taxi_reactor_register(r, sv[i][0], &h[i], TAXI_EV_READ), 0);
     CU_ASSERT_EQUAL(util_write_byte(sv[i][1]), 1);
   }
   int goal = N;
@@ -455,7 +457,8 @@ static CU_TestInfo misc_tests[] = {
 };
 
 static const taxi_test_suite_t errors_suite = {"api: errors", error_tests, 30};
-static const taxi_test_suite_t backends_suite = {"api: backends", backend_tests, 30};
+static const taxi_test_suite_t backends_suite = {"api: backends", backend_tests,
+                                                 30};
 static const taxi_test_suite_t misc_suite = {"api: misc", misc_tests, 30};
 
 int main(int argc, char **argv) {

@@ -80,8 +80,7 @@ int util_tcp_connect_nb(int port) {
   if (fd < 0) return -1;
   if (util_set_nonblock(fd) != 0 || set_cloexec(fd) != 0) goto fail;
   struct sockaddr_in a = loopback(port);
-  if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0 &&
-      errno != EINPROGRESS)
+  if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0 && errno != EINPROGRESS)
     goto fail;
   return fd;
 fail:;

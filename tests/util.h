@@ -41,11 +41,11 @@ long util_drain(int fd);
 /* ---- the counting allocator -------------------------------------------- */
 
 typedef struct util_alloc_counts {
-  uint64_t mallocs;   /* calls to the malloc hook */
-  uint64_t reallocs;  /* calls to the realloc hook */
-  uint64_t frees;     /* calls to the free hook with a non-NULL pointer */
-  int64_t live;       /* blocks allocated and not yet freed */
-  uint64_t failed;    /* allocations refused (see util_alloc_fail_after) */
+  uint64_t mallocs;  /* calls to the malloc hook */
+  uint64_t reallocs; /* calls to the realloc hook */
+  uint64_t frees;    /* calls to the free hook with a non-NULL pointer */
+  int64_t live;      /* blocks allocated and not yet freed */
+  uint64_t failed;   /* allocations refused (see util_alloc_fail_after) */
 } util_alloc_counts_t;
 
 /* Install the counting allocator with taxi_set_allocator(); returns what

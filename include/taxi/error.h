@@ -17,26 +17,46 @@ extern "C" {
 #endif
 
 #define TAXI_OK 0
-#define TAXI_EINVAL (-1)      /* an argument is invalid (NULL, out of range) */
-#define TAXI_ENOMEM (-2)      /* the allocator returned NULL */
-#define TAXI_EBADF (-3)       /* the handle is invalid or already closed */
-#define TAXI_EEXIST (-4)      /* the handle or handler is already registered */
-#define TAXI_ENOENT (-5)      /* the handle, handler or timer is not registered */
-#define TAXI_ENOBACKEND (-6)  /* no backend of that name is compiled in and works */
-#define TAXI_ENOTSUP (-7)     /* the backend cannot do this */
-#define TAXI_ETOOMANY (-8)    /* beyond the backend's limit (e.g. FD_SETSIZE) */
-#define TAXI_ETIMEDOUT (-9)   /* the time limit passed before anything happened */
-#define TAXI_ESTOPPED (-10)   /* the reactor (or pool) was stopped */
-#define TAXI_EBUSY (-11)      /* in use elsewhere (another dispatcher, signal) */
-#define TAXI_ECANCELED (-12)  /* the operation was cancelled */
-#define TAXI_EAGAIN (-13)     /* try again: would block */
-#define TAXI_EPERM (-14)      /* not permitted (by the OS or in this state) */
-#define TAXI_ESYS (-15)       /* another OS error: see taxi_last_os_error() */
-#define TAXI_ECONNRESET (-16) /* connection reset by peer */
-#define TAXI_ECONNREFUSED (-17) /* connection refused */
-#define TAXI_EPIPE (-18)      /* writing to a connection the peer has closed */
-#define TAXI_EADDRINUSE (-19) /* address already in use */
-#define TAXI_EEOF (-20)       /* end of stream before the operation completed */
+/* An argument is invalid (NULL, out of range). */
+#define TAXI_EINVAL (-1)
+/* The allocator returned NULL. */
+#define TAXI_ENOMEM (-2)
+/* The handle is invalid or already closed. */
+#define TAXI_EBADF (-3)
+/* The handle or handler is already registered. */
+#define TAXI_EEXIST (-4)
+/* The handle, handler or timer is not registered. */
+#define TAXI_ENOENT (-5)
+/* No backend of that name is compiled in and works. */
+#define TAXI_ENOBACKEND (-6)
+/* The backend cannot do this. */
+#define TAXI_ENOTSUP (-7)
+/* Beyond the backend's limit (e.g. FD_SETSIZE). */
+#define TAXI_ETOOMANY (-8)
+/* The time limit passed before anything happened. */
+#define TAXI_ETIMEDOUT (-9)
+/* The reactor (or pool) was stopped. */
+#define TAXI_ESTOPPED (-10)
+/* In use elsewhere (another dispatcher, signal). */
+#define TAXI_EBUSY (-11)
+/* The operation was cancelled. */
+#define TAXI_ECANCELED (-12)
+/* Try again: would block. */
+#define TAXI_EAGAIN (-13)
+/* Not permitted (by the OS or in this state). */
+#define TAXI_EPERM (-14)
+/* Another OS error: see taxi_last_os_error(). */
+#define TAXI_ESYS (-15)
+/* Connection reset by peer. */
+#define TAXI_ECONNRESET (-16)
+/* Connection refused. */
+#define TAXI_ECONNREFUSED (-17)
+/* Writing to a connection the peer has closed. */
+#define TAXI_EPIPE (-18)
+/* Address already in use. */
+#define TAXI_EADDRINUSE (-19)
+/* End of stream before the operation completed. */
+#define TAXI_EEOF (-20)
 
 /* One past the most negative code; for iterating in tests. */
 #define TAXI_ERROR_MIN (-20)

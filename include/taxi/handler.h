@@ -8,7 +8,8 @@
  *
  *     struct conn { taxi_handler_t h; int fd; char buf[4096]; };
  *     static int conn_input(taxi_handler_t *h, taxi_handle_t fd, unsigned ev) {
- *         struct conn *c = (struct conn *)((char *)h - offsetof(struct conn, h));
+ *         struct conn *c = (struct conn *)((char *)h - offsetof(struct conn,
+ * h));
  *         ...
  *         return 0;            // keep going; negative asks for removal
  *     }
@@ -45,6 +46,14 @@ extern "C" {
 #define TAXI_EV_ERR 0x10u    /* an error is pending on the handle (reported) */
 #define TAXI_EV_INTEREST (TAXI_EV_READ | TAXI_EV_WRITE | TAXI_EV_EXCEPT)
 
+/*
+ * TAXI_CONTAINER_OF - the object of type `type` whose member `member` is at
+ * `ptr`: how a hook recovers the application's object from its embedded
+ * taxi_handler_t (or a timer from its taxi_timer_t).
+ */
+#define TAXI_CONTAINER_OF(ptr, type, member) \
+  ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
+
 typedef struct taxi_handler taxi_handler_t;
 typedef struct taxi_timer taxi_timer_t;
 
@@ -75,13 +84,13 @@ typedef struct taxi_handler_ops {
 struct taxi_handler {
   const taxi_handler_ops_t *ops;
   struct {
-    void *reactor;          /* the reactor it is attached to, or NULL */
-    taxi_timer_t *timers;   /* its scheduled timers */
-    taxi_handle_t handle;   /* its registered handle, or TAXI_INVALID_HANDLE */
-    uint32_t slot;          /* its row in the demultiplexing table */
-    uint32_t refs;          /* attachment + running hooks + user references */
+    void *reactor;        /* the reactor it is attached to, or NULL */
+    taxi_timer_t *timers; /* its scheduled timers */
+    taxi_handle_t handle; /* its registered handle, or TAXI_INVALID_HANDLE */
+    uint32_t slot;        /* its row in the demultiplexing table */
+    uint32_t refs;        /* attachment + running hooks + user references */
     uint32_t flags;
-    uint32_t signals;       /* how many signals it is registered for */
+    uint32_t signals;            /* how many signals it is registered for */
     taxi_handler_t *prev, *next; /* in the reactor's list of attached */
   } internal_;
 };
@@ -98,7 +107,7 @@ struct taxi_timer {
     void *act;
     taxi_time_t deadline;
     taxi_time_t period;
-    uint64_t seq;           /* tie-break: equal deadlines fire in order */
+    uint64_t seq; /* tie-break: equal deadlines fire in order */
     size_t heap_index;
     taxi_timer_t *prev, *next; /* in the handler's list */
     uint32_t state;

@@ -239,15 +239,15 @@ TAXI_EXTERN int taxi_reactor_reinit_after_fork(taxi_reactor_t *r);
 
 /* Counters, for tests and the benchmark; read with taxi_reactor_stats(). */
 typedef struct taxi_reactor_stats {
-  uint64_t waits;          /* system calls made to wait for events */
-  uint64_t events;         /* handle events dispatched */
-  uint64_t stale;          /* events dropped: handle removed or suspended */
-  uint64_t pending_taken;  /* events dispatched from an earlier wait */
-  uint64_t timers;         /* timer hooks run */
-  uint64_t notifications;  /* notifications run */
-  uint64_t signals;        /* signal hooks run */
-  uint64_t wakeups;        /* times the wake-up channel was written */
-  size_t handles;          /* handles registered now */
+  uint64_t waits;         /* system calls made to wait for events */
+  uint64_t events;        /* handle events dispatched */
+  uint64_t stale;         /* events dropped: handle removed or suspended */
+  uint64_t pending_taken; /* events dispatched from an earlier wait */
+  uint64_t timers;        /* timer hooks run */
+  uint64_t notifications; /* notifications run */
+  uint64_t signals;       /* signal hooks run */
+  uint64_t wakeups;       /* times the wake-up channel was written */
+  size_t handles;         /* handles registered now */
 } taxi_reactor_stats_t;
 
 /* taxi_reactor_stats - copy the counters.  Returns 0 or TAXI_EINVAL. */

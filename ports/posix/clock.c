@@ -23,8 +23,7 @@ TAXI_EXTERN taxi_time_t taxi_now(void) {
   /* Fails only for an unknown clock id; CLOCK_MONOTONIC is required by
    * every system this port builds on, and a clock that silently read 0
    * would stall every timer, so a failure is not survivable. */
-  if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
-    abort();
+  if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0) abort();
   /* int64 nanoseconds last 292 years of uptime. */
   return (taxi_time_t)ts.tv_sec * TAXI_NSEC_PER_SEC + (taxi_time_t)ts.tv_nsec;
 }

@@ -26,8 +26,7 @@ const char *taxi__secure_getenv(const char *name) {
   /* Last resort: catches set-ID programs that still differ in real and
    * effective IDs, not ones that gained privilege otherwise (capabilities)
    * or already switched back. */
-  if (getuid() != geteuid() || getgid() != getegid())
-    return NULL;
+  if (getuid() != geteuid() || getgid() != getegid()) return NULL;
   return getenv(name);
 #endif
 }

@@ -35,50 +35,50 @@ static _Thread_local int last_os_error TAXI__TLS_SIGNAL_SAFE;
  * others) are added only where they differ, to keep the cases unique. */
 static int map_errno(int e) {
   switch (e) {
-  case EINVAL:
-    return TAXI_EINVAL;
-  case ENOMEM:
-  case ENOBUFS:
-    return TAXI_ENOMEM;
-  case EBADF:
-    return TAXI_EBADF;
-  case EEXIST:
-    return TAXI_EEXIST;
-  case ENOENT:
-    return TAXI_ENOENT;
-  case EAGAIN:
+    case EINVAL:
+      return TAXI_EINVAL;
+    case ENOMEM:
+    case ENOBUFS:
+      return TAXI_ENOMEM;
+    case EBADF:
+      return TAXI_EBADF;
+    case EEXIST:
+      return TAXI_EEXIST;
+    case ENOENT:
+      return TAXI_ENOENT;
+    case EAGAIN:
 #if defined(EWOULDBLOCK) && EWOULDBLOCK != EAGAIN
-  case EWOULDBLOCK:
+    case EWOULDBLOCK:
 #endif
-    return TAXI_EAGAIN;
-  case ETIMEDOUT:
-    return TAXI_ETIMEDOUT;
-  case ECANCELED:
-    return TAXI_ECANCELED;
-  case EPERM:
-  case EACCES:
-    return TAXI_EPERM;
-  case ECONNRESET:
-    return TAXI_ECONNRESET;
-  case ECONNREFUSED:
-    return TAXI_ECONNREFUSED;
-  case EPIPE:
-    return TAXI_EPIPE;
-  case EADDRINUSE:
-    return TAXI_EADDRINUSE;
-  case EBUSY:
-    return TAXI_EBUSY;
-  case ENOSYS:
-  case EOPNOTSUPP:
+      return TAXI_EAGAIN;
+    case ETIMEDOUT:
+      return TAXI_ETIMEDOUT;
+    case ECANCELED:
+      return TAXI_ECANCELED;
+    case EPERM:
+    case EACCES:
+      return TAXI_EPERM;
+    case ECONNRESET:
+      return TAXI_ECONNRESET;
+    case ECONNREFUSED:
+      return TAXI_ECONNREFUSED;
+    case EPIPE:
+      return TAXI_EPIPE;
+    case EADDRINUSE:
+      return TAXI_EADDRINUSE;
+    case EBUSY:
+      return TAXI_EBUSY;
+    case ENOSYS:
+    case EOPNOTSUPP:
 #if defined(ENOTSUP) && ENOTSUP != EOPNOTSUPP
-  case ENOTSUP:
+    case ENOTSUP:
 #endif
-    return TAXI_ENOTSUP;
-  case EMFILE: /* out of descriptors: a limit, not a fault */
-  case ENFILE:
-    return TAXI_ETOOMANY;
-  default: /* including 0: a failure the OS did not explain */
-    return TAXI_ESYS;
+      return TAXI_ENOTSUP;
+    case EMFILE: /* out of descriptors: a limit, not a fault */
+    case ENFILE:
+      return TAXI_ETOOMANY;
+    default: /* including 0: a failure the OS did not explain */
+      return TAXI_ESYS;
   }
 }
 

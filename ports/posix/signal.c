@@ -31,8 +31,7 @@ static atomic_bool owned[TAXI__NSIG];
 static bool catchable(int signo) {
   sigset_t set;
 
-  if (signo <= 0 || signo >= TAXI__NSIG || signo == SIGKILL ||
-      signo == SIGSTOP)
+  if (signo <= 0 || signo >= TAXI__NSIG || signo == SIGKILL || signo == SIGSTOP)
     return false;
   /* glibc reserves two real-time signals (32 and 33) for its threads
    * implementation; sigaddset() refuses them, as sigaction() would. */
@@ -49,8 +48,7 @@ int taxi__sigsrc_open(taxi__sigsrc_t *s) {
     int rc = taxi__sigsrc_fd_open(s);
     /* TAXI_ENOTSUP is ENOSYS: a seccomp filter or a kernel built without
      * signalfd.  The self-pipe needs nothing special, so use it. */
-    if (rc != TAXI_ENOTSUP)
-      return rc;
+    if (rc != TAXI_ENOTSUP) return rc;
   }
 #endif
   return taxi__sigsrc_pipe_open(s);
@@ -60,10 +58,8 @@ int taxi__sigsrc_add(taxi__sigsrc_t *s, int signo) {
   bool unowned = false;
   int rc;
 
-  if (!catchable(signo))
-    return TAXI_EINVAL;
-  if (taxi__sigbit_test(s->added, signo))
-    return TAXI_EEXIST;
+  if (!catchable(signo)) return TAXI_EINVAL;
+  if (taxi__sigbit_test(s->added, signo)) return TAXI_EEXIST;
   if (!atomic_compare_exchange_strong(&owned[signo], &unowned, true))
     return TAXI_EBUSY;
 #if defined(HAVE_SIGNALFD)
@@ -85,10 +81,8 @@ int taxi__sigsrc_add(taxi__sigsrc_t *s, int signo) {
 int taxi__sigsrc_del(taxi__sigsrc_t *s, int signo) {
   int rc;
 
-  if (signo <= 0 || signo >= TAXI__NSIG)
-    return TAXI_EINVAL;
-  if (!taxi__sigbit_test(s->added, signo))
-    return TAXI_ENOENT;
+  if (signo <= 0 || signo >= TAXI__NSIG) return TAXI_EINVAL;
+  if (!taxi__sigbit_test(s->added, signo)) return TAXI_ENOENT;
   taxi__sigbit_clear(s->added, signo);
 #if defined(HAVE_SIGNALFD)
   if (s->kind == TAXI__SIGSRC_SIGNALFD)
@@ -104,8 +98,7 @@ void taxi__sigsrc_close(taxi__sigsrc_t *s) {
   int signo;
 
   for (signo = 1; signo < TAXI__NSIG; signo++)
-    if (taxi__sigbit_test(s->added, signo))
-      (void)taxi__sigsrc_del(s, signo);
+    if (taxi__sigbit_test(s->added, signo)) (void)taxi__sigsrc_del(s, signo);
   if (s->kind == TAXI__SIGSRC_PIPE) {
     taxi__sigsrc_pipe_quiesce();
     taxi__close(s->write_fd);
@@ -124,21 +117,17 @@ int taxi__sigsrc_reinit_after_fork(taxi__sigsrc_t *s) {
   else
 #endif
     rc = taxi__sigsrc_pipe_reopen(s);
-  if (rc != 0)
-    return rc;
+  if (rc != 0) return rc;
   taxi__close(old_fd);
-  if (old_write_fd != -1)
-    taxi__close(old_write_fd);
+  if (old_write_fd != -1) taxi__close(old_write_fd);
   return 0;
 }
 
 taxi_handle_t taxi__sigsrc_handle(const taxi__sigsrc_t *s) { return s->fd; }
 
 int taxi__sigsrc_read(taxi__sigsrc_t *s, int *out, int cap) {
-  if (cap < 0 || (cap > 0 && out == NULL))
-    return TAXI_EINVAL;
-  if (cap == 0)
-    return 0;
+  if (cap < 0 || (cap > 0 && out == NULL)) return TAXI_EINVAL;
+  if (cap == 0) return 0;
 #if defined(HAVE_SIGNALFD)
   if (s->kind == TAXI__SIGSRC_SIGNALFD)
     return taxi__sigsrc_fd_read(s, out, cap);

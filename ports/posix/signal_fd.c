@@ -46,8 +46,7 @@ int taxi__sigsrc_fd_open(taxi__sigsrc_t *s) {
    * from open on; add() and del() replace the set in place. */
   sigemptyset(&empty);
   fd = signalfd(-1, &empty, SFD_FLAGS);
-  if (fd == -1)
-    return taxi__last_error();
+  if (fd == -1) return taxi__last_error();
   s->kind = TAXI__SIGSRC_SIGNALFD;
   s->fd = fd;
   s->write_fd = -1;
@@ -61,8 +60,7 @@ int taxi__sigsrc_fd_reopen(taxi__sigsrc_t *s) {
   /* The child inherited the blocked mask, so only the descriptor is new. */
   build_set(s, 0, &set);
   fd = signalfd(-1, &set, SFD_FLAGS);
-  if (fd == -1)
-    return taxi__last_error();
+  if (fd == -1) return taxi__last_error();
   s->fd = fd;
   return 0;
 }
@@ -78,15 +76,13 @@ int taxi__sigsrc_fd_add(taxi__sigsrc_t *s, int signo) {
   sigemptyset(&one);
   sigaddset(&one, signo);
   rc = pthread_sigmask(SIG_BLOCK, &one, &old);
-  if (rc != 0)
-    return taxi__error_from_os(rc);
+  if (rc != 0) return taxi__error_from_os(rc);
   was_blocked = sigismember(&old, signo) == 1;
 
   build_set(s, signo, &set);
   if (signalfd(s->fd, &set, SFD_FLAGS) == -1) {
     rc = taxi__last_error();
-    if (!was_blocked)
-      (void)pthread_sigmask(SIG_UNBLOCK, &one, NULL);
+    if (!was_blocked) (void)pthread_sigmask(SIG_UNBLOCK, &one, NULL);
     return rc;
   }
   if (was_blocked)
@@ -102,8 +98,7 @@ int taxi__sigsrc_fd_del(taxi__sigsrc_t *s, int signo) {
 
   /* signo is already out of s->added. */
   build_set(s, 0, &set);
-  if (signalfd(s->fd, &set, SFD_FLAGS) == -1)
-    rc = taxi__last_error();
+  if (signalfd(s->fd, &set, SFD_FLAGS) == -1) rc = taxi__last_error();
 
   if (!taxi__sigbit_test(s->was_blocked, signo)) {
     sigset_t one;
@@ -118,8 +113,7 @@ int taxi__sigsrc_fd_del(taxi__sigsrc_t *s, int signo) {
      * done with it: discard it, as the self-pipe variant drops its unread
      * bytes for the signal.  Real-time signals may be queued several
      * times. */
-    do
-      got = sigtimedwait(&one, NULL, &zero);
+    do got = sigtimedwait(&one, NULL, &zero);
     while (got == signo || (got == -1 && errno == EINTR));
     (void)pthread_sigmask(SIG_UNBLOCK, &one, NULL);
   }
@@ -137,22 +131,17 @@ int taxi__sigsrc_fd_read(taxi__sigsrc_t *s, int *out, int cap) {
     int got, i;
 
     if (n == -1) {
-      if (errno == EINTR)
-        continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK)
-        break;
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
       /* Report the failure unless there is something to return; a
        * persistent error shows up again on the next read. */
-      if (count == 0)
-        return taxi__last_error();
+      if (count == 0) return taxi__last_error();
       break;
     }
     /* The kernel returns whole records only. */
     got = (int)((size_t)n / sizeof info[0]);
-    for (i = 0; i < got; i++)
-      out[count++] = (int)info[i].ssi_signo;
-    if (got < want)
-      break; /* drained: save the EAGAIN round trip */
+    for (i = 0; i < got; i++) out[count++] = (int)info[i].ssi_signo;
+    if (got < want) break; /* drained: save the EAGAIN round trip */
   }
   return count;
 }

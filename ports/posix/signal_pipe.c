@@ -63,13 +63,11 @@ static void on_signal(int signo) {
     if (fd >= 0 && atomic_exchange(&pending[signo], 1) == 0) {
       const unsigned char byte = (unsigned char)signo;
       ssize_t n;
-      do
-        n = write(fd, &byte, 1);
+      do n = write(fd, &byte, 1);
       while (n == -1 && errno == EINTR);
       /* Nothing written (cannot happen with at most one byte per signal
        * in the pipe, but never leave the flag set without a byte). */
-      if (n != 1)
-        atomic_store(&pending[signo], 0);
+      if (n != 1) atomic_store(&pending[signo], 0);
     }
   }
   atomic_fetch_sub(&handlers_running, 1);
@@ -80,8 +78,7 @@ int taxi__sigsrc_pipe_open(taxi__sigsrc_t *s) {
   int fds[2];
   int rc = taxi__pipe_nonblocking(fds);
 
-  if (rc != 0)
-    return rc;
+  if (rc != 0) return rc;
   s->kind = TAXI__SIGSRC_PIPE;
   s->fd = fds[0];
   s->write_fd = fds[1];
@@ -93,8 +90,7 @@ int taxi__sigsrc_pipe_reopen(taxi__sigsrc_t *s) {
   int rc = taxi__pipe_nonblocking(fds);
   int signo;
 
-  if (rc != 0)
-    return rc;
+  if (rc != 0) return rc;
   s->fd = fds[0];
   s->write_fd = fds[1];
   /* The dispositions inherited from the parent stay installed; only the
@@ -102,8 +98,7 @@ int taxi__sigsrc_pipe_reopen(taxi__sigsrc_t *s) {
    * wrote to the parent's pipe and left pending set: clear it so the next
    * one is written again. */
   for (signo = 1; signo < TAXI__NSIG; signo++) {
-    if (!taxi__sigbit_test(s->added, signo))
-      continue;
+    if (!taxi__sigbit_test(s->added, signo)) continue;
     atomic_store(&pipe_for_signal[signo], s->write_fd + 1);
     atomic_store(&pending[signo], 0);
   }
@@ -139,8 +134,7 @@ int taxi__sigsrc_pipe_del(taxi__sigsrc_t *s, int signo) {
   int rc = 0;
 
   (void)s;
-  if (sigaction(signo, &saved[signo], NULL) == -1)
-    rc = taxi__last_error();
+  if (sigaction(signo, &saved[signo], NULL) == -1) rc = taxi__last_error();
   /* A byte for signo still in the pipe is dropped by read(), which only
    * reports signals s has. */
   atomic_store(&pipe_for_signal[signo], 0);
@@ -152,8 +146,7 @@ void taxi__sigsrc_pipe_quiesce(void) {
   /* The table entries are cleared; a handler that loaded one before that
    * is still counted here.  Handlers only make a non-blocking write, so
    * this ends within microseconds. */
-  while (atomic_load(&handlers_running) != 0)
-    sched_yield();
+  while (atomic_load(&handlers_running) != 0) sched_yield();
 }
 
 int taxi__sigsrc_pipe_read(taxi__sigsrc_t *s, int *out, int cap) {
@@ -161,35 +154,28 @@ int taxi__sigsrc_pipe_read(taxi__sigsrc_t *s, int *out, int cap) {
   int count = 0;
 
   while (count < cap) {
-    size_t want = (size_t)(cap - count) < sizeof buf ? (size_t)(cap - count)
-                                                     : sizeof buf;
+    size_t want =
+        (size_t)(cap - count) < sizeof buf ? (size_t)(cap - count) : sizeof buf;
     ssize_t n = read(s->fd, buf, want);
     ssize_t i;
 
     if (n == -1) {
-      if (errno == EINTR)
-        continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK)
-        break;
-      if (count == 0)
-        return taxi__last_error();
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+      if (count == 0) return taxi__last_error();
       break;
     }
-    if (n == 0)
-      break; /* EOF: impossible while s holds the write end */
+    if (n == 0) break; /* EOF: impossible while s holds the write end */
     for (i = 0; i < n; i++) {
       int signo = buf[i];
-      if (signo <= 0 || signo >= TAXI__NSIG)
-        continue;
+      if (signo <= 0 || signo >= TAXI__NSIG) continue;
       /* Clear after consuming the byte: an instance arriving before the
        * clear finds pending set and merges into this report, one after
        * it writes a new byte.  Either way it is not lost. */
       atomic_store(&pending[signo], 0);
-      if (taxi__sigbit_test(s->added, signo))
-        out[count++] = signo;
+      if (taxi__sigbit_test(s->added, signo)) out[count++] = signo;
     }
-    if ((size_t)n < want)
-      break; /* drained */
+    if ((size_t)n < want) break; /* drained */
   }
   return count;
 }

@@ -26,23 +26,17 @@ int taxi__handle_check(taxi_handle_t h) {
 
 int taxi__set_nonblocking(taxi_handle_t h) {
   int flags = fcntl(h, F_GETFL);
-  if (flags == -1)
-    return taxi__last_error();
-  if (flags & O_NONBLOCK)
-    return 0;
-  if (fcntl(h, F_SETFL, flags | O_NONBLOCK) == -1)
-    return taxi__last_error();
+  if (flags == -1) return taxi__last_error();
+  if (flags & O_NONBLOCK) return 0;
+  if (fcntl(h, F_SETFL, flags | O_NONBLOCK) == -1) return taxi__last_error();
   return 0;
 }
 
 int taxi__set_cloexec(taxi_handle_t h) {
   int flags = fcntl(h, F_GETFD);
-  if (flags == -1)
-    return taxi__last_error();
-  if (flags & FD_CLOEXEC)
-    return 0;
-  if (fcntl(h, F_SETFD, flags | FD_CLOEXEC) == -1)
-    return taxi__last_error();
+  if (flags == -1) return taxi__last_error();
+  if (flags & FD_CLOEXEC) return 0;
+  if (fcntl(h, F_SETFD, flags | FD_CLOEXEC) == -1) return taxi__last_error();
   return 0;
 }
 
@@ -52,12 +46,9 @@ int taxi__set_cloexec(taxi_handle_t h) {
  * unavoidable without the atomic variants. */
 static int finish_pair(int fds[2]) {
   int rc = taxi__set_nonblocking(fds[0]);
-  if (rc == 0)
-    rc = taxi__set_nonblocking(fds[1]);
-  if (rc == 0)
-    rc = taxi__set_cloexec(fds[0]);
-  if (rc == 0)
-    rc = taxi__set_cloexec(fds[1]);
+  if (rc == 0) rc = taxi__set_nonblocking(fds[1]);
+  if (rc == 0) rc = taxi__set_cloexec(fds[0]);
+  if (rc == 0) rc = taxi__set_cloexec(fds[1]);
   if (rc != 0) {
     taxi__close(fds[0]);
     taxi__close(fds[1]);
@@ -73,20 +64,17 @@ int taxi__socketpair(taxi_handle_t pair[2]) {
 #if defined(SOCK_NONBLOCK) && defined(SOCK_CLOEXEC)
   /* Linux >= 2.6.27, the BSDs: both flags set atomically.  A kernel older
    * than the headers rejects the type with EINVAL; fall through then. */
-  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0,
-                 fds) == 0) {
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, fds) ==
+      0) {
     pair[0] = fds[0];
     pair[1] = fds[1];
     return 0;
   }
-  if (errno != EINVAL)
-    return taxi__last_error();
+  if (errno != EINVAL) return taxi__last_error();
 #endif
-  if (socketpair(AF_UNIX, SOCK_STREAM, 0, fds) == -1)
-    return taxi__last_error();
+  if (socketpair(AF_UNIX, SOCK_STREAM, 0, fds) == -1) return taxi__last_error();
   rc = finish_pair(fds);
-  if (rc != 0)
-    return rc;
+  if (rc != 0) return rc;
   pair[0] = fds[0];
   pair[1] = fds[1];
   return 0;
@@ -94,22 +82,18 @@ int taxi__socketpair(taxi_handle_t pair[2]) {
 
 int taxi__pipe_nonblocking(int fds[2]) {
 #if defined(HAVE_PIPE2)
-  if (pipe2(fds, O_NONBLOCK | O_CLOEXEC) == 0)
-    return 0;
+  if (pipe2(fds, O_NONBLOCK | O_CLOEXEC) == 0) return 0;
   /* ENOSYS: a kernel older than the C library (Linux < 2.6.27). */
-  if (errno != ENOSYS)
-    return taxi__last_error();
+  if (errno != ENOSYS) return taxi__last_error();
 #endif
-  if (pipe(fds) == -1)
-    return taxi__last_error();
+  if (pipe(fds) == -1) return taxi__last_error();
   return finish_pair(fds);
 }
 
 void taxi__close(taxi_handle_t h) {
   int saved_errno;
 
-  if (h < 0)
-    return;
+  if (h < 0) return;
   /* Callers close on their error paths and then report errno: keep it. */
   saved_errno = errno;
   /* Never retried.  When close() is interrupted (EINTR), Linux, the BSDs

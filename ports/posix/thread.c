@@ -52,13 +52,11 @@ void taxi__mutex_destroy(taxi__mutex_t *m) {
 }
 
 void taxi__mutex_lock(taxi__mutex_t *m) {
-  if (pthread_mutex_lock(m) != 0)
-    abort();
+  if (pthread_mutex_lock(m) != 0) abort();
 }
 
 void taxi__mutex_unlock(taxi__mutex_t *m) {
-  if (pthread_mutex_unlock(m) != 0)
-    abort();
+  if (pthread_mutex_unlock(m) != 0) abort();
 }
 
 /* ---- condition variables ----------------------------------------------- */
@@ -69,8 +67,7 @@ static struct timespec to_timespec(taxi_time_t ns) {
   struct timespec ts;
   taxi_time_t sec;
 
-  if (ns < 0)
-    ns = 0;
+  if (ns < 0) ns = 0;
   sec = ns / TAXI_NSEC_PER_SEC;
   if (sizeof(time_t) < sizeof(taxi_time_t) && sec > (taxi_time_t)INT32_MAX) {
     ts.tv_sec = (time_t)INT32_MAX;
@@ -89,11 +86,9 @@ int taxi__cond_init(taxi__cond_t *c) {
    * the wall clock. */
   pthread_condattr_t attr;
   int rc = pthread_condattr_init(&attr);
-  if (rc != 0)
-    return taxi__error_from_os(rc);
+  if (rc != 0) return taxi__error_from_os(rc);
   rc = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-  if (rc == 0)
-    rc = pthread_cond_init(c, &attr);
+  if (rc == 0) rc = pthread_cond_init(c, &attr);
   (void)pthread_condattr_destroy(&attr);
   return rc == 0 ? 0 : taxi__error_from_os(rc);
 #else
@@ -108,8 +103,7 @@ int taxi__cond_init(taxi__cond_t *c) {
 void taxi__cond_destroy(taxi__cond_t *c) { (void)pthread_cond_destroy(c); }
 
 void taxi__cond_wait(taxi__cond_t *c, taxi__mutex_t *m) {
-  if (pthread_cond_wait(c, m) != 0)
-    abort();
+  if (pthread_cond_wait(c, m) != 0) abort();
 }
 
 int taxi__cond_timedwait(taxi__cond_t *c, taxi__mutex_t *m,
@@ -122,17 +116,14 @@ int taxi__cond_timedwait(taxi__cond_t *c, taxi__mutex_t *m,
    * absolute time as is.  A deadline in the past times out at once. */
   ts = to_timespec(deadline);
   rc = pthread_cond_timedwait(c, m, &ts);
-  if (rc == 0)
-    return 0;
-  if (rc == ETIMEDOUT)
-    return TAXI_ETIMEDOUT;
+  if (rc == 0) return 0;
+  if (rc == ETIMEDOUT) return TAXI_ETIMEDOUT;
   abort();
 #else
   taxi_time_t now = taxi_now();
   taxi_time_t rel;
 
-  if (deadline <= now)
-    return TAXI_ETIMEDOUT;
+  if (deadline <= now) return TAXI_ETIMEDOUT;
   rel = deadline - now;
 #if defined(__APPLE__)
   /* Darwin can wait for a relative time, measured on its own clock
@@ -148,15 +139,13 @@ int taxi__cond_timedwait(taxi__cond_t *c, taxi__mutex_t *m,
   {
     struct timespec rt;
     taxi_time_t rt_ns;
-    if (clock_gettime(CLOCK_REALTIME, &rt) != 0)
-      abort();
+    if (clock_gettime(CLOCK_REALTIME, &rt) != 0) abort();
     rt_ns = (taxi_time_t)rt.tv_sec * TAXI_NSEC_PER_SEC + rt.tv_nsec;
     ts = to_timespec(rel > INT64_MAX - rt_ns ? INT64_MAX : rt_ns + rel);
   }
   rc = pthread_cond_timedwait(c, m, &ts);
 #endif
-  if (rc == 0)
-    return 0;
+  if (rc == 0) return 0;
   if (rc == ETIMEDOUT)
     /* The wait ran on another clock: only our clock decides whether the
      * deadline really passed. */

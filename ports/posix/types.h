@@ -24,8 +24,8 @@ typedef pthread_mutex_t taxi__mutex_t;
 typedef pthread_cond_t taxi__cond_t;
 
 typedef struct taxi__wakeup {
-  int read_fd;       /* the eventfd, or the pipe's read end */
-  int write_fd;      /* the same eventfd, or the pipe's write end */
+  int read_fd;        /* the eventfd, or the pipe's read end */
+  int write_fd;       /* the same eventfd, or the pipe's write end */
   atomic_int pending; /* 1 between a write and the next drain */
 } taxi__wakeup_t;
 
@@ -45,9 +45,9 @@ enum {
 };
 
 typedef struct taxi__sigsrc {
-  int kind;           /* TAXI__SIGSRC_SIGNALFD or TAXI__SIGSRC_PIPE */
-  int fd;             /* signalfd, or the self-pipe's read end */
-  int write_fd;       /* the self-pipe's write end, -1 with signalfd */
+  int kind;     /* TAXI__SIGSRC_SIGNALFD or TAXI__SIGSRC_PIPE */
+  int fd;       /* signalfd, or the self-pipe's read end */
+  int write_fd; /* the self-pipe's write end, -1 with signalfd */
   uint64_t added[TAXI__SIGNAL_WORDS]; /* the signals this source delivers */
   /* signalfd: of those, the ones the thread had blocked before add */
   uint64_t was_blocked[TAXI__SIGNAL_WORDS];

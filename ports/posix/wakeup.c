@@ -41,20 +41,17 @@ int taxi__wakeup_open(taxi__wakeup_t *w) {
   /* ENOSYS: no eventfd in this kernel or a seccomp filter forbids it;
    * EINVAL: a kernel older than the flags (< 2.6.27).  The pipe works
    * everywhere, so use it; anything else is a real failure. */
-  if (errno != ENOSYS && errno != EINVAL)
-    return taxi__last_error();
+  if (errno != ENOSYS && errno != EINVAL) return taxi__last_error();
 #endif
   rc = taxi__pipe_nonblocking(fds);
-  if (rc != 0)
-    return rc;
+  if (rc != 0) return rc;
   w->read_fd = fds[0];
   w->write_fd = fds[1];
   return 0;
 }
 
 void taxi__wakeup_close(taxi__wakeup_t *w) {
-  if (w->write_fd != w->read_fd)
-    taxi__close(w->write_fd);
+  if (w->write_fd != w->read_fd) taxi__close(w->write_fd);
   taxi__close(w->read_fd);
   w->read_fd = w->write_fd = -1;
   atomic_store(&w->pending, 0);
@@ -79,25 +76,21 @@ int taxi__wakeup_signal(taxi__wakeup_t *w) {
    * others find a write already made (or about to be made) that the waiter
    * has not drained yet, and the waiter will see their state changes too
    * (see taxi__wakeup_drain). */
-  if (atomic_exchange(&w->pending, 1) != 0)
-    return 0;
+  if (atomic_exchange(&w->pending, 1) != 0) return 0;
 
   saved_errno = errno;
   if (is_eventfd(w)) {
     const uint64_t one = 1;
-    do
-      n = write(w->write_fd, &one, sizeof one);
+    do n = write(w->write_fd, &one, sizeof one);
     while (n == -1 && errno == EINTR);
   } else {
     const unsigned char byte = 0;
-    do
-      n = write(w->write_fd, &byte, sizeof byte);
+    do n = write(w->write_fd, &byte, sizeof byte);
     while (n == -1 && errno == EINTR);
   }
   /* EAGAIN: a full pipe (or an eventfd counter at its maximum) is readable
    * already, which is all a wake-up has to achieve. */
-  if (n == -1 && errno != EAGAIN && errno != EWOULDBLOCK)
-    os_error = errno;
+  if (n == -1 && errno != EAGAIN && errno != EWOULDBLOCK) os_error = errno;
   errno = saved_errno;
 
   if (os_error != 0) {
@@ -136,16 +129,14 @@ void taxi__wakeup_drain(taxi__wakeup_t *w) {
   if (is_eventfd(w)) {
     /* One read returns and resets the counter; the next fails EAGAIN. */
     uint64_t count;
-    do
-      n = read(w->read_fd, &count, sizeof count);
+    do n = read(w->read_fd, &count, sizeof count);
     while (n > 0 || (n == -1 && errno == EINTR));
   } else {
     /* Usually a single byte; more only when writes were made late, as
      * described above.  Stop at EAGAIN, at EOF (cannot happen while the
      * write end is open) and at any error: nothing better to do. */
     unsigned char buf[64];
-    do
-      n = read(w->read_fd, buf, sizeof buf);
+    do n = read(w->read_fd, buf, sizeof buf);
     while (n > 0 || (n == -1 && errno == EINTR));
   }
   atomic_store(&w->pending, 0);

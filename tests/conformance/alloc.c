@@ -37,7 +37,7 @@ static void note(void *arg) {
 }
 
 static int pinger_input(taxi_handler_t *h, taxi_handle_t fd, unsigned ev) {
-  pinger_t *p = CONF_CONTAINER_OF(h, pinger_t, h);
+  pinger_t *p = TAXI_CONTAINER_OF(h, pinger_t, h);
   char c;
   (void)ev;
   while (read(fd, &c, 1) == 1) atomic_fetch_add(&p->reads, 1);
@@ -45,7 +45,7 @@ static int pinger_input(taxi_handler_t *h, taxi_handle_t fd, unsigned ev) {
 }
 
 static int pinger_timeout(taxi_handler_t *h, taxi_timer_t *t, void *act) {
-  pinger_t *p = CONF_CONTAINER_OF(h, pinger_t, h);
+  pinger_t *p = TAXI_CONTAINER_OF(h, pinger_t, h);
   (void)t;
   (void)act;
   atomic_fetch_add(&p->timeouts, 1);
@@ -54,7 +54,7 @@ static int pinger_timeout(taxi_handler_t *h, taxi_timer_t *t, void *act) {
 
 static void pinger_close(taxi_handler_t *h, taxi_handle_t fd) {
   (void)fd;
-  atomic_fetch_add(&CONF_CONTAINER_OF(h, pinger_t, h)->closes, 1);
+  atomic_fetch_add(&TAXI_CONTAINER_OF(h, pinger_t, h)->closes, 1);
 }
 
 static const taxi_handler_ops_t pinger_ops = {
@@ -112,8 +112,8 @@ static void test_steady_state_allocates_nothing(void) {
         taxi_reactor_register(b.r, sv[0], &b.p[i].h, TAXI_EV_READ), 0);
   }
   /* A periodic timer on one handler, a one-shot re-armed on another. */
-  CU_ASSERT_EQUAL_FATAL(taxi_reactor_schedule(b.r, &b.p[0].timer, &b.p[0].h,
-                                              0, TAXI_NSEC_PER_MSEC / 10, NULL),
+  CU_ASSERT_EQUAL_FATAL(taxi_reactor_schedule(b.r, &b.p[0].timer, &b.p[0].h, 0,
+                                              TAXI_NSEC_PER_MSEC / 10, NULL),
                         0);
 
   int failed = 0;
@@ -178,7 +178,8 @@ static void test_destroy_frees_everything(void) {
   for (int i = 0; i < 20; i++) {
     CU_ASSERT_EQUAL_FATAL(util_socketpair(sv[i]), 0);
     conf_probe_init(&p[i], sv[i][0], NULL);
-    CU_ASSERT_EQUAL(taxi_reactor_register(r, sv[i][0], &p[i].h, TAXI_EV_READ), 0);
+    CU_ASSERT_EQUAL(taxi_reactor_register(r, sv[i][0], &p[i].h, TAXI_EV_READ),
+                    0);
     CU_ASSERT_EQUAL(taxi_timer_init(&t[i]), 0);
     CU_ASSERT_EQUAL(taxi_reactor_schedule(r, &t[i], &p[i].h,
                                           TAXI_NSEC_PER_SEC * (i + 1), 0, NULL),
@@ -191,7 +192,8 @@ static void test_destroy_frees_everything(void) {
   CU_ASSERT(util_alloc_counts().live > 0);
   CU_ASSERT_EQUAL(taxi_reactor_destroy(r), 0);
   util_alloc_counts_t c = util_alloc_counts();
-  if (c.live != 0) printf("\n    %lld blocks still allocated\n", (long long)c.live);
+  if (c.live != 0)
+    printf("\n    %lld blocks still allocated\n", (long long)c.live);
   CU_ASSERT_EQUAL(c.live, 0);
   for (int i = 0; i < 20; i++) {
     close(sv[i][0]);
@@ -215,8 +217,9 @@ static void test_create_allocation_failures(void) {
       succeeded = 1;
       CU_ASSERT_EQUAL(taxi_reactor_destroy(r), 0);
     } else if (rc != TAXI_ENOMEM) {
-      if (!wrong) printf("\n    failing allocation #%ld: create gave %s\n", n,
-                         taxi_error_name(rc));
+      if (!wrong)
+        printf("\n    failing allocation #%ld: create gave %s\n", n,
+               taxi_error_name(rc));
       wrong++;
     }
     util_alloc_counts_t c = util_alloc_counts();
@@ -261,8 +264,10 @@ static void test_register_allocation_failures(void) {
     conf_probe_init(&p[i], sv[i][0], NULL);
     int rc = taxi_reactor_register(r, sv[i][0], &p[i].h, TAXI_EV_READ);
     refused[i] = rc != 0;
-    if (rc == TAXI_ENOMEM) enomem++;
-    else if (rc != 0) other++;
+    if (rc == TAXI_ENOMEM)
+      enomem++;
+    else if (rc != 0)
+      other++;
   }
   util_alloc_fail_after(-1);
   printf("(%d of %d refused) ", enomem, N);
@@ -296,8 +301,10 @@ static void test_register_allocation_failures(void) {
 static CU_TestInfo alloc_tests[] = {
     {"steady state allocates nothing", test_steady_state_allocates_nothing},
     {"destroy frees everything", test_destroy_frees_everything},
-    {"create: every allocation failure is ENOMEM", test_create_allocation_failures},
-    {"register: allocation failure is ENOMEM", test_register_allocation_failures},
+    {"create: every allocation failure is ENOMEM",
+     test_create_allocation_failures},
+    {"register: allocation failure is ENOMEM",
+     test_register_allocation_failures},
     CU_TEST_INFO_NULL,
 };
 

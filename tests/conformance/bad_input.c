@@ -77,7 +77,8 @@ static void test_null_arguments(void) {
   CU_ASSERT_EQUAL(taxi_reactor_suspend(r, NULL), TAXI_EINVAL);
   CU_ASSERT_EQUAL(taxi_reactor_resume(r, NULL), TAXI_EINVAL);
   CU_ASSERT_EQUAL(taxi_reactor_notify(r, NULL, NULL), TAXI_EINVAL);
-  CU_ASSERT_EQUAL(taxi_reactor_schedule(r, NULL, &p.h, 0, 0, NULL), TAXI_EINVAL);
+  CU_ASSERT_EQUAL(taxi_reactor_schedule(r, NULL, &p.h, 0, 0, NULL),
+                  TAXI_EINVAL);
   CU_ASSERT_EQUAL(taxi_reactor_schedule(r, &t, NULL, 0, 0, NULL), TAXI_EINVAL);
   CU_ASSERT_EQUAL(taxi_reactor_cancel(r, NULL), TAXI_EINVAL);
   CU_ASSERT_EQUAL(taxi_reactor_add_signal(r, SIGUSR1, NULL), TAXI_EINVAL);
@@ -113,15 +114,17 @@ static void test_bad_handles(void) {
   taxi_reactor_t *r = conf_reactor();
   conf_probe_t p;
   conf_probe_init(&p, -1, NULL);
-  CU_ASSERT_EQUAL(taxi_reactor_register(r, TAXI_INVALID_HANDLE, &p.h,
-                                        TAXI_EV_READ),
-                  TAXI_EBADF);
+  CU_ASSERT_EQUAL(
+      taxi_reactor_register(r, TAXI_INVALID_HANDLE, &p.h, TAXI_EV_READ),
+      TAXI_EBADF);
   int sv[2];
   CU_ASSERT_EQUAL_FATAL(util_socketpair(sv), 0);
   int dead = sv[0];
   close(dead);
-  CU_ASSERT_EQUAL(taxi_reactor_register(r, dead, &p.h, TAXI_EV_READ), TAXI_EBADF);
-  CU_ASSERT_EQUAL(taxi_reactor_register(r, -42, &p.h, TAXI_EV_READ), TAXI_EBADF);
+  CU_ASSERT_EQUAL(taxi_reactor_register(r, dead, &p.h, TAXI_EV_READ),
+                  TAXI_EBADF);
+  CU_ASSERT_EQUAL(taxi_reactor_register(r, -42, &p.h, TAXI_EV_READ),
+                  TAXI_EBADF);
   CU_ASSERT_EQUAL(taxi_reactor_remove(r, &p.h), TAXI_ENOENT);
   CU_ASSERT_EQUAL(atomic_load(&p.closes), 0);
 
@@ -218,8 +221,12 @@ static void test_bad_event_masks(void) {
   CU_ASSERT_EQUAL_FATAL(util_socketpair(sv), 0);
   conf_probe_t p;
   conf_probe_init(&p, sv[0], NULL);
-  const unsigned bad[] = {0u,          0x100u,          TAXI_EV_HUP,
-                          TAXI_EV_ERR, TAXI_EV_HUP | TAXI_EV_ERR, 0x80000000u,
+  const unsigned bad[] = {0u,
+                          0x100u,
+                          TAXI_EV_HUP,
+                          TAXI_EV_ERR,
+                          TAXI_EV_HUP | TAXI_EV_ERR,
+                          0x80000000u,
                           TAXI_EV_READ | 0x100u};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     int rc = taxi_reactor_register(r, sv[0], &p.h, bad[i]);
@@ -263,7 +270,8 @@ static void test_regular_file(void) {
   p.drain = 0;
   int rc = taxi_reactor_register(r, fd, &p.h, TAXI_EV_READ);
   CU_ASSERT(rc == 0 || rc == TAXI_ENOTSUP);
-  if (rc == TAXI_ENOTSUP) CU_ASSERT_EQUAL(taxi_reactor_remove(r, &p.h), TAXI_ENOENT);
+  if (rc == TAXI_ENOTSUP)
+    CU_ASSERT_EQUAL(taxi_reactor_remove(r, &p.h), TAXI_ENOENT);
   CU_ASSERT_EQUAL(taxi_reactor_destroy(r), 0);
   close(fd);
 }
@@ -280,7 +288,8 @@ static void test_bad_timers(void) {
   CU_ASSERT_EQUAL(taxi_reactor_schedule(r, &t, &p.h, -1, 0, NULL), TAXI_EINVAL);
   CU_ASSERT_EQUAL(taxi_reactor_schedule(r, &t, &p.h, 0, -1, NULL), TAXI_EINVAL);
   CU_ASSERT_EQUAL(
-      taxi_reactor_schedule(r, &t, &p.h, INT64_MIN, INT64_MIN, NULL), TAXI_EINVAL);
+      taxi_reactor_schedule(r, &t, &p.h, INT64_MIN, INT64_MIN, NULL),
+      TAXI_EINVAL);
   CU_ASSERT_EQUAL(taxi_reactor_cancel(r, &t), TAXI_ENOENT);
   CU_ASSERT_EQUAL(taxi_reactor_remove(r, &p.h), TAXI_ENOENT); /* not attached */
 
@@ -310,7 +319,8 @@ static void test_null_ops(void) {
   taxi_handler_t h;
   CU_ASSERT_EQUAL(taxi_handler_init(&h, &conf_probe_ops), 0);
   h.ops = NULL;
-  CU_ASSERT_EQUAL(taxi_reactor_register(r, sv[0], &h, TAXI_EV_READ), TAXI_EINVAL);
+  CU_ASSERT_EQUAL(taxi_reactor_register(r, sv[0], &h, TAXI_EV_READ),
+                  TAXI_EINVAL);
   taxi_timer_t t;
   CU_ASSERT_EQUAL(taxi_timer_init(&t), 0);
   CU_ASSERT_EQUAL(taxi_reactor_schedule(r, &t, &h, 0, 0, NULL), TAXI_EINVAL);
@@ -371,7 +381,8 @@ static void test_handler_of_another_reactor(void) {
   taxi_timer_t t;
   CU_ASSERT_EQUAL(taxi_timer_init(&t), 0);
 
-  CU_ASSERT_EQUAL(taxi_reactor_register(b, sb[0], &p.h, TAXI_EV_READ), TAXI_EINVAL);
+  CU_ASSERT_EQUAL(taxi_reactor_register(b, sb[0], &p.h, TAXI_EV_READ),
+                  TAXI_EINVAL);
   CU_ASSERT_EQUAL(taxi_reactor_schedule(b, &t, &p.h, 0, 0, NULL), TAXI_EINVAL);
   CU_ASSERT_EQUAL(taxi_reactor_add_signal(b, SIGUSR1, &p.h), TAXI_EINVAL);
   CU_ASSERT_EQUAL(taxi_reactor_remove(b, &p.h), TAXI_ENOENT);
@@ -381,7 +392,8 @@ static void test_handler_of_another_reactor(void) {
   conf_probe_init(&tp, -1, NULL);
   CU_ASSERT_EQUAL(
       taxi_reactor_schedule(a, &t, &tp.h, 60 * TAXI_NSEC_PER_SEC, 0, NULL), 0);
-  CU_ASSERT_EQUAL(taxi_reactor_register(b, sb[0], &tp.h, TAXI_EV_READ), TAXI_EINVAL);
+  CU_ASSERT_EQUAL(taxi_reactor_register(b, sb[0], &tp.h, TAXI_EV_READ),
+                  TAXI_EINVAL);
   /* A timer scheduled on A, given to a handler of B. */
   conf_probe_t bp;
   conf_probe_init(&bp, -1, NULL);
@@ -442,7 +454,8 @@ static void test_close_pending_is_ebusy(void) {
   CU_ASSERT_EQUAL(taxi_handler_ref(&p.h), 0);
   CU_ASSERT_EQUAL(taxi_reactor_remove(r, &p.h), 0);
   CU_ASSERT_EQUAL(taxi_reactor_remove(r, &p.h), TAXI_ENOENT);
-  CU_ASSERT_EQUAL(taxi_reactor_register(r, sv[0], &p.h, TAXI_EV_READ), TAXI_EBUSY);
+  CU_ASSERT_EQUAL(taxi_reactor_register(r, sv[0], &p.h, TAXI_EV_READ),
+                  TAXI_EBUSY);
   taxi_timer_t t;
   CU_ASSERT_EQUAL(taxi_timer_init(&t), 0);
   CU_ASSERT_EQUAL(taxi_reactor_schedule(r, &t, &p.h, 0, 0, NULL), TAXI_EBUSY);
@@ -471,4 +484,5 @@ static CU_TestInfo bad_input_tests[] = {
     CU_TEST_INFO_NULL,
 };
 
-const taxi_test_suite_t conf_suite_bad_input = {"bad input", bad_input_tests, 60};
+const taxi_test_suite_t conf_suite_bad_input = {"bad input", bad_input_tests,
+                                                60};

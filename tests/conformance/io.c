@@ -95,7 +95,7 @@ typedef struct acceptor {
 } acceptor_t;
 
 static int acceptor_input(taxi_handler_t *h, taxi_handle_t fd, unsigned ev) {
-  acceptor_t *a = CONF_CONTAINER_OF(h, acceptor_t, h);
+  acceptor_t *a = TAXI_CONTAINER_OF(h, acceptor_t, h);
   (void)ev;
   atomic_fetch_add(&a->calls, 1);
   int c = accept(fd, NULL, NULL);
@@ -200,8 +200,9 @@ static void test_peer_close_hangup(void) {
   CU_ASSERT_EQUAL(atomic_load(&p.eof), 1);
   CU_ASSERT_EQUAL(atomic_load(&p.read_errno), 0);
   CU_ASSERT_EQUAL(atomic_load(&p.outputs), 0);
-  printf("(HUP %s) ",
-         (atomic_load(&p.in_events) & TAXI_EV_HUP) ? "reported" : "not reported");
+  printf("(HUP %s) ", (atomic_load(&p.in_events) & TAXI_EV_HUP)
+                          ? "reported"
+                          : "not reported");
   CU_ASSERT_EQUAL(taxi_reactor_destroy(r), 0);
   close_pair(sv);
 }
@@ -298,14 +299,14 @@ static void test_suspend_resume(void) {
 typedef struct pair_ctx {
   taxi_reactor_t *r;
   conf_probe_t p[2];
-  atomic_int first;        /* index of the first one dispatched, or -1 */
+  atomic_int first; /* index of the first one dispatched, or -1 */
   atomic_int suspend_rc;
 } pair_ctx_t;
 
 static pair_ctx_t *g_pair;
 
 static int pair_input(taxi_handler_t *h, taxi_handle_t fd, unsigned ev) {
-  conf_probe_t *p = CONF_CONTAINER_OF(h, conf_probe_t, h);
+  conf_probe_t *p = TAXI_CONTAINER_OF(h, conf_probe_t, h);
   int self = (p == &g_pair->p[0]) ? 0 : 1;
   int expected = -1;
   if (atomic_compare_exchange_strong(&g_pair->first, &expected, self))
@@ -434,9 +435,8 @@ static void test_read_and_write_together(void) {
   CU_ASSERT_EQUAL_FATAL(util_socketpair(sv), 0);
   conf_probe_t p;
   conf_probe_init(&p, sv[0], NULL);
-  CU_ASSERT_EQUAL_FATAL(taxi_reactor_register(r, sv[0], &p.h,
-                                              TAXI_EV_READ | TAXI_EV_WRITE),
-                        0);
+  CU_ASSERT_EQUAL_FATAL(
+      taxi_reactor_register(r, sv[0], &p.h, TAXI_EV_READ | TAXI_EV_WRITE), 0);
   CU_ASSERT_EQUAL(util_write_byte(sv[1]), 1);
   CU_ASSERT_EQUAL(run_until(r, conf_pred_nonzero, &p.inputs, WAIT_MS), 1);
   CU_ASSERT_EQUAL(run_until(r, conf_pred_nonzero, &p.outputs, WAIT_MS), 1);
@@ -458,7 +458,8 @@ static CU_TestInfo io_tests[] = {
     {"suspend and resume", test_suspend_resume},
     {"suspend drops reported events", test_suspend_drops_reported_events},
     {"handle_one takes pending events", test_handle_one_takes_pending},
-    {"all ready handles in one handle_events", test_all_ready_dispatched_in_one_call},
+    {"all ready handles in one handle_events",
+     test_all_ready_dispatched_in_one_call},
     CU_TEST_INFO_NULL,
 };
 

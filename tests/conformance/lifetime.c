@@ -25,7 +25,8 @@ static void probe_on_pair(taxi_reactor_t *r, conf_probe_t *p, int sv[2],
                           const taxi_handler_ops_t *ops) {
   CU_ASSERT_EQUAL_FATAL(util_socketpair(sv), 0);
   conf_probe_init(p, sv[0], ops);
-  CU_ASSERT_EQUAL_FATAL(taxi_reactor_register(r, sv[0], &p->h, TAXI_EV_READ), 0);
+  CU_ASSERT_EQUAL_FATAL(taxi_reactor_register(r, sv[0], &p->h, TAXI_EV_READ),
+                        0);
 }
 
 /* ---- removal ------------------------------------------------------------ */
@@ -63,12 +64,12 @@ typedef struct self_remover {
   taxi_reactor_t *r;
   atomic_int in_hook;
   atomic_int remove_rc;
-  atomic_int closes_seen_in_hook;  /* closes counted right after remove */
+  atomic_int closes_seen_in_hook; /* closes counted right after remove */
   atomic_int close_while_in_hook;
 } self_remover_t;
 
 static int self_remove_input(taxi_handler_t *h, taxi_handle_t fd, unsigned ev) {
-  self_remover_t *s = CONF_CONTAINER_OF(h, self_remover_t, p.h);
+  self_remover_t *s = TAXI_CONTAINER_OF(h, self_remover_t, p.h);
   atomic_store(&s->in_hook, 1);
   conf_probe_input(h, fd, ev);
   atomic_store(&s->remove_rc, taxi_reactor_remove(s->r, h));
@@ -78,13 +79,13 @@ static int self_remove_input(taxi_handler_t *h, taxi_handle_t fd, unsigned ev) {
 }
 
 static void self_remove_close(taxi_handler_t *h, taxi_handle_t fd) {
-  self_remover_t *s = CONF_CONTAINER_OF(h, self_remover_t, p.h);
+  self_remover_t *s = TAXI_CONTAINER_OF(h, self_remover_t, p.h);
   if (atomic_load(&s->in_hook)) atomic_store(&s->close_while_in_hook, 1);
   conf_probe_close(h, fd);
 }
 
-static const taxi_handler_ops_t self_remove_ops = {
-    .input = self_remove_input, .close = self_remove_close};
+static const taxi_handler_ops_t self_remove_ops = {.input = self_remove_input,
+                                                   .close = self_remove_close};
 
 static void test_remove_inside_own_hook(void) {
   self_remover_t s;
@@ -123,7 +124,7 @@ typedef struct blocker {
 } blocker_t;
 
 static int blocker_input(taxi_handler_t *h, taxi_handle_t fd, unsigned ev) {
-  blocker_t *b = CONF_CONTAINER_OF(h, blocker_t, p.h);
+  blocker_t *b = TAXI_CONTAINER_OF(h, blocker_t, p.h);
   atomic_store(&b->in_hook, 1);
   conf_probe_input(h, fd, ev);
   atomic_store(&b->entered, 1);
@@ -134,7 +135,7 @@ static int blocker_input(taxi_handler_t *h, taxi_handle_t fd, unsigned ev) {
 }
 
 static void blocker_close(taxi_handler_t *h, taxi_handle_t fd) {
-  blocker_t *b = CONF_CONTAINER_OF(h, blocker_t, p.h);
+  blocker_t *b = TAXI_CONTAINER_OF(h, blocker_t, p.h);
   if (atomic_load(&b->in_hook)) atomic_store(&b->close_while_in_hook, 1);
   b->close_thread = pthread_self();
   conf_probe_close(h, fd);
@@ -197,7 +198,7 @@ typedef struct heap_conn {
 static atomic_int heap_closes;
 
 static int heap_input(taxi_handler_t *h, taxi_handle_t fd, unsigned ev) {
-  heap_conn_t *c = CONF_CONTAINER_OF(h, heap_conn_t, h);
+  heap_conn_t *c = TAXI_CONTAINER_OF(h, heap_conn_t, h);
   (void)ev;
   ssize_t n = read(fd, c->scratch, sizeof c->scratch);
   if (n == 0) return -1; /* EOF: remove me */
@@ -205,7 +206,7 @@ static int heap_input(taxi_handler_t *h, taxi_handle_t fd, unsigned ev) {
 }
 
 static void heap_close(taxi_handler_t *h, taxi_handle_t fd) {
-  heap_conn_t *c = CONF_CONTAINER_OF(h, heap_conn_t, h);
+  heap_conn_t *c = TAXI_CONTAINER_OF(h, heap_conn_t, h);
   CU_ASSERT_EQUAL(fd, c->fd);
   close(c->fd);
   memset(c, 0xdd, sizeof *c);
@@ -320,12 +321,13 @@ typedef struct swap_ctx {
 static swap_ctx_t *g_swap;
 
 static int swap_input(taxi_handler_t *h, taxi_handle_t fd, unsigned ev) {
-  conf_probe_t *p = CONF_CONTAINER_OF(h, conf_probe_t, h);
+  conf_probe_t *p = TAXI_CONTAINER_OF(h, conf_probe_t, h);
   int self = (p == &g_swap->old[0]) ? 0 : 1;
   int expected = -1;
   if (atomic_compare_exchange_strong(&g_swap->first, &expected, self)) {
     conf_probe_t *victim = &g_swap->old[1 - self];
-    atomic_store(&g_swap->remove_rc, taxi_reactor_remove(g_swap->r, &victim->h));
+    atomic_store(&g_swap->remove_rc,
+                 taxi_reactor_remove(g_swap->r, &victim->h));
     conf_probe_init(&g_swap->fresh, victim->fd, NULL);
     atomic_store(&g_swap->register_rc,
                  taxi_reactor_register(g_swap->r, victim->fd, &g_swap->fresh.h,
@@ -346,7 +348,8 @@ static void test_stale_event_not_dispatched_after_reregister(void) {
   atomic_init(&ctx.register_rc, 1);
   ctx.r = conf_reactor();
   int sv[2][2];
-  for (int i = 0; i < 2; i++) probe_on_pair(ctx.r, &ctx.old[i], sv[i], &swap_ops);
+  for (int i = 0; i < 2; i++)
+    probe_on_pair(ctx.r, &ctx.old[i], sv[i], &swap_ops);
   conf_settle(ctx.r, 10);
   for (int i = 0; i < 2; i++) CU_ASSERT_EQUAL(util_write_byte(sv[i][1]), 1);
 
@@ -358,8 +361,8 @@ static void test_stale_event_not_dispatched_after_reregister(void) {
   CU_ASSERT_EQUAL(atomic_load(&ctx.register_rc), 0);
   CU_ASSERT_EQUAL(atomic_load(&ctx.old[victim].closes), 1);
 
-  CU_ASSERT_EQUAL(run_until(ctx.r, conf_pred_nonzero, &ctx.fresh.inputs, WAIT_MS),
-                  1);
+  CU_ASSERT_EQUAL(
+      run_until(ctx.r, conf_pred_nonzero, &ctx.fresh.inputs, WAIT_MS), 1);
   CU_ASSERT(run_for(ctx.r, 30) >= 0);
   CU_ASSERT_EQUAL(atomic_load(&ctx.old[victim].inputs), 0);
   CU_ASSERT_EQUAL(atomic_load(&ctx.old[victim].closes), 1);
@@ -386,9 +389,8 @@ static void test_destroy_closes_each_handler_once(void) {
   conf_probe_init(&tp, -1, NULL);
   taxi_timer_t t;
   CU_ASSERT_EQUAL(taxi_timer_init(&t), 0);
-  CU_ASSERT_EQUAL(taxi_reactor_schedule(r, &t, &tp.h, 10 * TAXI_NSEC_PER_SEC, 0,
-                                        NULL),
-                  0);
+  CU_ASSERT_EQUAL(
+      taxi_reactor_schedule(r, &t, &tp.h, 10 * TAXI_NSEC_PER_SEC, 0, NULL), 0);
   util_write_byte(sv[0][1]);
   CU_ASSERT(run_for(r, 20) >= 0);
   CU_ASSERT_EQUAL(taxi_reactor_destroy(r), 0);
@@ -423,11 +425,11 @@ typedef struct busy_ctx {
   atomic_int nested_events, nested_one, nested_run; /* from inside the hook */
   atomic_int other_events, other_one, other_run, other_destroy;
   atomic_int hook_waited;
-  int nested;  /* the hook tries the calls itself */
+  int nested; /* the hook tries the calls itself */
 } busy_ctx_t;
 
 static int busy_input(taxi_handler_t *h, taxi_handle_t fd, unsigned ev) {
-  busy_ctx_t *b = CONF_CONTAINER_OF(h, busy_ctx_t, p.h);
+  busy_ctx_t *b = TAXI_CONTAINER_OF(h, busy_ctx_t, p.h);
   conf_probe_input(h, fd, ev);
   if (b->nested) {
     atomic_store(&b->nested_events, taxi_reactor_handle_events(b->r, 0));
@@ -532,8 +534,8 @@ static void test_second_dispatcher_during_wait_is_ebusy(void) {
   memset(&w, 0, sizeof w);
   w.r = conf_reactor();
   pthread_t t;
-  CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, try_dispatch_while_waiting, &w),
-                        0);
+  CU_ASSERT_EQUAL_FATAL(
+      pthread_create(&t, NULL, try_dispatch_while_waiting, &w), 0);
   taxi_time_t start = taxi_now();
   while (!atomic_load(&w.done) && util_elapsed_ms(start) < 3 * WAIT_MS) {
     int rc = taxi_reactor_handle_events(w.r, 1000);
@@ -568,11 +570,13 @@ static void test_stop_from_other_thread(void) {
   c.r = conf_reactor();
   pthread_t t;
   CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, run_reactor, &c), 0);
-  util_sleep_ms(30); /* let it block in its wait; correctness does not depend on it */
+  util_sleep_ms(
+      30); /* let it block in its wait; correctness does not depend on it */
   CU_ASSERT_EQUAL(taxi_reactor_stop(c.r), 0);
   if (!util_wait_flag(&c.done, 1, WAIT_MS)) {
     pthread_detach(t);
-    CU_FAIL_FATAL("taxi_reactor_run() did not return after taxi_reactor_stop()");
+    CU_FAIL_FATAL(
+        "taxi_reactor_run() did not return after taxi_reactor_stop()");
   }
   pthread_join(t, NULL);
   CU_ASSERT_EQUAL(atomic_load(&c.rc), 0);
@@ -648,7 +652,8 @@ static void test_stop_inside_hook(void) {
   g_stopper = &ctx;
   ctx.r = conf_reactor();
   int sv[2][2];
-  for (int i = 0; i < 2; i++) probe_on_pair(ctx.r, &ctx.p[i], sv[i], &stopper_ops);
+  for (int i = 0; i < 2; i++)
+    probe_on_pair(ctx.r, &ctx.p[i], sv[i], &stopper_ops);
   conf_settle(ctx.r, 10);
   for (int i = 0; i < 2; i++) CU_ASSERT_EQUAL(util_write_byte(sv[i][1]), 1);
 
@@ -681,7 +686,8 @@ static CU_TestInfo lifetime_tests[] = {
      test_remove_from_other_thread_during_hook},
     {"close hook frees the object", test_close_hook_frees_object},
     {"ref delays close until unref", test_ref_delays_close},
-    {"stale event after re-register", test_stale_event_not_dispatched_after_reregister},
+    {"stale event after re-register",
+     test_stale_event_not_dispatched_after_reregister},
     {"destroy closes each handler once", test_destroy_closes_each_handler_once},
     {"destroy defers a referenced close", test_destroy_defers_referenced_close},
     {"dispatch from a hook: EBUSY", test_dispatch_from_hook_is_ebusy},

@@ -40,7 +40,7 @@ int conf_backend_info(taxi_backend_info_t *out) {
 
 /* ---- the probe handler -------------------------------------------------- */
 
-#define PROBE(h) CONF_CONTAINER_OF(h, conf_probe_t, h)
+#define PROBE(h) TAXI_CONTAINER_OF(h, conf_probe_t, h)
 
 int conf_probe_input(taxi_handler_t *h, taxi_handle_t fd, unsigned ev) {
   conf_probe_t *p = PROBE(h);
@@ -158,9 +158,9 @@ void conf_settle(taxi_reactor_t *r, int rounds) {
 /* ---- main --------------------------------------------------------------- */
 
 static const taxi_test_suite_t *const base_suites[] = {
-    &conf_suite_io,      &conf_suite_lifetime, &conf_suite_timers,
-    &conf_suite_notify,  &conf_suite_signals,  &conf_suite_fork,
-    &conf_suite_scale,   &conf_suite_alloc,    &conf_suite_bad_input,
+    &conf_suite_io,     &conf_suite_lifetime, &conf_suite_timers,
+    &conf_suite_notify, &conf_suite_signals,  &conf_suite_fork,
+    &conf_suite_scale,  &conf_suite_alloc,    &conf_suite_bad_input,
 };
 #define N_SUITES (sizeof base_suites / sizeof base_suites[0])
 

@@ -96,7 +96,8 @@ static void test_many_threads_exactly_once_in_order(void) {
 
   if (atomic_load(&s.post_errors))
     printf("\n    %d notify calls failed, last with %s\n",
-           atomic_load(&s.post_errors), taxi_error_name(atomic_load(&s.last_error)));
+           atomic_load(&s.post_errors),
+           taxi_error_name(atomic_load(&s.last_error)));
   CU_ASSERT_EQUAL(atomic_load(&s.post_errors), 0);
   CU_ASSERT_EQUAL(atomic_load(&s.delivered), POSTERS * PER_POSTER);
   CU_ASSERT_EQUAL(atomic_load(&s.out_of_order), 0);
@@ -126,8 +127,14 @@ static void chain_log(int v) {
   int i = atomic_fetch_add(&g_chain->n, 1);
   if (i < 16) g_chain->log[i] = v;
 }
-static void chain_b(void *arg) { (void)arg; chain_log(2); }
-static void chain_c(void *arg) { (void)arg; chain_log(3); }
+static void chain_b(void *arg) {
+  (void)arg;
+  chain_log(2);
+}
+static void chain_c(void *arg) {
+  (void)arg;
+  chain_log(3);
+}
 static void chain_a(void *arg) {
   (void)arg;
   chain_log(1);
@@ -172,7 +179,7 @@ static void mark_ran(void *arg) {
 }
 
 static int notifying_input(taxi_handler_t *h, taxi_handle_t fd, unsigned ev) {
-  hook_notifier_t *hn = CONF_CONTAINER_OF(h, hook_notifier_t, p.h);
+  hook_notifier_t *hn = TAXI_CONTAINER_OF(h, hook_notifier_t, p.h);
   atomic_store(&hn->notify_rc, taxi_reactor_notify(hn->r, mark_ran, hn));
   return conf_probe_input(h, fd, ev);
 }
@@ -190,8 +197,8 @@ static void test_notify_from_hook(void) {
   int sv[2];
   CU_ASSERT_EQUAL_FATAL(util_socketpair(sv), 0);
   conf_probe_init(&hn.p, sv[0], &notifying_ops);
-  CU_ASSERT_EQUAL_FATAL(taxi_reactor_register(hn.r, sv[0], &hn.p.h, TAXI_EV_READ),
-                        0);
+  CU_ASSERT_EQUAL_FATAL(
+      taxi_reactor_register(hn.r, sv[0], &hn.p.h, TAXI_EV_READ), 0);
   CU_ASSERT_EQUAL(util_write_byte(sv[1]), 1);
   CU_ASSERT_EQUAL(run_until(hn.r, conf_pred_nonzero, &hn.ran, WAIT_MS), 1);
   CU_ASSERT_EQUAL(atomic_load(&hn.notify_rc), 0);
@@ -202,7 +209,7 @@ static void test_notify_from_hook(void) {
   close(sv[1]);
 }
 
-/* ---- waking and dropping -------------------------------------------------- */
+/* ---- waking and dropping ---------------------------------------------- */
 
 typedef struct waker {
   taxi_reactor_t *r;
@@ -288,7 +295,8 @@ static CU_TestInfo notify_tests[] = {
     {"notify from a notification", test_notify_from_notification},
     {"notify from an input hook", test_notify_from_hook},
     {"notify wakes a blocked dispatcher", test_notify_wakes_blocked_dispatcher},
-    {"pending notifications dropped at destroy", test_pending_dropped_at_destroy},
+    {"pending notifications dropped at destroy",
+     test_pending_dropped_at_destroy},
     {"same-thread order and count", test_same_thread_order_and_count},
     CU_TEST_INFO_NULL,
 };

@@ -35,11 +35,12 @@ static void test_ten_thousand_handles(void) {
   }
   unsigned long need = HANDLES + 200;
   if (!util_raise_nofile(need)) {
-    printf("\n    cannot raise RLIMIT_NOFILE to %lu: %s\n", need, strerror(errno));
+    printf("\n    cannot raise RLIMIT_NOFILE to %lu: %s\n", need,
+           strerror(errno));
     CU_FAIL_FATAL("RLIMIT_NOFILE cannot be raised to hold 10,000 sockets");
   }
   taxi_reactor_t *r = conf_reactor();
-  int (*sv)[2] = calloc(PAIRS, sizeof *sv);
+  int(*sv)[2] = calloc(PAIRS, sizeof *sv);
   conf_probe_t *p = calloc(HANDLES, sizeof *p);
   CU_ASSERT_PTR_NOT_NULL_FATAL(sv);
   CU_ASSERT_PTR_NOT_NULL_FATAL(p);
@@ -105,8 +106,9 @@ static void test_ten_thousand_handles(void) {
     }
   }
   if (wrong || missing || twice)
-    printf("\n    dispatched: %d missing, %d more than once, %d not written to\n",
-           missing, twice, wrong);
+    printf(
+        "\n    dispatched: %d missing, %d more than once, %d not written to\n",
+        missing, twice, wrong);
   CU_ASSERT_EQUAL(missing, 0);
   CU_ASSERT_EQUAL(twice, 0);
   CU_ASSERT_EQUAL(wrong, 0);

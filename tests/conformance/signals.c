@@ -70,7 +70,7 @@ typedef struct sig_probe {
 } sig_probe_t;
 
 static int sig_probe_signal(taxi_handler_t *h, int signo) {
-  sig_probe_t *p = CONF_CONTAINER_OF(h, sig_probe_t, h);
+  sig_probe_t *p = TAXI_CONTAINER_OF(h, sig_probe_t, h);
   p->thread = pthread_self();
   atomic_store(&p->last_signo, signo);
   if (signo > 0 && signo < 32) atomic_fetch_or(&p->seen_mask, 1u << signo);
@@ -80,7 +80,7 @@ static int sig_probe_signal(taxi_handler_t *h, int signo) {
 
 static void sig_probe_close(taxi_handler_t *h, taxi_handle_t fd) {
   (void)fd;
-  atomic_fetch_add(&CONF_CONTAINER_OF(h, sig_probe_t, h)->closes, 1);
+  atomic_fetch_add(&TAXI_CONTAINER_OF(h, sig_probe_t, h)->closes, 1);
 }
 
 static const taxi_handler_ops_t sig_probe_ops = {.signal = sig_probe_signal,
@@ -331,7 +331,8 @@ static void test_invalid_signal_numbers(void) {
   const int bad[] = {0, -1, 9999, SIGKILL, SIGSTOP, NSIG, 1 << 30};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     int rc = taxi_reactor_add_signal(r, bad[i], &p.h);
-    if (rc != TAXI_EINVAL) printf("\n    add_signal(%d) = %s\n", bad[i], taxi_error_name(rc));
+    if (rc != TAXI_EINVAL)
+      printf("\n    add_signal(%d) = %s\n", bad[i], taxi_error_name(rc));
     CU_ASSERT_EQUAL(rc, TAXI_EINVAL);
     /* Never added: "not dispatched" or "not a signal", but no crash. */
     rc = taxi_reactor_remove_signal(r, bad[i]);
@@ -357,9 +358,12 @@ static CU_TestInfo signal_tests[] = {
     {"remove_signal then add again", test_remove_then_add_again},
     {"remove_signal restores mask and disposition",
      test_remove_signal_restores_state},
-    {"second reactor, same signal: EBUSY", test_second_reactor_same_signal_ebusy},
-    {"removing a handler releases its signals", test_remove_handler_releases_signals},
-    {"negative signal return removes handler", test_negative_signal_return_removes},
+    {"second reactor, same signal: EBUSY",
+     test_second_reactor_same_signal_ebusy},
+    {"removing a handler releases its signals",
+     test_remove_handler_releases_signals},
+    {"negative signal return removes handler",
+     test_negative_signal_return_removes},
     {"handler attached after remove_signal",
      test_handler_attached_after_remove_signal},
     {"invalid signal numbers: EINVAL", test_invalid_signal_numbers},

@@ -34,8 +34,6 @@ extern const taxi_test_suite_t conf_suite_bad_input;
 taxi_reactor_t *conf_reactor(void);
 
 /* Recover the enclosing object from a pointer to its member. */
-#define CONF_CONTAINER_OF(ptr, type, member) \
-  ((type *)(void *)((char *)(ptr) - offsetof(type, member)))
 
 /*
  * A general-purpose handler that counts what happens to it.  Its input hook
@@ -44,17 +42,17 @@ taxi_reactor_t *conf_reactor(void);
  */
 typedef struct conf_probe {
   taxi_handler_t h;
-  int fd;                       /* the handle it serves, or -1 */
-  int drain;                    /* input: read until EAGAIN (default 1) */
-  int close_fd;                 /* close: close(fd) (default 0) */
+  int fd;       /* the handle it serves, or -1 */
+  int drain;    /* input: read until EAGAIN (default 1) */
+  int close_fd; /* close: close(fd) (default 0) */
   int input_ret, output_ret, timeout_ret, signal_ret;
   atomic_int inputs, outputs, excepts, timeouts, signals, closes;
   atomic_uint in_events, out_events; /* OR of the bits reported */
   atomic_uint last_in_events, last_out_events;
   atomic_int last_signo;
-  atomic_long bytes;            /* bytes read by the input hook */
-  atomic_int eof;               /* the input hook read 0 */
-  atomic_int read_errno;        /* errno of a failed read (not EAGAIN) */
+  atomic_long bytes;     /* bytes read by the input hook */
+  atomic_int eof;        /* the input hook read 0 */
+  atomic_int read_errno; /* errno of a failed read (not EAGAIN) */
   void *last_act;
   taxi_timer_t *last_timer;
 } conf_probe_t;

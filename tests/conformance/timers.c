@@ -22,15 +22,15 @@ typedef struct recorder {
   atomic_int fired;
   atomic_int per_timer[MAX_TIMERS];
   atomic_int closes;
-  int wrong_timer;      /* the timer passed did not match act */
+  int wrong_timer; /* the timer passed did not match act */
   taxi_reactor_t *r;
-  int cancel_at;        /* periodic: cancel itself on this firing (1-based) */
+  int cancel_at; /* periodic: cancel itself on this firing (1-based) */
   atomic_int cancel_rc;
   int ret_negative_for; /* timer index whose hook returns -1, or -1 */
 } recorder_t;
 
 static int recorder_timeout(taxi_handler_t *h, taxi_timer_t *t, void *act) {
-  recorder_t *rec = CONF_CONTAINER_OF(h, recorder_t, h);
+  recorder_t *rec = TAXI_CONTAINER_OF(h, recorder_t, h);
   int i = (int)(intptr_t)act;
   if (i < 0 || i >= MAX_TIMERS || t != &rec->t[i]) {
     rec->wrong_timer = 1;
@@ -46,7 +46,7 @@ static int recorder_timeout(taxi_handler_t *h, taxi_timer_t *t, void *act) {
 }
 
 static void recorder_close(taxi_handler_t *h, taxi_handle_t fd) {
-  recorder_t *rec = CONF_CONTAINER_OF(h, recorder_t, h);
+  recorder_t *rec = TAXI_CONTAINER_OF(h, recorder_t, h);
   (void)fd;
   atomic_fetch_add(&rec->closes, 1);
 }
@@ -58,10 +58,9 @@ static int recorder_input(taxi_handler_t *h, taxi_handle_t fd, unsigned ev) {
   return 0;
 }
 
-static const taxi_handler_ops_t recorder_ops = {
-    .input = recorder_input,
-    .timeout = recorder_timeout,
-    .close = recorder_close};
+static const taxi_handler_ops_t recorder_ops = {.input = recorder_input,
+                                                .timeout = recorder_timeout,
+                                                .close = recorder_close};
 
 static void recorder_init(recorder_t *rec, taxi_reactor_t *r) {
   memset(rec, 0, sizeof *rec);
@@ -116,7 +115,8 @@ static void test_one_shot_deadline_order(void) {
   CU_ASSERT(run_for(r, 30) >= 0);
   CU_ASSERT_EQUAL(atomic_load(&rec.fired), N);
   CU_ASSERT_EQUAL(rec.wrong_timer, 0);
-  for (int i = 0; i < N; i++) CU_ASSERT_EQUAL(atomic_load(&rec.per_timer[i]), 1);
+  for (int i = 0; i < N; i++)
+    CU_ASSERT_EQUAL(atomic_load(&rec.per_timer[i]), 1);
   int misordered = 0;
   for (int a = 0; a < N; a++)
     for (int b = a + 1; b < N; b++)
@@ -162,14 +162,16 @@ static void test_cancel_before_firing(void) {
   CU_ASSERT_EQUAL(schedule(&rec, 1, 40 * MS, 0), 0);
   CU_ASSERT_EQUAL(taxi_reactor_cancel(r, &rec.t[0]), 0);
   CU_ASSERT_EQUAL(taxi_reactor_cancel(r, &rec.t[0]), TAXI_ENOENT);
-  CU_ASSERT_EQUAL(run_until(r, conf_pred_nonzero, &rec.per_timer[1], WAIT_MS), 1);
+  CU_ASSERT_EQUAL(run_until(r, conf_pred_nonzero, &rec.per_timer[1], WAIT_MS),
+                  1);
   CU_ASSERT(run_for(r, 30) >= 0);
   CU_ASSERT_EQUAL(atomic_load(&rec.per_timer[0]), 0);
   CU_ASSERT_EQUAL(atomic_load(&rec.per_timer[1]), 1);
   CU_ASSERT_EQUAL(taxi_reactor_cancel(r, &rec.t[1]), TAXI_ENOENT);
   /* A cancelled timer may be scheduled again. */
   CU_ASSERT_EQUAL(schedule(&rec, 0, 1 * MS, 0), 0);
-  CU_ASSERT_EQUAL(run_until(r, conf_pred_nonzero, &rec.per_timer[0], WAIT_MS), 1);
+  CU_ASSERT_EQUAL(run_until(r, conf_pred_nonzero, &rec.per_timer[0], WAIT_MS),
+                  1);
   CU_ASSERT_EQUAL(taxi_reactor_destroy(r), 0);
 }
 
@@ -264,7 +266,8 @@ static void test_reschedule_moves_timer(void) {
   recorder_init(&rec, r);
   CU_ASSERT_EQUAL(schedule(&rec, 0, 60 * TAXI_NSEC_PER_SEC, 0), 0);
   CU_ASSERT_EQUAL(schedule(&rec, 0, 2 * MS, 0), 0);
-  CU_ASSERT_EQUAL(run_until(r, conf_pred_nonzero, &rec.per_timer[0], WAIT_MS), 1);
+  CU_ASSERT_EQUAL(run_until(r, conf_pred_nonzero, &rec.per_timer[0], WAIT_MS),
+                  1);
   CU_ASSERT(run_for(r, 30) >= 0);
   CU_ASSERT_EQUAL(atomic_load(&rec.per_timer[0]), 1);
   CU_ASSERT_EQUAL(taxi_reactor_cancel(r, &rec.t[0]), TAXI_ENOENT);
@@ -278,7 +281,8 @@ static void test_reschedule_moves_timer(void) {
   /* Scheduling twice at the same delay keeps one entry: it fires once. */
   CU_ASSERT_EQUAL(schedule(&rec, 2, 1 * MS, 0), 0);
   CU_ASSERT_EQUAL(schedule(&rec, 2, 1 * MS, 0), 0);
-  CU_ASSERT_EQUAL(run_until(r, conf_pred_nonzero, &rec.per_timer[2], WAIT_MS), 1);
+  CU_ASSERT_EQUAL(run_until(r, conf_pred_nonzero, &rec.per_timer[2], WAIT_MS),
+                  1);
   CU_ASSERT(run_for(r, 20) >= 0);
   CU_ASSERT_EQUAL(atomic_load(&rec.per_timer[2]), 1);
   CU_ASSERT_EQUAL(rec.wrong_timer, 0);
@@ -329,8 +333,8 @@ static void test_handler_attached_after_timers_done(void) {
   CU_ASSERT_EQUAL(taxi_timer_init(&t2), 0);
   CU_ASSERT_EQUAL(taxi_timer_init(&t3), 0);
   CU_ASSERT_EQUAL(taxi_reactor_schedule(r, &t1, &fired.h, 0, 0, NULL), 0);
-  CU_ASSERT_EQUAL(taxi_reactor_schedule(r, &t2, &cancelled.h, 60 * TAXI_NSEC_PER_SEC,
-                                        0, NULL),
+  CU_ASSERT_EQUAL(taxi_reactor_schedule(r, &t2, &cancelled.h,
+                                        60 * TAXI_NSEC_PER_SEC, 0, NULL),
                   0);
   CU_ASSERT_EQUAL(taxi_reactor_schedule(r, &t3, &left.h, 0, 0, NULL), 0);
   CU_ASSERT_EQUAL(taxi_reactor_cancel(r, &t2), 0);
@@ -369,12 +373,14 @@ static CU_TestInfo timer_tests[] = {
      test_equal_deadlines_fire_in_schedule_order},
     {"cancel before firing", test_cancel_before_firing},
     {"periodic timer fires repeatedly", test_periodic_fires_repeatedly},
-    {"periodic cancelled from its own hook", test_periodic_cancel_from_own_hook},
+    {"periodic cancelled from its own hook",
+     test_periodic_cancel_from_own_hook},
     {"negative timeout return cancels that timer only",
      test_negative_timeout_cancels_timer_only},
     {"remove cancels the handler's timers", test_remove_cancels_timers},
     {"rescheduling moves a timer", test_reschedule_moves_timer},
-    {"timer on a handler without a handle", test_timer_on_handler_without_handle},
+    {"timer on a handler without a handle",
+     test_timer_on_handler_without_handle},
     {"handler attached after its timers are done",
      test_handler_attached_after_timers_done},
     {"timer wakes a blocked wait", test_timer_wakes_blocked_wait},

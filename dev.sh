@@ -57,6 +57,15 @@ case "${1:-}" in
       done
       exit 1
     fi
+    # Each CUnit program ends its log with "N passed, N failed": add them up.
+    total_pass=0 total_fail=0
+    for log in tests/*.log; do
+      line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1) || continue
+      echo "$(basename "$log" .log): $line"
+      set -- $line
+      total_pass=$((total_pass + $1)) total_fail=$((total_fail + $3))
+    done
+    echo "$total_pass passed, $total_fail failed"
     ;;
   *)
     sed -n '2,12p' "$0"

@@ -23,8 +23,20 @@ static uint64_t make_token(uint32_t row, uint32_t generation) {
 }
 
 void taxi__reactor_wake_locked(taxi_reactor_t *r) {
-  if (!r->waiting) return;
+  if (!r->waiters) return;
   if (taxi__wakeup_signal(&r->wakeup) > 0) r->stats.wakeups++;
+}
+
+void taxi__reactor_wake_all_locked(taxi_reactor_t *r) {
+  /* Each waiter that sees the channel while it is sticky passes the
+   * wake-up on (take_io_locked), so one write reaches them all. */
+  if (taxi__wakeup_force(&r->wakeup) > 0) r->stats.wakeups++;
+}
+
+/* In pool mode handles are armed one-shot where the backend can, so the
+ * kernel deactivates a handle as it reports it. */
+static unsigned arm_flags(const taxi_reactor_t *r) {
+  return r->pool && (r->ops->caps & TAXI_CAP_ONESHOT) ? TAXI__ARM_ONESHOT : 0;
 }
 
 /* Backends without live update wait on a snapshot of their set: after a
@@ -55,9 +67,10 @@ int taxi_reactor_create_ex(taxi_reactor_t **out,
   taxi_reactor_t *r = taxi__calloc(1, sizeof *r);
   if (!r) return TAXI_ENOMEM;
   int rc = TAXI_ENOMEM;
-  r->ready = taxi__calloc(max_events, sizeof *r->ready);
-  if (!r->ready) goto fail_free;
-  r->ready_cap = max_events;
+  r->pending = taxi__calloc(max_events, sizeof *r->pending);
+  r->wait_buf = taxi__calloc(max_events, sizeof *r->wait_buf);
+  if (!r->pending || !r->wait_buf) goto fail_free;
+  r->pending_cap = r->max_events = max_events;
   rc = taxi__mutex_init(&r->lock);
   if (rc < 0) goto fail_free;
   rc = taxi__backend_open(opts ? opts->backend : NULL, &r->ops, &r->backend);
@@ -78,7 +91,8 @@ fail_backend:
 fail_mutex:
   taxi__mutex_destroy(&r->lock);
 fail_free:
-  taxi__free(r->ready);
+  taxi__free(r->pending);
+  taxi__free(r->wait_buf);
   taxi__free(r);
   return rc;
 }
@@ -192,7 +206,7 @@ int taxi_reactor_register(taxi_reactor_t *r, taxi_handle_t handle,
   }
   taxi__slot_t *s = &r->slots[row];
   rc = r->ops->add(r->backend, handle, make_token(row, s->generation), events,
-                   0);
+                   arm_flags(r));
   if (rc < 0) {
     taxi__handle_map_del(&r->map, handle);
     slot_free_locked(r, row);
@@ -201,7 +215,7 @@ int taxi_reactor_register(taxi_reactor_t *r, taxi_handle_t handle,
   s->handler = h;
   s->handle = handle;
   s->interest = events;
-  s->flags = 0;
+  s->flags = TAXI__S_ARMED;
   taxi__reactor_attach_locked(r, h); /* cannot fail: checked above */
   h->internal_.handle = handle;
   h->internal_.slot = row;
@@ -220,13 +234,22 @@ static taxi__slot_t *slot_of(taxi_reactor_t *r, taxi_handler_t *h) {
   return &r->slots[h->internal_.slot];
 }
 
+/* Tell the backend what s should report now.  In pool mode a handle whose
+ * hooks are running stays deactivated: it is re-armed, with whatever its
+ * state is then, when they return. */
 static int arm_locked(taxi_reactor_t *r, taxi__slot_t *s) {
+  if (r->pool && (s->flags & TAXI__S_BUSY)) return 0;
   unsigned events = (s->flags & TAXI__S_SUSPENDED) ? 0 : s->interest;
   uint32_t row = (uint32_t)(s - r->slots);
   int rc = r->ops->modify(r->backend, s->handle, make_token(row, s->generation),
-                          events, 0);
-  if (rc == 0) set_changed_locked(r);
-  return rc;
+                          events, arm_flags(r));
+  if (rc < 0) return rc;
+  if (events)
+    s->flags |= TAXI__S_ARMED;
+  else
+    s->flags &= ~TAXI__S_ARMED;
+  set_changed_locked(r);
+  return 0;
 }
 
 int taxi_reactor_modify(taxi_reactor_t *r, taxi_handler_t *h, unsigned events) {
@@ -305,7 +328,8 @@ static void timer_arm_locked(taxi_reactor_t *r, taxi_timer_t *t,
   t->internal_.seq = r->timer_seq++;
   taxi__timer_heap_push(&r->timers, t);
   t->internal_.state = TAXI__T_ARMED;
-  if (r->waiting && deadline < r->wait_deadline) taxi__reactor_wake_locked(r);
+  if (r->waiters && deadline < r->waiters_deadline)
+    taxi__reactor_wake_locked(r);
 }
 
 int taxi_reactor_schedule(taxi_reactor_t *r, taxi_timer_t *t, taxi_handler_t *h,
@@ -451,22 +475,35 @@ int taxi_reactor_stopped(const taxi_reactor_t *r) {
 
 /* ---- take and dispatch --------------------------------------------------- */
 
-/* Turn one reported {token, events} into an event, or false if stale. */
+/* The live row a token names, or NULL if the handle was removed since. */
+static taxi__slot_t *slot_for_token(taxi_reactor_t *r, uint64_t token) {
+  uint32_t row = (uint32_t)token;
+  taxi__slot_t *s = row < r->nslots ? &r->slots[row] : NULL;
+  if (!s || !s->handler || s->generation != (uint32_t)(token >> 32))
+    return NULL;
+  return s;
+}
+
+/* Turn one reported {token, events} into an event, or false if there is
+ * nothing to dispatch for it. */
 static bool take_io_locked(taxi_reactor_t *r, const taxi__ready_t *rd,
                            taxi__event_t *ev) {
   uint32_t row = (uint32_t)rd->token;
-  uint32_t generation = (uint32_t)(rd->token >> 32);
   if (row == TAXI__ROW_WAKEUP) {
-    taxi__wakeup_drain(&r->wakeup);
+    if (r->wake_sticky)
+      taxi__wakeup_force(&r->wakeup); /* pass it on to the next waiter */
+    else
+      taxi__wakeup_drain(&r->wakeup);
     return false;
   }
   if (row == TAXI__ROW_SIGNALS) {
     taxi__signals_read_locked(r);
     return false;
   }
-  taxi__slot_t *s = row < r->nslots ? &r->slots[row] : NULL;
-  if (!s || !s->handler || s->generation != generation ||
-      (s->flags & TAXI__S_SUSPENDED)) {
+  taxi__slot_t *s = slot_for_token(r, rd->token);
+  /* Removed, suspended (resume re-arms it), or already being processed by
+   * another thread (the re-arm after its hooks reports it again). */
+  if (!s || (s->flags & (TAXI__S_SUSPENDED | TAXI__S_BUSY))) {
     r->stats.stale++;
     return false;
   }
@@ -475,6 +512,7 @@ static bool take_io_locked(taxi_reactor_t *r, const taxi__ready_t *rd,
   uint32_t events = rd->events & (s->interest | TAXI_EV_HUP | TAXI_EV_ERR);
   if (!events) {
     r->stats.stale++;
+    if (!(s->flags & TAXI__S_ARMED)) arm_locked(r, s);
     return false;
   }
   ev->kind = TAXI__EV_IO;
@@ -483,7 +521,8 @@ static bool take_io_locked(taxi_reactor_t *r, const taxi__ready_t *rd,
   ev->events = events;
   ev->interest = s->interest;
   ev->row = row;
-  ev->generation = generation;
+  ev->generation = s->generation;
+  s->flags |= TAXI__S_BUSY;
   s->handler->internal_.refs++;
   return true;
 }
@@ -509,7 +548,8 @@ static bool take_timer_locked(taxi_reactor_t *r, taxi_time_t now,
  * re-armed by its own hook waits for the next round instead of starving
  * I/O.  Returns false when nothing is ready without waiting.
  */
-static bool take_locked(taxi_reactor_t *r, taxi_time_t now, taxi__event_t *ev) {
+bool taxi__reactor_take_locked(taxi_reactor_t *r, taxi_time_t now,
+                               taxi__event_t *ev) {
   if (r->notes_budget && taxi__notify_queue_pop(&r->notes, &ev->note)) {
     r->notes_budget--;
     ev->kind = TAXI__EV_NOTIFY;
@@ -518,13 +558,15 @@ static bool take_locked(taxi_reactor_t *r, taxi_time_t now, taxi__event_t *ev) {
   }
   if (r->sig_any_pending && taxi__signals_take_locked(r, ev)) return true;
   if (take_timer_locked(r, now, ev)) return true;
-  while (r->ready_next < r->ready_count) {
-    const taxi__ready_t *rd = &r->ready[r->ready_next++];
-    if (take_io_locked(r, rd, ev)) return true;
+  while (r->pending_count) {
+    taxi__ready_t rd = r->pending[r->pending_head];
+    r->pending_head = (r->pending_head + 1) % r->pending_cap;
+    r->pending_count--;
+    if (take_io_locked(r, &rd, ev)) return true;
     /* The wake-up or signal source may have just made work ready. */
     if (r->notes_budget == 0 && r->notes.count) {
       r->notes_budget = r->notes.count;
-      return take_locked(r, now, ev);
+      return taxi__reactor_take_locked(r, now, ev);
     }
     if (r->sig_any_pending && taxi__signals_take_locked(r, ev)) return true;
   }
@@ -551,9 +593,17 @@ static int run_io_hooks(const taxi__event_t *ev) {
   return rc;
 }
 
-/* Run what take_locked() picked.  Called and returns with r->lock held;
- * releases it while user code runs. */
-static void dispatch_locked(taxi_reactor_t *r, taxi__event_t *ev) {
+/* A handle's hooks returned: it may be reported again.  In pool mode it
+ * was deactivated when taken and is reactivated now, unless it was
+ * removed (another generation) or suspended meanwhile. */
+static void io_done_locked(taxi_reactor_t *r, const taxi__event_t *ev) {
+  taxi__slot_t *s = &r->slots[ev->row];
+  if (!s->handler || s->generation != ev->generation) return;
+  s->flags &= ~TAXI__S_BUSY;
+  if (r->pool && !(s->flags & TAXI__S_ARMED)) arm_locked(r, s);
+}
+
+void taxi__reactor_run_locked(taxi_reactor_t *r, taxi__event_t *ev) {
   int rc = 0;
   taxi__mutex_unlock(&r->lock);
   switch (ev->kind) {
@@ -577,6 +627,7 @@ static void dispatch_locked(taxi_reactor_t *r, taxi__event_t *ev) {
       return;
     case TAXI__EV_IO:
       r->stats.events++;
+      io_done_locked(r, ev);
       break;
     case TAXI__EV_TIMER:
       r->stats.timers++;
@@ -603,36 +654,61 @@ static int wait_ms(taxi_time_t now, taxi_time_t deadline) {
   return ms > INT32_MAX ? INT32_MAX : (int)ms;
 }
 
-/* Wait on the backend until `deadline` or the next timer, whichever comes
- * first.  Called and returns with r->lock held; releases it during the
- * wait.  0 or a negative TAXI_E* code. */
-static int wait_locked(taxi_reactor_t *r, taxi_time_t deadline,
-                       taxi_time_t *now) {
+bool taxi__reactor_has_work_locked(const taxi_reactor_t *r, taxi_time_t now) {
+  if (r->pending_count || r->notes.count || r->sig_any_pending) return true;
+  taxi_timer_t *t = taxi__timer_heap_top(&r->timers);
+  return t && t->internal_.deadline <= now;
+}
+
+/* Append what a wait reported to the pending ring.  In pool mode a handle
+ * must not be reported to another waiter before its event is dispatched:
+ * one-shot backends deactivated it already; the others are told now. */
+static void push_ready_locked(taxi_reactor_t *r, const taxi__ready_t *rd) {
+  if (r->pool) {
+    taxi__slot_t *s = slot_for_token(r, rd->token);
+    if (s && (s->flags & TAXI__S_ARMED)) {
+      if (!(r->ops->caps & TAXI_CAP_ONESHOT))
+        r->ops->modify(r->backend, s->handle, rd->token, 0, 0);
+      s->flags &= ~TAXI__S_ARMED;
+    }
+  }
+  size_t tail = (r->pending_head + r->pending_count) % r->pending_cap;
+  r->pending[tail] = *rd;
+  r->pending_count++;
+}
+
+int taxi__reactor_wait_locked(taxi_reactor_t *r, taxi__ready_t *buf, size_t cap,
+                              taxi_time_t deadline, taxi_time_t *now) {
   taxi_timer_t *t = taxi__timer_heap_top(&r->timers);
   if (t && t->internal_.deadline < deadline) deadline = t->internal_.deadline;
   if (r->notes.count || r->sig_any_pending) deadline = *now;
-  r->waiting = true;
-  r->wait_deadline = deadline;
-  r->ready_count = r->ready_next = 0;
+  /* Never ask for more than the ring can take once waits in progress have
+   * appended what they were promised. */
+  size_t room = r->pending_cap - r->pending_count - r->pending_reserved;
+  if (cap > room) cap = room;
+  if (cap == 0) return 0;
+  r->pending_reserved += cap;
+  if (r->waiters++ == 0 || deadline > r->waiters_deadline)
+    r->waiters_deadline = deadline;
   taxi__mutex_unlock(&r->lock);
 
-  int n =
-      r->ops->wait(r->backend, r->ready, r->ready_cap, wait_ms(*now, deadline));
+  int n = r->ops->wait(r->backend, buf, cap, wait_ms(*now, deadline));
 
   taxi__mutex_lock(&r->lock);
-  r->waiting = false;
+  r->waiters--;
+  r->pending_reserved -= cap;
   r->stats.waits++;
   *now = taxi_now();
   if (n < 0) return n;
-  r->ready_count = (size_t)n;
+  for (int i = 0; i < n; i++) push_ready_locked(r, &buf[i]);
   r->notes_budget = r->notes.count;
-  return 0;
+  return n;
 }
 
 /* ---- the public dispatch calls ------------------------------------------- */
 
 static int begin_dispatch_locked(taxi_reactor_t *r) {
-  if (r->has_owner) return TAXI_EBUSY;
+  if (r->has_owner || r->pool) return TAXI_EBUSY;
   if (atomic_load(&r->stopped)) return TAXI_ESTOPPED;
   r->has_owner = true;
   r->owner = taxi__thread_self();
@@ -660,16 +736,17 @@ static int dispatch_loop(taxi_reactor_t *r, int timeout_ms, int limit) {
       rc = TAXI_ESTOPPED;
       break;
     }
-    if (dispatched < limit && take_locked(r, now, &ev)) {
+    if (dispatched < limit && taxi__reactor_take_locked(r, now, &ev)) {
       /* Before this call's first wait, I/O can only come from an earlier
        * wait: that is an event taken without a system call. */
       if (!waited && ev.kind == TAXI__EV_IO) r->stats.pending_taken++;
-      dispatch_locked(r, &ev);
+      taxi__reactor_run_locked(r, &ev);
       dispatched++;
       continue;
     }
     if (dispatched > 0 || (waited && now >= deadline)) break;
-    rc = wait_locked(r, deadline, &now);
+    rc = taxi__reactor_wait_locked(r, r->wait_buf, r->max_events, deadline,
+                                   &now);
     if (rc < 0) break;
     waited = true;
   }
@@ -695,6 +772,44 @@ int taxi_reactor_run(taxi_reactor_t *r) {
   }
 }
 
+/* ---- pool mode ----------------------------------------------------------- */
+
+/* Re-arm every live handle for the current mode. */
+static void rearm_all_locked(taxi_reactor_t *r) {
+  for (uint32_t row = 0; row < r->nslots; row++) {
+    taxi__slot_t *s = &r->slots[row];
+    if (s->handler) arm_locked(r, s);
+  }
+}
+
+int taxi__reactor_attach_pool_locked(taxi_reactor_t *r, void *pool,
+                                     size_t max_waiters) {
+  if (r->pool || r->has_owner) return TAXI_EBUSY;
+  if (max_waiters == 0) max_waiters = 1;
+  size_t cap = r->max_events * max_waiters;
+  if (cap > r->pending_cap) {
+    /* Unwrap into a larger ring. */
+    taxi__ready_t *ring = taxi__calloc(cap, sizeof *ring);
+    if (!ring) return TAXI_ENOMEM;
+    for (size_t i = 0; i < r->pending_count; i++)
+      ring[i] = r->pending[(r->pending_head + i) % r->pending_cap];
+    taxi__free(r->pending);
+    r->pending = ring;
+    r->pending_head = 0;
+    r->pending_cap = cap;
+  }
+  r->pool = pool;
+  rearm_all_locked(r);
+  return 0;
+}
+
+void taxi__reactor_detach_pool_locked(taxi_reactor_t *r) {
+  r->pool = NULL;
+  r->wake_sticky = false;
+  taxi__wakeup_drain(&r->wakeup);
+  rearm_all_locked(r);
+}
+
 /* ---- statistics ---------------------------------------------------------- */
 
 int taxi_reactor_stats(const taxi_reactor_t *r, taxi_reactor_stats_t *out) {
@@ -717,8 +832,8 @@ int taxi_reactor_reinit_after_fork(taxi_reactor_t *r) {
   taxi__wakeup_close(&r->wakeup);
   r->backend = NULL;
   r->has_owner = false;
-  r->waiting = false;
-  r->ready_count = r->ready_next = 0;
+  r->waiters = 0;
+  r->pending_count = r->pending_reserved = 0;
   int rc = r->ops->open(&r->backend);
   if (rc == 0) rc = open_internal_handles(r);
   for (uint32_t row = 0; rc == 0 && row < r->nslots; row++) {
@@ -753,7 +868,7 @@ static void detach_all_locked(taxi_reactor_t *r) {
 int taxi_reactor_destroy(taxi_reactor_t *r) {
   if (!r) return TAXI_EINVAL;
   taxi__mutex_lock(&r->lock);
-  if (r->has_owner) {
+  if (r->has_owner || r->pool) {
     taxi__mutex_unlock(&r->lock);
     return TAXI_EBUSY;
   }
@@ -768,7 +883,8 @@ int taxi_reactor_destroy(taxi_reactor_t *r) {
   taxi__notify_queue_destroy(&r->notes);
   taxi__mutex_destroy(&r->lock);
   taxi__free(r->slots);
-  taxi__free(r->ready);
+  taxi__free(r->pending);
+  taxi__free(r->wait_buf);
   taxi__free(r);
   return 0;
 }

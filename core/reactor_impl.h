@@ -30,7 +30,9 @@
 #define TAXI__T_FIRING 2u /* taken from the heap, hook running */
 
 /* Slot flags. */
-#define TAXI__S_SUSPENDED 0x1u
+#define TAXI__S_SUSPENDED 0x1u /* the application deactivated it */
+#define TAXI__S_BUSY 0x2u      /* its hooks are running */
+#define TAXI__S_ARMED 0x4u     /* the backend reports its events */
 
 /*
  * A row of the demultiplexing table.  The token handed to the backend is
@@ -87,11 +89,15 @@ struct taxi_reactor {
   uint32_t nslots, slots_cap, free_head;
   taxi__handle_map_t map;
 
-  /* Events from the last wait not yet dispatched.  The array is written
-   * by the waiting thread without the lock (nobody else touches it while
-   * `waiting`), read and consumed under the lock. */
-  taxi__ready_t *ready;
-  size_t ready_cap, ready_count, ready_next;
+  /* Events reported by waits and not yet taken: a ring, consumed under
+   * the lock.  Each waiter waits into a buffer of its own and appends what
+   * it got; `pending_reserved` is the room promised to waits in progress,
+   * so appending never overflows. */
+  taxi__ready_t *pending;
+  size_t pending_cap, pending_head, pending_count, pending_reserved;
+  /* The buffer of the reactor's own dispatch calls (one thread at a time). */
+  taxi__ready_t *wait_buf;
+  size_t max_events;
 
   taxi__timer_heap_t timers;
   uint64_t timer_seq;
@@ -111,12 +117,49 @@ struct taxi_reactor {
   /* Dispatching. */
   bool has_owner; /* a thread is inside handle_events/one/run */
   taxi__thread_id_t owner;
-  bool waiting; /* that thread is blocked in the backend's wait */
-  taxi_time_t wait_deadline;
+  unsigned waiters;             /* threads blocked in the backend's wait */
+  taxi_time_t waiters_deadline; /* the latest deadline among them */
   atomic_bool stopped;
+
+  /* Pool dispatch (taxi__reactor_attach_pool_locked): handles are
+   * deactivated when their event is taken and reactivated after its hooks
+   * ran. */
+  void *pool;
+  /* Leave the wake-up channel readable when seen, and pass it on, so that
+   * every waiter returns (used to shut a pool down). */
+  bool wake_sticky;
 
   taxi_reactor_stats_t stats;
 };
+
+/* ---- the dispatch steps, for the reactor's own loop and for pools ------- */
+
+/* Take the next event that is ready without waiting (see the take order in
+ * reactor.c); in pool mode its handle is deactivated.  r->lock held. */
+bool taxi__reactor_take_locked(taxi_reactor_t *r, taxi_time_t now,
+                               taxi__event_t *ev);
+/* Run what was taken: r->lock is released while hooks run; afterwards the
+ * handle is reactivated (pool mode) and the handler released. */
+void taxi__reactor_run_locked(taxi_reactor_t *r, taxi__event_t *ev);
+/* Wait on the backend until `deadline` (INT64_MAX: none) or the next timer,
+ * with r->lock released, into `buf` (room for `cap`), then append what was
+ * reported to the pending ring (deactivating handles in pool mode on
+ * backends without one-shot arming).  *now is updated.  Returns how many
+ * were reported, or a negative TAXI_E* code. */
+int taxi__reactor_wait_locked(taxi_reactor_t *r, taxi__ready_t *buf, size_t cap,
+                              taxi_time_t deadline, taxi_time_t *now);
+/* Whether something is ready to take without waiting. */
+bool taxi__reactor_has_work_locked(const taxi_reactor_t *r, taxi_time_t now);
+/* Enter or leave pool mode.  attach: TAXI_EBUSY if r has a pool or a
+ * dispatching thread; grows the pending ring for `max_waiters` concurrent
+ * waits (TAXI_ENOMEM) and re-arms every handle one-shot where the backend
+ * can.  r->lock held. */
+int taxi__reactor_attach_pool_locked(taxi_reactor_t *r, void *pool,
+                                     size_t max_waiters);
+void taxi__reactor_detach_pool_locked(taxi_reactor_t *r);
+/* Make every waiter return (and keep the channel readable while
+ * r->wake_sticky), e.g. to shut a pool down.  r->lock held. */
+void taxi__reactor_wake_all_locked(taxi_reactor_t *r);
 
 /* Drop one reference to h; if it was the last of a removed handler, the
  * close hook runs before this returns, with r->lock released during it.

@@ -85,6 +85,10 @@ taxi_handle_t taxi__wakeup_handle(const taxi__wakeup_t *w);
 /* Returns 1 if this call wrote to the channel, 0 if a wake-up was already
  * pending, or a negative TAXI_E* code.  Any thread; async-signal-safe. */
 int taxi__wakeup_signal(taxi__wakeup_t *w);
+/* Write to the channel even if a wake-up is pending, so that a further
+ * waiter on a set shared by several threads is woken too.  Returns 1 or a
+ * negative TAXI_E* code.  Any thread; async-signal-safe. */
+int taxi__wakeup_force(taxi__wakeup_t *w);
 /* Consume pending wake-ups; afterwards the next signal writes again.  Call
  * from the thread that saw the handle readable, before acting on the state
  * the wake-up announced. */

@@ -67,18 +67,13 @@ taxi_handle_t taxi__wakeup_handle(const taxi__wakeup_t *w) {
  * interrupted code about to look at errno.  (The error path records the OS
  * error in a thread-local; see error.c for why that is safe too.)
  */
-int taxi__wakeup_signal(taxi__wakeup_t *w) {
-  int saved_errno;
+/* One write to the channel; errno is preserved.  Returns 0 or the OS
+ * error number. */
+static int channel_write(taxi__wakeup_t *w) {
+  int saved_errno = errno;
   int os_error = 0;
   ssize_t n;
 
-  /* Coalescing: only the call that turns pending from 0 to 1 writes; the
-   * others find a write already made (or about to be made) that the waiter
-   * has not drained yet, and the waiter will see their state changes too
-   * (see taxi__wakeup_drain). */
-  if (atomic_exchange(&w->pending, 1) != 0) return 0;
-
-  saved_errno = errno;
   if (is_eventfd(w)) {
     const uint64_t one = 1;
     do n = write(w->write_fd, &one, sizeof one);
@@ -92,7 +87,16 @@ int taxi__wakeup_signal(taxi__wakeup_t *w) {
    * already, which is all a wake-up has to achieve. */
   if (n == -1 && errno != EAGAIN && errno != EWOULDBLOCK) os_error = errno;
   errno = saved_errno;
+  return os_error;
+}
 
+int taxi__wakeup_signal(taxi__wakeup_t *w) {
+  /* Coalescing: only the call that turns pending from 0 to 1 writes; the
+   * others find a write already made (or about to be made) that the waiter
+   * has not drained yet, and the waiter will see their state changes too
+   * (see taxi__wakeup_drain). */
+  if (atomic_exchange(&w->pending, 1) != 0) return 0;
+  int os_error = channel_write(w);
   if (os_error != 0) {
     /* Nothing was written: let the next signal try again rather than
      * leave pending set with an empty channel. */
@@ -100,6 +104,12 @@ int taxi__wakeup_signal(taxi__wakeup_t *w) {
     return taxi__error_from_os(os_error);
   }
   return 1;
+}
+
+int taxi__wakeup_force(taxi__wakeup_t *w) {
+  atomic_store(&w->pending, 1);
+  int os_error = channel_write(w);
+  return os_error ? taxi__error_from_os(os_error) : 1;
 }
 
 /*

@@ -1,0 +1,102 @@
+/*
+ * taxi/hsha.h - the half-sync/half-async thread pool.
+ *
+ * One thread (the asynchronous half) dispatches the reactor's handle set,
+ * but instead of running hooks it puts each ready event in a bounded
+ * request queue; N worker threads (the synchronous half) take events from
+ * the queue and run the hooks.  A handle stays deactivated from the moment
+ * its event is queued until a worker has run its hooks, so no handle is
+ * ever processed by two threads at once.
+ *
+ * Flow control: when the queue holds `high_water` events the reactor
+ * thread stops taking events until workers bring it below; the kernel then
+ * holds further readiness, which back-pressures the peers.
+ *
+ * Compared with the Leader/Followers pool (taxi/lf.h), every event crosses
+ * threads through the queue, which costs a context switch and cache
+ * traffic per event; in exchange the queue can be reordered, e.g. by
+ * priority.  It exists for applications that need that, and as the
+ * baseline the Leader/Followers pool is measured against.
+ *
+ * Threads.  Every function may be called from any thread and from inside a
+ * hook run by the pool, unless its comment says otherwise.
+ */
+#ifndef TAXI_HSHA_H
+#define TAXI_HSHA_H
+
+#include "platform.h"
+#include "reactor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct taxi_hsha_pool taxi_hsha_pool_t;
+
+/* Options for taxi_hsha_create(); zero-initialised means all defaults. */
+typedef struct taxi_hsha_options {
+  /* Worker threads; 0 means 4. */
+  unsigned workers;
+  /* Room in the request queue; 0 means 1024. */
+  unsigned queue_capacity;
+  /* Stop taking events at this many queued; 0 means queue_capacity. */
+  unsigned high_water;
+  /* If set, the queue is a priority queue: events with a higher value run
+   * first (equal values in arrival order).  Called by the reactor thread
+   * with the handler and the reported TAXI_EV_* bits of a handle event;
+   * timers, signals and notifications get priority 0. */
+  int (*priority)(taxi_handler_t *h, unsigned events, void *arg);
+  void *priority_arg;
+} taxi_hsha_options_t;
+
+/* The most worker threads, and the largest queue. */
+#define TAXI_HSHA_MAX_WORKERS 1024u
+#define TAXI_HSHA_MAX_QUEUE 1048576u
+
+/*
+ * taxi_hsha_create - create a pool over reactor r and start its reactor
+ * thread and workers.  While it exists r's own dispatch calls return
+ * TAXI_EBUSY.
+ * Returns 0 and sets *out, or TAXI_EINVAL (NULL, workers or queue beyond
+ * the limits, high_water > queue_capacity), TAXI_EBUSY (r already has a
+ * pool or is being dispatched), TAXI_ENOMEM, TAXI_ESYS.
+ */
+TAXI_EXTERN int taxi_hsha_create(taxi_hsha_pool_t **out, taxi_reactor_t *r,
+                                 const taxi_hsha_options_t *opts);
+
+/*
+ * taxi_hsha_shutdown - stop the reactor thread, let workers finish the
+ * event each is running, and return when all threads have left.  Events
+ * still queued are not run: their handles are reactivated, so they are
+ * reported again if the reactor is dispatched later.  From a hook run by
+ * the pool it returns once every other thread has left.
+ * Returns 0, TAXI_EINVAL (unknown or destroyed), TAXI_ESTOPPED (already).
+ */
+TAXI_EXTERN int taxi_hsha_shutdown(taxi_hsha_pool_t *p);
+
+/*
+ * taxi_hsha_destroy - shut down if needed, join the threads, give the
+ * reactor back, free the pool.  Afterwards calls given p return
+ * TAXI_EINVAL.  Returns 0, TAXI_EINVAL, TAXI_EBUSY (from a hook of p).
+ */
+TAXI_EXTERN int taxi_hsha_destroy(taxi_hsha_pool_t *p);
+
+/* Counters of a pool. */
+typedef struct taxi_hsha_stats {
+  uint64_t events;      /* events run by workers */
+  uint64_t enqueued;    /* events put in the queue */
+  uint64_t waits;       /* waits on the handle set (system calls) */
+  uint64_t full_stalls; /* times the reactor thread stopped at high water */
+  unsigned queued;      /* in the queue now */
+  unsigned max_queued;  /* most ever in the queue */
+  unsigned workers;     /* worker threads running */
+} taxi_hsha_stats_t;
+
+/* taxi_hsha_stats - copy the counters.  0, or TAXI_EINVAL. */
+TAXI_EXTERN int taxi_hsha_stats(taxi_hsha_pool_t *p, taxi_hsha_stats_t *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TAXI_HSHA_H */

@@ -1,0 +1,194 @@
+/*
+ * taxi/lf.h - the Leader/Followers thread pool.
+ *
+ * A pool of threads takes turns dispatching one reactor.  One thread, the
+ * leader, waits for events on the reactor's handle set; the others are
+ * followers, each waiting to be promoted.  When the leader's wait returns
+ * it deactivates the handle it will process (one-shot arming where the
+ * backend has it, EPOLLONESHOT or EV_DISPATCH, otherwise removal from the
+ * set), promotes a follower to lead, and processes the event itself as a
+ * processing thread: the thread that detected the event handles it, so
+ * there is no hand-off, no queue and no allocation per event.  Afterwards
+ * it reactivates the handle and rejoins, as leader at once if there is none.
+ *
+ * The same handler never runs in two threads at once for one handle: a
+ * handle stays deactivated from the moment its event is taken until its
+ * hooks have returned.  (A handler's timer and signal hooks are not
+ * serialised with its handle's hooks.)
+ *
+ * Events a wait reported beyond the one its leader processes are kept,
+ * already deactivated, and the next threads take them without another
+ * system call.
+ *
+ * Threads join the pool either by being spawned by it (taxi_lf_spawn) or by
+ * calling taxi_lf_join() themselves; both may be mixed.
+ *
+ * Threads.  Every function may be called from any thread and from inside a
+ * hook run by the pool, unless its comment says otherwise.
+ */
+#ifndef TAXI_LF_H
+#define TAXI_LF_H
+
+#include "platform.h"
+#include "reactor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct taxi_lf_pool taxi_lf_pool_t;
+
+/* Which follower a leader promotes. */
+typedef enum taxi_promotion {
+  /* The follower that waited the shortest time (a stack of per-thread
+   * synchronizers): its cache is warmest.  The default. */
+  TAXI_PROMOTE_LIFO = 0,
+  /* The follower that waited the longest (a queue of synchronizers). */
+  TAXI_PROMOTE_FIFO = 1,
+  /* The follower with the highest priority (given to taxi_lf_join(); equal
+   * priorities in LIFO order).  Spawned threads have priority 0. */
+  TAXI_PROMOTE_PRIORITY = 2,
+  /* Whichever the OS wakes: every follower waits on one shared condition
+   * variable (the paper's implementation-defined order). */
+  TAXI_PROMOTE_SHARED = 3
+} taxi_promotion_t;
+
+/* How many threads may wait on the handle set at once. */
+typedef enum taxi_leaders {
+  /* One leader at a time: the protocol for iterative handle sets (select,
+   * poll), and the default. */
+  TAXI_LEADERS_ONE = 0,
+  /* Several leaders wait at once on a concurrent handle set.  Needs a
+   * backend with TAXI_CAP_MULTI_WAIT and TAXI_CAP_ONESHOT (epoll, kqueue);
+   * others refuse with TAXI_ENOTSUP. */
+  TAXI_LEADERS_MANY = 1
+} taxi_leaders_t;
+
+/* Options for taxi_lf_create(); zero-initialised means all defaults. */
+typedef struct taxi_lf_options {
+  taxi_promotion_t promotion;
+  taxi_leaders_t leaders;
+  /* With TAXI_LEADERS_MANY, the most threads waiting at once; 0 means no
+   * limit (every thread not processing may wait). */
+  unsigned max_leaders;
+} taxi_lf_options_t;
+
+/* The most threads one pool may have. */
+#define TAXI_LF_MAX_THREADS 1024u
+
+/*
+ * taxi_lf_create - create a pool that dispatches reactor r.  While the
+ * pool exists, r's own dispatch calls (handle_events, handle_one, run)
+ * return TAXI_EBUSY; everything else about r works as before, from any
+ * thread.  The pool starts with no threads.
+ *
+ * Returns 0 and sets *out, or TAXI_EINVAL (NULL, unknown option value),
+ * TAXI_ENOTSUP (TAXI_LEADERS_MANY on a backend that cannot),
+ * TAXI_EBUSY (r already has a pool, or a thread is dispatching it),
+ * TAXI_ENOMEM.
+ * Ownership: the caller owns the pool; the reactor stays the caller's and
+ * must outlive the pool.
+ */
+TAXI_EXTERN int taxi_lf_create(taxi_lf_pool_t **out, taxi_reactor_t *r,
+                               const taxi_lf_options_t *opts);
+
+/*
+ * taxi_lf_spawn - start n more threads in the pool.
+ * Returns 0, TAXI_EINVAL (pool unknown or destroyed, n == 0, or the pool
+ * would exceed TAXI_LF_MAX_THREADS), TAXI_ESTOPPED (shut down), TAXI_ENOMEM,
+ * TAXI_ESYS (the OS refused a thread; the threads started before it stay).
+ */
+TAXI_EXTERN int taxi_lf_spawn(taxi_lf_pool_t *p, unsigned n);
+
+/*
+ * taxi_lf_join - lend the calling thread to the pool: it leads, processes
+ * and follows until the pool shuts down (returns 0) or timeout_ms passes
+ * (-1: no limit; returns TAXI_ETIMEDOUT).  A leader whose time is up
+ * promotes a follower before leaving.  `priority` orders promotion under
+ * TAXI_PROMOTE_PRIORITY (higher first) and is ignored otherwise.
+ *
+ * Returns 0, TAXI_ETIMEDOUT, TAXI_ESTOPPED (already shut down),
+ * TAXI_EINVAL (pool unknown or destroyed), TAXI_EBUSY (the calling thread
+ * is already in this pool: a hook may not join its own pool), or an error
+ * from the backend's wait (after which the thread has left the pool).
+ * Threads: any thread that is not already in the pool.
+ */
+TAXI_EXTERN int taxi_lf_join(taxi_lf_pool_t *p, int timeout_ms, int priority);
+
+/*
+ * taxi_lf_shrink - ask n of the pool's spawned threads to leave (they
+ * finish the event they process first) and wait until they have.
+ * Returns 0, TAXI_EINVAL (pool unknown, or n exceeds the spawned threads
+ * still running), TAXI_ESTOPPED.
+ * Threads: not from a hook run by this pool (it would wait for itself);
+ * that returns TAXI_EBUSY.
+ */
+TAXI_EXTERN int taxi_lf_shrink(taxi_lf_pool_t *p, unsigned n);
+
+/*
+ * taxi_lf_shutdown - wake every thread of the pool and make it leave once
+ * the event it processes (if any) is done; return when all have left.
+ * Called from a hook run by the pool, it returns when every other thread
+ * has left; the calling thread leaves when its hook returns.  Events not
+ * yet dispatched stay with the reactor.
+ * Returns 0, TAXI_EINVAL (pool unknown or destroyed), TAXI_ESTOPPED (shut
+ * down already).
+ */
+TAXI_EXTERN int taxi_lf_shutdown(taxi_lf_pool_t *p);
+
+/*
+ * taxi_lf_destroy - shut the pool down if it is not already, join its
+ * spawned threads, give the reactor back to single-threaded dispatch, and
+ * free the pool.  Afterwards every call given p returns TAXI_EINVAL.
+ * Returns 0, TAXI_EINVAL (unknown or destroyed already), TAXI_EBUSY (from a
+ * hook run by this pool).
+ * Threads: any thread that is not in the pool.
+ */
+TAXI_EXTERN int taxi_lf_destroy(taxi_lf_pool_t *p);
+
+/* Counters of a pool, for tests and the benchmark. */
+typedef struct taxi_lf_stats {
+  uint64_t events;     /* handle events, timers, signals, notifications run */
+  uint64_t promotions; /* followers promoted */
+  uint64_t waits;      /* waits on the handle set (system calls) */
+  uint64_t pending_taken; /* events taken from an earlier wait, no syscall */
+  uint64_t leader_ns;     /* time threads spent leading (waiting) */
+  uint64_t processing_ns; /* time threads spent processing events */
+  uint64_t follower_ns;   /* time threads spent following */
+  unsigned threads;       /* threads in the pool now */
+  unsigned leaders;       /* of which waiting on the handle set now */
+  unsigned followers;     /* of which waiting to be promoted now */
+} taxi_lf_stats_t;
+
+/* taxi_lf_stats - copy the counters.  0, or TAXI_EINVAL. */
+TAXI_EXTERN int taxi_lf_stats(taxi_lf_pool_t *p, taxi_lf_stats_t *out);
+
+/* The counters of one thread of the pool. */
+typedef struct taxi_lf_thread_stats {
+  unsigned id;     /* 0.. in the order threads first joined */
+  int spawned;     /* 1 if the pool spawned it, 0 if it joined */
+  int active;      /* 1 while it is in the pool */
+  uint64_t events; /* events it processed */
+  uint64_t leader_ns, processing_ns, follower_ns;
+} taxi_lf_thread_stats_t;
+
+/*
+ * taxi_lf_thread_stats - copy the counters of up to `cap` threads that
+ * have been in the pool, in order of id.  Returns how many there are
+ * (which may exceed cap), or TAXI_EINVAL.
+ */
+TAXI_EXTERN int taxi_lf_thread_stats(taxi_lf_pool_t *p,
+                                     taxi_lf_thread_stats_t *out, size_t cap);
+
+/*
+ * taxi_lf_current_thread - the id (as in taxi_lf_thread_stats) of the
+ * calling thread in pool p, or -1 if it is not in p.  For hooks that want
+ * to know which pool thread runs them.
+ */
+TAXI_EXTERN int taxi_lf_current_thread(taxi_lf_pool_t *p);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TAXI_LF_H */

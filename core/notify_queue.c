@@ -41,6 +41,12 @@ int taxi__notify_queue_push(taxi__notify_queue_t *q, taxi__notification_t n) {
   return 0;
 }
 
+void taxi__notify_queue_unpop(taxi__notify_queue_t *q, taxi__notification_t n) {
+  q->head = (q->head + q->cap - 1) & (q->cap - 1);
+  q->ring[q->head] = n;
+  q->count++;
+}
+
 bool taxi__notify_queue_pop(taxi__notify_queue_t *q,
                             taxi__notification_t *out) {
   if (!q->count) return false;

@@ -24,6 +24,9 @@ void taxi__notify_queue_init(taxi__notify_queue_t *q);
 void taxi__notify_queue_destroy(taxi__notify_queue_t *q);
 /* 0 or TAXI_ENOMEM. */
 int taxi__notify_queue_push(taxi__notify_queue_t *q, taxi__notification_t n);
+/* Put n back at the head (it was popped and not run): cannot fail, the
+ * popped entry's room is still there. */
+void taxi__notify_queue_unpop(taxi__notify_queue_t *q, taxi__notification_t n);
 /* false when empty. */
 bool taxi__notify_queue_pop(taxi__notify_queue_t *q, taxi__notification_t *out);
 

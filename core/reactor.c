@@ -654,6 +654,35 @@ static int wait_ms(taxi_time_t now, taxi_time_t deadline) {
   return ms > INT32_MAX ? INT32_MAX : (int)ms;
 }
 
+void taxi__reactor_untake_locked(taxi_reactor_t *r, taxi__event_t *ev) {
+  switch (ev->kind) {
+    case TAXI__EV_NOTIFY:
+      taxi__notify_queue_unpop(&r->notes, ev->note);
+      return;
+    case TAXI__EV_IO:
+      io_done_locked(r, ev);
+      break;
+    case TAXI__EV_TIMER:
+      /* Its heap room was reserved when it was armed and freed when taken;
+       * if another timer took that room meanwhile, drop this firing. */
+      if (ev->timer->internal_.state == TAXI__T_FIRING) {
+        if (taxi__timer_heap_reserve(&r->timers) == 0)
+          timer_arm_locked(r, ev->timer, ev->timer->internal_.deadline);
+        else
+          timer_cancel_locked(r, ev->timer);
+      }
+      break;
+    case TAXI__EV_SIGNAL:
+      if (ev->signo < r->sig_limit &&
+          r->sig_handlers[ev->signo] == ev->handler) {
+        r->sig_pending[ev->signo] = 1;
+        r->sig_any_pending = true;
+      }
+      break;
+  }
+  taxi__handler_release_locked(r, ev->handler);
+}
+
 bool taxi__reactor_has_work_locked(const taxi_reactor_t *r, taxi_time_t now) {
   if (r->pending_count || r->notes.count || r->sig_any_pending) return true;
   taxi_timer_t *t = taxi__timer_heap_top(&r->timers);

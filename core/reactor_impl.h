@@ -141,6 +141,11 @@ bool taxi__reactor_take_locked(taxi_reactor_t *r, taxi_time_t now,
 /* Run what was taken: r->lock is released while hooks run; afterwards the
  * handle is reactivated (pool mode) and the handler released. */
 void taxi__reactor_run_locked(taxi_reactor_t *r, taxi__event_t *ev);
+/* Give back an event taken but never run (a pool shutting down with
+ * events queued): the handle is reactivated, a timer re-armed at its
+ * deadline, a signal marked pending again, a notification put back at the
+ * head of the queue; the handler reference is released.  r->lock held. */
+void taxi__reactor_untake_locked(taxi_reactor_t *r, taxi__event_t *ev);
 /* Wait on the backend until `deadline` (INT64_MAX: none) or the next timer,
  * with r->lock released, into `buf` (room for `cap`), then append what was
  * reported to the pending ring (deactivating handles in pool mode on

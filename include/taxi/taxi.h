@@ -1,7 +1,8 @@
 /*
  * taxi.h - the whole public API of taxi, a portable event-dispatching
  * library: a Reactor over the native handle-set mechanisms (select, poll,
- * epoll, kqueue), with timers, cross-thread notification and signals.
+ * epoll, kqueue), with timers, cross-thread notification and signals, and
+ * the Leader/Followers and half-sync/half-async thread pools over it.
  */
 #ifndef TAXI_H
 #define TAXI_H
@@ -12,6 +13,8 @@
 #include "backend.h"
 #include "handler.h"
 #include "reactor.h"
+#include "lf.h"
+#include "hsha.h"
 #include "taxi/version.h" /* generated: found through -I */
 
 #endif /* TAXI_H */

@@ -21,6 +21,8 @@
 typedef pthread_t taxi__thread_t;
 typedef pthread_t taxi__thread_id_t;
 typedef pthread_mutex_t taxi__mutex_t;
+/* For a process-wide mutex that needs no initialisation call. */
+#define TAXI__MUTEX_INITIALIZER PTHREAD_MUTEX_INITIALIZER
 typedef pthread_cond_t taxi__cond_t;
 
 typedef struct taxi__wakeup {

@@ -1,0 +1,611 @@
+/*
+ * core/lf_pool.c - the Leader/Followers thread pool.
+ *
+ * Every thread runs one loop (pool_loop) with the reactor's lock held
+ * except while it waits on the handle set or runs hooks:
+ *
+ *   - something ready without waiting (pending events from an earlier
+ *     wait, notifications, due timers, signals)?  Take one (the reactor
+ *     deactivates its handle), promote a follower if nobody leads or more
+ *     work is pending, then process it as a processing thread;
+ *   - else, if fewer than max_leaders threads lead, lead: wait on the
+ *     handle set; what the wait reports goes to the pending ring, already
+ *     deactivated, and the loop takes one of it next;
+ *   - else follow: wait on this thread's synchronizer until promoted.
+ *
+ * One lock (the reactor's) guards the pool too: the steps already hold it,
+ * and a second lock would only add ordering rules.  Followers wait on a
+ * condition variable of their own (LIFO, FIFO, priority) so that a
+ * promotion wakes exactly the chosen thread, or on one shared condition
+ * (TAXI_PROMOTE_SHARED) where the OS picks.
+ */
+#include "config.h"
+
+#include "taxi/lf.h"
+#include "core/alloc.h"
+#include "core/reactor_impl.h"
+#include "core/registry.h"
+
+#include <limits.h>
+#include <string.h>
+
+typedef struct lf_thread lf_thread_t;
+
+/* One thread that is or was in the pool.  Records are kept until the pool
+ * is destroyed, so their counters stay readable and an application thread
+ * that joins again gets its old id. */
+struct lf_thread {
+  taxi_lf_pool_t *pool;
+  unsigned id;
+  bool spawned;
+  bool active;             /* in the pool now */
+  bool leave;              /* asked to leave by taxi_lf_shrink() */
+  bool exited;             /* a spawned thread that has left for good */
+  taxi__thread_t thread;   /* spawned threads: to join them */
+  taxi__thread_id_t owner; /* the OS thread this record belongs to */
+  taxi__cond_t cond;       /* its synchronizer as a follower */
+  bool promoted;
+  bool following; /* in the followers list */
+  int priority;
+  lf_thread_t *prev, *next; /* in the followers list */
+  taxi__ready_t *buf;       /* where its waits put what they report */
+  taxi_lf_thread_stats_t stats;
+};
+
+struct taxi_lf_pool {
+  taxi__registered_t reg;
+  taxi_reactor_t *r;
+  taxi_lf_options_t opts;
+  unsigned max_leaders;
+
+  lf_thread_t **threads; /* every record, by id */
+  unsigned nthreads, threads_cap;
+
+  unsigned active, leaders, followers, spawned_active;
+  lf_thread_t *head, *tail; /* followers, next to promote at head */
+  taxi__cond_t shared;      /* TAXI_PROMOTE_SHARED followers wait here */
+  unsigned shared_tokens;   /* promotions not yet claimed */
+  taxi__cond_t left;        /* broadcast whenever a thread leaves */
+  bool shutdown;
+
+  taxi_lf_stats_t stats;
+};
+
+/* The pool thread record of the calling thread, if it is in a pool. */
+static _Thread_local lf_thread_t *current;
+
+static bool in_pool(const taxi_lf_pool_t *p) {
+  return current && current->pool == p && current->active;
+}
+
+/* ---- followers ------------------------------------------------------------
+ */
+
+/* Higher priority first; among equals the latest to arrive (LIFO). */
+static bool ahead_of(const lf_thread_t *a, const lf_thread_t *b) {
+  return a->priority >= b->priority;
+}
+
+static void follow_locked(taxi_lf_pool_t *p, lf_thread_t *t) {
+  t->promoted = false;
+  t->following = true;
+  p->followers++;
+  if (p->opts.promotion == TAXI_PROMOTE_SHARED) return;
+  lf_thread_t *at = NULL; /* insert before this one; NULL: at the tail */
+  switch (p->opts.promotion) {
+    case TAXI_PROMOTE_LIFO:
+      at = p->head;
+      break;
+    case TAXI_PROMOTE_FIFO:
+      at = NULL;
+      break;
+    case TAXI_PROMOTE_PRIORITY:
+      for (at = p->head; at && !ahead_of(t, at); at = at->next) {
+      }
+      break;
+    case TAXI_PROMOTE_SHARED:
+      break;
+  }
+  t->next = at;
+  t->prev = at ? at->prev : p->tail;
+  if (t->prev)
+    t->prev->next = t;
+  else
+    p->head = t;
+  if (at)
+    at->prev = t;
+  else
+    p->tail = t;
+}
+
+static void unfollow_locked(taxi_lf_pool_t *p, lf_thread_t *t) {
+  if (!t->following) return;
+  t->following = false;
+  p->followers--;
+  if (p->opts.promotion == TAXI_PROMOTE_SHARED) return;
+  if (t->prev)
+    t->prev->next = t->next;
+  else
+    p->head = t->next;
+  if (t->next)
+    t->next->prev = t->prev;
+  else
+    p->tail = t->prev;
+  t->prev = t->next = NULL;
+}
+
+/* Wake one follower to lead (or to take pending work). */
+static void promote_locked(taxi_lf_pool_t *p) {
+  if (p->opts.promotion == TAXI_PROMOTE_SHARED) {
+    if (p->shared_tokens >= p->followers) return;
+    p->shared_tokens++;
+    p->stats.promotions++;
+    taxi__cond_signal(&p->shared);
+    return;
+  }
+  lf_thread_t *t = p->head;
+  if (!t) return;
+  unfollow_locked(p, t);
+  t->promoted = true;
+  p->stats.promotions++;
+  taxi__cond_signal(&t->cond);
+}
+
+static void wake_everyone_locked(taxi_lf_pool_t *p) {
+  for (lf_thread_t *t = p->head; t; t = t->next) taxi__cond_signal(&t->cond);
+  taxi__cond_broadcast(&p->shared);
+  if (p->leaders) taxi__reactor_wake_all_locked(p->r);
+}
+
+/* ---- time accounting ----------------------------------------------------- */
+
+static void account(uint64_t *pool_ns, uint64_t *thread_ns, taxi_time_t since,
+                    taxi_time_t now) {
+  uint64_t d = now > since ? (uint64_t)(now - since) : 0;
+  *pool_ns += d;
+  *thread_ns += d;
+}
+
+/* ---- the loop ------------------------------------------------------------ */
+
+/* Follow until promoted, told to leave, or `deadline`.  Returns
+ * TAXI_ETIMEDOUT when the deadline passed first. */
+static int follow(taxi_lf_pool_t *p, lf_thread_t *t, taxi_time_t deadline) {
+  taxi_time_t since = taxi_now();
+  int rc = 0;
+  follow_locked(p, t);
+  for (;;) {
+    if (p->shutdown || t->leave) break;
+    if (p->opts.promotion == TAXI_PROMOTE_SHARED) {
+      if (p->shared_tokens) {
+        p->shared_tokens--;
+        break;
+      }
+    } else if (t->promoted) {
+      break;
+    }
+    taxi__cond_t *c =
+        p->opts.promotion == TAXI_PROMOTE_SHARED ? &p->shared : &t->cond;
+    if (deadline == INT64_MAX) {
+      taxi__cond_wait(c, &p->r->lock);
+    } else if (taxi__cond_timedwait(c, &p->r->lock, deadline) ==
+               TAXI_ETIMEDOUT) {
+      /* A promotion that raced with the timeout is still honoured. */
+      if (p->opts.promotion == TAXI_PROMOTE_SHARED ? p->shared_tokens == 0
+                                                   : !t->promoted) {
+        rc = TAXI_ETIMEDOUT;
+        break;
+      }
+    }
+  }
+  unfollow_locked(p, t);
+  account(&p->stats.follower_ns, &t->stats.follower_ns, since, taxi_now());
+  return rc;
+}
+
+/* Process one event taken from the reactor. */
+static void process(taxi_lf_pool_t *p, lf_thread_t *t, taxi__event_t *ev,
+                    taxi_time_t now) {
+  taxi_reactor_t *r = p->r;
+  /* Promote before processing: someone must watch the handle set while
+   * this thread is busy, and pending events should not wait for it. */
+  if (p->followers &&
+      (p->leaders < p->max_leaders || taxi__reactor_has_work_locked(r, now)))
+    promote_locked(p);
+  taxi__reactor_run_locked(r, ev);
+  taxi_time_t done = taxi_now();
+  account(&p->stats.processing_ns, &t->stats.processing_ns, now, done);
+  p->stats.events++;
+  t->stats.events++;
+}
+
+/* Lead: wait on the handle set.  Returns what the wait returned. */
+static int lead(taxi_lf_pool_t *p, lf_thread_t *t, taxi_time_t deadline,
+                taxi_time_t *now) {
+  taxi_time_t since = *now;
+  /* With leaders without limit nobody follows, so events a wait reported
+   * beyond the first would sit until this thread is done with its own
+   * while the other leaders sleep: take one at a time and let the kernel
+   * spread them over the waiting threads, as a concurrent handle set
+   * does.  With a limit, followers are promoted to take the rest. */
+  size_t cap = p->max_leaders == UINT_MAX ? 1 : p->r->max_events;
+  p->leaders++;
+  int n = taxi__reactor_wait_locked(p->r, t->buf, cap, deadline, now);
+  p->leaders--;
+  p->stats.waits++;
+  account(&p->stats.leader_ns, &t->stats.leader_ns, since, *now);
+  return n;
+}
+
+/* The life of a thread in the pool.  r->lock held throughout, except in
+ * the steps that release it. */
+static int pool_loop(taxi_lf_pool_t *p, lf_thread_t *t, taxi_time_t deadline) {
+  taxi_reactor_t *r = p->r;
+  int rc = 0;
+  bool fresh = false; /* the next take is from this thread's own wait */
+  taxi__event_t ev;
+  for (;;) {
+    if (p->shutdown || t->leave) break;
+    taxi_time_t now = taxi_now();
+    if (now >= deadline) {
+      rc = TAXI_ETIMEDOUT;
+      break;
+    }
+    if (taxi__reactor_take_locked(r, now, &ev)) {
+      if (ev.kind == TAXI__EV_IO && !fresh) p->stats.pending_taken++;
+      fresh = false;
+      process(p, t, &ev, now);
+      continue;
+    }
+    fresh = false;
+    if (p->leaders < p->max_leaders) {
+      int n = lead(p, t, deadline, &now);
+      if (n < 0) {
+        rc = n;
+        break;
+      }
+      fresh = n > 0;
+      continue;
+    }
+    rc = follow(p, t, deadline);
+    if (rc < 0) break;
+  }
+  /* Leaving: if nobody leads now, hand the handle set to a follower. */
+  if (!p->shutdown && p->leaders == 0) promote_locked(p);
+  return rc;
+}
+
+/* ---- thread records --------------------------------------------------------
+ */
+
+static void record_free(lf_thread_t *t) {
+  taxi__cond_destroy(&t->cond);
+  taxi__free(t->buf);
+  taxi__free(t);
+}
+
+/* A new record, registered under the next id.  r->lock held. */
+static int record_new_locked(taxi_lf_pool_t *p, bool spawned,
+                             lf_thread_t **out) {
+  if (p->nthreads == p->threads_cap) {
+    unsigned ncap = p->threads_cap ? p->threads_cap * 2 : 8;
+    lf_thread_t **n = taxi__reallocarray(p->threads, ncap, sizeof *n);
+    if (!n) return TAXI_ENOMEM;
+    p->threads = n;
+    p->threads_cap = ncap;
+  }
+  lf_thread_t *t = taxi__calloc(1, sizeof *t);
+  if (!t) return TAXI_ENOMEM;
+  t->buf = taxi__calloc(p->r->max_events, sizeof *t->buf);
+  int rc = t->buf ? taxi__cond_init(&t->cond) : TAXI_ENOMEM;
+  if (rc < 0) {
+    taxi__free(t->buf);
+    taxi__free(t);
+    return rc;
+  }
+  t->pool = p;
+  t->id = p->nthreads;
+  t->spawned = spawned;
+  t->stats.id = t->id;
+  t->stats.spawned = spawned;
+  p->threads[p->nthreads++] = t;
+  *out = t;
+  return 0;
+}
+
+/* Enter the pool with record t, run, leave.  r->lock held. */
+static int member_run_locked(taxi_lf_pool_t *p, lf_thread_t *t, int priority,
+                             taxi_time_t deadline) {
+  lf_thread_t *outer = current;
+  current = t;
+  t->owner = taxi__thread_self();
+  t->active = true;
+  t->stats.active = 1;
+  t->priority = priority;
+  p->active++;
+  p->stats.threads = p->active;
+  int rc = pool_loop(p, t, deadline);
+  p->active--;
+  p->stats.threads = p->active;
+  t->active = false;
+  t->stats.active = 0;
+  current = outer;
+  taxi__cond_broadcast(&p->left);
+  return rc;
+}
+
+static void *spawned_main(void *arg) {
+  lf_thread_t *t = arg;
+  taxi_lf_pool_t *p = t->pool;
+  taxi__mutex_lock(&p->r->lock);
+  member_run_locked(p, t, 0, INT64_MAX);
+  t->exited = true;
+  p->spawned_active--;
+  taxi__cond_broadcast(&p->left);
+  taxi__mutex_unlock(&p->r->lock);
+  return NULL;
+}
+
+/* ---- the public calls ------------------------------------------------------
+ */
+
+/* Pin p for the duration of a call; false if it is not a live pool. */
+static bool pin(taxi_lf_pool_t *p) {
+  return p && taxi__registry_pin(&p->reg, TAXI__KIND_LF);
+}
+
+static bool valid_options(const taxi_lf_options_t *o) {
+  return (unsigned)o->promotion <= TAXI_PROMOTE_SHARED &&
+         (unsigned)o->leaders <= TAXI_LEADERS_MANY;
+}
+
+int taxi_lf_create(taxi_lf_pool_t **out, taxi_reactor_t *r,
+                   const taxi_lf_options_t *opts) {
+  if (!out || !r) return TAXI_EINVAL;
+  *out = NULL;
+  taxi_lf_options_t o = {TAXI_PROMOTE_LIFO, TAXI_LEADERS_ONE, 0};
+  if (opts) o = *opts;
+  if (!valid_options(&o)) return TAXI_EINVAL;
+  unsigned need = TAXI_CAP_MULTI_WAIT | TAXI_CAP_ONESHOT;
+  if (o.leaders == TAXI_LEADERS_MANY && (taxi_reactor_caps(r) & need) != need)
+    return TAXI_ENOTSUP;
+
+  taxi_lf_pool_t *p = taxi__calloc(1, sizeof *p);
+  if (!p) return TAXI_ENOMEM;
+  p->r = r;
+  p->opts = o;
+  p->max_leaders = o.leaders == TAXI_LEADERS_ONE ? 1
+                   : o.max_leaders               ? o.max_leaders
+                                                 : UINT_MAX;
+  int rc = taxi__cond_init(&p->shared);
+  if (rc < 0) goto fail_free;
+  rc = taxi__cond_init(&p->left);
+  if (rc < 0) goto fail_shared;
+  /* Room in the pending ring for every leader's wait at once. */
+  size_t waiters = o.leaders == TAXI_LEADERS_ONE ? 1
+                   : o.max_leaders               ? o.max_leaders
+                                                 : 4;
+  taxi__mutex_lock(&r->lock);
+  rc = taxi__reactor_attach_pool_locked(r, p, waiters);
+  taxi__mutex_unlock(&r->lock);
+  if (rc < 0) goto fail_left;
+  rc = taxi__registry_add(&p->reg, TAXI__KIND_LF);
+  if (rc < 0) goto fail_attach;
+  *out = p;
+  return 0;
+
+fail_attach:
+  taxi__mutex_lock(&r->lock);
+  taxi__reactor_detach_pool_locked(r);
+  taxi__mutex_unlock(&r->lock);
+fail_left:
+  taxi__cond_destroy(&p->left);
+fail_shared:
+  taxi__cond_destroy(&p->shared);
+fail_free:
+  taxi__free(p);
+  return rc;
+}
+
+int taxi_lf_spawn(taxi_lf_pool_t *p, unsigned n) {
+  if (!pin(p)) return TAXI_EINVAL;
+  int rc = 0;
+  taxi__mutex_lock(&p->r->lock);
+  if (n == 0 || n > TAXI_LF_MAX_THREADS ||
+      p->spawned_active + n > TAXI_LF_MAX_THREADS) {
+    rc = TAXI_EINVAL;
+  } else if (p->shutdown) {
+    rc = TAXI_ESTOPPED;
+  }
+  for (unsigned i = 0; rc == 0 && i < n; i++) {
+    lf_thread_t *t;
+    rc = record_new_locked(p, true, &t);
+    if (rc < 0) break;
+    p->spawned_active++;
+    rc = taxi__thread_create(&t->thread, spawned_main, t);
+    if (rc < 0) {
+      /* The record stays (ids are never reused) but marks no thread. */
+      p->spawned_active--;
+      t->exited = true;
+      t->spawned = false;
+    }
+  }
+  taxi__mutex_unlock(&p->r->lock);
+  taxi__registry_unpin(&p->reg);
+  return rc;
+}
+
+/* The record of the calling application thread: its old one if it joined
+ * before, else a new one.  r->lock held. */
+static int app_record_locked(taxi_lf_pool_t *p, lf_thread_t **out) {
+  taxi__thread_id_t self = taxi__thread_self();
+  for (unsigned i = 0; i < p->nthreads; i++) {
+    lf_thread_t *t = p->threads[i];
+    if (!t->spawned && !t->active && !t->exited &&
+        taxi__thread_equal(t->owner, self)) {
+      *out = t;
+      return 0;
+    }
+  }
+  return record_new_locked(p, false, out);
+}
+
+int taxi_lf_join(taxi_lf_pool_t *p, int timeout_ms, int priority) {
+  if (!pin(p)) return TAXI_EINVAL;
+  taxi_time_t deadline =
+      timeout_ms < 0 ? INT64_MAX : taxi_now() + timeout_ms * TAXI_NSEC_PER_MSEC;
+  lf_thread_t *t = NULL;
+  int rc = 0;
+  taxi__mutex_lock(&p->r->lock);
+  if (in_pool(p))
+    rc = TAXI_EBUSY;
+  else if (p->shutdown)
+    rc = TAXI_ESTOPPED;
+  else
+    rc = app_record_locked(p, &t);
+  if (rc == 0) rc = member_run_locked(p, t, priority, deadline);
+  taxi__mutex_unlock(&p->r->lock);
+  taxi__registry_unpin(&p->reg);
+  return rc;
+}
+
+/* Wait until `done` holds, waking pool threads as needed.  r->lock held.
+ * Timed waits: a leader blocked in the backend is woken through the
+ * reactor, whose wake-up may be consumed by another thread first. */
+static void wait_until_locked(taxi_lf_pool_t *p,
+                              bool (*done)(const taxi_lf_pool_t *)) {
+  while (!done(p)) {
+    wake_everyone_locked(p);
+    taxi__cond_timedwait(&p->left, &p->r->lock,
+                         taxi_now() + 10 * TAXI_NSEC_PER_MSEC);
+  }
+}
+
+static bool all_left(const taxi_lf_pool_t *p) {
+  return p->active == (in_pool(p) ? 1u : 0u);
+}
+
+static bool leavers_left(const taxi_lf_pool_t *p) {
+  for (unsigned i = 0; i < p->nthreads; i++)
+    if (p->threads[i]->leave && p->threads[i]->active) return false;
+  return true;
+}
+
+int taxi_lf_shrink(taxi_lf_pool_t *p, unsigned n) {
+  if (!pin(p)) return TAXI_EINVAL;
+  int rc = 0;
+  taxi__mutex_lock(&p->r->lock);
+  unsigned running = 0;
+  for (unsigned i = 0; i < p->nthreads; i++)
+    if (p->threads[i]->spawned && !p->threads[i]->exited &&
+        !p->threads[i]->leave)
+      running++;
+  if (in_pool(p))
+    rc = TAXI_EBUSY;
+  else if (p->shutdown)
+    rc = TAXI_ESTOPPED;
+  else if (n == 0 || n > running)
+    rc = TAXI_EINVAL;
+  /* Followers first: they are idle, so they leave at once. */
+  for (int pass = 0; rc == 0 && pass < 2 && n > 0; pass++) {
+    for (unsigned i = 0; i < p->nthreads && n > 0; i++) {
+      lf_thread_t *t = p->threads[i];
+      if (!t->spawned || t->exited || t->leave) continue;
+      if (pass == 0 && !t->following) continue;
+      t->leave = true;
+      n--;
+    }
+  }
+  if (rc == 0) wait_until_locked(p, leavers_left);
+  taxi__mutex_unlock(&p->r->lock);
+  taxi__registry_unpin(&p->reg);
+  return rc;
+}
+
+/* Shut down.  r->lock held. */
+static int shutdown_locked(taxi_lf_pool_t *p) {
+  if (p->shutdown) return TAXI_ESTOPPED;
+  p->shutdown = true;
+  p->r->wake_sticky = true;
+  wait_until_locked(p, all_left);
+  if (p->active == 0) {
+    p->r->wake_sticky = false;
+    taxi__wakeup_drain(&p->r->wakeup);
+  }
+  return 0;
+}
+
+int taxi_lf_shutdown(taxi_lf_pool_t *p) {
+  if (!pin(p)) return TAXI_EINVAL;
+  taxi__mutex_lock(&p->r->lock);
+  int rc = shutdown_locked(p);
+  taxi__mutex_unlock(&p->r->lock);
+  taxi__registry_unpin(&p->reg);
+  return rc;
+}
+
+int taxi_lf_destroy(taxi_lf_pool_t *p) {
+  if (!pin(p)) return TAXI_EINVAL;
+  taxi_reactor_t *r = p->r;
+  taxi__mutex_lock(&r->lock);
+  if (in_pool(p)) {
+    taxi__mutex_unlock(&r->lock);
+    taxi__registry_unpin(&p->reg);
+    return TAXI_EBUSY;
+  }
+  taxi__mutex_unlock(&r->lock);
+  if (!taxi__registry_remove(&p->reg, TAXI__KIND_LF)) {
+    taxi__registry_unpin(&p->reg);
+    return TAXI_EINVAL; /* another thread destroyed it meanwhile */
+  }
+  taxi__registry_unpin(&p->reg);
+
+  taxi__mutex_lock(&r->lock);
+  if (!p->shutdown) shutdown_locked(p);
+  /* Calls that pinned the pool before it was unregistered (a join that
+   * has just returned, say) finish first. */
+  while (atomic_load(&p->reg.pins) != 0)
+    taxi__cond_timedwait(&p->left, &r->lock, taxi_now() + TAXI_NSEC_PER_MSEC);
+  taxi__mutex_unlock(&r->lock);
+
+  for (unsigned i = 0; i < p->nthreads; i++)
+    if (p->threads[i]->spawned) taxi__thread_join(p->threads[i]->thread);
+
+  taxi__mutex_lock(&r->lock);
+  taxi__reactor_detach_pool_locked(r);
+  taxi__mutex_unlock(&r->lock);
+  for (unsigned i = 0; i < p->nthreads; i++) record_free(p->threads[i]);
+  taxi__free(p->threads);
+  taxi__cond_destroy(&p->left);
+  taxi__cond_destroy(&p->shared);
+  taxi__free(p);
+  return 0;
+}
+
+int taxi_lf_stats(taxi_lf_pool_t *p, taxi_lf_stats_t *out) {
+  if (!out || !pin(p)) return TAXI_EINVAL;
+  taxi__mutex_lock(&p->r->lock);
+  *out = p->stats;
+  out->threads = p->active;
+  out->leaders = p->leaders;
+  out->followers = p->followers;
+  taxi__mutex_unlock(&p->r->lock);
+  taxi__registry_unpin(&p->reg);
+  return 0;
+}
+
+int taxi_lf_thread_stats(taxi_lf_pool_t *p, taxi_lf_thread_stats_t *out,
+                         size_t cap) {
+  if ((!out && cap) || !pin(p)) return TAXI_EINVAL;
+  taxi__mutex_lock(&p->r->lock);
+  unsigned n = p->nthreads;
+  for (unsigned i = 0; i < n && i < cap; i++) out[i] = p->threads[i]->stats;
+  taxi__mutex_unlock(&p->r->lock);
+  taxi__registry_unpin(&p->reg);
+  return (int)n;
+}
+
+int taxi_lf_current_thread(taxi_lf_pool_t *p) {
+  return current && current->pool == p && current->active ? (int)current->id
+                                                          : -1;
+}

@@ -138,12 +138,20 @@ static void slot_free_locked(taxi_reactor_t *r, uint32_t row) {
   s->generation++; /* outstanding tokens for this row are now stale */
   s->flags = 0;
   s->interest = 0;
+  s->move_to = NULL;
   s->next_free = r->free_head;
   r->free_head = row;
 }
 
 static bool valid_interest(unsigned events) {
   return events && !(events & ~TAXI_EV_INTEREST);
+}
+
+static void link_attached_locked(taxi_reactor_t *r, taxi_handler_t *h) {
+  h->internal_.prev = NULL;
+  h->internal_.next = r->attached;
+  if (r->attached) r->attached->internal_.prev = h;
+  r->attached = h;
 }
 
 int taxi__reactor_attach_locked(taxi_reactor_t *r, taxi_handler_t *h) {
@@ -153,10 +161,7 @@ int taxi__reactor_attach_locked(taxi_reactor_t *r, taxi_handler_t *h) {
   h->internal_.reactor = r;
   h->internal_.flags |= TAXI__H_ATTACHED;
   h->internal_.refs++;
-  h->internal_.prev = NULL;
-  h->internal_.next = r->attached;
-  if (r->attached) r->attached->internal_.prev = h;
-  r->attached = h;
+  link_attached_locked(r, h);
   return 0;
 }
 
@@ -175,6 +180,9 @@ static bool attached_here(const taxi_reactor_t *r, const taxi_handler_t *h) {
          !(h->internal_.flags & TAXI__H_CLOSING) && h->internal_.reactor == r;
 }
 
+static int register_locked(taxi_reactor_t *r, taxi_handle_t handle,
+                           taxi_handler_t *h, unsigned events);
+
 int taxi_reactor_register(taxi_reactor_t *r, taxi_handle_t handle,
                           taxi_handler_t *h, unsigned events) {
   if (!r || !h || !h->ops || !valid_interest(events)) return TAXI_EINVAL;
@@ -185,24 +193,28 @@ int taxi_reactor_register(taxi_reactor_t *r, taxi_handle_t handle,
     return TAXI_ENOTSUP;
 
   taxi__mutex_lock(&r->lock);
+  rc = register_locked(r, handle, h, events);
+  taxi__mutex_unlock(&r->lock);
+  return rc;
+}
+
+/* The table part of registration (arguments checked).  r->lock held. */
+static int register_locked(taxi_reactor_t *r, taxi_handle_t handle,
+                           taxi_handler_t *h, unsigned events) {
   uint32_t row;
-  if (h->internal_.flags & TAXI__H_CLOSING) {
-    rc = TAXI_EBUSY;
-  } else if ((h->internal_.flags & TAXI__H_ATTACHED) &&
-             h->internal_.reactor != r) {
-    rc = TAXI_EINVAL;
-  } else if ((h->internal_.flags & TAXI__H_HAS_HANDLE) ||
-             taxi__handle_map_get(&r->map, handle, &row) == 0) {
-    rc = TAXI_EEXIST;
-  } else {
-    rc = slot_alloc_locked(r, &row);
-  }
-  if (rc < 0) goto out;
+  if (h->internal_.flags & TAXI__H_CLOSING) return TAXI_EBUSY;
+  if ((h->internal_.flags & TAXI__H_ATTACHED) && h->internal_.reactor != r)
+    return TAXI_EINVAL;
+  if ((h->internal_.flags & TAXI__H_HAS_HANDLE) ||
+      taxi__handle_map_get(&r->map, handle, &row) == 0)
+    return TAXI_EEXIST;
+  int rc = slot_alloc_locked(r, &row);
+  if (rc < 0) return rc;
 
   rc = taxi__handle_map_put(&r->map, handle, row);
   if (rc < 0) {
     slot_free_locked(r, row);
-    goto out;
+    return rc;
   }
   taxi__slot_t *s = &r->slots[row];
   rc = r->ops->add(r->backend, handle, make_token(row, s->generation), events,
@@ -210,21 +222,20 @@ int taxi_reactor_register(taxi_reactor_t *r, taxi_handle_t handle,
   if (rc < 0) {
     taxi__handle_map_del(&r->map, handle);
     slot_free_locked(r, row);
-    goto out;
+    return rc;
   }
   s->handler = h;
   s->handle = handle;
   s->interest = events;
   s->flags = TAXI__S_ARMED;
+  s->move_to = NULL;
   taxi__reactor_attach_locked(r, h); /* cannot fail: checked above */
   h->internal_.handle = handle;
   h->internal_.slot = row;
   h->internal_.flags |= TAXI__H_HAS_HANDLE;
   r->stats.handles++;
   set_changed_locked(r);
-out:
-  taxi__mutex_unlock(&r->lock);
-  return rc;
+  return 0;
 }
 
 /* The slot of h's registered handle in r, or NULL. */
@@ -398,17 +409,20 @@ static void timer_fired_locked(taxi_reactor_t *r, taxi_timer_t *t, int rc) {
 
 /* ---- removal and close --------------------------------------------------- */
 
+/* Stop watching h's handle and free its row. */
+static void deregister_locked(taxi_reactor_t *r, taxi_handler_t *h) {
+  if (!(h->internal_.flags & TAXI__H_HAS_HANDLE)) return;
+  r->ops->del(r->backend, h->internal_.handle);
+  taxi__handle_map_del(&r->map, h->internal_.handle);
+  slot_free_locked(r, h->internal_.slot);
+  r->stats.handles--;
+  h->internal_.flags &= ~TAXI__H_HAS_HANDLE;
+  set_changed_locked(r);
+}
+
 int taxi__reactor_detach_locked(taxi_reactor_t *r, taxi_handler_t *h) {
   if (!attached_here(r, h)) return TAXI_ENOENT;
-  if (h->internal_.flags & TAXI__H_HAS_HANDLE) {
-    uint32_t row = h->internal_.slot;
-    r->ops->del(r->backend, h->internal_.handle);
-    taxi__handle_map_del(&r->map, h->internal_.handle);
-    slot_free_locked(r, row);
-    r->stats.handles--;
-    h->internal_.flags &= ~TAXI__H_HAS_HANDLE;
-    set_changed_locked(r);
-  }
+  deregister_locked(r, h);
   while (h->internal_.timers) timer_cancel_locked(r, h->internal_.timers);
   if (h->internal_.signals) taxi__signals_detach_handler_locked(r, h);
   unlink_attached_locked(r, h);
@@ -596,11 +610,81 @@ static int run_io_hooks(const taxi__event_t *ev) {
 /* A handle's hooks returned: it may be reported again.  In pool mode it
  * was deactivated when taken and is reactivated now, unless it was
  * removed (another generation) or suspended meanwhile. */
-static void io_done_locked(taxi_reactor_t *r, const taxi__event_t *ev) {
+static taxi_reactor_t *io_done_locked(taxi_reactor_t *r,
+                                      const taxi__event_t *ev) {
   taxi__slot_t *s = &r->slots[ev->row];
-  if (!s->handler || s->generation != ev->generation) return;
+  if (!s->handler || s->generation != ev->generation) return NULL;
   s->flags &= ~TAXI__S_BUSY;
-  if (r->pool && !(s->flags & TAXI__S_ARMED)) arm_locked(r, s);
+  taxi_reactor_t *move_to = s->move_to;
+  s->move_to = NULL;
+  /* A handle about to move is re-armed on its new reactor instead. */
+  if (!move_to && r->pool && !(s->flags & TAXI__S_ARMED)) arm_locked(r, s);
+  return move_to;
+}
+
+/* ---- moving a handler to another reactor ----------------------------------
+ */
+
+/* Move h (attached to r with a handle, none of its hooks running) to
+ * `to`.  r->lock held on entry and on return, released in between: the two
+ * reactors' locks are never held together, so moves in both directions
+ * cannot deadlock. */
+static int move_locked(taxi_reactor_t *r, taxi_handler_t *h,
+                       taxi_reactor_t *to) {
+  if (h->internal_.timers || h->internal_.signals) return TAXI_EBUSY;
+  taxi__slot_t *s = &r->slots[h->internal_.slot];
+  taxi_handle_t handle = h->internal_.handle;
+  unsigned interest = s->interest;
+  bool suspended = s->flags & TAXI__S_SUSPENDED;
+  deregister_locked(r, h);
+  unlink_attached_locked(r, h);
+  /* In transit: attached nowhere, its references (the attachment one
+   * included) carried over as they are. */
+  h->internal_.reactor = NULL;
+  h->internal_.flags &= ~TAXI__H_ATTACHED;
+  taxi__mutex_unlock(&r->lock);
+
+  taxi__mutex_lock(&to->lock);
+  h->internal_.reactor = to;
+  h->internal_.flags |= TAXI__H_ATTACHED;
+  link_attached_locked(to, h);
+  int rc = register_locked(to, handle, h, interest);
+  if (rc == 0 && suspended) {
+    taxi__slot_t *ns = &to->slots[h->internal_.slot];
+    ns->flags |= TAXI__S_SUSPENDED;
+    rc = arm_locked(to, ns);
+  }
+  /* The handle cannot be watched where it was sent: rather than leave a
+   * handler nobody watches, remove it (its close hook runs). */
+  if (rc < 0) taxi__reactor_detach_locked(to, h);
+  taxi__mutex_unlock(&to->lock);
+
+  taxi__mutex_lock(&r->lock);
+  return rc;
+}
+
+int taxi_reactor_move(taxi_reactor_t *from, taxi_handler_t *h,
+                      taxi_reactor_t *to) {
+  if (!from || !h || !to || from == to) return TAXI_EINVAL;
+  taxi__mutex_lock(&from->lock);
+  int rc = TAXI_ENOENT;
+  taxi__slot_t *s = slot_of(from, h);
+  if (!s) goto out;
+  rc = TAXI_EBUSY;
+  if (s->move_to || h->internal_.timers || h->internal_.signals) goto out;
+  rc = TAXI_ENOTSUP;
+  if ((s->interest & TAXI_EV_EXCEPT) && !(to->ops->caps & TAXI_CAP_EXCEPT))
+    goto out;
+  if (s->flags & TAXI__S_BUSY) {
+    /* Its hooks are running (maybe this is one): move when they return. */
+    s->move_to = to;
+    rc = 0;
+    goto out;
+  }
+  rc = move_locked(from, h, to);
+out:
+  taxi__mutex_unlock(&from->lock);
+  return rc;
 }
 
 void taxi__reactor_run_locked(taxi_reactor_t *r, taxi__event_t *ev) {
@@ -621,13 +705,14 @@ void taxi__reactor_run_locked(taxi_reactor_t *r, taxi__event_t *ev) {
       break;
   }
   taxi__mutex_lock(&r->lock);
+  taxi_reactor_t *move_to = NULL;
   switch (ev->kind) {
     case TAXI__EV_NOTIFY:
       r->stats.notifications++;
       return;
     case TAXI__EV_IO:
       r->stats.events++;
-      io_done_locked(r, ev);
+      move_to = io_done_locked(r, ev);
       break;
     case TAXI__EV_TIMER:
       r->stats.timers++;
@@ -640,6 +725,10 @@ void taxi__reactor_run_locked(taxi_reactor_t *r, taxi__event_t *ev) {
   }
   if (rc < 0) taxi__reactor_detach_locked(r, ev->handler);
   taxi__handler_release_locked(r, ev->handler);
+  /* A move asked for while the hooks ran; a removal meanwhile cancels it.
+   * The handler is still attached here, so its memory is still valid. */
+  if (move_to && attached_here(r, ev->handler))
+    move_locked(r, ev->handler, move_to);
 }
 
 /* ---- waiting ------------------------------------------------------------- */

@@ -44,9 +44,10 @@ typedef struct taxi__slot {
   taxi_handler_t *handler; /* NULL when the row is free */
   taxi_handle_t handle;
   uint32_t generation;
-  uint32_t interest;  /* TAXI_EV_* asked for */
-  uint32_t flags;     /* TAXI__S_* */
-  uint32_t next_free; /* free-list link while free */
+  uint32_t interest;       /* TAXI_EV_* asked for */
+  uint32_t flags;          /* TAXI__S_* */
+  uint32_t next_free;      /* free-list link while free */
+  taxi_reactor_t *move_to; /* taxi_reactor_move() once its hooks return */
 } taxi__slot_t;
 
 /* Rows that are not in the table: the reactor's own handles. */

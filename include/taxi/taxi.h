@@ -14,6 +14,7 @@
 #include "handler.h"
 #include "reactor.h"
 #include "lf.h"
+#include "lf_sets.h"
 #include "hsha.h"
 #include "taxi/version.h" /* generated: found through -I */
 

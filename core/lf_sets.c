@@ -1,0 +1,176 @@
+/*
+ * core/lf_sets.c - Leader/Followers per handle set: several reactors, each
+ * with its own pool, and the ways connections are spread over them.
+ */
+#include "config.h"
+
+#include "taxi/lf_sets.h"
+#include "core/alloc.h"
+#include "core/reactor_impl.h"
+
+struct taxi_lf_sets {
+  unsigned n;
+  taxi_reactor_t **reactors;
+  taxi_lf_pool_t **pools;
+  atomic_uint next; /* round-robin start for ties in register */
+};
+
+static void destroy_parts(taxi_lf_sets_t *s) {
+  for (unsigned i = 0; i < s->n; i++)
+    if (s->pools[i]) taxi_lf_destroy(s->pools[i]);
+  for (unsigned i = 0; i < s->n; i++)
+    if (s->reactors[i]) taxi_reactor_destroy(s->reactors[i]);
+  taxi__free(s->pools);
+  taxi__free(s->reactors);
+  taxi__free(s);
+}
+
+int taxi_lf_sets_create(taxi_lf_sets_t **out,
+                        const taxi_lf_sets_options_t *opts) {
+  if (!out) return TAXI_EINVAL;
+  *out = NULL;
+  taxi_lf_sets_options_t o = {0};
+  if (opts) o = *opts;
+  if (o.sets > TAXI_LF_SETS_MAX || o.threads_per_set > TAXI_LF_MAX_THREADS)
+    return TAXI_EINVAL;
+  if (o.sets == 0) o.sets = taxi__cpu_count();
+  if (o.sets > TAXI_LF_SETS_MAX) o.sets = TAXI_LF_SETS_MAX;
+  if (o.threads_per_set == 0) o.threads_per_set = 1;
+
+  taxi_lf_sets_t *s = taxi__calloc(1, sizeof *s);
+  if (!s) return TAXI_ENOMEM;
+  s->reactors = taxi__calloc(o.sets, sizeof *s->reactors);
+  s->pools = taxi__calloc(o.sets, sizeof *s->pools);
+  s->n = o.sets;
+  atomic_init(&s->next, 0);
+  int rc = s->reactors && s->pools ? 0 : TAXI_ENOMEM;
+  for (unsigned i = 0; rc == 0 && i < o.sets; i++) {
+    rc = taxi_reactor_create(&s->reactors[i], o.backend);
+    if (rc == 0) rc = taxi_lf_create(&s->pools[i], s->reactors[i], &o.pool);
+    if (rc == 0) rc = taxi_lf_spawn(s->pools[i], o.threads_per_set);
+  }
+  if (rc < 0) {
+    if (!s->reactors || !s->pools) s->n = 0;
+    destroy_parts(s);
+    return rc;
+  }
+  *out = s;
+  return 0;
+}
+
+int taxi_lf_sets_destroy(taxi_lf_sets_t *s) {
+  if (!s) return TAXI_EINVAL;
+  for (unsigned i = 0; i < s->n; i++)
+    if (taxi_lf_current_thread(s->pools[i]) >= 0) return TAXI_EBUSY;
+  /* Every pool stops before any reactor goes: a hook of one set may be
+   * using another set's reactor (a move, a shared acceptor). */
+  for (unsigned i = 0; i < s->n; i++) taxi_lf_shutdown(s->pools[i]);
+  destroy_parts(s);
+  return 0;
+}
+
+int taxi_lf_sets_shutdown(taxi_lf_sets_t *s) {
+  if (!s) return TAXI_EINVAL;
+  int rc = 0;
+  for (unsigned i = 0; i < s->n; i++) {
+    int one = taxi_lf_shutdown(s->pools[i]);
+    if (one < 0 && rc == 0) rc = one;
+  }
+  return rc;
+}
+
+unsigned taxi_lf_sets_count(const taxi_lf_sets_t *s) { return s ? s->n : 0; }
+
+taxi_reactor_t *taxi_lf_sets_reactor(const taxi_lf_sets_t *s, unsigned i) {
+  return s && i < s->n ? s->reactors[i] : NULL;
+}
+
+taxi_lf_pool_t *taxi_lf_sets_pool(const taxi_lf_sets_t *s, unsigned i) {
+  return s && i < s->n ? s->pools[i] : NULL;
+}
+
+int taxi_lf_sets_index(const taxi_lf_sets_t *s, const taxi_reactor_t *r) {
+  for (unsigned i = 0; s && i < s->n; i++)
+    if (s->reactors[i] == r) return (int)i;
+  return -1;
+}
+
+/* Handles registered with r now.  The count may be stale by the time it
+ * is used; balancing only needs it to be roughly right. */
+static size_t load_of(taxi_reactor_t *r) {
+  taxi_reactor_stats_t st;
+  return taxi_reactor_stats(r, &st) == 0 ? st.handles : SIZE_MAX;
+}
+
+int taxi_lf_sets_register(taxi_lf_sets_t *s, taxi_handle_t handle,
+                          taxi_handler_t *h, unsigned events) {
+  if (!s) return TAXI_EINVAL;
+  unsigned start = atomic_fetch_add(&s->next, 1) % s->n;
+  unsigned best = start;
+  size_t best_load = load_of(s->reactors[start]);
+  for (unsigned k = 1; k < s->n; k++) {
+    unsigned i = (start + k) % s->n;
+    size_t load = load_of(s->reactors[i]);
+    if (load < best_load) {
+      best = i;
+      best_load = load;
+    }
+  }
+  int rc = taxi_reactor_register(s->reactors[best], handle, h, events);
+  return rc < 0 ? rc : (int)best;
+}
+
+/* Register an acceptor for listener on set i; the listener is closed if
+ * no acceptor takes it. */
+static int add_acceptor(taxi_lf_sets_t *s, unsigned i, taxi_handle_t fd,
+                        taxi_lf_sets_acceptor_fn make, void *arg,
+                        taxi_handler_t **out) {
+  taxi_handler_t *h = make(i, fd, arg);
+  if (!h) {
+    taxi__close(fd);
+    return TAXI_EINVAL;
+  }
+  int rc = taxi_reactor_register(s->reactors[i], fd, h, TAXI_EV_READ);
+  if (rc < 0) {
+    taxi__close(fd);
+    return rc;
+  }
+  *out = h;
+  return 0;
+}
+
+int taxi_lf_sets_listen(taxi_lf_sets_t *s, const char *host, unsigned port,
+                        int balance, taxi_lf_sets_acceptor_fn make, void *arg,
+                        unsigned *bound_port) {
+  if (!s || !make || balance < TAXI_BALANCE_AUTO ||
+      balance > TAXI_BALANCE_ACCEPTOR)
+    return TAXI_EINVAL;
+  if (balance == TAXI_BALANCE_AUTO)
+    balance = taxi__reuseport_balances() ? TAXI_BALANCE_KERNEL
+                                         : TAXI_BALANCE_ACCEPTOR;
+  if (balance == TAXI_BALANCE_KERNEL && !taxi__reuseport_balances())
+    return TAXI_ENOTSUP;
+  unsigned listeners = balance == TAXI_BALANCE_KERNEL ? s->n : 1;
+  taxi_handler_t **made = taxi__calloc(listeners, sizeof *made);
+  if (!made) return TAXI_ENOMEM;
+  int rc = 0;
+  unsigned done = 0;
+  for (; rc == 0 && done < listeners; done++) {
+    taxi_handle_t fd;
+    /* The first socket fixes the port (a free one if port is 0); the
+     * others join it. */
+    rc = taxi__tcp_listen(host, port, balance == TAXI_BALANCE_KERNEL, &fd,
+                          &port);
+    if (rc == 0) rc = add_acceptor(s, done, fd, make, arg, &made[done]);
+    if (rc < 0) break;
+  }
+  if (rc < 0) {
+    /* Their close hooks close the listeners. */
+    for (unsigned i = 0; i < done; i++)
+      taxi_reactor_remove(s->reactors[i], made[i]);
+  } else if (bound_port) {
+    *bound_port = port;
+  }
+  taxi__free(made);
+  return rc < 0 ? rc : balance;
+}

@@ -1,19 +1,23 @@
 /*
- * echo_server.c - a TCP echo server on the taxi Reactor.
+ * echo_server.c - a TCP echo server on the taxi Reactor, dispatched by one
+ * thread or by a pool of them.
  *
  *     echo_server --port P [--host 127.0.0.1] [--backend NAME]
+ *                 [--dispatcher reactor|lf|hsha] [--threads N]
+ *                 [--promotion lifo|fifo|priority|shared] [--leaders one|many]
  *     echo_server --list-backends
  *
  * It prints one line once it is ready,
  *
- *     echo_server: backend=epoll listening on 127.0.0.1:40123
+ *     echo_server: backend=B dispatcher=D threads=N listening on HOST:PORT
  *
+ * (say "backend=epoll dispatcher=lf threads=4 listening on 127.0.0.1:40123")
  * with the port actually bound (so --port 0 works), echoes whatever each
  * client sends until SIGINT or SIGTERM, and then prints how much it did.
  *
  * The program is in three layers, so that other ways of dispatching the same
- * events (say, a pool of threads sharing the reactor) replace only the last
- * one, and a completion-based dispatcher could still reuse the first:
+ * events replace only the last one, and a completion-based dispatcher could
+ * still reuse the first:
  *
  *   1. the echo session: a buffer and the read/write steps of the protocol,
  *      which say what they want next (to read, to write, to close) and know
@@ -21,10 +25,22 @@
  *   2. the reactor glue: event handlers (acceptor, connection, stopper) that
  *      turn readiness events into session steps and the sessions' wishes
  *      into taxi_reactor_modify() calls;
- *   3. the dispatcher: serve_with_reactor() creates the reactor, wires the
- *      handlers to it and runs the event loop in this thread.
+ *   3. the dispatchers, which decide which threads run the hooks:
+ *      - reactor: this thread runs the event loop (taxi_reactor_run);
+ *      - lf: a Leader/Followers pool (taxi/lf.h) of N threads takes turns
+ *        waiting for events and runs each event's hooks in the thread that
+ *        detected it;
+ *      - hsha: a half-sync/half-async pool (taxi/hsha.h) whose reactor
+ *        thread queues events for N worker threads that run the hooks.
+ *
+ * Layers 1 and 2 are the same code whichever dispatcher runs them: that is
+ * the point of the example.  What they need to be correct under a pool is
+ * little, because the pools never run one handle's hooks in two threads at
+ * once: a connection's state is touched only by its own hooks and needs no
+ * lock; only what all connections share (the counters) is atomic.
  */
 #include <signal.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,10 +50,13 @@
 
 #include "echo_common.h"
 
-/* Exit statuses: 2 is the customary one for a bad command line. */
+/* Exit statuses: 2 is the customary one for a bad command line; 3 means the
+ * library refused the configuration asked for (say, several leaders on a
+ * backend that cannot have them), so scripts can tell it from a failure. */
 #define EXIT_OK 0
 #define EXIT_ERROR 1
 #define EXIT_USAGE 2
+#define EXIT_REFUSED 3
 
 /* How much a connection reads at a time.  A connection does not read again
  * until it has written back everything it read, so this also bounds the
@@ -47,28 +66,53 @@
 /* How long to stop accepting after running out of descriptors. */
 #define ACCEPT_BACKOFF (100 * TAXI_NSEC_PER_MSEC)
 
+/* Who runs the hooks. */
+typedef enum dispatcher {
+  DISPATCH_REACTOR, /* this thread, taxi_reactor_run() */
+  DISPATCH_LF,      /* a Leader/Followers pool */
+  DISPATCH_HSHA     /* a half-sync/half-async pool */
+} dispatcher_t;
+
+static const char *const dispatcher_names[] = {"reactor", "lf", "hsha"};
+
+/* Threads a pool gets when --threads is not given. */
+#define DEFAULT_POOL_THREADS 4u
+
 struct server_config {
   const char *host;
   unsigned port;
   const char *backend; /* NULL: the library's choice */
+  dispatcher_t dispatcher;
+  /* Threads running hooks: 1 for the reactor; the whole pool for lf (this
+   * thread included); the workers for hsha (its reactor thread aside). */
+  unsigned threads;
+  taxi_lf_options_t lf; /* for DISPATCH_LF */
 };
 
 /* ---- 1. the echo session ------------------------------------------------- */
 
 /*
  * What the server has done, for the report at exit.  Every connection adds
- * to the same counters; with a dispatcher that runs hooks in several threads
- * these two functions are the place to make the updates atomic.
+ * to the same counters, from whichever thread runs its hooks, so they are
+ * atomic.  Nothing is ordered by them, hence relaxed updates; the final
+ * read happens after every dispatching thread has been joined.
  */
 struct echo_stats {
-  unsigned long long connections;
-  unsigned long long bytes;
+  atomic_ullong connections;
+  atomic_ullong bytes;
 };
 
-static void stats_count_connection(struct echo_stats *st) { st->connections++; }
+static void stats_init(struct echo_stats *st) {
+  atomic_init(&st->connections, 0);
+  atomic_init(&st->bytes, 0);
+}
+
+static void stats_count_connection(struct echo_stats *st) {
+  atomic_fetch_add_explicit(&st->connections, 1, memory_order_relaxed);
+}
 
 static void stats_count_bytes(struct echo_stats *st, size_t n) {
-  st->bytes += n;
+  atomic_fetch_add_explicit(&st->bytes, n, memory_order_relaxed);
 }
 
 /* What a session needs next from whoever dispatches its events. */
@@ -145,15 +189,32 @@ static echo_want_t session_on_writable(struct echo_session *s) {
 
 /* ---- 2. the reactor glue ------------------------------------------------- */
 
-/* Recover the object a taxi_handler_t is embedded in. */
-
+/*
+ * What the handlers share.  Their hooks may run in any thread of a pool, so
+ * everything here is either set before the first hook can run and only read
+ * afterwards (reactor, stop, dispatch), atomic (stats, failed), or
+ * thread-safe by contract (every taxi_reactor_* call).
+ */
 struct server {
   taxi_reactor_t *reactor;
   struct echo_stats stats;
-  int failed; /* a hook met an error that ends the server */
+  atomic_int failed; /* a hook met an error that ends the server */
+  /* How a hook ends the server: set by the dispatcher (layer 3), which is
+   * the only one to know what stopping means for it.  Called from hooks,
+   * possibly from several threads at once. */
+  void (*stop)(struct server *srv);
+  void *dispatch; /* the dispatcher's own state, for `stop` */
 };
 
-/* A connection: a session plus what the reactor needs to drive it. */
+/* A hook met an error the server cannot carry on after. */
+static void server_fail(struct server *srv) {
+  atomic_store(&srv->failed, 1);
+  srv->stop(srv);
+}
+
+/* A connection: a session plus what the reactor needs to drive it.  Only
+ * its own hooks touch it, and never two at once, whatever the dispatcher:
+ * no lock. */
 struct connection {
   taxi_handler_t handler;
   struct server *server;
@@ -222,7 +283,8 @@ static const taxi_handler_ops_t connection_ops = {
 };
 
 /* Take ownership of an accepted socket and start echoing on it. */
-static void connection_start(struct server *srv, taxi_handle_t fd) {
+static void connection_start(struct server *srv, taxi_handle_t fd,
+                             unsigned long id) {
   struct connection *c = malloc(sizeof *c);
   int rc;
 
@@ -231,10 +293,12 @@ static void connection_start(struct server *srv, taxi_handle_t fd) {
     echo_close(fd);
     return;
   }
+  /* Everything is set up before registering: under a pool, another thread
+   * may run the connection's hooks, and even close and free it, before
+   * taxi_reactor_register() returns.  So `c` is not touched afterwards. */
   c->server = srv;
   c->interest = TAXI_EV_READ;
-  session_init(&c->session, fd, (unsigned long)srv->stats.connections + 1,
-               &srv->stats);
+  session_init(&c->session, fd, id, &srv->stats);
   taxi_handler_init(&c->handler, &connection_ops);
   rc = taxi_reactor_register(srv->reactor, fd, &c->handler, TAXI_EV_READ);
   if (rc < 0) {
@@ -249,11 +313,13 @@ static void connection_start(struct server *srv, taxi_handle_t fd) {
   stats_count_connection(&srv->stats);
 }
 
-/* The listening socket's handler. */
+/* The listening socket's handler.  Its input hook never runs in two threads
+ * at once, so `accepted` needs no lock either. */
 struct acceptor {
   taxi_handler_t handler;
   taxi_timer_t backoff; /* resumes accepting after a pause, see below */
   taxi_handle_t fd;
+  unsigned long accepted; /* connections accepted, to number them */
   struct server *server;
 };
 
@@ -264,12 +330,13 @@ static int acceptor_input(taxi_handler_t *h, taxi_handle_t fd,
   (void)events;
 
   /* Take every connection that is waiting: one readiness event may stand
-   * for many of them. */
+   * for many of them.  Registering them from whichever thread runs this
+   * hook is fine: registration is thread-safe. */
   for (;;) {
     taxi_handle_t conn;
     switch (echo_accept(fd, &conn)) {
       case ECHO_IO_OK:
-        connection_start(a->server, conn);
+        connection_start(a->server, conn, ++a->accepted);
         break;
       case ECHO_IO_AGAIN:
         return 0;
@@ -284,8 +351,7 @@ static int acceptor_input(taxi_handler_t *h, taxi_handle_t fd,
                 0)
           return 0;
         /* Cannot pause either: a server that no longer accepts is no use. */
-        a->server->failed = 1;
-        taxi_reactor_stop(r);
+        server_fail(a->server);
         return -1;
     }
   }
@@ -299,8 +365,7 @@ static int acceptor_timeout(taxi_handler_t *h, taxi_timer_t *t, void *act) {
   if (rc < 0) {
     fprintf(stderr, "echo_server: cannot resume accepting: %s\n",
             taxi_strerror(rc));
-    a->server->failed = 1;
-    taxi_reactor_stop(a->server->reactor);
+    server_fail(a->server);
   }
   return 0; /* a one-shot timer: nothing to cancel */
 }
@@ -318,24 +383,24 @@ static const taxi_handler_ops_t acceptor_ops = {
     .close = acceptor_close,
 };
 
-/* Turns SIGINT and SIGTERM into an orderly stop.  The signal hook runs in
- * the dispatching thread like any other event, not in a signal handler, so
- * it may call anything. */
+/* Turns SIGINT and SIGTERM into an orderly stop.  The signal hook runs in a
+ * dispatching thread like any other event, not in a signal handler, so it
+ * may call anything, including the pools' shutdown calls. */
 struct stopper {
   taxi_handler_t handler;
-  taxi_reactor_t *reactor;
+  struct server *server;
 };
 
 static int stopper_signal(taxi_handler_t *h, int signo) {
   struct stopper *s = TAXI_CONTAINER_OF(h, struct stopper, handler);
   (void)signo;
-  taxi_reactor_stop(s->reactor);
+  s->server->stop(s->server);
   return 0;
 }
 
 static const taxi_handler_ops_t stopper_ops = {.signal = stopper_signal};
 
-/* ---- 3. the dispatcher --------------------------------------------------- */
+/* ---- 3. the dispatchers -------------------------------------------------- */
 
 /* Print the backends that work here, best first, each followed by `sep`
  * except the last, which is followed by `end`. */
@@ -348,7 +413,195 @@ static void print_backends(FILE *out, const char *sep, const char *end) {
   for (i = 0; i < n; i++) fprintf(out, "%s%s", names[i], i + 1 < n ? sep : end);
 }
 
-static int serve_with_reactor(const struct server_config *cfg) {
+/* The line scripts wait for (they read the port from its end).  Flushed:
+ * whoever started us may be waiting for it on a pipe. */
+static void announce(const struct server *srv, const struct server_config *cfg,
+                     const char *address) {
+  printf("echo_server: backend=%s dispatcher=%s threads=%u listening on %s\n",
+         taxi_reactor_backend(srv->reactor), dispatcher_names[cfg->dispatcher],
+         cfg->threads, address);
+  fflush(stdout);
+}
+
+/* Report that creating a pool failed, and return the exit status: the
+ * library refusing this configuration is not the same as a failure. */
+static int pool_create_failed(const char *what, const struct server *srv,
+                              int rc) {
+  fprintf(stderr, "echo_server: %s on backend %s: %s\n", what,
+          taxi_reactor_backend(srv->reactor), taxi_strerror(rc));
+  return rc == TAXI_ENOTSUP || rc == TAXI_EINVAL ? EXIT_REFUSED : EXIT_ERROR;
+}
+
+/* -- reactor: one thread -- */
+
+static void reactor_stop(struct server *srv) {
+  taxi_reactor_stop(srv->reactor);
+}
+
+static int dispatch_with_reactor(struct server *srv,
+                                 const struct server_config *cfg,
+                                 const char *address) {
+  int rc;
+
+  srv->stop = reactor_stop;
+  announce(srv, cfg, address);
+  rc = taxi_reactor_run(srv->reactor); /* until reactor_stop() */
+  if (rc < 0) {
+    fprintf(stderr, "echo_server: event loop failed: %s\n", taxi_strerror(rc));
+    return EXIT_ERROR;
+  }
+  return EXIT_OK;
+}
+
+/* -- lf: a Leader/Followers pool -- */
+
+/* Runs in a pool thread.  From a hook, taxi_lf_shutdown() returns once every
+ * other thread has left the pool (this thread leaves when the hook returns):
+ * among them the main thread, whose taxi_lf_join() then returns. */
+static void lf_stop(struct server *srv) {
+  int rc = taxi_lf_shutdown((taxi_lf_pool_t *)srv->dispatch);
+  /* TAXI_ESTOPPED: another hook (the other signal, say) got there first. */
+  if (rc < 0 && rc != TAXI_ESTOPPED)
+    fprintf(stderr, "echo_server: taxi_lf_shutdown: %s\n", taxi_strerror(rc));
+}
+
+static const char *const promotion_names[] = {"lifo", "fifo", "priority",
+                                              "shared"};
+static const char *const leaders_names[] = {"one", "many"};
+
+static int dispatch_with_lf(struct server *srv, const struct server_config *cfg,
+                            const char *address) {
+  taxi_lf_pool_t *pool;
+  char what[96];
+  int rc, status = EXIT_OK;
+
+  rc = taxi_lf_create(&pool, srv->reactor, &cfg->lf);
+  if (rc < 0) {
+    snprintf(what, sizeof what,
+             "cannot create a Leader/Followers pool (promotion=%s, leaders=%s)",
+             promotion_names[cfg->lf.promotion],
+             leaders_names[cfg->lf.leaders]);
+    return pool_create_failed(what, srv, rc);
+  }
+  /* Both set before any pool thread exists, hence before any hook reads
+   * them. */
+  srv->dispatch = pool;
+  srv->stop = lf_stop;
+
+  /* Threads join a pool in two ways, both shown here: N-1 are spawned by
+   * the pool, and this thread lends itself as the N-th with taxi_lf_join().
+   * The spawned threads inherit this thread's signal mask: see serve(). */
+  if (cfg->threads > 1) {
+    rc = taxi_lf_spawn(pool, cfg->threads - 1);
+    if (rc < 0) {
+      fprintf(stderr, "echo_server: cannot start %u pool threads: %s\n",
+              cfg->threads - 1, taxi_strerror(rc));
+      status = EXIT_ERROR;
+      goto out;
+    }
+  }
+  announce(srv, cfg, address);
+  rc = taxi_lf_join(pool, -1, 0); /* returns 0 after lf_stop() */
+  if (rc < 0) {
+    fprintf(stderr, "echo_server: taxi_lf_join: %s\n", taxi_strerror(rc));
+    status = EXIT_ERROR;
+  }
+
+out:
+  /* Shuts down if still needed, joins the spawned threads (the one that ran
+   * lf_stop() may be finishing its hook) and gives the reactor back. */
+  rc = taxi_lf_destroy(pool);
+  if (rc < 0) {
+    fprintf(stderr, "echo_server: taxi_lf_destroy: %s\n", taxi_strerror(rc));
+    status = EXIT_ERROR;
+  }
+  return status;
+}
+
+/* -- hsha: a half-sync/half-async pool -- */
+
+/*
+ * The pool runs its own threads, so the main thread has nothing to do but
+ * wait until a hook decides the server is done, then destroy the pool
+ * (which no hook of the pool may do).  It waits in a second reactor with
+ * nothing registered: taxi_reactor_run() blocks until taxi_reactor_stop(),
+ * which any thread may call, and since "stopped" stays set a stop that
+ * comes before the wait is not lost.  A mutex and condition variable would
+ * do as well, but this keeps the example to portable C and taxi calls.
+ */
+struct hsha_dispatch {
+  _Atomic(taxi_hsha_pool_t *) pool; /* NULL until taxi_hsha_create returns */
+  taxi_reactor_t *done;             /* main waits in it; stopped when done */
+};
+
+/* Runs in a worker.  From a hook, taxi_hsha_shutdown() returns once every
+ * other thread has left; then the main thread may proceed. */
+static void hsha_stop(struct server *srv) {
+  struct hsha_dispatch *d = srv->dispatch;
+  /* The workers start inside taxi_hsha_create(), so a signal already
+   * pending can reach this hook before the pool pointer is published; the
+   * main thread's taxi_hsha_destroy() shuts the pool down then. */
+  taxi_hsha_pool_t *pool = atomic_load(&d->pool);
+  int rc = pool != NULL ? taxi_hsha_shutdown(pool) : 0;
+
+  if (rc == TAXI_ESTOPPED)
+    return; /* another hook got there first, and wakes the main thread */
+  if (rc < 0)
+    fprintf(stderr, "echo_server: taxi_hsha_shutdown: %s\n", taxi_strerror(rc));
+  taxi_reactor_stop(d->done);
+}
+
+static int dispatch_with_hsha(struct server *srv,
+                              const struct server_config *cfg,
+                              const char *address) {
+  struct hsha_dispatch d;
+  taxi_hsha_options_t opts;
+  taxi_hsha_pool_t *pool;
+  int rc, status = EXIT_OK;
+
+  rc = taxi_reactor_create(&d.done, taxi_reactor_backend(srv->reactor));
+  if (rc < 0) {
+    fprintf(stderr, "echo_server: cannot create a reactor to wait in: %s\n",
+            taxi_strerror(rc));
+    return EXIT_ERROR;
+  }
+  atomic_init(&d.pool, NULL);
+  srv->dispatch = &d;
+  srv->stop = hsha_stop;
+
+  memset(&opts, 0, sizeof opts);
+  opts.workers = cfg->threads;
+  rc = taxi_hsha_create(&pool, srv->reactor, &opts); /* starts the threads */
+  if (rc < 0) {
+    status = pool_create_failed("cannot create a half-sync/half-async pool",
+                                srv, rc);
+    goto out;
+  }
+  atomic_store(&d.pool, pool);
+  announce(srv, cfg, address);
+
+  rc = taxi_reactor_run(d.done); /* returns 0 once hsha_stop() has run */
+  if (rc < 0) {
+    fprintf(stderr, "echo_server: cannot wait for the pool: %s\n",
+            taxi_strerror(rc));
+    status = EXIT_ERROR;
+  }
+  /* Joins the threads (the worker that ran hsha_stop() may be finishing its
+   * hook) and gives the reactor back. */
+  rc = taxi_hsha_destroy(pool);
+  if (rc < 0) {
+    fprintf(stderr, "echo_server: taxi_hsha_destroy: %s\n", taxi_strerror(rc));
+    status = EXIT_ERROR;
+  }
+
+out:
+  taxi_reactor_destroy(d.done);
+  return status;
+}
+
+/* -- what every dispatcher shares: set up, dispatch, tear down -- */
+
+static int serve(const struct server_config *cfg) {
   static const int stop_signals[] = {SIGINT, SIGTERM};
   struct server srv;
   struct acceptor acceptor;
@@ -358,7 +611,11 @@ static int serve_with_reactor(const struct server_config *cfg) {
   size_t i;
   int rc, status = EXIT_OK;
 
-  memset(&srv, 0, sizeof srv);
+  srv.reactor = NULL;
+  stats_init(&srv.stats);
+  atomic_init(&srv.failed, 0);
+  srv.stop = reactor_stop; /* each dispatcher sets its own */
+  srv.dispatch = NULL;
   rc = taxi_reactor_create(&srv.reactor, cfg->backend);
   if (rc == TAXI_ENOBACKEND && cfg->backend != NULL) {
     fprintf(stderr,
@@ -377,6 +634,7 @@ static int serve_with_reactor(const struct server_config *cfg) {
   /* From here on, every handler attached to the reactor is cleaned up by
    * taxi_reactor_destroy() through its close hook, however we leave. */
   acceptor.server = &srv;
+  acceptor.accepted = 0;
   if (echo_listen(cfg->host, cfg->port, &acceptor.fd, address, sizeof address,
                   &bound_port) != 0) {
     fprintf(stderr, "echo_server: %s\n", echo_last_error());
@@ -395,7 +653,16 @@ static int serve_with_reactor(const struct server_config *cfg) {
     goto out;
   }
 
-  stopper.reactor = srv.reactor;
+  /*
+   * Signals go to the same reactor, so their hook runs in whichever thread
+   * dispatches it.  This must come BEFORE any pool thread is created: on
+   * Linux the reactor reads signals from a signalfd, which works only while
+   * the signal is blocked in every thread of the process.  add_signal
+   * blocks it in this thread, and threads created afterwards inherit this
+   * thread's mask; a thread created earlier would still have it unblocked,
+   * and a SIGINT delivered to that thread would kill the process.
+   */
+  stopper.server = &srv;
   taxi_handler_init(&stopper.handler, &stopper_ops);
   for (i = 0; i < sizeof stop_signals / sizeof stop_signals[0]; i++) {
     rc =
@@ -415,18 +682,19 @@ static int serve_with_reactor(const struct server_config *cfg) {
     }
   }
 
-  /* Flush: whoever started us may be waiting for this line on a pipe. */
-  printf("echo_server: backend=%s listening on %s\n",
-         taxi_reactor_backend(srv.reactor), address);
-  fflush(stdout);
-
-  rc = taxi_reactor_run(srv.reactor);
-  if (rc < 0) {
-    fprintf(stderr, "echo_server: event loop failed: %s\n", taxi_strerror(rc));
-    status = EXIT_ERROR;
-  } else if (srv.failed) {
-    status = EXIT_ERROR;
+  /* Each returns once the server was stopped and its threads are gone. */
+  switch (cfg->dispatcher) {
+    case DISPATCH_LF:
+      status = dispatch_with_lf(&srv, cfg, address);
+      break;
+    case DISPATCH_HSHA:
+      status = dispatch_with_hsha(&srv, cfg, address);
+      break;
+    default:
+      status = dispatch_with_reactor(&srv, cfg, address);
+      break;
   }
+  if (status == EXIT_OK && atomic_load(&srv.failed)) status = EXIT_ERROR;
 
 out:
   /* Closes the listener and every open connection via their close hooks. */
@@ -434,11 +702,11 @@ out:
   if (rc < 0) {
     fprintf(stderr, "echo_server: cannot destroy the reactor: %s\n",
             taxi_strerror(rc));
-    status = EXIT_ERROR;
+    if (status == EXIT_OK) status = EXIT_ERROR;
   }
   if (status == EXIT_OK) {
     printf("echo_server: stopped after %llu connections, %llu bytes echoed\n",
-           srv.stats.connections, srv.stats.bytes);
+           atomic_load(&srv.stats.connections), atomic_load(&srv.stats.bytes));
     fflush(stdout);
   }
   return status;
@@ -447,22 +715,59 @@ out:
 /* ---- command line -------------------------------------------------------- */
 
 static void usage(FILE *out) {
-  fprintf(out,
-          "usage: echo_server --port P [--host ADDR] [--backend NAME]\n"
-          "       echo_server --list-backends\n"
-          "  --port P         TCP port to listen on (0: any free port)\n"
-          "  --host ADDR      address to listen on (default 127.0.0.1)\n"
-          "  --backend NAME   event backend (default: the best available)\n"
-          "  --list-backends  print the backends that work here, one a line\n");
+  fprintf(
+      out,
+      "usage: echo_server --port P [--host ADDR] [--backend NAME]\n"
+      "                   [--dispatcher reactor|lf|hsha] [--threads N]\n"
+      "                   [--promotion lifo|fifo|priority|shared]\n"
+      "                   [--leaders one|many]\n"
+      "       echo_server --list-backends\n"
+      "  --port P         TCP port to listen on (0: any free port)\n"
+      "  --host ADDR      address to listen on (default 127.0.0.1)\n"
+      "  --backend NAME   event backend (default: the best available)\n"
+      "  --dispatcher D   who runs the handlers: reactor (this thread,\n"
+      "                   the default), lf (a Leader/Followers pool) or\n"
+      "                   hsha (a half-sync/half-async pool)\n"
+      "  --threads N      threads running handlers (default 4 for lf and\n"
+      "                   hsha; reactor: 1 only).  lf: the whole pool,\n"
+      "                   main thread included; hsha: the workers, besides\n"
+      "                   the pool's reactor thread\n"
+      "  --promotion P    lf: which follower leads next (default lifo)\n"
+      "  --leaders L      lf: one thread waits for events at a time, or\n"
+      "                   many at once (epoll, kqueue; default one)\n"
+      "  --list-backends  print the backends that work here, one a line\n"
+      "exit status: 0 stopped by SIGINT/SIGTERM, 1 failure, 2 bad usage,\n"
+      "             3 configuration refused by the library\n");
 }
 
+/* The index of `value` in names[0 .. n), or -1 after a message. */
+static int parse_choice(const char *option, const char *value,
+                        const char *const *names, int n) {
+  int i;
+  for (i = 0; i < n; i++)
+    if (strcmp(value, names[i]) == 0) return i;
+  fprintf(stderr, "echo_server: invalid %s '%s'; one of:", option, value);
+  for (i = 0; i < n; i++) fprintf(stderr, " %s", names[i]);
+  fprintf(stderr, "\n");
+  return -1;
+}
+
+#define COUNT_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
 int main(int argc, char **argv) {
-  struct server_config cfg = {"127.0.0.1", 0, NULL};
-  int have_port = 0, status, i = 1;
+  struct server_config cfg;
+  const char *lf_option = NULL; /* an lf-only option given, for a message */
+  int have_port = 0, have_threads = 0, status, i = 1;
+
+  memset(&cfg, 0, sizeof cfg);
+  cfg.host = "127.0.0.1";
+  cfg.dispatcher = DISPATCH_REACTOR;
+  cfg.lf.promotion = TAXI_PROMOTE_LIFO;
+  cfg.lf.leaders = TAXI_LEADERS_ONE;
 
   while (i < argc) {
     const char *value;
-    int m;
+    int m, k;
     if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
       usage(stdout);
       return EXIT_OK;
@@ -483,6 +788,36 @@ int main(int argc, char **argv) {
     } else if (m == 0 &&
                (m = echo_option(argc, argv, &i, "--backend", &value)) > 0) {
       cfg.backend = value;
+    } else if (m == 0 &&
+               (m = echo_option(argc, argv, &i, "--dispatcher", &value)) > 0) {
+      k = parse_choice("dispatcher", value, dispatcher_names,
+                       COUNT_OF(dispatcher_names));
+      if (k < 0) return EXIT_USAGE;
+      cfg.dispatcher = (dispatcher_t)k;
+    } else if (m == 0 &&
+               (m = echo_option(argc, argv, &i, "--threads", &value)) > 0) {
+      unsigned long n;
+      if (echo_parse_count(value, 1, TAXI_LF_MAX_THREADS, &n) != 0) {
+        fprintf(stderr, "echo_server: invalid thread count '%s' (1 to %u)\n",
+                value, TAXI_LF_MAX_THREADS);
+        return EXIT_USAGE;
+      }
+      cfg.threads = (unsigned)n;
+      have_threads = 1;
+    } else if (m == 0 &&
+               (m = echo_option(argc, argv, &i, "--promotion", &value)) > 0) {
+      k = parse_choice("promotion", value, promotion_names,
+                       COUNT_OF(promotion_names));
+      if (k < 0) return EXIT_USAGE;
+      cfg.lf.promotion = (taxi_promotion_t)k;
+      lf_option = "--promotion";
+    } else if (m == 0 &&
+               (m = echo_option(argc, argv, &i, "--leaders", &value)) > 0) {
+      k = parse_choice("leaders", value, leaders_names,
+                       COUNT_OF(leaders_names));
+      if (k < 0) return EXIT_USAGE;
+      cfg.lf.leaders = (taxi_leaders_t)k;
+      lf_option = "--leaders";
     } else {
       if (m == 0)
         fprintf(stderr, "echo_server: unknown argument '%s'\n", argv[i]);
@@ -495,12 +830,31 @@ int main(int argc, char **argv) {
     usage(stderr);
     return EXIT_USAGE;
   }
+  if (cfg.dispatcher == DISPATCH_REACTOR && have_threads && cfg.threads != 1) {
+    fprintf(stderr,
+            "echo_server: --dispatcher reactor runs the handlers in one "
+            "thread; --threads must be 1 (use --dispatcher lf or hsha for "
+            "more)\n");
+    return EXIT_USAGE;
+  }
+  if (cfg.dispatcher == DISPATCH_HSHA && cfg.threads > TAXI_HSHA_MAX_WORKERS) {
+    fprintf(stderr, "echo_server: --dispatcher hsha takes at most %u threads\n",
+            TAXI_HSHA_MAX_WORKERS);
+    return EXIT_USAGE;
+  }
+  if (cfg.dispatcher != DISPATCH_LF && lf_option != NULL) {
+    fprintf(stderr, "echo_server: %s applies to --dispatcher lf only\n",
+            lf_option);
+    return EXIT_USAGE;
+  }
+  if (!have_threads)
+    cfg.threads = cfg.dispatcher == DISPATCH_REACTOR ? 1 : DEFAULT_POOL_THREADS;
 
   if (echo_net_init() != 0) {
     fprintf(stderr, "echo_server: %s\n", echo_last_error());
     return EXIT_ERROR;
   }
-  status = serve_with_reactor(&cfg);
+  status = serve(&cfg);
   echo_net_cleanup();
   return status;
 }

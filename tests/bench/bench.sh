@@ -1,0 +1,571 @@
+#!/usr/bin/env bash
+# shellcheck disable=SC2059 # the printf formats are our own ($fmt, $rfmt)
+# bench.sh - benchmark examples/echo_server over every backend and dispatcher.
+#
+#   tests/bench/bench.sh [--builddir DIR] [--duration SEC] [--warmup SEC]
+#                        [--connections C] [--threads N] [--client-threads T]
+#                        [--size S] [--repeat R] [--csv FILE]
+#                        [--backend NAME]... [--config LABEL]... [--quick]
+#
+# For each backend `echo_server --list-backends` prints and each dispatcher
+# configuration below, the script starts the server (port 0) with the
+# malloc_count preload, drives it with tests/bench/loadgen (closed-loop
+# ping-pong, warm-up first), stops it with SIGINT and reports:
+#
+#   msgs/s          round trips per second over the measured phase
+#   p50/p99/p999    round-trip latency, microseconds
+#   cpu us/msg      server CPU time (user + system, all threads) per message
+#   ctx/msg         server context switches (voluntary + involuntary, summed
+#                   over all its threads) per message
+#   allocs/msg      server malloc-family calls per message
+#
+# The last three cover the measured phase only: loadgen quiesces the load
+# before and after it and runs this script's --snapshot mode, which reads
+# /proc/PID/stat and /proc/PID/task/*/status and sends the server SIGUSR2
+# (the preload then appends its count to a file).  The server is idle while
+# a snapshot is taken, so the differences are exactly the measured messages'
+# work.  Values that cannot be had here (no /proc, no preload) show as "-".
+#
+# A configuration the server refuses at start (non-zero exit before it
+# listens: an unknown --dispatcher, --leaders many on a backend that cannot
+# have several waiters, ...) is reported as n/a, not as a failure.
+#
+# With --repeat R each configuration runs R times and the table shows the run
+# with the median msgs/s.  Raw results, every run, go to a CSV file (default
+# DIR/tests/bench/results.csv).  At the end, for each backend,
+# Leader/Followers (lifo, one leader) is compared with Half-Sync/Half-Async.
+#
+# The server and loadgen share the machine's CPUs, and anything else running
+# there disturbs msgs/s and the latencies most; CPU time, context switches
+# and allocations per message are much steadier.  The load average at the
+# start is printed with the results for that reason.
+#
+# Every step is bounded in time and the script kills (by PID) whatever it
+# started when it exits.  Exit status: 0, or 1 if some run failed (2 for
+# bad usage).  Linux is assumed for the /proc and preload columns.
+
+if [ -z "${BASH_VERSION:-}" ]; then exec bash "$0" "$@"; fi
+set -u
+
+# ---- snapshot mode (run by loadgen's hooks) --------------------------------
+
+# snapshot PID COUNTFILE OUT - append "utime stime vcsw nvcsw allocs" for the
+# server PID to OUT.  COUNTFILE is the preload's output file, or "" if the
+# server does not count allocations (allocs is then "-").
+snapshot() {
+  local pid=$1 countfile=$2 out=$3 allocs=- before=0 now=0 n stat rest ctx
+  local -a f
+  if [ -n "$countfile" ]; then
+    before=$(grep -c ' sigusr2$' "$countfile" 2>/dev/null)
+    kill -USR2 "$pid" || return 1
+    # The handler appends a line; wait for it (2 s at most).
+    for ((n = 0; n < 200; n++)); do
+      now=$(grep -c ' sigusr2$' "$countfile" 2>/dev/null)
+      [ "${now:-0}" -gt "${before:-0}" ] && break
+      sleep 0.01
+    done
+    if [ "${now:-0}" -gt "${before:-0}" ]; then
+      allocs=$(grep ' sigusr2$' "$countfile" | tail -n 1 | cut -d' ' -f2)
+    else
+      echo "bench: no malloc_count line after SIGUSR2 (is it blocked?)" >&2
+    fi
+  fi
+  if [ -r "/proc/$pid/stat" ]; then
+    stat=$(cat "/proc/$pid/stat") || return 1
+    rest=${stat##*) } # the command name may contain spaces and parentheses
+    read -r -a f <<<"$rest"
+    # Fields 14 and 15 (utime, stime, in clock ticks, all threads) are the
+    # 12th and 13th after the name.  Context switches are per thread.
+    ctx=$(awk '/^voluntary_ctxt_switches:/ { v += $2 }
+               /^nonvoluntary_ctxt_switches:/ { n += $2 }
+               END { print v + 0, n + 0 }' "/proc/$pid"/task/*/status 2>/dev/null)
+    echo "${f[11]} ${f[12]} $ctx $allocs" >>"$out"
+  else
+    echo "- - - - $allocs" >>"$out"
+  fi
+}
+
+if [ "${1:-}" = --snapshot ]; then
+  shift
+  [ $# -eq 3 ] || { echo "usage: $0 --snapshot PID COUNTFILE OUT" >&2; exit 2; }
+  snapshot "$@"
+  exit $?
+fi
+
+# ---- configuration ----------------------------------------------------------
+
+# The dispatcher configurations, "label|echo_server arguments"; @N@ is the
+# --threads value.  The reactor passes no --dispatcher so that it runs on
+# servers that predate the option.
+CONFIGS=(
+  "reactor|"
+  "lf/lifo/one|--dispatcher lf --threads @N@ --promotion lifo --leaders one"
+  "lf/fifo/one|--dispatcher lf --threads @N@ --promotion fifo --leaders one"
+  "lf/shared/one|--dispatcher lf --threads @N@ --promotion shared --leaders one"
+  "lf/lifo/many|--dispatcher lf --threads @N@ --promotion lifo --leaders many"
+  "lf/fifo/many|--dispatcher lf --threads @N@ --promotion fifo --leaders many"
+  "lf/shared/many|--dispatcher lf --threads @N@ --promotion shared --leaders many"
+  "hsha|--dispatcher hsha --threads @N@"
+)
+# What the final comparison sets side by side.
+RATIO_A=lf/lifo/one
+RATIO_B=hsha
+
+usage() {
+  cat <<EOF
+usage: $0 [options]
+  --builddir DIR        the build tree (default: .)
+  --duration SEC        measured seconds per run (default 3; --quick: 1)
+  --warmup SEC          warm-up seconds per run (default 1; --quick: 0.5)
+  --connections C       loadgen connections (default 64)
+  --threads N           server threads for lf and hsha (default: CPUs, >= 2)
+  --client-threads T    loadgen threads (default 2)
+  --size S              message size in bytes (default 64)
+  --repeat R            run each configuration R times, show the median
+  --csv FILE            raw results (default DIR/tests/bench/results.csv)
+  --backend NAME        only this backend (repeatable)
+  --config LABEL        only this configuration (repeatable), one of:
+                        $(for c in "${CONFIGS[@]}"; do printf '%s ' "${c%%|*}"; done)
+  --quick               short runs
+EOF
+}
+
+builddir=.
+duration='' warmup='' quick=0
+connections=64 client_threads=2 size=64 repeat=1 csv=
+server_threads=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
+[ "$server_threads" -ge 2 ] 2>/dev/null || server_threads=2
+only_backends=() only_configs=()
+
+need_value() {
+  if [ $# -lt 2 ]; then
+    echo "bench: $1 needs a value" >&2
+    usage >&2
+    exit 2
+  fi
+}
+while [ $# -gt 0 ]; do
+  case $1 in
+    --builddir) need_value "$@"; builddir=$2; shift 2 ;;
+    --duration) need_value "$@"; duration=$2; shift 2 ;;
+    --warmup) need_value "$@"; warmup=$2; shift 2 ;;
+    --connections) need_value "$@"; connections=$2; shift 2 ;;
+    --threads) need_value "$@"; server_threads=$2; shift 2 ;;
+    --client-threads) need_value "$@"; client_threads=$2; shift 2 ;;
+    --size) need_value "$@"; size=$2; shift 2 ;;
+    --repeat) need_value "$@"; repeat=$2; shift 2 ;;
+    --csv) need_value "$@"; csv=$2; shift 2 ;;
+    --backend) need_value "$@"; only_backends+=("$2"); shift 2 ;;
+    --config) need_value "$@"; only_configs+=("$2"); shift 2 ;;
+    --quick) quick=1; shift ;;
+    -h | --help) usage; exit 0 ;;
+    *) echo "bench: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
+  esac
+done
+if [ "$quick" = 1 ]; then
+  : "${duration:=1}" "${warmup:=0.5}"
+else
+  : "${duration:=3}" "${warmup:=1}"
+fi
+for v in duration warmup; do
+  if ! [[ ${!v} =~ ^[0-9]+(\.[0-9]+)?$ ]]; then
+    echo "bench: --$v wants seconds, not '${!v}'" >&2
+    exit 2
+  fi
+done
+for v in connections server_threads client_threads size repeat; do
+  if ! [[ ${!v} =~ ^[1-9][0-9]*$ ]]; then
+    echo "bench: ${v//_/-} wants a positive whole number, not '${!v}'" >&2
+    exit 2
+  fi
+done
+
+script=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
+builddir=$(cd "$builddir" 2>/dev/null && pwd) || {
+  echo "bench: no build directory '$builddir'" >&2
+  exit 2
+}
+server=$builddir/examples/echo_server
+loadgen=$builddir/tests/bench/loadgen
+preload=$builddir/tests/bench/.libs/malloc_count.so
+: "${csv:=$builddir/tests/bench/results.csv}"
+for prog in "$server" "$loadgen"; do
+  if [ ! -x "$prog" ]; then
+    echo "bench: $prog not found; build first (make)" >&2
+    exit 1
+  fi
+done
+if [ ! -f "$preload" ]; then
+  echo "bench: note: $preload not built; no allocation counts" >&2
+  preload=
+fi
+have_proc=0
+[ -r /proc/self/stat ] && [ -d /proc/self/task ] && have_proc=1
+clk_tck=$(getconf CLK_TCK 2>/dev/null || echo 100)
+usr2=$(kill -l USR2)
+
+# Per-run time limits, in seconds.
+start_limit=10
+stop_limit=10
+# loadgen enforces its own limit; this watchdog is the backstop.
+loadgen_limit=$(awk -v w="$warmup" -v d="$duration" 'BEGIN { print int(w + d + 20) }')
+watchdog_limit=$((loadgen_limit + 15))
+
+# ---- process hygiene --------------------------------------------------------
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/taxi-bench.XXXXXX") || exit 1
+server_pid='' loadgen_pid=''
+
+kill_pid() { # PID: kill and reap one of our children, if still there
+  if [ -n "$1" ] && kill -0 "$1" 2>/dev/null; then
+    kill -KILL "$1" 2>/dev/null
+  fi
+  [ -n "$1" ] && wait "$1" 2>/dev/null
+}
+# shellcheck disable=SC2317 # reached through the trap
+cleanup() {
+  kill_pid "$loadgen_pid"
+  kill_pid "$server_pid"
+  loadgen_pid='' server_pid=''
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# wait_bounded PID SECONDS - wait for child PID; set $wait_status to its exit
+# status.  If it runs longer than SECONDS, kill it and return 1.
+wait_bounded() {
+  local pid=$1 ticks=$(($2 * 10)) guard
+  rm -f "$work/killed"
+  (
+    trap - INT TERM
+    while [ "$ticks" -gt 0 ]; do
+      sleep 0.1
+      kill -0 "$pid" 2>/dev/null || exit 0
+      ticks=$((ticks - 1))
+    done
+    : >"$work/killed"
+    kill -KILL "$pid" 2>/dev/null
+  ) >/dev/null 2>&1 &
+  guard=$!
+  wait "$pid" 2>/dev/null # no "Killed" job notices: callers report
+  wait_status=$?
+  kill -KILL "$guard" 2>/dev/null
+  wait "$guard" 2>/dev/null
+  [ ! -e "$work/killed" ]
+}
+
+# Quote for sh -c.
+q() { printf "'%s'" "${1//\'/\'\\\'\'}"; }
+
+# Does PID catch SIGUSR2 (the preload's handler is installed)?
+catches_usr2() {
+  local mask
+  mask=$(awk '/^SigCgt:/ { print $2 }' "/proc/$1/status" 2>/dev/null)
+  [ -n "$mask" ] && (((16#$mask >> (usr2 - 1)) & 1))
+}
+
+# Show the start of a step's output, indented.
+show() {
+  local n
+  [ -s "$1" ] || return 0
+  sed -n '1,20s/^/    | /p' "$1" >&2
+  n=$(wc -l <"$1")
+  [ "$n" -le 20 ] || echo "    | ... ($((n - 20)) more lines)" >&2
+}
+
+json_field() { # FILE NAME: a number from loadgen's JSON line
+  sed -n "s/.*\"$2\":\\([-0-9.eE+]*\\).*/\\1/p" "$1" | head -n 1
+}
+
+# ---- one run ----------------------------------------------------------------
+
+# run_one BACKEND LABEL ARGS - sets r_status (ok, n/a, FAILED), r_note and
+# the r_* metrics.
+run_one() {
+  local backend=$1 label=$2 args=$3 tag out err countfile snapfile line port
+  local status hook lg_status
+  local -a argv
+  r_status=FAILED r_note='' r_msgs='' r_rate='' r_p50='' r_p99='' r_p999='' r_max=''
+  r_cpu='' r_utime='' r_stime='' r_vcsw='' r_nvcsw='' r_ctx='' r_allocs='' r_seconds=''
+  tag=$backend.${label//\//-}
+  out=$work/$tag.server.out err=$work/$tag.server.err
+  countfile=$work/$tag.malloc snapfile=$work/$tag.snap
+  : >"$out"
+  : >"$snapfile"
+  read -r -a argv <<<"${args//@N@/$server_threads}"
+
+  if [ -n "$preload" ]; then
+    : >"$countfile"
+    LD_PRELOAD="$preload${LD_PRELOAD:+ $LD_PRELOAD}" \
+      MALLOC_COUNT_FILE="$countfile" \
+      "$server" --port 0 --backend "$backend" "${argv[@]}" \
+      </dev/null >"$out" 2>"$err" &
+  else
+    "$server" --port 0 --backend "$backend" "${argv[@]}" \
+      </dev/null >"$out" 2>"$err" &
+  fi
+  server_pid=$!
+
+  # Wait for "echo_server: backend=NAME listening on HOST:PORT".
+  local ticks=$((start_limit * 20))
+  port=''
+  while :; do
+    line=$(sed -n 1p "$out")
+    case $line in
+      *" listening on "*:*) port=${line##*:}; break ;;
+    esac
+    if ! kill -0 "$server_pid" 2>/dev/null; then
+      wait "$server_pid" 2>/dev/null
+      status=$?
+      server_pid=''
+      r_note=$(head -n 1 "$err")
+      r_note=${r_note#echo_server: }
+      if [ "$status" -ge 1 ] && [ "$status" -lt 128 ]; then
+        r_status=n/a
+        [ -n "$r_note" ] || r_note="refused (exit $status)"
+      else
+        r_note="exited with status $status before listening${r_note:+: $r_note}"
+        show "$err"
+      fi
+      return 1
+    fi
+    ticks=$((ticks - 1))
+    if [ "$ticks" -lt 0 ]; then
+      r_note="did not start within $start_limit s"
+      kill_pid "$server_pid"
+      server_pid=''
+      return 1
+    fi
+    sleep 0.05
+  done
+  if ! [[ $port =~ ^[0-9]+$ ]]; then
+    r_note="cannot read the port from: $line"
+    kill_pid "$server_pid"
+    server_pid=''
+    return 1
+  fi
+
+  local cf=
+  if [ -n "$preload" ] && [ "$have_proc" = 1 ] && catches_usr2 "$server_pid"; then
+    cf=$countfile
+  elif [ -n "$preload" ]; then
+    r_note="no allocation counts (SIGUSR2 not caught)"
+  fi
+  hook="bash $(q "$script") --snapshot $server_pid $(q "$cf") $(q "$snapfile")"
+
+  "$loadgen" --port "$port" --connections "$connections" \
+    --threads "$client_threads" --size "$size" --duration "$duration" \
+    --warmup "$warmup" --time-limit "$loadgen_limit" --json \
+    --on-measure-start "$hook" --on-measure-end "$hook" \
+    </dev/null >"$work/$tag.loadgen.out" 2>"$work/$tag.loadgen.err" &
+  loadgen_pid=$!
+  if wait_bounded "$loadgen_pid" "$watchdog_limit"; then
+    lg_status=$wait_status
+  else
+    lg_status=killed
+  fi
+  loadgen_pid=''
+
+  # Stop the server as a user would; it must report and exit 0.
+  local fail=''
+  kill -INT "$server_pid" 2>/dev/null
+  if wait_bounded "$server_pid" "$stop_limit"; then
+    status=$wait_status
+    if [ "$status" -ne 0 ]; then
+      fail="the server exited with status $status"
+    elif ! grep -q '^echo_server: stopped' "$out"; then
+      fail="the server did not report stopping"
+    fi
+  else
+    fail="the server did not stop within $stop_limit s of SIGINT"
+  fi
+  server_pid=''
+  if [ "$lg_status" != 0 ]; then
+    fail="loadgen failed (status $lg_status)${fail:+; $fail}"
+    echo "bench: $backend $label: loadgen's messages:" >&2
+    show "$work/$tag.loadgen.err"
+  fi
+  if [ -n "$fail" ]; then
+    r_note=$fail
+    echo "bench: $backend $label: the server's messages:" >&2
+    show "$err"
+    return 1
+  fi
+
+  local j=$work/$tag.loadgen.out
+  r_msgs=$(json_field "$j" messages)
+  r_rate=$(json_field "$j" msgs_per_s)
+  r_p50=$(json_field "$j" p50_us)
+  r_p99=$(json_field "$j" p99_us)
+  r_p999=$(json_field "$j" p999_us)
+  r_max=$(json_field "$j" max_us)
+  r_seconds=$(json_field "$j" duration_s)
+  if [ -z "$r_msgs" ] || [ "$r_msgs" -eq 0 ]; then
+    r_note="loadgen measured no messages"
+    show "$work/$tag.loadgen.err"
+    return 1
+  fi
+
+  if [ "$(wc -l <"$snapfile")" -eq 2 ]; then
+    read -r -a s1 < <(sed -n 1p "$snapfile")
+    read -r -a s2 < <(sed -n 2p "$snapfile")
+    eval "$(awk -v m="$r_msgs" -v hz="$clk_tck" \
+      -v u1="${s1[0]}" -v t1="${s1[1]}" -v v1="${s1[2]}" -v n1="${s1[3]}" \
+      -v a1="${s1[4]}" -v u2="${s2[0]}" -v t2="${s2[1]}" -v v2="${s2[2]}" \
+      -v n2="${s2[3]}" -v a2="${s2[4]}" '
+      function num(x) { return x ~ /^[0-9]+$/ }
+      BEGIN {
+        if (num(u1) && num(u2)) {
+          printf "r_utime=%.3f r_stime=%.3f r_cpu=%.3f\n",
+            (u2 - u1) * 1e6 / hz / m, (t2 - t1) * 1e6 / hz / m,
+            ((u2 - u1) + (t2 - t1)) * 1e6 / hz / m
+          printf "r_vcsw=%.4f r_nvcsw=%.4f r_ctx=%.4f\n",
+            (v2 - v1) / m, (n2 - n1) / m, ((v2 - v1) + (n2 - n1)) / m
+        }
+        if (num(a1) && num(a2)) printf "r_allocs=%.4f\n", (a2 - a1) / m
+      }')"
+  else
+    r_note="no server snapshots"
+    show "$work/$tag.loadgen.err"
+  fi
+  r_status=ok
+  return 0
+}
+
+# ---- main -------------------------------------------------------------------
+
+if ! "$server" --list-backends >"$work/backends" 2>"$work/backends.err" ||
+  [ ! -s "$work/backends" ]; then
+  echo "bench: $server --list-backends failed or listed nothing" >&2
+  show "$work/backends.err"
+  exit 1
+fi
+backends=()
+while read -r b; do
+  [ -n "$b" ] || continue
+  if [ ${#only_backends[@]} -gt 0 ]; then
+    case " ${only_backends[*]} " in *" $b "*) ;; *) continue ;; esac
+  fi
+  backends+=("$b")
+done <"$work/backends"
+if [ ${#backends[@]} -eq 0 ]; then
+  echo "bench: no backend to run (available: $(tr '\n' ' ' <"$work/backends"))" >&2
+  exit 2
+fi
+configs=()
+for c in "${CONFIGS[@]}"; do
+  if [ ${#only_configs[@]} -gt 0 ]; then
+    case " ${only_configs[*]} " in *" ${c%%|*} "*) ;; *) continue ;; esac
+  fi
+  configs+=("$c")
+done
+if [ ${#configs[@]} -eq 0 ]; then
+  echo "bench: no configuration matches --config" >&2
+  exit 2
+fi
+
+mkdir -p "$(dirname "$csv")" || exit 1
+echo "backend,config,run,status,server_threads,connections,client_threads,size,duration_s,messages,msgs_per_s,p50_us,p99_us,p999_us,max_us,cpu_us_per_msg,utime_us_per_msg,stime_us_per_msg,vcsw_per_msg,nvcsw_per_msg,ctx_per_msg,allocs_per_msg,note" >"$csv" || exit 1
+
+ncpu=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo '?')
+loadavg=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?')
+echo "taxi echo benchmark: ${#backends[@]} backend(s) x ${#configs[@]} configuration(s)" \
+  "x $repeat run(s); $connections connections x $size B from $client_threads loadgen thread(s);"
+echo "  ${warmup} s warm-up + ${duration} s measured per run; server threads (lf, hsha): $server_threads;" \
+  "$ncpu CPUs shared by server and loadgen; load average $loadavg"
+fmt='%-8s %-15s %10s %9s %9s %9s %8s %8s %8s  %s\n'
+printf "$fmt" backend config msgs/s p50us p99us p999us cpu_us ctx allocs ''
+printf "$fmt" '' '' '' '' '' '' /msg /msg /msg ''
+
+# The r_* results of each run, saved as one "|"-joined line per run.
+RESULT_VARS=(r_status r_rate r_p50 r_p99 r_p999 r_cpu r_ctx r_allocs r_note)
+save_run() {
+  local v line=
+  for v in "${RESULT_VARS[@]}"; do line+=${!v}'|'; done
+  runs+=("$line")
+}
+load_run() {
+  local IFS='|' v i=0
+  local -a f
+  read -r -a f <<<"$1"
+  for v in "${RESULT_VARS[@]}"; do
+    printf -v "$v" '%s' "${f[i]:-}"
+    i=$((i + 1))
+  done
+}
+
+declare -A res_rate res_ctx res_allocs res_status
+failures=0
+for backend in "${backends[@]}"; do
+  for c in "${configs[@]}"; do
+    label=${c%%|*}
+    runs=()
+    status=ok
+    for ((run = 1; run <= repeat; run++)); do
+      run_one "$backend" "$label" "${c#*|}"
+      note=${r_note//\"/\"\"}
+      echo "$backend,$label,$run,$r_status,$server_threads,$connections,$client_threads,$size,$r_seconds,$r_msgs,$r_rate,$r_p50,$r_p99,$r_p999,$r_max,$r_cpu,$r_utime,$r_stime,$r_vcsw,$r_nvcsw,$r_ctx,$r_allocs,\"$note\"" >>"$csv"
+      save_run
+      if [ "$r_status" != ok ]; then
+        status=$r_status
+        break # n/a stays n/a; a failure is reported as it is
+      fi
+    done
+    if [ "$status" = ok ]; then
+      # The run with the median msgs/s (the lower middle one for even R).
+      pick=$(for i in "${!runs[@]}"; do
+        load_run "${runs[i]}"
+        echo "$r_rate $i"
+      done | sort -g | sed -n "$(((${#runs[@]} + 1) / 2))p" | cut -d' ' -f2)
+      load_run "${runs[pick]}"
+      [ "$repeat" -gt 1 ] && r_note="median of $repeat${r_note:+; $r_note}"
+    fi
+    res_status[$backend\|$label]=$r_status
+    res_rate[$backend\|$label]=$r_rate
+    res_ctx[$backend\|$label]=$r_ctx
+    res_allocs[$backend\|$label]=$r_allocs
+    case $r_status in
+      ok)
+        printf "$fmt" "$backend" "$label" "$(printf '%.0f' "$r_rate")" \
+          "$r_p50" "$r_p99" "$r_p999" "${r_cpu:--}" "${r_ctx:--}" \
+          "${r_allocs:--}" "$r_note" ;;
+      n/a)
+        printf "$fmt" "$backend" "$label" n/a '' '' '' '' '' '' "$r_note" ;;
+      *)
+        failures=$((failures + 1))
+        printf "$fmt" "$backend" "$label" FAILED '' '' '' '' '' '' "$r_note" ;;
+    esac
+  done
+done
+echo "raw results: $csv"
+
+# ---- the comparison ---------------------------------------------------------
+
+echo
+echo "$RATIO_A relative to $RATIO_B:"
+rfmt='%-8s %14s %14s %16s %16s\n'
+printf "$rfmt" backend msgs/s-ratio ctx/msg-ratio "allocs/msg $RATIO_A" "allocs/msg $RATIO_B"
+for backend in "${backends[@]}"; do
+  a=$backend\|$RATIO_A b=$backend\|$RATIO_B
+  if [ "${res_status[$a]:-}" != ok ] || [ "${res_status[$b]:-}" != ok ]; then
+    printf "$rfmt" "$backend" n/a n/a "${res_allocs[$a]:--}" "${res_allocs[$b]:--}"
+    continue
+  fi
+  awk -v f="$rfmt" -v be="$backend" -v ra="${res_rate[$a]}" -v rb="${res_rate[$b]}" \
+    -v ca="${res_ctx[$a]:--}" -v cb="${res_ctx[$b]:--}" \
+    -v aa="${res_allocs[$a]:--}" -v ab="${res_allocs[$b]:--}" '
+    function ratio(x, y) {
+      if (x == "-" || y == "-") return "-"
+      if (y + 0 == 0) return x + 0 == 0 ? "1.00" : "inf"
+      return sprintf("%.2f", x / y)
+    }
+    BEGIN { printf f, be, ratio(ra, rb), ratio(ca, cb), aa, ab }'
+done
+
+if [ "$failures" -ne 0 ]; then
+  echo "bench: $failures run(s) failed" >&2
+  exit 1
+fi
+exit 0

@@ -1,0 +1,978 @@
+/*
+ * loadgen.c - a closed-loop TCP echo load generator for the benchmark.
+ *
+ *     loadgen --port P [--host 127.0.0.1] [--connections C] [--threads T]
+ *             [--size S] [--duration SEC | --messages M] [--warmup SEC]
+ *             [--time-limit SEC] [--on-measure-start CMD]
+ *             [--on-measure-end CMD] [--json]
+ *
+ * Opens C connections (default 64) to an echo server and spreads them over
+ * T client threads (default 2).  Each connection plays ping-pong: it sends
+ * one S-byte message (default 64), waits for all S bytes to come back,
+ * checks them byte for byte, records the round trip's latency and starts
+ * the next one at once.  Each thread drives its connections, non-blocking,
+ * with poll().
+ *
+ * The run has two phases.  During the warm-up (default 1 s) nothing is
+ * counted.  Then the generator stops sending, waits for every round trip in
+ * flight to finish, runs the --on-measure-start command (with system()), and
+ * measures: for --duration seconds (default 5), or until --messages round
+ * trips in all have been made.  At the end it again lets the round trips in
+ * flight finish, runs --on-measure-end and closes the connections.  The
+ * server is therefore idle while either command runs, and what it did
+ * between them is exactly the measured round trips ("messages" below, the
+ * ones started during the measurement): a harness can snapshot the server's
+ * counters (CPU time, allocations) from the two commands and divide.
+ *
+ * The rate (msgs/s) is the round trips completed within the --duration
+ * window divided by the window, so that a slow straggler among the last
+ * round trips does not stretch it; with --messages it is the messages over
+ * the time until the last one completed.
+ *
+ * Latencies go into a per-thread log-linear histogram (256 linear
+ * sub-buckets per power of two, so a reported value is within 0.4% of the
+ * true one), merged at the end.  Nothing is allocated per message.
+ *
+ * Output, on stdout, one line:
+ *
+ *     loadgen: 64 conns x 64 B, 2 threads: 3.00 s, 361234 msgs,
+ *     120411 msgs/s; latency us p50 520.1 p99 1001.3 p999 1530.0
+ *     max 2410.7; errors 0
+ *
+ * (on one line), or with --json a single JSON object instead (the human line
+ * then goes to stderr).  Any error - a connection refused, reset or closed
+ * by the server, bytes that differ from those sent, a hook that fails, the
+ * run exceeding --time-limit - makes the exit status 1; bad usage exits 2.
+ *
+ * This program deliberately does not use taxi: it is the yardstick, and
+ * must measure any echo server the same way.
+ */
+#if !defined(_POSIX_C_SOURCE)
+#define _POSIX_C_SOURCE 200809L
+#endif
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef MSG_NOSIGNAL
+#define MSG_NOSIGNAL 0 /* SIGPIPE is ignored as well, see main() */
+#endif
+
+#define EXIT_OK 0
+#define EXIT_ERROR 1
+#define EXIT_USAGE 2
+
+#define MAX_CONNECTIONS 100000L
+#define MAX_THREADS 256L
+#define MAX_SIZE (16L * 1024 * 1024)
+
+/* How long a thread's poll() sleeps at most, so that it notices phase
+ * changes while its connections are quiet. */
+#define POLL_TICK_MS 10
+
+/* How long to wait for the round trips in flight to finish when pausing. */
+#define DRAIN_TIMEOUT_NS (10 * NSEC_PER_SEC)
+
+/* Report at most this many individual errors; the counts cover all. */
+#define MAX_ERROR_REPORTS 10
+
+#define NSEC_PER_SEC 1000000000LL
+#define NSEC_PER_MSEC 1000000LL
+
+/* ---- time ---------------------------------------------------------------- */
+
+static int64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * NSEC_PER_SEC + ts.tv_nsec;
+}
+
+static void sleep_ns(int64_t ns) {
+  struct timespec ts;
+  if (ns <= 0) return;
+  ts.tv_sec = (time_t)(ns / NSEC_PER_SEC);
+  ts.tv_nsec = (long)(ns % NSEC_PER_SEC);
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+/* ---- latency histogram ------------------------------------------------------
+ *
+ * Values are nanoseconds.  Below 2^SUB_BITS every value has its own bucket;
+ * above, each power of two [2^m, 2^(m+1)) is split into HALF equal buckets,
+ * so a bucket's width is at most 1/HALF of the values in it and its
+ * midpoint is within 1/(2*HALF) = 0.2% of any of them.  Values of 2^40 ns
+ * (18 minutes) and more go into the last bucket.
+ */
+
+#define SUB_BITS 8
+#define SUB_COUNT (1 << SUB_BITS) /* 256 */
+#define HALF_COUNT (SUB_COUNT / 2)
+#define HIST_MAX_BITS 40
+#define HIST_BUCKETS ((HIST_MAX_BITS - SUB_BITS + 1) * HALF_COUNT + HALF_COUNT)
+
+struct histogram {
+  uint64_t count[HIST_BUCKETS];
+  uint64_t total;
+  uint64_t sum; /* of all values, for the mean */
+  uint64_t max;
+};
+
+static int highest_bit(uint64_t v) { /* v > 0 */
+#if defined(__GNUC__) || defined(__clang__)
+  return 63 - __builtin_clzll(v);
+#else
+  int b = 0;
+  while (v >>= 1) b++;
+  return b;
+#endif
+}
+
+static size_t hist_index(uint64_t v) {
+  int shift;
+  if (v >= (UINT64_C(1) << HIST_MAX_BITS))
+    v = (UINT64_C(1) << HIST_MAX_BITS) - 1;
+  if (v < SUB_COUNT) return (size_t)v;
+  shift = highest_bit(v) - (SUB_BITS - 1);
+  return (size_t)shift * HALF_COUNT + (size_t)(v >> shift);
+}
+
+/* The midpoint of bucket i, the value reported for it. */
+static double hist_value(size_t i) {
+  size_t shift, sub;
+  if (i < SUB_COUNT) return (double)i;
+  shift = i / HALF_COUNT - 1;
+  sub = i - shift * HALF_COUNT;
+  return ((double)sub + 0.5) * (double)(UINT64_C(1) << shift);
+}
+
+static void hist_record(struct histogram *h, uint64_t v) {
+  h->count[hist_index(v)]++;
+  h->total++;
+  h->sum += v;
+  if (v > h->max) h->max = v;
+}
+
+static void hist_merge(struct histogram *into, const struct histogram *h) {
+  size_t i;
+  for (i = 0; i < HIST_BUCKETS; i++) into->count[i] += h->count[i];
+  into->total += h->total;
+  into->sum += h->sum;
+  if (h->max > into->max) into->max = h->max;
+}
+
+/* The smallest recorded value v such that a fraction q of all values are
+ * at most v, in nanoseconds; 0 if nothing was recorded. */
+static double hist_quantile(const struct histogram *h, double q) {
+  uint64_t want, seen = 0;
+  size_t i;
+  double v;
+  if (h->total == 0) return 0;
+  want = (uint64_t)(q * (double)h->total);
+  if ((double)want < q * (double)h->total || want < 1) want++;
+  for (i = 0; i < HIST_BUCKETS; i++) {
+    seen += h->count[i];
+    if (seen >= want) break;
+  }
+  if (i == HIST_BUCKETS) i--;
+  v = hist_value(i);
+  return v > (double)h->max ? (double)h->max : v;
+}
+
+/* ---- run-wide state ---------------------------------------------------------
+ *
+ * The main thread steps the run through its phases by publishing
+ * `state` = generation << 8 | phase; every publication bumps the
+ * generation.  In the phases that stop sending, each client thread, once it
+ * has no round trip in flight, acknowledges the generation it saw by
+ * incrementing `acks` (reset before publishing) and recording when.
+ */
+
+enum phase {
+  PHASE_WARMUP,  /* send, count nothing */
+  PHASE_PAUSE,   /* send no more; acknowledge when idle */
+  PHASE_MEASURE, /* send and count */
+  PHASE_STOP,    /* send no more, count what completes; ack when idle */
+  PHASE_EXIT     /* return */
+};
+
+struct options {
+  const char *host, *port;
+  long connections, threads, size;
+  double duration, warmup, time_limit;
+  long long messages; /* 0: run for `duration` instead */
+  const char *on_start, *on_end;
+  int json;
+};
+
+static struct options opt;
+
+static atomic_uint_fast64_t state;
+static atomic_int acks;
+static atomic_int finished; /* threads done with their --messages share */
+static atomic_int error_reports;
+static atomic_long live_connections;
+
+static uint64_t make_state(uint64_t generation, enum phase p) {
+  return generation << 8 | (uint64_t)p;
+}
+
+/* ---- one connection ------------------------------------------------------ */
+
+struct conn {
+  int fd;
+  long id;
+  int busy;     /* a round trip is in flight */
+  int measured; /* ... and it started during the measurement */
+  size_t sent, received;
+  uint64_t seq;           /* round trips started on this connection */
+  long long quota;        /* --messages: measured round trips left to start */
+  int64_t started_at;     /* when the round trip in flight began */
+  unsigned char *pattern; /* size + 256 bytes of noise */
+  unsigned char *out, *in;
+};
+
+struct thread_stats {
+  uint64_t messages;  /* measured round trips */
+  uint64_t in_window; /* ... of which completed before the stop */
+  uint64_t warmup_messages;
+  uint64_t mismatches, resets, io_errors;
+};
+
+struct client_thread {
+  pthread_t thread;
+  long index;
+  struct conn *conns;
+  long nconns;
+  struct pollfd *pfds;
+  struct histogram *hist;
+  struct thread_stats st;
+  int64_t last_measured; /* when its last measured round trip completed */
+};
+
+static void report_error(const struct conn *c, const char *fmt, ...) {
+  va_list ap;
+  if (atomic_fetch_add(&error_reports, 1) >= MAX_ERROR_REPORTS) return;
+  fprintf(stderr, "loadgen: connection %ld, round trip %llu: ", c->id,
+          (unsigned long long)c->seq);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
+}
+
+static void conn_kill(struct conn *c) {
+  if (c->fd >= 0) {
+    close(c->fd);
+    c->fd = -1;
+    atomic_fetch_sub(&live_connections, 1);
+  }
+  c->busy = 0;
+}
+
+static void conn_failed_io(struct client_thread *t, struct conn *c,
+                           const char *what, int err) {
+  if (err == ECONNRESET || err == EPIPE || err == ECONNABORTED) {
+    t->st.resets++;
+    report_error(c, "%s: connection reset (%s)", what, strerror(err));
+  } else {
+    t->st.io_errors++;
+    report_error(c, "%s: %s", what, strerror(err));
+  }
+  conn_kill(c);
+}
+
+/* Fill the next message: noise from the connection's pattern at an offset
+ * that changes every time, stamped with the connection and round trip, so
+ * that a stale reply or one meant for another connection does not pass. */
+static void conn_prepare(struct conn *c, size_t size) {
+  uint64_t stamp = c->seq ^ ((uint64_t)c->id << 40);
+  memcpy(c->out, c->pattern + (c->seq & 255), size);
+  memcpy(c->out, &stamp, size < sizeof stamp ? size : sizeof stamp);
+  c->sent = c->received = 0;
+}
+
+/* Send what the socket takes of the message in flight.  Returns -1 if the
+ * connection failed (and was closed). */
+static int conn_send(struct client_thread *t, struct conn *c, size_t size) {
+  while (c->sent < size) {
+    ssize_t n = send(c->fd, c->out + c->sent, size - c->sent, MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
+      conn_failed_io(t, c, "send", errno);
+      return -1;
+    }
+    c->sent += (size_t)n;
+  }
+  return 0;
+}
+
+static void conn_start(struct client_thread *t, struct conn *c, int measured,
+                       int64_t now) {
+  size_t size = (size_t)opt.size;
+  conn_prepare(c, size);
+  c->busy = 1;
+  c->measured = measured;
+  c->started_at = now;
+  if (measured && opt.messages > 0) c->quota--;
+  c->seq++;
+  (void)conn_send(t, c, size);
+}
+
+/* The socket is readable.  Returns 1 if the round trip completed. */
+static int conn_receive(struct client_thread *t, struct conn *c) {
+  size_t size = (size_t)opt.size;
+  for (;;) {
+    ssize_t n;
+    unsigned char probe;
+    if (!c->busy) {
+      /* Nothing is expected: anything readable is a mistake or a close. */
+      n = recv(c->fd, &probe, 1, 0);
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+        return 0;
+      if (n < 0) {
+        conn_failed_io(t, c, "recv", errno);
+      } else if (n == 0) {
+        t->st.resets++;
+        report_error(c, "the server closed the connection");
+        conn_kill(c);
+      } else {
+        t->st.mismatches++;
+        report_error(c, "unexpected bytes while no message was in flight");
+        conn_kill(c);
+      }
+      return 0;
+    }
+    n = recv(c->fd, c->in + c->received, size - c->received, 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
+      conn_failed_io(t, c, "recv", errno);
+      return 0;
+    }
+    if (n == 0) {
+      t->st.resets++;
+      report_error(c,
+                   "the server closed the connection (%zu of %zu bytes back)",
+                   c->received, size);
+      conn_kill(c);
+      return 0;
+    }
+    if (c->received + (size_t)n > c->sent) {
+      t->st.mismatches++;
+      report_error(c, "%zu bytes came back, only %zu were sent",
+                   c->received + (size_t)n, c->sent);
+      conn_kill(c);
+      return 0;
+    }
+    if (memcmp(c->in + c->received, c->out + c->received, (size_t)n) != 0) {
+      size_t at = c->received;
+      while (c->in[at] == c->out[at]) at++;
+      t->st.mismatches++;
+      report_error(c, "byte %zu came back as 0x%02x, sent 0x%02x", at,
+                   c->in[at], c->out[at]);
+      conn_kill(c);
+      return 0;
+    }
+    c->received += (size_t)n;
+    if (c->received == size) return 1;
+  }
+}
+
+/* ---- a client thread ----------------------------------------------------- */
+
+static void *client_main(void *arg) {
+  struct client_thread *t = arg;
+  uint64_t acked = UINT64_MAX; /* the state last acknowledged */
+  int done = 0;                /* --messages share completed */
+  size_t size = (size_t)opt.size;
+
+  for (;;) {
+    uint64_t s = atomic_load(&state);
+    enum phase p = (enum phase)(s & 0xff);
+    int may_send = p == PHASE_WARMUP || p == PHASE_MEASURE;
+    int measuring = p == PHASE_MEASURE;
+    long i, in_flight = 0;
+    int64_t now = now_ns();
+    int rc;
+
+    if (p == PHASE_EXIT) break;
+
+    /* Start round trips on idle connections, build the poll set. */
+    for (i = 0; i < t->nconns; i++) {
+      struct conn *c = &t->conns[i];
+      if (c->fd >= 0 && !c->busy && may_send &&
+          !(measuring && opt.messages > 0 && c->quota <= 0))
+        conn_start(t, c, measuring, now);
+      t->pfds[i].fd = c->fd; /* negative: ignored by poll */
+      t->pfds[i].events = POLLIN;
+      t->pfds[i].revents = 0;
+      if (c->fd >= 0 && c->busy) {
+        in_flight++;
+        if (c->sent < size) t->pfds[i].events |= POLLOUT;
+      }
+    }
+
+    if (in_flight == 0) {
+      if ((p == PHASE_PAUSE || p == PHASE_STOP) && acked != s) {
+        acked = s;
+        atomic_fetch_add(&acks, 1);
+      } else if (p == PHASE_MEASURE && opt.messages > 0 && !done) {
+        done = 1;
+        atomic_fetch_add(&finished, 1);
+      }
+    }
+
+    rc = poll(t->pfds, (nfds_t)t->nconns, POLL_TICK_MS);
+    if (rc < 0) {
+      if (errno == EINTR) continue;
+      fprintf(stderr, "loadgen: poll: %s\n", strerror(errno));
+      t->st.io_errors++;
+      break;
+    }
+    if (rc == 0) continue;
+
+    for (i = 0; i < t->nconns; i++) {
+      struct conn *c = &t->conns[i];
+      short re = t->pfds[i].revents;
+      if (re == 0 || c->fd < 0) continue;
+      if (re & POLLNVAL) {
+        t->st.io_errors++;
+        report_error(c, "poll: the descriptor is not open");
+        c->fd = -1;
+        c->busy = 0;
+        atomic_fetch_sub(&live_connections, 1);
+        continue;
+      }
+      /* An error or hang-up shows up as such from recv or send. */
+      if (re & (POLLIN | POLLHUP | POLLERR)) {
+        if (conn_receive(t, c)) {
+          int64_t end = now_ns();
+          c->busy = 0;
+          p = (enum phase)(atomic_load(&state) & 0xff);
+          if (c->measured) {
+            hist_record(t->hist, (uint64_t)(end - c->started_at));
+            t->st.messages++;
+            if (p == PHASE_MEASURE) t->st.in_window++;
+            t->last_measured = end;
+          } else {
+            t->st.warmup_messages++;
+          }
+          /* Start the next round trip right away if allowed: the socket is
+           * almost certainly writable, so this saves a poll. */
+          if ((p == PHASE_WARMUP || p == PHASE_MEASURE) &&
+              !(p == PHASE_MEASURE && opt.messages > 0 && c->quota <= 0))
+            conn_start(t, c, p == PHASE_MEASURE, end);
+        }
+      }
+      if (c->fd >= 0 && c->busy && c->sent < size && (re & POLLOUT))
+        (void)conn_send(t, c, size);
+    }
+  }
+  return NULL;
+}
+
+/* ---- main thread --------------------------------------------------------- */
+
+static int64_t deadline; /* --time-limit, as a now_ns() value */
+
+static void publish(uint64_t *generation, enum phase p) {
+  atomic_store(&acks, 0);
+  ++*generation;
+  atomic_store(&state, make_state(*generation, p));
+}
+
+/* Wait until `*counter` reaches `want`, all connections died, or the time
+ * limit or `limit` passes.  Returns 0, or -1 with a message. */
+static int wait_count(atomic_int *counter, int want, int64_t limit,
+                      const char *what) {
+  while (atomic_load(counter) < want) {
+    int64_t now = now_ns();
+    if (now >= deadline) {
+      fprintf(stderr, "loadgen: the time limit of %.1f s ran out %s\n",
+              opt.time_limit, what);
+      return -1;
+    }
+    if (now >= limit) {
+      fprintf(stderr, "loadgen: timed out %s\n", what);
+      return -1;
+    }
+    sleep_ns(NSEC_PER_MSEC / 2);
+  }
+  return 0;
+}
+
+/* Sleep until `until`, returning early (-1) if the time limit passes or
+ * every connection has failed. */
+static int sleep_until(int64_t until) {
+  for (;;) {
+    int64_t now = now_ns(), step = until - now;
+    if (step <= 0) return 0;
+    if (now >= deadline) {
+      fprintf(stderr, "loadgen: the time limit of %.1f s ran out\n",
+              opt.time_limit);
+      return -1;
+    }
+    if (atomic_load(&live_connections) == 0) {
+      fprintf(stderr, "loadgen: every connection has failed\n");
+      return -1;
+    }
+    if (step > 20 * NSEC_PER_MSEC) step = 20 * NSEC_PER_MSEC;
+    sleep_ns(step);
+  }
+}
+
+/* Run a hook command; returns 0 if it exited 0. */
+static int run_hook(const char *which, const char *cmd) {
+  int rc;
+  if (cmd == NULL) return 0;
+  fflush(NULL);
+  rc = system(cmd);
+  if (rc == -1) {
+    fprintf(stderr, "loadgen: %s: cannot run '%s': %s\n", which, cmd,
+            strerror(errno));
+    return -1;
+  }
+  if (!WIFEXITED(rc) || WEXITSTATUS(rc) != 0) {
+    fprintf(stderr, "loadgen: %s: '%s' failed (status %d)\n", which, cmd,
+            WIFEXITED(rc) ? WEXITSTATUS(rc) : -1);
+    return -1;
+  }
+  return 0;
+}
+
+static int connect_one(const struct addrinfo *ai, int *out) {
+  int fd = -1, one = 1, err = 0, flags;
+  const struct addrinfo *a;
+  for (a = ai; a != NULL; a = a->ai_next) {
+    fd = socket(a->ai_family, a->ai_socktype, a->ai_protocol);
+    if (fd < 0) {
+      err = errno;
+      continue;
+    }
+    if (connect(fd, a->ai_addr, a->ai_addrlen) == 0) break;
+    err = errno;
+    close(fd);
+    fd = -1;
+  }
+  if (fd < 0) {
+    errno = err;
+    return -1;
+  }
+  (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  flags = fcntl(fd, F_GETFL);
+  if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0 ||
+      fcntl(fd, F_SETFD, FD_CLOEXEC) < 0) {
+    err = errno;
+    close(fd);
+    errno = err;
+    return -1;
+  }
+  *out = fd;
+  return 0;
+}
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "usage: loadgen --port P [--host ADDR] [--connections C] "
+          "[--threads T]\n"
+          "               [--size S] [--duration SEC | --messages M] "
+          "[--warmup SEC]\n"
+          "               [--time-limit SEC] [--on-measure-start CMD]\n"
+          "               [--on-measure-end CMD] [--json]\n"
+          "  --port P              the echo server's TCP port\n"
+          "  --host ADDR           its address (default 127.0.0.1)\n"
+          "  --connections C       concurrent connections (default 64)\n"
+          "  --threads T           client threads (default 2)\n"
+          "  --size S              bytes per message (default 64)\n"
+          "  --duration SEC        measure for SEC seconds (default 5)\n"
+          "  --messages M          or measure M round trips in all\n"
+          "  --warmup SEC          unmeasured warm-up first (default 1)\n"
+          "  --time-limit SEC      give up after SEC seconds in all\n"
+          "                        (default: warm-up + duration + 30, or\n"
+          "                        warm-up + 300 with --messages)\n"
+          "  --on-measure-start CMD  run CMD (sh -c) just before measuring\n"
+          "  --on-measure-end CMD    run CMD just after measuring\n"
+          "  --json                print the result as one JSON object\n");
+}
+
+/* "--name value" or "--name=value".  Returns 1 and sets *value if argv[*i]
+ * is option `name`, 0 if it is not, -1 if its value is missing. */
+static int option(int argc, char **argv, int *i, const char *name,
+                  const char **value) {
+  size_t len = strlen(name);
+  if (strncmp(argv[*i], name, len) != 0) return 0;
+  if (argv[*i][len] == '=') {
+    *value = argv[*i] + len + 1;
+    ++*i;
+    return 1;
+  }
+  if (argv[*i][len] != '\0') return 0;
+  if (*i + 1 >= argc) {
+    fprintf(stderr, "loadgen: %s needs a value\n", name);
+    return -1;
+  }
+  *value = argv[*i + 1];
+  *i += 2;
+  return 1;
+}
+
+static int parse_long(const char *name, const char *text, long min, long max,
+                      long *out) {
+  char *end;
+  long v;
+  errno = 0;
+  v = strtol(text, &end, 10);
+  if (errno != 0 || end == text || *end != '\0' || v < min || v > max) {
+    fprintf(stderr,
+            "loadgen: %s wants a whole number from %ld to %ld, not '%s'\n",
+            name, min, max, text);
+    return -1;
+  }
+  *out = v;
+  return 0;
+}
+
+static int parse_seconds(const char *name, const char *text, double min,
+                         double *out) {
+  char *end;
+  double v;
+  errno = 0;
+  v = strtod(text, &end);
+  if (errno != 0 || end == text || *end != '\0' || !(v >= min) || v > 1e6) {
+    fprintf(stderr, "loadgen: %s wants seconds (at least %g), not '%s'\n", name,
+            min, text);
+    return -1;
+  }
+  *out = v;
+  return 0;
+}
+
+static int parse_args(int argc, char **argv) {
+  int i = 1, have_duration = 0, have_limit = 0;
+  opt.host = "127.0.0.1";
+  opt.port = NULL;
+  opt.connections = 64;
+  opt.threads = 2;
+  opt.size = 64;
+  opt.duration = 5;
+  opt.warmup = 1;
+  opt.messages = 0;
+
+  while (i < argc) {
+    const char *v;
+    long n;
+    int m;
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      usage(stdout);
+      exit(EXIT_OK);
+    }
+    if (strcmp(argv[i], "--json") == 0) {
+      opt.json = 1;
+      i++;
+      continue;
+    }
+    if ((m = option(argc, argv, &i, "--port", &v)) > 0) {
+      if (parse_long("--port", v, 1, 65535, &n) < 0) return -1;
+      opt.port = v;
+    } else if (m == 0 && (m = option(argc, argv, &i, "--host", &v)) > 0) {
+      opt.host = v;
+    } else if (m == 0 &&
+               (m = option(argc, argv, &i, "--connections", &v)) > 0) {
+      if (parse_long("--connections", v, 1, MAX_CONNECTIONS, &opt.connections) <
+          0)
+        return -1;
+    } else if (m == 0 && (m = option(argc, argv, &i, "--threads", &v)) > 0) {
+      if (parse_long("--threads", v, 1, MAX_THREADS, &opt.threads) < 0)
+        return -1;
+    } else if (m == 0 && (m = option(argc, argv, &i, "--size", &v)) > 0) {
+      if (parse_long("--size", v, 1, MAX_SIZE, &opt.size) < 0) return -1;
+    } else if (m == 0 && (m = option(argc, argv, &i, "--duration", &v)) > 0) {
+      if (parse_seconds("--duration", v, 0.001, &opt.duration) < 0) return -1;
+      have_duration = 1;
+    } else if (m == 0 && (m = option(argc, argv, &i, "--messages", &v)) > 0) {
+      if (parse_long("--messages", v, 1, LONG_MAX, &n) < 0) return -1;
+      opt.messages = n;
+    } else if (m == 0 && (m = option(argc, argv, &i, "--warmup", &v)) > 0) {
+      if (parse_seconds("--warmup", v, 0, &opt.warmup) < 0) return -1;
+    } else if (m == 0 && (m = option(argc, argv, &i, "--time-limit", &v)) > 0) {
+      if (parse_seconds("--time-limit", v, 0.001, &opt.time_limit) < 0)
+        return -1;
+      have_limit = 1;
+    } else if (m == 0 &&
+               (m = option(argc, argv, &i, "--on-measure-start", &v)) > 0) {
+      opt.on_start = v;
+    } else if (m == 0 &&
+               (m = option(argc, argv, &i, "--on-measure-end", &v)) > 0) {
+      opt.on_end = v;
+    } else {
+      if (m == 0) fprintf(stderr, "loadgen: unknown argument '%s'\n", argv[i]);
+      return -1;
+    }
+  }
+  if (opt.port == NULL) {
+    fprintf(stderr, "loadgen: --port is required\n");
+    return -1;
+  }
+  if (have_duration && opt.messages > 0) {
+    fprintf(stderr, "loadgen: give --duration or --messages, not both\n");
+    return -1;
+  }
+  if (opt.threads > opt.connections) opt.threads = opt.connections;
+  if (!have_limit)
+    opt.time_limit =
+        opt.warmup + (opt.messages > 0 ? 300.0 : opt.duration) + 30.0;
+  return 0;
+}
+
+static void json_string(FILE *out, const char *s) {
+  fputc('"', out);
+  for (; *s; s++) {
+    if (*s == '"' || *s == '\\')
+      fprintf(out, "\\%c", *s);
+    else if ((unsigned char)*s < 0x20)
+      fprintf(out, "\\u%04x", (unsigned)(unsigned char)*s);
+    else
+      fputc(*s, out);
+  }
+  fputc('"', out);
+}
+
+int main(int argc, char **argv) {
+  struct addrinfo hints, *ai = NULL;
+  struct client_thread *threads = NULL;
+  struct conn *conns = NULL;
+  unsigned char *buffers = NULL;
+  struct histogram *total = NULL;
+  struct thread_stats sum;
+  uint64_t generation = 0;
+  int64_t t_start = 0, t_end = 0, t_stop = 0, started;
+  long i, next;
+  int rc, failed = 0, nstarted = 0;
+  size_t per_conn;
+  double seconds, rate;
+  unsigned long long errors;
+  FILE *human;
+
+  if (parse_args(argc, argv) < 0) {
+    usage(stderr);
+    return EXIT_USAGE;
+  }
+  signal(SIGPIPE, SIG_IGN);
+  /* A backstop should the program hang where it does not look at the
+   * clock (a hook that never returns): SIGALRM ends the process. */
+  alarm((unsigned)opt.time_limit + 10);
+  started = now_ns();
+  deadline = started + (int64_t)(opt.time_limit * NSEC_PER_SEC);
+
+  memset(&hints, 0, sizeof hints);
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  rc = getaddrinfo(opt.host, opt.port, &hints, &ai);
+  if (rc != 0) {
+    fprintf(stderr, "loadgen: %s port %s: %s\n", opt.host, opt.port,
+            gai_strerror(rc));
+    return EXIT_ERROR;
+  }
+
+  /* Everything is allocated here, once. */
+  per_conn = 3 * (size_t)opt.size + 256; /* pattern, out, in */
+  conns = calloc((size_t)opt.connections, sizeof *conns);
+  buffers = malloc(per_conn * (size_t)opt.connections);
+  threads = calloc((size_t)opt.threads, sizeof *threads);
+  total = calloc(1, sizeof *total);
+  if (!conns || !buffers || !threads || !total) {
+    fprintf(stderr, "loadgen: out of memory\n");
+    return EXIT_ERROR;
+  }
+  for (i = 0; i < opt.connections; i++) {
+    struct conn *c = &conns[i];
+    uint32_t x = (uint32_t)(i + 1) * 0x9E3779B9u;
+    size_t k;
+    c->fd = -1;
+    c->id = i;
+    c->pattern = buffers + per_conn * (size_t)i;
+    c->out = c->pattern + opt.size + 256;
+    c->in = c->out + opt.size;
+    for (k = 0; k < (size_t)opt.size + 256; k++) {
+      x ^= x << 13; /* xorshift32 */
+      x ^= x >> 17;
+      x ^= x << 5;
+      c->pattern[k] = (unsigned char)(x >> 24);
+    }
+    if (opt.messages > 0)
+      c->quota = opt.messages / opt.connections +
+                 (i < opt.messages % opt.connections ? 1 : 0);
+  }
+
+  for (i = 0; i < opt.connections; i++) {
+    if (connect_one(ai, &conns[i].fd) < 0) {
+      fprintf(stderr, "loadgen: connection %ld to %s port %s: %s\n", i,
+              opt.host, opt.port, strerror(errno));
+      failed = 1;
+      break;
+    }
+    atomic_fetch_add(&live_connections, 1);
+  }
+  freeaddrinfo(ai);
+  if (failed) goto report;
+
+  /* Connections are dealt out in blocks: thread k has
+   * connections [next, next + n). */
+  publish(&generation, opt.warmup > 0 ? PHASE_WARMUP : PHASE_PAUSE);
+  next = 0;
+  for (i = 0; i < opt.threads; i++) {
+    struct client_thread *t = &threads[i];
+    long n = opt.connections / opt.threads +
+             (i < opt.connections % opt.threads ? 1 : 0);
+    t->index = i;
+    t->conns = conns + next;
+    t->nconns = n;
+    next += n;
+    t->pfds = calloc((size_t)n, sizeof *t->pfds);
+    t->hist = calloc(1, sizeof *t->hist);
+    if (!t->pfds || !t->hist) {
+      fprintf(stderr, "loadgen: out of memory\n");
+      failed = 1;
+      break;
+    }
+    rc = pthread_create(&t->thread, NULL, client_main, t);
+    if (rc != 0) {
+      fprintf(stderr, "loadgen: pthread_create: %s\n", strerror(rc));
+      failed = 1;
+      break;
+    }
+    nstarted++;
+  }
+  if (failed) goto stop;
+
+  /* Warm up, then quiesce. */
+  if (opt.warmup > 0) {
+    if (sleep_until(started + (int64_t)(opt.warmup * NSEC_PER_SEC)) < 0) {
+      failed = 1;
+      goto stop;
+    }
+    publish(&generation, PHASE_PAUSE);
+  }
+  if (wait_count(&acks, nstarted, now_ns() + DRAIN_TIMEOUT_NS,
+                 "waiting for the warm-up's echoes") < 0 ||
+      run_hook("--on-measure-start", opt.on_start) < 0) {
+    failed = 1;
+    goto stop;
+  }
+
+  /* Measure. */
+  t_start = now_ns();
+  publish(&generation, PHASE_MEASURE);
+  if (opt.messages > 0) {
+    if (wait_count(&finished, nstarted, INT64_MAX, "measuring") < 0) {
+      failed = 1;
+      goto stop;
+    }
+  } else if (sleep_until(t_start + (int64_t)(opt.duration * NSEC_PER_SEC)) <
+             0) {
+    failed = 1;
+    goto stop;
+  }
+  t_stop = now_ns();
+  publish(&generation, PHASE_STOP);
+  if (wait_count(&acks, nstarted, now_ns() + DRAIN_TIMEOUT_NS,
+                 "waiting for the last echoes") < 0) {
+    failed = 1;
+    goto stop;
+  }
+  if (run_hook("--on-measure-end", opt.on_end) < 0) failed = 1;
+
+stop:
+  publish(&generation, PHASE_EXIT);
+  for (i = 0; i < nstarted; i++) pthread_join(threads[i].thread, NULL);
+  /* The measurement ends with the last round trip counted. */
+  t_end = t_start;
+  for (i = 0; i < nstarted; i++)
+    if (threads[i].last_measured > t_end) t_end = threads[i].last_measured;
+
+report:
+  memset(&sum, 0, sizeof sum);
+  for (i = 0; i < opt.threads; i++) {
+    struct client_thread *t = &threads[i];
+    if (t->hist) hist_merge(total, t->hist);
+    sum.messages += t->st.messages;
+    sum.in_window += t->st.in_window;
+    sum.warmup_messages += t->st.warmup_messages;
+    sum.mismatches += t->st.mismatches;
+    sum.resets += t->st.resets;
+    sum.io_errors += t->st.io_errors;
+    free(t->pfds);
+    free(t->hist);
+  }
+  for (i = 0; i < opt.connections; i++)
+    if (conns[i].fd >= 0) close(conns[i].fd);
+
+  if (opt.messages > 0 || t_stop == 0) {
+    seconds = t_end > t_start ? (double)(t_end - t_start) / 1e9 : 0;
+    rate = seconds > 0 ? (double)sum.messages / seconds : 0;
+  } else {
+    seconds = (double)(t_stop - t_start) / 1e9;
+    rate = seconds > 0 ? (double)sum.in_window / seconds : 0;
+  }
+  errors = (unsigned long long)(sum.mismatches + sum.resets + sum.io_errors +
+                                (unsigned)failed);
+  if (errors) failed = 1;
+
+  human = opt.json ? stderr : stdout;
+  fprintf(human,
+          "loadgen: %ld conns x %ld B, %ld threads: %.2f s, %llu msgs, "
+          "%.0f msgs/s; latency us p50 %.1f p99 %.1f p999 %.1f max %.1f; "
+          "errors %llu\n",
+          opt.connections, opt.size, opt.threads, seconds,
+          (unsigned long long)sum.messages, rate,
+          hist_quantile(total, 0.50) / 1e3, hist_quantile(total, 0.99) / 1e3,
+          hist_quantile(total, 0.999) / 1e3, (double)total->max / 1e3, errors);
+  if (opt.json) {
+    printf("{\"host\":");
+    json_string(stdout, opt.host);
+    printf(
+        ",\"port\":%s,\"connections\":%ld,\"threads\":%ld,\"size\":%ld,"
+        "\"warmup_s\":%.3f,\"duration_s\":%.6f,\"messages\":%llu,"
+        "\"window_messages\":%llu,"
+        "\"warmup_messages\":%llu,\"msgs_per_s\":%.1f,"
+        "\"mean_us\":%.2f,\"p50_us\":%.2f,\"p90_us\":%.2f,\"p99_us\":%.2f,"
+        "\"p999_us\":%.2f,\"max_us\":%.2f,\"errors\":%llu,"
+        "\"mismatches\":%llu,\"resets\":%llu,\"io_errors\":%llu,"
+        "\"ok\":%s}\n",
+        opt.port, opt.connections, opt.threads, opt.size, opt.warmup, seconds,
+        (unsigned long long)sum.messages, (unsigned long long)sum.in_window,
+        (unsigned long long)sum.warmup_messages, rate,
+        total->total ? (double)total->sum / (double)total->total / 1e3 : 0.0,
+        hist_quantile(total, 0.50) / 1e3, hist_quantile(total, 0.90) / 1e3,
+        hist_quantile(total, 0.99) / 1e3, hist_quantile(total, 0.999) / 1e3,
+        (double)total->max / 1e3, errors, (unsigned long long)sum.mismatches,
+        (unsigned long long)sum.resets, (unsigned long long)sum.io_errors,
+        failed ? "false" : "true");
+  }
+  fflush(stdout);
+  free(threads);
+  free(conns);
+  free(buffers);
+  free(total);
+  return failed ? EXIT_ERROR : EXIT_OK;
+}

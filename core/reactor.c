@@ -625,41 +625,58 @@ static taxi_reactor_t *io_done_locked(taxi_reactor_t *r,
 /* ---- moving a handler to another reactor ----------------------------------
  */
 
-/* Move h (attached to r with a handle, none of its hooks running) to
- * `to`.  r->lock held on entry and on return, released in between: the two
- * reactors' locks are never held together, so moves in both directions
- * cannot deadlock. */
+/* Both locks, always in the same (address) order, so that two moves in
+ * opposite directions cannot deadlock. */
+static void lock_pair(taxi_reactor_t *a, taxi_reactor_t *b) {
+  bool a_first = (uintptr_t)a < (uintptr_t)b;
+  taxi__mutex_lock(a_first ? &a->lock : &b->lock);
+  taxi__mutex_lock(a_first ? &b->lock : &a->lock);
+}
+
+/* Move h from r to `to`, consuming a reference to h the caller holds (it
+ * keeps h alive while no lock is held).  r->lock held on entry and on
+ * return; both locks are held while h changes hands, so that a call on
+ * either reactor sees h on one side or the other, never half-way. */
 static int move_locked(taxi_reactor_t *r, taxi_handler_t *h,
                        taxi_reactor_t *to) {
-  if (h->internal_.timers || h->internal_.signals) return TAXI_EBUSY;
-  taxi__slot_t *s = &r->slots[h->internal_.slot];
-  taxi_handle_t handle = h->internal_.handle;
-  unsigned interest = s->interest;
-  bool suspended = s->flags & TAXI__S_SUSPENDED;
-  deregister_locked(r, h);
-  unlink_attached_locked(r, h);
-  /* In transit: attached nowhere, its references (the attachment one
-   * included) carried over as they are. */
-  h->internal_.reactor = NULL;
-  h->internal_.flags &= ~TAXI__H_ATTACHED;
   taxi__mutex_unlock(&r->lock);
-
-  taxi__mutex_lock(&to->lock);
-  h->internal_.reactor = to;
-  h->internal_.flags |= TAXI__H_ATTACHED;
-  link_attached_locked(to, h);
-  int rc = register_locked(to, handle, h, interest);
-  if (rc == 0 && suspended) {
-    taxi__slot_t *ns = &to->slots[h->internal_.slot];
-    ns->flags |= TAXI__S_SUSPENDED;
-    rc = arm_locked(to, ns);
+  lock_pair(r, to);
+  /* Things may have changed while no lock was held. */
+  taxi__slot_t *s = slot_of(r, h);
+  int rc = TAXI_ENOENT;
+  if (s)
+    rc =
+        (s->flags & TAXI__S_BUSY) || h->internal_.timers || h->internal_.signals
+            ? TAXI_EBUSY
+            : 0;
+  if (rc == 0) {
+    taxi_handle_t handle = h->internal_.handle;
+    unsigned interest = s->interest;
+    bool suspended = s->flags & TAXI__S_SUSPENDED;
+    deregister_locked(r, h);
+    unlink_attached_locked(r, h);
+    /* Its references, the attachment's included, carry over as they are. */
+    h->internal_.reactor = to;
+    link_attached_locked(to, h);
+    rc = register_locked(to, handle, h, interest);
+    if (rc == 0 && suspended) {
+      taxi__slot_t *ns = &to->slots[h->internal_.slot];
+      ns->flags |= TAXI__S_SUSPENDED;
+      rc = arm_locked(to, ns);
+    }
+    /* The handle cannot be watched where it was sent: rather than leave a
+     * handler nobody watches, remove it. */
+    if (rc < 0) taxi__reactor_detach_locked(to, h);
   }
-  /* The handle cannot be watched where it was sent: rather than leave a
-   * handler nobody watches, remove it (its close hook runs). */
-  if (rc < 0) taxi__reactor_detach_locked(to, h);
-  taxi__mutex_unlock(&to->lock);
-
-  taxi__mutex_lock(&r->lock);
+  /* Release our reference under the lock of the reactor h is with now
+   * (a close hook may run, with only that reactor's lock dropped). */
+  taxi_reactor_t *owner = h->internal_.reactor == to ? to : r;
+  taxi__mutex_unlock(owner == to ? &r->lock : &to->lock);
+  taxi__handler_release_locked(owner, h);
+  if (owner == to) {
+    taxi__mutex_unlock(&to->lock);
+    taxi__mutex_lock(&r->lock);
+  }
   return rc;
 }
 
@@ -676,11 +693,13 @@ int taxi_reactor_move(taxi_reactor_t *from, taxi_handler_t *h,
   if ((s->interest & TAXI_EV_EXCEPT) && !(to->ops->caps & TAXI_CAP_EXCEPT))
     goto out;
   if (s->flags & TAXI__S_BUSY) {
-    /* Its hooks are running (maybe this is one): move when they return. */
+    /* An event of h was taken (its hooks run, maybe this is one, or it
+     * waits in a pool's queue): move when that dispatch is over. */
     s->move_to = to;
     rc = 0;
     goto out;
   }
+  h->internal_.refs++;
   rc = move_locked(from, h, to);
 out:
   taxi__mutex_unlock(&from->lock);
@@ -724,11 +743,12 @@ void taxi__reactor_run_locked(taxi_reactor_t *r, taxi__event_t *ev) {
       break;
   }
   if (rc < 0) taxi__reactor_detach_locked(r, ev->handler);
-  taxi__handler_release_locked(r, ev->handler);
-  /* A move asked for while the hooks ran; a removal meanwhile cancels it.
-   * The handler is still attached here, so its memory is still valid. */
+  /* A move asked for while the hooks ran (a removal meanwhile cancels
+   * it) takes over the dispatch's reference. */
   if (move_to && attached_here(r, ev->handler))
     move_locked(r, ev->handler, move_to);
+  else
+    taxi__handler_release_locked(r, ev->handler);
 }
 
 /* ---- waiting ------------------------------------------------------------- */
@@ -748,9 +768,14 @@ void taxi__reactor_untake_locked(taxi_reactor_t *r, taxi__event_t *ev) {
     case TAXI__EV_NOTIFY:
       taxi__notify_queue_unpop(&r->notes, ev->note);
       return;
-    case TAXI__EV_IO:
-      io_done_locked(r, ev);
-      break;
+    case TAXI__EV_IO: {
+      taxi_reactor_t *move_to = io_done_locked(r, ev);
+      if (move_to && attached_here(r, ev->handler))
+        move_locked(r, ev->handler, move_to);
+      else
+        taxi__handler_release_locked(r, ev->handler);
+      return;
+    }
     case TAXI__EV_TIMER:
       /* Its heap room was reserved when it was armed and freed when taken;
        * if another timer took that room meanwhile, drop this firing. */

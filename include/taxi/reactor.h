@@ -112,14 +112,15 @@ TAXI_EXTERN int taxi_reactor_remove(taxi_reactor_t *r, taxi_handler_t *h);
 /*
  * taxi_reactor_move - move h, with its handle, watched events and suspended
  * state, from reactor `from` to reactor `to` (for instance to rebalance
- * connections among the handle sets of taxi/lf_sets.h).  If a hook of h is
- * running (in any thread, the caller's included), the move takes place
- * when it returns, unless h is removed meanwhile; otherwise before this
- * returns.  Events reported for h on `from` but not yet dispatched are
- * dropped; `to` reports them again (level-triggered).  If `to` then fails
- * to watch the handle (out of memory, beyond FD_SETSIZE), h is removed
- * and its close hook runs.  References taken with taxi_handler_ref() move
- * with h; do not take or drop them while it moves.
+ * connections among the handle sets of taxi/lf_sets.h).  If an event of h
+ * has been taken for dispatch (a hook of h is running, in any thread, the
+ * caller's included, or the event waits in a half-sync/half-async queue),
+ * the move takes place when that dispatch is over, unless h is removed
+ * meanwhile; otherwise before this returns.  Events reported for h on `from`
+ * but not yet dispatched are dropped; `to` reports them again
+ * (level-triggered).  If `to` then fails to watch the handle (out of memory,
+ * beyond FD_SETSIZE), h is removed and its close hook runs.  References taken
+ * with taxi_handler_ref() move with h; do not take or drop them while it moves.
  *
  * Returns 0, or TAXI_EINVAL (NULL, from == to), TAXI_ENOENT (h has no
  * handle registered with `from`), TAXI_EBUSY (h has timers or signals:

@@ -212,11 +212,11 @@ static void process(taxi_lf_pool_t *p, lf_thread_t *t, taxi__event_t *ev,
   if (p->followers &&
       (p->leaders < p->max_leaders || taxi__reactor_has_work_locked(r, now)))
     promote_locked(p);
-  taxi__reactor_run_locked(r, ev);
+  bool ran = taxi__reactor_run_locked(r, ev);
   taxi_time_t done = taxi_now();
   account(&p->stats.processing_ns, &t->stats.processing_ns, now, done);
-  p->stats.events++;
-  t->stats.events++;
+  p->stats.events += ran;
+  t->stats.events += ran;
 }
 
 /* Lead: wait on the handle set.  Returns what the wait returned. */

@@ -9,7 +9,7 @@
 
 void taxi__notify_queue_init(taxi__notify_queue_t *q) {
   q->ring = NULL;
-  q->head = q->count = q->cap = 0;
+  q->head = q->count = q->cap = q->taken = 0;
 }
 
 void taxi__notify_queue_destroy(taxi__notify_queue_t *q) {
@@ -32,7 +32,8 @@ static int grow(taxi__notify_queue_t *q) {
 }
 
 int taxi__notify_queue_push(taxi__notify_queue_t *q, taxi__notification_t n) {
-  if (q->count == q->cap) {
+  /* Room stays reserved for popped entries that may be put back. */
+  if (q->count + q->taken == q->cap) {
     int rc = grow(q);
     if (rc < 0) return rc;
   }
@@ -45,7 +46,10 @@ void taxi__notify_queue_unpop(taxi__notify_queue_t *q, taxi__notification_t n) {
   q->head = (q->head + q->cap - 1) & (q->cap - 1);
   q->ring[q->head] = n;
   q->count++;
+  q->taken--;
 }
+
+void taxi__notify_queue_done(taxi__notify_queue_t *q) { q->taken--; }
 
 bool taxi__notify_queue_pop(taxi__notify_queue_t *q,
                             taxi__notification_t *out) {
@@ -53,5 +57,6 @@ bool taxi__notify_queue_pop(taxi__notify_queue_t *q,
   *out = q->ring[q->head];
   q->head = (q->head + 1) & (q->cap - 1);
   q->count--;
+  q->taken++;
   return true;
 }

@@ -18,6 +18,7 @@ typedef struct taxi__notification {
 typedef struct taxi__notify_queue {
   taxi__notification_t *ring;
   size_t head, count, cap; /* cap is a power of two or 0 */
+  size_t taken; /* popped and not yet run: their room is kept for unpop */
 } taxi__notify_queue_t;
 
 void taxi__notify_queue_init(taxi__notify_queue_t *q);
@@ -27,6 +28,8 @@ int taxi__notify_queue_push(taxi__notify_queue_t *q, taxi__notification_t n);
 /* Put n back at the head (it was popped and not run): cannot fail, the
  * popped entry's room is still there. */
 void taxi__notify_queue_unpop(taxi__notify_queue_t *q, taxi__notification_t n);
+/* A popped notification ran: its room is free again. */
+void taxi__notify_queue_done(taxi__notify_queue_t *q);
 /* false when empty. */
 bool taxi__notify_queue_pop(taxi__notify_queue_t *q, taxi__notification_t *out);
 

@@ -706,8 +706,47 @@ out:
   return rc;
 }
 
-void taxi__reactor_run_locked(taxi_reactor_t *r, taxi__event_t *ev) {
+/* Whether a taken event may still run.  Between take and run (in the
+ * half-sync/half-async pool's queue) its handle may have been removed,
+ * suspended or given other interest, its timer cancelled or moved, its
+ * signal removed: those calls promise that no hook starts afterwards. */
+static bool still_live_locked(taxi_reactor_t *r, taxi__event_t *ev) {
+  switch (ev->kind) {
+    case TAXI__EV_NOTIFY:
+      return true;
+    case TAXI__EV_IO: {
+      const taxi__slot_t *s = &r->slots[ev->row];
+      if (s->handler != ev->handler || s->generation != ev->generation ||
+          (s->flags & TAXI__S_SUSPENDED))
+        return false;
+      ev->events &= s->interest | TAXI_EV_HUP | TAXI_EV_ERR;
+      ev->interest = s->interest;
+      return ev->events != 0;
+    }
+    case TAXI__EV_TIMER:
+      return ev->timer->internal_.state == TAXI__T_FIRING &&
+             ev->timer->internal_.handler == ev->handler;
+    case TAXI__EV_SIGNAL:
+      return ev->signo < r->sig_limit &&
+             r->sig_handlers[ev->signo] == ev->handler;
+  }
+  return true;
+}
+
+bool taxi__reactor_run_locked(taxi_reactor_t *r, taxi__event_t *ev) {
   int rc = 0;
+  if (!still_live_locked(r, ev)) {
+    taxi_reactor_t *move_to = NULL;
+    if (ev->kind == TAXI__EV_IO) {
+      r->stats.stale++;
+      move_to = io_done_locked(r, ev);
+    }
+    if (move_to && attached_here(r, ev->handler))
+      move_locked(r, ev->handler, move_to);
+    else
+      taxi__handler_release_locked(r, ev->handler);
+    return false;
+  }
   taxi__mutex_unlock(&r->lock);
   switch (ev->kind) {
     case TAXI__EV_NOTIFY:
@@ -728,7 +767,8 @@ void taxi__reactor_run_locked(taxi_reactor_t *r, taxi__event_t *ev) {
   switch (ev->kind) {
     case TAXI__EV_NOTIFY:
       r->stats.notifications++;
-      return;
+      taxi__notify_queue_done(&r->notes);
+      return true;
     case TAXI__EV_IO:
       r->stats.events++;
       move_to = io_done_locked(r, ev);
@@ -749,6 +789,7 @@ void taxi__reactor_run_locked(taxi_reactor_t *r, taxi__event_t *ev) {
     move_locked(r, ev->handler, move_to);
   else
     taxi__handler_release_locked(r, ev->handler);
+  return true;
 }
 
 /* ---- waiting ------------------------------------------------------------- */

@@ -140,8 +140,11 @@ struct taxi_reactor {
 bool taxi__reactor_take_locked(taxi_reactor_t *r, taxi_time_t now,
                                taxi__event_t *ev);
 /* Run what was taken: r->lock is released while hooks run; afterwards the
- * handle is reactivated (pool mode) and the handler released. */
-void taxi__reactor_run_locked(taxi_reactor_t *r, taxi__event_t *ev);
+ * handle is reactivated (pool mode) and the handler released.  An event
+ * whose handle was removed or suspended, timer cancelled or rescheduled,
+ * or signal removed since it was taken is dropped instead (the handle is
+ * reactivated all the same): returns false then, true if it ran. */
+bool taxi__reactor_run_locked(taxi_reactor_t *r, taxi__event_t *ev);
 /* Give back an event taken but never run (a pool shutting down with
  * events queued): the handle is reactivated, a timer re-armed at its
  * deadline, a signal marked pending again, a notification put back at the

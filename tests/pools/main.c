@@ -1,0 +1,257 @@
+/*
+ * tests/pools/main.c - run every pool suite on one backend, and the
+ * fixtures the suites share.
+ */
+#define _GNU_SOURCE 1
+
+#include "suites.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+const char *pools_backend;
+
+taxi_reactor_t *pools_reactor(void) {
+  taxi_reactor_t *r = NULL;
+  int rc = taxi_reactor_create(&r, pools_backend);
+  if (rc != 0 || !r) {
+    printf("\n    taxi_reactor_create(\"%s\") = %d (%s)\n", pools_backend, rc,
+           taxi_error_name(rc));
+  }
+  CU_ASSERT_EQUAL_FATAL(rc, 0);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+  CU_ASSERT_STRING_EQUAL(taxi_reactor_backend(r), pools_backend);
+  return r;
+}
+
+int pools_backend_info(taxi_backend_info_t *out) {
+  size_t n = taxi_backend_count();
+  for (size_t i = 0; i < n; i++) {
+    if (taxi_backend_info(out, i) == 0 && out->name &&
+        strcmp(out->name, pools_backend) == 0)
+      return 0;
+  }
+  memset(out, 0, sizeof *out);
+  return TAXI_ENOENT;
+}
+
+int pools_can_many_leaders(const taxi_reactor_t *r) {
+  unsigned need = TAXI_CAP_MULTI_WAIT | TAXI_CAP_ONESHOT;
+  return (taxi_reactor_caps(r) & need) == need;
+}
+
+int pools_small(void) {
+  const char *s = getenv("TAXI_TEST_SMALL");
+  return s && *s && strcmp(s, "0") != 0;
+}
+
+/* ---- threads ------------------------------------------------------------- */
+
+static void *pools_thread_main(void *arg) {
+  pools_thread_t *t = arg;
+  t->fn(t->arg);
+  atomic_store(&t->done, 1);
+  return NULL;
+}
+
+int pools_thread_start(pools_thread_t *t, void (*fn)(void *), void *arg) {
+  t->fn = fn;
+  t->arg = arg;
+  atomic_init(&t->done, 0);
+  t->started = pthread_create(&t->tid, NULL, pools_thread_main, t) == 0;
+  return t->started ? 0 : -1;
+}
+
+int pools_thread_done(pools_thread_t *t) { return atomic_load(&t->done); }
+
+void pools_hang(const char *what) {
+  printf(
+      "\n    HANG: %s did not finish within the test's bound; ending the "
+      "suite's process\n",
+      what);
+  fflush(stdout);
+  _exit(3);
+}
+
+void pools_thread_join(pools_thread_t *t, int max_ms, const char *what) {
+  if (!t->started) return;
+  if (!util_wait_flag(&t->done, 1, max_ms)) pools_hang(what);
+  pthread_join(t->tid, NULL);
+  t->started = 0;
+}
+
+typedef struct pools_call {
+  int (*fn)(void *arg);
+  void *arg;
+  int rc;
+} pools_call_t;
+
+static void pools_call_run(void *arg) {
+  pools_call_t *c = arg;
+  c->rc = c->fn(c->arg);
+}
+
+int pools_bounded(int (*fn)(void *arg), void *arg, int max_ms,
+                  const char *what) {
+  pools_call_t c = {fn, arg, 0};
+  pools_thread_t t;
+  if (pools_thread_start(&t, pools_call_run, &c) != 0) {
+    CU_FAIL("pthread_create failed");
+    return fn(arg);
+  }
+  pools_thread_join(&t, max_ms, what);
+  return c.rc;
+}
+
+/* ---- gates --------------------------------------------------------------- */
+
+void pools_gate_init(pools_gate_t *g) {
+  atomic_init(&g->entered, 0);
+  atomic_init(&g->open, 0);
+  atomic_init(&g->left, 0);
+  atomic_init(&g->timeouts, 0);
+}
+
+void pools_gate_pass(pools_gate_t *g) {
+  atomic_fetch_add(&g->entered, 1);
+  if (!util_wait_flag(&g->open, 1, POOLS_WAIT_MS))
+    atomic_fetch_add(&g->timeouts, 1);
+  atomic_fetch_add(&g->left, 1);
+}
+
+void pools_gate_open(pools_gate_t *g) { atomic_store(&g->open, 1); }
+
+/* ---- descriptors --------------------------------------------------------- */
+
+void pools_pair(int sv[2]) {
+  if (util_socketpair(sv) != 0) {
+    printf("\n    socketpair: %s\n", strerror(errno));
+    CU_FAIL_FATAL("socketpair failed");
+  }
+}
+
+void pools_close_pair(int sv[2]) {
+  if (sv[0] >= 0) close(sv[0]);
+  if (sv[1] >= 0) close(sv[1]);
+  sv[0] = sv[1] = -1;
+}
+
+long pools_drain(int fd) {
+  long n = util_drain(fd);
+  return n < 0 ? 0 : n;
+}
+
+/* ---- bounded waits ------------------------------------------------------- */
+
+int pools_lf_wait(taxi_lf_pool_t *p,
+                  int (*pred)(const taxi_lf_stats_t *s, void *arg), void *arg,
+                  int max_ms, taxi_lf_stats_t *out) {
+  taxi_lf_stats_t s;
+  taxi_time_t start = taxi_now();
+  for (;;) {
+    memset(&s, 0, sizeof s);
+    int rc = taxi_lf_stats(p, &s);
+    if (out) *out = s;
+    if (rc == 0 && pred(&s, arg)) return 1;
+    if (util_elapsed_ms(start) > max_ms) return 0;
+    util_sleep_ms(1);
+  }
+}
+
+int pools_hsha_wait(taxi_hsha_pool_t *p,
+                    int (*pred)(const taxi_hsha_stats_t *s, void *arg),
+                    void *arg, int max_ms, taxi_hsha_stats_t *out) {
+  taxi_hsha_stats_t s;
+  taxi_time_t start = taxi_now();
+  for (;;) {
+    memset(&s, 0, sizeof s);
+    int rc = taxi_hsha_stats(p, &s);
+    if (out) *out = s;
+    if (rc == 0 && pred(&s, arg)) return 1;
+    if (util_elapsed_ms(start) > max_ms) return 0;
+    util_sleep_ms(1);
+  }
+}
+
+int pools_wait_count(atomic_int *counter, int goal, int max_ms) {
+  return util_wait_flag(counter, goal, max_ms);
+}
+
+int pools_wait_sum(atomic_int *const *counters, size_t n, long goal,
+                   int max_ms) {
+  taxi_time_t start = taxi_now();
+  for (;;) {
+    long sum = 0;
+    for (size_t i = 0; i < n; i++) sum += atomic_load(counters[i]);
+    if (sum >= goal) return 1;
+    if (util_elapsed_ms(start) > max_ms) return 0;
+    util_sleep_ms(1);
+  }
+}
+
+uint64_t pools_rand(uint64_t *state) {
+  uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+/* ---- main ---------------------------------------------------------------- */
+
+static const taxi_test_suite_t *const pools_base_suites[] = {
+    &pools_suite_lf,
+    &pools_suite_lf_shutdown,
+    &pools_suite_lf_bad_input,
+    &pools_suite_lf_alloc,
+    &pools_suite_hsha,
+    &pools_suite_hsha_bad_input,
+    &pools_suite_hsha_alloc,
+    &pools_suite_stress_lf,
+    &pools_suite_stress_lf_many,
+    &pools_suite_stress_hsha,
+};
+#define POOLS_N_SUITES (sizeof pools_base_suites / sizeof pools_base_suites[0])
+
+int taxi_pools_main(const char *backend, int argc, char **argv) {
+  const char *names[32];
+  int n = taxi_backend_names(names, sizeof names / sizeof names[0]);
+  int found = 0;
+  for (int i = 0; i < n && i < 32; i++)
+    if (strcmp(names[i], backend) == 0) found = 1;
+  if (!found) {
+    size_t count = taxi_backend_count();
+    int compiled = 0;
+    for (size_t i = 0; i < count; i++) {
+      taxi_backend_info_t info;
+      if (taxi_backend_info(&info, i) == 0 && info.name &&
+          strcmp(info.name, backend) == 0)
+        compiled = 1;
+    }
+    printf("pools[%s]: SKIP: backend \"%s\" %s\n", backend, backend,
+           compiled ? "is compiled in but does not work on this machine"
+                    : "is not compiled into this build of taxi");
+    return TAXI_TEST_SKIP_STATUS;
+  }
+  pools_backend = backend;
+
+  static taxi_test_suite_t suites[POOLS_N_SUITES];
+  static char suite_names[POOLS_N_SUITES][96];
+  const taxi_test_suite_t *list[POOLS_N_SUITES + 1];
+  size_t n_list = 0;
+  for (size_t i = 0; i < POOLS_N_SUITES; i++) {
+    suites[i] = *pools_base_suites[i];
+    snprintf(suite_names[i], sizeof suite_names[i], "pools[%s]: %s", backend,
+             pools_base_suites[i]->name);
+    suites[i].name = suite_names[i];
+    list[n_list++] = &suites[i];
+  }
+  /* Named by itself. */
+  list[n_list++] = pools_sets_suite(backend);
+  char title[128];
+  snprintf(title, sizeof title, "taxi thread pools: backend %s%s", backend,
+           pools_small() ? " (TAXI_TEST_SMALL: reduced stress sizes)" : "");
+  return taxi_test_run(title, list, n_list, argc, argv);
+}

@@ -1,0 +1,140 @@
+/*
+ * tests/pools/suites.h - the thread-pool suites: the Leader/Followers pool
+ * (taxi/lf.h), the half-sync/half-async pool (taxi/hsha.h), and the
+ * exactly-once stress test over both.
+ *
+ * Every suite runs against the backend named by pools_backend.  One program
+ * per backend (backend_*.c) calls taxi_pools_main() with that backend's
+ * name; it exits 77 (skip) when the backend does not work here.
+ *
+ * The suites share the objects of tests/libtaxitest.la with the reactor
+ * conformance suites, so every global symbol here starts with pools_.
+ *
+ * Waits.  Tests never assert on time; every wait for another thread is
+ * bounded (POOLS_WAIT_MS), and a thread that does not finish within its
+ * bound ends the suite's process with a message naming what hung (see
+ * pools_thread_join), so a bug fails instead of hanging.
+ */
+#ifndef TAXI_TESTS_POOLS_SUITES_H
+#define TAXI_TESTS_POOLS_SUITES_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+
+#include "taxi/taxi.h"
+#include "../runner.h"
+#include "../util.h"
+
+/* The bound for one hand-over between threads. */
+#define POOLS_WAIT_MS 10000
+
+extern const char *pools_backend;
+
+int taxi_pools_main(const char *backend, int argc, char **argv);
+
+extern const taxi_test_suite_t pools_suite_lf;
+extern const taxi_test_suite_t pools_suite_lf_shutdown;
+extern const taxi_test_suite_t pools_suite_lf_bad_input;
+extern const taxi_test_suite_t pools_suite_lf_alloc;
+extern const taxi_test_suite_t pools_suite_hsha;
+extern const taxi_test_suite_t pools_suite_hsha_bad_input;
+extern const taxi_test_suite_t pools_suite_hsha_alloc;
+extern const taxi_test_suite_t pools_suite_stress_lf;
+extern const taxi_test_suite_t pools_suite_stress_lf_many;
+extern const taxi_test_suite_t pools_suite_stress_hsha;
+
+/* Leader/Followers per handle set (sets.c, self-contained): the suite for
+ * one backend, already named "pools[<backend>]: sets". */
+const taxi_test_suite_t *pools_sets_suite(const char *backend);
+
+/* ---- fixtures (main.c) ----------------------------------------------------
+ */
+
+/* A reactor on pools_backend; CU_FAIL_FATAL when creation fails.  Call it
+ * before starting threads that use the test's memory. */
+taxi_reactor_t *pools_reactor(void);
+
+/* The description of pools_backend (taxi_backend_info); 0 or TAXI_ENOENT. */
+int pools_backend_info(taxi_backend_info_t *out);
+
+/* 1 when r's backend can have several leaders (TAXI_LEADERS_MANY needs
+ * TAXI_CAP_MULTI_WAIT and TAXI_CAP_ONESHOT): decided by caps, not name. */
+int pools_can_many_leaders(const taxi_reactor_t *r);
+
+/* 1 when TAXI_TEST_SMALL is set (and not "0"): the reduced sizes. */
+int pools_small(void);
+
+/* A test thread that runs fn(arg) once. */
+typedef struct pools_thread {
+  pthread_t tid;
+  void (*fn)(void *arg);
+  void *arg;
+  atomic_int done;
+  int started;
+} pools_thread_t;
+
+/* Start t; 0, or -1 when pthread_create failed. */
+int pools_thread_start(pools_thread_t *t, void (*fn)(void *), void *arg);
+/* Wait at most max_ms for t to finish, then join it.  If it does not
+ * finish, print "HANG: <what> ..." and end the process (the runner then
+ * reports the test as failed): a thread still running would use memory
+ * the test is about to give back. */
+void pools_thread_join(pools_thread_t *t, int max_ms, const char *what);
+/* 1 when t has finished (without joining it). */
+int pools_thread_done(pools_thread_t *t);
+
+/* End the suite's process after printing "HANG: <what>". */
+void pools_hang(const char *what);
+
+/* Run fn(arg) in a thread of its own and return what it returned; if it
+ * has not returned after max_ms, pools_hang(what).  For calls that block
+ * until other threads act (shutdown, destroy, join), so that a bug fails
+ * instead of hanging the suite until the runner's time limit. */
+int pools_bounded(int (*fn)(void *arg), void *arg, int max_ms,
+                  const char *what);
+
+/*
+ * A gate that hooks block on: pools_gate_pass() counts the entry, waits
+ * (bounded by POOLS_WAIT_MS; counts a timeout) until the gate is opened,
+ * counts the exit.
+ */
+typedef struct pools_gate {
+  atomic_int entered;
+  atomic_int open;
+  atomic_int left;
+  atomic_int timeouts;
+} pools_gate_t;
+
+void pools_gate_init(pools_gate_t *g);
+void pools_gate_pass(pools_gate_t *g);
+void pools_gate_open(pools_gate_t *g);
+
+/* A socketpair for a test handler: sv[0] is registered, sv[1] the peer.
+ * CU_FAIL_FATAL when it cannot be made. */
+void pools_pair(int sv[2]);
+void pools_close_pair(int sv[2]);
+
+/* Read and discard what is ready on fd; returns the bytes read. */
+long pools_drain(int fd);
+
+/* Poll taxi_lf_stats until pred(stats, arg) holds or max_ms passed; the
+ * last stats read are left in *out.  Returns 1 when pred held. */
+int pools_lf_wait(taxi_lf_pool_t *p,
+                  int (*pred)(const taxi_lf_stats_t *s, void *arg), void *arg,
+                  int max_ms, taxi_lf_stats_t *out);
+/* The same for taxi_hsha_stats. */
+int pools_hsha_wait(taxi_hsha_pool_t *p,
+                    int (*pred)(const taxi_hsha_stats_t *s, void *arg),
+                    void *arg, int max_ms, taxi_hsha_stats_t *out);
+
+/* Wait (bounded) until *counter >= goal; 1 when reached. */
+int pools_wait_count(atomic_int *counter, int goal, int max_ms);
+/* Wait (bounded) until the sum of n counters >= goal; 1 when reached. */
+int pools_wait_sum(atomic_int *const *counters, size_t n, long goal,
+                   int max_ms);
+
+/* A deterministic pseudo-random generator (splitmix64). */
+uint64_t pools_rand(uint64_t *state);
+
+#endif /* TAXI_TESTS_POOLS_SUITES_H */

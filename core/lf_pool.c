@@ -41,6 +41,7 @@ struct lf_thread {
   bool active;             /* in the pool now */
   bool leave;              /* asked to leave by taxi_lf_shrink() */
   bool exited;             /* a spawned thread that has left for good */
+  bool joined;             /* ... and was joined by taxi_lf_shrink() */
   taxi__thread_t thread;   /* spawned threads: to join them */
   taxi__thread_id_t owner; /* the OS thread this record belongs to */
   taxi__cond_t cond;       /* its synchronizer as a follower */
@@ -313,17 +314,23 @@ static int record_new_locked(taxi_lf_pool_t *p, bool spawned,
   return 0;
 }
 
-/* Enter the pool with record t, run, leave.  r->lock held. */
+/* Count t in the pool.  A spawned thread is counted from its spawn on, so
+ * that stats and shrink see it before it first runs.  r->lock held. */
+static void enter_locked(taxi_lf_pool_t *p, lf_thread_t *t) {
+  t->active = true;
+  t->stats.active = 1;
+  p->active++;
+  p->stats.threads = p->active;
+}
+
+/* Run in the pool with record t (entered already), then leave.  r->lock
+ * held. */
 static int member_run_locked(taxi_lf_pool_t *p, lf_thread_t *t, int priority,
                              taxi_time_t deadline) {
   lf_thread_t *outer = current;
   current = t;
   t->owner = taxi__thread_self();
-  t->active = true;
-  t->stats.active = 1;
   t->priority = priority;
-  p->active++;
-  p->stats.threads = p->active;
   int rc = pool_loop(p, t, deadline);
   p->active--;
   p->stats.threads = p->active;
@@ -422,10 +429,15 @@ int taxi_lf_spawn(taxi_lf_pool_t *p, unsigned n) {
     rc = record_new_locked(p, true, &t);
     if (rc < 0) break;
     p->spawned_active++;
+    enter_locked(p, t);
     rc = taxi__thread_create(&t->thread, spawned_main, t);
     if (rc < 0) {
       /* The record stays (ids are never reused) but marks no thread. */
       p->spawned_active--;
+      p->active--;
+      p->stats.threads = p->active;
+      t->active = false;
+      t->stats.active = 0;
       t->exited = true;
       t->spawned = false;
     }
@@ -463,7 +475,10 @@ int taxi_lf_join(taxi_lf_pool_t *p, int timeout_ms, int priority) {
     rc = TAXI_ESTOPPED;
   else
     rc = app_record_locked(p, &t);
-  if (rc == 0) rc = member_run_locked(p, t, priority, deadline);
+  if (rc == 0) {
+    enter_locked(p, t);
+    rc = member_run_locked(p, t, priority, deadline);
+  }
   taxi__mutex_unlock(&p->r->lock);
   taxi__registry_unpin(&p->reg);
   return rc;
@@ -517,6 +532,16 @@ int taxi_lf_shrink(taxi_lf_pool_t *p, unsigned n) {
     }
   }
   if (rc == 0) wait_until_locked(p, leavers_left);
+  /* Join them now, so a pool that grows and shrinks for ever does not
+   * keep a finished thread's stack per cycle.  We hold the lock, so each
+   * has already unlocked for the last time: only its return is left, and
+   * joining under the lock cannot deadlock. */
+  for (unsigned i = 0; rc == 0 && i < p->nthreads; i++) {
+    lf_thread_t *t = p->threads[i];
+    if (!t->spawned || !t->leave || t->joined) continue;
+    taxi__thread_join(t->thread);
+    t->joined = true;
+  }
   taxi__mutex_unlock(&p->r->lock);
   taxi__registry_unpin(&p->reg);
   return rc;
@@ -569,7 +594,8 @@ int taxi_lf_destroy(taxi_lf_pool_t *p) {
   taxi__mutex_unlock(&r->lock);
 
   for (unsigned i = 0; i < p->nthreads; i++)
-    if (p->threads[i]->spawned) taxi__thread_join(p->threads[i]->thread);
+    if (p->threads[i]->spawned && !p->threads[i]->joined)
+      taxi__thread_join(p->threads[i]->thread);
 
   taxi__mutex_lock(&r->lock);
   taxi__reactor_detach_pool_locked(r);

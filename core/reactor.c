@@ -644,12 +644,15 @@ static int move_locked(taxi_reactor_t *r, taxi_handler_t *h,
   /* Things may have changed while no lock was held. */
   taxi__slot_t *s = slot_of(r, h);
   int rc = TAXI_ENOENT;
-  if (s)
-    rc =
-        (s->flags & TAXI__S_BUSY) || h->internal_.timers || h->internal_.signals
-            ? TAXI_EBUSY
-            : 0;
-  if (rc == 0) {
+  if (s) rc = h->internal_.timers || h->internal_.signals ? TAXI_EBUSY : 0;
+  bool moving = rc == 0;
+  if (moving && (s->flags & TAXI__S_BUSY)) {
+    /* Another thread took an event of h meanwhile: the move waits for the
+     * end of that dispatch instead. */
+    s->move_to = to;
+    moving = false;
+  }
+  if (moving) {
     taxi_handle_t handle = h->internal_.handle;
     unsigned interest = s->interest;
     bool suspended = s->flags & TAXI__S_SUSPENDED;

@@ -29,6 +29,8 @@
 #endif
 #include "config.h"
 
+#include <stdbool.h>
+
 #if TAXI_HAVE_POLL
 
 #include "readiness.h"
@@ -176,13 +178,16 @@ static void poll_remove_at(poll_state_t *s, size_t i) {
   live->count = last;
 }
 
-/* Checks common to add and modify, made before taking the lock. */
-static int poll_check(taxi_handle_t h, unsigned events) {
+/* Checks common to add and modify, made before taking the lock.  Only a
+ * handle being added (`is_new`) is checked for being open: a known one is
+ * re-armed after every event in pool mode, where a system call per event
+ * is not wanted, and one closed since shows up in the wait. */
+static int poll_check(taxi_handle_t h, unsigned events, bool is_new) {
   if (h < 0) return TAXI_EBADF;
   if (events & ~TAXI_EV_INTEREST) return TAXI_EINVAL;
   /* poll reports a closed descriptor only later, as POLLNVAL; say so now,
    * as the kernel-set backends do. */
-  return taxi__handle_check(h);
+  return is_new ? taxi__handle_check(h) : 0;
 }
 
 static int poll_open(void **state) {
@@ -212,7 +217,7 @@ static void poll_close(void *state) {
 static int poll_add(void *state, taxi_handle_t h, uint64_t token,
                     unsigned events, unsigned flags) {
   poll_state_t *s = state;
-  int rc = poll_check(h, events);
+  int rc = poll_check(h, events, true);
   (void)flags; /* no one-shot arming here (no TAXI_CAP_ONESHOT) */
   if (rc < 0) return rc;
   taxi__mutex_lock(&s->lock);
@@ -234,7 +239,7 @@ static int poll_modify(void *state, taxi_handle_t h, uint64_t token,
                        unsigned events, unsigned flags) {
   poll_state_t *s = state;
   uint32_t w;
-  int rc = poll_check(h, events);
+  int rc = poll_check(h, events, false);
   (void)flags;
   if (rc < 0) return rc;
   taxi__mutex_lock(&s->lock);

@@ -30,6 +30,8 @@
 #endif
 #include "config.h"
 
+#include <stdbool.h>
+
 #if TAXI_HAVE_SELECT
 
 #include "readiness.h"
@@ -101,14 +103,17 @@ static void select_store(select_state_t *s, int fd, uint64_t token,
   if (changed) s->generation++;
 }
 
-/* Checks common to add and modify, made before taking the lock. */
-static int select_check(taxi_handle_t h, unsigned events) {
+/* Checks common to add and modify, made before taking the lock.  Only a
+ * handle being added (`is_new`) is checked for being open: a known one is
+ * re-armed after every event in pool mode, where a system call per event
+ * is not wanted, and one closed since shows up in the wait. */
+static int select_check(taxi_handle_t h, unsigned events, bool is_new) {
   if (h < 0) return TAXI_EBADF;
   if (h >= FD_SETSIZE) return TAXI_ETOOMANY;
   if (events & ~TAXI_EV_INTEREST) return TAXI_EINVAL;
   /* select reports a closed descriptor only later, by failing as a whole;
    * say so now, as the kernel-set backends do. */
-  return taxi__handle_check(h);
+  return is_new ? taxi__handle_check(h) : 0;
 }
 
 static int select_open(void **state) {
@@ -144,7 +149,7 @@ static void select_close(void *state) {
 static int select_add(void *state, taxi_handle_t h, uint64_t token,
                       unsigned events, unsigned flags) {
   select_state_t *s = state;
-  int rc = select_check(h, events);
+  int rc = select_check(h, events, true);
   (void)flags; /* no one-shot arming here (no TAXI_CAP_ONESHOT) */
   if (rc < 0) return rc;
   taxi__mutex_lock(&s->lock);
@@ -161,7 +166,7 @@ static int select_add(void *state, taxi_handle_t h, uint64_t token,
 static int select_modify(void *state, taxi_handle_t h, uint64_t token,
                          unsigned events, unsigned flags) {
   select_state_t *s = state;
-  int rc = select_check(h, events);
+  int rc = select_check(h, events, false);
   (void)flags;
   if (rc < 0) return rc;
   taxi__mutex_lock(&s->lock);

@@ -60,7 +60,10 @@ typedef enum taxi_leaders {
   TAXI_LEADERS_ONE = 0,
   /* Several leaders wait at once on a concurrent handle set.  Needs a
    * backend with TAXI_CAP_MULTI_WAIT and TAXI_CAP_ONESHOT (epoll, kqueue);
-   * others refuse with TAXI_ENOTSUP. */
+   * others refuse with TAXI_ENOTSUP.  Without max_leaders every idle
+   * thread leads and each wait takes one event, leaving the kernel to
+   * spread events over the waiting threads; with max_leaders the others
+   * follow, and a wait's further events go to the followers it promotes. */
   TAXI_LEADERS_MANY = 1
 } taxi_leaders_t;
 

@@ -187,8 +187,10 @@ TAXI_EXTERN int taxi_reactor_stopped(const taxi_reactor_t *r);
 
 /*
  * taxi_reactor_notify - run fn(arg) in the thread that dispatches r, soon.
- * Notifications run in the order they were posted, each exactly once; those
- * not yet run when the reactor is destroyed are dropped (fn is not called).
+ * Notifications run in the order they were posted, each exactly once (under
+ * a thread pool they start in that order but may overlap, each in its own
+ * pool thread); those not yet run when the reactor is destroyed are
+ * dropped (fn is not called).
  * The queue grows as needed; once grown it is reused, so steady posting
  * allocates nothing.
  * Returns 0, TAXI_EINVAL (r or fn NULL), TAXI_ENOMEM.

@@ -5,6 +5,8 @@
 
 #include "runner.h"
 
+#include "taxi/taxi.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -361,4 +363,22 @@ int taxi_test_run(const char *title, const taxi_test_suite_t *const *suites,
   printf("%u passed, %u failed\n", passed, failed);
   free(out);
   return (failed > 0 || not_run > 0) ? 1 : 0;
+}
+
+int taxi_test_backend_unavailable(const char *prefix, const char *backend) {
+  const char *names[32];
+  int n = taxi_backend_names(names, sizeof names / sizeof names[0]);
+  for (int i = 0; i < n && i < 32; i++)
+    if (strcmp(names[i], backend) == 0) return 0;
+  int compiled = 0;
+  for (size_t i = 0; i < taxi_backend_count(); i++) {
+    taxi_backend_info_t info;
+    if (taxi_backend_info(&info, i) == 0 && info.name &&
+        strcmp(info.name, backend) == 0)
+      compiled = 1;
+  }
+  printf("%s[%s]: SKIP: backend \"%s\" %s\n", prefix, backend, backend,
+         compiled ? "is compiled in but does not work on this machine"
+                  : "is not compiled into this build of taxi");
+  return TAXI_TEST_SKIP_STATUS;
 }

@@ -36,6 +36,11 @@ typedef struct {
 #define TAXI_TEST_DEFAULT_TIMEOUT_S 60u
 #define TAXI_TEST_SKIP_STATUS 77
 
+/* 0 if the readiness backend `backend` works here; otherwise prints
+ * "<prefix>[<backend>]: SKIP: ..." saying whether it is compiled in and
+ * returns TAXI_TEST_SKIP_STATUS, for a per-backend program to exit with. */
+int taxi_test_backend_unavailable(const char *prefix, const char *backend);
+
 int taxi_test_run(const char *title, const taxi_test_suite_t *const *suites,
                   size_t n, int argc, char **argv);
 

@@ -165,25 +165,8 @@ static const taxi_test_suite_t *const base_suites[] = {
 #define N_SUITES (sizeof base_suites / sizeof base_suites[0])
 
 int taxi_conformance_main(const char *backend, int argc, char **argv) {
-  const char *names[32];
-  int n = taxi_backend_names(names, sizeof names / sizeof names[0]);
-  int found = 0;
-  for (int i = 0; i < n && i < 32; i++)
-    if (strcmp(names[i], backend) == 0) found = 1;
-  if (!found) {
-    size_t count = taxi_backend_count();
-    int compiled = 0;
-    for (size_t i = 0; i < count; i++) {
-      taxi_backend_info_t info;
-      if (taxi_backend_info(&info, i) == 0 && info.name &&
-          strcmp(info.name, backend) == 0)
-        compiled = 1;
-    }
-    printf("reactor[%s]: SKIP: backend \"%s\" %s\n", backend, backend,
-           compiled ? "is compiled in but does not work on this machine"
-                    : "is not compiled into this build of taxi");
-    return TAXI_TEST_SKIP_STATUS;
-  }
+  int skip = taxi_test_backend_unavailable("reactor", backend);
+  if (skip) return skip;
   taxi_test_backend = backend;
 
   static taxi_test_suite_t suites[N_SUITES];

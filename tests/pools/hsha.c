@@ -918,31 +918,9 @@ static const taxi_handler_ops_t hs_echo_ops = {.input = hs_echo_input,
                                                .close = hs_conn_close};
 
 static int hs_ping_all(hs_test_t *t, int n) {
-  struct pollfd pf[HS_MAX_CONNS];
-  int left = n;
-  for (int i = 0; i < n; i++) {
-    if (util_write_byte(t->conn[i].sv[1]) != 1) return -1;
-    pf[i].fd = t->conn[i].sv[1];
-    pf[i].events = POLLIN;
-    pf[i].revents = 0;
-  }
-  taxi_time_t start = taxi_now();
-  while (left > 0) {
-    if (util_elapsed_ms(start) > POOLS_WAIT_MS) return -1;
-    int rc = poll(pf, (nfds_t)n, 100);
-    if (rc < 0 && errno != EINTR) return -1;
-    for (int i = 0; i < n && rc > 0; i++) {
-      if (pf[i].fd < 0 || !pf[i].revents) continue;
-      long got = util_read_byte(pf[i].fd);
-      if (got == 1) {
-        pf[i].fd = -1;
-        left--;
-      } else if (got == 0) {
-        return -1;
-      }
-    }
-  }
-  return 0;
+  int peers[HS_MAX_CONNS];
+  for (int i = 0; i < n; i++) peers[i] = t->conn[i].sv[1];
+  return pools_ping_all(peers, n);
 }
 
 static void test_zero_alloc_per_event(void) {

@@ -1591,33 +1591,12 @@ static int lf_echo_input(taxi_handler_t *h, taxi_handle_t fd, unsigned ev) {
 static const taxi_handler_ops_t lf_echo_ops = {.input = lf_echo_input,
                                                .close = lf_conn_close};
 
-/* One byte to each of n peers, then wait for every answer.  0 or -1. */
+/* One byte to each of the first n connections' peers, then wait for every
+ * answer.  0 or -1. */
 static int lf_ping_all(lf_test_t *t, int n) {
-  struct pollfd pf[LF_MAX_CONNS];
-  int left = n;
-  for (int i = 0; i < n; i++) {
-    if (util_write_byte(t->conn[i].sv[1]) != 1) return -1;
-    pf[i].fd = t->conn[i].sv[1];
-    pf[i].events = POLLIN;
-    pf[i].revents = 0;
-  }
-  taxi_time_t start = taxi_now();
-  while (left > 0) {
-    if (util_elapsed_ms(start) > POOLS_WAIT_MS) return -1;
-    int rc = poll(pf, (nfds_t)n, 100);
-    if (rc < 0 && errno != EINTR) return -1;
-    for (int i = 0; i < n && rc > 0; i++) {
-      if (pf[i].fd < 0 || !pf[i].revents) continue;
-      long got = util_read_byte(pf[i].fd);
-      if (got == 1) {
-        pf[i].fd = -1;
-        left--;
-      } else if (got == 0) {
-        return -1;
-      }
-    }
-  }
-  return 0;
+  int peers[LF_MAX_CONNS];
+  for (int i = 0; i < n; i++) peers[i] = t->conn[i].sv[1];
+  return pools_ping_all(peers, n);
 }
 
 /* Zero heap allocations per event in steady state: 4 threads, 32

@@ -7,6 +7,7 @@
 #include "suites.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -201,6 +202,35 @@ uint64_t pools_rand(uint64_t *state) {
 
 /* ---- main ---------------------------------------------------------------- */
 
+int pools_ping_all(const int *peers, int n) {
+  struct pollfd pf[POOLS_PING_MAX];
+  if (n > POOLS_PING_MAX) return -1;
+  int left = n;
+  for (int i = 0; i < n; i++) {
+    if (util_write_byte(peers[i]) != 1) return -1;
+    pf[i].fd = peers[i];
+    pf[i].events = POLLIN;
+    pf[i].revents = 0;
+  }
+  taxi_time_t start = taxi_now();
+  while (left > 0) {
+    if (util_elapsed_ms(start) > POOLS_WAIT_MS) return -1;
+    int rc = poll(pf, (nfds_t)n, 100);
+    if (rc < 0 && errno != EINTR) return -1;
+    for (int i = 0; i < n && rc > 0; i++) {
+      if (pf[i].fd < 0 || !pf[i].revents) continue;
+      long got = util_read_byte(pf[i].fd);
+      if (got == 1) {
+        pf[i].fd = -1;
+        left--;
+      } else if (got == 0) {
+        return -1;
+      }
+    }
+  }
+  return 0;
+}
+
 static const taxi_test_suite_t *const pools_base_suites[] = {
     &pools_suite_lf,
     &pools_suite_lf_shutdown,
@@ -216,25 +246,8 @@ static const taxi_test_suite_t *const pools_base_suites[] = {
 #define POOLS_N_SUITES (sizeof pools_base_suites / sizeof pools_base_suites[0])
 
 int taxi_pools_main(const char *backend, int argc, char **argv) {
-  const char *names[32];
-  int n = taxi_backend_names(names, sizeof names / sizeof names[0]);
-  int found = 0;
-  for (int i = 0; i < n && i < 32; i++)
-    if (strcmp(names[i], backend) == 0) found = 1;
-  if (!found) {
-    size_t count = taxi_backend_count();
-    int compiled = 0;
-    for (size_t i = 0; i < count; i++) {
-      taxi_backend_info_t info;
-      if (taxi_backend_info(&info, i) == 0 && info.name &&
-          strcmp(info.name, backend) == 0)
-        compiled = 1;
-    }
-    printf("pools[%s]: SKIP: backend \"%s\" %s\n", backend, backend,
-           compiled ? "is compiled in but does not work on this machine"
-                    : "is not compiled into this build of taxi");
-    return TAXI_TEST_SKIP_STATUS;
-  }
+  int skip = taxi_test_backend_unavailable("pools", backend);
+  if (skip) return skip;
   pools_backend = backend;
 
   static taxi_test_suite_t suites[POOLS_N_SUITES];

@@ -51,6 +51,12 @@ const taxi_test_suite_t *pools_sets_suite(const char *backend);
 /* ---- fixtures (main.c) ----------------------------------------------------
  */
 
+/* One byte to each of the n (at most POOLS_PING_MAX) peers, then wait (at
+ * most POOLS_WAIT_MS) until each answered one byte.  0, or -1 on error,
+ * end of stream or time-out. */
+#define POOLS_PING_MAX 128
+int pools_ping_all(const int *peers, int n);
+
 /* A reactor on pools_backend; CU_FAIL_FATAL when creation fails.  Call it
  * before starting threads that use the test's memory. */
 taxi_reactor_t *pools_reactor(void);

@@ -1,7 +1,7 @@
 /*
  * core/lf_pool.c - the Leader/Followers thread pool.
  *
- * Every thread runs one loop (pool_loop) with the reactor's lock held
+ * Every thread runs one loop (pool_loop) with the source's lock held
  * except while it waits on the handle set or runs hooks:
  *
  *   - something ready without waiting (pending events from an earlier
@@ -13,7 +13,10 @@
  *     deactivated, and the loop takes one of it next;
  *   - else follow: wait on this thread's synchronizer until promoted.
  *
- * One lock (the reactor's) guards the pool too: the steps already hold it,
+ * The pool dispatches a source (core/dispatch_source.h): a reactor, or a
+ * proactor's completion queue, whose steps the words above describe for
+ * the reactor.  One lock (the source's) guards the pool too: the steps
+ * already hold it,
  * and a second lock would only add ordering rules.  Followers wait on a
  * condition variable of their own (LIFO, FIFO, priority) so that a
  * promotion wakes exactly the chosen thread, or on one shared condition
@@ -23,7 +26,7 @@
 
 #include "taxi/lf.h"
 #include "core/alloc.h"
-#include "core/reactor_impl.h"
+#include "core/dispatch_source.h"
 #include "core/registry.h"
 
 #include <limits.h>
@@ -49,13 +52,13 @@ struct lf_thread {
   bool following; /* in the followers list */
   int priority;
   lf_thread_t *prev, *next; /* in the followers list */
-  taxi__ready_t *buf;       /* where its waits put what they report */
+  void *buf;                /* where its waits put what they report */
   taxi_lf_thread_stats_t stats;
 };
 
 struct taxi_lf_pool {
   taxi__registered_t reg;
-  taxi_reactor_t *r;
+  taxi__source_t src; /* what it dispatches: a reactor or a proactor */
   taxi_lf_options_t opts;
   unsigned max_leaders;
 
@@ -155,7 +158,7 @@ static void promote_locked(taxi_lf_pool_t *p) {
 static void wake_everyone_locked(taxi_lf_pool_t *p) {
   for (lf_thread_t *t = p->head; t; t = t->next) taxi__cond_signal(&t->cond);
   taxi__cond_broadcast(&p->shared);
-  if (p->leaders) taxi__reactor_wake_all_locked(p->r);
+  if (p->leaders) p->src.ops->wake_all_locked(p->src.self);
 }
 
 /* ---- time accounting ----------------------------------------------------- */
@@ -188,8 +191,8 @@ static int follow(taxi_lf_pool_t *p, lf_thread_t *t, taxi_time_t deadline) {
     taxi__cond_t *c =
         p->opts.promotion == TAXI_PROMOTE_SHARED ? &p->shared : &t->cond;
     if (deadline == INT64_MAX) {
-      taxi__cond_wait(c, &p->r->lock);
-    } else if (taxi__cond_timedwait(c, &p->r->lock, deadline) ==
+      taxi__cond_wait(c, p->src.lock);
+    } else if (taxi__cond_timedwait(c, p->src.lock, deadline) ==
                TAXI_ETIMEDOUT) {
       /* A promotion that raced with the timeout is still honoured. */
       if (p->opts.promotion == TAXI_PROMOTE_SHARED ? p->shared_tokens == 0
@@ -204,16 +207,15 @@ static int follow(taxi_lf_pool_t *p, lf_thread_t *t, taxi_time_t deadline) {
   return rc;
 }
 
-/* Process one event taken from the reactor. */
+/* Process one event taken from the source. */
 static void process(taxi_lf_pool_t *p, lf_thread_t *t, taxi__event_t *ev,
                     taxi_time_t now) {
-  taxi_reactor_t *r = p->r;
   /* Promote before processing: someone must watch the handle set while
    * this thread is busy, and pending events should not wait for it. */
   if (p->followers &&
-      (p->leaders < p->max_leaders || taxi__reactor_has_work_locked(r, now)))
+      (p->leaders < p->max_leaders || p->src.ops->has_work_locked(p->src.self, now)))
     promote_locked(p);
-  bool ran = taxi__reactor_run_locked(r, ev);
+  bool ran = p->src.ops->run_locked(p->src.self, ev);
   taxi_time_t done = taxi_now();
   account(&p->stats.processing_ns, &t->stats.processing_ns, now, done);
   p->stats.events += ran;
@@ -229,19 +231,18 @@ static int lead(taxi_lf_pool_t *p, lf_thread_t *t, taxi_time_t deadline,
    * while the other leaders sleep: take one at a time and let the kernel
    * spread them over the waiting threads, as a concurrent handle set
    * does.  With a limit, followers are promoted to take the rest. */
-  size_t cap = p->max_leaders == UINT_MAX ? 1 : p->r->max_events;
+  size_t cap = p->max_leaders == UINT_MAX ? 1 : p->src.max_events;
   p->leaders++;
-  int n = taxi__reactor_wait_locked(p->r, t->buf, cap, deadline, now);
+  int n = p->src.ops->wait_locked(p->src.self, t->buf, cap, deadline, now);
   p->leaders--;
   p->stats.waits++;
   account(&p->stats.leader_ns, &t->stats.leader_ns, since, *now);
   return n;
 }
 
-/* The life of a thread in the pool.  r->lock held throughout, except in
+/* The life of a thread in the pool.  the source's lock held throughout, except in
  * the steps that release it. */
 static int pool_loop(taxi_lf_pool_t *p, lf_thread_t *t, taxi_time_t deadline) {
-  taxi_reactor_t *r = p->r;
   int rc = 0;
   bool fresh = false; /* the next take is from this thread's own wait */
   taxi__event_t ev;
@@ -252,8 +253,9 @@ static int pool_loop(taxi_lf_pool_t *p, lf_thread_t *t, taxi_time_t deadline) {
       rc = TAXI_ETIMEDOUT;
       break;
     }
-    if (taxi__reactor_take_locked(r, now, &ev)) {
-      if (ev.kind == TAXI__EV_IO && !fresh) p->stats.pending_taken++;
+    if (p->src.ops->take_locked(p->src.self, now, &ev)) {
+      bool waited_for = ev.kind == TAXI__EV_IO || ev.kind == TAXI__EV_COMPLETION;
+      if (waited_for && !fresh) p->stats.pending_taken++;
       fresh = false;
       process(p, t, &ev, now);
       continue;
@@ -285,7 +287,7 @@ static void record_free(lf_thread_t *t) {
   taxi__free(t);
 }
 
-/* A new record, registered under the next id.  r->lock held. */
+/* A new record, registered under the next id.  the source's lock held. */
 static int record_new_locked(taxi_lf_pool_t *p, bool spawned,
                              lf_thread_t **out) {
   if (p->nthreads == p->threads_cap) {
@@ -297,7 +299,7 @@ static int record_new_locked(taxi_lf_pool_t *p, bool spawned,
   }
   lf_thread_t *t = taxi__calloc(1, sizeof *t);
   if (!t) return TAXI_ENOMEM;
-  t->buf = taxi__calloc(p->r->max_events, sizeof *t->buf);
+  t->buf = taxi__calloc(p->src.max_events, p->src.buf_elem);
   int rc = t->buf ? taxi__cond_init(&t->cond) : TAXI_ENOMEM;
   if (rc < 0) {
     taxi__free(t->buf);
@@ -315,7 +317,7 @@ static int record_new_locked(taxi_lf_pool_t *p, bool spawned,
 }
 
 /* Count t in the pool.  A spawned thread is counted from its spawn on, so
- * that stats and shrink see it before it first runs.  r->lock held. */
+ * that stats and shrink see it before it first runs.  the source's lock held. */
 static void enter_locked(taxi_lf_pool_t *p, lf_thread_t *t) {
   t->active = true;
   t->stats.active = 1;
@@ -323,7 +325,7 @@ static void enter_locked(taxi_lf_pool_t *p, lf_thread_t *t) {
   p->stats.threads = p->active;
 }
 
-/* Run in the pool with record t (entered already), then leave.  r->lock
+/* Run in the pool with record t (entered already), then leave.  The source's lock
  * held. */
 static int member_run_locked(taxi_lf_pool_t *p, lf_thread_t *t, int priority,
                              taxi_time_t deadline) {
@@ -344,12 +346,12 @@ static int member_run_locked(taxi_lf_pool_t *p, lf_thread_t *t, int priority,
 static void *spawned_main(void *arg) {
   lf_thread_t *t = arg;
   taxi_lf_pool_t *p = t->pool;
-  taxi__mutex_lock(&p->r->lock);
+  taxi__mutex_lock(p->src.lock);
   member_run_locked(p, t, 0, INT64_MAX);
   t->exited = true;
   p->spawned_active--;
   taxi__cond_broadcast(&p->left);
-  taxi__mutex_unlock(&p->r->lock);
+  taxi__mutex_unlock(p->src.lock);
   return NULL;
 }
 
@@ -366,20 +368,17 @@ static bool valid_options(const taxi_lf_options_t *o) {
          (unsigned)o->leaders <= TAXI_LEADERS_MANY;
 }
 
-int taxi_lf_create(taxi_lf_pool_t **out, taxi_reactor_t *r,
-                   const taxi_lf_options_t *opts) {
-  if (!out || !r) return TAXI_EINVAL;
+int taxi__lf_create_source(taxi_lf_pool_t **out, const taxi__source_t *src,
+                           const taxi_lf_options_t *opts) {
   *out = NULL;
   taxi_lf_options_t o = {TAXI_PROMOTE_LIFO, TAXI_LEADERS_ONE, 0};
   if (opts) o = *opts;
   if (!valid_options(&o)) return TAXI_EINVAL;
-  unsigned need = TAXI_CAP_MULTI_WAIT | TAXI_CAP_ONESHOT;
-  if (o.leaders == TAXI_LEADERS_MANY && (taxi_reactor_caps(r) & need) != need)
-    return TAXI_ENOTSUP;
+  if (o.leaders == TAXI_LEADERS_MANY && !src->multi_wait) return TAXI_ENOTSUP;
 
   taxi_lf_pool_t *p = taxi__calloc(1, sizeof *p);
   if (!p) return TAXI_ENOMEM;
-  p->r = r;
+  p->src = *src;
   p->opts = o;
   p->max_leaders = o.leaders == TAXI_LEADERS_ONE ? 1
                    : o.max_leaders               ? o.max_leaders
@@ -388,13 +387,13 @@ int taxi_lf_create(taxi_lf_pool_t **out, taxi_reactor_t *r,
   if (rc < 0) goto fail_free;
   rc = taxi__cond_init(&p->left);
   if (rc < 0) goto fail_shared;
-  /* Room in the pending ring for every leader's wait at once. */
+  /* Room for what every leader's wait may report at once. */
   size_t waiters = o.leaders == TAXI_LEADERS_ONE ? 1
                    : o.max_leaders               ? o.max_leaders
                                                  : 4;
-  taxi__mutex_lock(&r->lock);
-  rc = taxi__reactor_attach_pool_locked(r, p, waiters);
-  taxi__mutex_unlock(&r->lock);
+  taxi__mutex_lock(p->src.lock);
+  rc = p->src.ops->attach_pool_locked(p->src.self, p, waiters);
+  taxi__mutex_unlock(p->src.lock);
   if (rc < 0) goto fail_left;
   rc = taxi__registry_add(&p->reg, TAXI__KIND_LF);
   if (rc < 0) goto fail_attach;
@@ -402,9 +401,9 @@ int taxi_lf_create(taxi_lf_pool_t **out, taxi_reactor_t *r,
   return 0;
 
 fail_attach:
-  taxi__mutex_lock(&r->lock);
-  taxi__reactor_detach_pool_locked(r);
-  taxi__mutex_unlock(&r->lock);
+  taxi__mutex_lock(p->src.lock);
+  p->src.ops->detach_pool_locked(p->src.self);
+  taxi__mutex_unlock(p->src.lock);
 fail_left:
   taxi__cond_destroy(&p->left);
 fail_shared:
@@ -414,10 +413,18 @@ fail_free:
   return rc;
 }
 
+int taxi_lf_create(taxi_lf_pool_t **out, taxi_reactor_t *r,
+                   const taxi_lf_options_t *opts) {
+  if (!out || !r) return TAXI_EINVAL;
+  taxi__source_t src;
+  taxi__reactor_source(r, &src);
+  return taxi__lf_create_source(out, &src, opts);
+}
+
 int taxi_lf_spawn(taxi_lf_pool_t *p, unsigned n) {
   if (!pin(p)) return TAXI_EINVAL;
   int rc = 0;
-  taxi__mutex_lock(&p->r->lock);
+  taxi__mutex_lock(p->src.lock);
   if (n == 0 || n > TAXI_LF_MAX_THREADS ||
       p->spawned_active + n > TAXI_LF_MAX_THREADS) {
     rc = TAXI_EINVAL;
@@ -442,13 +449,13 @@ int taxi_lf_spawn(taxi_lf_pool_t *p, unsigned n) {
       t->spawned = false;
     }
   }
-  taxi__mutex_unlock(&p->r->lock);
+  taxi__mutex_unlock(p->src.lock);
   taxi__registry_unpin(&p->reg);
   return rc;
 }
 
 /* The record of the calling application thread: its old one if it joined
- * before, else a new one.  r->lock held. */
+ * before, else a new one.  the source's lock held. */
 static int app_record_locked(taxi_lf_pool_t *p, lf_thread_t **out) {
   taxi__thread_id_t self = taxi__thread_self();
   for (unsigned i = 0; i < p->nthreads; i++) {
@@ -468,7 +475,7 @@ int taxi_lf_join(taxi_lf_pool_t *p, int timeout_ms, int priority) {
       timeout_ms < 0 ? INT64_MAX : taxi_now() + timeout_ms * TAXI_NSEC_PER_MSEC;
   lf_thread_t *t = NULL;
   int rc = 0;
-  taxi__mutex_lock(&p->r->lock);
+  taxi__mutex_lock(p->src.lock);
   if (in_pool(p))
     rc = TAXI_EBUSY;
   else if (p->shutdown)
@@ -479,19 +486,19 @@ int taxi_lf_join(taxi_lf_pool_t *p, int timeout_ms, int priority) {
     enter_locked(p, t);
     rc = member_run_locked(p, t, priority, deadline);
   }
-  taxi__mutex_unlock(&p->r->lock);
+  taxi__mutex_unlock(p->src.lock);
   taxi__registry_unpin(&p->reg);
   return rc;
 }
 
-/* Wait until `done` holds, waking pool threads as needed.  r->lock held.
+/* Wait until `done` holds, waking pool threads as needed.  the source's lock held.
  * Timed waits: a leader blocked in the backend is woken through the
  * reactor, whose wake-up may be consumed by another thread first. */
 static void wait_until_locked(taxi_lf_pool_t *p,
                               bool (*done)(const taxi_lf_pool_t *)) {
   while (!done(p)) {
     wake_everyone_locked(p);
-    taxi__cond_timedwait(&p->left, &p->r->lock,
+    taxi__cond_timedwait(&p->left, p->src.lock,
                          taxi_now() + 10 * TAXI_NSEC_PER_MSEC);
   }
 }
@@ -509,7 +516,7 @@ static bool leavers_left(const taxi_lf_pool_t *p) {
 int taxi_lf_shrink(taxi_lf_pool_t *p, unsigned n) {
   if (!pin(p)) return TAXI_EINVAL;
   int rc = 0;
-  taxi__mutex_lock(&p->r->lock);
+  taxi__mutex_lock(p->src.lock);
   unsigned running = 0;
   for (unsigned i = 0; i < p->nthreads; i++)
     if (p->threads[i]->spawned && !p->threads[i]->exited &&
@@ -542,64 +549,61 @@ int taxi_lf_shrink(taxi_lf_pool_t *p, unsigned n) {
     taxi__thread_join(t->thread);
     t->joined = true;
   }
-  taxi__mutex_unlock(&p->r->lock);
+  taxi__mutex_unlock(p->src.lock);
   taxi__registry_unpin(&p->reg);
   return rc;
 }
 
-/* Shut down.  r->lock held. */
+/* Shut down.  the source's lock held. */
 static int shutdown_locked(taxi_lf_pool_t *p) {
   if (p->shutdown) return TAXI_ESTOPPED;
   p->shutdown = true;
-  p->r->wake_sticky = true;
+  p->src.ops->set_sticky_locked(p->src.self, true);
   wait_until_locked(p, all_left);
-  if (p->active == 0) {
-    p->r->wake_sticky = false;
-    taxi__wakeup_drain(&p->r->wakeup);
-  }
+  if (p->active == 0) p->src.ops->set_sticky_locked(p->src.self, false);
   return 0;
 }
 
 int taxi_lf_shutdown(taxi_lf_pool_t *p) {
   if (!pin(p)) return TAXI_EINVAL;
-  taxi__mutex_lock(&p->r->lock);
+  taxi__mutex_lock(p->src.lock);
   int rc = shutdown_locked(p);
-  taxi__mutex_unlock(&p->r->lock);
+  taxi__mutex_unlock(p->src.lock);
   taxi__registry_unpin(&p->reg);
   return rc;
 }
 
 int taxi_lf_destroy(taxi_lf_pool_t *p) {
   if (!pin(p)) return TAXI_EINVAL;
-  taxi_reactor_t *r = p->r;
-  taxi__mutex_lock(&r->lock);
+  taxi__mutex_t *lock = p->src.lock;
+  taxi__mutex_lock(lock);
   if (in_pool(p)) {
-    taxi__mutex_unlock(&r->lock);
+    taxi__mutex_unlock(lock);
     taxi__registry_unpin(&p->reg);
     return TAXI_EBUSY;
   }
-  taxi__mutex_unlock(&r->lock);
+  taxi__mutex_unlock(lock);
   if (!taxi__registry_remove(&p->reg, TAXI__KIND_LF)) {
     taxi__registry_unpin(&p->reg);
     return TAXI_EINVAL; /* another thread destroyed it meanwhile */
   }
   taxi__registry_unpin(&p->reg);
 
-  taxi__mutex_lock(&r->lock);
+  taxi__mutex_lock(lock);
   if (!p->shutdown) shutdown_locked(p);
   /* Calls that pinned the pool before it was unregistered (a join that
    * has just returned, say) finish first. */
   while (atomic_load(&p->reg.pins) != 0)
-    taxi__cond_timedwait(&p->left, &r->lock, taxi_now() + TAXI_NSEC_PER_MSEC);
-  taxi__mutex_unlock(&r->lock);
+    taxi__cond_timedwait(&p->left, lock, taxi_now() + TAXI_NSEC_PER_MSEC);
+  taxi__mutex_unlock(lock);
 
   for (unsigned i = 0; i < p->nthreads; i++)
     if (p->threads[i]->spawned && !p->threads[i]->joined)
       taxi__thread_join(p->threads[i]->thread);
 
-  taxi__mutex_lock(&r->lock);
-  taxi__reactor_detach_pool_locked(r);
-  taxi__mutex_unlock(&r->lock);
+  taxi__mutex_lock(lock);
+  p->src.ops->detach_pool_locked(p->src.self);
+  taxi__mutex_unlock(lock);
   for (unsigned i = 0; i < p->nthreads; i++) record_free(p->threads[i]);
   taxi__free(p->threads);
   taxi__cond_destroy(&p->left);
@@ -610,12 +614,12 @@ int taxi_lf_destroy(taxi_lf_pool_t *p) {
 
 int taxi_lf_stats(taxi_lf_pool_t *p, taxi_lf_stats_t *out) {
   if (!out || !pin(p)) return TAXI_EINVAL;
-  taxi__mutex_lock(&p->r->lock);
+  taxi__mutex_lock(p->src.lock);
   *out = p->stats;
   out->threads = p->active;
   out->leaders = p->leaders;
   out->followers = p->followers;
-  taxi__mutex_unlock(&p->r->lock);
+  taxi__mutex_unlock(p->src.lock);
   taxi__registry_unpin(&p->reg);
   return 0;
 }
@@ -623,10 +627,10 @@ int taxi_lf_stats(taxi_lf_pool_t *p, taxi_lf_stats_t *out) {
 int taxi_lf_thread_stats(taxi_lf_pool_t *p, taxi_lf_thread_stats_t *out,
                          size_t cap) {
   if ((!out && cap) || !pin(p)) return TAXI_EINVAL;
-  taxi__mutex_lock(&p->r->lock);
+  taxi__mutex_lock(p->src.lock);
   unsigned n = p->nthreads;
   for (unsigned i = 0; i < n && i < cap; i++) out[i] = p->threads[i]->stats;
-  taxi__mutex_unlock(&p->r->lock);
+  taxi__mutex_unlock(p->src.lock);
   taxi__registry_unpin(&p->reg);
   return (int)n;
 }

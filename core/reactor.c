@@ -716,6 +716,7 @@ out:
 static bool still_live_locked(taxi_reactor_t *r, taxi__event_t *ev) {
   switch (ev->kind) {
     case TAXI__EV_NOTIFY:
+    case TAXI__EV_COMPLETION: /* a proactor's; never taken here */
       return true;
     case TAXI__EV_IO: {
       const taxi__slot_t *s = &r->slots[ev->row];
@@ -755,6 +756,8 @@ bool taxi__reactor_run_locked(taxi_reactor_t *r, taxi__event_t *ev) {
     case TAXI__EV_NOTIFY:
       ev->note.fn(ev->note.arg);
       break;
+    case TAXI__EV_COMPLETION: /* a proactor's; never taken here */
+      break;
     case TAXI__EV_IO:
       rc = run_io_hooks(ev);
       break;
@@ -772,6 +775,8 @@ bool taxi__reactor_run_locked(taxi_reactor_t *r, taxi__event_t *ev) {
       r->stats.notifications++;
       taxi__notify_queue_done(&r->notes);
       return true;
+    case TAXI__EV_COMPLETION: /* a proactor's; never taken here */
+      return false;
     case TAXI__EV_IO:
       r->stats.events++;
       move_to = io_done_locked(r, ev);
@@ -811,6 +816,8 @@ void taxi__reactor_untake_locked(taxi_reactor_t *r, taxi__event_t *ev) {
   switch (ev->kind) {
     case TAXI__EV_NOTIFY:
       taxi__notify_queue_unpop(&r->notes, ev->note);
+      return;
+    case TAXI__EV_COMPLETION: /* a proactor's; never taken here */
       return;
     case TAXI__EV_IO: {
       taxi_reactor_t *move_to = io_done_locked(r, ev);

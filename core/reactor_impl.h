@@ -60,7 +60,8 @@ typedef enum taxi__event_kind {
   TAXI__EV_IO,
   TAXI__EV_TIMER,
   TAXI__EV_SIGNAL,
-  TAXI__EV_NOTIFY
+  TAXI__EV_NOTIFY,
+  TAXI__EV_COMPLETION /* a proactor's: op, result, cflags */
 } taxi__event_kind_t;
 
 typedef struct taxi__event {
@@ -74,6 +75,9 @@ typedef struct taxi__event {
   void *act;
   int signo;
   taxi__notification_t note;
+  struct taxi_op *op; /* COMPLETION: the operation, what the backend said */
+  int64_t result;
+  unsigned cflags;
 } taxi__event_t;
 
 struct taxi_reactor {

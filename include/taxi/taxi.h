@@ -16,6 +16,7 @@
 #include "lf.h"
 #include "lf_sets.h"
 #include "hsha.h"
+#include "proactor.h"
 #include "taxi/version.h" /* generated: found through -I */
 
 #endif /* TAXI_H */

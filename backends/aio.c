@@ -1,0 +1,1 @@
+/* backends/aio.c: being written */

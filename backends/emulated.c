@@ -1,0 +1,1 @@
+/* backends/emulated.c: being written */

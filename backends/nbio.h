@@ -1,0 +1,1 @@
+/* backends/nbio.h: being written */

@@ -1,0 +1,1 @@
+/* core/proactor.c: being written */

@@ -1,0 +1,1 @@
+/* core/proactor_backends.c: being written */

@@ -1,0 +1,1 @@
+/* core/proactor_backends.h: being written */

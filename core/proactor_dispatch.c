@@ -1,0 +1,1 @@
+/* core/proactor_dispatch.c: being written */

@@ -1,0 +1,1 @@
+/* core/proactor_impl.h: being written */

@@ -1,0 +1,1 @@
+/* core/proactor_source.c: being written */

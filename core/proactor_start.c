@@ -1,0 +1,1 @@
+/* core/proactor_start.c: being written */

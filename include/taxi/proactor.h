@@ -1,0 +1,387 @@
+/*
+ * taxi/proactor.h - the Proactor: asynchronous operations whose completion
+ * handlers are dispatched by one thread or by a Leader/Followers pool.
+ *
+ * The application (the proactive initiator) starts an asynchronous
+ * operation - accept, connect, read, write, file read/write at an offset,
+ * transmit-file, a timer - giving a caller-owned operation record, a
+ * completion handler and an asynchronous completion token (ACT).  The
+ * operation runs without borrowing the caller's thread.  When it is done,
+ * the completion dispatcher (taxi_proactor_handle_events() in one thread,
+ * or an L/F pool made by taxi_lf_create_proactor()) calls the handler with
+ * the status, the bytes transferred and the ACT.
+ *
+ * Operation records.  A taxi_op_t is like an OVERLAPPED: the caller owns it,
+ * it must stay valid and untouched while the operation is in flight (from
+ * the call that starts it until its completion handler is called), and it
+ * is reused for the next operation: taxi never allocates per operation.  A
+ * record must be zeroed (TAXI_OP_INIT, or taxi_op_init()) before its first
+ * use.  When its handler runs, the record is idle again, so the handler may
+ * start the next operation with it.  Starting an operation with a record
+ * that is still in flight is refused with TAXI_EBUSY and changes nothing.
+ *
+ * Buffers passed to an operation are the caller's and must stay valid until
+ * its completion; the array of taxi_buf_t describing them is copied.
+ *
+ * Handles.  A handle is attached to the proactor before operations are
+ * started on it (taxi_proactor_attach(); connections made by an accept are
+ * attached already).  Per handle and per direction (input: accept, read,
+ * file read; output: connect, write, file write, transmit-file) operations
+ * complete in the order they were started.  taxi_proactor_close() completes
+ * every operation still pending on the handle with TAXI_ECANCELED, exactly
+ * once each, and closes it.
+ *
+ * Completion status: 0 on success, else a negative TAXI_E* code; `bytes`
+ * counts what was transferred even when the status is an error (an exact
+ * read cut short by the peer reports TAXI_EEOF and the bytes it got).
+ *
+ * Threads.  Every function may be called from any thread and from inside a
+ * completion handler unless its comment says otherwise.
+ */
+#ifndef TAXI_PROACTOR_H
+#define TAXI_PROACTOR_H
+
+#include "platform.h"
+#include "lf.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct taxi_proactor taxi_proactor_t;
+typedef struct taxi_op taxi_op_t;
+
+/* A buffer: the same layout as struct iovec on POSIX systems. */
+typedef struct taxi_buf {
+  void *base;
+  size_t len;
+} taxi_buf_t;
+
+/* The most buffers one gathering write takes. */
+#define TAXI_OP_MAX_BUFS 8
+
+/*
+ * A completion handler.  `status` is 0 or a negative TAXI_E* code, `bytes`
+ * what was transferred, `act` the token given when the operation started.
+ * Runs in the thread that dispatches the proactor.  The record is idle when
+ * it is called (unless op->more is set: a multishot accept still in flight).
+ */
+typedef void (*taxi_completion_fn)(taxi_op_t *op, int status, size_t bytes,
+                                   void *act);
+
+/* What an operation record was last used for. */
+typedef enum taxi_op_kind {
+  TAXI_OP_NONE = 0,
+  TAXI_OP_ACCEPT,
+  TAXI_OP_CONNECT,
+  TAXI_OP_READ,
+  TAXI_OP_WRITE,
+  TAXI_OP_READ_FILE,
+  TAXI_OP_WRITE_FILE,
+  TAXI_OP_TRANSMIT_FILE,
+  TAXI_OP_TIMER,
+  TAXI_OP_POST
+} taxi_op_kind_t;
+
+/* Flags for taxi_proactor_read(). */
+/* Complete only when `len` bytes have arrived (or on error/EOF); without it
+ * the read completes with whatever arrived first (at least one byte). */
+#define TAXI_READ_EXACT 0x1u
+
+/* Flags for taxi_proactor_accept(). */
+/* Keep accepting: the handler is called once per connection with op->more
+ * set, until an error, taxi_proactor_cancel() or taxi_proactor_close() ends
+ * it (that last completion has op->more clear).  io_uring does this with
+ * one multishot request where the kernel has it; elsewhere taxi re-issues
+ * the accept after each connection. */
+#define TAXI_ACCEPT_MULTISHOT 0x1u
+
+/* Room in each record for the backend's own per-operation state (an
+ * aiocb, an OVERLAPPED with AcceptEx's address buffer, ...). */
+#define TAXI_OP_BACKEND_SIZE 384
+
+/*
+ * The operation record.  The fields above `internal_` are written by taxi
+ * before the completion handler is called and may be read there; the
+ * application never writes any field except through taxi_op_init().
+ */
+struct taxi_op {
+  taxi_op_kind_t kind;  /* the operation that completed */
+  taxi_handle_t handle; /* the handle it was started on */
+  /* TAXI_OP_ACCEPT: the new connection (non-blocking, attached to the
+   * proactor, the application's to close with taxi_proactor_close()), and
+   * the peer's address as a struct sockaddr of peer_len bytes. */
+  taxi_handle_t accepted;
+  unsigned peer_len;
+  unsigned char peer[128];
+  /* 1 when this completion is one of several of a multishot accept and
+   * the record stays in flight. */
+  int more;
+
+  /* Private to taxi: the state of the operation while in flight. */
+  struct {
+    taxi_proactor_t *proactor;
+    taxi_op_t *next;      /* queue link (per handle, completions, ...) */
+    taxi_completion_fn fn;
+    void *act;
+    unsigned state;       /* TAXI__OP_* in core/proactor_impl.h */
+    unsigned flags;       /* what the call asked for */
+    unsigned dir;         /* per-handle queue: 0 none, 1 input, 2 output */
+    int status;           /* result, once known */
+    taxi_buf_t bufs[TAXI_OP_MAX_BUFS + 2]; /* transmit: header, trailer */
+    unsigned nbufs;
+    size_t total;         /* bytes the operation transfers when complete */
+    size_t done;          /* bytes transferred so far */
+    taxi_handle_t file;   /* file read/write/transmit */
+    int64_t offset;       /* file offset of the first byte */
+    size_t file_len;      /* transmit: bytes of the file range */
+    taxi_time_t deadline; /* timer */
+    size_t heap_index;    /* timer */
+    uint32_t addr_len;    /* connect: the address, copied */
+    unsigned char addr[128];
+    union {
+      long double ld_;
+      void *p_;
+      int64_t i_;
+      unsigned char bytes[TAXI_OP_BACKEND_SIZE];
+    } backend;
+  } internal_;
+};
+
+/* A zeroed record, ready for its first use. */
+#define TAXI_OP_INIT \
+  { TAXI_OP_NONE }
+
+/* taxi_op_init - zero a record before its first use.  Never on a record
+ * in flight.  Threads: the owner's. */
+TAXI_EXTERN void taxi_op_init(taxi_op_t *op);
+
+/* taxi_op_proactor - the proactor the record was last used with, or NULL. */
+TAXI_EXTERN taxi_proactor_t *taxi_op_proactor(const taxi_op_t *op);
+
+/* taxi_op_in_flight - 1 while an operation started with the record has not
+ * yet been completed (its handler not yet called, or a multishot accept
+ * not yet ended), else 0. */
+TAXI_EXTERN int taxi_op_in_flight(const taxi_op_t *op);
+
+/* ---- creating a proactor ------------------------------------------------ */
+
+/* Options for taxi_proactor_create_ex(); zero means default. */
+typedef struct taxi_proactor_options {
+  /* "uring", "aio", "emulated", "emulated:<reactor backend>", "iocp", or
+   * NULL: TAXI_PROACTOR in the environment, else the best that works. */
+  const char *backend;
+  /* Submission/completion queue entries for io_uring (rounded up to a power
+   * of two); 0: 256. */
+  unsigned queue_depth;
+} taxi_proactor_options_t;
+
+/*
+ * taxi_proactor_create - make a proactor over the completion backend
+ * `backend` (see taxi_proactor_options_t.backend; NULL: automatic).  The
+ * automatic choice tries each compiled-in backend in order of preference
+ * (uring, iocp, aio, emulated) and takes the first that opens: io_uring
+ * refused by the kernel (ENOSYS, or EPERM under a seccomp policy or
+ * kernel.io_uring_disabled) falls back to the next.
+ *
+ * Returns 0 and sets *out, or TAXI_EINVAL (NULL out), TAXI_ENOBACKEND
+ * (unknown name, or none works), TAXI_ENOTSUP / TAXI_EPERM (the named
+ * backend exists but this system refuses it; taxi_last_os_error() tells
+ * why), TAXI_ENOMEM.  Ownership: the caller's, until taxi_proactor_destroy().
+ */
+TAXI_EXTERN int taxi_proactor_create(taxi_proactor_t **out,
+                                     const char *backend);
+TAXI_EXTERN int taxi_proactor_create_ex(taxi_proactor_t **out,
+                                        const taxi_proactor_options_t *opts);
+
+/*
+ * taxi_proactor_destroy - complete every operation still in flight with
+ * TAXI_ECANCELED (their handlers run in the calling thread, before this
+ * returns), close the handles still attached, and free the proactor.
+ * Returns 0, TAXI_EINVAL (NULL), TAXI_EBUSY (a thread is dispatching it, a
+ * pool is attached, or called from a completion handler).
+ */
+TAXI_EXTERN int taxi_proactor_destroy(taxi_proactor_t *p);
+
+/* taxi_proactor_backend - the name of the backend in use ("uring", ...). */
+TAXI_EXTERN const char *taxi_proactor_backend(const taxi_proactor_t *p);
+
+/* taxi_proactor_backend_names - the compiled-in completion backends, in
+ * order of preference, NULL-terminated.  Static storage. */
+TAXI_EXTERN const char *const *taxi_proactor_backend_names(void);
+
+/* ---- handles ------------------------------------------------------------ */
+
+/*
+ * taxi_proactor_attach - make `h` (a socket, or a regular file for the file
+ * operations) usable for operations on p: sockets are made non-blocking,
+ * Windows associates the handle with the completion port.
+ * Returns 0, TAXI_EINVAL (NULL p or invalid handle), TAXI_EBADF (not open),
+ * TAXI_EEXIST (attached already), TAXI_ENOMEM.  The handle stays the
+ * caller's; taxi_proactor_close() closes it.
+ */
+TAXI_EXTERN int taxi_proactor_attach(taxi_proactor_t *p, taxi_handle_t h);
+
+/*
+ * taxi_proactor_close - complete every operation pending on `h` with
+ * TAXI_ECANCELED (an operation the OS finished meanwhile completes with its
+ * own result instead; either way exactly once), forget the handle, and
+ * close it.  The completions are dispatched like any other, not run inside
+ * this call.  Returns 0, TAXI_EINVAL (NULL), TAXI_ENOENT (not attached).
+ */
+TAXI_EXTERN int taxi_proactor_close(taxi_proactor_t *p, taxi_handle_t h);
+
+/* taxi_proactor_detach - as taxi_proactor_close(), but the handle is left
+ * open and given back to the caller.  (On Windows it stays associated with
+ * the completion port: the OS cannot undo that.) */
+TAXI_EXTERN int taxi_proactor_detach(taxi_proactor_t *p, taxi_handle_t h);
+
+/* ---- starting operations ------------------------------------------------ */
+/*
+ * Every function below starts one operation and returns 0, after which the
+ * completion handler `fn` is called exactly once (a multishot accept: once
+ * per connection plus the final one).  On error nothing was started, the
+ * handler will not be called and the record is untouched:
+ *   TAXI_EINVAL  NULL p/op/fn/buffer, a zero length, a negative offset,
+ *                too many buffers, a record used with another proactor
+ *                while in flight;
+ *   TAXI_EBUSY   the record is in flight;
+ *   TAXI_ENOENT  the handle is not attached;
+ *   TAXI_ESTOPPED the proactor is being destroyed;
+ *   TAXI_ENOTSUP the backend cannot do this operation on this handle.
+ * Errors found while the operation runs arrive as its completion status.
+ */
+
+/* Accept a connection on listening socket `listener`.  Flags:
+ * TAXI_ACCEPT_MULTISHOT.  On success op->accepted is the new connection. */
+TAXI_EXTERN int taxi_proactor_accept(taxi_proactor_t *p, taxi_op_t *op,
+                                     taxi_handle_t listener, unsigned flags,
+                                     taxi_completion_fn fn, void *act);
+
+/* Connect socket `h` (attached, not yet connected; Windows binds it to the
+ * wildcard address first if it is not bound) to `addr` (a struct sockaddr
+ * of addr_len bytes, at most 128; copied).  Status TAXI_ECONNREFUSED, ... */
+TAXI_EXTERN int taxi_proactor_connect(taxi_proactor_t *p, taxi_op_t *op,
+                                      taxi_handle_t h, const void *addr,
+                                      size_t addr_len, taxi_completion_fn fn,
+                                      void *act);
+
+/* Read from socket `h` into buf: some bytes (flags 0) or exactly len
+ * (TAXI_READ_EXACT).  End of stream completes with TAXI_EEOF. */
+TAXI_EXTERN int taxi_proactor_read(taxi_proactor_t *p, taxi_op_t *op,
+                                   taxi_handle_t h, void *buf, size_t len,
+                                   unsigned flags, taxi_completion_fn fn,
+                                   void *act);
+
+/* Write every byte of bufs[0..nbufs) (nbufs <= TAXI_OP_MAX_BUFS, buffers
+ * of length 0 are allowed if the total is not 0) to socket `h`, in order;
+ * completes when all are written or on error. */
+TAXI_EXTERN int taxi_proactor_write(taxi_proactor_t *p, taxi_op_t *op,
+                                    taxi_handle_t h, const taxi_buf_t *bufs,
+                                    size_t nbufs, taxi_completion_fn fn,
+                                    void *act);
+
+/* Read up to len bytes of file `h` at `offset`.  Fewer bytes complete it
+ * at the end of the file; an offset at or past the end completes with
+ * TAXI_EEOF and 0 bytes. */
+TAXI_EXTERN int taxi_proactor_read_file(taxi_proactor_t *p, taxi_op_t *op,
+                                        taxi_handle_t h, void *buf, size_t len,
+                                        int64_t offset, taxi_completion_fn fn,
+                                        void *act);
+
+/* Write all len bytes of buf to file `h` at `offset`. */
+TAXI_EXTERN int taxi_proactor_write_file(taxi_proactor_t *p, taxi_op_t *op,
+                                         taxi_handle_t h, const void *buf,
+                                         size_t len, int64_t offset,
+                                         taxi_completion_fn fn, void *act);
+
+/*
+ * Send `header` (may be NULL), then `len` bytes of file `file` from
+ * `offset` (len 0: to the end of the file), then `trailer` (may be NULL),
+ * to socket `sock`.  `file` is a regular file; it need not be attached.
+ * A range reaching past the end of the file is refused at the call with
+ * TAXI_EINVAL.  The taxi_buf_t structs are copied; their bytes are not.
+ */
+TAXI_EXTERN int taxi_proactor_transmit_file(
+    taxi_proactor_t *p, taxi_op_t *op, taxi_handle_t sock, taxi_handle_t file,
+    int64_t offset, size_t len, const taxi_buf_t *header,
+    const taxi_buf_t *trailer, taxi_completion_fn fn, void *act);
+
+/* Complete after `delay` nanoseconds (>= 0) with status 0. */
+TAXI_EXTERN int taxi_proactor_timer(taxi_proactor_t *p, taxi_op_t *op,
+                                    taxi_time_t delay, taxi_completion_fn fn,
+                                    void *act);
+
+/* Complete at once, from whichever thread dispatches next, with status 0
+ * and 0 bytes: how other threads hand work to the dispatching threads. */
+TAXI_EXTERN int taxi_proactor_post(taxi_proactor_t *p, taxi_op_t *op,
+                                   taxi_completion_fn fn, void *act);
+
+/*
+ * taxi_proactor_cancel - ask that the operation in flight on `op` complete
+ * with TAXI_ECANCELED.  An operation the OS finishes before the request
+ * takes effect completes with its own result instead; either way its
+ * handler is called exactly once.  Returns 0 (cancellation requested),
+ * TAXI_EINVAL (NULL), TAXI_ENOENT (the record is not in flight: it
+ * completed already, or never started - harmless).
+ */
+TAXI_EXTERN int taxi_proactor_cancel(taxi_proactor_t *p, taxi_op_t *op);
+
+/* ---- dispatching completions ------------------------------------------- */
+
+/*
+ * taxi_proactor_handle_events - wait up to timeout_ms (-1: no limit, 0:
+ * poll) for completions and run the handlers of those that arrived.
+ * Returns how many handlers ran (0 on timeout or after taxi_proactor_stop),
+ * or TAXI_EBUSY (another thread is dispatching, or a pool is attached),
+ * TAXI_EINVAL, or a backend error.
+ * Threads: one at a time; not from a completion handler.
+ */
+TAXI_EXTERN int taxi_proactor_handle_events(taxi_proactor_t *p,
+                                            int timeout_ms);
+
+/* taxi_proactor_run - dispatch until taxi_proactor_stop().  Returns 0 when
+ * stopped, or an error as taxi_proactor_handle_events(). */
+TAXI_EXTERN int taxi_proactor_run(taxi_proactor_t *p);
+
+/* taxi_proactor_stop - make run (and a handle_events in progress) return;
+ * stays stopped until taxi_proactor_restart().  Any thread. */
+TAXI_EXTERN int taxi_proactor_stop(taxi_proactor_t *p);
+TAXI_EXTERN int taxi_proactor_restart(taxi_proactor_t *p);
+
+/*
+ * taxi_lf_create_proactor - a Leader/Followers pool over the proactor's
+ * completion queue: one leader reaps completions, promotes a follower, then
+ * runs the completion handler itself.  The pool is an ordinary
+ * taxi_lf_pool_t: spawn, join, shrink, shutdown, stats and destroy work as
+ * in taxi/lf.h.  Several leaders (TAXI_LEADERS_MANY) need a backend whose
+ * completion queue several threads may wait on at once (IOCP); others
+ * refuse with TAXI_ENOTSUP.  While the pool exists, handle_events and run
+ * return TAXI_EBUSY.  Errors as taxi_lf_create().
+ */
+TAXI_EXTERN int taxi_lf_create_proactor(taxi_lf_pool_t **out,
+                                        taxi_proactor_t *p,
+                                        const taxi_lf_options_t *opts);
+
+/* Counters, for tests and the benchmark. */
+typedef struct taxi_proactor_stats {
+  uint64_t started;     /* operations started */
+  uint64_t completed;   /* completion handlers called */
+  uint64_t cancelled;   /* of which with TAXI_ECANCELED */
+  uint64_t submissions; /* requests given to the OS (a partial transfer
+                           resumed counts again) */
+  uint64_t syscalls;    /* system calls the backend made to submit, wait
+                           and reap (io_uring_enter, aio_*, epoll_wait,
+                           read/write/accept, GetQueuedCompletionStatusEx, ...) */
+  uint64_t waits;       /* of which waits for completions */
+} taxi_proactor_stats_t;
+
+/* taxi_proactor_stats - copy the counters.  0, or TAXI_EINVAL. */
+TAXI_EXTERN int taxi_proactor_stats(taxi_proactor_t *p,
+                                    taxi_proactor_stats_t *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TAXI_PROACTOR_H */

@@ -1,0 +1,1 @@
+/* tests/proactor/alloc.c: being written */

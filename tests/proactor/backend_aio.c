@@ -1,0 +1,1 @@
+/* tests/proactor/backend_aio.c: being written */

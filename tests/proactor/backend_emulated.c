@@ -1,0 +1,1 @@
+/* tests/proactor/backend_emulated.c: being written */

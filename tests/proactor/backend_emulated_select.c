@@ -1,0 +1,1 @@
+/* tests/proactor/backend_emulated_select.c: being written */

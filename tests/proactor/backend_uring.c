@@ -1,0 +1,1 @@
+/* tests/proactor/backend_uring.c: being written */

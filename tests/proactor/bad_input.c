@@ -1,0 +1,1 @@
+/* tests/proactor/bad_input.c: being written */

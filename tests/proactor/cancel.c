@@ -1,0 +1,1 @@
+/* tests/proactor/cancel.c: being written */

@@ -1,0 +1,1 @@
+/* tests/proactor/files.c: being written */

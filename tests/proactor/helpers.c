@@ -1,0 +1,1 @@
+/* tests/proactor/helpers.c: being written */

@@ -1,0 +1,1 @@
+/* tests/proactor/main.c: being written */

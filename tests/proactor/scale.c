@@ -1,0 +1,1 @@
+/* tests/proactor/scale.c: being written */

@@ -1,0 +1,1 @@
+/* tests/proactor/stream.c: being written */

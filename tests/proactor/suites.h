@@ -1,0 +1,1 @@
+/* tests/proactor/suites.h: being written */

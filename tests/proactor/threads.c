@@ -1,0 +1,1 @@
+/* tests/proactor/threads.c: being written */

@@ -1,0 +1,1 @@
+/* tests/proactor/timers.c: being written */

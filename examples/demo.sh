@@ -7,6 +7,8 @@
 # each backend that `echo_server --list-backends` prints and each dispatcher
 # (reactor: one thread; lf: a Leader/Followers pool; hsha: a
 # half-sync/half-async pool; the pools with the server's default options),
+# and then for each completion backend that `echo_server
+# --list-proactor-backends` prints, with the proactor dispatcher,
 # the script starts a server on a free port, runs the client against it,
 # stops the server with SIGINT and checks that it shut down cleanly.  A
 # combination the library refuses (the server exits with status 3 before
@@ -15,7 +17,9 @@
 # Environment:
 #   DEMO_MESSAGES     round trips per connection (default 20000)
 #   DEMO_CONNECTIONS  client connections (default 4)
-#   DEMO_DISPATCHERS  the dispatchers to run (default "reactor lf hsha")
+#   DEMO_DISPATCHERS  the readiness dispatchers to run (default
+#                     "reactor lf hsha")
+#   DEMO_PROACTOR     0 to skip the proactor runs (default 1)
 #
 # Exits 0 if every combination passed or was refused, 1 otherwise (2 for
 # bad usage).
@@ -32,6 +36,7 @@ client=$dir/echo_client
 messages=${DEMO_MESSAGES:-20000}
 connections=${DEMO_CONNECTIONS:-4}
 dispatchers=${DEMO_DISPATCHERS:-reactor lf hsha}
+proactor=${DEMO_PROACTOR:-1}
 
 for prog in "$server" "$client"; do
   if [ ! -x "$prog" ]; then
@@ -217,6 +222,25 @@ while read -r backend_name; do
     fi
   done
 done <"$work/backends"
+
+# The completion backends, each with the proactor dispatcher.
+if [ "$proactor" != 0 ]; then
+  "$server" --list-proactor-backends >"$work/proactors" 2>"$work/proactors.err" || {
+    echo "demo: $server --list-proactor-backends failed" >&2
+    show "$work/proactors.err"
+    exit 1
+  }
+  while read -r backend_name; do
+    [ -n "$backend_name" ] || continue
+    if run_config "$backend_name" proactor; then
+      printf '%-10s %-10s %15s\n' "$backend_name" proactor "$rate"
+    else
+      kill_server
+      printf '%-10s %-10s %15s\n' "$backend_name" proactor FAILED
+      failures=$((failures + 1))
+    fi
+  done <"$work/proactors"
+fi
 
 if [ -s "$work/notes" ]; then
   echo "n/a: not supported here:"

@@ -3,9 +3,9 @@
  * thread or by a pool of them.
  *
  *     echo_server --port P [--host 127.0.0.1] [--backend NAME]
- *                 [--dispatcher reactor|lf|hsha] [--threads N]
+ *                 [--dispatcher reactor|lf|hsha|proactor] [--threads N]
  *                 [--promotion lifo|fifo|priority|shared] [--leaders one|many]
- *     echo_server --list-backends
+ *     echo_server --list-backends | --list-proactor-backends
  *
  * It prints one line once it is ready,
  *
@@ -33,6 +33,10 @@
  *      - hsha: a half-sync/half-async pool (taxi/hsha.h) whose reactor
  *        thread queues events for N worker threads that run the hooks.
  *
+ * The proactor dispatcher replaces layers 1 and 2 with completion handlers
+ * (echo_proactor.c): the same protocol, written once for every completion
+ * backend (--backend uring|aio|emulated|iocp) and any number of threads.
+ *
  * Layers 1 and 2 are the same code whichever dispatcher runs them: that is
  * the point of the example.  What they need to be correct under a pool is
  * little, because the pools never run one handle's hooks in two threads at
@@ -49,6 +53,7 @@
 #include <taxi/taxi.h>
 
 #include "echo_common.h"
+#include "echo_proactor.h"
 
 /* Exit statuses: 2 is the customary one for a bad command line; 3 means the
  * library refused the configuration asked for (say, several leaders on a
@@ -70,10 +75,12 @@
 typedef enum dispatcher {
   DISPATCH_REACTOR, /* this thread, taxi_reactor_run() */
   DISPATCH_LF,      /* a Leader/Followers pool */
-  DISPATCH_HSHA     /* a half-sync/half-async pool */
+  DISPATCH_HSHA,    /* a half-sync/half-async pool */
+  DISPATCH_PROACTOR /* completion handlers, an L/F pool over a proactor */
 } dispatcher_t;
 
-static const char *const dispatcher_names[] = {"reactor", "lf", "hsha"};
+static const char *const dispatcher_names[] = {"reactor", "lf", "hsha",
+                                               "proactor"};
 
 /* Threads a pool gets when --threads is not given. */
 #define DEFAULT_POOL_THREADS 4u
@@ -413,14 +420,27 @@ static void print_backends(FILE *out, const char *sep, const char *end) {
   for (i = 0; i < n; i++) fprintf(out, "%s%s", names[i], i + 1 < n ? sep : end);
 }
 
+/* The same for the completion backends of the Proactor. */
+static void print_proactor_backends(FILE *out, const char *sep,
+                                    const char *end) {
+  const char *const *names = taxi_proactor_backend_names();
+  for (int i = 0; names[i] != NULL; i++)
+    fprintf(out, "%s%s", names[i], names[i + 1] != NULL ? sep : end);
+}
+
 /* The line scripts wait for (they read the port from its end).  Flushed:
  * whoever started us may be waiting for it on a pipe. */
+static void announce_backend(const char *backend,
+                             const struct server_config *cfg,
+                             const char *address) {
+  printf("echo_server: backend=%s dispatcher=%s threads=%u listening on %s\n",
+         backend, dispatcher_names[cfg->dispatcher], cfg->threads, address);
+  fflush(stdout);
+}
+
 static void announce(const struct server *srv, const struct server_config *cfg,
                      const char *address) {
-  printf("echo_server: backend=%s dispatcher=%s threads=%u listening on %s\n",
-         taxi_reactor_backend(srv->reactor), dispatcher_names[cfg->dispatcher],
-         cfg->threads, address);
-  fflush(stdout);
+  announce_backend(taxi_reactor_backend(srv->reactor), cfg, address);
 }
 
 /* Report that creating a pool failed, and return the exit status: the
@@ -599,6 +619,48 @@ out:
   return status;
 }
 
+/* -- proactor: completion handlers, dispatched by an L/F pool -- */
+
+/* What echo_proactor_serve() calls back into: the announcement, and the
+ * main thread's wait for a stop signal, which runs the reactor that only
+ * watches SIGINT and SIGTERM (its stopper hook calls reactor_stop). */
+struct proactor_dispatch {
+  struct server *srv;
+  const struct server_config *cfg;
+  const char *address;
+};
+
+static void proactor_announce(const char *backend, void *arg) {
+  struct proactor_dispatch *d = arg;
+  announce_backend(backend, d->cfg, d->address);
+}
+
+static int proactor_wait_for_stop(void *arg) {
+  struct proactor_dispatch *d = arg;
+  int rc = taxi_reactor_run(d->srv->reactor);
+  if (rc < 0)
+    fprintf(stderr, "echo_server: waiting for signals: %s\n",
+            taxi_strerror(rc));
+  return rc < 0 ? -1 : 0;
+}
+
+static int dispatch_with_proactor(struct server *srv,
+                                  const struct server_config *cfg,
+                                  const char *address, taxi_handle_t listener) {
+  struct proactor_dispatch d = {srv, cfg, address};
+  struct echo_proactor_config pc;
+  pc.backend = cfg->backend;
+  pc.threads = cfg->threads;
+  pc.announce = proactor_announce;
+  pc.announce_arg = &d;
+  pc.wait_for_stop = proactor_wait_for_stop;
+  pc.stop_arg = &d;
+  pc.connections = &srv->stats.connections;
+  pc.bytes = &srv->stats.bytes;
+  srv->stop = reactor_stop;
+  return echo_proactor_serve(&pc, listener);
+}
+
 /* -- what every dispatcher shares: set up, dispatch, tear down -- */
 
 static int serve(const struct server_config *cfg) {
@@ -616,7 +678,10 @@ static int serve(const struct server_config *cfg) {
   atomic_init(&srv.failed, 0);
   srv.stop = reactor_stop; /* each dispatcher sets its own */
   srv.dispatch = NULL;
-  rc = taxi_reactor_create(&srv.reactor, cfg->backend);
+  /* The proactor dispatcher uses the reactor for signals only, and
+   * --backend names its completion backend instead. */
+  rc = taxi_reactor_create(
+      &srv.reactor, cfg->dispatcher == DISPATCH_PROACTOR ? NULL : cfg->backend);
   if (rc == TAXI_ENOBACKEND && cfg->backend != NULL) {
     fprintf(stderr,
             "echo_server: backend '%s' is not available here; "
@@ -643,8 +708,10 @@ static int serve(const struct server_config *cfg) {
   }
   taxi_handler_init(&acceptor.handler, &acceptor_ops);
   taxi_timer_init(&acceptor.backoff);
-  rc = taxi_reactor_register(srv.reactor, acceptor.fd, &acceptor.handler,
-                             TAXI_EV_READ);
+  rc = cfg->dispatcher == DISPATCH_PROACTOR
+           ? 0 /* the proactor accepts instead */
+           : taxi_reactor_register(srv.reactor, acceptor.fd, &acceptor.handler,
+                                   TAXI_EV_READ);
   if (rc < 0) {
     fprintf(stderr, "echo_server: cannot watch the listening socket: %s\n",
             taxi_strerror(rc));
@@ -690,6 +757,10 @@ static int serve(const struct server_config *cfg) {
     case DISPATCH_HSHA:
       status = dispatch_with_hsha(&srv, cfg, address);
       break;
+    case DISPATCH_PROACTOR:
+      /* Takes the listener, and closes it. */
+      status = dispatch_with_proactor(&srv, cfg, address, acceptor.fd);
+      break;
     default:
       status = dispatch_with_reactor(&srv, cfg, address);
       break;
@@ -718,24 +789,30 @@ static void usage(FILE *out) {
   fprintf(
       out,
       "usage: echo_server --port P [--host ADDR] [--backend NAME]\n"
-      "                   [--dispatcher reactor|lf|hsha] [--threads N]\n"
+      "                   [--dispatcher reactor|lf|hsha|proactor]\n"
+      "                   [--threads N]\n"
       "                   [--promotion lifo|fifo|priority|shared]\n"
       "                   [--leaders one|many]\n"
-      "       echo_server --list-backends\n"
+      "       echo_server --list-backends | --list-proactor-backends\n"
       "  --port P         TCP port to listen on (0: any free port)\n"
       "  --host ADDR      address to listen on (default 127.0.0.1)\n"
-      "  --backend NAME   event backend (default: the best available)\n"
+      "  --backend NAME   event backend (default: the best available);\n"
+      "                   with --dispatcher proactor, the completion\n"
+      "                   backend (uring, aio, emulated, iocp, ...)\n"
       "  --dispatcher D   who runs the handlers: reactor (this thread,\n"
       "                   the default), lf (a Leader/Followers pool) or\n"
-      "                   hsha (a half-sync/half-async pool)\n"
+      "                   hsha (a half-sync/half-async pool) or\n"
+      "                   proactor (completion handlers, run by a\n"
+      "                   Leader/Followers pool)\n"
       "  --threads N      threads running handlers (default 4 for lf and\n"
       "                   hsha; reactor: 1 only).  lf: the whole pool,\n"
       "                   main thread included; hsha: the workers, besides\n"
-      "                   the pool's reactor thread\n"
+      "                   the pool's reactor thread; proactor: the pool\n"
       "  --promotion P    lf: which follower leads next (default lifo)\n"
       "  --leaders L      lf: one thread waits for events at a time, or\n"
       "                   many at once (epoll, kqueue; default one)\n"
       "  --list-backends  print the backends that work here, one a line\n"
+      "  --list-proactor-backends  the same for completion backends\n"
       "exit status: 0 stopped by SIGINT/SIGTERM, 1 failure, 2 bad usage,\n"
       "             3 configuration refused by the library\n");
 }
@@ -774,6 +851,10 @@ int main(int argc, char **argv) {
     }
     if (strcmp(argv[i], "--list-backends") == 0) {
       print_backends(stdout, "\n", "\n");
+      return EXIT_OK;
+    }
+    if (strcmp(argv[i], "--list-proactor-backends") == 0) {
+      print_proactor_backends(stdout, "\n", "\n");
       return EXIT_OK;
     }
     if ((m = echo_option(argc, argv, &i, "--port", &value)) > 0) {

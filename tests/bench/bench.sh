@@ -8,7 +8,10 @@
 #                        [--backend NAME]... [--config LABEL]... [--quick]
 #
 # For each backend `echo_server --list-backends` prints and each dispatcher
-# configuration below, the script starts the server (port 0) with the
+# configuration below, and for each completion backend `echo_server
+# --list-proactor-backends` prints with the proactor dispatcher (configuration
+# "proactor": completion handlers run by an L/F pool), the script starts the
+# server (port 0) with the
 # malloc_count preload, drives it with tests/bench/loadgen (closed-loop
 # ping-pong, warm-up first), stops it with SIGINT and reports:
 #
@@ -18,6 +21,9 @@
 #   ctx/msg         server context switches (voluntary + involuntary, summed
 #                   over all its threads) per message
 #   allocs/msg      server malloc-family calls per message
+#   sys/msg         server system calls per message (all its threads;
+#                   counted by `perf stat -e raw_syscalls:sys_enter`, "-"
+#                   where perf cannot attach)
 #
 # The last three cover the measured phase only: loadgen quiesces the load
 # before and after it and runs this script's --snapshot mode, which reads
@@ -54,7 +60,9 @@ set -u
 # server does not count allocations (allocs is then "-").
 snapshot() {
   local pid=$1 countfile=$2 out=$3 allocs=- before=0 now=0 n stat rest ctx
+  local sys=-
   local -a f
+  sys=$(syscall_counter "$pid" "$out.perf")
   if [ -n "$countfile" ]; then
     before=$(grep -c ' sigusr2$' "$countfile" 2>/dev/null)
     kill -USR2 "$pid" || return 1
@@ -79,10 +87,36 @@ snapshot() {
     ctx=$(awk '/^voluntary_ctxt_switches:/ { v += $2 }
                /^nonvoluntary_ctxt_switches:/ { n += $2 }
                END { print v + 0, n + 0 }' "/proc/$pid"/task/*/status 2>/dev/null)
-    echo "${f[11]} ${f[12]} $ctx $allocs" >>"$out"
+    echo "${f[11]} ${f[12]} $ctx $allocs $sys" >>"$out"
   else
-    echo "- - - - $allocs" >>"$out"
+    echo "- - - - $allocs $sys" >>"$out"
   fi
+}
+
+# syscall_counter PID STATE - at the first call, start counting PID's system
+# calls with perf (its threads as of now: the pools are running by then) and
+# print 0; at the second, stop perf and print the count.  Prints "-" when
+# perf is missing or cannot attach.
+syscall_counter() {
+  local pid=$1 state=$2 perf_pid n count
+  if [ ! -e "$state" ]; then
+    if ! command -v perf >/dev/null 2>&1; then echo - >"$state"; echo -; return; fi
+    perf stat -e raw_syscalls:sys_enter -x, -o "$state.out" -p "$pid" \
+      </dev/null >/dev/null 2>&1 &
+    echo $! >"$state"
+    sleep 0.2 # let it attach before the measured phase starts
+    echo 0
+    return
+  fi
+  perf_pid=$(cat "$state")
+  [ "$perf_pid" = - ] && { echo -; return; }
+  kill -INT "$perf_pid" 2>/dev/null
+  for ((n = 0; n < 100; n++)); do
+    kill -0 "$perf_pid" 2>/dev/null || break
+    sleep 0.02
+  done
+  count=$(awk -F, '/raw_syscalls:sys_enter/ { print $1 }' "$state.out" 2>/dev/null)
+  [[ $count =~ ^[0-9]+$ ]] && echo "$count" || echo -
 }
 
 if [ "${1:-}" = --snapshot ]; then
@@ -107,6 +141,8 @@ CONFIGS=(
   "lf/shared/many|--dispatcher lf --threads @N@ --promotion shared --leaders many"
   "hsha|--dispatcher hsha --threads @N@"
 )
+# The configuration each completion backend runs in.
+PROACTOR_CONFIG="proactor|--dispatcher proactor --threads @N@"
 # What the final comparison sets side by side.
 RATIO_A=lf/lifo/one
 RATIO_B=hsha
@@ -125,7 +161,7 @@ usage: $0 [options]
   --csv FILE            raw results (default DIR/tests/bench/results.csv)
   --backend NAME        only this backend (repeatable)
   --config LABEL        only this configuration (repeatable), one of:
-                        $(for c in "${CONFIGS[@]}"; do printf '%s ' "${c%%|*}"; done)
+                        $(for c in "${CONFIGS[@]}"; do printf '%s ' "${c%%|*}"; done)proactor
   --quick               short runs
 EOF
 }
@@ -289,6 +325,7 @@ run_one() {
   local -a argv
   r_status=FAILED r_note='' r_msgs='' r_rate='' r_p50='' r_p99='' r_p999='' r_max=''
   r_cpu='' r_utime='' r_stime='' r_vcsw='' r_nvcsw='' r_ctx='' r_allocs='' r_seconds=''
+  r_sys=''
   tag=$backend.${label//\//-}
   out=$work/$tag.server.out err=$work/$tag.server.err
   countfile=$work/$tag.malloc snapfile=$work/$tag.snap
@@ -414,7 +451,7 @@ run_one() {
     eval "$(awk -v m="$r_msgs" -v hz="$clk_tck" \
       -v u1="${s1[0]}" -v t1="${s1[1]}" -v v1="${s1[2]}" -v n1="${s1[3]}" \
       -v a1="${s1[4]}" -v u2="${s2[0]}" -v t2="${s2[1]}" -v v2="${s2[2]}" \
-      -v n2="${s2[3]}" -v a2="${s2[4]}" '
+      -v n2="${s2[3]}" -v a2="${s2[4]}" -v y1="${s1[5]:--}" -v y2="${s2[5]:--}" '
       function num(x) { return x ~ /^[0-9]+$/ }
       BEGIN {
         if (num(u1) && num(u2)) {
@@ -425,6 +462,7 @@ run_one() {
             (v2 - v1) / m, (n2 - n1) / m, ((v2 - v1) + (n2 - n1)) / m
         }
         if (num(a1) && num(a2)) printf "r_allocs=%.4f\n", (a2 - a1) / m
+        if (num(y1) && num(y2)) printf "r_sys=%.4f\n", (y2 - y1) / m
       }')"
   else
     r_note="no server snapshots"
@@ -454,33 +492,49 @@ if [ ${#backends[@]} -eq 0 ]; then
   echo "bench: no backend to run (available: $(tr '\n' ' ' <"$work/backends"))" >&2
   exit 2
 fi
-configs=()
-for c in "${CONFIGS[@]}"; do
-  if [ ${#only_configs[@]} -gt 0 ]; then
-    case " ${only_configs[*]} " in *" ${c%%|*} "*) ;; *) continue ;; esac
-  fi
-  configs+=("$c")
+wanted() { # LIST... -- ITEM: is ITEM in the --backend/--config filter?
+  local item=${*: -1}
+  [ $# -eq 2 ] && return 0 # the filter is empty
+  case " ${*:1:$#-2} " in *" $item "*) return 0 ;; esac
+  return 1
+}
+# Every run: "backend|label|echo_server arguments".
+plan=() proactors=()
+for b in "${backends[@]}"; do
+  for c in "${CONFIGS[@]}"; do
+    wanted "${only_configs[@]}" -- "${c%%|*}" && plan+=("$b|$c")
+  done
 done
-if [ ${#configs[@]} -eq 0 ]; then
-  echo "bench: no configuration matches --config" >&2
+# The completion backends, with the proactor dispatcher.
+if wanted "${only_configs[@]}" -- proactor &&
+  "$server" --list-proactor-backends >"$work/proactors" 2>/dev/null; then
+  while read -r b; do
+    [ -n "$b" ] || continue
+    wanted "${only_backends[@]}" -- "$b" || continue
+    plan+=("$b|$PROACTOR_CONFIG")
+    proactors+=("$b")
+  done <"$work/proactors"
+fi
+if [ ${#plan[@]} -eq 0 ]; then
+  echo "bench: nothing matches --backend and --config" >&2
   exit 2
 fi
 
 mkdir -p "$(dirname "$csv")" || exit 1
-echo "backend,config,run,status,server_threads,connections,client_threads,size,duration_s,messages,msgs_per_s,p50_us,p99_us,p999_us,max_us,cpu_us_per_msg,utime_us_per_msg,stime_us_per_msg,vcsw_per_msg,nvcsw_per_msg,ctx_per_msg,allocs_per_msg,note" >"$csv" || exit 1
+echo "backend,config,run,status,server_threads,connections,client_threads,size,duration_s,messages,msgs_per_s,p50_us,p99_us,p999_us,max_us,cpu_us_per_msg,utime_us_per_msg,stime_us_per_msg,vcsw_per_msg,nvcsw_per_msg,ctx_per_msg,allocs_per_msg,syscalls_per_msg,note" >"$csv" || exit 1
 
 ncpu=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo '?')
 loadavg=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?')
-echo "taxi echo benchmark: ${#backends[@]} backend(s) x ${#configs[@]} configuration(s)" \
+echo "taxi echo benchmark: ${#plan[@]} configuration(s)" \
   "x $repeat run(s); $connections connections x $size B from $client_threads loadgen thread(s);"
 echo "  ${warmup} s warm-up + ${duration} s measured per run; server threads (lf, hsha): $server_threads;" \
   "$ncpu CPUs shared by server and loadgen; load average $loadavg"
-fmt='%-8s %-15s %10s %9s %9s %9s %8s %8s %8s  %s\n'
-printf "$fmt" backend config msgs/s p50us p99us p999us cpu_us ctx allocs ''
-printf "$fmt" '' '' '' '' '' '' /msg /msg /msg ''
+fmt='%-9s %-15s %10s %9s %9s %9s %8s %8s %8s %8s  %s\n'
+printf "$fmt" backend config msgs/s p50us p99us p999us cpu_us ctx allocs sys ''
+printf "$fmt" '' '' '' '' '' '' /msg /msg /msg /msg ''
 
 # The r_* results of each run, saved as one "|"-joined line per run.
-RESULT_VARS=(r_status r_rate r_p50 r_p99 r_p999 r_cpu r_ctx r_allocs r_note)
+RESULT_VARS=(r_status r_rate r_p50 r_p99 r_p999 r_cpu r_ctx r_allocs r_sys r_note)
 save_run() {
   local v line=
   for v in "${RESULT_VARS[@]}"; do line+=${!v}'|'; done
@@ -496,17 +550,18 @@ load_run() {
   done
 }
 
-declare -A res_rate res_ctx res_allocs res_status
+declare -A res_rate res_ctx res_allocs res_sys res_status
 failures=0
-for backend in "${backends[@]}"; do
-  for c in "${configs[@]}"; do
+for p in "${plan[@]}"; do
+    backend=${p%%|*}
+    c=${p#*|}
     label=${c%%|*}
     runs=()
     status=ok
     for ((run = 1; run <= repeat; run++)); do
       run_one "$backend" "$label" "${c#*|}"
       note=${r_note//\"/\"\"}
-      echo "$backend,$label,$run,$r_status,$server_threads,$connections,$client_threads,$size,$r_seconds,$r_msgs,$r_rate,$r_p50,$r_p99,$r_p999,$r_max,$r_cpu,$r_utime,$r_stime,$r_vcsw,$r_nvcsw,$r_ctx,$r_allocs,\"$note\"" >>"$csv"
+      echo "$backend,$label,$run,$r_status,$server_threads,$connections,$client_threads,$size,$r_seconds,$r_msgs,$r_rate,$r_p50,$r_p99,$r_p999,$r_max,$r_cpu,$r_utime,$r_stime,$r_vcsw,$r_nvcsw,$r_ctx,$r_allocs,$r_sys,\"$note\"" >>"$csv"
       save_run
       if [ "$r_status" != ok ]; then
         status=$r_status
@@ -526,18 +581,18 @@ for backend in "${backends[@]}"; do
     res_rate[$backend\|$label]=$r_rate
     res_ctx[$backend\|$label]=$r_ctx
     res_allocs[$backend\|$label]=$r_allocs
+    res_sys[$backend\|$label]=$r_sys
     case $r_status in
       ok)
         printf "$fmt" "$backend" "$label" "$(printf '%.0f' "$r_rate")" \
           "$r_p50" "$r_p99" "$r_p999" "${r_cpu:--}" "${r_ctx:--}" \
-          "${r_allocs:--}" "$r_note" ;;
+          "${r_allocs:--}" "${r_sys:--}" "$r_note" ;;
       n/a)
-        printf "$fmt" "$backend" "$label" n/a '' '' '' '' '' '' "$r_note" ;;
+        printf "$fmt" "$backend" "$label" n/a '' '' '' '' '' '' '' "$r_note" ;;
       *)
         failures=$((failures + 1))
-        printf "$fmt" "$backend" "$label" FAILED '' '' '' '' '' '' "$r_note" ;;
+        printf "$fmt" "$backend" "$label" FAILED '' '' '' '' '' '' '' "$r_note" ;;
     esac
-  done
 done
 echo "raw results: $csv"
 
@@ -563,6 +618,31 @@ for backend in "${backends[@]}"; do
     }
     BEGIN { printf f, be, ratio(ra, rb), ratio(ca, cb), aa, ab }'
 done
+
+# Each completion backend against the Reactor's L/F pool on the first
+# readiness backend (the native one), and the system calls each needs.
+ref=${backends[0]}\|$RATIO_A
+if [ ${#proactors[@]} -gt 0 ] && [ "${res_status[$ref]:-}" = ok ]; then
+  echo
+  echo "proactor relative to ${ref/\\|/ }:"
+  pfmt='%-9s %14s %14s %12s %12s\n'
+  printf "$pfmt" backend msgs/s-ratio sys/msg-ratio sys/msg "sys/msg ref"
+  for b in "${proactors[@]}"; do
+    a=$b\|proactor
+    if [ "${res_status[$a]:-}" != ok ]; then
+      printf "$pfmt" "$b" n/a n/a - "${res_sys[$ref]:--}"
+      continue
+    fi
+    awk -v f="$pfmt" -v be="$b" -v ra="${res_rate[$a]}" -v rb="${res_rate[$ref]}" \
+      -v sa="${res_sys[$a]:--}" -v sb="${res_sys[$ref]:--}" '
+      function ratio(x, y) {
+        if (x == "-" || y == "-") return "-"
+        if (y + 0 == 0) return x + 0 == 0 ? "1.00" : "inf"
+        return sprintf("%.2f", x / y)
+      }
+      BEGIN { printf f, be, ratio(ra, rb), ratio(sa, sb), sa, sb }'
+  done
+fi
 
 if [ "$failures" -ne 0 ]; then
   echo "bench: $failures run(s) failed" >&2

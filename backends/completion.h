@@ -115,8 +115,7 @@ typedef struct taxi__completion_ops {
   /* Wait up to timeout_ms (-1: no limit, 0: poll) for completions and
    * store at most `max` in out.  Returns how many (0 on timeout, on a
    * wake-up or an interruption), or a negative TAXI_E* code. */
-  int (*wait)(void *state, taxi__completion_t *out, size_t max,
-              int timeout_ms);
+  int (*wait)(void *state, taxi__completion_t *out, size_t max, int timeout_ms);
   /* Make a wait in progress (or the next one) return soon.  With
    * TAXI__PCAP_MULTI_WAIT, `all` asks that every waiter return.  Any
    * thread; never blocks. */

@@ -1,1 +1,1319 @@
-/* backends/uring.c: being written */
+/*
+ * backends/uring.c - the Linux io_uring completion backend, over liburing.
+ *
+ * One ring per proactor.  submit() turns one step of an operation into one
+ * or two submission queue entries (SQEs) whose user_data is the operation
+ * record, and wait() reaps completion queue entries (CQEs) into
+ * {op, result}.  The kernel performs the operations; nothing here reads or
+ * writes data itself.
+ *
+ * Batching.  An SQE prepared by submit() is not handed to the kernel at
+ * once: the next wait() passes it to the io_uring_enter(2) that also waits
+ * for completions, so under load one system call submits many requests
+ * and reaps many completions.  The exception is a submission made while
+ * another thread is blocked in wait(): that one is handed to the kernel by
+ * the submitting thread (an io_uring_enter that only submits, safe next to
+ * a waiter), else it would sit until the wait returns.
+ *
+ * Threads (backends/completion.h).  liburing's submission queue has one
+ * producer, and submit/cancel run in whichever thread holds the proactor's
+ * lock while wait runs in another, so every touch of the SQ - get an SQE,
+ * fill it, publish the tail, enter - happens under this backend's own
+ * mutex.  The completion queue has one consumer (no TAXI__PCAP_MULTI_WAIT),
+ * but it is reaped under the same mutex too: the reaper updates the
+ * per-operation state that cancel() reads, and taking the mutex after the
+ * kernel returns also orders the submitter's writes to the record before
+ * the reaper's reads for ThreadSanitizer, which cannot see the kernel.  The
+ * mutex is never held across a blocking io_uring_enter.  The system calls
+ * are made here (syscall(2)) rather than through liburing's submit/wait
+ * helpers: those publish the SQ tail themselves, which must happen under
+ * the mutex, and they may enter the kernel more than once or not at all,
+ * which would make counters->syscalls a guess.  It is exact here: every
+ * io_uring_enter, pipe2, fcntl and close this file makes is counted, and
+ * each io_uring_enter made by wait() counts as a wait.
+ *
+ * Operations.
+ *   ACCEPT         IORING_OP_ACCEPT with SOCK_NONBLOCK | SOCK_CLOEXEC; the
+ *                  kernel writes the peer address into op->peer.  With
+ *                  TAXI_ACCEPT_MULTISHOT, one multishot accept (Linux
+ *                  5.19); each connection arrives flagged IORING_CQE_F_MORE
+ *                  (TAXI__CQ_MORE).  Every connection of a multishot accept
+ *                  would be written to the same address buffer, racing with
+ *                  the handler reading the previous one, so none is asked
+ *                  for: op->peer_len is 0 then (getpeername(2) tells it).
+ *                  Where the kernel has no multishot accept (or with the
+ *                  variant "uring:compat"), this file re-arms a single-shot
+ *                  accept after each connection itself, so the capability
+ *                  TAXI__PCAP_MULTISHOT_ACCEPT always holds.  A multishot
+ *                  request the kernel ends with a connection (as it may
+ *                  when the CQ overflows) is re-armed the same way: it ends
+ *                  only on an error or a cancellation, as taxi/proactor.h
+ *                  promises.
+ *   CONNECT        IORING_OP_CONNECT to the address copied in the record.
+ *   READ           IORING_OP_RECV into the remaining buffer; MSG_WAITALL
+ *                  for TAXI_READ_EXACT, which the kernel honours by
+ *                  retrying internally since 5.18 (before, the core resumes
+ *                  the remainder).  0 at end of stream; the core says EEOF.
+ *   WRITE          IORING_OP_SEND (one buffer) or IORING_OP_SENDMSG (a
+ *                  gather list; its msghdr and iovecs live in the record's
+ *                  backend area) with MSG_NOSIGNAL | MSG_WAITALL: the
+ *                  kernel sends every byte in one request since 5.18.
+ *                  Never READV/WRITEV on sockets: for those io_uring
+ *                  honours O_NONBLOCK and returns EAGAIN instead of waiting.
+ *   READ_FILE,     IORING_OP_READ / IORING_OP_WRITE at offset + done.
+ *   WRITE_FILE
+ *   TRANSMIT_FILE  header and trailer as a send (the header with MSG_MORE
+ *                  when more follows); the file range through a pipe, one
+ *                  pipe-full per step: IORING_OP_SPLICE file -> pipe linked
+ *                  (IOSQE_IO_LINK) to IORING_OP_SPLICE pipe -> socket.  See
+ *                  "Transmit-file" below.
+ * Cancellation is IORING_OP_ASYNC_CANCEL by user_data: the cancelled
+ * request's own CQE (-ECANCELED, or its result if it won the race) is the
+ * operation's one completion; the cancel request's CQE is swallowed.
+ * wake() queues an IORING_OP_NOP whose CQE is swallowed as well.
+ *
+ * Transmit-file.  Data goes file -> pipe -> socket without a copy to user
+ * space.  The pipe comes from a small free list (created on demand, kept
+ * for reuse, so a steady state creates none).  The socket is non-blocking,
+ * and io_uring runs a splice in its worker threads (io-wq) without the
+ * poll-and-retry it gives sends, so the pipe -> socket splice may move
+ * only part of the pipe, or nothing (EAGAIN), when the socket buffer is
+ * full; and a short file -> pipe splice counts as a failure that breaks
+ * the link (the socket splice then completes with -ECANCELED).  Either way
+ * bytes stay in the pipe, and this file drains them itself before reporting
+ * anything: IORING_OP_POLL_ADD (POLLOUT) linked to another pipe -> socket
+ * splice, until the pipe is empty.  The completion then reports the bytes
+ * that reached the socket, and the pipe goes back to the free list clean.
+ * A pipe still holding bytes when the operation ends (error, cancel) is
+ * closed instead of reused.  sendfile(2) was the other choice: it would
+ * have to run in the waiting thread (io_uring has no sendfile), blocking it
+ * on disk reads, where a splice blocks only an io-wq worker.  Splicing to a
+ * socket whose peer has gone may raise SIGPIPE in that io-wq worker, which
+ * blocks every signal, so the process is not killed.
+ *
+ * Requests belong to the thread that submitted them.  When that thread
+ * exits, io_uring may end its requests with -ECANCELED (the task work that
+ * would finish them can no longer run in it): a Leader/Followers pool that
+ * shrinks, or a helper thread that starts an operation and returns, would
+ * see operations cancelled that nobody cancelled.  A -ECANCELED for an
+ * operation whose cancellation was not asked for is therefore not reported
+ * but resubmitted, by the reaping thread, up to URING_MAX_RETRIES times in
+ * a row.  SQEs prepared by one thread and entered by another belong to the
+ * one that entered them, often the waiter.
+ *
+ * Ring setup.  IORING_SETUP_CQSIZE gives a CQ of URING_CQ_FACTOR times the
+ * SQ (the number of operations in flight is not bounded by the SQ), and
+ * IORING_FEAT_NODROP (5.5) keeps completions beyond even that in the
+ * kernel instead of dropping them.  IORING_SETUP_SUBMIT_ALL (5.18, used
+ * where accepted) keeps submitting a batch past an SQE that fails.  Not
+ * used: SINGLE_ISSUER and DEFER_TASKRUN (any thread submits), COOP_TASKRUN
+ * (a completion's task work runs in the submitting thread, and without the
+ * interrupt it waits until that thread next enters the kernel, which a
+ * follower asleep in the pool may not do for long), SQPOLL (a kernel
+ * thread polling the SQ, a CPU busy for each ring).
+ *
+ * Variant "uring:compat" uses only what Linux 5.11 offers (single accepts
+ * re-armed for TAXI_ACCEPT_MULTISHOT, no IORING_SETUP_SUBMIT_ALL), so the
+ * fallbacks can be tested on a newer kernel.
+ *
+ * Kernel requirements: Linux 5.11 (IORING_FEAT_EXT_ARG, so a wait with a
+ * timeout needs no timeout SQE, which wait() could not queue without the
+ * mutex) and the opcodes listed in uring_required_ops.  Older kernels, and
+ * io_uring refused by a seccomp policy (ENOSYS, EPERM) or the
+ * kernel.io_uring_disabled sysctl (EPERM), make open fail with
+ * TAXI_ENOTSUP / TAXI_EPERM and the OS error recorded, so the automatic
+ * choice moves on to the next backend.
+ *
+ * When the kernel refuses submissions (io_uring_enter fails with EAGAIN
+ * or EBUSY and the SQ stays full), operations wait on a backlog that each
+ * wait retries, blocking at most URING_BACKLOG_RETRY_NS while it is not
+ * empty, so nothing is refused or lost.  A wake() or a cancel made then
+ * needs an SQE too, and reaches a thread already blocked in the kernel
+ * only with the next completion.  The kernel refuses only when it cannot
+ * allocate a request: memory exhaustion.
+ *
+ * After fork(2) the child shares the ring (its mappings and the kernel
+ * object) with the parent: only one of them may go on using the proactor.
+ *
+ * Quirks handled here, each where it is handled:
+ *  - multishot accept on kernels before 5.19 (detected by the absence of
+ *    IORING_OP_SOCKET, which came with it): EINVAL at the first completion
+ *    is followed by a single accept, whose success turns the ring to
+ *    re-armed single accepts;
+ *  - the kernel caps one read or write at 0x7ffff000 bytes;
+ *  - a CQ that overflowed into the kernel's backlog is flushed by the next
+ *    io_uring_enter with IORING_ENTER_GETEVENTS, so wait enters even when
+ *    the ring looks empty but IORING_SQ_CQ_OVERFLOW is set.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1 /* splice flags, syscall(2), pipe2(2) */
+#endif
+#include "config.h"
+
+#ifdef TAXI_HAVE_URING
+
+#include "completion.h"
+
+#include "core/alloc.h"
+#include "core/proactor_op.h"
+#include "ports/port.h"
+
+#include <liburing.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#if defined(__SANITIZE_ADDRESS__)
+#define URING_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define URING_ASAN 1
+#endif
+#endif
+#ifdef URING_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
+
+/* Older liburing headers lack the newer flags; the kernel ABI is fixed. */
+#ifndef IORING_ACCEPT_MULTISHOT
+#define IORING_ACCEPT_MULTISHOT (1U << 0)
+#endif
+#ifndef IORING_SETUP_SUBMIT_ALL
+#define IORING_SETUP_SUBMIT_ALL (1U << 7)
+#endif
+#ifndef IORING_OP_SOCKET
+#define IORING_OP_SOCKET 45
+#endif
+#ifndef IORING_SQ_CQ_OVERFLOW
+#define IORING_SQ_CQ_OVERFLOW (1U << 1)
+#endif
+
+#define URING_DEFAULT_DEPTH 256
+/* CQ entries per SQ entry: room for completions of operations that wait
+ * long (reads on idle connections) plus a burst of new ones. */
+#define URING_CQ_FACTOR 4
+/* MAX_RW_COUNT on 4 KiB pages: the most one read or write moves. */
+#define URING_MAX_LEN 0x7ffff000u
+/* The pipe size asked for with F_SETPIPE_SZ (the default is 64 KiB): one
+ * transmit-file step moves about this much. */
+#define URING_PIPE_SIZE (256 * 1024)
+/* Clean pipes kept for reuse. */
+#define URING_PIPES_KEPT 16
+/* While operations wait on the backlog, a wait blocks at most this long
+ * (ns) before it tries them again. */
+#define URING_BACKLOG_RETRY_NS (10 * TAXI_NSEC_PER_MSEC)
+/* Unrequested cancellations resubmitted in a row before one is reported. */
+#define URING_MAX_RETRIES 8
+
+/*
+ * user_data: the operation record with a tag in its two low bits (a record
+ * is aligned at least to 4), naming which request of the step completed.
+ * A NULL record marks the backend's own requests.
+ */
+enum {
+  UD_MAIN = 0, /* the step's request (the pipe -> socket splice of a
+                  transmit-file step) */
+  UD_FILL = 1, /* transmit-file: file -> pipe splice */
+  UD_POLL = 2, /* transmit-file: wait for room in the socket */
+  UD_TAG_MASK = 3
+};
+#define UD_WAKE ((uint64_t)0)       /* the NOP queued by wake() */
+#define UD_CANCEL_ACK ((uint64_t)1) /* an IORING_OP_ASYNC_CANCEL */
+
+_Static_assert(_Alignof(taxi_op_t) >= 4, "user_data tags need 2 low bits");
+
+/* uring_op_t.state */
+#define UOP_INFLIGHT 0x01u    /* submitted; final completion not produced */
+#define UOP_CANCEL 0x02u      /* cancel() was called for this step */
+#define UOP_MULTISHOT 0x04u   /* TAXI_ACCEPT_MULTISHOT */
+#define UOP_NATIVE 0x08u      /* the accept in flight is a kernel multishot */
+#define UOP_MS_WORKED 0x10u   /* a native multishot produced a connection */
+#define UOP_DRAIN 0x20u       /* transmit: the next request drains the pipe */
+#define UOP_NEED_STEP 0x40u   /* on the backlog: (re)queue its request */
+#define UOP_NEED_CANCEL 0x80u /* on the backlog: queue its cancel requests */
+#define UOP_DEFERRED 0x100u   /* on the deferred list */
+#define UOP_MS_SINGLE 0x200u  /* multishot by re-armed single accepts */
+#define UOP_MS_PROBE 0x400u   /* ... after EINVAL from a kernel multishot */
+
+typedef struct uring_pipe {
+  int fd[2];
+  unsigned cap; /* bytes the pipe holds */
+  struct uring_pipe *next;
+} uring_pipe_t;
+
+/* The backend's part of an operation record (taxi_op_t.internal_.backend).
+ * Written by submit and cancel (the proactor's lock held) and by wait, all
+ * under the backend's mutex. */
+typedef struct uring_op {
+  struct msghdr msg; /* WRITE with several buffers */
+  struct iovec iov[TAXI_OP_MAX_BUFS];
+  socklen_t peer_len; /* ACCEPT: the kernel writes the address length */
+  unsigned state;     /* UOP_* */
+  unsigned parts;     /* bit per UD_* tag whose CQE is still due */
+  unsigned retries;   /* unrequested cancellations resubmitted in a row */
+  /* TRANSMIT_FILE, file part */
+  uring_pipe_t *pipe;
+  uint32_t in_pipe;     /* bytes spliced into the pipe, not yet sent */
+  uint64_t sent;        /* bytes that reached the socket in this step */
+  int fill_res;         /* result of the file -> pipe splice */
+  int err;              /* the first real error of this step */
+  unsigned splice_more; /* SPLICE_F_MORE: more data follows this step */
+  /* Lists.  A record may be on both at once (a connection of a multishot
+   * accept deferred while its re-arm waits for an SQE). */
+  taxi_op_t *bl_next;  /* the backlog */
+  taxi_op_t *def_next; /* the deferred list */
+  /* Deferred completions: two at most, a connection of a multishot accept
+   * and its final completion. */
+  unsigned ndef;
+  unsigned def_flags[2];
+  int64_t def_result[2];
+} uring_op_t;
+
+_Static_assert(sizeof(uring_op_t) <= TAXI_OP_BACKEND_SIZE,
+               "uring_op_t must fit in taxi_op_t.internal_.backend");
+
+typedef struct uring_state {
+  struct io_uring ring;
+  taxi__mutex_t lock; /* the SQ, the CQ, every uring_op_t */
+  taxi__completion_counters_t *counters;
+  unsigned in_wait;        /* threads blocked in io_uring_enter (lock) */
+  bool native_multishot;   /* the kernel has multishot accept (lock) */
+  atomic_int wake_pending; /* a wake NOP is queued and not yet reaped */
+  /* Operations whose request could not get an SQE (the kernel refused a
+   * submission, the SQ stayed full); wait retries them.  FIFO. */
+  taxi_op_t *backlog, *backlog_tail;
+  /* Completions produced when there was no room to return them. FIFO. */
+  taxi_op_t *deferred, *deferred_tail;
+  uring_pipe_t *free_pipes;
+  unsigned nfree_pipes;
+  size_t page_size;
+} uring_state_t;
+
+static uring_op_t *uop(taxi_op_t *op) { return taxi__op_backend(op); }
+
+static uint64_t ud_make(taxi_op_t *op, unsigned tag) {
+  return (uint64_t)(uintptr_t)op | tag;
+}
+
+static void count_syscall(uring_state_t *s) {
+  atomic_fetch_add_explicit(&s->counters->syscalls, 1, memory_order_relaxed);
+}
+
+static unsigned clamp_len(size_t len) {
+  return len > URING_MAX_LEN ? URING_MAX_LEN : (unsigned)len;
+}
+
+/* ---- the rings ----------------------------------------------------------- */
+
+static int ring_enter(uring_state_t *s, unsigned to_submit,
+                      unsigned min_complete, unsigned flags, const void *arg,
+                      size_t argsz, bool is_wait) {
+  long r;
+  count_syscall(s);
+  if (is_wait)
+    atomic_fetch_add_explicit(&s->counters->waits, 1, memory_order_relaxed);
+  r = syscall(__NR_io_uring_enter, s->ring.ring_fd, to_submit, min_complete,
+              flags, arg, argsz);
+  return r < 0 ? -errno : (int)r;
+}
+
+/*
+ * Publish the SQEs prepared since the last call to the kernel's SQ tail and
+ * return what the next io_uring_enter should pass as to_submit: 0 when the
+ * kernel has consumed everything, else the size of the SQ.  liburing keeps
+ * this step private (__io_uring_flush_sq); it is repeated here so that it
+ * runs under the mutex while the enter that follows may run without it.
+ *
+ * Why not the exact count: by the time a waiter's enter runs without the
+ * mutex, another thread may have published more entries and submitted some
+ * of them, and a stale count could then end the kernel's batch between the
+ * two linked SQEs of a transmit-file step (the kernel would run them
+ * unlinked).  The kernel submits min(to_submit, entries published), and
+ * the tail is only ever published after whole steps, so asking for "all"
+ * always stops at a step boundary.  Entries the kernel did not take last
+ * time (it refused the batch) are submitted again.
+ */
+static unsigned sq_flush(uring_state_t *s) {
+  struct io_uring_sq *sq = &s->ring.sq;
+  unsigned tail = sq->sqe_tail;
+  if (sq->sqe_head != tail) {
+    sq->sqe_head = tail;
+    /* Release: the kernel must see the SQE contents before the tail. */
+    io_uring_smp_store_release(sq->ktail, tail);
+  }
+  return tail != io_uring_smp_load_acquire(sq->khead) ? sq->ring_entries : 0;
+}
+
+/* Completions wait in the kernel's overflow list (IORING_FEAT_NODROP);
+ * an io_uring_enter with IORING_ENTER_GETEVENTS moves them to the CQ. */
+static bool cq_overflowed(uring_state_t *s) {
+  return IO_URING_READ_ONCE(*s->ring.sq.kflags) & IORING_SQ_CQ_OVERFLOW;
+}
+
+/* Hand every prepared SQE to the kernel now (lock held). */
+static void sq_submit_now(uring_state_t *s) {
+  unsigned n = sq_flush(s);
+  if (n > 0) (void)ring_enter(s, n, 0, 0, NULL, 0, false);
+}
+
+/* After preparing SQEs (lock held): a thread blocked in wait() would not
+ * submit them before it returns, so do it here. */
+static void sq_kick(uring_state_t *s) {
+  if (s->in_wait > 0) sq_submit_now(s);
+}
+
+/* `n` free SQEs, submitting what is prepared if the SQ is full.  false when
+ * the kernel did not make room (it refused the batch). */
+static bool sq_reserve(uring_state_t *s, unsigned n) {
+  if (io_uring_sq_space_left(&s->ring) >= n) return true;
+  sq_submit_now(s);
+  return io_uring_sq_space_left(&s->ring) >= n;
+}
+
+static struct io_uring_sqe *sqe_get(uring_state_t *s) {
+  return sq_reserve(s, 1) ? io_uring_get_sqe(&s->ring) : NULL;
+}
+
+/* ---- pipes for transmit-file --------------------------------------------- */
+
+static void pipe_destroy(uring_state_t *s, uring_pipe_t *p) {
+  close(p->fd[0]);
+  close(p->fd[1]);
+  count_syscall(s);
+  count_syscall(s);
+  taxi__free(p);
+}
+
+static int pipe_get(uring_state_t *s, uring_pipe_t **out) {
+  uring_pipe_t *p = s->free_pipes;
+  int cap;
+  if (p) {
+    s->free_pipes = p->next;
+    s->nfree_pipes--;
+    *out = p;
+    return 0;
+  }
+  p = taxi__malloc(sizeof *p);
+  if (!p) return TAXI_ENOMEM;
+  count_syscall(s);
+  if (pipe2(p->fd, O_CLOEXEC) < 0) {
+    int err = errno;
+    taxi__free(p);
+    return taxi__error_from_os(err);
+  }
+  /* A bigger pipe moves more per step.  Refused (the per-user pipe quota,
+   * fs.pipe-max-size), the pipe keeps the size it has. */
+  count_syscall(s);
+  cap = fcntl(p->fd[1], F_SETPIPE_SZ, URING_PIPE_SIZE);
+  if (cap < 0) {
+    count_syscall(s);
+    cap = fcntl(p->fd[1], F_GETPIPE_SZ);
+  }
+  p->cap = cap > 0 ? (unsigned)cap : 65536u;
+  *out = p;
+  return 0;
+}
+
+/* Give a pipe back; one that still holds data is closed, not reused. */
+static void pipe_put(uring_state_t *s, uring_pipe_t *p, bool clean) {
+  if (!clean || s->nfree_pipes >= URING_PIPES_KEPT) {
+    pipe_destroy(s, p);
+    return;
+  }
+  p->next = s->free_pipes;
+  s->free_pipes = p;
+  s->nfree_pipes++;
+}
+
+/* ---- lists: backlog and deferred completions ----------------------------- */
+
+static void backlog_add(uring_state_t *s, taxi_op_t *op, unsigned need) {
+  uring_op_t *u = uop(op);
+  if (!(u->state & (UOP_NEED_STEP | UOP_NEED_CANCEL))) {
+    u->bl_next = NULL;
+    if (s->backlog_tail)
+      uop(s->backlog_tail)->bl_next = op;
+    else
+      s->backlog = op;
+    s->backlog_tail = op;
+  }
+  u->state |= need;
+}
+
+static void wake_locked(uring_state_t *s);
+
+/* From submit or cancel: a waiter blocked in the kernel would not look at
+ * the backlog before some completion arrives, so try to wake it.  The wake
+ * needs an SQE too and may fail like the request did; then the waiter
+ * sees the backlog when the next completion arrives (and retries it every
+ * URING_BACKLOG_RETRY_NS from then on). */
+static void backlog_add_kick(uring_state_t *s, taxi_op_t *op, unsigned need) {
+  backlog_add(s, op, need);
+  if (s->in_wait > 0) wake_locked(s);
+}
+
+static void backlog_remove(uring_state_t *s, taxi_op_t *op) {
+  taxi_op_t **pp = &s->backlog, *prev = NULL;
+  while (*pp && *pp != op) {
+    prev = *pp;
+    pp = &uop(*pp)->bl_next;
+  }
+  if (!*pp) return;
+  *pp = uop(op)->bl_next;
+  if (s->backlog_tail == op) s->backlog_tail = prev;
+  uop(op)->state &= ~(UOP_NEED_STEP | UOP_NEED_CANCEL);
+}
+
+/* Where completions go while wait() fills its array. */
+typedef struct sink {
+  taxi__completion_t *out;
+  size_t n, max;
+} sink_t;
+
+static void emit(uring_state_t *s, sink_t *k, taxi_op_t *op, int64_t result,
+                 unsigned flags) {
+  uring_op_t *u = uop(op);
+  if (!(flags & TAXI__CQ_MORE)) {
+    u->state &= ~UOP_INFLIGHT;
+    /* The record may be reused once this is reported: off every list. */
+    if (u->state & (UOP_NEED_STEP | UOP_NEED_CANCEL)) backlog_remove(s, op);
+  }
+  if (k && k->n < k->max && !(u->state & UOP_DEFERRED)) {
+    k->out[k->n].op = op;
+    k->out[k->n].result = result;
+    k->out[k->n].flags = flags;
+    k->n++;
+    return;
+  }
+  /* No room, or produced outside wait (cancel): keep it for the next wait.
+   * A record holds two at most.  wait() empties this list before it looks
+   * at any CQE, and looks at a CQE only with room for one completion, so a
+   * CQE adds at most one here (the second of a connection plus the final
+   * completion of a cancelled multishot accept); cancel() adds at most the
+   * final one, after at most one connection. */
+  if (!(u->state & UOP_DEFERRED)) {
+    u->ndef = 0;
+    u->state |= UOP_DEFERRED;
+    u->def_next = NULL;
+    if (s->deferred_tail)
+      uop(s->deferred_tail)->def_next = op;
+    else
+      s->deferred = op;
+    s->deferred_tail = op;
+  }
+  if (u->ndef < 2) {
+    u->def_result[u->ndef] = result;
+    u->def_flags[u->ndef] = flags;
+    u->ndef++;
+  }
+}
+
+static void deferred_drain(uring_state_t *s, sink_t *k) {
+  while (s->deferred && k->n < k->max) {
+    taxi_op_t *op = s->deferred;
+    uring_op_t *u = uop(op);
+    k->out[k->n].op = op;
+    k->out[k->n].result = u->def_result[0];
+    k->out[k->n].flags = u->def_flags[0];
+    k->n++;
+    if (--u->ndef > 0) {
+      u->def_result[0] = u->def_result[1];
+      u->def_flags[0] = u->def_flags[1];
+      continue;
+    }
+    s->deferred = u->def_next;
+    if (!s->deferred) s->deferred_tail = NULL;
+    u->state &= ~UOP_DEFERRED;
+  }
+}
+
+static int64_t os_result(int res) {
+  return res < 0 ? taxi__error_from_os(-res) : res;
+}
+
+/* ---- preparing requests (lock held) -------------------------------------- */
+
+static void sqe_tag(struct io_uring_sqe *sqe, taxi_op_t *op, unsigned tag) {
+  sqe->user_data = ud_make(op, tag);
+  uop(op)->parts |= 1u << tag;
+}
+
+static int prep_accept(uring_state_t *s, taxi_op_t *op) {
+  uring_op_t *u = uop(op);
+  struct io_uring_sqe *sqe = sqe_get(s);
+  const int flags = SOCK_NONBLOCK | SOCK_CLOEXEC;
+  if (!sqe) return TAXI_EAGAIN;
+  u->state &= ~UOP_NATIVE;
+  if (!(u->state & UOP_MULTISHOT)) {
+    u->peer_len = (socklen_t)sizeof op->peer;
+    io_uring_prep_accept(sqe, op->handle, (struct sockaddr *)op->peer,
+                         &u->peer_len, flags);
+  } else {
+    /* No address: see the file comment. */
+    io_uring_prep_accept(sqe, op->handle, NULL, NULL, flags);
+    if (s->native_multishot && !(u->state & UOP_MS_SINGLE)) {
+      sqe->ioprio |= IORING_ACCEPT_MULTISHOT;
+      u->state |= UOP_NATIVE;
+    }
+  }
+  sqe_tag(sqe, op, UD_MAIN);
+  return 0;
+}
+
+static int prep_connect(uring_state_t *s, taxi_op_t *op) {
+  struct io_uring_sqe *sqe = sqe_get(s);
+  if (!sqe) return TAXI_EAGAIN;
+  io_uring_prep_connect(sqe, op->handle,
+                        (const struct sockaddr *)op->internal_.addr,
+                        (socklen_t)op->internal_.addr_len);
+  sqe_tag(sqe, op, UD_MAIN);
+  return 0;
+}
+
+static int prep_recv(uring_state_t *s, taxi_op_t *op) {
+  taxi_buf_t b;
+  struct io_uring_sqe *sqe;
+  int flags = (op->internal_.flags & TAXI_READ_EXACT) ? MSG_WAITALL : 0;
+  if (taxi__op_remaining_bufs(op, &b, 1) != 1) return TAXI_EINVAL;
+  sqe = sqe_get(s);
+  if (!sqe) return TAXI_EAGAIN;
+  io_uring_prep_recv(sqe, op->handle, b.base, clamp_len(b.len), flags);
+  sqe_tag(sqe, op, UD_MAIN);
+  return 0;
+}
+
+/* WRITE, and the header or trailer of a transmit-file. */
+static int prep_send(uring_state_t *s, taxi_op_t *op, int extra_flags) {
+  uring_op_t *u = uop(op);
+  taxi_buf_t b[TAXI_OP_MAX_BUFS];
+  size_t k = taxi__op_remaining_bufs(op, b, TAXI_OP_MAX_BUFS);
+  struct io_uring_sqe *sqe;
+  int flags = MSG_NOSIGNAL | MSG_WAITALL | extra_flags;
+  if (k == 0) return TAXI_EINVAL;
+  sqe = sqe_get(s);
+  if (!sqe) return TAXI_EAGAIN;
+  if (k == 1) {
+    io_uring_prep_send(sqe, op->handle, b[0].base, clamp_len(b[0].len), flags);
+  } else {
+    memset(&u->msg, 0, sizeof u->msg);
+    for (size_t i = 0; i < k; i++) {
+      u->iov[i].iov_base = b[i].base;
+      u->iov[i].iov_len = b[i].len;
+    }
+    u->msg.msg_iov = u->iov;
+    u->msg.msg_iovlen = k;
+    io_uring_prep_sendmsg(sqe, op->handle, &u->msg, (unsigned)flags);
+  }
+  sqe_tag(sqe, op, UD_MAIN);
+  return 0;
+}
+
+static int prep_file_rw(uring_state_t *s, taxi_op_t *op) {
+  taxi_buf_t b;
+  struct io_uring_sqe *sqe;
+  uint64_t off = (uint64_t)taxi__op_file_offset(op);
+  if (taxi__op_remaining_bufs(op, &b, 1) != 1) return TAXI_EINVAL;
+  sqe = sqe_get(s);
+  if (!sqe) return TAXI_EAGAIN;
+  if (op->kind == TAXI_OP_READ_FILE)
+    io_uring_prep_read(sqe, op->handle, b.base, clamp_len(b.len), off);
+  else
+    io_uring_prep_write(sqe, op->handle, b.base, clamp_len(b.len), off);
+  sqe_tag(sqe, op, UD_MAIN);
+  return 0;
+}
+
+/* Transmit-file, file part, a new step: file -> pipe, linked to
+ * pipe -> socket.  The pipe is taken by submit (it may fail there). */
+static int prep_tx_fill(uring_state_t *s, taxi_op_t *op) {
+  uring_op_t *u = uop(op);
+  size_t left = taxi__op_tx_file_remaining(op), chunk;
+  struct io_uring_sqe *fill, *drain;
+  /* A file range starting inside a page takes one more pipe slot than its
+   * length suggests: ask a page less than the pipe holds. */
+  chunk = u->pipe->cap > 2 * s->page_size ? u->pipe->cap - s->page_size
+                                          : u->pipe->cap;
+  if (chunk > left) chunk = left;
+  if (!sq_reserve(s, 2)) return TAXI_EAGAIN;
+  u->splice_more = (left > chunk || op->internal_.bufs[TAXI__OP_TRAILER].len)
+                       ? SPLICE_F_MORE
+                       : 0;
+  u->in_pipe = 0;
+  u->sent = 0;
+  u->fill_res = 0;
+  u->err = 0;
+  fill = io_uring_get_sqe(&s->ring);
+  io_uring_prep_splice(fill, op->internal_.file, taxi__op_file_offset(op),
+                       u->pipe->fd[1], -1, (unsigned)chunk, SPLICE_F_NONBLOCK);
+  fill->flags |= IOSQE_IO_LINK;
+  sqe_tag(fill, op, UD_FILL);
+  drain = io_uring_get_sqe(&s->ring);
+  io_uring_prep_splice(drain, u->pipe->fd[0], -1, op->handle, -1,
+                       (unsigned)chunk, SPLICE_F_NONBLOCK | u->splice_more);
+  sqe_tag(drain, op, UD_MAIN);
+  return 0;
+}
+
+/* Transmit-file: the pipe still holds in_pipe bytes; wait for room in the
+ * socket, then splice them. */
+static int prep_tx_drain(uring_state_t *s, taxi_op_t *op) {
+  uring_op_t *u = uop(op);
+  struct io_uring_sqe *poll, *drain;
+  if (!sq_reserve(s, 2)) return TAXI_EAGAIN;
+  poll = io_uring_get_sqe(&s->ring);
+  io_uring_prep_poll_add(poll, op->handle, POLLOUT);
+  poll->flags |= IOSQE_IO_LINK;
+  sqe_tag(poll, op, UD_POLL);
+  drain = io_uring_get_sqe(&s->ring);
+  io_uring_prep_splice(drain, u->pipe->fd[0], -1, op->handle, -1, u->in_pipe,
+                       SPLICE_F_NONBLOCK | u->splice_more);
+  sqe_tag(drain, op, UD_MAIN);
+  return 0;
+}
+
+static int prep_transmit(uring_state_t *s, taxi_op_t *op) {
+  uring_op_t *u = uop(op);
+  switch (taxi__op_tx_part(op)) {
+    case TAXI__TX_HEADER: {
+      bool more = op->internal_.file_len > 0 ||
+                  op->internal_.bufs[TAXI__OP_TRAILER].len > 0;
+      return prep_send(s, op, more ? MSG_MORE : 0);
+    }
+    case TAXI__TX_FILE:
+      return (u->state & UOP_DRAIN) ? prep_tx_drain(s, op)
+                                    : prep_tx_fill(s, op);
+    case TAXI__TX_TRAILER:
+      return prep_send(s, op, 0);
+    default:
+      return TAXI_EINVAL;
+  }
+}
+
+/* Queue the request(s) of op's current step.  TAXI_EAGAIN: no SQE. */
+static int prep_op(uring_state_t *s, taxi_op_t *op) {
+  switch (op->kind) {
+    case TAXI_OP_ACCEPT:
+      return prep_accept(s, op);
+    case TAXI_OP_CONNECT:
+      return prep_connect(s, op);
+    case TAXI_OP_READ:
+      return prep_recv(s, op);
+    case TAXI_OP_WRITE:
+      return prep_send(s, op, 0);
+    case TAXI_OP_READ_FILE:
+    case TAXI_OP_WRITE_FILE:
+      return prep_file_rw(s, op);
+    case TAXI_OP_TRANSMIT_FILE:
+      return prep_transmit(s, op);
+    default:
+      return TAXI_ENOTSUP;
+  }
+}
+
+/* A step that cannot be queued at all ends the operation. */
+static void fail_step(uring_state_t *s, sink_t *k, taxi_op_t *op, int code) {
+  uring_op_t *u = uop(op);
+  if (u->pipe) {
+    pipe_put(s, u->pipe, u->in_pipe == 0);
+    u->pipe = NULL;
+  }
+  emit(s, k, op, code, 0);
+}
+
+/* Queue op's step again from wait (a retry, a re-armed accept, a pipe
+ * drain); without an SQE it waits on the backlog. */
+static void requeue(uring_state_t *s, sink_t *k, taxi_op_t *op) {
+  int r = prep_op(s, op);
+  if (r == TAXI_EAGAIN)
+    backlog_add(s, op, UOP_NEED_STEP);
+  else if (r < 0)
+    fail_step(s, k, op, r);
+}
+
+/* One IORING_OP_ASYNC_CANCEL per request of op still due. */
+static int prep_cancels(uring_state_t *s, taxi_op_t *op) {
+  uring_op_t *u = uop(op);
+  unsigned n = 0;
+  for (unsigned t = 0; t <= UD_TAG_MASK; t++) n += (u->parts >> t) & 1u;
+  if (!sq_reserve(s, n)) return TAXI_EAGAIN;
+  for (unsigned t = 0; t <= UD_TAG_MASK; t++) {
+    struct io_uring_sqe *sqe;
+    if (!(u->parts & (1u << t))) continue;
+    sqe = io_uring_get_sqe(&s->ring);
+    io_uring_prep_rw(IORING_OP_ASYNC_CANCEL, sqe, -1, NULL, 0, 0);
+    sqe->addr = ud_make(op, t);
+    sqe->user_data = UD_CANCEL_ACK;
+  }
+  return 0;
+}
+
+/* ---- completions (lock held) --------------------------------------------- */
+
+/* An -ECANCELED nobody asked for (the submitting thread exited): submit
+ * the step again rather than report it.  True if it was. */
+static bool retry_unrequested(uring_state_t *s, sink_t *k, taxi_op_t *op,
+                              int res) {
+  uring_op_t *u = uop(op);
+  if (res != -ECANCELED || (u->state & UOP_CANCEL)) return false;
+  if (u->retries >= URING_MAX_RETRIES) return false;
+  u->retries++;
+  requeue(s, k, op);
+  return true;
+}
+
+static void on_simple(uring_state_t *s, sink_t *k, taxi_op_t *op, int res) {
+  if (retry_unrequested(s, k, op, res)) return;
+  uop(op)->retries = 0;
+  if (op->kind == TAXI_OP_ACCEPT && res >= 0) op->peer_len = uop(op)->peer_len;
+  emit(s, k, op, os_result(res), 0);
+}
+
+static void on_multishot(uring_state_t *s, sink_t *k, taxi_op_t *op, int res,
+                         unsigned cflags) {
+  uring_op_t *u = uop(op);
+  if (cflags & IORING_CQE_F_MORE) {
+    u->state |= UOP_MS_WORKED;
+    u->retries = 0;
+    emit(s, k, op, os_result(res), TAXI__CQ_MORE);
+    return;
+  }
+  /* The request ended. */
+  if (res >= 0) {
+    u->retries = 0;
+    if (u->state & UOP_MS_PROBE) {
+      /* The single accept worked where the multishot one got EINVAL: the
+       * kernel lacks the flag.  Every later one is single-shot at once. */
+      u->state &= ~UOP_MS_PROBE;
+      s->native_multishot = false;
+    }
+    if (u->state & UOP_CANCEL) {
+      emit(s, k, op, res, TAXI__CQ_MORE);
+      emit(s, k, op, TAXI_ECANCELED, 0);
+    } else {
+      emit(s, k, op, res, TAXI__CQ_MORE);
+      requeue(s, k, op);
+    }
+    return;
+  }
+  if (res == -EINVAL && (u->state & UOP_NATIVE) &&
+      !(u->state & (UOP_MS_WORKED | UOP_CANCEL))) {
+    /* A kernel without multishot accept (before 5.19) says EINVAL, and so
+     * does a socket that is not listening.  A single accept tells which:
+     * its own EINVAL is reported; its success turns the ring to single
+     * accepts (see above), so one application error does not. */
+    u->state |= UOP_MS_SINGLE | UOP_MS_PROBE;
+    requeue(s, k, op);
+    return;
+  }
+  if (retry_unrequested(s, k, op, res)) return;
+  emit(s, k, op, os_result(res), 0);
+}
+
+/* Transmit-file, file part: every request of the step has completed. */
+static void tx_step_done(uring_state_t *s, sink_t *k, taxi_op_t *op) {
+  uring_op_t *u = uop(op);
+  int64_t result;
+  if (!(u->state & UOP_CANCEL) && !u->err && u->in_pipe > 0) {
+    /* The socket took less than the pipe holds: drain before reporting. */
+    u->state |= UOP_DRAIN;
+    requeue(s, k, op);
+    return;
+  }
+  u->state &= ~UOP_DRAIN;
+  if (u->sent == 0 && !(u->state & UOP_CANCEL) && !u->err &&
+      u->fill_res == -ECANCELED && retry_unrequested(s, k, op, u->fill_res))
+    return; /* keeps the pipe, which is empty */
+  pipe_put(s, u->pipe, u->in_pipe == 0);
+  u->pipe = NULL;
+  u->retries = 0;
+  if (u->sent > 0)
+    result = (int64_t)u->sent;
+  else if (u->state & UOP_CANCEL)
+    result = TAXI_ECANCELED;
+  else if (u->err)
+    result = os_result(u->err);
+  else if (u->fill_res < 0)
+    result = os_result(u->fill_res);
+  else
+    /* 0: the file ended before the range did (it shrank since the call);
+     * the core reports TAXI_EEOF. */
+    result = 0;
+  emit(s, k, op, result, 0);
+}
+
+static void note_err(uring_op_t *u, int res) {
+  /* EAGAIN (a full socket) and ECANCELED (a broken link, a cancel) are
+   * what a drain handles, not errors. */
+  if (res < 0 && res != -EAGAIN && res != -ECANCELED && !u->err) u->err = res;
+}
+
+static void on_tx_file(uring_state_t *s, sink_t *k, taxi_op_t *op, unsigned tag,
+                       int res) {
+  uring_op_t *u = uop(op);
+  switch (tag) {
+    case UD_FILL:
+      u->fill_res = res;
+      if (res > 0) u->in_pipe += (uint32_t)res;
+      note_err(u, res);
+      break;
+    case UD_MAIN:
+      if (res > 0) {
+        u->in_pipe -= (uint32_t)res;
+        u->sent += (uint64_t)res;
+      } else if (res == 0 && u->in_pipe > 0 && !(u->parts & (1u << UD_FILL))) {
+        /* Nothing moved although the pipe holds data: not a state that
+         * draining again would leave. */
+        note_err(u, -EIO);
+      }
+      note_err(u, res);
+      break;
+    default: /* UD_POLL: a mask, or an error the splice will meet too */
+      note_err(u, res);
+      break;
+  }
+  if (u->parts == 0) tx_step_done(s, k, op);
+}
+
+static void on_cqe(uring_state_t *s, sink_t *k, const struct io_uring_cqe *c,
+                   bool *woken) {
+  taxi_op_t *op =
+      (taxi_op_t *)(uintptr_t)(c->user_data & ~(uint64_t)UD_TAG_MASK);
+  unsigned tag = (unsigned)(c->user_data & UD_TAG_MASK);
+  uring_op_t *u;
+  if (!op) {
+    if (c->user_data == UD_WAKE) {
+      atomic_store_explicit(&s->wake_pending, 0, memory_order_release);
+      *woken = true;
+    }
+    return; /* UD_CANCEL_ACK: the cancelled request reports itself */
+  }
+  u = uop(op);
+  /* A multishot request stays in flight while its CQEs say MORE. */
+  if (!(c->flags & IORING_CQE_F_MORE)) u->parts &= ~(1u << tag);
+  if (op->kind == TAXI_OP_TRANSMIT_FILE && u->pipe)
+    on_tx_file(s, k, op, tag, c->res);
+  else if (u->state & UOP_MULTISHOT)
+    on_multishot(s, k, op, c->res, c->flags);
+  else
+    on_simple(s, k, op, c->res);
+}
+
+/* Reap CQEs while there is room; the rest stay in the ring. */
+static void reap(uring_state_t *s, sink_t *k, bool *woken) {
+  struct io_uring_cqe *c;
+  unsigned head, seen = 0;
+  io_uring_for_each_cqe(&s->ring, head, c) {
+    if (k->n >= k->max) break;
+    on_cqe(s, k, c, woken);
+    seen++;
+  }
+  io_uring_cq_advance(&s->ring, seen);
+}
+
+/* Retry what waits on the backlog, oldest first, until the SQ is full. */
+static void backlog_run(uring_state_t *s, sink_t *k) {
+  while (s->backlog) {
+    taxi_op_t *op = s->backlog;
+    uring_op_t *u = uop(op);
+    int r = (u->state & UOP_NEED_STEP) ? prep_op(s, op) : prep_cancels(s, op);
+    if (r == TAXI_EAGAIN) return;
+    s->backlog = u->bl_next;
+    if (!s->backlog) s->backlog_tail = NULL;
+    u->state &= ~(UOP_NEED_STEP | UOP_NEED_CANCEL);
+    if (r < 0) fail_step(s, k, op, r);
+  }
+}
+
+/* ---- the table's functions ----------------------------------------------- */
+
+static int open_error(int err) {
+  taxi__set_os_error(err);
+  switch (err) {
+    case ENOSYS:
+    case EINVAL: /* a kernel too old for the setup flags asked for */
+      return TAXI_ENOTSUP;
+    case EPERM:
+    case EACCES:
+      return TAXI_EPERM;
+    case ENOMEM:
+      /* Before 5.12 the rings count against RLIMIT_MEMLOCK, and a small
+       * limit fails the setup with ENOMEM: a refusal to fall back from,
+       * not a shortage to stop on. */
+      return TAXI_ENOTSUP;
+    default:
+      return taxi__error_from_os(err);
+  }
+}
+
+static const unsigned char uring_required_ops[] = {
+    IORING_OP_NOP,      IORING_OP_ACCEPT,       IORING_OP_CONNECT,
+    IORING_OP_RECV,     IORING_OP_SEND,         IORING_OP_SENDMSG,
+    IORING_OP_READ,     IORING_OP_WRITE,        IORING_OP_SPLICE,
+    IORING_OP_POLL_ADD, IORING_OP_ASYNC_CANCEL,
+};
+
+/* Check the opcodes this file uses; *has_socket tells a 5.19 kernel. */
+static int check_ops(struct io_uring *ring, bool *has_socket) {
+  union {
+    struct io_uring_probe p;
+    unsigned char room[sizeof(struct io_uring_probe) +
+                       256 * sizeof(struct io_uring_probe_op)];
+  } u;
+  memset(&u, 0, sizeof u);
+  if (io_uring_register_probe(ring, &u.p, 256) < 0) return ENOSYS;
+  for (size_t i = 0; i < sizeof uring_required_ops; i++)
+    if (!io_uring_opcode_supported(&u.p, uring_required_ops[i])) return ENOSYS;
+  *has_socket = io_uring_opcode_supported(&u.p, IORING_OP_SOCKET);
+  return 0;
+}
+
+static int ring_setup(uring_state_t *s, unsigned depth, bool compat) {
+  struct io_uring_params p;
+  unsigned flags = IORING_SETUP_CQSIZE | IORING_SETUP_CLAMP;
+  int r;
+  if (!compat) flags |= IORING_SETUP_SUBMIT_ALL;
+  for (;;) {
+    memset(&p, 0, sizeof p);
+    p.flags = flags;
+    p.cq_entries = depth * URING_CQ_FACTOR;
+    r = io_uring_queue_init_params(depth, &s->ring, &p);
+    if (r != -EINVAL || !(flags & IORING_SETUP_SUBMIT_ALL)) break;
+    flags &= ~IORING_SETUP_SUBMIT_ALL; /* before 5.18 */
+  }
+  if (r < 0) return open_error(-r);
+  if (!(p.features & IORING_FEAT_NODROP) ||
+      !(p.features & IORING_FEAT_EXT_ARG)) {
+    io_uring_queue_exit(&s->ring);
+    return open_error(ENOSYS); /* before 5.11 */
+  }
+  return 0;
+}
+
+static int uring_open(void **state, const char *variant,
+                      const taxi_proactor_options_t *opts,
+                      taxi__completion_counters_t *counters) {
+  uring_state_t *s;
+  unsigned depth =
+      opts && opts->queue_depth ? opts->queue_depth : URING_DEFAULT_DEPTH;
+  bool compat = false, has_socket = false;
+  long page;
+  int r;
+  if (!state || !counters) return TAXI_EINVAL;
+  if (variant) {
+    /* "compat": only what Linux 5.11 has (tests the fallbacks). */
+    if (strcmp(variant, "compat") != 0) return TAXI_ENOBACKEND;
+    compat = true;
+  }
+  /* A transmit-file step is two linked SQEs, and so is cancelling one:
+   * the SQ must hold them at once. */
+  if (depth < 4) depth = 4;
+  if (depth > 32768) depth = 32768; /* IORING_MAX_ENTRIES */
+  s = taxi__calloc(1, sizeof *s);
+  if (!s) return TAXI_ENOMEM;
+  r = taxi__mutex_init(&s->lock);
+  if (r < 0) {
+    taxi__free(s);
+    return r;
+  }
+  r = ring_setup(s, depth, compat);
+  if (r == 0) {
+    int err = check_ops(&s->ring, &has_socket);
+    if (err) {
+      io_uring_queue_exit(&s->ring);
+      r = open_error(err);
+    }
+  }
+  if (r < 0) {
+    taxi__mutex_destroy(&s->lock);
+    taxi__free(s);
+    return r;
+  }
+  s->counters = counters;
+  /* IORING_OP_SOCKET and multishot accept both came with 5.19; a kernel
+   * that has the one has the other (EINVAL is handled anyway). */
+  s->native_multishot = !compat && has_socket;
+  atomic_init(&s->wake_pending, 0);
+  page = sysconf(_SC_PAGESIZE);
+  s->page_size = page > 0 ? (size_t)page : 4096;
+  *state = s;
+  return 0;
+}
+
+static void uring_close(void *state) {
+  uring_state_t *s = state;
+  if (!s) return;
+  /* Every operation has completed (the core's promise), so the kernel
+   * holds no request that points into a record; pipes are all free. */
+  io_uring_queue_exit(&s->ring);
+  while (s->free_pipes) {
+    uring_pipe_t *p = s->free_pipes;
+    s->free_pipes = p->next;
+    pipe_destroy(s, p);
+  }
+  taxi__mutex_destroy(&s->lock);
+  taxi__free(s);
+}
+
+/*
+ * io_uring needs nothing set up: a request names its descriptor, and
+ * requests in flight hold their own reference to the file, so closing one
+ * cancels nothing (the core cancels first).  Sockets are made non-blocking
+ * all the same, as taxi_proactor_attach() promises; io_uring retries a
+ * would-block send or receive by polling, whatever the flag.  Regular
+ * files are left alone: for them io_uring honours O_NONBLOCK and would
+ * answer a read that misses the page cache with EAGAIN.  An accepted
+ * connection is non-blocking already (SOCK_NONBLOCK): one fcntl tells.
+ */
+static int uring_attach(void *state, taxi_handle_t h) {
+  uring_state_t *s = state;
+  struct stat st;
+  int fl;
+  count_syscall(s);
+  fl = fcntl(h, F_GETFL);
+  if (fl < 0) return taxi__last_error(); /* EBADF: not open */
+  if (fl & O_NONBLOCK) return 0;
+  count_syscall(s);
+  if (fstat(h, &st) < 0) return taxi__last_error();
+  if (!S_ISSOCK(st.st_mode)) return 0;
+  count_syscall(s);
+  if (fcntl(h, F_SETFL, fl | O_NONBLOCK) < 0) return taxi__last_error();
+  return 0;
+}
+
+static void uring_detach(void *state, taxi_handle_t h) {
+  (void)state;
+  (void)h;
+}
+
+#ifdef URING_ASAN
+/* ASan cannot see the kernel write into a buffer: refuse one it knows to
+ * be freed or out of bounds before the kernel does the damage. */
+static int check_buffers(taxi_op_t *op) {
+  taxi_buf_t b[TAXI_OP_MAX_BUFS];
+  size_t k = taxi__op_remaining_bufs(op, b, TAXI_OP_MAX_BUFS);
+  for (size_t i = 0; i < k; i++)
+    if (__asan_region_is_poisoned(b[i].base, b[i].len)) return TAXI_EINVAL;
+  return 0;
+}
+#else
+static int check_buffers(taxi_op_t *op) {
+  (void)op;
+  return 0;
+}
+#endif
+
+static int uring_submit(void *state, taxi_op_t *op) {
+  uring_state_t *s = state;
+  uring_op_t *u;
+  int r;
+  if (!s || !op) return TAXI_EINVAL;
+  r = check_buffers(op);
+  if (r < 0) return r;
+  u = uop(op);
+  taxi__mutex_lock(&s->lock);
+  u->state = UOP_INFLIGHT;
+  if (op->kind == TAXI_OP_ACCEPT &&
+      (op->internal_.flags & TAXI_ACCEPT_MULTISHOT))
+    u->state |= UOP_MULTISHOT;
+  u->parts = 0;
+  u->retries = 0;
+  u->pipe = NULL;
+  u->bl_next = u->def_next = NULL;
+  u->ndef = 0;
+  if (u->state & UOP_MULTISHOT) op->peer_len = 0;
+  if (op->kind == TAXI_OP_TRANSMIT_FILE &&
+      taxi__op_tx_part(op) == TAXI__TX_FILE) {
+    r = pipe_get(s, &u->pipe);
+    if (r < 0) goto fail;
+  }
+  r = prep_op(s, op);
+  if (r == TAXI_EAGAIN) {
+    backlog_add_kick(s, op, UOP_NEED_STEP);
+    r = 0;
+  }
+  if (r < 0) {
+    if (u->pipe) pipe_put(s, u->pipe, true);
+    u->pipe = NULL;
+    goto fail;
+  }
+  sq_kick(s);
+  taxi__mutex_unlock(&s->lock);
+  return 0;
+fail:
+  u->state = 0;
+  taxi__mutex_unlock(&s->lock);
+  return r;
+}
+
+/* Queue the wake NOP (lock held).  A NOP already queued and not yet reaped
+ * will do: wake-ups coalesce. */
+static void wake_locked(uring_state_t *s) {
+  struct io_uring_sqe *sqe;
+  if (atomic_exchange_explicit(&s->wake_pending, 1, memory_order_acq_rel))
+    return;
+  sqe = sqe_get(s);
+  if (!sqe) {
+    /* The kernel refuses submissions; the next wake tries again. */
+    atomic_store_explicit(&s->wake_pending, 0, memory_order_release);
+    return;
+  }
+  io_uring_prep_nop(sqe);
+  sqe->user_data = UD_WAKE;
+  sq_kick(s);
+}
+
+static int uring_cancel(void *state, taxi_op_t *op) {
+  uring_state_t *s = state;
+  uring_op_t *u;
+  if (!s || !op) return TAXI_EINVAL;
+  u = uop(op);
+  taxi__mutex_lock(&s->lock);
+  if (!(u->state & UOP_INFLIGHT)) {
+    taxi__mutex_unlock(&s->lock);
+    return TAXI_ENOENT;
+  }
+  if (!(u->state & UOP_CANCEL)) {
+    u->state |= UOP_CANCEL;
+    if (u->state & UOP_NEED_STEP) {
+      /* Never reached the kernel (or is between two requests): complete
+       * it here, through the deferred list, and make the wait look. */
+      backlog_remove(s, op);
+      if (op->kind == TAXI_OP_TRANSMIT_FILE && u->pipe)
+        tx_step_done(s, NULL, op);
+      else
+        emit(s, NULL, op, TAXI_ECANCELED, 0);
+      wake_locked(s);
+    } else if (u->parts) {
+      if (prep_cancels(s, op) == TAXI_EAGAIN)
+        backlog_add_kick(s, op, UOP_NEED_CANCEL);
+      sq_kick(s);
+    }
+  }
+  taxi__mutex_unlock(&s->lock);
+  return 0;
+}
+
+static void uring_wake(void *state, int all) {
+  uring_state_t *s = state;
+  (void)all; /* one waiter at most: no TAXI__PCAP_MULTI_WAIT */
+  if (!s) return;
+  /* Cheap test first: a NOP on its way wakes the wait already. */
+  if (atomic_load_explicit(&s->wake_pending, memory_order_acquire)) return;
+  taxi__mutex_lock(&s->lock);
+  wake_locked(s);
+  taxi__mutex_unlock(&s->lock);
+}
+
+/* Block in the kernel until a CQE arrives or the time is up, submitting
+ * `to_submit` on the way.  Called with the lock held; drops it meanwhile.
+ * With operations on the backlog it blocks URING_BACKLOG_RETRY_NS at most
+ * and reports that shorter timeout as 0, not -ETIME. */
+static int enter_and_wait(uring_state_t *s, unsigned to_submit,
+                          taxi_time_t deadline) {
+  struct __kernel_timespec ts;
+  struct io_uring_getevents_arg arg;
+  unsigned flags = IORING_ENTER_GETEVENTS;
+  const void *argp = NULL;
+  size_t argsz = 0;
+  bool capped = false;
+  int r;
+  if (s->backlog) {
+    taxi_time_t retry = taxi_now() + URING_BACKLOG_RETRY_NS;
+    if (deadline < 0 || retry < deadline) {
+      deadline = retry;
+      capped = true;
+    }
+  }
+  if (deadline >= 0) {
+    taxi_time_t left = deadline - taxi_now();
+    if (left < 0) left = 0;
+    ts.tv_sec = left / TAXI_NSEC_PER_SEC;
+    ts.tv_nsec = left % TAXI_NSEC_PER_SEC;
+    memset(&arg, 0, sizeof arg);
+    arg.sigmask_sz = _NSIG / 8;
+    arg.ts = (uint64_t)(uintptr_t)&ts;
+    flags |= IORING_ENTER_EXT_ARG;
+    argp = &arg;
+    argsz = sizeof arg;
+  }
+  s->in_wait++;
+  taxi__mutex_unlock(&s->lock);
+  r = ring_enter(s, to_submit, 1, flags, argp, argsz, true);
+  /* The kernel refused the batch (EBUSY: completions it cannot post yet;
+   * EAGAIN: no memory for requests) and did not wait: wait without it,
+   * rather than have the caller spin.  The batch goes again next time. */
+  if ((r == -EBUSY || r == -EAGAIN) && to_submit > 0)
+    r = ring_enter(s, 0, 1, flags, argp, argsz, true);
+  taxi__mutex_lock(&s->lock);
+  s->in_wait--;
+  return capped && r == -ETIME ? 0 : r;
+}
+
+static int uring_wait(void *state, taxi__completion_t *out, size_t max,
+                      int timeout_ms) {
+  uring_state_t *s = state;
+  sink_t k = {out, 0, max};
+  taxi_time_t deadline = -1;
+  bool woken = false;
+  int r = 0;
+  if (!s || !out || max == 0) return TAXI_EINVAL;
+  if (timeout_ms > 0)
+    deadline = taxi_now() + (taxi_time_t)timeout_ms * TAXI_NSEC_PER_MSEC;
+  taxi__mutex_lock(&s->lock);
+  for (;;) {
+    unsigned to_submit;
+    r = 0;
+    backlog_run(s, &k);
+    to_submit = sq_flush(s);
+    if (s->deferred || io_uring_cq_ready(&s->ring) > 0 || timeout_ms == 0) {
+      /* Submit what is prepared and pick up completions the kernel kept
+       * back (CQ overflow), without blocking. */
+      if (to_submit > 0 || cq_overflowed(s))
+        r = ring_enter(s, to_submit, 0, IORING_ENTER_GETEVENTS, NULL, 0, true);
+    } else {
+      r = enter_and_wait(s, to_submit, deadline);
+    }
+    deferred_drain(s, &k);
+    reap(s, &k, &woken);
+    /* EINTR (a signal), ETIME (the timeout), EBUSY/EAGAIN (the kernel
+     * cannot take more now; reaping makes room): return what there is. */
+    if (r < 0 && r != -EINTR && r != -ETIME && r != -EBUSY && r != -EAGAIN &&
+        k.n == 0) {
+      taxi__mutex_unlock(&s->lock);
+      return taxi__error_from_os(-r);
+    }
+    if (k.n > 0 || woken || r < 0 || timeout_ms == 0) break;
+    if (deadline >= 0 && taxi_now() >= deadline) break;
+    /* Only the backend's own CQEs (a cancel's, a transmit step going on):
+     * nothing for the caller yet, so wait again. */
+  }
+  taxi__mutex_unlock(&s->lock);
+  return (int)k.n;
+}
+
+const taxi__completion_ops_t taxi__completion_uring = {
+    .name = "uring",
+    .caps = TAXI__PCAP_MULTISHOT_ACCEPT,
+    .open = uring_open,
+    .close = uring_close,
+    .attach = uring_attach,
+    .detach = uring_detach,
+    .submit = uring_submit,
+    .cancel = uring_cancel,
+    .wait = uring_wait,
+    .wake = uring_wake,
+};
+
+#else
+/* ISO C wants at least one declaration in a translation unit. */
+typedef int taxi__completion_uring_absent;
+#endif /* TAXI_HAVE_URING */

@@ -212,8 +212,8 @@ static void process(taxi_lf_pool_t *p, lf_thread_t *t, taxi__event_t *ev,
                     taxi_time_t now) {
   /* Promote before processing: someone must watch the handle set while
    * this thread is busy, and pending events should not wait for it. */
-  if (p->followers &&
-      (p->leaders < p->max_leaders || p->src.ops->has_work_locked(p->src.self, now)))
+  if (p->followers && (p->leaders < p->max_leaders ||
+                       p->src.ops->has_work_locked(p->src.self, now)))
     promote_locked(p);
   bool ran = p->src.ops->run_locked(p->src.self, ev);
   taxi_time_t done = taxi_now();
@@ -240,8 +240,8 @@ static int lead(taxi_lf_pool_t *p, lf_thread_t *t, taxi_time_t deadline,
   return n;
 }
 
-/* The life of a thread in the pool.  the source's lock held throughout, except in
- * the steps that release it. */
+/* The life of a thread in the pool: the source's lock held throughout, except
+ * in the steps that release it. */
 static int pool_loop(taxi_lf_pool_t *p, lf_thread_t *t, taxi_time_t deadline) {
   int rc = 0;
   bool fresh = false; /* the next take is from this thread's own wait */
@@ -254,7 +254,8 @@ static int pool_loop(taxi_lf_pool_t *p, lf_thread_t *t, taxi_time_t deadline) {
       break;
     }
     if (p->src.ops->take_locked(p->src.self, now, &ev)) {
-      bool waited_for = ev.kind == TAXI__EV_IO || ev.kind == TAXI__EV_COMPLETION;
+      bool waited_for =
+          ev.kind == TAXI__EV_IO || ev.kind == TAXI__EV_COMPLETION;
       if (waited_for && !fresh) p->stats.pending_taken++;
       fresh = false;
       process(p, t, &ev, now);
@@ -317,7 +318,8 @@ static int record_new_locked(taxi_lf_pool_t *p, bool spawned,
 }
 
 /* Count t in the pool.  A spawned thread is counted from its spawn on, so
- * that stats and shrink see it before it first runs.  the source's lock held. */
+ * that stats and shrink see it before it first runs.  the source's lock held.
+ */
 static void enter_locked(taxi_lf_pool_t *p, lf_thread_t *t) {
   t->active = true;
   t->stats.active = 1;
@@ -325,8 +327,8 @@ static void enter_locked(taxi_lf_pool_t *p, lf_thread_t *t) {
   p->stats.threads = p->active;
 }
 
-/* Run in the pool with record t (entered already), then leave.  The source's lock
- * held. */
+/* Run in the pool with record t (entered already), then leave.  The source's
+ * lock held. */
 static int member_run_locked(taxi_lf_pool_t *p, lf_thread_t *t, int priority,
                              taxi_time_t deadline) {
   lf_thread_t *outer = current;
@@ -491,8 +493,8 @@ int taxi_lf_join(taxi_lf_pool_t *p, int timeout_ms, int priority) {
   return rc;
 }
 
-/* Wait until `done` holds, waking pool threads as needed.  the source's lock held.
- * Timed waits: a leader blocked in the backend is woken through the
+/* Wait until `done` holds, waking pool threads as needed.  the source's lock
+ * held. Timed waits: a leader blocked in the backend is woken through the
  * reactor, whose wake-up may be consumed by another thread first. */
 static void wait_until_locked(taxi_lf_pool_t *p,
                               bool (*done)(const taxi_lf_pool_t *)) {

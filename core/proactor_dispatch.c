@@ -1,1 +1,586 @@
-/* core/proactor_dispatch.c: being written */
+/*
+ * core/proactor_dispatch.c - what happens to an operation after it was
+ * started: the backend's completions are processed (a partial transfer is
+ * resubmitted, a finished operation leaves its handle's queue so the next
+ * one is submitted), timers expire, and the completion queue is dispatched
+ * by handle_events/run or by an L/F pool (proactor_source.c).
+ *
+ * The completion queue is intrusive (internal_.next), so completing an
+ * operation never allocates.  Handlers run with the lock released; the
+ * record is idle again before its handler is called, so the handler may
+ * reuse it, free it, close its handle or stop the proactor.
+ */
+#include "config.h"
+
+#include "core/proactor_impl.h"
+#include "core/alloc.h"
+#include "core/proactor_op.h"
+
+#include <limits.h>
+#include <string.h>
+
+/* The proactor whose completion handler the calling thread is running. */
+static _Thread_local const taxi_proactor_t *current;
+
+bool taxi__proactor_in_handler(const taxi_proactor_t *p) {
+  return current == p;
+}
+
+/* ---- the completion queue ----------------------------------------------- */
+
+static void ready_push_locked(taxi_proactor_t *p, taxi_op_t *op) {
+  op->internal_.next = NULL;
+  if (p->ready.tail)
+    p->ready.tail->internal_.next = op;
+  else
+    p->ready.head = op;
+  p->ready.tail = op;
+  p->ready_count++;
+}
+
+static void ready_push_front_locked(taxi_proactor_t *p, taxi_op_t *op) {
+  op->internal_.next = p->ready.head;
+  p->ready.head = op;
+  if (!p->ready.tail) p->ready.tail = op;
+  p->ready_count++;
+}
+
+static taxi_op_t *ready_pop_locked(taxi_proactor_t *p) {
+  taxi_op_t *op = p->ready.head;
+  if (!op) return NULL;
+  p->ready.head = op->internal_.next;
+  if (!p->ready.head) p->ready.tail = NULL;
+  op->internal_.next = NULL;
+  p->ready_count--;
+  return op;
+}
+
+/* Mark op finished with `status` and queue it; it belongs to no handle
+ * queue any more. */
+static void finish_locked(taxi_proactor_t *p, taxi_op_t *op, int status) {
+  op->internal_.status = status;
+  op->internal_.heap_index = TAXI__NO_ROW;
+  taxi__op_state_store(op, TAXI__OP_READY);
+  ready_push_locked(p, op);
+}
+
+/* ---- per-handle queues -------------------------------------------------- */
+
+static taxi_op_t *wait_pop(taxi__opq_t *q) {
+  taxi_op_t *op = q->head;
+  if (!op) return NULL;
+  q->head = op->internal_.next;
+  if (!q->head) q->tail = NULL;
+  op->internal_.next = NULL;
+  return op;
+}
+
+/* The head of row/dir left: submit the next, completing in order those
+ * that were cancelled meanwhile (a closed handle's) or that the backend
+ * refuses.  A zombie row is freed once both its directions are empty. */
+static void advance_locked(taxi_proactor_t *p, size_t row, unsigned di) {
+  taxi__prow_t *r = &p->rows[row];
+  taxi__pdir_t *d = &r->dir[di];
+  while (!d->cur) {
+    taxi_op_t *op = wait_pop(&d->wait);
+    if (!op) break;
+    if (r->zombie || (op->internal_.state & TAXI__OP_CANCEL)) {
+      finish_locked(p, op, TAXI_ECANCELED);
+      continue;
+    }
+    d->cur = op;
+    int rc = taxi__proactor_submit_locked(p, op);
+    if (rc < 0) {
+      d->cur = NULL;
+      finish_locked(p, op, rc);
+    }
+  }
+  if (r->zombie && !r->dir[0].cur && !r->dir[1].cur)
+    taxi__proactor_row_release_locked(p, row);
+}
+
+void taxi__proactor_complete_locked(taxi_proactor_t *p, taxi_op_t *op,
+                                    int status) {
+  size_t row = op->internal_.heap_index;
+  unsigned dir = op->internal_.dir;
+  bool head = dir != TAXI__DIR_NONE && row != TAXI__NO_ROW &&
+              p->rows[row].dir[dir - 1].cur == op;
+  finish_locked(p, op, status);
+  if (!head) return;
+  p->rows[row].dir[dir - 1].cur = NULL;
+  advance_locked(p, row, dir - 1);
+}
+
+/* ---- timers ------------------------------------------------------------- */
+
+static bool earlier(const taxi_op_t *a, const taxi_op_t *b) {
+  if (a->internal_.deadline != b->internal_.deadline)
+    return a->internal_.deadline < b->internal_.deadline;
+  return a->internal_.offset < b->internal_.offset;
+}
+
+static void heap_set(taxi_proactor_t *p, size_t i, taxi_op_t *op) {
+  p->timers[i] = op;
+  op->internal_.heap_index = i;
+}
+
+static void sift_up(taxi_proactor_t *p, size_t i) {
+  taxi_op_t *op = p->timers[i];
+  while (i > 0) {
+    size_t parent = (i - 1) / 2;
+    if (!earlier(op, p->timers[parent])) break;
+    heap_set(p, i, p->timers[parent]);
+    i = parent;
+  }
+  heap_set(p, i, op);
+}
+
+static void sift_down(taxi_proactor_t *p, size_t i) {
+  taxi_op_t *op = p->timers[i];
+  for (;;) {
+    size_t c = 2 * i + 1;
+    if (c >= p->ntimers) break;
+    if (c + 1 < p->ntimers && earlier(p->timers[c + 1], p->timers[c])) c++;
+    if (!earlier(p->timers[c], op)) break;
+    heap_set(p, i, p->timers[c]);
+    i = c;
+  }
+  heap_set(p, i, op);
+}
+
+int taxi__proactor_timer_reserve_locked(taxi_proactor_t *p) {
+  if (p->ntimers < p->timers_cap) return 0;
+  size_t ncap = p->timers_cap ? p->timers_cap * 2 : 16;
+  taxi_op_t **n = taxi__reallocarray(p->timers, ncap, sizeof *n);
+  if (!n) return TAXI_ENOMEM;
+  p->timers = n;
+  p->timers_cap = ncap;
+  return 0;
+}
+
+void taxi__proactor_timer_push_locked(taxi_proactor_t *p, taxi_op_t *op) {
+  taxi__op_set_phase(op, TAXI__OP_TIMER);
+  p->timers[p->ntimers] = op;
+  sift_up(p, p->ntimers++);
+}
+
+void taxi__proactor_timer_remove_locked(taxi_proactor_t *p, taxi_op_t *op) {
+  size_t i = op->internal_.heap_index;
+  taxi_op_t *last = p->timers[--p->ntimers];
+  op->internal_.heap_index = TAXI__NO_ROW;
+  if (i == p->ntimers) return;
+  heap_set(p, i, last);
+  sift_up(p, i);
+  sift_down(p, last->internal_.heap_index);
+}
+
+static taxi_time_t next_deadline(const taxi_proactor_t *p) {
+  return p->ntimers ? p->timers[0]->internal_.deadline : INT64_MAX;
+}
+
+/* Move the timers due by `now` to the completion queue, earliest first. */
+static void expire_locked(taxi_proactor_t *p, taxi_time_t now) {
+  while (p->ntimers && p->timers[0]->internal_.deadline <= now) {
+    taxi_op_t *op = p->timers[0];
+    taxi__proactor_timer_remove_locked(p, op);
+    finish_locked(p, op, 0);
+  }
+}
+
+void taxi__proactor_kick_locked(taxi_proactor_t *p) {
+  /* One wake-up per wait is enough: the waiter looks at everything when
+   * it returns. */
+  if (!p->waiters || p->woken) return;
+  if (p->ready_count || next_deadline(p) < p->waiters_deadline) {
+    p->woken = true;
+    p->ops->wake(p->backend, 0);
+  }
+}
+
+/* ---- multishot backlog -------------------------------------------------- */
+
+static int backlog_push_locked(taxi_proactor_t *p,
+                               const taxi__completion_t *c) {
+  taxi__backlog_t *b = &p->backlog;
+  if (b->count == b->cap) {
+    size_t ncap = b->cap ? b->cap * 2 : 16;
+    taxi__completion_t *n = taxi__calloc(ncap, sizeof *n);
+    if (!n) return TAXI_ENOMEM;
+    for (size_t i = 0; i < b->count; i++)
+      n[i] = b->items[(b->head + i) % b->cap];
+    taxi__free(b->items);
+    b->items = n;
+    b->cap = ncap;
+    b->head = 0;
+  }
+  b->items[(b->head + b->count++) % b->cap] = *c;
+  return 0;
+}
+
+/* Take the oldest backlog entry of op, keeping the others in order. */
+static bool backlog_take_locked(taxi_proactor_t *p, const taxi_op_t *op,
+                                taxi__completion_t *out) {
+  taxi__backlog_t *b = &p->backlog;
+  for (size_t i = 0; i < b->count; i++) {
+    if (b->items[(b->head + i) % b->cap].op != op) continue;
+    *out = b->items[(b->head + i) % b->cap];
+    for (size_t j = i; j + 1 < b->count; j++)
+      b->items[(b->head + j) % b->cap] = b->items[(b->head + j + 1) % b->cap];
+    b->count--;
+    return true;
+  }
+  return false;
+}
+
+/* ---- processing what the backend reports -------------------------------- */
+
+/* A step of a transfer is done and more remains: go on, unless asked to
+ * stop, in which case the bytes so far are reported with TAXI_ECANCELED. */
+static void go_on_locked(taxi_proactor_t *p, taxi_op_t *op) {
+  if (op->internal_.state & TAXI__OP_CANCEL) {
+    taxi__proactor_complete_locked(p, op, TAXI_ECANCELED);
+    return;
+  }
+  int rc = taxi__proactor_submit_locked(p, op);
+  if (rc < 0) taxi__proactor_complete_locked(p, op, rc);
+}
+
+static void transfer_result_locked(taxi_proactor_t *p, taxi_op_t *op,
+                                   int64_t result) {
+  if (result < 0) {
+    taxi__proactor_complete_locked(p, op, (int)result);
+    return;
+  }
+  size_t n = (size_t)result, left = taxi__op_remaining(op);
+  if (n > left) n = left; /* a backend never reports more; be safe */
+  op->internal_.done += n;
+  left -= n;
+  int status = 0;
+  switch (op->kind) {
+    case TAXI_OP_READ:
+      if (n == 0)
+        status = TAXI_EEOF;
+      else if (left && (op->internal_.flags & TAXI_READ_EXACT))
+        status = 1;
+      break;
+    case TAXI_OP_READ_FILE:
+      /* The end of the file ends the read; only an empty one is EOF. */
+      if (n == 0)
+        status = op->internal_.done ? 0 : TAXI_EEOF;
+      else if (left)
+        status = 1;
+      break;
+    case TAXI_OP_TRANSMIT_FILE:
+      /* 0 in the file part: the file is shorter than at the call. */
+      if (n == 0 && left)
+        status = taxi__op_tx_part(op) == TAXI__TX_FILE ? TAXI_EEOF : TAXI_ESYS;
+      else if (left)
+        status = 1;
+      break;
+    default: /* WRITE, WRITE_FILE */
+      if (n == 0 && left)
+        status = TAXI_ESYS; /* no progress: never loop */
+      else if (left)
+        status = 1;
+      break;
+  }
+  if (status == 1)
+    go_on_locked(p, op);
+  else
+    taxi__proactor_complete_locked(p, op, status);
+}
+
+/* A multishot accept delivers a connection and stays in flight (and at
+ * the head of its listener's queue). */
+static void deliver_more_locked(taxi_proactor_t *p, taxi_op_t *op) {
+  taxi__op_state_store(op, (op->internal_.state & ~TAXI__OP_STATE) |
+                               TAXI__OP_READY | TAXI__OP_MORE);
+  ready_push_locked(p, op);
+}
+
+static void accept_result_locked(taxi_proactor_t *p, taxi_op_t *op,
+                                 int64_t result, bool more) {
+  if (result >= 0) {
+    taxi_handle_t h = (taxi_handle_t)result;
+    int rc = taxi__proactor_attach_locked(p, h);
+    if (rc == 0) {
+      op->internal_.file = h;
+      if (op->internal_.flags & TAXI_ACCEPT_MULTISHOT)
+        deliver_more_locked(p, op);
+      else
+        taxi__proactor_complete_locked(p, op, 0);
+      return;
+    }
+    taxi__close(h);
+    result = rc;
+  }
+  /* The kernel goes on with a multishot accept after a failed one. */
+  if (more) return;
+  taxi__proactor_complete_locked(p, op, (int)result);
+}
+
+static void result_locked(taxi_proactor_t *p, taxi_op_t *op, int64_t result,
+                          bool more) {
+  switch (op->kind) {
+    case TAXI_OP_ACCEPT:
+      accept_result_locked(p, op, result, more);
+      break;
+    case TAXI_OP_CONNECT:
+      taxi__proactor_complete_locked(p, op, result < 0 ? (int)result : 0);
+      break;
+    default:
+      transfer_result_locked(p, op, result);
+      break;
+  }
+}
+
+void taxi__proactor_process_locked(taxi_proactor_t *p,
+                                   const taxi__completion_t *c) {
+  taxi_op_t *op = c->op;
+  if (!op) return;
+  bool more = (c->flags & TAXI__CQ_MORE) != 0;
+  unsigned st = op->internal_.state;
+  if (!(st & TAXI__OP_INBACKEND)) return; /* nothing was owed: ignore */
+  if (!more) {
+    taxi__op_state_store(op, st & ~TAXI__OP_INBACKEND);
+    p->in_backend--;
+  }
+  /* Once cancellation was asked for (or the handle closed), a failure is
+   * its effect - the backend's ECANCELED, or EBADF from a handle closed
+   * under a request - and is reported as such; a success stands. */
+  taxi__completion_t cc = *c;
+  if ((st & TAXI__OP_CANCEL) && cc.result < 0) cc.result = TAXI_ECANCELED;
+  c = &cc;
+  unsigned phase = st & TAXI__OP_STATE;
+  if (phase == TAXI__OP_READY || phase == TAXI__OP_TAKEN) {
+    /* A multishot accept's previous connection is not delivered yet. */
+    if (backlog_push_locked(p, c) < 0) {
+      if (c->result >= 0) taxi__close((taxi_handle_t)c->result);
+      if (!more)
+        taxi__op_state_store(op, op->internal_.state | TAXI__OP_CANCEL);
+    }
+    return;
+  }
+  result_locked(p, op, c->result, more);
+}
+
+/* After a multishot delivery's handler: the next delivery, or go on
+ * accepting, or end. */
+static void multishot_next_locked(taxi_proactor_t *p, taxi_op_t *op) {
+  unsigned st = op->internal_.state & ~(TAXI__OP_MORE | TAXI__OP_STATE);
+  taxi__op_state_store(op, st | TAXI__OP_SUBMITTED);
+  taxi__completion_t c;
+  if (backlog_take_locked(p, op, &c)) {
+    result_locked(p, op, c.result, (c.flags & TAXI__CQ_MORE) != 0);
+    return;
+  }
+  if (st & TAXI__OP_INBACKEND) return; /* the kernel goes on accepting */
+  if (st & TAXI__OP_CANCEL) {
+    taxi__proactor_complete_locked(p, op, TAXI_ECANCELED);
+    return;
+  }
+  int rc = taxi__proactor_submit_locked(p, op);
+  if (rc < 0) taxi__proactor_complete_locked(p, op, rc);
+}
+
+/* ---- the dispatch steps ------------------------------------------------- */
+
+bool taxi__proactor_take_locked(taxi_proactor_t *p, taxi_time_t now,
+                                taxi__event_t *ev) {
+  expire_locked(p, now);
+  taxi_op_t *op = ready_pop_locked(p);
+  if (!op) return false;
+  taxi__op_set_phase(op, TAXI__OP_TAKEN);
+  memset(ev, 0, sizeof *ev);
+  ev->kind = TAXI__EV_COMPLETION;
+  ev->op = op;
+  ev->result = op->internal_.status;
+  ev->cflags = (op->internal_.state & TAXI__OP_MORE) ? TAXI__CQ_MORE : 0;
+  return true;
+}
+
+void taxi__proactor_untake_locked(taxi_proactor_t *p, taxi__event_t *ev) {
+  taxi__op_set_phase(ev->op, TAXI__OP_READY);
+  ready_push_front_locked(p, ev->op);
+}
+
+bool taxi__proactor_run_locked(taxi_proactor_t *p, taxi__event_t *ev) {
+  taxi_op_t *op = ev->op;
+  bool more = (op->internal_.state & TAXI__OP_MORE) != 0;
+  taxi_completion_fn fn = op->internal_.fn;
+  void *act = op->internal_.act;
+  int status = more ? 0 : op->internal_.status;
+  size_t bytes = op->internal_.done;
+  if (op->kind == TAXI_OP_ACCEPT)
+    op->accepted = status == 0 ? op->internal_.file : TAXI_INVALID_HANDLE;
+  op->more = more;
+  p->stats.completed++;
+  if (status == TAXI_ECANCELED) p->stats.cancelled++;
+  /* From here on the record is the application's again (unless a
+   * multishot accept goes on): the handler may reuse or free it. */
+  if (!more) taxi__op_state_store(op, TAXI__OP_IDLE);
+  const taxi_proactor_t *outer = current;
+  current = p;
+  taxi__mutex_unlock(&p->lock);
+  fn(op, status, bytes, act);
+  taxi__mutex_lock(&p->lock);
+  current = outer;
+  if (more) multishot_next_locked(p, op);
+  return true;
+}
+
+/* Milliseconds from now to deadline, rounded up; -1 for none. */
+static int wait_ms(taxi_time_t now, taxi_time_t deadline) {
+  if (deadline == INT64_MAX) return -1;
+  if (deadline <= now) return 0;
+  taxi_time_t ms =
+      (deadline - now + TAXI_NSEC_PER_MSEC - 1) / TAXI_NSEC_PER_MSEC;
+  return ms > INT_MAX ? INT_MAX : (int)ms;
+}
+
+int taxi__proactor_wait_locked(taxi_proactor_t *p, taxi__completion_t *buf,
+                               size_t cap, taxi_time_t deadline,
+                               taxi_time_t *now) {
+  if (next_deadline(p) < deadline) deadline = next_deadline(p);
+  if (p->ready_count || p->sticky) deadline = *now;
+  if (p->waiters++ == 0 || deadline > p->waiters_deadline)
+    p->waiters_deadline = deadline;
+  taxi__mutex_unlock(&p->lock);
+
+  int n = p->ops->wait(p->backend, buf, cap, wait_ms(*now, deadline));
+
+  taxi__mutex_lock(&p->lock);
+  p->waiters--;
+  p->woken = false;
+  *now = taxi_now();
+  if (n < 0) return n;
+  for (int i = 0; i < n; i++) taxi__proactor_process_locked(p, &buf[i]);
+  return n;
+}
+
+bool taxi__proactor_has_work_locked(const taxi_proactor_t *p, taxi_time_t now) {
+  return p->ready_count > 0 || next_deadline(p) <= now;
+}
+
+/* ---- handle_events, run, stop ------------------------------------------- */
+
+/* Run the handlers of what is in the completion queue now (not of what
+ * they queue themselves: a handler that posts again must not keep this
+ * call from returning).  Returns how many ran. */
+static int run_batch_locked(taxi_proactor_t *p, taxi_time_t now) {
+  expire_locked(p, now);
+  size_t budget = p->ready_count;
+  int ran = 0;
+  taxi__event_t ev;
+  while (budget-- > 0 && !atomic_load(&p->stopped) &&
+         taxi__proactor_take_locked(p, now, &ev)) {
+    taxi__proactor_run_locked(p, &ev);
+    ran++;
+  }
+  return ran;
+}
+
+static int dispatch(taxi_proactor_t *p, int timeout_ms, bool forever) {
+  if (!p) return TAXI_EINVAL;
+  taxi__mutex_lock(&p->lock);
+  if (p->has_owner || p->pool) {
+    taxi__mutex_unlock(&p->lock);
+    return TAXI_EBUSY;
+  }
+  p->has_owner = true;
+  p->owner = taxi__thread_self();
+  taxi_time_t now = taxi_now();
+  taxi_time_t deadline =
+      forever || timeout_ms < 0
+          ? INT64_MAX
+          : now + (taxi_time_t)timeout_ms * TAXI_NSEC_PER_MSEC;
+  int rc = 0, ran = 0;
+  bool waited = false;
+  while (!atomic_load(&p->stopped)) {
+    expire_locked(p, now);
+    if (p->ready_count == 0 || forever) {
+      /* Run also polls the backend between batches, so a handler that
+       * keeps posting cannot starve the I/O. */
+      if (!forever && waited && now >= deadline) break;
+      rc = taxi__proactor_wait_locked(p, p->wait_buf, p->max_events, deadline,
+                                      &now);
+      if (rc < 0) break;
+      waited = true;
+      expire_locked(p, now);
+      if (p->ready_count == 0) continue;
+    }
+    int n = run_batch_locked(p, now);
+    ran = ran > INT_MAX - n ? INT_MAX : ran + n;
+    now = taxi_now();
+    if (!forever) break;
+  }
+  p->has_owner = false;
+  taxi__mutex_unlock(&p->lock);
+  if (rc < 0) return rc;
+  return forever ? 0 : ran;
+}
+
+int taxi_proactor_handle_events(taxi_proactor_t *p, int timeout_ms) {
+  return dispatch(p, timeout_ms, false);
+}
+
+int taxi_proactor_run(taxi_proactor_t *p) { return dispatch(p, -1, true); }
+
+int taxi_proactor_stop(taxi_proactor_t *p) {
+  if (!p) return TAXI_EINVAL;
+  atomic_store(&p->stopped, true);
+  p->ops->wake(p->backend, 1);
+  return 0;
+}
+
+int taxi_proactor_restart(taxi_proactor_t *p) {
+  if (!p) return TAXI_EINVAL;
+  atomic_store(&p->stopped, false);
+  return 0;
+}
+
+/* ---- destroy ------------------------------------------------------------ */
+
+/* How long destroy waits for a backend to report operations it was asked
+ * to cancel before giving up on them (a backend that breaks its contract
+ * must not hang the application). */
+#define DRAIN_LIMIT (10 * TAXI_NSEC_PER_SEC)
+
+/* Complete, with TAXI_ECANCELED, whatever a backend failed to report. */
+static void abandon_locked(taxi_proactor_t *p) {
+  for (uint32_t i = 0; i < p->nrows; i++) {
+    taxi__prow_t *r = &p->rows[i];
+    if (!r->used) continue;
+    for (unsigned d = 0; d < 2; d++) {
+      taxi_op_t *op = r->dir[d].cur;
+      if (!op || !(op->internal_.state & TAXI__OP_INBACKEND)) continue;
+      taxi__op_state_store(op, op->internal_.state & ~TAXI__OP_INBACKEND);
+      p->in_backend--;
+      taxi__proactor_complete_locked(p, op, TAXI_ECANCELED);
+    }
+  }
+}
+
+void taxi__proactor_drain_locked(taxi_proactor_t *p) {
+  while (p->ntimers) {
+    taxi_op_t *op = p->timers[0];
+    taxi__proactor_timer_remove_locked(p, op);
+    taxi__proactor_complete_locked(p, op, TAXI_ECANCELED);
+  }
+  taxi_time_t now = taxi_now(), give_up = now + DRAIN_LIMIT;
+  taxi__event_t ev;
+  for (;;) {
+    while (taxi__proactor_take_locked(p, now, &ev))
+      taxi__proactor_run_locked(p, &ev);
+    if (p->in_backend == 0 && p->ready_count == 0) break;
+    if (p->in_backend == 0) continue;
+    now = taxi_now();
+    if (now >= give_up) {
+      abandon_locked(p);
+      continue;
+    }
+    int n = taxi__proactor_wait_locked(p, p->wait_buf, p->max_events,
+                                       now + 100 * TAXI_NSEC_PER_MSEC, &now);
+    if (n < 0) give_up = now; /* the backend is broken: stop asking it */
+  }
+}

@@ -1,1 +1,265 @@
-/* core/proactor_impl.h: being written */
+/*
+ * core/proactor_impl.h - the proactor's private state, shared by the files
+ * of core/ that implement it: proactor.c (life cycle, handles, cancel),
+ * proactor_start.c (starting operations), proactor_dispatch.c (completion
+ * processing, timers, dispatch) and proactor_source.c (the L/F pool's view).
+ *
+ * The life of an operation record (op->internal_.state & TAXI__OP_STATE):
+ *
+ *   IDLE ──start──> QUEUED ──becomes its handle's head──> SUBMITTED
+ *                    (waits behind older ops of the       (given to the
+ *                     same handle and direction)           backend; exactly
+ *                                                          one completion
+ *        ──timer──> TIMER (in the heap)                    comes from wait)
+ *        ──post───> READY
+ *   SUBMITTED ──partial transfer──> SUBMITTED again (the rest resubmitted)
+ *   SUBMITTED / TIMER / QUEUED (cancelled) ──done──> READY (in the
+ *             completion queue, result in internal_.status / done)
+ *   READY ──taken by a dispatching thread──> TAKEN ──handler called──> IDLE
+ *
+ * A multishot accept stays in flight across its completions: each
+ * connection takes it READY -> TAKEN -> (handler) -> SUBMITTED again (the
+ * core re-issues it where the backend lacks TAXI__PCAP_MULTISHOT_ACCEPT)
+ * until the final completion.  While it is READY or TAKEN it is still the
+ * head of its listener's input queue, so later accepts keep waiting.
+ *
+ * Per handle and direction only the head (`cur`) is ever submitted; the
+ * others wait in a FIFO linked through internal_.next.  That is what makes
+ * completions come in the order of issue on every backend.  The head is
+ * not linked through `next`, so a multishot head can sit in the completion
+ * queue (also linked through `next`) while it still blocks its queue.
+ *
+ * Closing or detaching a handle cancels its heads, marks every queued op
+ * cancelled and forgets the handle (it may be attached again at once), but
+ * keeps its row as a "zombie" until the heads' completions arrive: then the
+ * queued ops complete with TAXI_ECANCELED, still in order, and the row is
+ * freed.  So an op always knows its row (internal_.heap_index) while it is
+ * queued or submitted.
+ *
+ * Cancellation sets TAXI__OP_CANCEL.  A failure that arrives afterwards
+ * is reported as TAXI_ECANCELED (the backend's own, or EBADF from a handle
+ * closed under a request not yet handed to the kernel); a success stands;
+ * a transfer that made progress stops there, with TAXI_ECANCELED and the
+ * bytes so far.  QUEUED ops and timers never reached a backend and
+ * complete with TAXI_ECANCELED at once.
+ *
+ * With a kernel multishot accept (TAXI__PCAP_MULTISHOT_ACCEPT) the op
+ * keeps TAXI__OP_INBACKEND while one delivery is READY or TAKEN;
+ * completions arriving meanwhile wait in `backlog`, in order, and are
+ * delivered one per handler call.
+ *
+ * Field reuse in taxi_op_t.internal_ (the public struct has no spare room,
+ * and these never overlap in time):
+ *   heap_index  TIMER: position in the timer heap; QUEUED/SUBMITTED and
+ *               a multishot head: the row of its handle (TAXI__NO_ROW if
+ *               none);
+ *   offset      TIMER: the sequence number that orders equal deadlines;
+ *   file        ACCEPT, from its completion to its dispatch: the accepted
+ *               handle (copied to op->accepted just before the handler
+ *               runs, so a multishot handler still reading op->accepted is
+ *               never overwritten under it).
+ *
+ * Locking: `lock` protects everything here.  It is held while calling the
+ * backend's attach/detach/submit/cancel and released around its wait and
+ * around completion handlers.  `stopped` and the backend counters are
+ * atomics (read without the lock); internal_.state is written under the
+ * lock with atomic stores so taxi_op_in_flight() may read it without one.
+ */
+#ifndef TAXI_CORE_PROACTOR_IMPL_H
+#define TAXI_CORE_PROACTOR_IMPL_H
+
+#include "taxi/proactor.h"
+#include "backends/completion.h"
+#include "core/handle_map.h"
+#include "core/reactor_impl.h"
+#include "ports/port.h"
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Operation states (internal_.state & TAXI__OP_STATE). */
+#define TAXI__OP_IDLE 0u
+#define TAXI__OP_QUEUED 1u
+#define TAXI__OP_SUBMITTED 2u
+#define TAXI__OP_TIMER 3u
+#define TAXI__OP_READY 4u
+#define TAXI__OP_TAKEN 5u
+#define TAXI__OP_STATE 0xffu
+/* Flags kept with the state. */
+#define TAXI__OP_CANCEL 0x100u /* cancellation requested */
+#define TAXI__OP_MORE                                \
+  0x200u /* READY/TAKEN: a multishot accept delivery \
+            after which the op stays in flight */
+#define TAXI__OP_INBACKEND                        \
+  0x400u /* the backend owes a completion (set at \
+            submit, cleared by a completion       \
+            without TAXI__CQ_MORE) */
+
+/* Directions of the per-handle queues (internal_.dir). */
+#define TAXI__DIR_NONE 0u
+#define TAXI__DIR_IN 1u
+#define TAXI__DIR_OUT 2u
+
+#define TAXI__NO_ROW ((size_t)-1)
+
+/* The state word, read without the lock by taxi_op_in_flight() and by the
+ * EBUSY check of a record perhaps in flight on another proactor. */
+static inline unsigned taxi__op_state_load(const taxi_op_t *op) {
+#if defined(__GNUC__) || defined(__clang__)
+  return __atomic_load_n(&op->internal_.state, __ATOMIC_ACQUIRE);
+#else
+  return *(const volatile unsigned *)&op->internal_.state;
+#endif
+}
+
+static inline void taxi__op_state_store(taxi_op_t *op, unsigned v) {
+#if defined(__GNUC__) || defined(__clang__)
+  __atomic_store_n(&op->internal_.state, v, __ATOMIC_RELEASE);
+#else
+  *(volatile unsigned *)&op->internal_.state = v;
+#endif
+}
+
+static inline unsigned taxi__op_phase(const taxi_op_t *op) {
+  return op->internal_.state & TAXI__OP_STATE;
+}
+
+/* Set the phase, keeping the flags. */
+static inline void taxi__op_set_phase(taxi_op_t *op, unsigned phase) {
+  taxi__op_state_store(op, (op->internal_.state & ~TAXI__OP_STATE) | phase);
+}
+
+/* A FIFO of operation records linked through internal_.next. */
+typedef struct taxi__opq {
+  taxi_op_t *head, *tail;
+} taxi__opq_t;
+
+/* One direction of a handle: the submitted head and those waiting. */
+typedef struct taxi__pdir {
+  taxi_op_t *cur;   /* submitted (or a multishot head being delivered) */
+  taxi__opq_t wait; /* not submitted yet, oldest first */
+} taxi__pdir_t;
+
+/* A row of the per-handle table. */
+typedef struct taxi__prow {
+  taxi_handle_t handle;
+  bool used;
+  bool zombie;         /* closed or detached, waiting for its heads */
+  uint32_t next_free;  /* free-list link while unused */
+  taxi__pdir_t dir[2]; /* [0] input, [1] output */
+} taxi__prow_t;
+
+#define TAXI__ROW_NIL 0xffffffffu
+
+/* A completion that arrived for a multishot accept while its previous one
+ * was still READY or TAKEN (kernel multishot only); kept in order. */
+typedef struct taxi__backlog {
+  taxi__completion_t *items; /* a ring */
+  size_t cap, head, count;
+} taxi__backlog_t;
+
+struct taxi_proactor {
+  taxi__mutex_t lock;
+  const taxi__completion_ops_t *ops;
+  void *backend;
+  taxi__completion_counters_t counters;
+
+  /* The per-handle table; grows only when more handles are attached at
+   * once than ever before. */
+  taxi__prow_t *rows;
+  uint32_t nrows, rows_cap, free_head;
+  taxi__handle_map_t map; /* attached handle -> row (zombies are not in it) */
+
+  /* The completion queue: READY ops, oldest first.  Intrusive, so queuing
+   * a completion never allocates. */
+  taxi__opq_t ready;
+  size_t ready_count;
+
+  /* Timers: a binary min-heap of TIMER ops by (deadline, sequence). */
+  taxi_op_t **timers;
+  size_t ntimers, timers_cap;
+  int64_t timer_seq;
+
+  taxi__backlog_t backlog;
+
+  /* Operations the backend owes a completion for (SUBMITTED). */
+  size_t in_backend;
+
+  /* The buffer of the proactor's own dispatch calls (one thread at a
+   * time; pool threads have their own). */
+  taxi__completion_t *wait_buf;
+  size_t max_events;
+
+  /* Dispatching. */
+  bool has_owner; /* a thread is inside handle_events/run */
+  taxi__thread_id_t owner;
+  void *pool;  /* the L/F pool attached, if any */
+  bool sticky; /* a pool is shutting down: waits return at once */
+  bool destroying;
+  bool woken;       /* a wake-up was sent since the last wait returned */
+  unsigned waiters; /* threads blocked in the backend's wait */
+  taxi_time_t waiters_deadline; /* the latest deadline among them */
+  atomic_bool stopped;
+
+  taxi_proactor_stats_t stats; /* started, completed, cancelled, submissions */
+};
+
+/* ---- proactor.c -------------------------------------------------------- */
+
+/* The row of attached handle h, or NULL.  p->lock held. */
+taxi__prow_t *taxi__proactor_row_locked(taxi_proactor_t *p, taxi_handle_t h);
+/* Attach h (backend attach + a row).  p->lock held.  0, TAXI_EEXIST,
+ * TAXI_EBADF, TAXI_ENOMEM, or the backend's error. */
+int taxi__proactor_attach_locked(taxi_proactor_t *p, taxi_handle_t h);
+/* Cancel everything on h and forget it (close: also close it).  p->lock
+ * held.  0 or TAXI_ENOENT. */
+int taxi__proactor_forget_locked(taxi_proactor_t *p, taxi_handle_t h,
+                                 bool close_it);
+/* Free a zombie row whose queues are empty.  p->lock held. */
+void taxi__proactor_row_release_locked(taxi_proactor_t *p, size_t row);
+
+/* ---- proactor_start.c -------------------------------------------------- */
+
+/* Give op (the head of its direction) to the backend.  0, or the code
+ * the backend refused it with: then op is as before the call and the
+ * caller completes it with that code.  p->lock held. */
+int taxi__proactor_submit_locked(taxi_proactor_t *p, taxi_op_t *op);
+
+/* ---- proactor_dispatch.c ----------------------------------------------- */
+
+/* Finish op with `status` (bytes in internal_.done): unlink it from its
+ * handle (advancing that queue) and queue it for dispatch.  p->lock held. */
+void taxi__proactor_complete_locked(taxi_proactor_t *p, taxi_op_t *op,
+                                    int status);
+/* Process what a backend wait reported.  p->lock held. */
+void taxi__proactor_process_locked(taxi_proactor_t *p,
+                                   const taxi__completion_t *c);
+/* Timers.  p->lock held.  reserve (room for one more, so that push
+ * cannot fail): 0 or TAXI_ENOMEM. */
+int taxi__proactor_timer_reserve_locked(taxi_proactor_t *p);
+void taxi__proactor_timer_push_locked(taxi_proactor_t *p, taxi_op_t *op);
+void taxi__proactor_timer_remove_locked(taxi_proactor_t *p, taxi_op_t *op);
+/* Wake the waiting threads if something is ready for them or the earliest
+ * deadline moved before the one they wait for.  p->lock held. */
+void taxi__proactor_kick_locked(taxi_proactor_t *p);
+
+/* The dispatch steps (see core/dispatch_source.h).  p->lock held. */
+bool taxi__proactor_take_locked(taxi_proactor_t *p, taxi_time_t now,
+                                taxi__event_t *ev);
+bool taxi__proactor_run_locked(taxi_proactor_t *p, taxi__event_t *ev);
+void taxi__proactor_untake_locked(taxi_proactor_t *p, taxi__event_t *ev);
+int taxi__proactor_wait_locked(taxi_proactor_t *p, taxi__completion_t *buf,
+                               size_t cap, taxi_time_t deadline,
+                               taxi_time_t *now);
+bool taxi__proactor_has_work_locked(const taxi_proactor_t *p, taxi_time_t now);
+
+/* Whether the calling thread is running a completion handler of p. */
+bool taxi__proactor_in_handler(const taxi_proactor_t *p);
+
+/* destroy: complete everything with TAXI_ECANCELED and run the handlers in
+ * this thread.  p->lock held. */
+void taxi__proactor_drain_locked(taxi_proactor_t *p);
+
+#endif /* TAXI_CORE_PROACTOR_IMPL_H */

@@ -72,6 +72,10 @@ int taxi__set_cloexec(taxi_handle_t h);
 int taxi__socketpair(taxi_handle_t pair[2]);
 void taxi__close(taxi_handle_t h);
 
+/* The size in bytes of the regular file h.  0, TAXI_EBADF (not open),
+ * TAXI_EINVAL (not a regular file). */
+int taxi__file_size(taxi_handle_t h, int64_t *size);
+
 /* A non-blocking, close-on-exec TCP socket listening on host:port (host
  * NULL: every address; port 0: any free port, reported in *bound_port).
  * `balanced`: set the option that lets several sockets share the port

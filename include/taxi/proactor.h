@@ -121,13 +121,13 @@ struct taxi_op {
   /* Private to taxi: the state of the operation while in flight. */
   struct {
     taxi_proactor_t *proactor;
-    taxi_op_t *next;      /* queue link (per handle, completions, ...) */
+    taxi_op_t *next; /* queue link (per handle, completions, ...) */
     taxi_completion_fn fn;
     void *act;
-    unsigned state;       /* TAXI__OP_* in core/proactor_impl.h */
-    unsigned flags;       /* what the call asked for */
-    unsigned dir;         /* per-handle queue: 0 none, 1 input, 2 output */
-    int status;           /* result, once known */
+    unsigned state; /* TAXI__OP_* in core/proactor_impl.h */
+    unsigned flags; /* what the call asked for */
+    unsigned dir;   /* per-handle queue: 0 none, 1 input, 2 output */
+    int status;     /* result, once known */
     taxi_buf_t bufs[TAXI_OP_MAX_BUFS + 2]; /* transmit: header, trailer */
     unsigned nbufs;
     size_t total;         /* bytes the operation transfers when complete */
@@ -337,8 +337,7 @@ TAXI_EXTERN int taxi_proactor_cancel(taxi_proactor_t *p, taxi_op_t *op);
  * TAXI_EINVAL, or a backend error.
  * Threads: one at a time; not from a completion handler.
  */
-TAXI_EXTERN int taxi_proactor_handle_events(taxi_proactor_t *p,
-                                            int timeout_ms);
+TAXI_EXTERN int taxi_proactor_handle_events(taxi_proactor_t *p, int timeout_ms);
 
 /* taxi_proactor_run - dispatch until taxi_proactor_stop().  Returns 0 when
  * stopped, or an error as taxi_proactor_handle_events(). */

@@ -1,1 +1,6 @@
-/* tests/proactor/backend_uring.c: being written */
+/* tests/proactor/backend_uring.c - the proactor suites on "uring". */
+#include "suites.h"
+
+int main(int argc, char **argv) {
+  return taxi_proactor_main("uring", argc, argv);
+}

@@ -1,1 +1,82 @@
-/* tests/proactor/main.c: being written */
+/*
+ * tests/proactor/main.c - run every proactor suite on one completion
+ * backend.
+ */
+#define _GNU_SOURCE 1
+
+#include "suites.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const taxi_test_suite_t *const pt_base_suites[] = {
+    &pt_suite_stream, &pt_suite_files, &pt_suite_cancel,
+    &pt_suite_timers, &pt_suite_scale, &pt_suite_dispatch,
+    &pt_suite_pool,   &pt_suite_alloc, &pt_suite_bad_input,
+};
+#define PT_N_SUITES (sizeof pt_base_suites / sizeof pt_base_suites[0])
+
+/* 1 when `base` (the name before any ':') is a compiled-in backend. */
+static int pt_compiled_in(const char *name) {
+  size_t n = strcspn(name, ":");
+  const char *const *names = taxi_proactor_backend_names();
+  for (size_t i = 0; names && names[i]; i++)
+    if (strlen(names[i]) == n && strncmp(names[i], name, n) == 0) return 1;
+  return 0;
+}
+
+/* 0 when `backend` opens here; otherwise print why it is skipped and
+ * return the skip status.  The reason is printed, never silent: a backend
+ * that is compiled in but refused (io_uring under seccomp, EPERM) says so
+ * with the OS error. */
+static int pt_backend_unavailable(const char *backend) {
+  if (!pt_compiled_in(backend)) {
+    printf(
+        "proactor[%s]: SKIP: backend \"%s\" is not compiled into this "
+        "build of taxi\n",
+        backend, backend);
+    return TAXI_TEST_SKIP_STATUS;
+  }
+  taxi_proactor_t *p = NULL;
+  int rc = taxi_proactor_create(&p, backend);
+  if (rc == 0) {
+    taxi_proactor_destroy(p);
+    return 0;
+  }
+  int os = taxi_last_os_error();
+  const char *variant = strchr(backend, ':');
+  if (rc == TAXI_ENOBACKEND && variant) {
+    printf(
+        "proactor[%s]: SKIP: the readiness backend \"%s\" under it is not "
+        "compiled in or does not work here\n",
+        backend, variant + 1);
+    return TAXI_TEST_SKIP_STATUS;
+  }
+  printf(
+      "proactor[%s]: SKIP: backend \"%s\" is compiled in but this system "
+      "refuses it: %s (%s), OS error %d (%s)\n",
+      backend, backend, taxi_error_name(rc), taxi_strerror(rc), os,
+      os ? strerror(os) : "none");
+  return TAXI_TEST_SKIP_STATUS;
+}
+
+int taxi_proactor_main(const char *backend, int argc, char **argv) {
+  int skip = pt_backend_unavailable(backend);
+  if (skip) return skip;
+  pt_backend = backend;
+
+  static taxi_test_suite_t suites[PT_N_SUITES];
+  static char suite_names[PT_N_SUITES][96];
+  const taxi_test_suite_t *list[PT_N_SUITES];
+  for (size_t i = 0; i < PT_N_SUITES; i++) {
+    suites[i] = *pt_base_suites[i];
+    snprintf(suite_names[i], sizeof suite_names[i], "proactor[%s]: %s", backend,
+             pt_base_suites[i]->name);
+    suites[i].name = suite_names[i];
+    list[i] = &suites[i];
+  }
+  char title[160];
+  snprintf(title, sizeof title, "taxi proactor conformance: backend %s%s",
+           backend, pt_small() ? " (TAXI_TEST_SMALL: reduced sizes)" : "");
+  return taxi_test_run(title, list, PT_N_SUITES, argc, argv);
+}

@@ -89,13 +89,12 @@
 #define TAXI__OP_STATE 0xffu
 /* Flags kept with the state. */
 #define TAXI__OP_CANCEL 0x100u /* cancellation requested */
-#define TAXI__OP_MORE                                \
-  0x200u /* READY/TAKEN: a multishot accept delivery \
-            after which the op stays in flight */
-#define TAXI__OP_INBACKEND                        \
-  0x400u /* the backend owes a completion (set at \
-            submit, cleared by a completion       \
-            without TAXI__CQ_MORE) */
+/* READY/TAKEN: a multishot accept delivery after which the op stays in
+ * flight. */
+#define TAXI__OP_MORE 0x200u
+/* The backend owes a completion (set at submit, cleared by a completion
+ * without TAXI__CQ_MORE). */
+#define TAXI__OP_INBACKEND 0x400u
 
 /* Directions of the per-handle queues (internal_.dir). */
 #define TAXI__DIR_NONE 0u

@@ -543,6 +543,8 @@ static CU_TestInfo bad_input_tests[] = {
      test_create_errors},
     {"automatic choice, TAXI_PROACTOR, explicit name wins",
      test_backend_choice},
+    {"io_uring refused (ENOSYS, EPERM): clear error, automatic falls back",
+     pt_test_uring_refused},
     {"attach/close/detach: invalid, closed, twice, unattached",
      test_attach_errors},
     {"operations: NULL, zero lengths, buffers, offsets, delays",

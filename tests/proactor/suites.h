@@ -29,4 +29,8 @@ extern const taxi_test_suite_t pt_suite_pool;      /* threads.c */
 extern const taxi_test_suite_t pt_suite_alloc;     /* alloc.c */
 extern const taxi_test_suite_t pt_suite_bad_input; /* bad_input.c */
 
+/* refusal.c: io_uring refused (seccomp ENOSYS/EPERM) -> clear error, the
+ * automatic choice falls back.  Part of the bad input suite. */
+void pt_test_uring_refused(void);
+
 #endif /* TAXI_TESTS_PROACTOR_SUITES_H */

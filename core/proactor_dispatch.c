@@ -429,15 +429,6 @@ bool taxi__proactor_run_locked(taxi_proactor_t *p, taxi__event_t *ev) {
   return true;
 }
 
-/* Milliseconds from now to deadline, rounded up; -1 for none. */
-static int wait_ms(taxi_time_t now, taxi_time_t deadline) {
-  if (deadline == INT64_MAX) return -1;
-  if (deadline <= now) return 0;
-  taxi_time_t ms =
-      (deadline - now + TAXI_NSEC_PER_MSEC - 1) / TAXI_NSEC_PER_MSEC;
-  return ms > INT_MAX ? INT_MAX : (int)ms;
-}
-
 int taxi__proactor_wait_locked(taxi_proactor_t *p, taxi__completion_t *buf,
                                size_t cap, taxi_time_t deadline,
                                taxi_time_t *now) {
@@ -447,7 +438,7 @@ int taxi__proactor_wait_locked(taxi_proactor_t *p, taxi__completion_t *buf,
     p->waiters_deadline = deadline;
   taxi__mutex_unlock(&p->lock);
 
-  int n = p->ops->wait(p->backend, buf, cap, wait_ms(*now, deadline));
+  int n = p->ops->wait(p->backend, buf, cap, taxi__deadline_ms(*now, deadline));
 
   taxi__mutex_lock(&p->lock);
   p->waiters--;

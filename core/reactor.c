@@ -802,16 +802,6 @@ bool taxi__reactor_run_locked(taxi_reactor_t *r, taxi__event_t *ev) {
 
 /* ---- waiting ------------------------------------------------------------- */
 
-/* Milliseconds to wait for `deadline`, rounded up so that a timer is never
- * found not yet due after the wait; -1 for no deadline. */
-static int wait_ms(taxi_time_t now, taxi_time_t deadline) {
-  if (deadline == INT64_MAX) return -1;
-  if (deadline <= now) return 0;
-  taxi_time_t ms =
-      (deadline - now + TAXI_NSEC_PER_MSEC - 1) / TAXI_NSEC_PER_MSEC;
-  return ms > INT32_MAX ? INT32_MAX : (int)ms;
-}
-
 void taxi__reactor_untake_locked(taxi_reactor_t *r, taxi__event_t *ev) {
   switch (ev->kind) {
     case TAXI__EV_NOTIFY:
@@ -886,7 +876,7 @@ int taxi__reactor_wait_locked(taxi_reactor_t *r, taxi__ready_t *buf, size_t cap,
     r->waiters_deadline = deadline;
   taxi__mutex_unlock(&r->lock);
 
-  int n = r->ops->wait(r->backend, buf, cap, wait_ms(*now, deadline));
+  int n = r->ops->wait(r->backend, buf, cap, taxi__deadline_ms(*now, deadline));
 
   taxi__mutex_lock(&r->lock);
   r->waiters--;

@@ -12,6 +12,18 @@
 #include "taxi/handler.h"
 
 #include <stddef.h>
+#include <stdint.h>
+
+/* Milliseconds a backend's wait may take to reach `deadline`, rounded up
+ * so that a timer is never found not yet due after the wait; -1 for no
+ * deadline (INT64_MAX).  Shared by the reactor and the proactor. */
+static inline int taxi__deadline_ms(taxi_time_t now, taxi_time_t deadline) {
+  if (deadline == INT64_MAX) return -1;
+  if (deadline <= now) return 0;
+  taxi_time_t ms =
+      (deadline - now + TAXI_NSEC_PER_MSEC - 1) / TAXI_NSEC_PER_MSEC;
+  return ms > INT32_MAX ? INT32_MAX : (int)ms;
+}
 
 typedef struct taxi__timer_heap {
   taxi_timer_t **items;

@@ -11,6 +11,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -308,4 +309,59 @@ int util_wait_child(int pid, int max_ms) {
     }
     util_sleep_ms(2);
   }
+}
+
+/* ---- test threads ------------------------------------------------------- */
+
+static void *util_thread_main(void *arg) {
+  util_thread_t *t = arg;
+  t->fn(t->arg);
+  atomic_store(&t->done, 1);
+  return NULL;
+}
+
+int util_thread_start(util_thread_t *t, void (*fn)(void *), void *arg) {
+  t->fn = fn;
+  t->arg = arg;
+  atomic_init(&t->done, 0);
+  t->started = pthread_create(&t->tid, NULL, util_thread_main, t) == 0;
+  return t->started ? 0 : -1;
+}
+
+int util_thread_done(util_thread_t *t) { return atomic_load(&t->done); }
+
+void util_hang(const char *what) {
+  printf(
+      "\n    HANG: %s did not finish within the test's bound; ending the "
+      "suite's process\n",
+      what);
+  fflush(stdout);
+  _exit(3);
+}
+
+void util_thread_join(util_thread_t *t, int max_ms, const char *what) {
+  if (!t->started) return;
+  if (!util_wait_flag(&t->done, 1, max_ms)) util_hang(what);
+  pthread_join(t->tid, NULL);
+  t->started = 0;
+}
+
+typedef struct util_call {
+  int (*fn)(void *arg);
+  void *arg;
+  int rc;
+} util_call_t;
+
+static void util_call_run(void *arg) {
+  util_call_t *c = arg;
+  c->rc = c->fn(c->arg);
+}
+
+int util_bounded(int (*fn)(void *arg), void *arg, int max_ms,
+                 const char *what) {
+  util_call_t c = {fn, arg, 0};
+  util_thread_t t;
+  if (util_thread_start(&t, util_call_run, &c) != 0) return fn(arg);
+  util_thread_join(&t, max_ms, what);
+  return c.rc;
 }

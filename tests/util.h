@@ -7,6 +7,7 @@
 #ifndef TAXI_TESTS_UTIL_H
 #define TAXI_TESTS_UTIL_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -94,5 +95,34 @@ int run_for(taxi_reactor_t *r, int ms);
  * Returns its wait status, or -1 if it had to be killed or waitpid
  * failed. */
 int util_wait_child(int pid, int max_ms);
+
+/* ---- test threads ------------------------------------------------------- */
+
+/* A test thread that runs fn(arg) once. */
+typedef struct util_thread {
+  pthread_t tid;
+  void (*fn)(void *arg);
+  void *arg;
+  atomic_int done;
+  int started;
+} util_thread_t;
+
+/* Start t; 0, or -1 when pthread_create failed. */
+int util_thread_start(util_thread_t *t, void (*fn)(void *), void *arg);
+/* 1 when t has finished (without joining it). */
+int util_thread_done(util_thread_t *t);
+/* Wait at most max_ms for t to finish, then join it.  If it does not
+ * finish, util_hang(what): a thread still running would use memory the
+ * test is about to give back, so the suite's process ends (the runner then
+ * reports the test as failed). */
+void util_thread_join(util_thread_t *t, int max_ms, const char *what);
+/* End the suite's process after printing "HANG: <what>". */
+void util_hang(const char *what);
+/* Run fn(arg) in a thread of its own and return what it returned; if it
+ * has not returned after max_ms, util_hang(what).  For calls that block
+ * until other threads act (shutdown, destroy, join), so that a bug fails
+ * instead of hanging the suite until the runner's time limit.  If no
+ * thread can be started, fn runs in the caller's. */
+int util_bounded(int (*fn)(void *arg), void *arg, int max_ms, const char *what);
 
 #endif /* TAXI_TESTS_UTIL_H */

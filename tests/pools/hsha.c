@@ -112,7 +112,7 @@ static void hs_teardown(hs_test_t *t) {
   pools_gate_open(&t->gate);
   if (t->p) {
     CU_ASSERT_EQUAL(
-        pools_bounded(hs_do_destroy, t->p, POOLS_WAIT_MS, "taxi_hsha_destroy"),
+        util_bounded(hs_do_destroy, t->p, POOLS_WAIT_MS, "taxi_hsha_destroy"),
         0);
     t->p = NULL;
   }
@@ -300,7 +300,7 @@ static void test_workers_dispatch(void) {
   printf("(%d workers ran hooks) ", distinct);
   CU_ASSERT(distinct >= 1 && distinct <= 3);
   CU_ASSERT_EQUAL(
-      pools_bounded(hs_do_shutdown, t->p, POOLS_WAIT_MS, "taxi_hsha_shutdown"),
+      util_bounded(hs_do_shutdown, t->p, POOLS_WAIT_MS, "taxi_hsha_shutdown"),
       0);
   taxi_hsha_stats_t s = hs_stats(t->p);
   CU_ASSERT_EQUAL(s.events, (uint64_t)hs_total_inputs(t));
@@ -395,19 +395,19 @@ static void test_one_thread_per_handle(void) {
   o.workers = 8;
   hs_create(t, &o);
   static hs_writer_t w[WRITERS];
-  pools_thread_t wt[WRITERS];
+  util_thread_t wt[WRITERS];
   int writes = pools_small() ? 3000 : 20000;
   for (int i = 0; i < WRITERS; i++) {
     memset(&w[i], 0, sizeof w[i]);
     w[i].t = t;
     w[i].seed = i + 1;
     w[i].writes = writes;
-    CU_ASSERT_EQUAL_FATAL(pools_thread_start(&wt[i], hs_writer_main, &w[i]), 0);
+    CU_ASSERT_EQUAL_FATAL(util_thread_start(&wt[i], hs_writer_main, &w[i]), 0);
   }
   long total = 0;
   int stuck = 0;
   for (int i = 0; i < WRITERS; i++) {
-    pools_thread_join(&wt[i], 60000, "a writer thread");
+    util_thread_join(&wt[i], 60000, "a writer thread");
     total += w[i].written;
     stuck += w[i].stuck;
   }
@@ -632,12 +632,12 @@ static void hs_shutdown_busy(int queued) {
   memset(&sh, 0, sizeof sh);
   sh.t = t;
   atomic_init(&sh.returned, 0);
-  pools_thread_t st;
-  CU_ASSERT_EQUAL_FATAL(pools_thread_start(&st, hs_shutter_main, &sh), 0);
+  util_thread_t st;
+  CU_ASSERT_EQUAL_FATAL(util_thread_start(&st, hs_shutter_main, &sh), 0);
   util_sleep_ms(100);
   int early = atomic_load(&sh.returned);
   pools_gate_open(&t->gate);
-  pools_thread_join(&st, POOLS_WAIT_MS, "taxi_hsha_shutdown (busy pool)");
+  util_thread_join(&st, POOLS_WAIT_MS, "taxi_hsha_shutdown (busy pool)");
   CU_ASSERT_EQUAL(early, 0);
   CU_ASSERT_EQUAL(sh.rc, 0);
   CU_ASSERT_EQUAL(sh.hooks_done_then, W);
@@ -651,7 +651,7 @@ static void hs_shutdown_busy(int queued) {
     taxi_hsha_stats_t s = hs_stats(t->p);
     CU_ASSERT_EQUAL(s.events, (uint64_t)W);
     CU_ASSERT_EQUAL(
-        pools_bounded(hs_do_destroy, t->p, POOLS_WAIT_MS, "taxi_hsha_destroy"),
+        util_bounded(hs_do_destroy, t->p, POOLS_WAIT_MS, "taxi_hsha_destroy"),
         0);
     t->p = NULL;
     /* Back with the reactor: reported again. */
@@ -676,8 +676,8 @@ static void test_shutdown_idle(void) {
   o.workers = 6;
   hs_create(t, &o);
   CU_ASSERT(hs_wait_workers(t->p, 6));
-  CU_ASSERT_EQUAL(pools_bounded(hs_do_shutdown, t->p, POOLS_WAIT_MS,
-                                "taxi_hsha_shutdown (idle pool)"),
+  CU_ASSERT_EQUAL(util_bounded(hs_do_shutdown, t->p, POOLS_WAIT_MS,
+                               "taxi_hsha_shutdown (idle pool)"),
                   0);
   CU_ASSERT_EQUAL(hs_stats(t->p).workers, 0);
   CU_ASSERT_EQUAL(taxi_hsha_shutdown(t->p), TAXI_ESTOPPED);
@@ -725,8 +725,7 @@ static void test_shutdown_from_hook(void) {
   CU_ASSERT_EQUAL(atomic_load(&t->rc_destroy), TAXI_EBUSY);
   CU_ASSERT(hs_wait_workers(t->p, 0));
   CU_ASSERT_EQUAL(
-      pools_bounded(hs_do_destroy, t->p, POOLS_WAIT_MS, "taxi_hsha_destroy"),
-      0);
+      util_bounded(hs_do_destroy, t->p, POOLS_WAIT_MS, "taxi_hsha_destroy"), 0);
   t->p = NULL;
   CU_ASSERT(taxi_reactor_handle_events(t->r, 0) >= 0);
   hs_free(t);
@@ -760,12 +759,12 @@ static void test_destroy_running(void) {
   d.t = t;
   d.rc = 1;
   atomic_init(&d.returned, 0);
-  pools_thread_t dt;
-  CU_ASSERT_EQUAL_FATAL(pools_thread_start(&dt, hs_destroyer_main, &d), 0);
+  util_thread_t dt;
+  CU_ASSERT_EQUAL_FATAL(util_thread_start(&dt, hs_destroyer_main, &d), 0);
   util_sleep_ms(50);
   int early = atomic_load(&d.returned);
   pools_gate_open(&t->gate);
-  pools_thread_join(&dt, POOLS_WAIT_MS, "taxi_hsha_destroy (busy pool)");
+  util_thread_join(&dt, POOLS_WAIT_MS, "taxi_hsha_destroy (busy pool)");
   t->p = NULL;
   CU_ASSERT_EQUAL(early, 0);
   CU_ASSERT_EQUAL(d.rc, 0);
@@ -850,7 +849,7 @@ static void test_bad_destroyed(void) {
   taxi_hsha_pool_t *p = NULL;
   CU_ASSERT_EQUAL_FATAL(taxi_hsha_create(&p, t->r, NULL), 0);
   CU_ASSERT_EQUAL(
-      pools_bounded(hs_do_destroy, p, POOLS_WAIT_MS, "taxi_hsha_destroy"), 0);
+      util_bounded(hs_do_destroy, p, POOLS_WAIT_MS, "taxi_hsha_destroy"), 0);
   taxi_hsha_stats_t s;
   CU_ASSERT_EQUAL(taxi_hsha_shutdown(p), TAXI_EINVAL);
   CU_ASSERT_EQUAL(taxi_hsha_stats(p, &s), TAXI_EINVAL);
@@ -864,7 +863,7 @@ static void test_bad_shutdown_twice(void) {
   hs_test_t *t = hs_new();
   hs_create(t, NULL);
   CU_ASSERT_EQUAL(
-      pools_bounded(hs_do_shutdown, t->p, POOLS_WAIT_MS, "taxi_hsha_shutdown"),
+      util_bounded(hs_do_shutdown, t->p, POOLS_WAIT_MS, "taxi_hsha_shutdown"),
       0);
   CU_ASSERT_EQUAL(taxi_hsha_shutdown(t->p), TAXI_ESTOPPED);
   hs_free(t);
@@ -884,8 +883,7 @@ static void test_bad_second_pool(void) {
   util_write_byte(t->conn[0].sv[1]);
   CU_ASSERT(hs_wait_bytes(t, 1));
   CU_ASSERT_EQUAL(
-      pools_bounded(hs_do_destroy, t->p, POOLS_WAIT_MS, "taxi_hsha_destroy"),
-      0);
+      util_bounded(hs_do_destroy, t->p, POOLS_WAIT_MS, "taxi_hsha_destroy"), 0);
   t->p = NULL;
   /* Given back. */
   util_write_byte(t->conn[0].sv[1]);
@@ -984,7 +982,7 @@ static void test_destroy_frees_everything(void) {
     CU_ASSERT(hs_wait_bytes(t, 8L * (cycle + 1)));
     CU_ASSERT(util_alloc_counts().live > before);
     CU_ASSERT_EQUAL(
-        pools_bounded(hs_do_destroy, t->p, POOLS_WAIT_MS, "taxi_hsha_destroy"),
+        util_bounded(hs_do_destroy, t->p, POOLS_WAIT_MS, "taxi_hsha_destroy"),
         0);
     t->p = NULL;
     live[cycle] = util_alloc_counts().live;
@@ -1008,8 +1006,7 @@ static void test_allocation_failures(void) {
   /* One pool first, so that what the reactor grows for a pool is there. */
   hs_create(t, NULL);
   CU_ASSERT_EQUAL(
-      pools_bounded(hs_do_destroy, t->p, POOLS_WAIT_MS, "taxi_hsha_destroy"),
-      0);
+      util_bounded(hs_do_destroy, t->p, POOLS_WAIT_MS, "taxi_hsha_destroy"), 0);
   t->p = NULL;
   int64_t base = util_alloc_counts().live;
   int succeeded = 0, wrong = 0, leaked = 0;

@@ -58,7 +58,7 @@ struct lf_test {
   atomic_int threads_after_shutdown;
   atomic_int hook_calls;
   /* Application threads. */
-  pools_thread_t th[8];
+  util_thread_t th[8];
   int join_rc[8];
   int prio[8];
   int join_ms[8];
@@ -117,12 +117,11 @@ static void lf_teardown(lf_test_t *t) {
   pools_gate_open(&t->gate);
   if (t->p) {
     CU_ASSERT_EQUAL(
-        pools_bounded(lf_do_destroy, t->p, POOLS_WAIT_MS, "taxi_lf_destroy"),
-        0);
+        util_bounded(lf_do_destroy, t->p, POOLS_WAIT_MS, "taxi_lf_destroy"), 0);
     t->p = NULL;
   }
   for (int i = 0; i < t->next_thread; i++)
-    pools_thread_join(&t->th[i], POOLS_WAIT_MS, "a thread in taxi_lf_join");
+    util_thread_join(&t->th[i], POOLS_WAIT_MS, "a thread in taxi_lf_join");
   CU_ASSERT_EQUAL(taxi_reactor_destroy(t->r), 0);
   for (int i = 0; i < t->nconns; i++) pools_close_pair(t->conn[i].sv);
   CU_ASSERT_EQUAL(atomic_load(&t->gate.timeouts), 0);
@@ -169,7 +168,7 @@ static int lf_start_joiner(lf_test_t *t, int timeout_ms, int prio) {
   lf_joiners[i].t = t;
   lf_joiners[i].i = i;
   CU_ASSERT_EQUAL_FATAL(
-      pools_thread_start(&t->th[i], lf_join_main, &lf_joiners[i]), 0);
+      util_thread_start(&t->th[i], lf_join_main, &lf_joiners[i]), 0);
   return i;
 }
 
@@ -360,9 +359,8 @@ static void test_spawn_and_join(void) {
   CU_ASSERT_EQUAL(seen & ~0xfull, 0);
 
   CU_ASSERT_EQUAL(
-      pools_bounded(lf_do_shutdown, t->p, POOLS_WAIT_MS, "taxi_lf_shutdown"),
-      0);
-  pools_thread_join(&t->th[j], POOLS_WAIT_MS, "taxi_lf_join after shutdown");
+      util_bounded(lf_do_shutdown, t->p, POOLS_WAIT_MS, "taxi_lf_shutdown"), 0);
+  util_thread_join(&t->th[j], POOLS_WAIT_MS, "taxi_lf_join after shutdown");
   CU_ASSERT_EQUAL(t->join_rc[j], 0);
   CU_ASSERT_EQUAL(lf_stats(t->p).threads, 0);
   lf_free(t);
@@ -376,14 +374,14 @@ static void test_join_timeout(void) {
   lf_conns(t, 1, &lf_count_ops);
   lf_create(t, TAXI_PROMOTE_LIFO, TAXI_LEADERS_ONE);
   int a = lf_start_joiner(t, 50, 0);
-  pools_thread_join(&t->th[a], POOLS_WAIT_MS, "taxi_lf_join(p, 50, 0)");
+  util_thread_join(&t->th[a], POOLS_WAIT_MS, "taxi_lf_join(p, 50, 0)");
   CU_ASSERT_EQUAL(t->join_rc[a], TAXI_ETIMEDOUT);
   CU_ASSERT_EQUAL(lf_stats(t->p).threads, 0);
 
   CU_ASSERT_EQUAL(taxi_lf_spawn(t->p, 2), 0);
   CU_ASSERT(lf_wait_idle(t->p, 2));
   int b = lf_start_joiner(t, 50, 0);
-  pools_thread_join(&t->th[b], POOLS_WAIT_MS, "taxi_lf_join(p, 50, 0)");
+  util_thread_join(&t->th[b], POOLS_WAIT_MS, "taxi_lf_join(p, 50, 0)");
   CU_ASSERT_EQUAL(t->join_rc[b], TAXI_ETIMEDOUT);
   CU_ASSERT_EQUAL(lf_stats(t->p).threads, 2);
 
@@ -402,7 +400,7 @@ static void test_join_timeout_leader_hands_over(void) {
   int a = lf_start_joiner(t, 500, 0);
   CU_ASSERT(lf_wait_shape(t->p, 1, 1, 0));
   int b = lf_start_joiner(t, LF_JOIN_MS, 0);
-  pools_thread_join(&t->th[a], POOLS_WAIT_MS, "taxi_lf_join(p, 500, 0)");
+  util_thread_join(&t->th[a], POOLS_WAIT_MS, "taxi_lf_join(p, 500, 0)");
   CU_ASSERT_EQUAL(t->join_rc[a], TAXI_ETIMEDOUT);
   CU_ASSERT(lf_wait_shape(t->p, 1, 1, 0));
   CU_ASSERT_EQUAL(util_write_byte(t->conn[0].sv[1]), 1);
@@ -410,9 +408,8 @@ static void test_join_timeout_leader_hands_over(void) {
   /* Run by the second thread (id 1), the only one left. */
   CU_ASSERT_EQUAL(atomic_load(&t->seen), 1ull << 1);
   CU_ASSERT_EQUAL(
-      pools_bounded(lf_do_shutdown, t->p, POOLS_WAIT_MS, "taxi_lf_shutdown"),
-      0);
-  pools_thread_join(&t->th[b], POOLS_WAIT_MS, "taxi_lf_join after shutdown");
+      util_bounded(lf_do_shutdown, t->p, POOLS_WAIT_MS, "taxi_lf_shutdown"), 0);
+  util_thread_join(&t->th[b], POOLS_WAIT_MS, "taxi_lf_join after shutdown");
   CU_ASSERT_EQUAL(t->join_rc[b], 0);
   lf_free(t);
 }
@@ -424,13 +421,12 @@ static void test_join_after_shutdown(void) {
   lf_create(t, TAXI_PROMOTE_LIFO, TAXI_LEADERS_ONE);
   CU_ASSERT_EQUAL(taxi_lf_spawn(t->p, 1), 0);
   CU_ASSERT_EQUAL(
-      pools_bounded(lf_do_shutdown, t->p, POOLS_WAIT_MS, "taxi_lf_shutdown"),
-      0);
+      util_bounded(lf_do_shutdown, t->p, POOLS_WAIT_MS, "taxi_lf_shutdown"), 0);
   int a = lf_start_joiner(t, 0, 0);
   int b = lf_start_joiner(t, -1, 0);
-  pools_thread_join(&t->th[a], POOLS_WAIT_MS, "taxi_lf_join after shutdown");
-  pools_thread_join(&t->th[b], POOLS_WAIT_MS,
-                    "taxi_lf_join(p, -1, 0) after shutdown");
+  util_thread_join(&t->th[a], POOLS_WAIT_MS, "taxi_lf_join after shutdown");
+  util_thread_join(&t->th[b], POOLS_WAIT_MS,
+                   "taxi_lf_join(p, -1, 0) after shutdown");
   CU_ASSERT_EQUAL(t->join_rc[a], TAXI_ESTOPPED);
   CU_ASSERT_EQUAL(t->join_rc[b], TAXI_ESTOPPED);
   CU_ASSERT_EQUAL(taxi_lf_spawn(t->p, 1), TAXI_ESTOPPED);
@@ -488,10 +484,9 @@ static void lf_promotion_order(taxi_promotion_t promotion, const int prio[4],
 
   pools_gate_open(&t->gate);
   CU_ASSERT_EQUAL(
-      pools_bounded(lf_do_shutdown, t->p, POOLS_WAIT_MS, "taxi_lf_shutdown"),
-      0);
+      util_bounded(lf_do_shutdown, t->p, POOLS_WAIT_MS, "taxi_lf_shutdown"), 0);
   for (int i = 0; i < t->next_thread; i++) {
-    pools_thread_join(&t->th[i], POOLS_WAIT_MS, "taxi_lf_join after shutdown");
+    util_thread_join(&t->th[i], POOLS_WAIT_MS, "taxi_lf_join after shutdown");
     CU_ASSERT_EQUAL(t->join_rc[i], 0);
   }
   lf_free(t);
@@ -606,19 +601,19 @@ static void lf_serialised(taxi_leaders_t leaders) {
   lf_create(t, TAXI_PROMOTE_LIFO, leaders);
   CU_ASSERT_EQUAL(taxi_lf_spawn(t->p, 8), 0);
   static lf_writer_t w[WRITERS];
-  pools_thread_t wt[WRITERS];
+  util_thread_t wt[WRITERS];
   int writes = pools_small() ? 3000 : 20000;
   for (int i = 0; i < WRITERS; i++) {
     memset(&w[i], 0, sizeof w[i]);
     w[i].t = t;
     w[i].seed = i + 1;
     w[i].writes = writes;
-    CU_ASSERT_EQUAL_FATAL(pools_thread_start(&wt[i], lf_writer_main, &w[i]), 0);
+    CU_ASSERT_EQUAL_FATAL(util_thread_start(&wt[i], lf_writer_main, &w[i]), 0);
   }
   long total = 0;
   int stuck = 0;
   for (int i = 0; i < WRITERS; i++) {
-    pools_thread_join(&wt[i], 60000, "a writer thread");
+    util_thread_join(&wt[i], 60000, "a writer thread");
     for (int c = 0; c < 4; c++) total += w[i].written[c];
     stuck += w[i].stuck;
   }
@@ -959,8 +954,8 @@ static void test_remove_many_while_busy(void) {
   static lf_pinger_t pg;
   pg.t = t;
   atomic_init(&pg.stop, 0);
-  pools_thread_t pt;
-  CU_ASSERT_EQUAL_FATAL(pools_thread_start(&pt, lf_pinger_main, &pg), 0);
+  util_thread_t pt;
+  CU_ASSERT_EQUAL_FATAL(util_thread_start(&pt, lf_pinger_main, &pg), 0);
   /* Let traffic flow, then remove them one by one. */
   CU_ASSERT(pools_wait_count(&t->conn[N - 1].inputs, 1, POOLS_WAIT_MS));
   int bad_rc = 0;
@@ -978,7 +973,7 @@ static void test_remove_many_while_busy(void) {
     util_sleep_ms(1);
   }
   atomic_store(&pg.stop, 1);
-  pools_thread_join(&pt, POOLS_WAIT_MS, "the writer thread");
+  util_thread_join(&pt, POOLS_WAIT_MS, "the writer thread");
   for (int i = 0; i < N; i++) {
     early += atomic_load(&t->conn[i].early_close);
     overlaps += atomic_load(&t->conn[i].overlaps);
@@ -1118,8 +1113,7 @@ static void test_counters(void) {
   }
   CU_ASSERT(lf_wait_idle(t->p, 4));
   CU_ASSERT_EQUAL(
-      pools_bounded(lf_do_shutdown, t->p, POOLS_WAIT_MS, "taxi_lf_shutdown"),
-      0);
+      util_bounded(lf_do_shutdown, t->p, POOLS_WAIT_MS, "taxi_lf_shutdown"), 0);
   taxi_lf_stats_t s = lf_stats(t->p);
   taxi_lf_thread_stats_t ts[8];
   memset(ts, 0, sizeof ts);
@@ -1193,17 +1187,17 @@ static void test_shutdown_busy(void) {
   sh.p = t->p;
   sh.t = t;
   atomic_init(&sh.returned, 0);
-  pools_thread_t st;
-  CU_ASSERT_EQUAL_FATAL(pools_thread_start(&st, lf_shutter_main, &sh), 0);
+  util_thread_t st;
+  CU_ASSERT_EQUAL_FATAL(util_thread_start(&st, lf_shutter_main, &sh), 0);
   util_sleep_ms(100);
   int early = atomic_load(&sh.returned);
   pools_gate_open(&t->gate);
-  pools_thread_join(&st, POOLS_WAIT_MS, "taxi_lf_shutdown (busy pool)");
+  util_thread_join(&st, POOLS_WAIT_MS, "taxi_lf_shutdown (busy pool)");
   CU_ASSERT_EQUAL(early, 0);
   CU_ASSERT_EQUAL(sh.rc, 0);
   CU_ASSERT_EQUAL(sh.hooks_done_then, N);
   CU_ASSERT_EQUAL(sh.threads_then, 0);
-  pools_thread_join(&t->th[j], POOLS_WAIT_MS, "taxi_lf_join after shutdown");
+  util_thread_join(&t->th[j], POOLS_WAIT_MS, "taxi_lf_join after shutdown");
   CU_ASSERT_EQUAL(t->join_rc[j], 0);
   for (int i = 0; i < N; i++)
     CU_ASSERT_EQUAL(atomic_load(&t->conn[i].inputs), 1);
@@ -1224,15 +1218,15 @@ static void lf_shutdown_idle(taxi_promotion_t promotion,
   CU_ASSERT_EQUAL(taxi_lf_spawn(t->p, 4), 0);
   int j = lf_start_joiner(t, -1, 3);
   CU_ASSERT(lf_wait_idle(t->p, 5));
-  CU_ASSERT_EQUAL(pools_bounded(lf_do_shutdown, t->p, POOLS_WAIT_MS,
-                                "taxi_lf_shutdown (idle pool)"),
+  CU_ASSERT_EQUAL(util_bounded(lf_do_shutdown, t->p, POOLS_WAIT_MS,
+                               "taxi_lf_shutdown (idle pool)"),
                   0);
   taxi_lf_stats_t s = lf_stats(t->p);
   CU_ASSERT_EQUAL(s.threads, 0);
   CU_ASSERT_EQUAL(s.leaders, 0);
   CU_ASSERT_EQUAL(s.followers, 0);
-  pools_thread_join(&t->th[j], POOLS_WAIT_MS,
-                    "taxi_lf_join(p, -1, 3) after shutdown");
+  util_thread_join(&t->th[j], POOLS_WAIT_MS,
+                   "taxi_lf_join(p, -1, 3) after shutdown");
   CU_ASSERT_EQUAL(t->join_rc[j], 0);
   CU_ASSERT_EQUAL(taxi_lf_shutdown(t->p), TAXI_ESTOPPED);
   lf_free(t);
@@ -1285,7 +1279,7 @@ static void test_shutdown_from_hook(void) {
   /* Only the calling thread was left. */
   CU_ASSERT_EQUAL(atomic_load(&t->threads_after_shutdown), 1);
   CU_ASSERT_EQUAL(atomic_load(&t->rc_join), TAXI_ESTOPPED);
-  pools_thread_join(&t->th[j], POOLS_WAIT_MS, "taxi_lf_join after shutdown");
+  util_thread_join(&t->th[j], POOLS_WAIT_MS, "taxi_lf_join after shutdown");
   CU_ASSERT_EQUAL(t->join_rc[j], 0);
   taxi_lf_stats_t s;
   CU_ASSERT(lf_wait_shape(t->p, 0, 0, 0));
@@ -1293,7 +1287,7 @@ static void test_shutdown_from_hook(void) {
   CU_ASSERT_EQUAL(s.threads, 0);
   CU_ASSERT_EQUAL(taxi_lf_shutdown(t->p), TAXI_ESTOPPED);
   CU_ASSERT_EQUAL(
-      pools_bounded(lf_do_destroy, t->p, POOLS_WAIT_MS, "taxi_lf_destroy"), 0);
+      util_bounded(lf_do_destroy, t->p, POOLS_WAIT_MS, "taxi_lf_destroy"), 0);
   t->p = NULL;
   /* The reactor is given back to single-threaded dispatch. */
   CU_ASSERT(taxi_reactor_handle_events(t->r, 0) >= 0);
@@ -1332,17 +1326,17 @@ static void test_destroy_running(void) {
   d.c = &t->conn[0];
   d.rc = 1;
   atomic_init(&d.returned, 0);
-  pools_thread_t dt;
-  CU_ASSERT_EQUAL_FATAL(pools_thread_start(&dt, lf_destroyer_main, &d), 0);
+  util_thread_t dt;
+  CU_ASSERT_EQUAL_FATAL(util_thread_start(&dt, lf_destroyer_main, &d), 0);
   util_sleep_ms(50);
   int early = atomic_load(&d.returned);
   pools_gate_open(&t->gate);
-  pools_thread_join(&dt, POOLS_WAIT_MS, "taxi_lf_destroy (busy pool)");
+  util_thread_join(&dt, POOLS_WAIT_MS, "taxi_lf_destroy (busy pool)");
   t->p = NULL;
   CU_ASSERT_EQUAL(early, 0);
   CU_ASSERT_EQUAL(d.rc, 0);
   CU_ASSERT_EQUAL(d.hook_done_then, 1);
-  pools_thread_join(&t->th[j], POOLS_WAIT_MS, "taxi_lf_join after destroy");
+  util_thread_join(&t->th[j], POOLS_WAIT_MS, "taxi_lf_join after destroy");
   CU_ASSERT_EQUAL(t->join_rc[j], 0);
   CU_ASSERT_EQUAL(atomic_load(&t->conn[0].hook_done), 1);
   /* The other handle's event is still there for the reactor. */
@@ -1400,9 +1394,8 @@ static void test_bad_counts(void) {
   CU_ASSERT_EQUAL(lf_stats(t->p).threads, 1);
   CU_ASSERT_EQUAL(taxi_lf_shrink(t->p, 1), TAXI_EINVAL);
   CU_ASSERT_EQUAL(
-      pools_bounded(lf_do_shutdown, t->p, POOLS_WAIT_MS, "taxi_lf_shutdown"),
-      0);
-  pools_thread_join(&t->th[j], POOLS_WAIT_MS, "taxi_lf_join after shutdown");
+      util_bounded(lf_do_shutdown, t->p, POOLS_WAIT_MS, "taxi_lf_shutdown"), 0);
+  util_thread_join(&t->th[j], POOLS_WAIT_MS, "taxi_lf_join after shutdown");
   CU_ASSERT_EQUAL(t->join_rc[j], 0);
   lf_free(t);
 }
@@ -1442,7 +1435,7 @@ static void test_bad_destroyed(void) {
   CU_ASSERT_EQUAL_FATAL(taxi_lf_create(&p, t->r, NULL), 0);
   CU_ASSERT_EQUAL(taxi_lf_spawn(p, 2), 0);
   CU_ASSERT_EQUAL(
-      pools_bounded(lf_do_destroy, p, POOLS_WAIT_MS, "taxi_lf_destroy"), 0);
+      util_bounded(lf_do_destroy, p, POOLS_WAIT_MS, "taxi_lf_destroy"), 0);
   taxi_lf_stats_t s;
   taxi_lf_thread_stats_t ts[2];
   CU_ASSERT_EQUAL(taxi_lf_join(p, 0, 0), TAXI_EINVAL);
@@ -1465,8 +1458,7 @@ static void test_bad_shutdown_twice(void) {
   lf_create(t, TAXI_PROMOTE_LIFO, TAXI_LEADERS_ONE);
   CU_ASSERT_EQUAL(taxi_lf_spawn(t->p, 2), 0);
   CU_ASSERT_EQUAL(
-      pools_bounded(lf_do_shutdown, t->p, POOLS_WAIT_MS, "taxi_lf_shutdown"),
-      0);
+      util_bounded(lf_do_shutdown, t->p, POOLS_WAIT_MS, "taxi_lf_shutdown"), 0);
   CU_ASSERT_EQUAL(taxi_lf_shutdown(t->p), TAXI_ESTOPPED);
   lf_free(t);
 }
@@ -1486,7 +1478,7 @@ static void test_bad_second_pool(void) {
   taxi_lf_pool_t *p2 = NULL;
   CU_ASSERT_EQUAL(taxi_lf_create(&p2, t->r, NULL), TAXI_EBUSY);
   CU_ASSERT_EQUAL(
-      pools_bounded(lf_do_hsha_create, t->r, POOLS_WAIT_MS, "taxi_hsha_create"),
+      util_bounded(lf_do_hsha_create, t->r, POOLS_WAIT_MS, "taxi_hsha_create"),
       TAXI_EBUSY);
   CU_ASSERT_EQUAL(taxi_reactor_handle_events(t->r, 0), TAXI_EBUSY);
   CU_ASSERT_EQUAL(taxi_reactor_handle_one(t->r, 0), TAXI_EBUSY);
@@ -1496,7 +1488,7 @@ static void test_bad_second_pool(void) {
   util_write_byte(t->conn[0].sv[1]);
   CU_ASSERT(lf_wait_bytes(t, 1));
   CU_ASSERT_EQUAL(
-      pools_bounded(lf_do_destroy, t->p, POOLS_WAIT_MS, "taxi_lf_destroy"), 0);
+      util_bounded(lf_do_destroy, t->p, POOLS_WAIT_MS, "taxi_lf_destroy"), 0);
   t->p = NULL;
   /* Given back: direct dispatch and a new pool work again. */
   util_write_byte(t->conn[0].sv[1]);
@@ -1524,13 +1516,13 @@ static void test_bad_reactor_dispatched(void) {
   static lf_direct_t d;
   d.r = t->r;
   d.rc = 0;
-  pools_thread_t dt;
-  CU_ASSERT_EQUAL_FATAL(pools_thread_start(&dt, lf_direct_main, &d), 0);
+  util_thread_t dt;
+  CU_ASSERT_EQUAL_FATAL(util_thread_start(&dt, lf_direct_main, &d), 0);
   CU_ASSERT(pools_wait_count(&t->gate.entered, 1, POOLS_WAIT_MS));
   taxi_lf_pool_t *p = NULL;
   CU_ASSERT_EQUAL(taxi_lf_create(&p, t->r, NULL), TAXI_EBUSY);
   pools_gate_open(&t->gate);
-  pools_thread_join(&dt, POOLS_WAIT_MS, "taxi_reactor_handle_events");
+  util_thread_join(&dt, POOLS_WAIT_MS, "taxi_reactor_handle_events");
   CU_ASSERT_EQUAL(d.rc, 1);
   lf_create(t, TAXI_PROMOTE_LIFO, TAXI_LEADERS_ONE);
   lf_free(t);
@@ -1658,10 +1650,9 @@ static void test_destroy_frees_everything(void) {
     CU_ASSERT(lf_wait_bytes(t, 8L * (cycle + 1)));
     CU_ASSERT(util_alloc_counts().live > before);
     CU_ASSERT_EQUAL(
-        pools_bounded(lf_do_destroy, t->p, POOLS_WAIT_MS, "taxi_lf_destroy"),
-        0);
+        util_bounded(lf_do_destroy, t->p, POOLS_WAIT_MS, "taxi_lf_destroy"), 0);
     t->p = NULL;
-    pools_thread_join(&t->th[j], POOLS_WAIT_MS, "taxi_lf_join after destroy");
+    util_thread_join(&t->th[j], POOLS_WAIT_MS, "taxi_lf_join after destroy");
     live[cycle] = util_alloc_counts().live;
   }
   if (live[1] != live[0] || live[2] != live[0])
@@ -1686,7 +1677,7 @@ static void test_allocation_failures(void) {
   lf_create(t, TAXI_PROMOTE_LIFO, TAXI_LEADERS_ONE);
   CU_ASSERT_EQUAL(taxi_lf_spawn(t->p, 2), 0);
   CU_ASSERT_EQUAL(
-      pools_bounded(lf_do_destroy, t->p, POOLS_WAIT_MS, "taxi_lf_destroy"), 0);
+      util_bounded(lf_do_destroy, t->p, POOLS_WAIT_MS, "taxi_lf_destroy"), 0);
   t->p = NULL;
   int64_t base = util_alloc_counts().live;
   int succeeded = 0, wrong = 0, leaked = 0;

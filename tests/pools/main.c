@@ -49,64 +49,6 @@ int pools_small(void) {
   return s && *s && strcmp(s, "0") != 0;
 }
 
-/* ---- threads ------------------------------------------------------------- */
-
-static void *pools_thread_main(void *arg) {
-  pools_thread_t *t = arg;
-  t->fn(t->arg);
-  atomic_store(&t->done, 1);
-  return NULL;
-}
-
-int pools_thread_start(pools_thread_t *t, void (*fn)(void *), void *arg) {
-  t->fn = fn;
-  t->arg = arg;
-  atomic_init(&t->done, 0);
-  t->started = pthread_create(&t->tid, NULL, pools_thread_main, t) == 0;
-  return t->started ? 0 : -1;
-}
-
-int pools_thread_done(pools_thread_t *t) { return atomic_load(&t->done); }
-
-void pools_hang(const char *what) {
-  printf(
-      "\n    HANG: %s did not finish within the test's bound; ending the "
-      "suite's process\n",
-      what);
-  fflush(stdout);
-  _exit(3);
-}
-
-void pools_thread_join(pools_thread_t *t, int max_ms, const char *what) {
-  if (!t->started) return;
-  if (!util_wait_flag(&t->done, 1, max_ms)) pools_hang(what);
-  pthread_join(t->tid, NULL);
-  t->started = 0;
-}
-
-typedef struct pools_call {
-  int (*fn)(void *arg);
-  void *arg;
-  int rc;
-} pools_call_t;
-
-static void pools_call_run(void *arg) {
-  pools_call_t *c = arg;
-  c->rc = c->fn(c->arg);
-}
-
-int pools_bounded(int (*fn)(void *arg), void *arg, int max_ms,
-                  const char *what) {
-  pools_call_t c = {fn, arg, 0};
-  pools_thread_t t;
-  if (pools_thread_start(&t, pools_call_run, &c) != 0) {
-    CU_FAIL("pthread_create failed");
-    return fn(arg);
-  }
-  pools_thread_join(&t, max_ms, what);
-  return c.rc;
-}
-
 /* ---- gates --------------------------------------------------------------- */
 
 void pools_gate_init(pools_gate_t *g) {

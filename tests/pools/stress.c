@@ -546,15 +546,15 @@ static void st_stress(int kind) {
   taxi_time_t start = taxi_now();
   double budget_s = ((double)ST_TIMEOUT_S - 40.0) * st_timeout_scale();
   run->deadline = start + (taxi_time_t)(budget_s * 1e9);
-  pools_thread_t chaos, clients[ST_CLIENTS];
+  util_thread_t chaos, clients[ST_CLIENTS];
   static st_client_thread_t ct[ST_CLIENTS];
-  CU_ASSERT_EQUAL_FATAL(pools_thread_start(&chaos, st_chaos_main, run), 0);
+  CU_ASSERT_EQUAL_FATAL(util_thread_start(&chaos, st_chaos_main, run), 0);
   for (int k = 0; k < ST_CLIENTS; k++) {
     ct[k].run = run;
     ct[k].lo = run->conns * k / ST_CLIENTS;
     ct[k].hi = run->conns * (k + 1) / ST_CLIENTS;
     CU_ASSERT_EQUAL_FATAL(
-        pools_thread_start(&clients[k], st_client_main, &ct[k]), 0);
+        util_thread_start(&clients[k], st_client_main, &ct[k]), 0);
   }
   /* Watch: the run ends when the clients are done; it is stopped when it
    * passes its deadline or makes no progress for ST_STALL_MS (lost
@@ -565,7 +565,7 @@ static void st_stress(int kind) {
   for (;;) {
     int running = 0;
     for (int k = 0; k < ST_CLIENTS; k++)
-      if (!pools_thread_done(&clients[k])) running++;
+      if (!util_thread_done(&clients[k])) running++;
     if (!running) break;
     long v = atomic_load(&run->verified);
     if (v != last) {
@@ -584,16 +584,16 @@ static void st_stress(int kind) {
     util_sleep_ms(20);
   }
   for (int k = 0; k < ST_CLIENTS; k++)
-    pools_thread_join(&clients[k], POOLS_WAIT_MS, "a stress client thread");
+    util_thread_join(&clients[k], POOLS_WAIT_MS, "a stress client thread");
   int64_t elapsed = util_elapsed_ms(start);
   atomic_store(&run->stop_chaos, 1);
-  pools_thread_join(&chaos, POOLS_WAIT_MS, "the chaos thread");
+  util_thread_join(&chaos, POOLS_WAIT_MS, "the chaos thread");
 
   /* Stop the pool: every hook has returned when this returns. */
   char stats[200];
   if (hp) {
-    CU_ASSERT_EQUAL(pools_bounded(st_do_hsha_shutdown, hp, POOLS_WAIT_MS,
-                                  "taxi_hsha_shutdown"),
+    CU_ASSERT_EQUAL(util_bounded(st_do_hsha_shutdown, hp, POOLS_WAIT_MS,
+                                 "taxi_hsha_shutdown"),
                     0);
     taxi_hsha_stats_t s;
     memset(&s, 0, sizeof s);
@@ -602,12 +602,12 @@ static void st_stress(int kind) {
              "%llu events, %llu waits, max queued %u, %llu stalls",
              (unsigned long long)s.events, (unsigned long long)s.waits,
              s.max_queued, (unsigned long long)s.full_stalls);
-    CU_ASSERT_EQUAL(pools_bounded(st_do_hsha_destroy, hp, POOLS_WAIT_MS,
-                                  "taxi_hsha_destroy"),
+    CU_ASSERT_EQUAL(util_bounded(st_do_hsha_destroy, hp, POOLS_WAIT_MS,
+                                 "taxi_hsha_destroy"),
                     0);
   } else {
     CU_ASSERT_EQUAL(
-        pools_bounded(st_do_lf_shutdown, lp, POOLS_WAIT_MS, "taxi_lf_shutdown"),
+        util_bounded(st_do_lf_shutdown, lp, POOLS_WAIT_MS, "taxi_lf_shutdown"),
         0);
     taxi_lf_stats_t s;
     memset(&s, 0, sizeof s);
@@ -618,7 +618,7 @@ static void st_stress(int kind) {
              (unsigned long long)s.pending_taken,
              (unsigned long long)s.promotions);
     CU_ASSERT_EQUAL(
-        pools_bounded(st_do_lf_destroy, lp, POOLS_WAIT_MS, "taxi_lf_destroy"),
+        util_bounded(st_do_lf_destroy, lp, POOLS_WAIT_MS, "taxi_lf_destroy"),
         0);
   }
 

@@ -13,7 +13,7 @@
  * Waits.  Tests never assert on time; every wait for another thread is
  * bounded (POOLS_WAIT_MS), and a thread that does not finish within its
  * bound ends the suite's process with a message naming what hung (see
- * pools_thread_join), so a bug fails instead of hanging.
+ * util_thread_join), so a bug fails instead of hanging.
  */
 #ifndef TAXI_TESTS_POOLS_SUITES_H
 #define TAXI_TESTS_POOLS_SUITES_H
@@ -70,35 +70,6 @@ int pools_can_many_leaders(const taxi_reactor_t *r);
 
 /* 1 when TAXI_TEST_SMALL is set (and not "0"): the reduced sizes. */
 int pools_small(void);
-
-/* A test thread that runs fn(arg) once. */
-typedef struct pools_thread {
-  pthread_t tid;
-  void (*fn)(void *arg);
-  void *arg;
-  atomic_int done;
-  int started;
-} pools_thread_t;
-
-/* Start t; 0, or -1 when pthread_create failed. */
-int pools_thread_start(pools_thread_t *t, void (*fn)(void *), void *arg);
-/* Wait at most max_ms for t to finish, then join it.  If it does not
- * finish, print "HANG: <what> ..." and end the process (the runner then
- * reports the test as failed): a thread still running would use memory
- * the test is about to give back. */
-void pools_thread_join(pools_thread_t *t, int max_ms, const char *what);
-/* 1 when t has finished (without joining it). */
-int pools_thread_done(pools_thread_t *t);
-
-/* End the suite's process after printing "HANG: <what>". */
-void pools_hang(const char *what);
-
-/* Run fn(arg) in a thread of its own and return what it returned; if it
- * has not returned after max_ms, pools_hang(what).  For calls that block
- * until other threads act (shutdown, destroy, join), so that a bug fails
- * instead of hanging the suite until the runner's time limit. */
-int pools_bounded(int (*fn)(void *arg), void *arg, int max_ms,
-                  const char *what);
 
 /*
  * A gate that hooks block on: pools_gate_pass() counts the entry, waits

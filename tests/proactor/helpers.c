@@ -347,55 +347,16 @@ int pt_temp_file(size_t size, uint64_t seed, unsigned char **content) {
 
 /* ---- threads ------------------------------------------------------------ */
 
-static void *pt_thread_main(void *arg) {
-  pt_thread_t *t = arg;
-  t->fn(t->arg);
-  atomic_store(&t->done, 1);
-  return NULL;
-}
-
 void pt_thread_start(pt_thread_t *t, void (*fn)(void *), void *arg) {
-  t->fn = fn;
-  t->arg = arg;
-  atomic_init(&t->done, 0);
-  t->started = pthread_create(&t->tid, NULL, pt_thread_main, t) == 0;
-  CU_ASSERT_FATAL(t->started);
-}
-
-void pt_hang(const char *what) {
-  printf(
-      "\n    HANG: %s did not finish within the test's bound; ending the "
-      "suite's process\n",
-      what);
-  fflush(stdout);
-  _exit(3);
+  CU_ASSERT_FATAL(util_thread_start(t, fn, arg) == 0);
 }
 
 void pt_thread_join(pt_thread_t *t, int factor, const char *what) {
-  if (!t->started) return;
-  if (!util_wait_flag(&t->done, 1, pt_wait_ms() * (factor > 0 ? factor : 1)))
-    pt_hang(what);
-  pthread_join(t->tid, NULL);
-  t->started = 0;
-}
-
-typedef struct pt_call {
-  int (*fn)(void *);
-  void *arg;
-  int rc;
-} pt_call_t;
-
-static void pt_call_run(void *arg) {
-  pt_call_t *c = arg;
-  c->rc = c->fn(c->arg);
+  util_thread_join(t, pt_wait_ms() * (factor > 0 ? factor : 1), what);
 }
 
 int pt_bounded(int (*fn)(void *), void *arg, const char *what) {
-  pt_call_t c = {fn, arg, 0};
-  pt_thread_t t;
-  pt_thread_start(&t, pt_call_run, &c);
-  pt_thread_join(&t, 1, what);
-  return c.rc;
+  return util_bounded(fn, arg, pt_wait_ms(), what);
 }
 
 void pt_sleep_ms(long ms) { util_sleep_ms(ms); }

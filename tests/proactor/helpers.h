@@ -144,21 +144,13 @@ long pt_diff(const void *a, const void *b, size_t len);
 
 /* ---- threads ------------------------------------------------------------ */
 
-typedef struct pt_thread {
-  pthread_t tid;
-  void (*fn)(void *arg);
-  void *arg;
-  atomic_int done;
-  int started;
-} pt_thread_t;
+typedef util_thread_t pt_thread_t;
 
 /* Start t running fn(arg); CU_FAIL_FATAL when it cannot. */
 void pt_thread_start(pt_thread_t *t, void (*fn)(void *), void *arg);
 /* Wait (bounded by pt_wait_ms() * factor) for t to finish and join it;
  * if it does not finish, print "HANG: <what>" and end the process. */
 void pt_thread_join(pt_thread_t *t, int factor, const char *what);
-/* End the suite's process after printing "HANG: <what>". */
-void pt_hang(const char *what);
 
 /* Run fn(arg) in a thread of its own, bounded as pt_thread_join; returns
  * what fn returned.  For calls that block until other threads act. */

@@ -517,32 +517,31 @@ static int aps_wait(void *state, taxi__ready_t *out, size_t max,
                              : (apr_interval_time_t)timeout_ms * 1000;
   st = apr_pollset_poll(s->set, timeout, &num, &res);
 
+  /* The results are read under the lock and before `polling` is cleared:
+   * until then no other thread touches an entry or the APR set. */
   taxi__mutex_lock(&s->lock);
+  if (st == APR_SUCCESS) {
+    /* Results beyond `max` are dropped (the set is level-triggered: they
+     * are reported again); copying starts where the last cut-off stopped,
+     * so handles late in APR's array are not starved. */
+    size_t n = num > 0 ? (size_t)num : 0;
+    size_t start = n && s->resume < n ? s->resume : 0;
+    for (size_t step = 0; step < n && k < max; step++) {
+      const apr_pollfd_t *r = &res[(start + step) % n];
+      const aps_entry_t *e = r->client_data;
+      out[k].token = e->applied_token;
+      out[k].events = aps_events_out(r->rtnevents);
+      k++;
+      if (k == max) s->resume = (start + step + 1) % n;
+    }
+  }
   s->polling = false;
   taxi__mutex_unlock(&s->lock);
 
-  if (st != APR_SUCCESS) {
-    if (APR_STATUS_IS_TIMEUP(st) || APR_STATUS_IS_EINTR(st) ||
-        APR_STATUS_IS_EAGAIN(st))
-      return (int)k;
-    return k ? (int)k : aps_error(st);
-  }
-  /* Results beyond `max` are dropped (the set is level-triggered: they
-   * are reported again); copying starts where the last cut-off stopped,
-   * so handles late in APR's array are not starved. */
-  size_t n = num > 0 ? (size_t)num : 0;
-  size_t start = n && s->resume < n ? s->resume : 0;
-  for (size_t step = 0; step < n && k < max; step++) {
-    const apr_pollfd_t *r = &res[(start + step) % n];
-    const aps_entry_t *e = r->client_data;
-    /* The entry is only ever changed by a thread that finds nobody
-     * polling, i.e. not before this wait returns. */
-    out[k].token = e->applied_token;
-    out[k].events = aps_events_out(r->rtnevents);
-    k++;
-    if (k == max) s->resume = (start + step + 1) % n;
-  }
-  return (int)k;
+  if (st == APR_SUCCESS || APR_STATUS_IS_TIMEUP(st) ||
+      APR_STATUS_IS_EINTR(st) || APR_STATUS_IS_EAGAIN(st) || k)
+    return (int)k;
+  return aps_error(st);
 }
 
 #define APS_BACKEND(sym, label, opener, flags, limit) \

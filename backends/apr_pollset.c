@@ -33,15 +33,18 @@
  *    TAXI_ETOOMANY), otherwise 0: the APR set is re-created twice as large
  *    when it fills up, since APR's sets have a fixed capacity.
  *
- * Who touches the APR set: the thread that holds this backend's lock and
- * finds nobody inside apr_pollset_poll().  add/modify/del record what is
- * wanted per descriptor (a slot) under the lock; when no wait is in
- * progress they apply it at once, so errors come back synchronously, and
- * while a wait is in progress they mark the slot dirty and the waiter
- * applies it before its next poll (the core wakes it after every change,
- * as for any backend without TAXI_CAP_LIVE_UPDATE).  A change the waiter
- * cannot apply (the application closed the descriptor meanwhile) is
- * reported to the core as TAXI_EV_ERR for that handle, once.
+ * Who touches the APR set: only a thread that holds this backend's lock
+ * while nobody is inside apr_pollset_poll().  add/modify/del take the lock;
+ * if a wait is in progress they interrupt it (APR_POLLSET_WAKEABLE,
+ * apr_pollset_wakeup()) and wait on a condition until the waiter has left
+ * apr_pollset_poll(), then change the APR set themselves and return.  So
+ * every change is made before the call returns, errors come back to the
+ * caller, and a descriptor is out of the set before del returns and the
+ * application may close it (a change left for the waiter to make later
+ * would reach a descriptor closed, or even reused, meanwhile).  The
+ * interrupted wait returns what it had, possibly nothing; the core waits
+ * again, with the new set.  The waiter never takes the core's lock, so a
+ * caller holding it cannot deadlock against the waiter.
  *
  * APR needs an apr_socket_t to watch a descriptor.  One is made per
  * descriptor number, the first time that number is registered, together
@@ -99,12 +102,12 @@ typedef struct slot {
   uint64_t token;
   unsigned events;
   unsigned char state; /* SLOT_* */
-  unsigned char dirty; /* listed in `dirty`, to be applied by the waiter */
 } slot_t;
 
 typedef struct aps_state {
   const struct aps_method *method;
   taxi__mutex_t lock;
+  taxi__cond_t left; /* signalled when a wait leaves apr_pollset_poll() */
 
   /* Under `lock`. */
   apr_pool_t *pool;     /* entries and their sockets */
@@ -113,9 +116,8 @@ typedef struct aps_state {
   apr_uint32_t set_size; /* capacity the set was created with */
   apr_uint32_t in_set;   /* entries in it */
   slot_t *slots;         /* [slot_cap], indexed by descriptor */
-  int *dirty;            /* [slot_cap]: descriptors with unapplied changes */
-  size_t slot_cap, ndirty;
-  bool polling; /* a thread is inside apr_pollset_poll() */
+  size_t slot_cap;
+  bool polling; /* a thread is inside apr_pollset_poll(), or about to be */
 
   /* The waiting thread's own. */
   size_t resume; /* where copying the next poll's results starts */
@@ -203,9 +205,10 @@ static apr_status_t set_create(aps_state_t *s, apr_uint32_t size,
                                apr_pool_t **pool, apr_pollset_t **set) {
   apr_status_t st = apr_pool_create(pool, s->pool);
   if (st != APR_SUCCESS) return st;
-  st = apr_pollset_create_ex(set, size, *pool,
-                             s->method->flags | APR_POLLSET_NOCOPY,
-                             s->method->method);
+  st = apr_pollset_create_ex(
+      set, size, *pool,
+      s->method->flags | APR_POLLSET_NOCOPY | APR_POLLSET_WAKEABLE,
+      s->method->method);
   if (st != APR_SUCCESS) {
     apr_pool_destroy(*pool);
     *pool = NULL;
@@ -284,13 +287,19 @@ static int aps_open_method(void **state, const aps_method_t *m) {
   s->method = m;
   rc = taxi__mutex_init(&s->lock);
   if (rc < 0) goto fail_free;
+  rc = taxi__cond_init(&s->left);
+  if (rc < 0) {
+    taxi__mutex_destroy(&s->lock);
+    goto fail_free;
+  }
   st = apr_pool_create(&s->pool, NULL);
   if (st != APR_SUCCESS) {
     rc = aps_error(st);
     goto fail_lock;
   }
-  /* APR's select method refuses a size above FD_SETSIZE; it never grows. */
-  s->set_size = m->method == APR_POLLSET_SELECT ? FD_SETSIZE : APS_SET_MIN;
+  /* APR's select method refuses a size above FD_SETSIZE, and a wakeable
+   * set holds one descriptor more (its wake-up pipe); it never grows. */
+  s->set_size = m->method == APR_POLLSET_SELECT ? FD_SETSIZE - 1 : APS_SET_MIN;
   st = set_create(s, s->set_size, &s->set_pool, &s->set);
   if (st != APR_SUCCESS) {
     /* APR_ENOTIMPL: this APR has no such method here. */
@@ -303,6 +312,7 @@ static int aps_open_method(void **state, const aps_method_t *m) {
 fail_pool:
   apr_pool_destroy(s->pool);
 fail_lock:
+  taxi__cond_destroy(&s->left);
   taxi__mutex_destroy(&s->lock);
 fail_free:
   taxi__free(s);
@@ -337,30 +347,24 @@ static void aps_close(void *state) {
   if (!s) return;
   apr_pool_destroy(s->pool);
   taxi__free(s->slots);
-  taxi__free(s->dirty);
+  taxi__cond_destroy(&s->left);
   taxi__mutex_destroy(&s->lock);
   taxi__free(s);
   aps_down();
 }
 
-/* Room for descriptor fd in slots and in the dirty list (which can never
- * hold more descriptors than there are slots, so marking one dirty later
- * never allocates). */
+/* Room for descriptor fd in slots. */
 static int slots_reserve(aps_state_t *s, taxi_handle_t fd) {
   size_t need = (size_t)fd + 1;
   size_t cap = s->slot_cap ? s->slot_cap : APS_SET_MIN;
   slot_t *slots;
-  int *dirty;
   if (need <= s->slot_cap) return 0;
   while (cap < need) {
     if (cap > SIZE_MAX / 2 / sizeof *slots) return TAXI_ENOMEM;
     cap *= 2;
   }
-  dirty = taxi__reallocarray(s->dirty, cap, sizeof *dirty);
-  if (!dirty) return TAXI_ENOMEM;
-  s->dirty = dirty;
   slots = taxi__reallocarray(s->slots, cap, sizeof *slots);
-  if (!slots) return TAXI_ENOMEM; /* dirty keeps its larger block */
+  if (!slots) return TAXI_ENOMEM;
   memset(slots + s->slot_cap, 0, (cap - s->slot_cap) * sizeof *slots);
   s->slots = slots;
   s->slot_cap = cap;
@@ -390,15 +394,13 @@ static int entry_get(aps_state_t *s, taxi_handle_t fd, aps_entry_t **out) {
   return 0;
 }
 
-/* After a change to slot fd: apply it now, or leave it to the waiter. */
+/* Make the APR set match slot fd now.  Under the lock; a wait in progress
+ * is interrupted first, and the change made once it has left the poll. */
 static int commit(aps_state_t *s, taxi_handle_t fd) {
-  slot_t *sl = &s->slots[fd];
   if (s->polling) {
-    if (!sl->dirty) {
-      sl->dirty = 1;
-      s->dirty[s->ndirty++] = fd;
-    }
-    return 0;
+    /* Coalesced by APR: one byte in its pipe however many ask. */
+    (void)apr_pollset_wakeup(s->set);
+    while (s->polling) taxi__cond_wait(&s->left, &s->lock);
   }
   return aps_error(apply(s, fd));
 }
@@ -477,25 +479,6 @@ static int aps_del(void *state, taxi_handle_t h) {
   return rc;
 }
 
-/* Apply what changed during the last poll.  A registration that cannot be
- * made is reported once as an error event on its handle. */
-static size_t apply_dirty(aps_state_t *s, taxi__ready_t *out, size_t max) {
-  size_t k = 0;
-  for (size_t i = 0; i < s->ndirty; i++) {
-    int fd = s->dirty[i];
-    slot_t *sl = &s->slots[fd];
-    sl->dirty = 0;
-    if (apply(s, fd) != APR_SUCCESS && sl->state == SLOT_REGISTERED &&
-        k < max) {
-      out[k].token = sl->token;
-      out[k].events = TAXI_EV_ERR;
-      k++;
-    }
-  }
-  s->ndirty = 0;
-  return k;
-}
-
 static int aps_wait(void *state, taxi__ready_t *out, size_t max,
                     int timeout_ms) {
   aps_state_t *s = state;
@@ -503,18 +486,15 @@ static int aps_wait(void *state, taxi__ready_t *out, size_t max,
   apr_int32_t num = 0;
   apr_interval_time_t timeout;
   apr_status_t st;
-  size_t k;
+  size_t k = 0;
   if (!out || max == 0) return TAXI_EINVAL;
 
   taxi__mutex_lock(&s->lock);
-  k = apply_dirty(s, out, max);
   s->polling = true;
   taxi__mutex_unlock(&s->lock);
 
-  /* Errors found while applying are news enough: do not block. */
-  timeout = k                ? 0
-            : timeout_ms < 0 ? -1
-                             : (apr_interval_time_t)timeout_ms * 1000;
+  timeout = timeout_ms < 0 ? -1 : (apr_interval_time_t)timeout_ms * 1000;
+  /* APR_EINTR also when apr_pollset_wakeup() interrupted it. */
   st = apr_pollset_poll(s->set, timeout, &num, &res);
 
   /* The results are read under the lock and before `polling` is cleared:
@@ -536,6 +516,7 @@ static int aps_wait(void *state, taxi__ready_t *out, size_t max,
     }
   }
   s->polling = false;
+  taxi__cond_broadcast(&s->left);
   taxi__mutex_unlock(&s->lock);
 
   if (st == APR_SUCCESS || APR_STATUS_IS_TIMEUP(st) ||

@@ -15,7 +15,8 @@ build_dir=${BUILD_DIR:-$top/build}
 jobs=${JOBS:-$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)}
 
 # Debian packages the build and the tests need.
-packages=(build-essential autoconf automake libtool pkg-config libcunit1-dev liburing-dev)
+packages=(build-essential autoconf automake libtool pkg-config libcunit1-dev liburing-dev
+  libapr1-dev libaprutil1-dev)
 
 deps() {
   command -v dpkg-query >/dev/null 2>&1 || return 0

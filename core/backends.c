@@ -14,8 +14,18 @@ extern const taxi__readiness_ops_t taxi__backend_epoll;
 extern const taxi__readiness_ops_t taxi__backend_kqueue;
 extern const taxi__readiness_ops_t taxi__backend_poll;
 extern const taxi__readiness_ops_t taxi__backend_select;
+extern const taxi__readiness_ops_t taxi__backend_apr;
+extern const taxi__readiness_ops_t taxi__backend_apr_epoll;
+extern const taxi__readiness_ops_t taxi__backend_apr_kqueue;
+extern const taxi__readiness_ops_t taxi__backend_apr_port;
+extern const taxi__readiness_ops_t taxi__backend_apr_poll;
+extern const taxi__readiness_ops_t taxi__backend_apr_select;
 
-/* Scalable kernel sets first, then the portable iterative ones. */
+/* Scalable kernel sets first, then the portable iterative ones, then APR's
+ * pollset: a layer over the same mechanisms, never better than taxi's own
+ * backend for one of them, so chosen only by name ("apr", "apr:poll", ...)
+ * or where nothing native works.  Each APR method is its own entry, with
+ * the capabilities of that method. */
 static const taxi__readiness_ops_t *const table[] = {
 #if TAXI_HAVE_EPOLL
     &taxi__backend_epoll,
@@ -28,6 +38,11 @@ static const taxi__readiness_ops_t *const table[] = {
 #endif
 #if TAXI_HAVE_SELECT
     &taxi__backend_select,
+#endif
+#if TAXI_HAVE_APR
+    &taxi__backend_apr,        &taxi__backend_apr_epoll,
+    &taxi__backend_apr_kqueue, &taxi__backend_apr_port,
+    &taxi__backend_apr_poll,   &taxi__backend_apr_select,
 #endif
 };
 

@@ -36,6 +36,15 @@
 # listens: an unknown --dispatcher, --leaders many on a backend that cannot
 # have several waiters, ...) is reported as n/a, not as a failure.
 #
+# Peers: where the build has it (configure found APR and apr-util), the APR
+# server of examples/apr_port runs as backend "apr", configuration
+# "apr_server": an apr_pollset loop handing each readable connection to an
+# apr_thread_pool (half-sync/half-async, as APR servers are written), in
+# --echo mode, against the same loadgen.  It is compared at the end with
+# taxi's Leader/Followers pool on the same APR pollset ("apr" backend) and
+# on the first (native) backend.  The APR methods named "apr:METHOD" run only
+# when asked for with --backend.
+#
 # With --repeat R each configuration runs R times and the table shows the run
 # with the median msgs/s.  Raw results, every run, go to a CSV file (default
 # DIR/tests/bench/results.csv).  At the end, for each backend,
@@ -141,6 +150,8 @@ CONFIGS=(
   "lf/shared/many|--dispatcher lf --threads @N@ --promotion shared --leaders many"
   "hsha|--dispatcher hsha --threads @N@"
 )
+# The peer servers, "label|arguments" (run without --backend).
+APR_PEER_CONFIG="apr_server|--echo --threads @N@"
 # The configuration each completion backend runs in.
 PROACTOR_CONFIG="proactor|--dispatcher proactor --threads @N@"
 # What the final comparison sets side by side.
@@ -162,6 +173,7 @@ usage: $0 [options]
   --backend NAME        only this backend (repeatable)
   --config LABEL        only this configuration (repeatable), one of:
                         $(for c in "${CONFIGS[@]}"; do printf '%s ' "${c%%|*}"; done)proactor
+                        apr_server
   --quick               short runs
 EOF
 }
@@ -224,6 +236,7 @@ builddir=$(cd "$builddir" 2>/dev/null && pwd) || {
 server=$builddir/examples/echo_server
 loadgen=$builddir/tests/bench/loadgen
 preload=$builddir/tests/bench/.libs/malloc_count.so
+apr_server=$builddir/examples/apr_port/apr_server
 : "${csv:=$builddir/tests/bench/results.csv}"
 for prog in "$server" "$loadgen"; do
   if [ ! -x "$prog" ]; then
@@ -332,15 +345,21 @@ run_one() {
   : >"$out"
   : >"$snapfile"
   read -r -a argv <<<"${args//@N@/$server_threads}"
+  # echo_server, or a peer server, which chooses its own backend.
+  local prog=$server
+  local -a pre=(--backend "$backend")
+  if [ "$label" = apr_server ]; then
+    prog=$apr_server pre=()
+  fi
 
   if [ -n "$preload" ]; then
     : >"$countfile"
     LD_PRELOAD="$preload${LD_PRELOAD:+ $LD_PRELOAD}" \
       MALLOC_COUNT_FILE="$countfile" \
-      "$server" --port 0 --backend "$backend" "${argv[@]}" \
+      "$prog" --port 0 "${pre[@]}" "${argv[@]}" \
       </dev/null >"$out" 2>"$err" &
   else
-    "$server" --port 0 --backend "$backend" "${argv[@]}" \
+    "$prog" --port 0 "${pre[@]}" "${argv[@]}" \
       </dev/null >"$out" 2>"$err" &
   fi
   server_pid=$!
@@ -358,7 +377,7 @@ run_one() {
       status=$?
       server_pid=''
       r_note=$(head -n 1 "$err")
-      r_note=${r_note#echo_server: }
+      r_note=${r_note#*_server: }
       if [ "$status" -ge 1 ] && [ "$status" -lt 128 ]; then
         r_status=n/a
         [ -n "$r_note" ] || r_note="refused (exit $status)"
@@ -412,7 +431,7 @@ run_one() {
     status=$wait_status
     if [ "$status" -ne 0 ]; then
       fail="the server exited with status $status"
-    elif ! grep -q '^echo_server: stopped' "$out"; then
+    elif ! grep -q '^[a-z_]*: stopped' "$out"; then
       fail="the server did not report stopping"
     fi
   else
@@ -485,6 +504,9 @@ while read -r b; do
   [ -n "$b" ] || continue
   if [ ${#only_backends[@]} -gt 0 ]; then
     case " ${only_backends[*]} " in *" $b "*) ;; *) continue ;; esac
+  else
+    # "apr:poll", "apr:select", ...: only on request.
+    case $b in *:*) continue ;; esac
   fi
   backends+=("$b")
 done <"$work/backends"
@@ -514,6 +536,13 @@ if wanted "${only_configs[@]}" -- proactor &&
     plan+=("$b|$PROACTOR_CONFIG")
     proactors+=("$b")
   done <"$work/proactors"
+fi
+# The APR server as a peer, where it was built.
+have_apr_peer=0
+if [ -x "$apr_server" ] && wanted "${only_configs[@]}" -- apr_server &&
+  wanted "${only_backends[@]}" -- apr; then
+  plan+=("apr|$APR_PEER_CONFIG")
+  have_apr_peer=1
 fi
 if [ ${#plan[@]} -eq 0 ]; then
   echo "bench: nothing matches --backend and --config" >&2
@@ -641,6 +670,32 @@ if [ ${#proactors[@]} -gt 0 ] && [ "${res_status[$ref]:-}" = ok ]; then
         return sprintf("%.2f", x / y)
       }
       BEGIN { printf f, be, ratio(ra, rb), ratio(sa, sb), sa, sb }'
+  done
+fi
+
+# The APR server (apr_pollset + apr_thread_pool) against taxi's
+# Leader/Followers pool, on APR's own pollset and on the native backend.
+peer=apr\|apr_server
+if [ "$have_apr_peer" = 1 ] && [ "${res_status[$peer]:-}" = ok ]; then
+  echo
+  echo "$RATIO_A relative to the APR server (apr_pollset + apr_thread_pool):"
+  afmt='%-9s %14s %14s %16s %18s\n'
+  printf "$afmt" backend msgs/s-ratio ctx/msg-ratio "allocs/msg $RATIO_A" "allocs/msg apr_server"
+  for b in apr "${backends[0]}"; do
+    a=$b\|$RATIO_A
+    if [ "${res_status[$a]:-}" != ok ]; then
+      printf "$afmt" "$b" n/a n/a - "${res_allocs[$peer]:--}"
+      continue
+    fi
+    awk -v f="$afmt" -v be="$b" -v ra="${res_rate[$a]}" -v rb="${res_rate[$peer]}" \
+      -v ca="${res_ctx[$a]:--}" -v cb="${res_ctx[$peer]:--}" \
+      -v aa="${res_allocs[$a]:--}" -v ab="${res_allocs[$peer]:--}" '
+      function ratio(x, y) {
+        if (x == "-" || y == "-") return "-"
+        if (y + 0 == 0) return x + 0 == 0 ? "1.00" : "inf"
+        return sprintf("%.2f", x / y)
+      }
+      BEGIN { printf f, be, ratio(ra, rb), ratio(ca, cb), aa, ab }'
   done
 fi
 

@@ -1,0 +1,6 @@
+/* tests/conformance/backend_apr.c - the conformance suites on "apr". */
+#include "suites.h"
+
+int main(int argc, char **argv) {
+  return taxi_conformance_main("apr", argc, argv);
+}

@@ -14,6 +14,7 @@ extern const taxi__readiness_ops_t taxi__backend_epoll;
 extern const taxi__readiness_ops_t taxi__backend_kqueue;
 extern const taxi__readiness_ops_t taxi__backend_poll;
 extern const taxi__readiness_ops_t taxi__backend_select;
+extern const taxi__readiness_ops_t taxi__backend_wsapoll;
 
 /* Scalable kernel sets first, then the portable iterative ones. */
 static const taxi__readiness_ops_t *const table[] = {
@@ -25,6 +26,9 @@ static const taxi__readiness_ops_t *const table[] = {
 #endif
 #if TAXI_HAVE_POLL
     &taxi__backend_poll,
+#endif
+#if TAXI_HAVE_WSAPOLL
+    &taxi__backend_wsapoll,
 #endif
 #if TAXI_HAVE_SELECT
     &taxi__backend_select,

@@ -23,6 +23,9 @@
  *    silent).  Nothing can be done about that here; the select backend
  *    reports it, so applications that need it there should use select.
  *  - POLLNVAL for a socket closed while registered: TAXI_EV_ERR.
+ *  - A peer's orderly close is POLLHUP without POLLRDNORM (on Windows and
+ *    under wine alike): reported as TAXI_EV_READ | TAXI_EV_HUP to a socket
+ *    watched for reading, as POSIX poll reports it.
  */
 #include "config.h"
 
@@ -71,9 +74,12 @@ static SHORT wp_mask(unsigned events) {
   return mask;
 }
 
-static unsigned wp_events_out(SHORT revents) {
+static unsigned wp_events_out(SHORT events, SHORT revents) {
   unsigned ev = 0;
   if (revents & (POLLRDNORM | POLLRDBAND)) ev |= TAXI_EV_READ;
+  /* A peer's orderly close comes as POLLHUP alone (POSIX poll adds
+   * POLLIN): a reader must still be told, and its read then returns 0. */
+  if ((revents & POLLHUP) && (events & POLLRDNORM)) ev |= TAXI_EV_READ;
   if (revents & POLLWRNORM) ev |= TAXI_EV_WRITE;
   if (revents & POLLHUP) ev |= TAXI_EV_HUP;
   if (revents & (POLLERR | POLLNVAL)) ev |= TAXI_EV_ERR;
@@ -277,7 +283,7 @@ static int wp_collect(wp_state_t *s, int nready, taxi__ready_t *out,
     if (p->revents == 0) continue;
     seen++;
     out[k].token = s->snap.tokens[at];
-    out[k].events = wp_events_out(p->revents);
+    out[k].events = wp_events_out(p->events, p->revents);
     if (++k == max) {
       s->resume = i;
       break;

@@ -67,6 +67,10 @@ void util_alloc_fail_after(long n);
  * now >= n, else 0. */
 int util_raise_nofile(unsigned long n);
 
+/* 1 when the environment variable TAXI_TEST_SMALL is set and not "0":
+ * tests then use smaller sizes (slow runs: TSan, wine). */
+int util_test_small(void);
+
 /* Sleep for ms milliseconds (restarting after signals). */
 void util_sleep_ms(long ms);
 

@@ -709,8 +709,8 @@ static CU_TestInfo st_hsha_tests[] = {
 };
 
 const taxi_test_suite_t pools_suite_stress_lf = {"stress: lf", st_lf_tests,
-                                                 ST_TIMEOUT_S};
+                                                 ST_TIMEOUT_S, NULL};
 const taxi_test_suite_t pools_suite_stress_lf_many = {
-    "stress: lf many leaders", st_lf_many_tests, ST_TIMEOUT_S};
-const taxi_test_suite_t pools_suite_stress_hsha = {"stress: hsha",
-                                                   st_hsha_tests, ST_TIMEOUT_S};
+    "stress: lf many leaders", st_lf_many_tests, ST_TIMEOUT_S, NULL};
+const taxi_test_suite_t pools_suite_stress_hsha = {
+    "stress: hsha", st_hsha_tests, ST_TIMEOUT_S, NULL};

@@ -555,4 +555,5 @@ static CU_TestInfo bad_input_tests[] = {
     CU_TEST_INFO_NULL,
 };
 
-const taxi_test_suite_t pt_suite_bad_input = {"bad input", bad_input_tests, 60};
+const taxi_test_suite_t pt_suite_bad_input = {"bad input", bad_input_tests, 60,
+                                              NULL};

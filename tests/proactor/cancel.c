@@ -647,4 +647,4 @@ static CU_TestInfo cancel_tests[] = {
     CU_TEST_INFO_NULL,
 };
 
-const taxi_test_suite_t pt_suite_cancel = {"cancel", cancel_tests, 120};
+const taxi_test_suite_t pt_suite_cancel = {"cancel", cancel_tests, 120, NULL};

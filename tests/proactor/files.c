@@ -453,4 +453,4 @@ static CU_TestInfo files_tests[] = {
     CU_TEST_INFO_NULL,
 };
 
-const taxi_test_suite_t pt_suite_files = {"files", files_tests, 180};
+const taxi_test_suite_t pt_suite_files = {"files", files_tests, 180, NULL};

@@ -324,4 +324,4 @@ static CU_TestInfo scale_tests[] = {
     CU_TEST_INFO_NULL,
 };
 
-const taxi_test_suite_t pt_suite_scale = {"scale", scale_tests, 120};
+const taxi_test_suite_t pt_suite_scale = {"scale", scale_tests, 120, NULL};

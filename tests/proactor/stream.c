@@ -1049,4 +1049,4 @@ static CU_TestInfo stream_tests[] = {
     CU_TEST_INFO_NULL,
 };
 
-const taxi_test_suite_t pt_suite_stream = {"stream", stream_tests, 180};
+const taxi_test_suite_t pt_suite_stream = {"stream", stream_tests, 180, NULL};

@@ -27,8 +27,9 @@
  *    TAXI_EV_EXCEPT only if that was asked for).
  *  - A socket closed while registered fails the whole call (WSAENOTSOCK):
  *    those found closed are reported as TAXI_EV_ERR, as poll's POLLNVAL.
- *  - The result sets list the ready sockets; looking each up in a handle
- *    map keeps collection linear instead of FD_ISSET's scan per socket.
+ *  - The result sets list the ready sockets; looking each up in a sorted
+ *    index keeps collection O(n log n) instead of FD_ISSET's scan per
+ *    socket.
  */
 #include "config.h"
 
@@ -46,6 +47,7 @@
 #include "ports/win32/win32_impl.h"
 
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct sel_entry {
@@ -53,6 +55,11 @@ typedef struct sel_entry {
   uint64_t token;
   unsigned events; /* 0: registered but silent */
 } sel_entry_t;
+
+typedef struct sel_sorted {
+  SOCKET sock;
+  uint32_t at;
+} sel_sorted_t;
 
 typedef struct sel_state {
   taxi__mutex_t lock;
@@ -66,7 +73,11 @@ typedef struct sel_state {
   /* The waiting thread's own. */
   sel_entry_t snap[FD_SETSIZE];
   size_t snap_count;
-  taxi__handle_map_t snap_where; /* socket -> position in snap */
+  /* The snapshot's sockets sorted, with their positions in snap: the
+   * lookup from a result set back to the entry.  A sorted array rather
+   * than a map, so that a refresh (after every re-arm in pool mode)
+   * allocates nothing. */
+  sel_sorted_t sorted[FD_SETSIZE];
   uint64_t snap_generation;
   unsigned got[FD_SETSIZE]; /* events found per snapshot entry */
   fd_set rd, wr, ex;
@@ -89,7 +100,6 @@ static int sel_open(void **state) {
     return rc;
   }
   taxi__handle_map_init(&s->where);
-  taxi__handle_map_init(&s->snap_where);
   s->generation = 1; /* the empty snapshot (generation 0) is out of date */
   *state = s;
   return 0;
@@ -99,7 +109,6 @@ static void sel_close(void *state) {
   sel_state_t *s = state;
   if (!s) return;
   taxi__handle_map_destroy(&s->where);
-  taxi__handle_map_destroy(&s->snap_where);
   taxi__mutex_destroy(&s->lock);
   taxi__free(s);
 }
@@ -175,29 +184,33 @@ static int sel_del(void *state, taxi_handle_t h) {
   return rc;
 }
 
-/* Bring the snapshot (and its map) up to date. */
-static int sel_refresh(sel_state_t *s) {
-  int rc = 0;
+static int sel_sorted_cmp(const void *a, const void *b) {
+  SOCKET x = ((const sel_sorted_t *)a)->sock;
+  SOCKET y = ((const sel_sorted_t *)b)->sock;
+  return x < y ? -1 : x > y;
+}
+
+/* Bring the snapshot (and its sorted index) up to date. */
+static void sel_refresh(sel_state_t *s) {
+  bool changed = false;
   taxi__mutex_lock(&s->lock);
   if (s->snap_generation != s->generation) {
+    changed = true;
     size_t k = 0;
-    taxi__handle_map_destroy(&s->snap_where);
-    taxi__handle_map_init(&s->snap_where);
-    for (size_t i = 0; i < s->count && rc == 0; i++) {
+    for (size_t i = 0; i < s->count; i++) {
       if (!s->live[i].events) continue;
       s->snap[k] = s->live[i];
-      rc = taxi__handle_map_put(&s->snap_where, (taxi_handle_t)s->snap[k].sock,
-                                (uint32_t)k);
+      s->sorted[k].sock = s->live[i].sock;
+      s->sorted[k].at = (uint32_t)k;
       k++;
     }
     s->snap_count = k;
-    if (rc == 0)
-      s->snap_generation = s->generation;
-    else
-      s->snap_count = 0; /* retried at the next wait */
+    s->snap_generation = s->generation;
   }
   taxi__mutex_unlock(&s->lock);
-  return rc;
+  /* The index is the waiter's own: sorted outside the lock. */
+  if (changed)
+    qsort(s->sorted, s->snap_count, sizeof s->sorted[0], sel_sorted_cmp);
 }
 
 /* The call failed because a watched socket was closed behind our back. */
@@ -214,10 +227,10 @@ static int sel_report_closed(sel_state_t *s, taxi__ready_t *out, size_t max) {
 
 static void sel_mark(sel_state_t *s, const fd_set *set, unsigned bit) {
   for (u_int i = 0; i < set->fd_count; i++) {
-    uint32_t at;
-    if (taxi__handle_map_get(&s->snap_where, (taxi_handle_t)set->fd_array[i],
-                             &at) == 0)
-      s->got[at] |= bit;
+    sel_sorted_t key = {set->fd_array[i], 0};
+    const sel_sorted_t *hit = bsearch(&key, s->sorted, s->snap_count,
+                                      sizeof s->sorted[0], sel_sorted_cmp);
+    if (hit) s->got[hit->at] |= bit;
   }
 }
 
@@ -226,11 +239,10 @@ static int sel_wait(void *state, taxi__ready_t *out, size_t max,
   sel_state_t *s = state;
   struct timeval tv, *tvp = NULL;
   size_t k = 0;
-  int n, rc;
+  int n;
 
   if (!out || max == 0) return TAXI_EINVAL;
-  rc = sel_refresh(s);
-  if (rc < 0) return rc;
+  sel_refresh(s);
   if (s->snap_count == 0) {
     /* Nothing to watch: Winsock would fail.  An endless wait on an empty
      * set cannot end anyway (the core always watches its wake-up socket,

@@ -34,6 +34,12 @@ static int listen_on(const struct addrinfo *ai, taxi_handle_t *out,
   BOOL one = TRUE;
 
   if (s == INVALID_SOCKET) return taxi__last_error();
+  if (ai->ai_family == AF_INET6) {
+    /* Windows makes IPv6 sockets v6-only by default, Linux does not: a
+     * listener on "::" (host NULL) takes IPv4 clients too, as on Linux. */
+    DWORD off = 0;
+    (void)setsockopt(s, IPPROTO_IPV6, IPV6_V6ONLY, (char *)&off, sizeof off);
+  }
   if (setsockopt(s, SOL_SOCKET, SO_EXCLUSIVEADDRUSE, (char *)&one,
                  sizeof one) != 0 ||
       bind(s, ai->ai_addr, (int)ai->ai_addrlen) != 0 ||

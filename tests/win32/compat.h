@@ -13,7 +13,9 @@
  * values, multiples of 4), and -1 stays the invalid value.  read(),
  * write() and close() act on sockets (recv, send, closesocket) and fall
  * back to the C runtime for anything else; Winsock errors become errno
- * values (WSAEWOULDBLOCK is EAGAIN), as the tests expect.
+ * values (WSAEWOULDBLOCK is EAGAIN), as the tests expect.  Descriptors
+ * that are not sockets are file HANDLEs (see below), never C runtime
+ * descriptors.
  */
 #ifndef TAXI_TESTS_WIN32_COMPAT_H
 #define TAXI_TESTS_WIN32_COMPAT_H
@@ -84,18 +86,54 @@ static inline int compat_is_socket(int fd) {
   return getsockopt((SOCKET)fd, SOL_SOCKET, SO_TYPE, (char *)&type, &len) == 0;
 }
 
+/* ---- files: HANDLEs ---------------------------------------------------------
+ * A descriptor that is not a socket is a file HANDLE (taxi's files are
+ * HANDLEs on Windows; the tests make theirs with CreateFile, possibly
+ * with FILE_FLAG_OVERLAPPED), read and written at an offset through an
+ * OVERLAPPED, waited for if the call pends. */
+
+static inline ssize_t compat_file_io(int fd, void *buf, size_t n, long long off,
+                                     int writing) {
+  OVERLAPPED ov;
+  DWORD got = 0;
+  HANDLE h = (HANDLE)(intptr_t)fd;
+  memset(&ov, 0, sizeof ov);
+  ov.Offset = (DWORD)((unsigned long long)off & 0xffffffffu);
+  ov.OffsetHigh = (DWORD)((unsigned long long)off >> 32);
+  ov.hEvent = CreateEventW(NULL, TRUE, FALSE, NULL);
+  /* Low bit: no completion packet if the file is on a completion port. */
+  ov.hEvent = (HANDLE)((uintptr_t)ov.hEvent | 1);
+  BOOL ok = writing ? WriteFile(h, buf, (DWORD)n, &got, &ov)
+                    : ReadFile(h, buf, (DWORD)n, &got, &ov);
+  if (!ok && GetLastError() == ERROR_IO_PENDING)
+    ok = GetOverlappedResult(h, &ov, &got, TRUE);
+  DWORD e = ok ? 0 : GetLastError();
+  CloseHandle((HANDLE)((uintptr_t)ov.hEvent & ~(uintptr_t)1));
+  if (ok) return (ssize_t)got;
+  if (e == ERROR_HANDLE_EOF) return 0;
+  errno = e == ERROR_INVALID_HANDLE ? EBADF : EIO;
+  return -1;
+}
+
+static inline long long compat_file_size(int fd) {
+  LARGE_INTEGER li;
+  if (!GetFileSizeEx((HANDLE)(intptr_t)fd, &li)) return -1;
+  return li.QuadPart;
+}
+
 /* ---- read, write, close ----------------------------------------------------
  */
 
 static inline ssize_t compat_read(int fd, void *buf, size_t n) {
-  if (!compat_is_socket(fd)) return _read(fd, buf, (unsigned)n);
+  if (!compat_is_socket(fd)) return compat_file_io(fd, buf, n, 0, 0);
   int r = recv((SOCKET)fd, buf, (int)(n > INT_MAX ? INT_MAX : n), 0);
   if (r < 0) errno = compat_errno_from_wsa(WSAGetLastError());
   return r;
 }
 
 static inline ssize_t compat_write(int fd, const void *buf, size_t n) {
-  if (!compat_is_socket(fd)) return _write(fd, buf, (unsigned)n);
+  if (!compat_is_socket(fd))
+    return compat_file_io(fd, (void *)buf, n, compat_file_size(fd), 1);
   int r = send((SOCKET)fd, buf, (int)(n > INT_MAX ? INT_MAX : n), 0);
   if (r < 0) errno = compat_errno_from_wsa(WSAGetLastError());
   return r;
@@ -103,7 +141,7 @@ static inline ssize_t compat_write(int fd, const void *buf, size_t n) {
 
 static inline int compat_close(int fd) {
   if (compat_is_socket(fd)) return closesocket((SOCKET)fd) == 0 ? 0 : -1;
-  return _close(fd);
+  return CloseHandle((HANDLE)(intptr_t)fd) ? 0 : -1;
 }
 
 #define read(fd, buf, n) compat_read(fd, buf, n)
@@ -225,9 +263,20 @@ static inline int compat_accept4(int fd, struct sockaddr *a, int *len,
 #define connect(fd, a, len) compat_connect(fd, a, len)
 #define accept(fd, a, len) compat_accept(fd, a, len)
 
-/* Winsock passes option values as char pointers. */
+/* Winsock passes option values as char pointers, and takes the socket
+ * time-outs as a DWORD of milliseconds where POSIX takes a timeval. */
+static inline int compat_setsockopt(int fd, int level, int name,
+                                    const void *val, int len) {
+  if (level == SOL_SOCKET && (name == SO_RCVTIMEO || name == SO_SNDTIMEO) &&
+      len == (int)sizeof(struct timeval)) {
+    const struct timeval *tv = val;
+    DWORD ms = (DWORD)(tv->tv_sec * 1000 + tv->tv_usec / 1000);
+    return setsockopt((SOCKET)fd, level, name, (const char *)&ms, sizeof ms);
+  }
+  return setsockopt((SOCKET)fd, level, name, (const char *)val, len);
+}
 #define setsockopt(s, level, name, val, len) \
-  setsockopt(s, level, name, (const char *)(val), len)
+  compat_setsockopt(s, level, name, val, (int)(len))
 #define getsockopt(s, level, name, val, len) \
   getsockopt(s, level, name, (char *)(val), len)
 
@@ -263,17 +312,16 @@ typedef ULONG nfds_t;
 #define SIGALRM 14
 #endif
 
-/* ---- files at offsets, over the C runtime's descriptors ---------------------
+/* ---- files at offsets
+ * ---------------------------------------------------------
  */
 
 static inline ssize_t compat_pread(int fd, void *buf, size_t n, off_t off) {
-  if (_lseeki64(fd, (long long)off, SEEK_SET) < 0) return -1;
-  return _read(fd, buf, (unsigned)n);
+  return compat_file_io(fd, buf, n, (long long)off, 0);
 }
 static inline ssize_t compat_pwrite(int fd, const void *buf, size_t n,
                                     off_t off) {
-  if (_lseeki64(fd, (long long)off, SEEK_SET) < 0) return -1;
-  return _write(fd, buf, (unsigned)n);
+  return compat_file_io(fd, (void *)buf, n, (long long)off, 1);
 }
 #define pread(fd, buf, n, off) compat_pread(fd, buf, n, off)
 #define pwrite(fd, buf, n, off) compat_pwrite(fd, buf, n, off)

@@ -270,6 +270,15 @@ int util_test_small(void) {
   return s && *s && strcmp(s, "0") != 0;
 }
 
+int util_under_wine(void) {
+#if defined(_WIN32)
+  HMODULE ntdll = GetModuleHandleA("ntdll.dll");
+  return ntdll && GetProcAddress(ntdll, "wine_get_version") != NULL;
+#else
+  return 0;
+#endif
+}
+
 void util_sleep_ms(long ms) {
 #if defined(_WIN32)
   Sleep((DWORD)ms);

@@ -71,6 +71,10 @@ int util_raise_nofile(unsigned long n);
  * tests then use smaller sizes (slow runs: TSan, wine). */
 int util_test_small(void);
 
+/* 1 when this Windows program runs under wine (always 0 elsewhere): for
+ * the few checks that wine's own gaps would fail, which then say so. */
+int util_under_wine(void);
+
 /* Sleep for ms milliseconds (restarting after signals). */
 void util_sleep_ms(long ms);
 

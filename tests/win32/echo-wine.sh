@@ -58,4 +58,5 @@ echo_one lf wsapoll 2
 echo_one lf select 2
 echo_one hsha select 2
 echo_one proactor emulated 2
+echo_one proactor iocp 2
 exit $failed

@@ -15,8 +15,15 @@
 : "${srcdir:=$(dirname "$0")/../..}"
 : "${builddir:=.}"
 run="sh $srcdir/tests/win32/wine-run.sh"
-server="$builddir/examples/echo_server.exe"
-client="$builddir/examples/echo_client.exe"
+# The programs themselves, not libtool's wrappers: a wrapper runs the
+# program as a child process, which ending the wrapper would leave behind.
+# The DLL is found through WINEPATH.
+server="$builddir/examples/.libs/echo_server.exe"
+client="$builddir/examples/.libs/echo_client.exe"
+[ -f "$server" ] || server="$builddir/examples/echo_server.exe"
+[ -f "$client" ] || client="$builddir/examples/echo_client.exe"
+WINEPATH="$(cd "$builddir" && pwd)/.libs${WINEPATH:+;$WINEPATH}"
+export WINEPATH
 messages=${ECHO_MESSAGES:-200}
 out=$(mktemp -d "${TMPDIR:-/tmp}/taxi-echo-wine.XXXXXX")
 trap 'rm -rf "$out"' EXIT

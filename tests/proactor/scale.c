@@ -268,6 +268,12 @@ static void test_handle_beyond_limit(void) {
     printf("\n    %s: no handle limit: not applicable\n", pt_backend);
     return;
   }
+#if defined(_WIN32)
+  /* There the limit counts handles, and handles are not numbered below
+   * it; the reactor suite's "beyond the handle limit" fills the set. */
+  printf("\n    %s: handles are not numbered: not applicable\n", pt_backend);
+  return;
+#endif
   if (!util_raise_nofile(max + 64)) {
     printf("\n    %s: cannot raise the descriptor limit above %u: skipped\n",
            pt_backend, max);

@@ -20,6 +20,7 @@ extern const taxi__readiness_ops_t taxi__backend_apr_kqueue;
 extern const taxi__readiness_ops_t taxi__backend_apr_port;
 extern const taxi__readiness_ops_t taxi__backend_apr_poll;
 extern const taxi__readiness_ops_t taxi__backend_apr_select;
+extern const taxi__readiness_ops_t taxi__backend_wsapoll;
 
 /* Scalable kernel sets first, then the portable iterative ones, then APR's
  * pollset: a layer over the same mechanisms, never better than taxi's own
@@ -35,6 +36,9 @@ static const taxi__readiness_ops_t *const table[] = {
 #endif
 #if TAXI_HAVE_POLL
     &taxi__backend_poll,
+#endif
+#if TAXI_HAVE_WSAPOLL
+    &taxi__backend_wsapoll,
 #endif
 #if TAXI_HAVE_SELECT
     &taxi__backend_select,

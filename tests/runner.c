@@ -8,15 +8,19 @@
 #include "taxi/taxi.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(_WIN32)
+#include <windows.h>
+#else
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#endif
 
 /* What a child tells its parent: sent before each test and once at the end.
  * Smaller than PIPE_BUF, so each write arrives whole. */
@@ -45,8 +49,16 @@ typedef struct outcome {
 
 static int child_report_fd = -1;
 
+#if defined(_WIN32)
+/* In-process runs (see run_suite below): the last report, for the parent
+ * part and for the watchdog, which names the running test on a time-out. */
+static report_t win_report;
+static CRITICAL_SECTION win_report_lock;
+#endif
+
 /* ---- the child ---------------------------------------------------------- */
 
+#if !defined(_WIN32)
 static void write_all(int fd, const void *buf, size_t len) {
   const char *p = buf;
   while (len > 0) {
@@ -59,6 +71,8 @@ static void write_all(int fd, const void *buf, size_t len) {
     len -= (size_t)n;
   }
 }
+
+#endif /* !_WIN32 */
 
 static void child_report(int final) {
   if (child_report_fd < 0) return;
@@ -78,15 +92,23 @@ static void child_report(int final) {
     if (t && t->pName)
       snprintf(rep.current, sizeof rep.current, "%s", t->pName);
   }
+#if defined(_WIN32)
+  EnterCriticalSection(&win_report_lock);
+  win_report = rep;
+  LeaveCriticalSection(&win_report_lock);
+#else
   write_all(child_report_fd, &rep, sizeof rep);
+#endif
 }
 
 /* CUnit calls this before every test of the suite. */
 static void before_each_test(void) { child_report(0); }
 
 static int run_child(const taxi_test_suite_t *suite, int fd) {
+#if !defined(_WIN32)
   setpgid(0, 0);
   signal(SIGPIPE, SIG_IGN);
+#endif
   /* Unbuffered, so that what a test printed survives a crash. */
   setvbuf(stdout, NULL, _IONBF, 0);
   child_report_fd = fd;
@@ -126,6 +148,102 @@ static int run_child(const taxi_test_suite_t *suite, int fd) {
 
 /* ---- the parent --------------------------------------------------------- */
 
+static double timeout_scale(void) {
+  const char *s = getenv("TAXI_TEST_TIMEOUT_SCALE");
+  if (!s || !*s) return 1.0;
+  char *end;
+  double k = strtod(s, &end);
+  return (end != s && k >= 1.0) ? k : 1.0;
+}
+
+static void begin_outcome(const taxi_test_suite_t *suite, outcome_t *o) {
+  memset(o, 0, sizeof *o);
+  o->name = suite->name;
+  o->exit_status = -1;
+  for (const CU_TestInfo *t = suite->tests; t && t->pName; t++) o->total++;
+}
+
+#if defined(_WIN32)
+/*
+ * Windows has no fork(): the suite runs in this process, and a watchdog
+ * thread enforces its time limit.  A suite that overruns cannot be
+ * stopped on its own (its threads may hold locks), so the watchdog names
+ * the test that was running, prints the failure line the totals are read
+ * from, and ends the whole process with status 1.  A crash likewise ends
+ * the process; the runner's own output then stops in that suite.
+ */
+typedef struct watchdog {
+  HANDLE done; /* set when the suite returned */
+  DWORD limit_ms;
+  const char *suite;
+  unsigned limit_s;
+} watchdog_t;
+
+static DWORD WINAPI watchdog_main(void *p) {
+  watchdog_t *w = p;
+  if (WaitForSingleObject(w->done, w->limit_ms) == WAIT_OBJECT_0) return 0;
+  EnterCriticalSection(&win_report_lock);
+  report_t r = win_report;
+  LeaveCriticalSection(&win_report_lock);
+  printf(
+      "\nTIMEOUT in suite %s: test \"%s\" still running after %u s; "
+      "ending the test program\n%u passed, %u failed\n",
+      w->suite, r.current[0] ? r.current : "?", w->limit_s,
+      r.run > r.failed ? r.run - r.failed : 0, r.failed + 1);
+  fflush(stdout);
+  TerminateProcess(GetCurrentProcess(), 1);
+  return 0;
+}
+
+static void run_suite(const taxi_test_suite_t *suite, outcome_t *o) {
+  static int lock_ready;
+  begin_outcome(suite, o);
+  if (!lock_ready) {
+    InitializeCriticalSection(&win_report_lock);
+    lock_ready = 1;
+  }
+  memset(&win_report, 0, sizeof win_report);
+  unsigned limit =
+      suite->timeout_s ? suite->timeout_s : TAXI_TEST_DEFAULT_TIMEOUT_S;
+  watchdog_t w = {CreateEventW(NULL, TRUE, FALSE, NULL),
+                  (DWORD)((double)limit * timeout_scale() * 1000.0),
+                  suite->name, limit};
+  HANDLE th = w.done ? CreateThread(NULL, 0, watchdog_main, &w, 0, NULL) : NULL;
+  if (!th) {
+    printf("\nHARNESS ERROR: no watchdog thread for suite %s\n", suite->name);
+    if (w.done) CloseHandle(w.done);
+    o->failed = 1;
+    o->verdict = "HARNESS ERROR";
+    return;
+  }
+  fflush(stdout);
+  child_report_fd = 0; /* reports go to win_report */
+  o->exit_status = run_child(suite, 0);
+  child_report_fd = -1;
+  SetEvent(w.done);
+  WaitForSingleObject(th, INFINITE);
+  CloseHandle(th);
+  CloseHandle(w.done);
+
+  o->last = win_report;
+  o->got_report = 1;
+  o->passed = o->last.run - o->last.failed;
+  o->failed = o->last.failed;
+  o->not_run = o->total > o->last.run ? o->total - o->last.run : 0;
+  if (!o->last.final) {
+    o->failed += 1;
+    o->verdict = "HARNESS ERROR";
+  } else if (o->failed > 0 || o->last.failures > 0) {
+    if (o->failed == 0) o->failed = 1;
+    o->verdict = "FAILED";
+  } else {
+    o->verdict = "ok";
+  }
+  fflush(stdout);
+}
+
+#else  /* POSIX: one child process per suite */
+
 static double now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -152,14 +270,6 @@ static void drain_reports(int fd, outcome_t *o, char *buf, size_t *have) {
       *have = 0;
     }
   }
-}
-
-static double timeout_scale(void) {
-  const char *s = getenv("TAXI_TEST_TIMEOUT_SCALE");
-  if (!s || !*s) return 1.0;
-  char *end;
-  double k = strtod(s, &end);
-  return (end != s && k >= 1.0) ? k : 1.0;
 }
 
 static const char *signal_name(int sig) {
@@ -198,10 +308,7 @@ static const char *signal_name(int sig) {
 }
 
 static void run_suite(const taxi_test_suite_t *suite, outcome_t *o) {
-  memset(o, 0, sizeof *o);
-  o->name = suite->name;
-  o->exit_status = -1;
-  for (const CU_TestInfo *t = suite->tests; t && t->pName; t++) o->total++;
+  begin_outcome(suite, o);
 
   int p[2];
   if (pipe(p) != 0) {
@@ -310,6 +417,11 @@ static void run_suite(const taxi_test_suite_t *suite, outcome_t *o) {
   }
   fflush(stdout);
 }
+#endif /* POSIX */
+
+static int suites_skipped(const outcome_t *o) {
+  return o->verdict && strcmp(o->verdict, "SKIPPED") == 0;
+}
 
 int taxi_test_run(const char *title, const taxi_test_suite_t *const *suites,
                   size_t n, int argc, char **argv) {
@@ -333,7 +445,14 @@ int taxi_test_run(const char *title, const taxi_test_suite_t *const *suites,
   printf("%s\n", title);
   for (size_t i = 0; i < n; i++) {
     if (filter && !strstr(suites[i]->name, filter)) continue;
-    run_suite(suites[i], &out[ran]);
+    if (suites[i]->skip) {
+      begin_outcome(suites[i], &out[ran]);
+      out[ran].verdict = "SKIPPED";
+      printf("\nSKIP suite %s (%u tests): %s\n", suites[i]->name,
+             out[ran].total, suites[i]->skip);
+    } else {
+      run_suite(suites[i], &out[ran]);
+    }
     ran++;
   }
   if (ran == 0) {
@@ -344,6 +463,7 @@ int taxi_test_run(const char *title, const taxi_test_suite_t *const *suites,
   }
 
   unsigned passed = 0, failed = 0, not_run = 0, asserts = 0, afailed = 0;
+  unsigned skipped = 0;
   printf("\n==== Summary: %s ====\n", title);
   printf("%-44s %6s %6s %6s %6s %8s %7s  %s\n", "Suite", "Tests", "Passed",
          "Failed", "NotRun", "Asserts", "AFailed", "Result");
@@ -352,6 +472,7 @@ int taxi_test_run(const char *title, const taxi_test_suite_t *const *suites,
     printf("%-44s %6u %6u %6u %6u %8u %7u  %s\n", o->name, o->total, o->passed,
            o->failed, o->not_run, o->last.asserts, o->last.asserts_failed,
            o->verdict);
+    if (suites_skipped(o)) skipped += o->total;
     passed += o->passed;
     failed += o->failed;
     not_run += o->not_run;
@@ -360,6 +481,9 @@ int taxi_test_run(const char *title, const taxi_test_suite_t *const *suites,
   }
   printf("%-44s %6s %6u %6u %6u %8u %7u\n", "Total", "", passed, failed,
          not_run, asserts, afailed);
+  if (skipped)
+    printf("%u tests in suites skipped on this platform (reasons above)\n",
+           skipped);
   printf("%u passed, %u failed\n", passed, failed);
   free(out);
   return (failed > 0 || not_run > 0) ? 1 : 0;

@@ -2,13 +2,18 @@
  * tests/runner.h - a small harness over CUnit that isolates suites.
  *
  * CUnit runs every test in one process and has no time limit, so a crash or
- * a hang in one test would take the whole run with it.  taxi_test_run()
- * forks one child per suite, in its own process group; the child runs the
- * suite with CUnit's basic interface (verbose) and reports its counts to the
- * parent through a pipe.  The parent enforces the suite's time limit (then
- * kills the child's whole process group), names the test that was running
- * when a child timed out or died of a signal, and prints a summary ending
- * with the line "N passed, N failed".
+ * a hang in one test would take the whole run with it.  On POSIX
+ * taxi_test_run() forks one child per suite, in its own process group; the
+ * child runs the suite with CUnit's basic interface (verbose) and reports its
+ * counts to the parent through a pipe.  The parent enforces the suite's time
+ * limit (then kills the child's whole process group), names the test that was
+ * running when a child timed out or died of a signal, and prints a summary
+ * ending with the line "N passed, N failed".
+ *
+ * Windows has no fork(): there each suite runs in the test program itself,
+ * and a watchdog thread enforces the time limit by ending the program
+ * (after printing which test hung and a failing total), since a hung suite
+ * cannot be stopped alone.
  *
  * Environment:
  *   TAXI_TEST_SKIP=1            skip everything (exit status 77)
@@ -31,9 +36,22 @@ typedef struct {
   const char *name;   /* the suite's name, as printed and filtered on */
   CU_TestInfo *tests; /* terminated by CU_TEST_INFO_NULL */
   unsigned timeout_s; /* time limit for the whole suite; 0 means 60 */
+  /* Non-NULL: the suite cannot run on this platform, for this reason; it
+   * is listed as skipped with the reason, and counts neither as passed
+   * nor as failed. */
+  const char *skip;
 } taxi_test_suite_t;
 
 #define TAXI_TEST_DEFAULT_TIMEOUT_S 60u
+
+/* In the test table of a suite that is skipped on Windows (its `skip`
+ * says why): the test function on POSIX, NULL on Windows, where the
+ * function is not compiled. */
+#if defined(_WIN32)
+#define TAXI_TEST_POSIX_ONLY(fn) NULL
+#else
+#define TAXI_TEST_POSIX_ONLY(fn) fn
+#endif
 #define TAXI_TEST_SKIP_STATUS 77
 
 /* 0 if the readiness backend `backend` works here; otherwise prints

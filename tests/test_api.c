@@ -456,10 +456,11 @@ static CU_TestInfo misc_tests[] = {
     CU_TEST_INFO_NULL,
 };
 
-static const taxi_test_suite_t errors_suite = {"api: errors", error_tests, 30};
+static const taxi_test_suite_t errors_suite = {"api: errors", error_tests, 30,
+                                               NULL};
 static const taxi_test_suite_t backends_suite = {"api: backends", backend_tests,
-                                                 30};
-static const taxi_test_suite_t misc_suite = {"api: misc", misc_tests, 30};
+                                                 30, NULL};
+static const taxi_test_suite_t misc_suite = {"api: misc", misc_tests, 30, NULL};
 
 int main(int argc, char **argv) {
   const taxi_test_suite_t *const suites[] = {&errors_suite, &backends_suite,

@@ -549,10 +549,11 @@ static CU_TestInfo error_tests[] = {
 };
 
 static const taxi_test_suite_t handles_suite = {"apr.h: handles", handle_tests,
-                                                0};
+                                                0, NULL};
 static const taxi_test_suite_t lifetime_suite = {"apr.h: lifetime",
-                                                 lifetime_tests, 0};
-static const taxi_test_suite_t errors_suite = {"apr.h: errors", error_tests, 0};
+                                                 lifetime_tests, 0, NULL};
+static const taxi_test_suite_t errors_suite = {"apr.h: errors", error_tests, 0,
+                                               NULL};
 
 int main(int argc, char **argv) {
   if (apr_initialize() != APR_SUCCESS) {

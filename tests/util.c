@@ -34,6 +34,11 @@ static int set_cloexec(int fd) {
   return fcntl(fd, F_SETFD, fl | FD_CLOEXEC) < 0 ? -1 : 0;
 }
 
+#if defined(_WIN32)
+/* Windows has no socketpair(): a loopback TCP pair serves, both ends
+ * non-blocking. */
+int util_socketpair(int sv[2]) { return util_tcp_pair(sv); }
+#else
 int util_socketpair(int sv[2]) {
   if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) return -1;
   for (int i = 0; i < 2; i++) {
@@ -47,6 +52,7 @@ int util_socketpair(int sv[2]) {
   }
   return 0;
 }
+#endif
 
 static struct sockaddr_in loopback(int port) {
   struct sockaddr_in a;
@@ -235,6 +241,13 @@ void util_alloc_fail_after(long n) {
 
 /* ---- resources ---------------------------------------------------------- */
 
+#if defined(_WIN32)
+/* Windows sets no per-process limit on sockets below what memory allows. */
+int util_raise_nofile(unsigned long n) {
+  (void)n;
+  return 1;
+}
+#else
 int util_raise_nofile(unsigned long n) {
   struct rlimit rl;
   if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return 0;
@@ -251,11 +264,30 @@ int util_raise_nofile(unsigned long n) {
   rl.rlim_max = n;
   return setrlimit(RLIMIT_NOFILE, &rl) == 0;
 }
+#endif
+
+int util_test_small(void) {
+  const char *s = getenv("TAXI_TEST_SMALL");
+  return s && *s && strcmp(s, "0") != 0;
+}
+
+int util_under_wine(void) {
+#if defined(_WIN32)
+  HMODULE ntdll = GetModuleHandleA("ntdll.dll");
+  return ntdll && GetProcAddress(ntdll, "wine_get_version") != NULL;
+#else
+  return 0;
+#endif
+}
 
 void util_sleep_ms(long ms) {
+#if defined(_WIN32)
+  Sleep((DWORD)ms);
+#else
   struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
   while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
   }
+#endif
 }
 
 int util_wait_flag(atomic_int *flag, int value, int max_ms) {
@@ -294,6 +326,14 @@ int run_for(taxi_reactor_t *r, int ms) {
   }
 }
 
+#if defined(_WIN32)
+/* No child processes of this kind on Windows (no fork). */
+int util_wait_child(int pid, int max_ms) {
+  (void)pid;
+  (void)max_ms;
+  return -1;
+}
+#else
 int util_wait_child(int pid, int max_ms) {
   taxi_time_t start = taxi_now();
   for (;;) {
@@ -310,6 +350,7 @@ int util_wait_child(int pid, int max_ms) {
     util_sleep_ms(2);
   }
 }
+#endif
 
 /* ---- test threads ------------------------------------------------------- */
 

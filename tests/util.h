@@ -68,6 +68,14 @@ void util_alloc_fail_after(long n);
  * now >= n, else 0. */
 int util_raise_nofile(unsigned long n);
 
+/* 1 when the environment variable TAXI_TEST_SMALL is set and not "0":
+ * tests then use smaller sizes (slow runs: TSan, wine). */
+int util_test_small(void);
+
+/* 1 when this Windows program runs under wine (always 0 elsewhere): for
+ * the few checks that wine's own gaps would fail, which then say so. */
+int util_under_wine(void);
+
 /* Sleep for ms milliseconds (restarting after signals). */
 void util_sleep_ms(long ms);
 

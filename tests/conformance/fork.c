@@ -10,6 +10,8 @@
 
 #include "suites.h"
 
+#if !defined(_WIN32)
+
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -197,14 +199,24 @@ static void test_signal_survives_fork(void) {
   sigaction(SIGUSR1, &old, NULL);
 }
 
+#endif /* !_WIN32 */
+
 static CU_TestInfo fork_tests[] = {
     {"child dispatches; parent unaffected",
-     test_child_dispatches_parent_unaffected},
-    {"child registers a new handle", test_child_registers_new_handle},
-    {"timer survives fork", test_timer_survives_fork},
-    {"notification survives fork", test_notification_survives_fork},
-    {"signal survives fork", test_signal_survives_fork},
+     TAXI_TEST_POSIX_ONLY(test_child_dispatches_parent_unaffected)},
+    {"child registers a new handle",
+     TAXI_TEST_POSIX_ONLY(test_child_registers_new_handle)},
+    {"timer survives fork", TAXI_TEST_POSIX_ONLY(test_timer_survives_fork)},
+    {"notification survives fork",
+     TAXI_TEST_POSIX_ONLY(test_notification_survives_fork)},
+    {"signal survives fork", TAXI_TEST_POSIX_ONLY(test_signal_survives_fork)},
     CU_TEST_INFO_NULL,
 };
 
-const taxi_test_suite_t conf_suite_fork = {"fork", fork_tests, 60};
+const taxi_test_suite_t conf_suite_fork = {"fork", fork_tests, 60,
+#if defined(_WIN32)
+                                           "fork(): Windows has none"
+#else
+                                           NULL
+#endif
+};

@@ -463,4 +463,4 @@ static CU_TestInfo io_tests[] = {
     CU_TEST_INFO_NULL,
 };
 
-const taxi_test_suite_t conf_suite_io = {"io", io_tests, 60};
+const taxi_test_suite_t conf_suite_io = {"io", io_tests, 60, NULL};

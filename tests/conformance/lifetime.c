@@ -701,4 +701,5 @@ static CU_TestInfo lifetime_tests[] = {
     CU_TEST_INFO_NULL,
 };
 
-const taxi_test_suite_t conf_suite_lifetime = {"lifetime", lifetime_tests, 60};
+const taxi_test_suite_t conf_suite_lifetime = {"lifetime", lifetime_tests, 60,
+                                               NULL};

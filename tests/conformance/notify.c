@@ -301,4 +301,4 @@ static CU_TestInfo notify_tests[] = {
     CU_TEST_INFO_NULL,
 };
 
-const taxi_test_suite_t conf_suite_notify = {"notify", notify_tests, 60};
+const taxi_test_suite_t conf_suite_notify = {"notify", notify_tests, 60, NULL};

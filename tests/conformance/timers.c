@@ -387,4 +387,4 @@ static CU_TestInfo timer_tests[] = {
     CU_TEST_INFO_NULL,
 };
 
-const taxi_test_suite_t conf_suite_timers = {"timers", timer_tests, 60};
+const taxi_test_suite_t conf_suite_timers = {"timers", timer_tests, 60, NULL};

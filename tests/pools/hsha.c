@@ -1076,8 +1076,8 @@ static CU_TestInfo hs_alloc_tests[] = {
     CU_TEST_INFO_NULL,
 };
 
-const taxi_test_suite_t pools_suite_hsha = {"hsha", hs_tests, 120};
+const taxi_test_suite_t pools_suite_hsha = {"hsha", hs_tests, 120, NULL};
 const taxi_test_suite_t pools_suite_hsha_bad_input = {"hsha bad input",
-                                                      hs_bad_tests, 60};
+                                                      hs_bad_tests, 60, NULL};
 const taxi_test_suite_t pools_suite_hsha_alloc = {"hsha alloc", hs_alloc_tests,
-                                                  120};
+                                                  120, NULL};

@@ -1766,10 +1766,10 @@ static CU_TestInfo lf_alloc_tests[] = {
     CU_TEST_INFO_NULL,
 };
 
-const taxi_test_suite_t pools_suite_lf = {"lf", lf_tests, 180};
+const taxi_test_suite_t pools_suite_lf = {"lf", lf_tests, 180, NULL};
 const taxi_test_suite_t pools_suite_lf_shutdown = {"lf shutdown",
-                                                   lf_shutdown_tests, 60};
+                                                   lf_shutdown_tests, 60, NULL};
 const taxi_test_suite_t pools_suite_lf_bad_input = {"lf bad input",
-                                                    lf_bad_tests, 60};
-const taxi_test_suite_t pools_suite_lf_alloc = {"lf alloc", lf_alloc_tests,
-                                                120};
+                                                    lf_bad_tests, 60, NULL};
+const taxi_test_suite_t pools_suite_lf_alloc = {"lf alloc", lf_alloc_tests, 120,
+                                                NULL};

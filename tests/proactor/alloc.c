@@ -337,4 +337,4 @@ static CU_TestInfo alloc_tests[] = {
     CU_TEST_INFO_NULL,
 };
 
-const taxi_test_suite_t pt_suite_alloc = {"alloc", alloc_tests, 120};
+const taxi_test_suite_t pt_suite_alloc = {"alloc", alloc_tests, 120, NULL};

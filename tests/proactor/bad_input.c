@@ -173,7 +173,11 @@ static void test_attach_errors(void) {
   CU_ASSERT_EQUAL(taxi_proactor_attach(NULL, sv[0]), TAXI_EINVAL);
   CU_ASSERT_EQUAL(taxi_proactor_attach(p, TAXI_INVALID_HANDLE), TAXI_EINVAL);
   /* Not open. */
+#if defined(_WIN32)
+  int dead = socket(AF_INET, SOCK_STREAM, 0); /* no dup() for sockets */
+#else
   int dead = dup(sv[0]);
+#endif
   CU_ASSERT_FATAL(dead >= 0);
   close(dead);
   CU_ASSERT_EQUAL(taxi_proactor_attach(p, dead), TAXI_EBADF);
@@ -557,4 +561,5 @@ static CU_TestInfo bad_input_tests[] = {
     CU_TEST_INFO_NULL,
 };
 
-const taxi_test_suite_t pt_suite_bad_input = {"bad input", bad_input_tests, 60};
+const taxi_test_suite_t pt_suite_bad_input = {"bad input", bad_input_tests, 60,
+                                              NULL};

@@ -312,6 +312,22 @@ long pt_diff(const void *a, const void *b, size_t len) {
 }
 
 int pt_temp_file(size_t size, uint64_t seed, unsigned char **content) {
+#if defined(_WIN32)
+  /* A file HANDLE (taxi's file type there), overlapped so that the iocp
+   * backend can take it, deleted when closed. */
+  char dir[MAX_PATH], path[MAX_PATH];
+  if (GetTempPathA(sizeof dir, dir) == 0 ||
+      GetTempFileNameA(dir, "txp", 0, path) == 0)
+    CU_FAIL_FATAL("cannot name a temporary file");
+  HANDLE fh =
+      CreateFileA(path, GENERIC_READ | GENERIC_WRITE,
+                  FILE_SHARE_READ | FILE_SHARE_WRITE, NULL, CREATE_ALWAYS,
+                  FILE_ATTRIBUTE_TEMPORARY | FILE_FLAG_DELETE_ON_CLOSE |
+                      FILE_FLAG_OVERLAPPED,
+                  NULL);
+  if (fh == INVALID_HANDLE_VALUE) CU_FAIL_FATAL("cannot make a temporary file");
+  int fd = (int)(intptr_t)fh;
+#else
   const char *dir = getenv("TMPDIR");
   char path[512];
   snprintf(path, sizeof path, "%s/taxi-proactor-XXXXXX",
@@ -323,6 +339,7 @@ int pt_temp_file(size_t size, uint64_t seed, unsigned char **content) {
   }
   unlink(path);
   fcntl(fd, F_SETFD, FD_CLOEXEC);
+#endif
   unsigned char *data = malloc(size ? size : 1);
   CU_ASSERT_PTR_NOT_NULL_FATAL(data);
   pt_fill(data, size, seed);

@@ -63,7 +63,14 @@ static int sc_pairs_that_fit(unsigned *floor) {
   *floor = 0;
   if (!util_raise_nofile(4096)) util_raise_nofile(max + SC_PAIRS + 256);
   if (max == 0) return SC_PAIRS;
-  if (util_raise_nofile(max + SC_PAIRS + 256)) {
+#if defined(_WIN32)
+  /* Windows handles are not numbers below a limit: none can be moved
+   * above it, so fewer pairs. */
+  int movable = 0;
+#else
+  int movable = util_raise_nofile(max + SC_PAIRS + 256);
+#endif
+  if (movable) {
     *floor = max;
     printf("\n    %s: handle limit %u: the peer ends are moved above it\n",
            pt_backend, max);
@@ -261,6 +268,12 @@ static void test_handle_beyond_limit(void) {
     printf("\n    %s: no handle limit: not applicable\n", pt_backend);
     return;
   }
+#if defined(_WIN32)
+  /* There the limit counts handles, and handles are not numbered below
+   * it; the reactor suite's "beyond the handle limit" fills the set. */
+  printf("\n    %s: handles are not numbered: not applicable\n", pt_backend);
+  return;
+#endif
   if (!util_raise_nofile(max + 64)) {
     printf("\n    %s: cannot raise the descriptor limit above %u: skipped\n",
            pt_backend, max);
@@ -324,4 +337,4 @@ static CU_TestInfo scale_tests[] = {
     CU_TEST_INFO_NULL,
 };
 
-const taxi_test_suite_t pt_suite_scale = {"scale", scale_tests, 120};
+const taxi_test_suite_t pt_suite_scale = {"scale", scale_tests, 120, NULL};

@@ -146,7 +146,9 @@ static void test_accept_connect(void) {
   CU_ASSERT_FATAL(cfd >= 0);
   CU_ASSERT_EQUAL_FATAL(taxi_proactor_attach(p, lfd), 0);
   CU_ASSERT_EQUAL_FATAL(taxi_proactor_attach(p, cfd), 0);
+#if !defined(_WIN32) /* Winsock cannot tell a socket's mode */
   CU_ASSERT(fcntl(cfd, F_GETFL) & O_NONBLOCK); /* attach made it so */
+#endif
 
   taxi_op_t aop, cop;
   taxi_op_init(&aop);
@@ -176,7 +178,9 @@ static void test_accept_connect(void) {
 
   int sfd = aop.accepted;
   CU_ASSERT_FATAL(sfd >= 0);
+#if !defined(_WIN32) /* Winsock cannot tell a socket's mode */
   CU_ASSERT(fcntl(sfd, F_GETFL) & O_NONBLOCK);
+#endif
   /* Attached already. */
   CU_ASSERT_EQUAL(taxi_proactor_attach(p, sfd), TAXI_EEXIST);
   /* The peer address is the connecting socket's own address. */
@@ -704,6 +708,9 @@ static void st_big_write(int tcp) {
   /* The peer reads nothing yet: the write cannot have finished. */
   size_t buffered = st_buffered_max(sv[0], sv[1]);
   pt_settle(p, 50);
+#if defined(_WIN32)
+  tcp = 1; /* util_socketpair is loopback TCP there: buffering unbounded */
+#endif
   if (!tcp && buffered * 4 < len) {
     CU_ASSERT_EQUAL(atomic_load(&d.calls), 0);
   }
@@ -939,6 +946,13 @@ static void st_wait_reset(int fd) {
 /* The peer closes with SO_LINGER 0 (a reset) while a read is pending:
  * TAXI_ECONNRESET. */
 static void test_reset_on_read(void) {
+  if (util_under_wine() && pt_backend_is("emulated")) {
+    /* Under wine 8.0, recv() after select() saw a reset arrive returns
+     * 0 (end of stream), not WSAECONNRESET; the iocp backend, and the
+     * reactor suite's reset test, see the reset. */
+    printf("(not run under wine: recv reports the reset as end of stream) ");
+    return;
+  }
   taxi_proactor_t *p = pt_proactor();
   int sv[2];
   pt_tcp_pair(p, sv);
@@ -994,6 +1008,13 @@ static void test_reset_on_write(void) {
  * not raise SIGPIPE (the default action, restored for this test, would end
  * the process). */
 static void test_write_peer_closed(void) {
+#if defined(_WIN32)
+  /* The pairs are loopback TCP there: the first write after the peer's
+   * close is accepted (as on any TCP socket); the reset that follows is
+   * what "peer reset: write gets TAXI_ECONNRESET" checks. */
+  printf("(not applicable: no socketpair on Windows) ");
+  return;
+#endif
   taxi_proactor_t *p = pt_proactor();
   int sv[2];
   pt_pair(p, sv);
@@ -1049,4 +1070,4 @@ static CU_TestInfo stream_tests[] = {
     CU_TEST_INFO_NULL,
 };
 
-const taxi_test_suite_t pt_suite_stream = {"stream", stream_tests, 180};
+const taxi_test_suite_t pt_suite_stream = {"stream", stream_tests, 180, NULL};

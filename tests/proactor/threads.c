@@ -194,7 +194,8 @@ static CU_TestInfo dispatch_tests[] = {
     CU_TEST_INFO_NULL,
 };
 
-const taxi_test_suite_t pt_suite_dispatch = {"dispatch", dispatch_tests, 60};
+const taxi_test_suite_t pt_suite_dispatch = {"dispatch", dispatch_tests, 60,
+                                             NULL};
 
 /* ---- the pool: exactly-once echo ----------------------------------------- */
 
@@ -872,4 +873,4 @@ static CU_TestInfo pool_tests[] = {
     CU_TEST_INFO_NULL,
 };
 
-const taxi_test_suite_t pt_suite_pool = {"pool", pool_tests, 240};
+const taxi_test_suite_t pt_suite_pool = {"pool", pool_tests, 240, NULL};

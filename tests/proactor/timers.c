@@ -288,4 +288,4 @@ static CU_TestInfo timer_tests[] = {
     CU_TEST_INFO_NULL,
 };
 
-const taxi_test_suite_t pt_suite_timers = {"timers", timer_tests, 60};
+const taxi_test_suite_t pt_suite_timers = {"timers", timer_tests, 60, NULL};

@@ -1,0 +1,3 @@
+/* tests/win32/include/poll.h - for the Windows build of the tests: the
+ * definitions the tests use from <poll.h> come from tests/win32/compat.h. */
+#include "../compat.h"

@@ -2,7 +2,9 @@
  * backends/nbio.h - the non-blocking system-call steps that perform an
  * operation's remainder, shared by the completion backends that run on
  * readiness (emulated) or that take part of their work from a reactor
- * (aio: accept and connect).  POSIX only (built in the TAXI_OS_POSIX block).
+ * (aio: accept and connect).  The steps are backends/nbio.c on POSIX and
+ * backends/nbio_win32.c on Windows; taxi__nbio_step() and
+ * taxi__nbio_wants() are the same everywhere (backends/nbio_step.c).
  *
  * Each function performs ONE step of what is left of `op` (as described by
  * core/proactor_op.h: internal_.done out of internal_.total) and never

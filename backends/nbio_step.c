@@ -1,0 +1,46 @@
+/*
+ * backends/nbio_step.c - the choice of an operation's next step by its
+ * kind, and the readiness a step waits for.  The same on every system;
+ * the steps themselves are backends/nbio.c (POSIX) and nbio_win32.c.
+ */
+#include "config.h"
+
+#include "backends/nbio.h"
+#include "taxi/handler.h" /* TAXI_EV_* */
+
+int64_t taxi__nbio_step(taxi_op_t *op, bool connect_started,
+                        taxi__completion_counters_t *c) {
+  switch (op->kind) {
+    case TAXI_OP_ACCEPT:
+      return taxi__nbio_accept(op, c);
+    case TAXI_OP_CONNECT:
+      return connect_started ? taxi__nbio_connect_check(op, c)
+                             : taxi__nbio_connect_start(op, c);
+    case TAXI_OP_READ:
+      return taxi__nbio_read(op, c);
+    case TAXI_OP_WRITE:
+      return taxi__nbio_write(op, c);
+    case TAXI_OP_READ_FILE:
+      return taxi__nbio_pread(op, c);
+    case TAXI_OP_WRITE_FILE:
+      return taxi__nbio_pwrite(op, c);
+    case TAXI_OP_TRANSMIT_FILE:
+      return taxi__nbio_transmit(op, c);
+    default:
+      return TAXI_EINVAL;
+  }
+}
+
+unsigned taxi__nbio_wants(const taxi_op_t *op) {
+  switch (op->kind) {
+    case TAXI_OP_ACCEPT:
+    case TAXI_OP_READ:
+      return TAXI_EV_READ;
+    case TAXI_OP_CONNECT:
+    case TAXI_OP_WRITE:
+    case TAXI_OP_TRANSMIT_FILE:
+      return TAXI_EV_WRITE;
+    default:
+      return 0;
+  }
+}

@@ -398,7 +398,9 @@ static int64_t finish(iocp_t *io, taxi_op_t *op) {
   iocp_op_t *o = iop(op);
   DWORD n = 0;
   HANDLE h = (HANDLE)op->handle;
-  count(io);
+  /* Not a system call: with the packet dequeued the call is over, and
+   * GetOverlappedResult only reads the status and byte count the kernel
+   * left in the OVERLAPPED, translated to a Win32 error. */
   if (!GetOverlappedResult(h, &o->ov, &n, FALSE)) {
     DWORD e = GetLastError();
     if (op->kind == TAXI_OP_ACCEPT && o->accepted != INVALID_SOCKET) {

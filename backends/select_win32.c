@@ -80,6 +80,7 @@ typedef struct sel_state {
   sel_sorted_t sorted[FD_SETSIZE];
   uint64_t snap_generation;
   unsigned got[FD_SETSIZE]; /* events found per snapshot entry */
+  size_t resume;            /* where the next scan of the results starts */
   fd_set rd, wr, ex;
 } sel_state_t;
 
@@ -280,24 +281,32 @@ static int sel_wait(void *state, taxi__ready_t *out, size_t max,
   sel_mark(s, &s->rd, TAXI_EV_READ);
   sel_mark(s, &s->wr, TAXI_EV_WRITE);
   sel_mark(s, &s->ex, TAXI_EV_EXCEPT);
-  for (size_t i = 0; i < s->snap_count && k < max; i++) {
-    unsigned got = s->got[i], ev = 0;
+  /* The scan resumes where the last one stopped when `max` cut it short,
+   * so that sockets late in the set are not starved by busy ones before
+   * them; those left are reported again by the next wait, as they stay
+   * ready (level-triggered). */
+  size_t i = s->resume < s->snap_count ? s->resume : 0;
+  for (size_t step = 0; step < s->snap_count; step++) {
+    size_t at = i;
+    unsigned got = s->got[at], ev = 0;
+    i = i + 1 < s->snap_count ? i + 1 : 0;
     if (!got) continue;
     ev = got & (TAXI_EV_READ | TAXI_EV_WRITE);
     if (got & TAXI_EV_EXCEPT) {
       /* Out-of-band data if asked for; otherwise (watched for writing
        * only) a connect that failed. */
-      if (s->snap[i].events & TAXI_EV_EXCEPT)
+      if (s->snap[at].events & TAXI_EV_EXCEPT)
         ev |= TAXI_EV_EXCEPT;
       else
         ev |= TAXI_EV_ERR;
     }
-    out[k].token = s->snap[i].token;
+    out[k].token = s->snap[at].token;
     out[k].events = ev;
-    k++;
+    if (++k == max) {
+      s->resume = i;
+      break;
+    }
   }
-  /* Ready sockets beyond `max` are reported again by the next wait, as
-   * they stay ready (level-triggered). */
   return (int)k;
 }
 

@@ -120,13 +120,15 @@ int64_t taxi__nbio_read(taxi_op_t *op, taxi__completion_counters_t *c) {
   taxi_buf_t b;
   if (taxi__op_remaining_bufs(op, &b, 1) == 0) return 0;
   size_t len = cap_len(b.len);
+  /* A socket is the usual case: asking first what the handle is would
+   * cost a second system call per step. */
   count(c);
-  if (taxi__is_socket(op->handle)) {
-    int n = recv((SOCKET)op->handle, b.base, (int)len, 0);
-    if (n >= 0) return n;
-    return fail((DWORD)WSAGetLastError());
-  }
+  int n = recv((SOCKET)op->handle, b.base, (int)len, 0);
+  if (n >= 0) return n;
+  DWORD e = (DWORD)WSAGetLastError();
+  if (e != WSAENOTSOCK) return fail(e);
   DWORD got = 0;
+  count(c);
   if (ReadFile((HANDLE)op->handle, b.base, (DWORD)len, &got, NULL)) return got;
   /* A pipe whose writer closed: end of stream. */
   if (GetLastError() == ERROR_BROKEN_PIPE) return 0;
@@ -146,14 +148,14 @@ static int64_t send_bufs(taxi_handle_t h, const taxi_buf_t *bufs, size_t n,
     k++;
   }
   if (k == 0) return 0;
+  DWORD sent = 0;
   count(c);
-  if (taxi__is_socket(h)) {
-    DWORD sent = 0;
-    if (WSASend((SOCKET)h, wb, (DWORD)k, &sent, 0, NULL, NULL) == 0)
-      return sent;
-    return fail((DWORD)WSAGetLastError());
-  }
+  if (WSASend((SOCKET)h, wb, (DWORD)k, &sent, 0, NULL, NULL) == 0) return sent;
+  DWORD e = (DWORD)WSAGetLastError();
+  if (e != WSAENOTSOCK) return fail(e);
+  /* Not a socket (see taxi__nbio_read): a plain write of the first. */
   DWORD wrote = 0;
+  count(c);
   if (WriteFile((HANDLE)h, wb[0].buf, wb[0].len, &wrote, NULL)) return wrote;
   return fail(GetLastError());
 }

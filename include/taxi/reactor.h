@@ -214,8 +214,11 @@ TAXI_EXTERN int taxi_reactor_schedule(taxi_reactor_t *r, taxi_timer_t *t,
                                       taxi_time_t period, void *act);
 
 /*
- * taxi_reactor_cancel - disarm timer t.  It will not fire again; if its hook
- * is running in another thread now, that call completes.
+ * taxi_reactor_cancel - disarm timer t.  It will not fire again; a firing
+ * another thread has already taken for dispatch (its hook running, or
+ * about to be entered) still runs to completion.  To know that no hook
+ * runs any more, remove the handler: its close hook runs after every
+ * dispatch in flight.
  * Returns 0, TAXI_EINVAL (NULL), TAXI_ENOENT (not scheduled: already fired
  * once-only, or cancelled).
  */

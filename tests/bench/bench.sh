@@ -627,6 +627,15 @@ echo "raw results: $csv"
 
 # ---- the comparison ---------------------------------------------------------
 
+# x / y with two decimals for the tables below ("-" when either is
+# unknown), prepended to each awk program that prints a row.
+ratio_awk='
+function ratio(x, y) {
+  if (x == "-" || y == "-") return "-"
+  if (y + 0 == 0) return x + 0 == 0 ? "1.00" : "inf"
+  return sprintf("%.2f", x / y)
+}'
+
 echo
 echo "$RATIO_A relative to $RATIO_B:"
 rfmt='%-8s %14s %14s %16s %16s\n'
@@ -639,12 +648,7 @@ for backend in "${backends[@]}"; do
   fi
   awk -v f="$rfmt" -v be="$backend" -v ra="${res_rate[$a]}" -v rb="${res_rate[$b]}" \
     -v ca="${res_ctx[$a]:--}" -v cb="${res_ctx[$b]:--}" \
-    -v aa="${res_allocs[$a]:--}" -v ab="${res_allocs[$b]:--}" '
-    function ratio(x, y) {
-      if (x == "-" || y == "-") return "-"
-      if (y + 0 == 0) return x + 0 == 0 ? "1.00" : "inf"
-      return sprintf("%.2f", x / y)
-    }
+    -v aa="${res_allocs[$a]:--}" -v ab="${res_allocs[$b]:--}" "$ratio_awk"'
     BEGIN { printf f, be, ratio(ra, rb), ratio(ca, cb), aa, ab }'
 done
 
@@ -663,12 +667,7 @@ if [ ${#proactors[@]} -gt 0 ] && [ "${res_status[$ref]:-}" = ok ]; then
       continue
     fi
     awk -v f="$pfmt" -v be="$b" -v ra="${res_rate[$a]}" -v rb="${res_rate[$ref]}" \
-      -v sa="${res_sys[$a]:--}" -v sb="${res_sys[$ref]:--}" '
-      function ratio(x, y) {
-        if (x == "-" || y == "-") return "-"
-        if (y + 0 == 0) return x + 0 == 0 ? "1.00" : "inf"
-        return sprintf("%.2f", x / y)
-      }
+      -v sa="${res_sys[$a]:--}" -v sb="${res_sys[$ref]:--}" "$ratio_awk"'
       BEGIN { printf f, be, ratio(ra, rb), ratio(sa, sb), sa, sb }'
   done
 fi
@@ -689,12 +688,7 @@ if [ "$have_apr_peer" = 1 ] && [ "${res_status[$peer]:-}" = ok ]; then
     fi
     awk -v f="$afmt" -v be="$b" -v ra="${res_rate[$a]}" -v rb="${res_rate[$peer]}" \
       -v ca="${res_ctx[$a]:--}" -v cb="${res_ctx[$peer]:--}" \
-      -v aa="${res_allocs[$a]:--}" -v ab="${res_allocs[$peer]:--}" '
-      function ratio(x, y) {
-        if (x == "-" || y == "-") return "-"
-        if (y + 0 == 0) return x + 0 == 0 ? "1.00" : "inf"
-        return sprintf("%.2f", x / y)
-      }
+      -v aa="${res_allocs[$a]:--}" -v ab="${res_allocs[$peer]:--}" "$ratio_awk"'
       BEGIN { printf f, be, ratio(ra, rb), ratio(ca, cb), aa, ab }'
   done
 fi

@@ -21,7 +21,15 @@
  *    non-blocking connect() (no POLLHUP/POLLERR; the socket stays
  *    silent).  Nothing can be done about that here; the select backend
  *    reports it, so applications that need it there should use select.
- *  - POLLNVAL for a socket closed while registered: TAXI_EV_ERR.
+ *  - A socket closed while registered: POLLNVAL, reported as TAXI_EV_ERR.
+ *    But under wine (8.0) a socket closed just as the call starts can
+ *    fail the whole call with WSAENOTSOCK, and that happens in normal use:
+ *    a close hook closes a socket right after its removal while the
+ *    waiter may still poll the snapshot taken before it (seen in the pool
+ *    stress tests).  The closed entries are then reported as TAXI_EV_ERR
+ *    (their tokens are stale after a removal, which the core recognises)
+ *    and the next wait polls a fresh snapshot, instead of failing the
+ *    dispatcher.
  *  - A peer's orderly close is POLLHUP without POLLRDNORM (on Windows and
  *    under wine alike): reported as TAXI_EV_READ | TAXI_EV_HUP to a socket
  *    watched for reading, as POSIX poll reports it.
@@ -198,6 +206,28 @@ static int wp_del(void *state, taxi_handle_t h) {
   return rc;
 }
 
+/* The call failed: if a socket of the snapshot has been closed since the
+ * snapshot was taken, that is why, and those entries are reported as
+ * TAXI_EV_ERR (see the quirks above); 0 when none is found (the next
+ * wait takes a fresh snapshot).  Otherwise the error, as TAXI_E*. */
+static int wp_failed(wp_state_t *s, int err, taxi__ready_t *out, size_t max) {
+  const taxi__pollfd_set_t *snap = &s->table.snap;
+  const WSAPOLLFD *fds = snap->fds;
+  size_t k = 0;
+  bool closed = false;
+  if (err == WSAEINTR) return 0;
+  for (size_t i = 0; i < snap->count; i++) {
+    if (taxi__is_socket((taxi_handle_t)fds[i].fd)) continue;
+    closed = true;
+    if (k < max) {
+      out[k].token = snap->tokens[i];
+      out[k].events = TAXI_EV_ERR;
+      k++;
+    }
+  }
+  return closed ? (int)k : taxi__error_from_os(err);
+}
+
 static int wp_wait(void *state, taxi__ready_t *out, size_t max,
                    int timeout_ms) {
   wp_state_t *s = state;
@@ -213,11 +243,7 @@ static int wp_wait(void *state, taxi__ready_t *out, size_t max,
   }
   if (timeout_ms < 0) timeout_ms = -1;
   n = WSAPoll(s->table.snap.fds, (ULONG)s->table.snap.count, timeout_ms);
-  if (n == SOCKET_ERROR) {
-    int err = WSAGetLastError();
-    if (err == WSAEINTR) return 0;
-    return taxi__error_from_os(err);
-  }
+  if (n == SOCKET_ERROR) return wp_failed(s, WSAGetLastError(), out, max);
   return taxi__pollfd_table_collect(&s->table, n, out, max, wp_events_out);
 }
 

@@ -58,8 +58,37 @@ extern "C" {
 /* End of stream before the operation completed. */
 #define TAXI_EEOF (-20)
 
-/* One past the most negative code; for iterating in tests. */
+/* The most negative code: every code lies in [TAXI_ERROR_MIN, 0]. */
 #define TAXI_ERROR_MIN (-20)
+
+/*
+ * What a dispatcher (reactor, pool, proactor) tells its error callback.
+ *
+ * A transient failure (fatal == 0) is one the dispatcher handles itself: a
+ * wait or a re-arm that failed with TAXI_EAGAIN or TAXI_ENOMEM (the OS
+ * short of memory or buffers), or an accept that found no descriptor left
+ * (TAXI_ETOOMANY); the step is retried after a bounded, growing pause and
+ * the failure is counted.  A persistent failure (fatal == 1) stopped the
+ * dispatcher: the same code is returned by its join/wait/shutdown.
+ */
+typedef struct taxi_error_report {
+  int code;             /* TAXI_E* */
+  int os_error;         /* errno (GetLastError() on Windows), or 0 */
+  const char *where;    /* the step that failed, a static string: "wait",
+                           "rearm", "accept", "thread", ... */
+  taxi_handle_t handle; /* the handle concerned, or TAXI_INVALID_HANDLE */
+  unsigned attempt;     /* consecutive failures of this step so far, from 1 */
+  int fatal;            /* 0: handled and retried; 1: the dispatcher stopped */
+} taxi_error_report_t;
+
+/*
+ * An error callback.  Runs in the thread that met the failure, with no lock
+ * of taxi's held; it may call any taxi function except the destroy of the
+ * dispatcher reporting.  It should return soon (log, count, stop the
+ * dispatcher): the dispatching thread waits for it.  `report` is valid only
+ * during the call.
+ */
+typedef void (*taxi_error_fn)(const taxi_error_report_t *report, void *arg);
 
 /*
  * taxi_strerror - a short English description of a TAXI_E* code.

@@ -55,6 +55,11 @@ typedef int64_t taxi_time_t;
 #define TAXI_NSEC_PER_MSEC ((taxi_time_t)1000000)
 #define TAXI_NSEC_PER_SEC ((taxi_time_t)1000000000)
 
+/* The longest delay, period or timeout taxi accepts, in nanoseconds (about
+ * 146 years); longer ones are refused with TAXI_EINVAL.  Keeping spans this
+ * far below INT64_MAX leaves room to add one to any clock reading. */
+#define TAXI_TIME_SPAN_MAX ((taxi_time_t)1 << 62)
+
 /*
  * taxi_now - the monotonic clock, in nanoseconds since an unspecified start.
  * Never goes backwards; unaffected by changes to the wall clock.

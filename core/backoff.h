@@ -1,0 +1,42 @@
+/*
+ * core/backoff.h - what the dispatchers do with a failure that may pass: a
+ * bounded, growing pause between attempts, and the point where a failure
+ * that keeps coming back counts as persistent.
+ *
+ * A dispatching thread that meets a transient failure (the OS short of
+ * memory or buffers for a wait, a re-arm, an accept) must neither spin
+ * (retrying at once would fail again and burn a CPU) nor give up at the
+ * first refusal (one ENOMEM must not kill a pool).  It waits 1 ms, then
+ * twice as long each time the same step fails again, up to
+ * TAXI__BACKOFF_MAX_NS; after TAXI__BACKOFF_LIMIT consecutive failures the
+ * error is treated as persistent and stops the dispatcher.  Any success of
+ * the step resets the count.
+ */
+#ifndef TAXI_CORE_BACKOFF_H
+#define TAXI_CORE_BACKOFF_H
+
+#include "taxi/error.h"
+#include "taxi/platform.h"
+
+#include <stdbool.h>
+
+#define TAXI__BACKOFF_FIRST_NS ((taxi_time_t)1000000) /* 1 ms */
+#define TAXI__BACKOFF_MAX_NS ((taxi_time_t)256000000) /* 256 ms */
+/* About 2 s of pauses in all before a failure counts as persistent. */
+#define TAXI__BACKOFF_LIMIT 16u
+
+typedef struct taxi__backoff {
+  unsigned failures; /* consecutive, since the last success */
+} taxi__backoff_t;
+
+/* Whether `code` may pass by itself if the step is tried again later. */
+bool taxi__error_transient(int code);
+
+/* Record a failure.  Returns the pause to take before the next attempt,
+ * or -1 when the failures are now too many: the error is persistent. */
+taxi_time_t taxi__backoff_failed(taxi__backoff_t *b);
+
+/* Record a success: the next failure starts from the first pause again. */
+static inline void taxi__backoff_reset(taxi__backoff_t *b) { b->failures = 0; }
+
+#endif /* TAXI_CORE_BACKOFF_H */

@@ -1,0 +1,104 @@
+/*
+ * tests/test_fault.c - the fault-injection module itself: rules fail the
+ * calls they name, at the count they name, with the error they name, and
+ * the library sees those failures.  The suites of other programs rely on
+ * it; this proves it injects what it says.
+ */
+#define _GNU_SOURCE 1
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "fault/fault.h"
+#include "runner.h"
+#include "taxi/taxi.h"
+
+static void test_bad_rules_refused(void) {
+  CU_ASSERT_EQUAL(fault_arm("nosuchcall:1:EINTR"), -EINVAL);
+  CU_ASSERT_EQUAL(fault_arm("read:0:EINTR"), -EINVAL);
+  CU_ASSERT_EQUAL(fault_arm("read:x"), -EINVAL);
+  CU_ASSERT_EQUAL(fault_arm("read:1:ENOTANERRNO"), -EINVAL);
+  CU_ASSERT_EQUAL(fault_arm("read:1:EINTR:1:extra"), -EINVAL);
+  CU_ASSERT_EQUAL(fault_arm(""), 0);
+}
+
+/* The second pipe2 fails with EMFILE, once; the others succeed. */
+static void test_nth_call_fails_once(void) {
+  int fds[2];
+  CU_ASSERT_EQUAL_FATAL(fault_arm("pipe2:2:EMFILE"), 0);
+  CU_ASSERT_EQUAL(pipe2(fds, O_CLOEXEC), 0);
+  close(fds[0]);
+  close(fds[1]);
+  errno = 0;
+  CU_ASSERT_EQUAL(pipe2(fds, O_CLOEXEC), -1);
+  CU_ASSERT_EQUAL(errno, EMFILE);
+  CU_ASSERT_EQUAL(pipe2(fds, O_CLOEXEC), 0);
+  close(fds[0]);
+  close(fds[1]);
+  CU_ASSERT_EQUAL(fault_calls("pipe2"), 3);
+  CU_ASSERT_EQUAL(fault_injected("pipe2"), 1);
+  fault_arm("");
+}
+
+/* COUNT 0: every call from NTH on fails. */
+static void test_persistent_failure(void) {
+  int fds[2];
+  CU_ASSERT_EQUAL_FATAL(fault_arm("pipe2:1:ENFILE:0"), 0);
+  for (int i = 0; i < 5; i++) {
+    errno = 0;
+    CU_ASSERT_EQUAL(pipe2(fds, 0), -1);
+    CU_ASSERT_EQUAL(errno, ENFILE);
+  }
+  CU_ASSERT_EQUAL(fault_injected("pipe2"), 5);
+  fault_arm("");
+  CU_ASSERT_EQUAL(pipe2(fds, 0), 0);
+  close(fds[0]);
+  close(fds[1]);
+}
+
+/* "short" transfers half of what was asked. */
+static void test_short_transfer(void) {
+  int sv[2];
+  CU_ASSERT_EQUAL_FATAL(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  CU_ASSERT_EQUAL_FATAL(fault_arm("write:1:short"), 0);
+  CU_ASSERT_EQUAL(write(sv[0], "abcdefgh", 8), 4);
+  CU_ASSERT_EQUAL(write(sv[0], "ijkl", 4), 4);
+  char buf[16];
+  CU_ASSERT_EQUAL(read(sv[1], buf, sizeof buf), 8);
+  CU_ASSERT_EQUAL(memcmp(buf, "abcdijkl", 8), 0);
+  fault_arm("");
+  close(sv[0]);
+  close(sv[1]);
+}
+
+/* A call made inside the library is reached: the reactor's wait on poll
+ * interrupted (EINTR) is a wait that returned nothing, not an error. */
+static void test_library_calls_reached(void) {
+  taxi_reactor_t *r;
+  CU_ASSERT_EQUAL_FATAL(taxi_reactor_create(&r, "poll"), 0);
+  CU_ASSERT_EQUAL_FATAL(fault_arm("poll:1:EINTR"), 0);
+  CU_ASSERT(taxi_reactor_handle_events(r, 0) >= 0);
+  CU_ASSERT_EQUAL(fault_injected("poll"), 1);
+  fault_arm("");
+  CU_ASSERT_EQUAL(taxi_reactor_destroy(r), 0);
+}
+
+static CU_TestInfo tests[] = {
+    {"a bad rule list is refused", test_bad_rules_refused},
+    {"the NTH call fails once", test_nth_call_fails_once},
+    {"COUNT 0 fails every later call", test_persistent_failure},
+    {"a short transfer moves half", test_short_transfer},
+    {"calls made by the library are reached", test_library_calls_reached},
+    CU_TEST_INFO_NULL,
+};
+
+int main(int argc, char **argv) {
+  fault_reexec_preloaded(argc, argv);
+  const char *why = fault_available() ? NULL : fault_unavailable_reason();
+  taxi_test_suite_t suite = {"fault injection", tests, 0, why};
+  const taxi_test_suite_t *suites[] = {&suite};
+  return taxi_test_run("fault injection", suites, 1, argc, argv);
+}

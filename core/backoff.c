@@ -18,3 +18,12 @@ taxi_time_t taxi__backoff_failed(taxi__backoff_t *b) {
   while (n-- > 0 && pause < TAXI__BACKOFF_MAX_NS) pause *= 2;
   return pause < TAXI__BACKOFF_MAX_NS ? pause : TAXI__BACKOFF_MAX_NS;
 }
+
+void taxi__report_error(taxi_error_fn fn, void *arg, int code,
+                        const char *where, taxi_handle_t handle,
+                        unsigned attempt, bool fatal) {
+  if (!fn) return;
+  taxi_error_report_t report = {code,    taxi_last_os_error(), where, handle,
+                                attempt, fatal ? 1 : 0};
+  fn(&report, arg);
+}

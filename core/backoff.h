@@ -39,4 +39,13 @@ taxi_time_t taxi__backoff_failed(taxi__backoff_t *b);
 /* Record a success: the next failure starts from the first pause again. */
 static inline void taxi__backoff_reset(taxi__backoff_t *b) { b->failures = 0; }
 
+/* Tell an error callback (if any) of a failure: code, the step that failed,
+ * the handle concerned (or TAXI_INVALID_HANDLE), the consecutive failures
+ * so far, and whether the dispatcher stopped because of it.  The OS error
+ * is the calling thread's last (taxi_last_os_error()).  Call with no lock
+ * held: the callback is the application's code. */
+void taxi__report_error(taxi_error_fn fn, void *arg, int code,
+                        const char *where, taxi_handle_t handle,
+                        unsigned attempt, bool fatal);
+
 #endif /* TAXI_CORE_BACKOFF_H */

@@ -30,6 +30,10 @@ typedef struct taxi__source_ops {
   int (*wait_locked)(void *self, void *buf, size_t cap, taxi_time_t deadline,
                      taxi_time_t *now);
   bool (*has_work_locked)(const void *self, taxi_time_t now);
+  /* How many results a wait started now could keep: 0 when the waits in
+   * progress have taken all the room (a reactor's shared ring of reported
+   * events), and a thread must follow instead of waiting. */
+  size_t (*room_locked)(const void *self);
   int (*attach_pool_locked)(void *self, void *pool, size_t max_waiters);
   void (*detach_pool_locked)(void *self);
   /* Make every waiter return. */

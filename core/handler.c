@@ -26,15 +26,29 @@ int taxi_timer_init(taxi_timer_t *t) {
 
 /*
  * A handler's counter is guarded by the lock of the reactor it is attached
- * to.  A handler that is not attached, or whose reactor was destroyed while
- * it was still referenced, belongs to the application alone, which must not
- * race on it (documented in taxi/handler.h and taxi/reactor.h).
+ * to.  Which reactor that is can change under us (taxi_reactor_move, a
+ * removal that closes it), so the reactor is read without a lock, locked,
+ * and read again: if it is still the same, the handler cannot leave it
+ * while we hold its lock.  A handler that is not attached, or whose
+ * reactor was destroyed while it was still referenced, belongs to the
+ * application alone, which must not race on it (documented in
+ * taxi/handler.h and taxi/reactor.h).
  */
+
+/* Lock the reactor h is attached to and return it, or NULL if none. */
+static taxi_reactor_t *lock_owner(taxi_handler_t *h) {
+  for (;;) {
+    taxi_reactor_t *r = taxi__handler_reactor(h);
+    if (!r) return NULL;
+    taxi__mutex_lock(&r->lock);
+    if (taxi__handler_reactor(h) == r) return r;
+    taxi__mutex_unlock(&r->lock);
+  }
+}
 
 int taxi_handler_ref(taxi_handler_t *h) {
   if (!h) return TAXI_EINVAL;
-  taxi_reactor_t *r = h->internal_.reactor;
-  if (r) taxi__mutex_lock(&r->lock);
+  taxi_reactor_t *r = lock_owner(h);
   h->internal_.refs++;
   if (r) taxi__mutex_unlock(&r->lock);
   return 0;
@@ -52,13 +66,12 @@ static void release_orphan(taxi_handler_t *h) {
 
 int taxi_handler_unref(taxi_handler_t *h) {
   if (!h) return TAXI_EINVAL;
-  taxi_reactor_t *r = h->internal_.reactor;
+  taxi_reactor_t *r = lock_owner(h);
   if (!r) {
     if (h->internal_.refs == 0) return TAXI_EINVAL;
     release_orphan(h);
     return 0;
   }
-  taxi__mutex_lock(&r->lock);
   /* An attached handler holds one reference for its attachment. */
   uint32_t floor = (h->internal_.flags & TAXI__H_CLOSING) ? 0 : 1;
   int rc = TAXI_EINVAL;

@@ -29,8 +29,10 @@
 
 #include "taxi/hsha.h"
 #include "core/alloc.h"
+#include "core/backoff.h"
 #include "core/reactor_impl.h"
 #include "core/registry.h"
+#include "core/time_math.h"
 
 /* A queued event and what orders it. */
 typedef struct hsha_item {
@@ -47,6 +49,8 @@ struct taxi_hsha_pool {
   taxi_reactor_t *r;
   int (*priority)(taxi_handler_t *h, unsigned events, void *arg);
   void *priority_arg;
+  taxi_error_fn on_error;
+  void *on_error_arg;
   unsigned nworkers, capacity, high_water;
 
   /* The request queue: a ring (head, count) or, with a priority function,
@@ -64,7 +68,8 @@ struct taxi_hsha_pool {
   unsigned idle;          /* workers waiting on not_empty */
   bool stalled;           /* the reactor thread waits on not_full */
   bool shutdown;
-  int error; /* the wait failure that stopped the pool, or 0 */
+  int error;               /* the wait failure that stopped the pool, or 0 */
+  taxi__backoff_t backoff; /* consecutive failed waits */
 
   taxi__thread_t *threads; /* [0] the reactor thread, then the workers */
   unsigned started;        /* of threads[] */
@@ -234,6 +239,40 @@ static void leave_locked(taxi_hsha_pool_t *p, bool worker) {
 /* ---- the two halves ------------------------------------------------------
  */
 
+/* Tell the application of a failure, without the lock. */
+static void report_locked(taxi_hsha_pool_t *p, int code, const char *where,
+                          unsigned attempt, bool fatal) {
+  if (!p->on_error) return;
+  taxi__mutex_unlock(&p->r->lock);
+  taxi__report_error(p->on_error, p->on_error_arg, code, where,
+                     TAXI_INVALID_HANDLE, attempt, fatal);
+  taxi__mutex_lock(&p->r->lock);
+}
+
+/* The reactor thread's wait failed with `code` (an interrupted wait
+ * returns 0, so this is the backend failing).  Transient, within the
+ * limit: report it and pause (a shutdown cuts the pause short; the workers
+ * go on meanwhile); returns 0 to wait again.  Otherwise stop the pool as
+ * shutdown would, keeping the failure as its error, and return it. */
+static int wait_failed_locked(taxi_hsha_pool_t *p, int code) {
+  taxi_time_t pause =
+      taxi__error_transient(code) ? taxi__backoff_failed(&p->backoff) : -1;
+  if (pause < 0) {
+    if (!p->shutdown) {
+      p->error = code;
+      stop_locked(p);
+      report_locked(p, code, "wait", p->backoff.failures + 1, true);
+    }
+    return code;
+  }
+  p->stats.transient_errors++;
+  report_locked(p, code, "wait", p->backoff.failures, false);
+  taxi_time_t until = taxi__time_add(taxi_now(), pause);
+  while (!p->shutdown && taxi_now() < until)
+    taxi__cond_timedwait(&p->not_full, &p->r->lock, until);
+  return 0;
+}
+
 static void reactor_loop_locked(taxi_hsha_pool_t *p) {
   taxi_reactor_t *r = p->r;
   taxi__event_t ev;
@@ -273,11 +312,9 @@ static void reactor_loop_locked(taxi_hsha_pool_t *p) {
     int rc =
         taxi__reactor_wait_locked(r, p->wait_buf, p->wait_cap, INT64_MAX, &now);
     p->stats.waits++;
-    if (rc < 0) {
-      /* An interrupted wait returns 0: this is the backend failing, and
-       * waiting again would fail again.  Stop as shutdown would. */
-      p->error = rc;
-      if (!p->shutdown) stop_locked(p);
+    if (rc >= 0) {
+      taxi__backoff_reset(&p->backoff);
+    } else if (wait_failed_locked(p, rc) < 0) {
       break;
     }
   }
@@ -405,6 +442,8 @@ int taxi_hsha_create(taxi_hsha_pool_t **out, taxi_reactor_t *r,
   p->r = r;
   p->priority = o.priority;
   p->priority_arg = o.priority_arg;
+  p->on_error = o.on_error;
+  p->on_error_arg = o.on_error_arg;
   p->nworkers = o.workers;
   p->capacity = o.queue_capacity;
   p->high_water = o.high_water;
@@ -461,9 +500,32 @@ int taxi_hsha_shutdown(taxi_hsha_pool_t *p) {
   int rc = TAXI_ESTOPPED;
   if (!p->shutdown) {
     stop_locked(p);
-    wait_left_locked(p);
     rc = 0;
   }
+  /* A pool that stopped by itself may still be being left. */
+  wait_left_locked(p);
+  if (p->error) rc = p->error;
+  taxi__mutex_unlock(&p->r->lock);
+  taxi__registry_unpin(&p->reg);
+  return rc;
+}
+
+int taxi_hsha_wait(taxi_hsha_pool_t *p, int timeout_ms) {
+  if (!p || !taxi__registry_pin(&p->reg, TAXI__KIND_HSHA)) return TAXI_EINVAL;
+  if (current == p || stopping == p) {
+    taxi__registry_unpin(&p->reg);
+    return TAXI_EBUSY;
+  }
+  taxi_time_t deadline = taxi__deadline_after_ms(taxi_now(), timeout_ms);
+  int rc = 0;
+  taxi__mutex_lock(&p->r->lock);
+  while (rc == 0 && !(p->shutdown && p->running == 0)) {
+    if (taxi__cond_timedwait(&p->left, &p->r->lock, deadline) ==
+            TAXI_ETIMEDOUT &&
+        !(p->shutdown && p->running == 0))
+      rc = TAXI_ETIMEDOUT;
+  }
+  if (rc == 0) rc = p->error;
   taxi__mutex_unlock(&p->r->lock);
   taxi__registry_unpin(&p->reg);
   return rc;
@@ -487,6 +549,7 @@ int taxi_hsha_stats(taxi_hsha_pool_t *p, taxi_hsha_stats_t *out) {
   if (!taxi__registry_pin(&p->reg, TAXI__KIND_HSHA)) return TAXI_EINVAL;
   taxi__mutex_lock(&p->r->lock);
   *out = p->stats;
+  out->error = p->error;
   out->queued = p->count;
   out->workers = p->workers_running;
   taxi__mutex_unlock(&p->r->lock);

@@ -8,10 +8,16 @@
  *     wait, notifications, due timers, signals)?  Take one (the reactor
  *     deactivates its handle), promote a follower if nobody leads or more
  *     work is pending, then process it as a processing thread;
- *   - else, if fewer than max_leaders threads lead, lead: wait on the
- *     handle set; what the wait reports goes to the pending ring, already
- *     deactivated, and the loop takes one of it next;
+ *   - else, if fewer than max_leaders threads lead and the source has room
+ *     for what another wait may report, lead: wait on the handle set; what
+ *     the wait reports goes to the pending ring, already deactivated, and
+ *     the loop takes one of it next;
  *   - else follow: wait on this thread's synchronizer until promoted.
+ *
+ * A wait that fails is retried after a growing pause if the failure may
+ * pass (core/backoff.h), the thread keeping the leader's role meanwhile;
+ * otherwise the pool stops as a whole, keeping the failure as its error for
+ * join, wait and shutdown to return (see taxi/lf.h, "Failures").
  *
  * The pool dispatches a source (core/dispatch_source.h): a reactor, or a
  * proactor's completion queue, whose steps the words above describe for
@@ -26,8 +32,10 @@
 
 #include "taxi/lf.h"
 #include "core/alloc.h"
+#include "core/backoff.h"
 #include "core/dispatch_source.h"
 #include "core/registry.h"
+#include "core/time_math.h"
 
 #include <limits.h>
 #include <string.h>
@@ -70,7 +78,10 @@ struct taxi_lf_pool {
   taxi__cond_t shared;      /* TAXI_PROMOTE_SHARED followers wait here */
   unsigned shared_tokens;   /* promotions not yet claimed */
   taxi__cond_t left;        /* broadcast whenever a thread leaves */
+  taxi__cond_t pause;       /* a leader pausing after a failed wait */
   bool shutdown;
+  int error;               /* the failure that stopped the pool, or 0 */
+  taxi__backoff_t backoff; /* consecutive failed waits */
 
   taxi_lf_stats_t stats;
 };
@@ -158,7 +169,36 @@ static void promote_locked(taxi_lf_pool_t *p) {
 static void wake_everyone_locked(taxi_lf_pool_t *p) {
   for (lf_thread_t *t = p->head; t; t = t->next) taxi__cond_signal(&t->cond);
   taxi__cond_broadcast(&p->shared);
+  taxi__cond_broadcast(&p->pause);
   if (p->leaders) p->src.ops->wake_all_locked(p->src.self);
+}
+
+/* Make every thread leave as soon as it is not processing an event; does
+ * not wait for them.  The source's waits return at once from now on. */
+static void stop_locked(taxi_lf_pool_t *p) {
+  p->shutdown = true;
+  p->src.ops->set_sticky_locked(p->src.self, true);
+  wake_everyone_locked(p);
+}
+
+/* Tell the application of a failure, without the lock. */
+static void report_locked(taxi_lf_pool_t *p, int code, const char *where,
+                          unsigned attempt, bool fatal) {
+  if (!p->opts.on_error) return;
+  taxi__mutex_unlock(p->src.lock);
+  taxi__report_error(p->opts.on_error, p->opts.on_error_arg, code, where,
+                     TAXI_INVALID_HANDLE, attempt, fatal);
+  taxi__mutex_lock(p->src.lock);
+}
+
+/* A failure the pool cannot go on after: keep it as the pool's error (the
+ * first only) and stop the pool.  One that arrives while the application
+ * is shutting the pool down is a consequence of that, not a failure. */
+static void fail_locked(taxi_lf_pool_t *p, int code, unsigned attempt) {
+  if (p->shutdown) return;
+  p->error = code;
+  stop_locked(p);
+  report_locked(p, code, "wait", attempt, true);
 }
 
 /* ---- time accounting ----------------------------------------------------- */
@@ -240,6 +280,27 @@ static int lead(taxi_lf_pool_t *p, lf_thread_t *t, taxi_time_t deadline,
   return n;
 }
 
+/* A wait of this thread failed with `code`.  Transient, within the limit:
+ * report it, then pause, keeping the leader's role so that the other
+ * threads do not fail in turn meanwhile; returns 0 to go on.  Otherwise
+ * the pool fails (fail_locked) and the code is returned. */
+static int wait_failed_locked(taxi_lf_pool_t *p, lf_thread_t *t, int code) {
+  taxi_time_t pause =
+      taxi__error_transient(code) ? taxi__backoff_failed(&p->backoff) : -1;
+  if (pause < 0) {
+    fail_locked(p, code, p->backoff.failures + 1);
+    return code;
+  }
+  p->stats.transient_errors++;
+  p->leaders++;
+  report_locked(p, code, "wait", p->backoff.failures, false);
+  taxi_time_t until = taxi__time_add(taxi_now(), pause);
+  while (!p->shutdown && !t->leave && taxi_now() < until)
+    taxi__cond_timedwait(&p->pause, p->src.lock, until);
+  p->leaders--;
+  return 0;
+}
+
 /* The life of a thread in the pool: the source's lock held throughout, except
  * in the steps that release it. */
 static int pool_loop(taxi_lf_pool_t *p, lf_thread_t *t, taxi_time_t deadline) {
@@ -262,12 +323,17 @@ static int pool_loop(taxi_lf_pool_t *p, lf_thread_t *t, taxi_time_t deadline) {
       continue;
     }
     fresh = false;
-    if (p->leaders < p->max_leaders) {
+    /* Without room for what a wait reports (the waits in progress have
+     * taken it all), waiting now would return at once with nothing:
+     * follow instead, until a thread that took events promotes us. */
+    if (p->leaders < p->max_leaders && p->src.ops->room_locked(p->src.self)) {
       int n = lead(p, t, deadline, &now);
       if (n < 0) {
-        rc = n;
-        break;
+        rc = wait_failed_locked(p, t, n);
+        if (rc < 0) break;
+        continue;
       }
+      taxi__backoff_reset(&p->backoff);
       fresh = n > 0;
       continue;
     }
@@ -349,6 +415,8 @@ static void *spawned_main(void *arg) {
   lf_thread_t *t = arg;
   taxi_lf_pool_t *p = t->pool;
   taxi__mutex_lock(p->src.lock);
+  /* A spawned thread has no deadline, so it leaves only when asked to or
+   * when the pool failed, and the loop has stopped the pool then. */
   member_run_locked(p, t, 0, INT64_MAX);
   t->exited = true;
   p->spawned_active--;
@@ -373,7 +441,7 @@ static bool valid_options(const taxi_lf_options_t *o) {
 int taxi__lf_create_source(taxi_lf_pool_t **out, const taxi__source_t *src,
                            const taxi_lf_options_t *opts) {
   *out = NULL;
-  taxi_lf_options_t o = {TAXI_PROMOTE_LIFO, TAXI_LEADERS_ONE, 0};
+  taxi_lf_options_t o = {.promotion = TAXI_PROMOTE_LIFO};
   if (opts) o = *opts;
   if (!valid_options(&o)) return TAXI_EINVAL;
   if (o.leaders == TAXI_LEADERS_MANY && !src->multi_wait) return TAXI_ENOTSUP;
@@ -389,6 +457,8 @@ int taxi__lf_create_source(taxi_lf_pool_t **out, const taxi__source_t *src,
   if (rc < 0) goto fail_free;
   rc = taxi__cond_init(&p->left);
   if (rc < 0) goto fail_shared;
+  rc = taxi__cond_init(&p->pause);
+  if (rc < 0) goto fail_left;
   /* Room for what every leader's wait may report at once. */
   size_t waiters = o.leaders == TAXI_LEADERS_ONE ? 1
                    : o.max_leaders               ? o.max_leaders
@@ -396,7 +466,7 @@ int taxi__lf_create_source(taxi_lf_pool_t **out, const taxi__source_t *src,
   taxi__mutex_lock(p->src.lock);
   rc = p->src.ops->attach_pool_locked(p->src.self, p, waiters);
   taxi__mutex_unlock(p->src.lock);
-  if (rc < 0) goto fail_left;
+  if (rc < 0) goto fail_pause;
   rc = taxi__registry_add(&p->reg, TAXI__KIND_LF);
   if (rc < 0) goto fail_attach;
   *out = p;
@@ -406,6 +476,8 @@ fail_attach:
   taxi__mutex_lock(p->src.lock);
   p->src.ops->detach_pool_locked(p->src.self);
   taxi__mutex_unlock(p->src.lock);
+fail_pause:
+  taxi__cond_destroy(&p->pause);
 fail_left:
   taxi__cond_destroy(&p->left);
 fail_shared:
@@ -441,6 +513,7 @@ int taxi_lf_spawn(taxi_lf_pool_t *p, unsigned n) {
     enter_locked(p, t);
     rc = taxi__thread_create(&t->thread, spawned_main, t);
     if (rc < 0) {
+      report_locked(p, rc, "thread", 1, false);
       /* The record stays (ids are never reused) but marks no thread. */
       p->spawned_active--;
       p->active--;
@@ -473,20 +546,21 @@ static int app_record_locked(taxi_lf_pool_t *p, lf_thread_t **out) {
 
 int taxi_lf_join(taxi_lf_pool_t *p, int timeout_ms, int priority) {
   if (!pin(p)) return TAXI_EINVAL;
-  taxi_time_t deadline =
-      timeout_ms < 0 ? INT64_MAX : taxi_now() + timeout_ms * TAXI_NSEC_PER_MSEC;
+  taxi_time_t deadline = taxi__deadline_after_ms(taxi_now(), timeout_ms);
   lf_thread_t *t = NULL;
   int rc = 0;
   taxi__mutex_lock(p->src.lock);
   if (in_pool(p))
     rc = TAXI_EBUSY;
   else if (p->shutdown)
-    rc = TAXI_ESTOPPED;
+    rc = p->error ? p->error : TAXI_ESTOPPED;
   else
     rc = app_record_locked(p, &t);
   if (rc == 0) {
     enter_locked(p, t);
     rc = member_run_locked(p, t, priority, deadline);
+    /* Left because the pool stopped: say why, if it failed. */
+    if (rc == 0 && p->error) rc = p->error;
   }
   taxi__mutex_unlock(p->src.lock);
   taxi__registry_unpin(&p->reg);
@@ -556,14 +630,15 @@ int taxi_lf_shrink(taxi_lf_pool_t *p, unsigned n) {
   return rc;
 }
 
-/* Shut down.  the source's lock held. */
+/* Shut down, or wait for a pool that stopped by itself to be left.  The
+ * source's lock held. */
 static int shutdown_locked(taxi_lf_pool_t *p) {
-  if (p->shutdown) return TAXI_ESTOPPED;
-  p->shutdown = true;
-  p->src.ops->set_sticky_locked(p->src.self, true);
+  bool already = p->shutdown;
+  if (!already) stop_locked(p);
   wait_until_locked(p, all_left);
   if (p->active == 0) p->src.ops->set_sticky_locked(p->src.self, false);
-  return 0;
+  if (p->error) return p->error;
+  return already ? TAXI_ESTOPPED : 0;
 }
 
 int taxi_lf_shutdown(taxi_lf_pool_t *p) {
@@ -592,7 +667,7 @@ int taxi_lf_destroy(taxi_lf_pool_t *p) {
   taxi__registry_unpin(&p->reg);
 
   taxi__mutex_lock(lock);
-  if (!p->shutdown) shutdown_locked(p);
+  shutdown_locked(p); /* also waits for the threads of a pool that failed */
   /* Calls that pinned the pool before it was unregistered (a join that
    * has just returned, say) finish first. */
   while (atomic_load(&p->reg.pins) != 0)
@@ -608,16 +683,40 @@ int taxi_lf_destroy(taxi_lf_pool_t *p) {
   taxi__mutex_unlock(lock);
   for (unsigned i = 0; i < p->nthreads; i++) record_free(p->threads[i]);
   taxi__free(p->threads);
+  taxi__cond_destroy(&p->pause);
   taxi__cond_destroy(&p->left);
   taxi__cond_destroy(&p->shared);
   taxi__free(p);
   return 0;
 }
 
+static bool stopped_and_left(const taxi_lf_pool_t *p) {
+  return p->shutdown && all_left(p);
+}
+
+int taxi_lf_wait(taxi_lf_pool_t *p, int timeout_ms) {
+  if (!pin(p)) return TAXI_EINVAL;
+  taxi_time_t deadline = taxi__deadline_after_ms(taxi_now(), timeout_ms);
+  int rc = 0;
+  taxi__mutex_lock(p->src.lock);
+  if (in_pool(p)) rc = TAXI_EBUSY;
+  while (rc == 0 && !stopped_and_left(p)) {
+    if (taxi__cond_timedwait(&p->left, p->src.lock, deadline) ==
+            TAXI_ETIMEDOUT &&
+        !stopped_and_left(p))
+      rc = TAXI_ETIMEDOUT;
+  }
+  if (rc == 0) rc = p->error;
+  taxi__mutex_unlock(p->src.lock);
+  taxi__registry_unpin(&p->reg);
+  return rc;
+}
+
 int taxi_lf_stats(taxi_lf_pool_t *p, taxi_lf_stats_t *out) {
   if (!out || !pin(p)) return TAXI_EINVAL;
   taxi__mutex_lock(p->src.lock);
   *out = p->stats;
+  out->error = p->error;
   out->threads = p->active;
   out->leaders = p->leaders;
   out->followers = p->followers;

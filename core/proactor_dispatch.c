@@ -15,6 +15,7 @@
 #include "core/proactor_impl.h"
 #include "core/alloc.h"
 #include "core/proactor_op.h"
+#include "core/time_math.h"
 
 #include <limits.h>
 #include <string.h>
@@ -482,9 +483,7 @@ static int dispatch(taxi_proactor_t *p, int timeout_ms, bool forever) {
   p->owner = taxi__thread_self();
   taxi_time_t now = taxi_now();
   taxi_time_t deadline =
-      forever || timeout_ms < 0
-          ? INT64_MAX
-          : now + (taxi_time_t)timeout_ms * TAXI_NSEC_PER_MSEC;
+      forever ? INT64_MAX : taxi__deadline_after_ms(now, timeout_ms);
   int rc = 0, ran = 0;
   bool waited = false;
   while (!atomic_load(&p->stopped)) {

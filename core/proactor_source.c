@@ -31,6 +31,12 @@ static bool has_work(const void *self, taxi_time_t now) {
   return taxi__proactor_has_work_locked(self, now);
 }
 
+/* Each waiter reaps into a buffer of its own: there is always room. */
+static size_t room(const void *self) {
+  const taxi_proactor_t *p = self;
+  return p->max_events;
+}
+
 static int attach_pool(void *self, void *pool, size_t max_waiters) {
   taxi_proactor_t *p = self;
   (void)max_waiters; /* the completion queue is intrusive: no room to grow */
@@ -56,8 +62,8 @@ static void set_sticky(void *self, bool sticky) {
 }
 
 static const taxi__source_ops_t proactor_source_ops = {
-    take,        run,         untake,   wait_for,  has_work,
-    attach_pool, detach_pool, wake_all, set_sticky};
+    take, run,         untake,      wait_for, has_work,
+    room, attach_pool, detach_pool, wake_all, set_sticky};
 
 static void proactor_source(taxi_proactor_t *p, taxi__source_t *out) {
   out->ops = &proactor_source_ops;

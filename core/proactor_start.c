@@ -11,6 +11,7 @@
 
 #include "core/proactor_impl.h"
 #include "core/proactor_op.h"
+#include "core/time_math.h"
 
 #include <string.h>
 
@@ -309,10 +310,11 @@ int taxi_proactor_transmit_file(taxi_proactor_t *p, taxi_op_t *op,
 
 int taxi_proactor_timer(taxi_proactor_t *p, taxi_op_t *op, taxi_time_t delay,
                         taxi_completion_fn fn, void *act) {
-  if (!common_ok(p, op, fn) || delay < 0) return TAXI_EINVAL;
+  if (!common_ok(p, op, fn) || delay < 0 || delay > TAXI_TIME_SPAN_MAX)
+    return TAXI_EINVAL;
   start_t s = {TAXI_OP_TIMER, TAXI_INVALID_HANDLE, TAXI__DIR_NONE, 0, fn, act};
   taxi_time_t now = taxi_now();
-  taxi_time_t deadline = delay > INT64_MAX - now ? INT64_MAX : now + delay;
+  taxi_time_t deadline = taxi__time_add(now, delay);
   taxi__mutex_lock(&p->lock);
   uint32_t row;
   int rc = admit_locked(p, op, &s, &row);

@@ -12,6 +12,7 @@
 #include "core/reactor_impl.h"
 #include "core/alloc.h"
 #include "core/backends.h"
+#include "core/time_math.h"
 
 #include <string.h>
 
@@ -63,6 +64,10 @@ int taxi_reactor_create_ex(taxi_reactor_t **out,
   unsigned max_events =
       opts && opts->max_events ? opts->max_events : DEFAULT_MAX_EVENTS;
   if (max_events > LIMIT_MAX_EVENTS) return TAXI_EINVAL;
+  unsigned notes_limit = opts && opts->notify_capacity
+                             ? opts->notify_capacity
+                             : TAXI_NOTIFY_DEFAULT_CAPACITY;
+  if (notes_limit > TAXI_NOTIFY_MAX_CAPACITY) return TAXI_EINVAL;
 
   taxi_reactor_t *r = taxi__calloc(1, sizeof *r);
   if (!r) return TAXI_ENOMEM;
@@ -82,6 +87,11 @@ int taxi_reactor_create_ex(taxi_reactor_t **out,
   taxi__handle_map_init(&r->map);
   taxi__timer_heap_init(&r->timers);
   taxi__notify_queue_init(&r->notes);
+  r->notes_limit = notes_limit;
+  if (opts) {
+    r->on_error = opts->on_error;
+    r->on_error_arg = opts->on_error_arg;
+  }
   atomic_init(&r->stopped, false);
   *out = r;
   return 0;
@@ -98,7 +108,7 @@ fail_free:
 }
 
 int taxi_reactor_create(taxi_reactor_t **out, const char *backend) {
-  taxi_reactor_options_t opts = {.backend = backend, .max_events = 0};
+  taxi_reactor_options_t opts = {.backend = backend};
   return taxi_reactor_create_ex(out, &opts);
 }
 
@@ -133,6 +143,7 @@ static int slot_alloc_locked(taxi_reactor_t *r, uint32_t *row) {
 
 static void slot_free_locked(taxi_reactor_t *r, uint32_t row) {
   taxi__slot_t *s = &r->slots[row];
+  if (s->flags & TAXI__S_REARM) r->rearm_pending--;
   s->handler = NULL;
   s->handle = TAXI_INVALID_HANDLE;
   s->generation++; /* outstanding tokens for this row are now stale */
@@ -158,7 +169,7 @@ int taxi__reactor_attach_locked(taxi_reactor_t *r, taxi_handler_t *h) {
   if (h->internal_.flags & TAXI__H_CLOSING) return TAXI_EBUSY;
   if (h->internal_.flags & TAXI__H_ATTACHED)
     return h->internal_.reactor == r ? 0 : TAXI_EINVAL;
-  h->internal_.reactor = r;
+  taxi__handler_set_reactor(h, r);
   h->internal_.flags |= TAXI__H_ATTACHED;
   h->internal_.refs++;
   link_attached_locked(r, h);
@@ -259,8 +270,31 @@ static int arm_locked(taxi_reactor_t *r, taxi__slot_t *s) {
     s->flags |= TAXI__S_ARMED;
   else
     s->flags &= ~TAXI__S_ARMED;
+  if (s->flags & TAXI__S_REARM) {
+    s->flags &= ~TAXI__S_REARM;
+    r->rearm_pending--;
+  }
   set_changed_locked(r);
   return 0;
+}
+
+/* The backend would not re-arm s (after a hook, or when the pool took the
+ * reactor over).  Nothing may be done about it here: the callers hold
+ * state the application's hooks must not see half-changed, so the slot is
+ * flagged and the next wait retries it (retry_rearms_locked), with a pause
+ * that grows while the failures go on, and removes the handler if they
+ * never stop.  Waiters come back to take the retry into account. */
+static void rearm_later_locked(taxi_reactor_t *r, taxi__slot_t *s) {
+  r->stats.transient_errors++;
+  if (s->flags & TAXI__S_REARM) return;
+  s->flags |= TAXI__S_REARM;
+  if (r->rearm_pending++ == 0) r->rearm_due = taxi_now();
+  taxi__reactor_wake_locked(r);
+}
+
+/* arm_locked, for the callers that cannot give the failure back. */
+static void arm_or_retry_locked(taxi_reactor_t *r, taxi__slot_t *s) {
+  if (arm_locked(r, s) < 0) rearm_later_locked(r, s);
 }
 
 int taxi_reactor_modify(taxi_reactor_t *r, taxi_handler_t *h, unsigned events) {
@@ -347,8 +381,9 @@ int taxi_reactor_schedule(taxi_reactor_t *r, taxi_timer_t *t, taxi_handler_t *h,
                           taxi_time_t delay, taxi_time_t period, void *act) {
   if (!r || !t || !h || !h->ops || !h->ops->timeout) return TAXI_EINVAL;
   if (delay < 0 || period < 0) return TAXI_EINVAL;
+  if (delay > TAXI_TIME_SPAN_MAX || period > TAXI_TIME_SPAN_MAX)
+    return TAXI_EINVAL;
   taxi_time_t now = taxi_now();
-  if (delay > INT64_MAX - now) delay = INT64_MAX - now;
 
   taxi__mutex_lock(&r->lock);
   int rc = 0;
@@ -370,7 +405,7 @@ int taxi_reactor_schedule(taxi_reactor_t *r, taxi_timer_t *t, taxi_handler_t *h,
   t->internal_.act = act;
   t->internal_.period = period;
   timer_link(h, t);
-  timer_arm_locked(r, t, now + delay);
+  timer_arm_locked(r, t, taxi__time_add(now, delay));
 out:
   taxi__mutex_unlock(&r->lock);
   return rc;
@@ -401,9 +436,13 @@ static void timer_fired_locked(taxi_reactor_t *r, taxi_timer_t *t, int rc) {
   /* Keep the original cadence; skip periods missed while we were late
    * rather than firing them in a burst. */
   taxi_time_t period = t->internal_.period;
-  taxi_time_t next = t->internal_.deadline + period;
+  taxi_time_t next = taxi__time_add(t->internal_.deadline, period);
   taxi_time_t now = taxi_now();
-  if (next <= now) next += ((now - next) / period + 1) * period;
+  if (next <= now) {
+    /* Both spans are at most TAXI_TIME_SPAN_MAX, so the product fits. */
+    taxi_time_t missed = (now - next) / period + 1;
+    next = taxi__time_add(next, missed * period);
+  }
   timer_arm_locked(r, t, next);
 }
 
@@ -438,7 +477,7 @@ void taxi__handler_release_locked(taxi_reactor_t *r, taxi_handler_t *h) {
    * close hook taxi must not touch h: it may be freed or attached again. */
   void (*close_hook)(taxi_handler_t *, taxi_handle_t) = h->ops->close;
   taxi_handle_t handle = h->internal_.handle;
-  h->internal_.reactor = NULL;
+  taxi__handler_set_reactor(h, NULL);
   h->internal_.flags = 0;
   h->internal_.handle = TAXI_INVALID_HANDLE;
   if (close_hook) {
@@ -462,7 +501,10 @@ int taxi_reactor_notify(taxi_reactor_t *r, void (*fn)(void *), void *arg) {
   if (!r || !fn) return TAXI_EINVAL;
   taxi__notification_t n = {fn, arg};
   taxi__mutex_lock(&r->lock);
-  int rc = taxi__notify_queue_push(&r->notes, n);
+  /* Those popped and still running count too: their room stays taken. */
+  int rc = r->notes.count + r->notes.taken >= r->notes_limit
+               ? TAXI_EAGAIN
+               : taxi__notify_queue_push(&r->notes, n);
   if (rc == 0) taxi__reactor_wake_locked(r);
   taxi__mutex_unlock(&r->lock);
   return rc;
@@ -526,7 +568,7 @@ static bool take_io_locked(taxi_reactor_t *r, const taxi__ready_t *rd,
   uint32_t events = rd->events & (s->interest | TAXI_EV_HUP | TAXI_EV_ERR);
   if (!events) {
     r->stats.stale++;
-    if (!(s->flags & TAXI__S_ARMED)) arm_locked(r, s);
+    if (!(s->flags & TAXI__S_ARMED)) arm_or_retry_locked(r, s);
     return false;
   }
   ev->kind = TAXI__EV_IO;
@@ -618,7 +660,8 @@ static taxi_reactor_t *io_done_locked(taxi_reactor_t *r,
   taxi_reactor_t *move_to = s->move_to;
   s->move_to = NULL;
   /* A handle about to move is re-armed on its new reactor instead. */
-  if (!move_to && r->pool && !(s->flags & TAXI__S_ARMED)) arm_locked(r, s);
+  if (!move_to && r->pool && !(s->flags & TAXI__S_ARMED))
+    arm_or_retry_locked(r, s);
   return move_to;
 }
 
@@ -659,7 +702,7 @@ static int move_locked(taxi_reactor_t *r, taxi_handler_t *h,
     deregister_locked(r, h);
     unlink_attached_locked(r, h);
     /* Its references, the attachment's included, carry over as they are. */
-    h->internal_.reactor = to;
+    taxi__handler_set_reactor(h, to);
     link_attached_locked(to, h);
     rc = register_locked(to, handle, h, interest);
     if (rc == 0 && suspended) {
@@ -851,9 +894,14 @@ static void push_ready_locked(taxi_reactor_t *r, const taxi__ready_t *rd) {
   if (r->pool) {
     taxi__slot_t *s = slot_for_token(r, rd->token);
     if (s && (s->flags & TAXI__S_ARMED)) {
-      if (!(r->ops->caps & TAXI_CAP_ONESHOT))
-        r->ops->modify(r->backend, s->handle, rd->token, 0, 0);
-      s->flags &= ~TAXI__S_ARMED;
+      /* If the backend refuses, the handle stays armed (and says so): its
+       * events are dropped as stale while its hooks run (TAXI__S_BUSY),
+       * and the re-arm after them is then a no-op. */
+      if ((r->ops->caps & TAXI_CAP_ONESHOT) ||
+          r->ops->modify(r->backend, s->handle, rd->token, 0, 0) == 0)
+        s->flags &= ~TAXI__S_ARMED;
+      else
+        r->stats.transient_errors++;
     }
   }
   size_t tail = (r->pending_head + r->pending_count) % r->pending_cap;
@@ -861,8 +909,71 @@ static void push_ready_locked(taxi_reactor_t *r, const taxi__ready_t *rd) {
   r->pending_count++;
 }
 
+/* Remove the handler of s, whose handle cannot be re-armed (`code`): it
+ * would never hear of its handle again.  It is told through its error hook,
+ * then the reactor's error callback, and closed when the last of its
+ * dispatches is over.  The lock is released around the application's
+ * code. */
+static void remove_deaf_locked(taxi_reactor_t *r, taxi__slot_t *s, int code,
+                               unsigned attempt) {
+  taxi_handler_t *h = s->handler;
+  taxi_handle_t handle = s->handle;
+  r->stats.rearm_removed++;
+  h->internal_.refs++; /* keeps h, and its close hook, for after the calls */
+  taxi__reactor_detach_locked(r, h);
+  taxi__mutex_unlock(&r->lock);
+  if (h->ops->error) h->ops->error(h, handle, code);
+  taxi__report_error(r->on_error, r->on_error_arg, code, "rearm", handle,
+                     attempt, false);
+  taxi__mutex_lock(&r->lock);
+  taxi__handler_release_locked(r, h);
+}
+
+/* Retry the re-arms that failed (rearm_later_locked) once they are due.
+ * A failure that is not transient, or transient failures that go on past
+ * the back-off's limit, remove the handler (remove_deaf_locked); the others
+ * are retried after the next pause. */
+static void retry_rearms_locked(taxi_reactor_t *r, taxi_time_t now) {
+  if (!r->rearm_pending || now < r->rearm_due) return;
+  int still = 0; /* the code of a re-arm still failing, 0 if none */
+  /* Rows are looked up again after each removal: the lock was released. */
+  for (uint32_t row = 0; row < r->nslots && r->rearm_pending; row++) {
+    taxi__slot_t *s = &r->slots[row];
+    if (!s->handler || !(s->flags & TAXI__S_REARM)) continue;
+    int rc = arm_locked(r, s);
+    if (rc == 0) continue;
+    if (!taxi__error_transient(rc))
+      remove_deaf_locked(r, s, rc, r->rearm_backoff.failures + 1);
+    else
+      still = rc;
+  }
+  if (!still) {
+    taxi__backoff_reset(&r->rearm_backoff);
+    return;
+  }
+  taxi_time_t pause = taxi__backoff_failed(&r->rearm_backoff);
+  if (pause >= 0) {
+    r->rearm_due = taxi__time_add(now, pause);
+    unsigned attempt = r->rearm_backoff.failures;
+    taxi__mutex_unlock(&r->lock);
+    taxi__report_error(r->on_error, r->on_error_arg, still, "rearm",
+                       TAXI_INVALID_HANDLE, attempt, false);
+    taxi__mutex_lock(&r->lock);
+    return;
+  }
+  /* The failures went on too long: those handlers are deaf for good. */
+  for (uint32_t row = 0; row < r->nslots && r->rearm_pending; row++) {
+    taxi__slot_t *s = &r->slots[row];
+    if (s->handler && (s->flags & TAXI__S_REARM))
+      remove_deaf_locked(r, s, still, r->rearm_backoff.failures);
+  }
+  taxi__backoff_reset(&r->rearm_backoff);
+}
+
 int taxi__reactor_wait_locked(taxi_reactor_t *r, taxi__ready_t *buf, size_t cap,
                               taxi_time_t deadline, taxi_time_t *now) {
+  retry_rearms_locked(r, *now);
+  if (r->rearm_pending && r->rearm_due < deadline) deadline = r->rearm_due;
   taxi_timer_t *t = taxi__timer_heap_top(&r->timers);
   if (t && t->internal_.deadline < deadline) deadline = t->internal_.deadline;
   if (r->notes.count || r->sig_any_pending) deadline = *now;
@@ -891,6 +1002,39 @@ int taxi__reactor_wait_locked(taxi_reactor_t *r, taxi__ready_t *buf, size_t cap,
 
 /* ---- the public dispatch calls ------------------------------------------- */
 
+/* The reactor's own wait failed with `code`.  A transient failure within
+ * the back-off's limit is reported and paused for (no longer than until
+ * `deadline`, and stopping soon after taxi_reactor_stop()); returns 0 to
+ * go on.  Otherwise the failure is reported as fatal and returned. */
+static int wait_failed_locked(taxi_reactor_t *r, int code, taxi_time_t deadline,
+                              taxi_time_t *now) {
+  taxi_time_t pause =
+      taxi__error_transient(code) ? taxi__backoff_failed(&r->wait_backoff) : -1;
+  unsigned attempt = r->wait_backoff.failures + (pause < 0 ? 1 : 0);
+  taxi__mutex_unlock(&r->lock);
+  taxi__report_error(r->on_error, r->on_error_arg, code, "wait",
+                     TAXI_INVALID_HANDLE, attempt, pause < 0);
+  if (pause >= 0) {
+    taxi_time_t until = taxi__time_add(*now, pause);
+    if (until > deadline) until = deadline;
+    /* In slices, so that a stop is not kept waiting for the whole pause. */
+    for (taxi_time_t t = taxi_now(); t < until && !atomic_load(&r->stopped);
+         t = taxi_now()) {
+      taxi_time_t slice = until - t;
+      taxi__sleep(slice < 10 * TAXI_NSEC_PER_MSEC ? slice
+                                                  : 10 * TAXI_NSEC_PER_MSEC);
+    }
+  }
+  taxi__mutex_lock(&r->lock);
+  *now = taxi_now();
+  if (pause >= 0) {
+    r->stats.transient_errors++;
+    return 0;
+  }
+  taxi__backoff_reset(&r->wait_backoff);
+  return code;
+}
+
 static int begin_dispatch_locked(taxi_reactor_t *r) {
   if (r->has_owner || r->pool) return TAXI_EBUSY;
   if (atomic_load(&r->stopped)) return TAXI_ESTOPPED;
@@ -910,8 +1054,7 @@ static int dispatch_loop(taxi_reactor_t *r, int timeout_ms, int limit) {
     return rc;
   }
   taxi_time_t now = taxi_now();
-  taxi_time_t deadline =
-      timeout_ms < 0 ? INT64_MAX : now + timeout_ms * TAXI_NSEC_PER_MSEC;
+  taxi_time_t deadline = taxi__deadline_after_ms(now, timeout_ms);
   int dispatched = 0;
   bool waited = false;
   taxi__event_t ev;
@@ -931,8 +1074,12 @@ static int dispatch_loop(taxi_reactor_t *r, int timeout_ms, int limit) {
     if (dispatched > 0 || (waited && now >= deadline)) break;
     rc = taxi__reactor_wait_locked(r, r->wait_buf, r->max_events, deadline,
                                    &now);
-    if (rc < 0) break;
     waited = true;
+    if (rc >= 0) {
+      taxi__backoff_reset(&r->wait_backoff);
+    } else if ((rc = wait_failed_locked(r, rc, deadline, &now)) < 0) {
+      break;
+    }
   }
   r->has_owner = false;
   taxi__mutex_unlock(&r->lock);
@@ -962,7 +1109,7 @@ int taxi_reactor_run(taxi_reactor_t *r) {
 static void rearm_all_locked(taxi_reactor_t *r) {
   for (uint32_t row = 0; row < r->nslots; row++) {
     taxi__slot_t *s = &r->slots[row];
-    if (s->handler) arm_locked(r, s);
+    if (s->handler) arm_or_retry_locked(r, s);
   }
 }
 
@@ -1045,7 +1192,7 @@ static void detach_all_locked(taxi_reactor_t *r) {
      * closes it without a reactor to lock. */
     bool outlives = h->internal_.refs > 1;
     taxi__reactor_detach_locked(r, h);
-    if (outlives) h->internal_.reactor = NULL;
+    if (outlives) taxi__handler_set_reactor(h, NULL);
   }
 }
 

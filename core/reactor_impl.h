@@ -12,6 +12,7 @@
 
 #include "taxi/reactor.h"
 #include "backends/readiness.h"
+#include "core/backoff.h"
 #include "core/handle_map.h"
 #include "core/notify_queue.h"
 #include "core/timer_heap.h"
@@ -33,6 +34,9 @@
 #define TAXI__S_SUSPENDED 0x1u /* the application deactivated it */
 #define TAXI__S_BUSY 0x2u      /* its hooks are running */
 #define TAXI__S_ARMED 0x4u     /* the backend reports its events */
+/* Re-arming it failed for a reason that may pass: retried before the next
+ * wait (see retry_rearms_locked in reactor.c). */
+#define TAXI__S_REARM 0x8u
 
 /*
  * A row of the demultiplexing table.  The token handed to the backend is
@@ -109,6 +113,7 @@ struct taxi_reactor {
 
   taxi__notify_queue_t notes;
   size_t notes_budget; /* notifications this round may still run */
+  size_t notes_limit;  /* the most queued at once (notify_capacity) */
   taxi__wakeup_t wakeup;
 
   /* Signals: opened on first use. */
@@ -134,8 +139,40 @@ struct taxi_reactor {
    * every waiter returns (used to shut a pool down). */
   bool wake_sticky;
 
+  /* Failures (core/backoff.h).  The reactor's own dispatch loop backs its
+   * waits off with wait_backoff; re-arms that failed transiently are kept
+   * flagged TAXI__S_REARM (rearm_pending of them) and retried by the next
+   * wait once rearm_due has come. */
+  taxi_error_fn on_error;
+  void *on_error_arg;
+  taxi__backoff_t wait_backoff;
+  taxi__backoff_t rearm_backoff;
+  size_t rearm_pending;
+  taxi_time_t rearm_due;
+
   taxi_reactor_stats_t stats;
 };
+
+/* The reactor h is attached to.  Written under that reactor's lock (both
+ * locks for a move), but read without a lock by taxi_handler_ref/unref to
+ * find which lock to take: hence atomic accesses. */
+static inline taxi_reactor_t *taxi__handler_reactor(const taxi_handler_t *h) {
+#if defined(__GNUC__) || defined(__clang__)
+  return (taxi_reactor_t *)__atomic_load_n(&h->internal_.reactor,
+                                           __ATOMIC_ACQUIRE);
+#else
+  return (taxi_reactor_t *)*(void *const volatile *)&h->internal_.reactor;
+#endif
+}
+
+static inline void taxi__handler_set_reactor(taxi_handler_t *h,
+                                             taxi_reactor_t *r) {
+#if defined(__GNUC__) || defined(__clang__)
+  __atomic_store_n(&h->internal_.reactor, (void *)r, __ATOMIC_RELEASE);
+#else
+  *(void *volatile *)&h->internal_.reactor = r;
+#endif
+}
 
 /* ---- the dispatch steps, for the reactor's own loop and for pools ------- */
 

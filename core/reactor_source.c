@@ -27,6 +27,11 @@ static bool has_work(const void *self, taxi_time_t now) {
   return taxi__reactor_has_work_locked(self, now);
 }
 
+static size_t room(const void *self) {
+  const taxi_reactor_t *r = self;
+  return r->pending_cap - r->pending_count - r->pending_reserved;
+}
+
 static int attach_pool(void *self, void *pool, size_t max_waiters) {
   return taxi__reactor_attach_pool_locked(self, pool, max_waiters);
 }
@@ -42,8 +47,8 @@ static void set_sticky(void *self, bool sticky) {
 }
 
 static const taxi__source_ops_t reactor_source_ops = {
-    take,        run,         untake,   wait_for,  has_work,
-    attach_pool, detach_pool, wake_all, set_sticky};
+    take, run,         untake,      wait_for, has_work,
+    room, attach_pool, detach_pool, wake_all, set_sticky};
 
 void taxi__reactor_source(taxi_reactor_t *r, taxi__source_t *out) {
   unsigned need = TAXI_CAP_MULTI_WAIT | TAXI_CAP_ONESHOT;

@@ -58,6 +58,10 @@ int taxi__cond_timedwait(taxi__cond_t *c, taxi__mutex_t *m,
 void taxi__cond_signal(taxi__cond_t *c);
 void taxi__cond_broadcast(taxi__cond_t *c);
 
+/* Sleep about `ns` nanoseconds (less if a signal arrives; nothing if
+ * ns <= 0): the pause between retries of a failed step. */
+void taxi__sleep(taxi_time_t ns);
+
 /* ---- atomics ----------------------------------------------------------- */
 /* C11 <stdatomic.h> is the interface: atomic_uint, atomic_load_explicit(),
  * ...  A port whose compiler lacks it supplies the same names. */

@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -86,12 +87,40 @@ static void test_library_calls_reached(void) {
   CU_ASSERT_EQUAL(taxi_reactor_destroy(r), 0);
 }
 
+static void *pipe_in_thread(void *arg) {
+  int fds[2];
+  int rc = pipe2(fds, 0);
+  *(int *)arg = rc == 0 ? 0 : errno;
+  if (rc == 0) {
+    close(fds[0]);
+    close(fds[1]);
+  }
+  return NULL;
+}
+
+/* SCOPE "others": the arming thread's calls pass, another thread's fail. */
+static void test_scope_others(void) {
+  int fds[2], err = -1;
+  CU_ASSERT_EQUAL_FATAL(fault_arm("pipe2:1:EMFILE:0:others"), 0);
+  CU_ASSERT_EQUAL(pipe2(fds, 0), 0);
+  close(fds[0]);
+  close(fds[1]);
+  pthread_t t;
+  CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, pipe_in_thread, &err), 0);
+  pthread_join(t, NULL);
+  CU_ASSERT_EQUAL(err, EMFILE);
+  CU_ASSERT_EQUAL(fault_injected("pipe2"), 1);
+  CU_ASSERT_EQUAL(fault_arm("pipe2:1:EMFILE:0:nobody"), -EINVAL);
+  fault_arm("");
+}
+
 static CU_TestInfo tests[] = {
     {"a bad rule list is refused", test_bad_rules_refused},
     {"the NTH call fails once", test_nth_call_fails_once},
     {"COUNT 0 fails every later call", test_persistent_failure},
     {"a short transfer moves half", test_short_transfer},
     {"calls made by the library are reached", test_library_calls_reached},
+    {"scope others: only other threads' calls fail", test_scope_others},
     CU_TEST_INFO_NULL,
 };
 

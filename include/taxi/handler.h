@@ -75,6 +75,12 @@ typedef struct taxi_handler_ops {
   int (*timeout)(taxi_handler_t *h, taxi_timer_t *timer, void *act);
   int (*signal)(taxi_handler_t *h, int signo);
   void (*close)(taxi_handler_t *h, taxi_handle_t handle);
+  /* The reactor could not go on watching the handle (after its hook ran,
+   * re-arming it failed for good: TAXI_ENOMEM after every retry, TAXI_EBADF
+   * for a handle closed under the reactor, ...) and removes the handler
+   * because of `code`: this runs once, before the close hook, so the
+   * application learns why its connection ends.  Optional. */
+  void (*error)(taxi_handler_t *h, taxi_handle_t handle, int code);
 } taxi_handler_ops_t;
 
 /*

@@ -18,6 +18,15 @@
  * priority.  It exists for applications that need that, and as the
  * baseline the Leader/Followers pool is measured against.
  *
+ * Failures.  A wait on the handle set that the OS refuses for want of
+ * memory or buffers (TAXI_ENOMEM, TAXI_EAGAIN) is retried by the reactor
+ * thread after a pause that grows from 1 ms to 256 ms (the workers go on
+ * with what is queued); each such failure is counted and reported to the
+ * on_error callback (fatal = 0).  A failure that persists - not transient,
+ * or 16 transient ones in a row (about 2 s) - stops the pool as
+ * taxi_hsha_shutdown() would, is reported (fatal = 1), and is returned by
+ * taxi_hsha_wait() and taxi_hsha_shutdown().
+ *
  * Threads.  Every function may be called from any thread and from inside a
  * hook run by the pool, unless its comment says otherwise.
  */
@@ -47,6 +56,10 @@ typedef struct taxi_hsha_options {
    * timers, signals and notifications get priority 0. */
   int (*priority)(taxi_handler_t *h, unsigned events, void *arg);
   void *priority_arg;
+  /* Told of the failures of the reactor thread's waits (see "Failures"),
+   * in that thread.  NULL: nobody is told. */
+  taxi_error_fn on_error;
+  void *on_error_arg;
 } taxi_hsha_options_t;
 
 /* The most worker threads, and the largest queue. */
@@ -70,9 +83,21 @@ TAXI_EXTERN int taxi_hsha_create(taxi_hsha_pool_t **out, taxi_reactor_t *r,
  * still queued are not run: their handles are reactivated, so they are
  * reported again if the reactor is dispatched later.  From a hook run by
  * the pool it returns once every other thread has left.
- * Returns 0, TAXI_EINVAL (unknown or destroyed), TAXI_ESTOPPED (already).
+ * Returns 0, TAXI_EINVAL (unknown or destroyed), TAXI_ESTOPPED (already),
+ * or the persistent failure that stopped the pool by itself (see
+ * "Failures"; every thread has left when it returns).
  */
 TAXI_EXTERN int taxi_hsha_shutdown(taxi_hsha_pool_t *p);
+
+/*
+ * taxi_hsha_wait - wait until the pool has stopped, by taxi_hsha_shutdown()
+ * or by a persistent failure, and every thread but the caller has left; at
+ * most timeout_ms (-1: no limit).
+ * Returns 0 (shut down), the failure that stopped it, TAXI_ETIMEDOUT,
+ * TAXI_EINVAL (unknown or destroyed), TAXI_EBUSY (from a thread of the
+ * pool).
+ */
+TAXI_EXTERN int taxi_hsha_wait(taxi_hsha_pool_t *p, int timeout_ms);
 
 /*
  * taxi_hsha_destroy - shut down if needed, join the threads, give the
@@ -87,9 +112,11 @@ typedef struct taxi_hsha_stats {
   uint64_t enqueued;    /* events put in the queue */
   uint64_t waits;       /* waits on the handle set (system calls) */
   uint64_t full_stalls; /* times the reactor thread stopped at high water */
-  unsigned queued;      /* in the queue now */
-  unsigned max_queued;  /* most ever in the queue */
-  unsigned workers;     /* worker threads running */
+  uint64_t transient_errors; /* failed waits retried after a pause */
+  int error;                 /* the failure that stopped the pool, or 0 */
+  unsigned queued;           /* in the queue now */
+  unsigned max_queued;       /* most ever in the queue */
+  unsigned workers;          /* worker threads running */
 } taxi_hsha_stats_t;
 
 /* taxi_hsha_stats - copy the counters.  0, or TAXI_EINVAL. */

@@ -23,6 +23,18 @@
  * Threads join the pool either by being spawned by it (taxi_lf_spawn) or by
  * calling taxi_lf_join() themselves; both may be mixed.
  *
+ * Failures.  A wait on the handle set that the OS refuses for want of
+ * memory or buffers (TAXI_ENOMEM, TAXI_EAGAIN) is retried by the same
+ * thread after a pause that grows from 1 ms to 256 ms, while it keeps the
+ * leader's role (the other threads go on processing and following, rather
+ * than all failing in turn); each such failure is counted and reported to
+ * the on_error callback (fatal = 0).  A failure that persists - one that
+ * is not transient, or 16 transient ones in a row (about 2 s) - stops the
+ * whole pool as taxi_lf_shutdown() would: every thread leaves once its
+ * event is processed, the failure is reported (fatal = 1) and kept as the
+ * pool's error, which taxi_lf_join(), taxi_lf_wait() and
+ * taxi_lf_shutdown() return.  No thread leaves the pool unaccounted.
+ *
  * Threads.  Every function may be called from any thread and from inside a
  * hook run by the pool, unless its comment says otherwise.
  */
@@ -74,6 +86,11 @@ typedef struct taxi_lf_options {
   /* With TAXI_LEADERS_MANY, the most threads waiting at once; 0 means no
    * limit (every thread not processing may wait). */
   unsigned max_leaders;
+  /* Told of the failures of the pool's waits and of threads that could not
+   * be started (see "Failures" above and taxi_error_report_t), in the pool
+   * thread that met them.  NULL: nobody is told. */
+  taxi_error_fn on_error;
+  void *on_error_arg;
 } taxi_lf_options_t;
 
 /* The most threads one pool may have. */
@@ -110,10 +127,11 @@ TAXI_EXTERN int taxi_lf_spawn(taxi_lf_pool_t *p, unsigned n);
  * promotes a follower before leaving.  `priority` orders promotion under
  * TAXI_PROMOTE_PRIORITY (higher first) and is ignored otherwise.
  *
- * Returns 0, TAXI_ETIMEDOUT, TAXI_ESTOPPED (already shut down),
- * TAXI_EINVAL (pool unknown or destroyed), TAXI_EBUSY (the calling thread
- * is already in this pool: a hook may not join its own pool), or an error
- * from the backend's wait (after which the thread has left the pool).
+ * Returns 0 (the pool was shut down), TAXI_ETIMEDOUT, TAXI_ESTOPPED
+ * (already shut down when called), TAXI_EINVAL (pool unknown or
+ * destroyed), TAXI_EBUSY (the calling thread is already in this pool: a
+ * hook may not join its own pool), or the persistent failure that stopped
+ * the pool (see "Failures"; the thread has left the pool).
  * Threads: any thread that is not already in the pool.
  */
 TAXI_EXTERN int taxi_lf_join(taxi_lf_pool_t *p, int timeout_ms, int priority);
@@ -122,7 +140,7 @@ TAXI_EXTERN int taxi_lf_join(taxi_lf_pool_t *p, int timeout_ms, int priority);
  * taxi_lf_shrink - ask n of the pool's spawned threads to leave (they
  * finish the event they process first) and wait until they have.
  * Returns 0, TAXI_EINVAL (pool unknown, or n exceeds the spawned threads
- * still running), TAXI_ESTOPPED.
+ * still running), TAXI_ESTOPPED (shut down, or stopped by a failure).
  * Threads: not from a hook run by this pool (it would wait for itself);
  * that returns TAXI_EBUSY.
  */
@@ -135,9 +153,21 @@ TAXI_EXTERN int taxi_lf_shrink(taxi_lf_pool_t *p, unsigned n);
  * has left; the calling thread leaves when its hook returns.  Events not
  * yet dispatched stay with the reactor.
  * Returns 0, TAXI_EINVAL (pool unknown or destroyed), TAXI_ESTOPPED (shut
- * down already).
+ * down already), or the persistent failure that stopped the pool by itself
+ * (see "Failures"; every thread has left when it returns).
  */
 TAXI_EXTERN int taxi_lf_shutdown(taxi_lf_pool_t *p);
+
+/*
+ * taxi_lf_wait - wait until the pool has stopped, by taxi_lf_shutdown() or
+ * by a persistent failure, and every thread but the caller has left; at
+ * most timeout_ms (-1: no limit).  What a main thread calls after spawning
+ * the pool's threads, to learn when and why it ends.
+ * Returns 0 (shut down), the failure that stopped it, TAXI_ETIMEDOUT,
+ * TAXI_EINVAL (pool unknown or destroyed), TAXI_EBUSY (from a thread of
+ * the pool: it would wait for itself).
+ */
+TAXI_EXTERN int taxi_lf_wait(taxi_lf_pool_t *p, int timeout_ms);
 
 /*
  * taxi_lf_destroy - shut the pool down if it is not already, join its
@@ -154,13 +184,15 @@ typedef struct taxi_lf_stats {
   uint64_t events;     /* handle events, timers, signals, notifications run */
   uint64_t promotions; /* followers promoted */
   uint64_t waits;      /* waits on the handle set (system calls) */
-  uint64_t pending_taken; /* events taken from an earlier wait, no syscall */
-  uint64_t leader_ns;     /* time threads spent leading (waiting) */
-  uint64_t processing_ns; /* time threads spent processing events */
-  uint64_t follower_ns;   /* time threads spent following */
-  unsigned threads;       /* threads in the pool now */
-  unsigned leaders;       /* of which waiting on the handle set now */
-  unsigned followers;     /* of which waiting to be promoted now */
+  uint64_t pending_taken;    /* events taken from an earlier wait, no syscall */
+  uint64_t leader_ns;        /* time threads spent leading (waiting) */
+  uint64_t processing_ns;    /* time threads spent processing events */
+  uint64_t follower_ns;      /* time threads spent following */
+  uint64_t transient_errors; /* failed waits retried after a pause */
+  int error;                 /* the failure that stopped the pool, or 0 */
+  unsigned threads;          /* threads in the pool now */
+  unsigned leaders;          /* of which waiting on the handle set now */
+  unsigned followers;        /* of which waiting to be promoted now */
 } taxi_lf_stats_t;
 
 /* taxi_lf_stats - copy the counters.  0, or TAXI_EINVAL. */

@@ -307,7 +307,8 @@ TAXI_EXTERN int taxi_proactor_transmit_file(
     int64_t offset, size_t len, const taxi_buf_t *header,
     const taxi_buf_t *trailer, taxi_completion_fn fn, void *act);
 
-/* Complete after `delay` nanoseconds (>= 0) with status 0. */
+/* Complete after `delay` nanoseconds (0 to TAXI_TIME_SPAN_MAX; beyond:
+ * TAXI_EINVAL) with status 0. */
 TAXI_EXTERN int taxi_proactor_timer(taxi_proactor_t *p, taxi_op_t *op,
                                     taxi_time_t delay, taxi_completion_fn fn,
                                     void *act);

@@ -15,6 +15,7 @@
 #define TAXI_REACTOR_H
 
 #include "platform.h"
+#include "error.h"
 #include "handler.h"
 
 #ifdef __cplusplus
@@ -31,7 +32,24 @@ typedef struct taxi_reactor_options {
   const char *backend;
   /* How many ready events one wait may return; 0 means 256. */
   unsigned max_events;
+  /* Told of every failure the reactor meets while dispatching (see
+   * taxi_error_report_t): a wait or a re-arm that failed and is retried,
+   * a handler removed because its handle could not be re-armed, a wait
+   * that failed for good.  NULL: nobody is told (the counters still
+   * count).  Under a thread pool, the pool's own callback is told of the
+   * failures of the waits it makes, and this one of the re-arms. */
+  taxi_error_fn on_error;
+  void *on_error_arg;
+  /* The most notifications (taxi_reactor_notify) queued and not yet run;
+   * beyond it taxi_reactor_notify() refuses with TAXI_EAGAIN, so a thread
+   * that posts faster than the reactor runs cannot exhaust memory.  0
+   * means TAXI_NOTIFY_DEFAULT_CAPACITY. */
+  unsigned notify_capacity;
 } taxi_reactor_options_t;
+
+/* The default bound on queued notifications, and the largest accepted. */
+#define TAXI_NOTIFY_DEFAULT_CAPACITY 65536u
+#define TAXI_NOTIFY_MAX_CAPACITY (1u << 24)
 
 /*
  * taxi_reactor_create - create a reactor on the backend named `backend`, or
@@ -45,7 +63,8 @@ typedef struct taxi_reactor_options {
 TAXI_EXTERN int taxi_reactor_create(taxi_reactor_t **out, const char *backend);
 
 /* taxi_reactor_create_ex - as taxi_reactor_create(), with options (NULL
- * means all defaults).  TAXI_EINVAL also for max_events above 65536. */
+ * means all defaults).  TAXI_EINVAL also for max_events above 65536 or
+ * notify_capacity above TAXI_NOTIFY_MAX_CAPACITY. */
 TAXI_EXTERN int taxi_reactor_create_ex(taxi_reactor_t **out,
                                        const taxi_reactor_options_t *opts);
 
@@ -120,7 +139,8 @@ TAXI_EXTERN int taxi_reactor_remove(taxi_reactor_t *r, taxi_handler_t *h);
  * but not yet dispatched are dropped; `to` reports them again
  * (level-triggered).  If `to` then fails to watch the handle (out of memory,
  * beyond FD_SETSIZE), h is removed and its close hook runs.  References taken
- * with taxi_handler_ref() move with h; do not take or drop them while it moves.
+ * with taxi_handler_ref() move with h, and may be taken and dropped from any
+ * thread while it moves.
  *
  * Returns 0, or TAXI_EINVAL (NULL, from == to), TAXI_ENOENT (h has no
  * handle registered with `from`), TAXI_EBUSY (h has timers or signals:
@@ -150,9 +170,16 @@ TAXI_EXTERN int taxi_reactor_resume(taxi_reactor_t *r, taxi_handler_t *h);
  * without limit, 0: do not block) for events, expired timers, signals or
  * notifications, and dispatch all that are ready.
  *
+ * A wait the OS refuses for want of memory or buffers (TAXI_ENOMEM,
+ * TAXI_EAGAIN) is retried after a pause that grows from 1 ms to 256 ms,
+ * within the timeout, and reported to the on_error callback (fatal = 0);
+ * after 16 such failures in a row (about 2 s) it counts as persistent.
+ * A persistent failure is reported (fatal = 1) and returned.
+ *
  * Returns how many hooks and notifications ran (0 when the time ran out), or
  * TAXI_ESTOPPED (the reactor is stopped), TAXI_EBUSY (another thread is
- * dispatching r, or this is a hook of r), TAXI_EINVAL, TAXI_ESYS.
+ * dispatching r, or this is a hook of r), TAXI_EINVAL, or the wait's
+ * persistent failure (TAXI_ESYS, TAXI_EBADF, TAXI_ENOMEM, ...).
  */
 TAXI_EXTERN int taxi_reactor_handle_events(taxi_reactor_t *r, int timeout_ms);
 
@@ -166,8 +193,10 @@ TAXI_EXTERN int taxi_reactor_handle_events(taxi_reactor_t *r, int timeout_ms);
 TAXI_EXTERN int taxi_reactor_handle_one(taxi_reactor_t *r, int timeout_ms);
 
 /*
- * taxi_reactor_run - dispatch until taxi_reactor_stop().
- * Returns 0 once stopped, or TAXI_EBUSY, TAXI_EINVAL, TAXI_ESYS.
+ * taxi_reactor_run - dispatch until taxi_reactor_stop().  Transient
+ * failures are retried as taxi_reactor_handle_events() says.
+ * Returns 0 once stopped, or TAXI_EBUSY, TAXI_EINVAL, or the persistent
+ * failure that ended it (reported to on_error first).
  */
 TAXI_EXTERN int taxi_reactor_run(taxi_reactor_t *r);
 
@@ -191,9 +220,12 @@ TAXI_EXTERN int taxi_reactor_stopped(const taxi_reactor_t *r);
  * a thread pool they start in that order but may overlap, each in its own
  * pool thread); those not yet run when the reactor is destroyed are
  * dropped (fn is not called).
- * The queue grows as needed; once grown it is reused, so steady posting
- * allocates nothing.
- * Returns 0, TAXI_EINVAL (r or fn NULL), TAXI_ENOMEM.
+ * The queue grows as needed up to the reactor's notify_capacity; once
+ * grown it is reused, so steady posting allocates nothing.  A full queue
+ * refuses (TAXI_EAGAIN): the poster decides whether to wait, drop or
+ * retry, rather than the reactor running out of memory.
+ * Returns 0, TAXI_EINVAL (r or fn NULL), TAXI_EAGAIN (notify_capacity
+ * notifications queued already), TAXI_ENOMEM.
  */
 TAXI_EXTERN int taxi_reactor_notify(taxi_reactor_t *r, void (*fn)(void *arg),
                                     void *arg);
@@ -203,11 +235,13 @@ TAXI_EXTERN int taxi_reactor_notify(taxi_reactor_t *r, void (*fn)(void *arg),
  * after `delay` nanoseconds, then every `period` nanoseconds if period > 0.
  * Timers fire in deadline order (equal deadlines in the order scheduled).
  * A periodic timer is rescheduled after its hook returns, so one timer never
- * runs twice at once.  Scheduling a scheduled timer moves it.
+ * runs twice at once; periods missed while the hook ran late are skipped,
+ * not fired in a burst.  Scheduling a scheduled timer moves it.
  *
- * Returns 0, or TAXI_EINVAL (NULL, delay or period negative, h has no
- * timeout hook, or h or t belong to another reactor), TAXI_EBUSY (h was
- * removed and has not closed yet), TAXI_ENOMEM (growing the heap).
+ * Returns 0, or TAXI_EINVAL (NULL, delay or period negative or above
+ * TAXI_TIME_SPAN_MAX, h has no timeout hook, or h or t belong to another
+ * reactor), TAXI_EBUSY (h was removed and has not closed yet), TAXI_ENOMEM
+ * (growing the heap).
  */
 TAXI_EXTERN int taxi_reactor_schedule(taxi_reactor_t *r, taxi_timer_t *t,
                                       taxi_handler_t *h, taxi_time_t delay,
@@ -266,15 +300,17 @@ TAXI_EXTERN int taxi_reactor_reinit_after_fork(taxi_reactor_t *r);
 
 /* Counters, for tests and the benchmark; read with taxi_reactor_stats(). */
 typedef struct taxi_reactor_stats {
-  uint64_t waits;         /* system calls made to wait for events */
-  uint64_t events;        /* handle events dispatched */
-  uint64_t stale;         /* events dropped: handle removed or suspended */
-  uint64_t pending_taken; /* events dispatched from an earlier wait */
-  uint64_t timers;        /* timer hooks run */
-  uint64_t notifications; /* notifications run */
-  uint64_t signals;       /* signal hooks run */
-  uint64_t wakeups;       /* times the wake-up channel was written */
-  size_t handles;         /* handles registered now */
+  uint64_t waits;            /* system calls made to wait for events */
+  uint64_t events;           /* handle events dispatched */
+  uint64_t stale;            /* events dropped: handle removed or suspended */
+  uint64_t pending_taken;    /* events dispatched from an earlier wait */
+  uint64_t timers;           /* timer hooks run */
+  uint64_t notifications;    /* notifications run */
+  uint64_t signals;          /* signal hooks run */
+  uint64_t wakeups;          /* times the wake-up channel was written */
+  uint64_t transient_errors; /* failed waits and re-arms, retried */
+  uint64_t rearm_removed;    /* handlers removed: handle not re-armable */
+  size_t handles;            /* handles registered now */
 } taxi_reactor_stats_t;
 
 /* taxi_reactor_stats - copy the counters.  Returns 0 or TAXI_EINVAL. */

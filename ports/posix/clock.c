@@ -27,3 +27,12 @@ TAXI_EXTERN taxi_time_t taxi_now(void) {
   /* int64 nanoseconds last 292 years of uptime. */
   return (taxi_time_t)ts.tv_sec * TAXI_NSEC_PER_SEC + (taxi_time_t)ts.tv_nsec;
 }
+
+void taxi__sleep(taxi_time_t ns) {
+  if (ns <= 0) return;
+  struct timespec ts = {(time_t)(ns / TAXI_NSEC_PER_SEC),
+                        (long)(ns % TAXI_NSEC_PER_SEC)};
+  /* A signal cuts the sleep short: the callers only pause between retries
+   * and look at their state again afterwards, so that is fine. */
+  nanosleep(&ts, NULL);
+}

@@ -26,3 +26,9 @@ TAXI_EXTERN taxi_time_t taxi_now(void) {
   return (taxi_time_t)(c / f) * TAXI_NSEC_PER_SEC +
          (taxi_time_t)((c % f) * TAXI_NSEC_PER_SEC / f);
 }
+
+void taxi__sleep(taxi_time_t ns) {
+  if (ns <= 0) return;
+  taxi_time_t ms = (ns + TAXI_NSEC_PER_MSEC - 1) / TAXI_NSEC_PER_MSEC;
+  Sleep(ms > 0x7fffffff ? 0x7fffffff : (DWORD)ms);
+}

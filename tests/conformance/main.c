@@ -6,6 +6,8 @@
 
 #include "suites.h"
 
+#include "../fault/fault.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -158,13 +160,15 @@ void conf_settle(taxi_reactor_t *r, int rounds) {
 /* ---- main --------------------------------------------------------------- */
 
 static const taxi_test_suite_t *const base_suites[] = {
-    &conf_suite_io,     &conf_suite_lifetime, &conf_suite_timers,
-    &conf_suite_notify, &conf_suite_signals,  &conf_suite_fork,
-    &conf_suite_scale,  &conf_suite_alloc,    &conf_suite_bad_input,
+    &conf_suite_io,       &conf_suite_lifetime, &conf_suite_timers,
+    &conf_suite_notify,   &conf_suite_signals,  &conf_suite_fork,
+    &conf_suite_scale,    &conf_suite_alloc,    &conf_suite_bad_input,
+    &conf_suite_failures,
 };
 #define N_SUITES (sizeof base_suites / sizeof base_suites[0])
 
 int taxi_conformance_main(const char *backend, int argc, char **argv) {
+  fault_reexec_preloaded(argc, argv);
   int skip = taxi_test_backend_unavailable("reactor", backend);
   if (skip) return skip;
   taxi_test_backend = backend;

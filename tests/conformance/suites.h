@@ -29,6 +29,7 @@ extern const taxi_test_suite_t conf_suite_fork;
 extern const taxi_test_suite_t conf_suite_scale;
 extern const taxi_test_suite_t conf_suite_alloc;
 extern const taxi_test_suite_t conf_suite_bad_input;
+extern const taxi_test_suite_t conf_suite_failures;
 
 /* A reactor on taxi_test_backend; CU_FAIL_FATAL when creation fails. */
 taxi_reactor_t *conf_reactor(void);

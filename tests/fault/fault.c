@@ -4,7 +4,7 @@
  *
  *     LD_PRELOAD=.../libtaxifault.so TAXI_FAULT=SPEC program ...
  *
- * SPEC is a comma-separated list of rules NAME:NTH[:WHAT[:COUNT]]:
+ * SPEC is a comma-separated list of rules NAME:NTH[:WHAT[:COUNT[:SCOPE]]]:
  *   NAME   the call (epoll_wait, epoll_ctl, poll, select, accept, accept4,
  *          read, write, recv, send, pthread_create, ...: see `wrapped`);
  *   NTH    the first call to fail, counting from 1 after the rules were
@@ -13,7 +13,10 @@
  *          ECONNRESET, EPIPE, EBADF, EINVAL, ...; default EINTR) or
  *          "short", a transfer of half the bytes asked for (at least 1);
  *   COUNT  how many calls in a row fail from NTH on (default 1; 0: every
- *          call from NTH on, a persistent failure).
+ *          call from NTH on, a persistent failure);
+ *   SCOPE  "any" (default): every thread's calls count; "others": only the
+ *          calls of threads other than the one that armed the rules, so a
+ *          test can fail a pool thread's poll() while it polls itself.
  * Example: TAXI_FAULT=epoll_wait:3:ENOMEM,epoll_ctl:1:ENOMEM:2
  *
  * A test program that loaded this module can also re-arm it at run time:
@@ -103,6 +106,8 @@ typedef struct rule {
   unsigned long nth;   /* first failing call, from 1 */
   unsigned long count; /* 0: for ever */
   int what;            /* errno value, or WHAT_SHORT */
+  bool others;         /* only calls from threads but the armer count */
+  atomic_ulong seen;   /* calls that counted for this rule */
 } rule_t;
 
 /* Rules are replaced as a whole under `arming`; wrappers read them without
@@ -110,6 +115,7 @@ typedef struct rule {
  * with arm sees either set, both valid (`nrules` is published last). */
 static rule_t rules[MAX_RULES];
 static atomic_int nrules;
+static pthread_t armer; /* the thread that armed the rules */
 static atomic_flag arming = ATOMIC_FLAG_INIT;
 
 static atomic_ulong calls[NCALLS];
@@ -165,13 +171,13 @@ static bool parse_number(const char *s, size_t len, unsigned long *out) {
 
 /* One rule from [s, s + len).  0 or -EINVAL. */
 static int parse_rule(const char *s, size_t len, rule_t *r) {
-  const char *field[4] = {0};
-  size_t flen[4] = {0};
+  const char *field[5] = {0};
+  size_t flen[5] = {0};
   int nf = 0;
   const char *start = s;
   for (size_t i = 0; i <= len; i++) {
     if (i == len || s[i] == ':') {
-      if (nf == 4) return -EINVAL;
+      if (nf == 5) return -EINVAL;
       field[nf] = start;
       flen[nf] = (size_t)(s + i - start);
       nf++;
@@ -185,7 +191,14 @@ static int parse_rule(const char *s, size_t len, rule_t *r) {
   r->what = EINTR;
   if (nf >= 3 && !(r->what = errno_value(field[2], flen[2]))) return -EINVAL;
   r->count = 1;
-  if (nf == 4 && !parse_number(field[3], flen[3], &r->count)) return -EINVAL;
+  if (nf >= 4 && !parse_number(field[3], flen[3], &r->count)) return -EINVAL;
+  r->others = false;
+  if (nf == 5) {
+    if (flen[4] == 6 && memcmp(field[4], "others", 6) == 0)
+      r->others = true;
+    else if (!(flen[4] == 3 && memcmp(field[4], "any", 3) == 0))
+      return -EINVAL;
+  }
   return 0;
 }
 
@@ -210,7 +223,15 @@ int taxi_fault_arm(const char *spec) {
     atomic_store(&calls[i], 0);
     atomic_store(&injected[i], 0);
   }
-  memcpy(rules, parsed, sizeof parsed[0] * (size_t)n);
+  for (int i = 0; i < n; i++) {
+    rules[i].call = parsed[i].call;
+    rules[i].nth = parsed[i].nth;
+    rules[i].count = parsed[i].count;
+    rules[i].what = parsed[i].what;
+    rules[i].others = parsed[i].others;
+    atomic_store(&rules[i].seen, 0);
+  }
+  armer = pthread_self();
   atomic_store(&nrules, n);
   atomic_flag_clear(&arming);
   return 0;
@@ -242,12 +263,15 @@ __attribute__((constructor)) static void fault_init(void) {
 /* Count a call to `call`; returns the rule's WHAT if this call must fail,
  * else 0. */
 static int decide(int call) {
-  unsigned long n =
-      atomic_fetch_add_explicit(&calls[call], 1, memory_order_relaxed) + 1;
+  atomic_fetch_add_explicit(&calls[call], 1, memory_order_relaxed);
   int nr = atomic_load_explicit(&nrules, memory_order_acquire);
   for (int i = 0; i < nr; i++) {
-    const rule_t *r = &rules[i];
-    if (r->call != call || n < r->nth) continue;
+    rule_t *r = &rules[i];
+    if (r->call != call) continue;
+    if (r->others && pthread_equal(pthread_self(), armer)) continue;
+    unsigned long n =
+        atomic_fetch_add_explicit(&r->seen, 1, memory_order_relaxed) + 1;
+    if (n < r->nth) continue;
     if (r->count && n >= r->nth + r->count) continue;
     atomic_fetch_add_explicit(&injected[call], 1, memory_order_relaxed);
     return r->what;

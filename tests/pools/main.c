@@ -6,6 +6,8 @@
 
 #include "suites.h"
 
+#include "../fault/fault.h"
+
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
@@ -184,10 +186,12 @@ static const taxi_test_suite_t *const pools_base_suites[] = {
     &pools_suite_stress_lf,
     &pools_suite_stress_lf_many,
     &pools_suite_stress_hsha,
+    &pools_suite_failures,
 };
 #define POOLS_N_SUITES (sizeof pools_base_suites / sizeof pools_base_suites[0])
 
 int taxi_pools_main(const char *backend, int argc, char **argv) {
+  fault_reexec_preloaded(argc, argv);
   int skip = taxi_test_backend_unavailable("pools", backend);
   if (skip) return skip;
   pools_backend = backend;

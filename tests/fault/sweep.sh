@@ -20,9 +20,17 @@
 # dropped connection does not hide what the others got); then runs a
 # second client (the server must still serve), stops the server with
 # SIGTERM and checks how it ended.  Besides the single faults, transient
-# errors of the dispatcher's own calls are tried as a burst (8 calls in a
-# row: the backoff must ride it out) and, for the waits, for ever (the
+# errors of the waits and accepts are tried as a burst (8 calls in a row:
+# the backoff must ride it out) and, for the waits, for ever (the
 # dispatcher must stop and say why).
+#
+# The rules count only calls made by taxi or by the example itself
+# (TAXI_FAULT_CALLER: not the C library's own, such as stdio's writes), and
+# from the first accepted connection on (TAXI_FAULT_AFTER), except for the
+# calls made while starting (eventfd, signalfd, pipes, socket,
+# pthread_create) and under the uring proactor, which accepts in the kernel:
+# those count from the start.  Each client gives up after 8 s (times
+# TAXI_TEST_TIMEOUT_SCALE).
 #
 # Each run ends in one outcome:
 #   ok        both clients verified everything; the server echoed exactly

@@ -7,6 +7,13 @@
  *                 [--promotion lifo|fifo|priority|shared] [--leaders one|many]
  *     echo_server --list-backends | --list-proactor-backends
  *
+ * With --report it also prints, however it ends, one last line
+ *
+ *     echo_server: report: status=S connections=C bytes=B
+ *
+ * (S the exit status), so that a test can check what was echoed even when
+ * the server stopped on an error.
+ *
  * It prints one line once it is ready,
  *
  *     echo_server: backend=B dispatcher=D threads=N listening on HOST:PORT
@@ -97,6 +104,9 @@ struct server_config {
 };
 
 /* ---- 1. the echo session ------------------------------------------------- */
+
+/* What serve() counted, kept for --report after its state is gone. */
+static unsigned long long served_connections, served_bytes;
 
 /*
  * What the server has done, for the report at exit.  Every connection adds
@@ -775,6 +785,8 @@ out:
             taxi_strerror(rc));
     if (status == EXIT_OK) status = EXIT_ERROR;
   }
+  served_connections = atomic_load(&srv.stats.connections);
+  served_bytes = atomic_load(&srv.stats.bytes);
   if (status == EXIT_OK) {
     printf("echo_server: stopped after %llu connections, %llu bytes echoed\n",
            atomic_load(&srv.stats.connections), atomic_load(&srv.stats.bytes));
@@ -813,6 +825,8 @@ static void usage(FILE *out) {
       "                   many at once (epoll, kqueue; default one)\n"
       "  --list-backends  print the backends that work here, one a line\n"
       "  --list-proactor-backends  the same for completion backends\n"
+      "  --report         print a last line with the exit status and what\n"
+      "                   was echoed, however the server ends\n"
       "exit status: 0 stopped by SIGINT/SIGTERM, 1 failure, 2 bad usage,\n"
       "             3 configuration refused by the library\n");
 }
@@ -831,10 +845,17 @@ static int parse_choice(const char *option, const char *value,
 
 #define COUNT_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
+static void print_report(int status) {
+  fflush(stdout);
+  fprintf(stderr,
+          "echo_server: report: status=%d connections=%llu bytes=%llu\n",
+          status, served_connections, served_bytes);
+}
+
 int main(int argc, char **argv) {
   struct server_config cfg;
   const char *lf_option = NULL; /* an lf-only option given, for a message */
-  int have_port = 0, have_threads = 0, status, i = 1;
+  int have_port = 0, have_threads = 0, report = 0, status, i = 1;
 
   memset(&cfg, 0, sizeof cfg);
   cfg.host = "127.0.0.1";
@@ -856,6 +877,11 @@ int main(int argc, char **argv) {
     if (strcmp(argv[i], "--list-proactor-backends") == 0) {
       print_proactor_backends(stdout, "\n", "\n");
       return EXIT_OK;
+    }
+    if (strcmp(argv[i], "--report") == 0) {
+      report = 1;
+      i++;
+      continue;
     }
     if ((m = echo_option(argc, argv, &i, "--port", &value)) > 0) {
       if (echo_parse_port(value, &cfg.port) != 0) {
@@ -936,6 +962,7 @@ int main(int argc, char **argv) {
     return EXIT_ERROR;
   }
   status = serve(&cfg);
+  if (report) print_report(status);
   echo_net_cleanup();
   return status;
 }

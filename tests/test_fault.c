@@ -9,8 +9,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "fault/fault.h"
@@ -114,6 +117,57 @@ static void test_scope_others(void) {
   fault_arm("");
 }
 
+/* A site by descriptor kind: write@eventfd fails the eventfd's write only;
+ * the plain write fails a socket's, never the eventfd's. */
+static void test_descriptor_sites(void) {
+  int efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  int sv[2];
+  CU_ASSERT_FATAL(efd >= 0);
+  CU_ASSERT_EQUAL_FATAL(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  uint64_t one = 1;
+  CU_ASSERT_EQUAL_FATAL(fault_arm("write@eventfd:1:EINTR,write:1:EPIPE"), 0);
+  CU_ASSERT_EQUAL(write(efd, &one, sizeof one), -1);
+  CU_ASSERT_EQUAL(errno, EINTR);
+  CU_ASSERT_EQUAL(write(efd, &one, sizeof one), (ssize_t)sizeof one);
+  CU_ASSERT_EQUAL(write(sv[0], "x", 1), -1);
+  CU_ASSERT_EQUAL(errno, EPIPE);
+  CU_ASSERT_EQUAL(write(sv[0], "x", 1), 1);
+  CU_ASSERT_EQUAL(fault_injected("write@eventfd"), 1);
+  CU_ASSERT_EQUAL(fault_injected("write"), 1);
+  CU_ASSERT_EQUAL(fault_calls("write"), 4);
+  fault_arm("");
+  close(efd);
+  close(sv[0]);
+  close(sv[1]);
+}
+
+/* malloc fails with NULL and ENOMEM; syscall(2) of io_uring_enter fails
+ * without reaching the kernel. */
+static void test_allocator_and_syscall(void) {
+  CU_ASSERT_EQUAL_FATAL(fault_arm("malloc:1:ENOMEM"), 0);
+  errno = 0;
+  void *p = malloc(32);
+  int err = errno;
+  void *q = malloc(32);
+  fault_arm("");
+  CU_ASSERT_PTR_NULL(p);
+  CU_ASSERT_EQUAL(err, ENOMEM);
+  CU_ASSERT_PTR_NOT_NULL(q);
+  free(q);
+#ifdef __NR_io_uring_enter
+  CU_ASSERT_EQUAL_FATAL(fault_arm("io_uring_enter:1:EBUSY"), 0);
+  errno = 0;
+  CU_ASSERT_EQUAL(syscall(__NR_io_uring_enter, -1, 0, 0, 0, NULL, 0), -1);
+  CU_ASSERT_EQUAL(errno, EBUSY);
+  /* The next goes through: the kernel refuses descriptor -1 itself. */
+  errno = 0;
+  CU_ASSERT_EQUAL(syscall(__NR_io_uring_enter, -1, 0, 0, 0, NULL, 0), -1);
+  CU_ASSERT_NOT_EQUAL(errno, EBUSY);
+  CU_ASSERT_EQUAL(fault_calls("io_uring_enter"), 2);
+  fault_arm("");
+#endif
+}
+
 static CU_TestInfo tests[] = {
     {"a bad rule list is refused", test_bad_rules_refused},
     {"the NTH call fails once", test_nth_call_fails_once},
@@ -121,6 +175,8 @@ static CU_TestInfo tests[] = {
     {"a short transfer moves half", test_short_transfer},
     {"calls made by the library are reached", test_library_calls_reached},
     {"scope others: only other threads' calls fail", test_scope_others},
+    {"sites by descriptor kind", test_descriptor_sites},
+    {"malloc and syscall(2) are reached", test_allocator_and_syscall},
     CU_TEST_INFO_NULL,
 };
 

@@ -57,6 +57,7 @@ const char *fault_unavailable_reason(void) { return reason; }
 
 void fault_reexec_preloaded(int argc, char **argv) {
   (void)argc;
+  (void)argv; /* used only where the module can be loaded */
   if (fault_available()) return;
 #if defined(FAULT_POSSIBLE) && defined(TAXI_FAULT_MODULE)
   const char *module = TAXI_FAULT_MODULE;

@@ -1,0 +1,130 @@
+#!/bin/sh
+# tests/soak.sh - the echo soak: every dispatcher over every backend, with
+# 8 threads, carries a million messages exactly once.
+#
+#   tests/soak.sh [--big] [--messages N]
+#
+# For each configuration (reactor, lf and hsha over each readiness backend
+# that works here; proactor over each completion backend) it starts
+# examples/echo_server (8 threads: the L/F pool, the HS/HA workers, the
+# Proactor's pool; the reactor dispatcher has its one thread) and runs
+# examples/echo_client with 16 connections.  Every message differs (by
+# connection and round trip) and the client checks every byte of every
+# reply in order on its connection, so a message lost, doubled, reordered
+# or delivered to another connection fails it; then the server, stopped
+# with SIGTERM, must report exactly the bytes the client sent (nothing
+# echoed twice, nothing dropped) and exit 0.
+#
+# Sizes: --big (or TAXI_SOAK_BIG=1): 1,000,000 messages per configuration;
+# otherwise 20,000 (TAXI_TEST_SMALL: 5,000); --messages N sets it.
+#
+# Environment: builddir, TAXI_TEST_TIMEOUT_SCALE.  Ends with the line
+# "N passed, N failed".
+set -u
+
+: "${builddir:=.}"
+server=$builddir/examples/echo_server
+client=$builddir/examples/echo_client
+scale=${TAXI_TEST_TIMEOUT_SCALE:-1}
+
+total=20000
+[ -n "${TAXI_TEST_SMALL:-}" ] && [ "${TAXI_TEST_SMALL}" != 0 ] && total=5000
+[ -n "${TAXI_SOAK_BIG:-}" ] && [ "${TAXI_SOAK_BIG}" != 0 ] && total=1000000
+while [ $# -gt 0 ]; do
+  case $1 in
+    --big) total=1000000 ;;
+    --messages) total=$2; shift ;;
+    *) echo "soak.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+if [ ! -x "$server" ] || [ ! -x "$client" ]; then
+  echo "soak.sh: SKIP: the examples are not built"
+  exit 77
+fi
+
+conns=16
+per=$(( (total + conns - 1) / conns ))
+size=200
+threads=8
+# The client's time limit: generous, since a million round trips on a slow
+# backend (aio, select under a sanitizer) take minutes.
+limit=$(awk -v s="$scale" -v m="$per" 'BEGIN { printf "%d", (60 + m / 100) * s }')
+
+configs=""
+for b in $("$server" --list-backends | grep -v '^apr'); do
+  for d in reactor lf hsha; do configs="$configs $d:$b"; done
+done
+for b in $("$server" --list-proactor-backends); do configs="$configs proactor:$b"; done
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/taxi-soak.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+pass=0 fail=0
+echo "soak: $((per * conns)) messages of $size bytes over $conns connections per configuration"
+for cfg in $configs; do
+  d=${cfg%%:*} b=${cfg#*:}
+  if [ "$d" = reactor ]; then t=1; else t=$threads; fi
+  : >"$tmp/out"
+  "$server" --port 0 --report --dispatcher "$d" --backend "$b" --threads $t \
+    >"$tmp/out" 2>"$tmp/err" &
+  pid=$!
+  port=""
+  i=0
+  while [ $i -lt 1000 ] && kill -0 $pid 2>/dev/null; do
+    port=$(sed -n 's/.*listening on .*:\([0-9]*\)$/\1/p' "$tmp/out")
+    [ -n "$port" ] && break
+    sleep 0.01
+    i=$((i + 1))
+  done
+  verdict=FAIL why=""
+  start=$(date +%s)
+  if [ -z "$port" ]; then
+    wait $pid
+    status=$?
+    # 2, 3: the backend is compiled in but does not work here, or the
+    # library refuses the configuration.
+    if [ $status = 2 ] || [ $status = 3 ]; then
+      printf '%-20s SKIP  %s\n' "$cfg" "$(head -n 1 "$tmp/err")"
+      continue
+    fi
+    why="did not start: $(head -n 1 "$tmp/err")"
+  elif ! "$client" --port "$port" --connections $conns --messages $per \
+      --size $size --time-limit "$limit" >"$tmp/client" 2>&1; then
+    why=$(tail -n 1 "$tmp/client")
+  fi
+  kill -TERM $pid 2>/dev/null
+  i=0
+  while kill -0 $pid 2>/dev/null && [ $i -lt $((200 * scale)) ]; do
+    sleep 0.05
+    i=$((i + 1))
+  done
+  if kill -0 $pid 2>/dev/null; then
+    kill -KILL $pid
+    why=${why:-"SIGTERM did not stop the server"}
+  fi
+  wait $pid
+  status=$?
+  secs=$(($(date +%s) - start))
+  bytes=$(sed -n 's/.*report: status=.* bytes=\([0-9]*\)$/\1/p' "$tmp/err")
+  want=$((per * conns * size))
+  if [ -z "$why" ] && [ "$status" -ne 0 ]; then
+    why="exit status $status: $(grep -v report: "$tmp/err" | head -n 1)"
+  fi
+  if [ -z "$why" ] && [ "$bytes" != "$want" ]; then
+    why="the server echoed $bytes bytes, the client sent $want"
+  fi
+  if grep -q 'Sanitizer\|runtime error:' "$tmp/err"; then
+    why="sanitizer: $(grep -m1 'Sanitizer\|runtime error:' "$tmp/err")"
+  fi
+  if [ -z "$why" ]; then
+    verdict=PASS
+    pass=$((pass + 1))
+  else
+    fail=$((fail + 1))
+  fi
+  printf '%-20s %-4s %4ss  %s %s\n' "$cfg" "$verdict" "$secs" \
+    "$(sed -n 's/.*round trips, \([0-9]* round trips\/s\).*/\1/p' "$tmp/client")" "$why"
+done
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]

@@ -1,0 +1,2 @@
+#include "suites.h"
+CU_TestInfo st_tests_misc[] = {CU_TEST_INFO_NULL};

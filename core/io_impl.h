@@ -190,6 +190,7 @@ typedef struct taxi__wrec {
 #define TAXI__S_DEAD 0x2000u       /* the close callback has run */
 #define TAXI__S_NEED_DRAIN 0x4000u /* tell drain_fn at the low watermark */
 #define TAXI__S_WFAIL 0x8000u      /* the head write failed (its error) */
+#define TAXI__S_END_REQ 0x10000u   /* close once flushed and shut down */
 
 /* Events (s->pending). */
 #define TAXI__P_WORK 0x01u     /* the application changed something */

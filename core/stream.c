@@ -380,6 +380,11 @@ static void writes_locked(taxi_stream_t *s, taxi_time_t now) {
       return;
     }
   }
+  if ((s->flags & (TAXI__S_END_REQ | TAXI__S_SHUT_DONE)) ==
+      (TAXI__S_END_REQ | TAXI__S_SHUT_DONE)) {
+    fail_locked(s, 0); /* taxi_stream_end: flushed and shut: close */
+    return;
+  }
   if (s->wused <= s->low) {
     if (s->flags & TAXI__S_PAUSED) {
       s->flags &= ~TAXI__S_PAUSED;
@@ -679,6 +684,20 @@ int taxi_stream_shutdown(taxi_stream_t *s) {
     rc = TAXI_EPIPE;
   } else {
     s->flags |= TAXI__S_SHUT_REQ;
+    request_locked(s);
+  }
+  taxi__mutex_unlock(&s->lock);
+  return rc;
+}
+
+int taxi_stream_end(taxi_stream_t *s) {
+  int rc = lock_open(s);
+  if (rc < 0) return rc;
+  if (s->flags & TAXI__S_END_REQ) {
+    rc = TAXI_EBADF;
+  } else {
+    s->flags |= TAXI__S_SHUT_REQ | TAXI__S_END_REQ;
+    s->flags &= ~TAXI__S_READING;
     request_locked(s);
   }
   taxi__mutex_unlock(&s->lock);

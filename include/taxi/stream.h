@@ -406,6 +406,14 @@ TAXI_EXTERN size_t taxi_stream_write_queued(const taxi_stream_t *s);
 TAXI_EXTERN int taxi_stream_shutdown(taxi_stream_t *s);
 
 /*
+ * taxi_stream_end - close gracefully: stop reading, send everything queued,
+ * shut the sending direction down, then close (the close callback gets
+ * reason 0).  Later writes are TAXI_EPIPE.  Returns 0, TAXI_EINVAL,
+ * TAXI_EBADF (closed, or ending already).
+ */
+TAXI_EXTERN int taxi_stream_end(taxi_stream_t *s);
+
+/*
  * taxi_stream_close - close now: queued writes are not sent (they complete
  * with TAXI_ECANCELED), then the close callback runs with reason 0 (see
  * Closing above).  Returns 0, TAXI_EINVAL (NULL), TAXI_EBADF (closing or

@@ -100,9 +100,12 @@ int st_listen(st_io_t *c, const taxi_listener_options_t *o, taxi_accept_fn fn,
   return (int)taxi_addr_port(&a);
 }
 
-int st_connect(int port) {
+int st_connect(int port) { return st_connect_rcvbuf(port, 0); }
+
+int st_connect_rcvbuf(int port, int rcvbuf) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return -1;
+  if (rcvbuf) setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
   struct sockaddr_in a;
   memset(&a, 0, sizeof a);
   a.sin_family = AF_INET;
@@ -255,8 +258,9 @@ static void echo_read(taxi_stream_t *s, int status, const void *data,
                       size_t len) {
   st_echo_t *e = taxi_stream_data(s);
   if (status == TAXI_EEOF) {
+    /* Echo what is still queued, then close. */
     atomic_fetch_add(&e->eofs, 1);
-    taxi_stream_close(s);
+    taxi_stream_end(s);
     return;
   }
   if (taxi_stream_write(s, data, len, NULL, NULL) < 0) {

@@ -41,6 +41,8 @@ int st_listen(st_io_t *c, const taxi_listener_options_t *o, taxi_accept_fn fn,
 
 /* A blocking TCP client socket connected to 127.0.0.1:port, or -1. */
 int st_connect(int port);
+/* The same with SO_RCVBUF set to rcvbuf bytes first (0: the default). */
+int st_connect_rcvbuf(int port, int rcvbuf);
 /* Send all / receive exactly n bytes (blocking, bounded by 10 s).  0 or
  * -1. */
 int st_send_all(int fd, const void *buf, size_t n);

@@ -233,6 +233,9 @@ static int run_lf(taxi_io_t *io, bool proactive) {
     if (io->threads > 1) rc = taxi_lf_spawn(pool, io->threads - 1);
   }
   if (rc == 0) rc = taxi_lf_join(pool, -1, 0);
+  /* A spawned thread may have run taxi_io_stop's shutdown before this
+   * thread joined (or before spawn returned): stopped all the same. */
+  if (rc == TAXI_ESTOPPED) rc = 0;
   if (io->own_lf) {
     int drc = taxi_lf_destroy(pool);
     if (rc == 0) rc = drc;

@@ -158,6 +158,7 @@ static void request_locked(taxi_stream_t *s) {
 
 void taxi__stream_start(taxi_stream_t *s, bool here) {
   taxi__mutex_lock(&s->lock);
+  s->pending |= TAXI__P_WORK; /* a first round: interest, timeouts */
   if (here) {
     run_locked(s); /* unlocks */
     return;
@@ -422,6 +423,7 @@ static void deadlines_locked(taxi_stream_t *s, taxi_time_t now) {
   if (next == INT64_MAX) return;
   if (next <= now) {
     TAXI__IO_COUNT(s->io, timeouts, 1);
+    if (s->flags & TAXI__S_CONNECTING) TAXI__IO_COUNT(s->io, connect_errors, 1);
     fail_locked(s, TAXI_ETIMEDOUT);
     return;
   }
@@ -482,7 +484,8 @@ static void teardown_locked(taxi_stream_t *s) {
     if (r.fn) UNLOCKED(s, r.fn(s, status, r.done, r.arg));
   }
   /* The ring may still be read by an operation in flight: it stays until
-   * the stream is released. */
+   * the stream is released; nothing in it counts as queued any more. */
+  s->wused = s->whead = 0;
   UNLOCKED(s, s->io->drv->teardown(s));
 }
 
@@ -661,6 +664,7 @@ int taxi_stream_sendfile(taxi_stream_t *s, taxi_handle_t file, int64_t offset,
                          size_t len, taxi_stream_done_fn fn, void *arg) {
   int64_t size;
   if (!s || offset < 0 || len == 0) return TAXI_EINVAL;
+  if (file == TAXI_INVALID_HANDLE) return TAXI_EBADF;
   int rc = taxi__file_size(file, &size);
   if (rc < 0) return rc == TAXI_EBADF ? TAXI_EBADF : TAXI_EINVAL;
   if (offset > size || (uint64_t)(size - offset) < (uint64_t)len)
@@ -774,11 +778,14 @@ void *taxi_stream_data(const taxi_stream_t *s) {
 }
 
 int taxi_stream_on_close(taxi_stream_t *s, taxi_stream_close_fn fn) {
-  int rc = lock_open(s);
-  if (rc < 0) return rc;
-  s->close_fn = fn;
+  if (!s) return TAXI_EINVAL;
+  /* Still possible while closing (from the callbacks owed then, such as
+   * a failed connect's), until the close callback has run. */
+  taxi__mutex_lock(&s->lock);
+  int rc = (s->flags & TAXI__S_DEAD) ? TAXI_EBADF : 0;
+  if (rc == 0) s->close_fn = fn;
   taxi__mutex_unlock(&s->lock);
-  return 0;
+  return rc;
 }
 
 int taxi_stream_on_drain(taxi_stream_t *s, taxi_stream_drain_fn fn) {
@@ -899,6 +906,7 @@ int taxi_stream_connect(taxi_stream_t **out, taxi_io_t *io, const char *address,
   s->peer = a;
   s->connect_fn = fn;
   s->connect_arg = arg;
+  s->data = arg;
   s->flags |= TAXI__S_CONNECTING;
   taxi__mutex_lock(&s->lock);
   /* A failure to start is reported like any other: through fn, from a

@@ -262,8 +262,9 @@ TAXI_EXTERN int taxi_listener_address(const taxi_listener_t *l,
  * taxi_listener_close - stop accepting and close the socket.  No accept
  * callback starts after this returns; one running in another thread
  * finishes, then on_close runs and the listener is released.  Connections
- * accepted by the system but not yet handed over are closed.  Returns 0,
- * TAXI_EINVAL (NULL), TAXI_EBADF (closed already).
+ * accepted by the system but not yet handed over are closed.  The listener
+ * may be released before this returns: do not use l afterwards (a second
+ * close is such a use).  Returns 0, or TAXI_EINVAL (NULL).
  */
 TAXI_EXTERN int taxi_listener_close(taxi_listener_t *l);
 
@@ -275,8 +276,13 @@ TAXI_EXTERN int taxi_listener_close(taxi_listener_t *l);
  * thread; until then reads may be started and writes queued (they go out
  * once connected).  Failure to connect (refused, unreachable, timed out
  * after opts->connect_timeout) is reported to fn, then the stream closes
- * with the same reason.  *out is set before anything can run, so
- * taxi_stream_close(*out) cancels the attempt.
+ * with the same reason.  The stream's data pointer starts as arg.
+ * fn is the stream's first callback and always runs before its close
+ * callback: set the close callback there.  Once the connect failed, the
+ * stream is released after fn returns, so *out may be used from another
+ * thread only while the stream is known to be open (taxi_stream_close(*out)
+ * before fn ran cancels the attempt: fn gets TAXI_ECANCELED), or under a
+ * reference taken in fn.
  *
  * Returns 0 and sets *out, or TAXI_EINVAL (NULL io, out, address; bad
  * options), TAXI_EBADADDR, TAXI_ENOTSUP, TAXI_ESTOPPED (io being
@@ -305,7 +311,8 @@ TAXI_EXTERN int taxi_stream_open(taxi_stream_t **out, taxi_io_t *io,
 TAXI_EXTERN int taxi_stream_set_data(taxi_stream_t *s, void *data);
 TAXI_EXTERN void *taxi_stream_data(const taxi_stream_t *s);
 /* Set the close and drain callbacks (NULL: none).  0, TAXI_EINVAL,
- * TAXI_EBADF (closed). */
+ * TAXI_EBADF (closed; the close callback may still be set while the
+ * stream closes, until it has run). */
 TAXI_EXTERN int taxi_stream_on_close(taxi_stream_t *s, taxi_stream_close_fn fn);
 TAXI_EXTERN int taxi_stream_on_drain(taxi_stream_t *s, taxi_stream_drain_fn fn);
 /* Change the timeouts (as in the options; negative or beyond

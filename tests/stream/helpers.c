@@ -115,8 +115,16 @@ int st_connect_rcvbuf(int port, int rcvbuf) {
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
   if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
-    close(fd);
-    return -1;
+    /* Interrupted, the handshake goes on: wait for its end. */
+    int err = errno;
+    struct pollfd p = {fd, POLLOUT, 0};
+    socklen_t len = sizeof err;
+    if (err != EINTR || poll(&p, 1, 10000) != 1 ||
+        getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0) {
+      close(fd);
+      errno = err;
+      return -1;
+    }
   }
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);

@@ -74,6 +74,7 @@ void st_echo_accept(taxi_listener_t *l, taxi_stream_t *s, void *arg);
 extern CU_TestInfo st_tests_echo[];
 extern CU_TestInfo st_tests_flow[];
 extern CU_TestInfo st_tests_connect[];
+extern CU_TestInfo st_tests_threads[];
 extern CU_TestInfo st_tests_misc[];
 extern CU_TestInfo st_tests_bad_input[];
 

@@ -110,6 +110,8 @@ static void dispatcher_destroy(taxi_io_t *io) {
   io->own_reactor = io->own_proactor = false;
 }
 
+static int pool_create(taxi_io_t *io);
+
 int taxi_io_create(taxi_io_t **out, const taxi_io_options_t *opts) {
   taxi_io_options_t o;
   if (!out) return TAXI_EINVAL;
@@ -139,9 +141,16 @@ int taxi_io_create(taxi_io_t **out, const taxi_io_options_t *opts) {
   if (rc < 0) goto fail_dispatcher;
   rc = io->drv->open(io);
   if (rc < 0) goto fail_pair;
+  rc = pool_create(io);
+  if (rc < 0) goto fail_open;
   *out = io;
   return 0;
 
+fail_open:
+  io->drv->close(io);
+  taxi__close(io->wake[1]);
+  dispatcher_destroy(io);
+  goto fail_cond;
 fail_pair:
   taxi__close(io->wake[0]);
   taxi__close(io->wake[1]);
@@ -218,31 +227,42 @@ int taxi_io_stop(taxi_io_t *io) {
 
 static int run_reactor(taxi_io_t *io) { return taxi_reactor_run(io->reactor); }
 
-/* Start the pool's threads (all but the caller) and join it. */
-static int run_lf(taxi_io_t *io, bool proactive) {
+/* Make the Leader/Followers pool now, so that a configuration the pool
+ * refuses (several leaders on poll) is an error of taxi_io_create, before
+ * the application announces anything.  It has no threads until run. */
+static int pool_create(taxi_io_t *io) {
+  bool proactive = io->kind == TAXI_IO_PROACTOR;
+  if (io->lf || !(io->kind == TAXI_IO_LF || (proactive && io->threads > 1)))
+    return 0;
+  int rc = proactive
+               ? taxi_lf_create_proactor(&io->lf, io->proactor, &io->lf_opts)
+               : taxi_lf_create(&io->lf, io->reactor, &io->lf_opts);
+  io->own_lf = rc == 0;
+  if (rc < 0) io->lf = NULL;
+  return rc;
+}
+
+static void pool_destroy(taxi_io_t *io) {
+  if (io->own_lf) taxi_lf_destroy(io->lf);
+  io->own_lf = false;
+  io->lf = NULL;
+}
+
+/* Start the pool's threads (all but the caller) and join it; when it
+ * returns every thread of the pool has left. */
+static int run_lf(taxi_io_t *io) {
   int rc = 0;
-  taxi_lf_pool_t *pool = io->lf;
-  if (!pool) {
-    rc = proactive ? taxi_lf_create_proactor(&pool, io->proactor, &io->lf_opts)
-                   : taxi_lf_create(&pool, io->reactor, &io->lf_opts);
-    if (rc < 0) return rc;
-    taxi__mutex_lock(&io->lock);
-    io->lf = pool;
-    io->own_lf = true;
-    taxi__mutex_unlock(&io->lock);
-    if (io->threads > 1) rc = taxi_lf_spawn(pool, io->threads - 1);
-  }
-  if (rc == 0) rc = taxi_lf_join(pool, -1, 0);
+  if (io->own_lf && io->threads > 1)
+    rc = taxi_lf_spawn(io->lf, io->threads - 1);
+  if (rc == 0) rc = taxi_lf_join(io->lf, -1, 0);
   /* A spawned thread may have run taxi_io_stop's shutdown before this
    * thread joined (or before spawn returned): stopped all the same. */
   if (rc == TAXI_ESTOPPED) rc = 0;
   if (io->own_lf) {
-    int drc = taxi_lf_destroy(pool);
-    if (rc == 0) rc = drc;
-    taxi__mutex_lock(&io->lock);
-    io->lf = NULL;
-    io->own_lf = false;
-    taxi__mutex_unlock(&io->lock);
+    /* Shut down (if an error ended the join) and join the spawned
+     * threads; the pool object stays until destroy. */
+    int src = taxi_lf_shutdown(io->lf);
+    if (rc == 0 && src < 0 && src != TAXI_ESTOPPED) rc = src;
   }
   return rc;
 }
@@ -274,7 +294,7 @@ static int run_hsha(taxi_io_t *io) {
 }
 
 static int run_proactor(taxi_io_t *io) {
-  if (io->threads > 1 || io->lf) return run_lf(io, true);
+  if (io->lf) return run_lf(io);
   return taxi_proactor_run(io->proactor);
 }
 
@@ -296,7 +316,7 @@ int taxi_io_run(taxi_io_t *io) {
   int rc;
   switch (io->kind) {
     case TAXI_IO_LF:
-      rc = run_lf(io, false);
+      rc = run_lf(io);
       break;
     case TAXI_IO_HSHA:
       rc = run_hsha(io);
@@ -410,6 +430,8 @@ int taxi_io_destroy(taxi_io_t *io) {
     if (n < 64) break;
   }
   taxi__mutex_unlock(&io->lock);
+  /* Our pool goes first, so that this thread may dispatch. */
+  pool_destroy(io);
   drain(io);
 
   for (int signo = 1; signo < TAXI__IO_SIGNALS; signo++)

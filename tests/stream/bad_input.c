@@ -196,6 +196,14 @@ static void test_bad_context_options(void) {
   o.threads = TAXI_LF_MAX_THREADS + 1;
   o.dispatcher = TAXI_IO_LF;
   CU_ASSERT_EQUAL(taxi_io_create(&io, &o), TAXI_EINVAL);
+  /* Several leaders where the backend cannot have them: refused when the
+   * context is made, not later when it runs. */
+  taxi_io_options_init(&o);
+  o.dispatcher = TAXI_IO_LF;
+  o.backend = "poll";
+  o.lf.leaders = TAXI_LEADERS_MANY;
+  int rc = taxi_io_create(&io, &o);
+  CU_ASSERT(rc == TAXI_ENOTSUP || rc == TAXI_ENOBACKEND);
   /* A supplied object of the wrong kind. */
   taxi_reactor_t *r;
   CU_ASSERT_EQUAL_FATAL(taxi_reactor_create(&r, NULL), 0);

@@ -85,6 +85,7 @@ static void test_thousand_streams(void) {
   /* select (FD_SETSIZE) watches descriptors below 1024 only, and this
    * process holds both ends of every connection. */
   int n = strstr(taxi_io_backend(c.io), "select") ? 300 : 1000;
+  if (util_test_small()) n = 200; /* TSan, wine */
   if (!util_raise_nofile((unsigned long)n * 2 + 64)) {
     printf("(descriptor limit too low: %d streams instead) ", n / 4);
     n /= 4;

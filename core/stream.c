@@ -497,7 +497,9 @@ static void finish_locked(taxi_stream_t *s) {
   taxi_io_t *io = s->io;
   if (fn) UNLOCKED(s, fn(s, s->reason));
   TAXI__IO_COUNT(io, streams_closed, 1);
-  taxi__io_unlink_stream(io, s);
+  /* Without the stream's lock: taxi_io_destroy takes the context's lock,
+   * then the streams'. */
+  UNLOCKED(s, taxi__io_unlink_stream(io, s));
 }
 
 /* ---- the processing loop --------------------------------------------------

@@ -244,6 +244,9 @@ static void test_write_completion_order(void) {
   CU_ASSERT_FATAL(fd >= 0);
   static unsigned char got[ORDER_N * 64];
   long n = st_recv_to_eof(fd, got, sizeof got);
+  /* Every callback ran (and so the accept callback, which wrote what is
+   * expected, happened before this thread reads it). */
+  CU_ASSERT(util_wait_flag(&o.next, ORDER_N, 10000));
   CU_ASSERT_EQUAL(n, (long)o.expect_len);
   CU_ASSERT(n > 0 && memcmp(got, o.expect, (size_t)n) == 0);
   CU_ASSERT_EQUAL(atomic_load(&o.next), ORDER_N);

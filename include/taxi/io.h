@@ -123,14 +123,19 @@ TAXI_EXTERN void taxi_io_options_init(taxi_io_options_t *o);
 
 /*
  * taxi_io_create - make a context with the dispatcher the options ask for
- * (NULL: all defaults).  Creates the reactor or proactor (unless supplied);
- * pools are made when taxi_io_run starts and destroyed when it returns.
+ * (NULL: all defaults).  Creates the reactor or proactor (unless supplied)
+ * and the Leader/Followers pool (lf, proactor with several threads), so
+ * that a configuration the pool refuses is refused here; the pool gets its
+ * threads in taxi_io_run.  The half-sync/half-async pool starts threads as
+ * it is made, so it is made when taxi_io_run starts and destroyed when it
+ * returns.
  *
  * Returns 0 and sets *out, or TAXI_EINVAL (out NULL, size too small or
  * naming fields this version does not know with non-zero values, unknown
  * dispatcher, threads out of range, a supplied object that does not fit
- * the dispatcher), TAXI_ENOBACKEND (no backend of that name works here),
- * TAXI_ENOTSUP / TAXI_EPERM (the system refuses the backend), TAXI_ENOMEM,
+ * the dispatcher, bad pool options), TAXI_ENOBACKEND (no backend of that
+ * name works here), TAXI_ENOTSUP (the system refuses the backend, or the
+ * backend cannot have several leaders), TAXI_EPERM, TAXI_ENOMEM,
  * TAXI_ESYS.
  */
 TAXI_EXTERN int taxi_io_create(taxi_io_t **out, const taxi_io_options_t *opts);

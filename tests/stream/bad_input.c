@@ -320,6 +320,7 @@ static void test_use_after_close(void) {
   CU_ASSERT_EQUAL(taxi_stream_read_into(s, buf, 1, 0x8u, NULL, NULL),
                   TAXI_EINVAL);
   CU_ASSERT_EQUAL(taxi_stream_set_timeouts(s, -1, 0, 0), TAXI_EINVAL);
+  CU_ASSERT_EQUAL(taxi_stream_set_nodelay(s, 1), TAXI_ENOTSUP); /* AF_UNIX */
   CU_ASSERT_EQUAL(taxi_stream_unref(s), TAXI_EINVAL); /* no reference held */
   CU_ASSERT_EQUAL(taxi_stream_ref(s), 0);
   st_io_run(&c);

@@ -47,6 +47,12 @@ static void c_connected(taxi_stream_t *s, int status, void *arg) {
   k->connect_status = status;
   atomic_fetch_add(&k->connect_calls, 1);
   if (status == 0) {
+    /* TCP options on a TCP stream; a Unix-domain one has none. */
+    taxi_addr_t peer;
+    if (taxi_stream_peer(s, &peer) == 0 && peer.family != TAXI_ADDR_UNIX) {
+      CU_ASSERT_EQUAL(taxi_stream_set_nodelay(s, 1), 0);
+      CU_ASSERT_EQUAL(taxi_stream_set_keepalive(s, 1, 30, 5, 3), 0);
+    }
     atomic_store(&k->connected, 1);
     CU_ASSERT_EQUAL(taxi_stream_read_start(s, c_read), 0);
   }
@@ -106,6 +112,20 @@ static void test_connect_ipv6_and_any(void) {
     printf("(no IPv6 loopback here: %s) ", taxi_strerror(rc));
   }
   /* Every address: reachable over IPv4 too. */
+  /* Two listeners sharing a port, where the system balances between
+   * them. */
+  taxi_listener_options_t lo;
+  taxi_listener_options_init(&lo);
+  lo.flags = TAXI_LISTEN_REUSEPORT;
+  rc = taxi_listener_create(&l, c.io, "127.0.0.1:0", &lo, st_echo_accept, &e);
+  CU_ASSERT(rc == 0 || rc == TAXI_ENOTSUP);
+  if (rc == 0) {
+    taxi_listener_address(l, &a);
+    snprintf(address, sizeof address, "127.0.0.1:%u", taxi_addr_port(&a));
+    CU_ASSERT_EQUAL(
+        taxi_listener_create(&l, c.io, address, &lo, st_echo_accept, &e), 0);
+    exchange(&c, address);
+  }
   rc = taxi_listener_create(&l, c.io, "*:0", NULL, st_echo_accept, &e);
   CU_ASSERT_EQUAL(rc, 0);
   if (rc == 0) {

@@ -6,6 +6,7 @@
 #define _GNU_SOURCE 1
 
 #include "suites.h"
+#include "fault/fault.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -265,7 +266,45 @@ static void test_connect_timed_out(void) {
   close(l);
 }
 
+/* accept failing for lack of descriptors (injected): the listener pauses,
+ * then serves the waiting client; it does not spin. */
+static void test_accept_pause_on_emfile(void) {
+  if (!fault_available()) {
+    printf("(skipped: %s) ", fault_unavailable_reason());
+    return;
+  }
+  st_io_t c;
+  st_echo_t e;
+  memset(&e, 0, sizeof e);
+  if (st_io_create(&c) < 0) return;
+  if (strcmp(taxi_io_backend(c.io), "uring") == 0) {
+    printf("(skipped: io_uring accepts in the kernel, not through accept4) ");
+    taxi_io_destroy(c.io);
+    return;
+  }
+  int port = st_listen(&c, NULL, st_echo_accept, &e, NULL);
+  st_io_run(&c);
+  CU_ASSERT_EQUAL(fault_arm("accept4:1:EMFILE:2"), 0);
+  int fd = st_connect(port);
+  CU_ASSERT_FATAL(fd >= 0);
+  char buf[4];
+  CU_ASSERT_EQUAL(st_send_all(fd, "ping", 4), 0);
+  CU_ASSERT_EQUAL(st_recv_all(fd, buf, 4), 0);
+  CU_ASSERT(memcmp(buf, "ping", 4) == 0);
+  unsigned long calls = fault_calls("accept4");
+  CU_ASSERT_EQUAL(fault_injected("accept4"), 2);
+  fault_arm("");
+  CU_ASSERT(calls <= 10); /* paused, not spinning */
+  taxi_io_stats_t st;
+  taxi_io_stats(c.io, &st);
+  CU_ASSERT(st.accept_errors >= 1);
+  CU_ASSERT_EQUAL(st.accepts, 1);
+  close(fd);
+  st_io_destroy(&c);
+}
+
 CU_TestInfo st_tests_connect[] = {
+    {"accept pauses when out of descriptors", test_accept_pause_on_emfile},
     {"connect over TCP and exchange", test_connect_tcp},
     {"IPv6 and every address", test_connect_ipv6_and_any},
     {"Unix-domain (path and abstract)", test_connect_unix},

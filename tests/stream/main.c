@@ -16,6 +16,7 @@
 #define _GNU_SOURCE 1
 
 #include "suites.h"
+#include "fault/fault.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,6 +89,7 @@ int main(int argc, char **argv) {
   const char *backend = NULL;
   const char *env_d = getenv("TAXI_DISPATCHER"),
              *env_b = getenv("TAXI_BACKEND");
+  fault_reexec_preloaded(argc, argv); /* for the injected accept failures */
   collect_tests();
   setvbuf(stdout, NULL, _IOLBF, 0);
 

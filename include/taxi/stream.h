@@ -391,7 +391,10 @@ TAXI_EXTERN int taxi_stream_write_ref(taxi_stream_t *s, const void *data,
  * taxi_stream_sendfile - send len bytes of regular file `file` from
  * `offset`, in order with the writes: sendfile(2) under the reactor and
  * its pools, taxi_proactor_transmit_file under the Proactor.  The file
- * stays the caller's and must stay open until fn runs.  Errors as
+ * stays the caller's and must stay open until fn runs.  Unlike the other
+ * writes, sendfile(2) and splice(2) cannot be told not to raise SIGPIPE
+ * when the peer is gone: a program that sends files should ignore it.
+ * Errors as
  * taxi_stream_write, and TAXI_EINVAL also for a negative offset, len 0, or
  * a range past the end of the file (or a handle that is not a regular
  * file).

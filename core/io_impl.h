@@ -268,6 +268,10 @@ void taxi__stream_start(taxi_stream_t *s, bool here);
 void taxi__stream_discard(taxi_stream_t *s);
 /* Something happened to s (TAXI__P_* bits); see "Serialisation". */
 void taxi__stream_event(taxi_stream_t *s, unsigned bits);
+/* The same with s's lock held, which it releases: for a driver that
+ * updates its own state and reports the event in one hold of the lock
+ * (once it lets go, s may be released by the thread processing it). */
+void taxi__stream_event_locked(taxi_stream_t *s, unsigned bits);
 /* Close s with `reason` (0: asked by the application). */
 int taxi__stream_close(taxi_stream_t *s, int reason);
 

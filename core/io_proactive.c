@@ -153,8 +153,9 @@ static void s_done(taxi_op_t *op, int status, size_t bytes, void *act) {
   }
   if ((s->flags & TAXI__S_CLOSING) && s->d.p.inflight == 0)
     bits |= TAXI__P_RELEASED;
-  taxi__mutex_unlock(&s->lock);
-  taxi__stream_event(s, bits);
+  /* In the same hold of the lock: once it is let go, the completion that
+   * released s may free it. */
+  taxi__stream_event_locked(s, bits);
 }
 
 static int s_open(taxi_stream_t *s, bool attached) {
@@ -282,14 +283,29 @@ static void s_teardown(taxi_stream_t *s) {
 /* ---- listeners ------------------------------------------------------------
  */
 
-static void l_accept(taxi_listener_t *l);
+/*
+ * The listener's two records, `aop` (a multishot accept) and `bop` (the
+ * pause after a failed accept), are counted in inflight.  Each completion
+ * updates the count and decides, in one hold of the lock, whether it is
+ * the last one of a closed listener: only that one touches the listener
+ * afterwards (to release it).
+ */
 
-static void l_maybe_released(taxi_listener_t *l) {
-  taxi__mutex_lock(&l->lock);
-  bool done = l->closing && l->d.p.inflight == 0 && !l->released;
-  if (done) l->released = true;
-  taxi__mutex_unlock(&l->lock);
-  if (done) taxi__listener_released(l);
+static void l_accepted(taxi_op_t *op, int status, size_t bytes, void *act);
+
+/* Whether l is closed and nothing of it in flight: then the caller, and
+ * no one else, releases it.  Lock held. */
+static bool l_last_locked(taxi_listener_t *l) {
+  if (!l->closing || l->d.p.inflight > 0 || l->released) return false;
+  l->released = true;
+  return true;
+}
+
+static void l_accept_locked(taxi_listener_t *l) {
+  if (!l->closing &&
+      taxi_proactor_accept(l->io->proactor, &l->d.p.aop, l->fd,
+                           TAXI_ACCEPT_MULTISHOT, l_accepted, l) == 0)
+    l->d.p.inflight++;
 }
 
 static void l_backoff_done(taxi_op_t *op, int status, size_t bytes, void *act) {
@@ -299,10 +315,10 @@ static void l_backoff_done(taxi_op_t *op, int status, size_t bytes, void *act) {
   (void)bytes;
   taxi__mutex_lock(&l->lock);
   l->d.p.inflight--;
-  bool go = !l->closing;
+  l_accept_locked(l);
+  bool last = l_last_locked(l);
   taxi__mutex_unlock(&l->lock);
-  if (go) l_accept(l);
-  l_maybe_released(l);
+  if (last) taxi__listener_released(l);
 }
 
 static void l_accepted(taxi_op_t *op, int status, size_t bytes, void *act) {
@@ -315,34 +331,24 @@ static void l_accepted(taxi_op_t *op, int status, size_t bytes, void *act) {
     taxi__listener_recovered(l);
     taxi__listener_accepted(l, op->accepted, &peer, true);
   }
-  if (more) return; /* the multishot accept goes on */
+  if (more) return; /* the multishot accept goes on: l stays */
+  taxi_time_t pause = status < 0 && status != TAXI_ECANCELED
+                          ? taxi__listener_failed(l, status)
+                          : 0;
   taxi__mutex_lock(&l->lock);
   l->d.p.inflight--;
-  bool closing = l->closing;
-  taxi__mutex_unlock(&l->lock);
-  if (!closing) {
+  if (!l->closing) {
     if (status == 0) {
-      l_accept(l); /* the accept ended after a connection: go on */
-    } else {
+      l_accept_locked(l); /* the accept ended after a connection: go on */
+    } else if (taxi_proactor_timer(l->io->proactor, &l->d.p.bop, pause,
+                                   l_backoff_done, l) == 0) {
       /* Out of descriptors, most likely: pause, then accept again. */
-      taxi_time_t pause = taxi__listener_failed(l, status);
-      taxi__mutex_lock(&l->lock);
-      if (taxi_proactor_timer(l->io->proactor, &l->d.p.bop, pause,
-                              l_backoff_done, l) == 0)
-        l->d.p.inflight++;
-      taxi__mutex_unlock(&l->lock);
+      l->d.p.inflight++;
     }
   }
-  l_maybe_released(l);
-}
-
-static void l_accept(taxi_listener_t *l) {
-  taxi__mutex_lock(&l->lock);
-  if (!l->closing &&
-      taxi_proactor_accept(l->io->proactor, &l->d.p.aop, l->fd,
-                           TAXI_ACCEPT_MULTISHOT, l_accepted, l) == 0)
-    l->d.p.inflight++;
+  bool last = l_last_locked(l);
   taxi__mutex_unlock(&l->lock);
+  if (last) taxi__listener_released(l);
 }
 
 static int l_open(taxi_listener_t *l) {
@@ -366,8 +372,9 @@ static void l_close_req(taxi_listener_t *l) {
   taxi_proactor_close(l->io->proactor, l->fd);
   if (taxi_op_in_flight(&l->d.p.bop))
     taxi_proactor_cancel(l->io->proactor, &l->d.p.bop);
+  bool last = l_last_locked(l);
   taxi__mutex_unlock(&l->lock);
-  l_maybe_released(l);
+  if (last) taxi__listener_released(l);
 }
 
 /* ---- application timers ---------------------------------------------------

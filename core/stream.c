@@ -170,6 +170,10 @@ void taxi__stream_start(taxi_stream_t *s, bool here) {
 
 void taxi__stream_event(taxi_stream_t *s, unsigned bits) {
   taxi__mutex_lock(&s->lock);
+  taxi__stream_event_locked(s, bits);
+}
+
+void taxi__stream_event_locked(taxi_stream_t *s, unsigned bits) {
   s->pending |= bits;
   if (s->flags & TAXI__S_BUSY) {
     /* The thread processing s will see the bits.  Meanwhile a

@@ -144,17 +144,20 @@ static void run_locked(taxi_stream_t *s);
 
 /* Ask for a processing round: by the thread processing s if there is one,
  * else by a kick through the dispatcher.  Lock held. */
-static void request_locked(taxi_stream_t *s) {
+static void kick_locked(taxi_stream_t *s, bool force) {
   if (s->flags & TAXI__S_BUSY) {
     s->pending |= TAXI__P_WORK;
     return;
   }
-  if (s->flags & (TAXI__S_KICKED | TAXI__S_CLOSING)) return;
+  if (s->flags & TAXI__S_CLOSING) return;
+  if ((s->flags & TAXI__S_KICKED) && !force) return;
   s->flags |= TAXI__S_KICKED;
   /* Growing the timer heap may fail (out of memory): then the next event
    * of the stream (I/O, its deadline) does the work instead. */
   if (s->io->drv->kick(s) < 0) s->flags &= ~TAXI__S_KICKED;
 }
+
+static void request_locked(taxi_stream_t *s) { kick_locked(s, false); }
 
 void taxi__stream_start(taxi_stream_t *s, bool here) {
   taxi__mutex_lock(&s->lock);
@@ -460,8 +463,8 @@ static void connect_locked(taxi_stream_t *s, taxi_time_t now) {
 /* ---- closing --------------------------------------------------------------
  */
 
-/* Every callback the stream still owes, then the driver's teardown. */
-static void teardown_locked(taxi_stream_t *s) {
+/* Every callback the stream still owes before its close callback. */
+static void owed_locked(taxi_stream_t *s) {
   s->flags |= TAXI__S_CLOSING;
   int reason = s->reason;
   if (s->flags & TAXI__S_CONNECTING) {
@@ -490,6 +493,11 @@ static void teardown_locked(taxi_stream_t *s) {
   /* The ring may still be read by an operation in flight: it stays until
    * the stream is released; nothing in it counts as queued any more. */
   s->wused = s->whead = 0;
+}
+
+/* The owed callbacks, then the driver's teardown. */
+static void teardown_locked(taxi_stream_t *s) {
+  owed_locked(s);
   UNLOCKED(s, s->io->drv->teardown(s));
 }
 
@@ -510,6 +518,7 @@ static void finish_locked(taxi_stream_t *s) {
  */
 
 static bool work_left(const taxi_stream_t *s) {
+  if (s->flags & TAXI__S_DEAD) return false;
   if (s->pending) return true;
   if ((s->flags & (TAXI__S_RELEASED | TAXI__S_DEAD)) == TAXI__S_RELEASED)
     return true;
@@ -524,6 +533,9 @@ static void round_locked(taxi_stream_t *s) {
   if (p & TAXI__P_RELEASED) s->flags |= TAXI__S_RELEASED;
   if (p & TAXI__P_DEADLINE) s->armed = 0;
   if (s->flags & TAXI__S_RELEASED) {
+    /* Released without a teardown of ours (the reactor was destroyed
+     * under it): the callbacks it owes come first all the same. */
+    if (!(s->flags & (TAXI__S_CLOSING | TAXI__S_DEAD))) owed_locked(s);
     finish_locked(s);
     return;
   }
@@ -577,7 +589,9 @@ int taxi__stream_close(taxi_stream_t *s, int reason) {
   int rc = TAXI_EBADF;
   if (!(s->flags & CLOSED_FLAGS)) {
     fail_locked(s, reason);
-    request_locked(s);
+    /* Even if a kick is on its way: a pool that shut down drops the
+     * events it had queued, a kick among them, and this one must come. */
+    kick_locked(s, true);
     rc = 0;
   }
   taxi__mutex_unlock(&s->lock);

@@ -507,8 +507,10 @@ static void finish_locked(taxi_stream_t *s) {
   s->flags |= TAXI__S_DEAD;
   taxi_stream_close_fn fn = s->close_fn;
   taxi_io_t *io = s->io;
-  if (fn) UNLOCKED(s, fn(s, s->reason));
+  /* Counted first: whoever the close callback tells may read the counters
+   * at once. */
   TAXI__IO_COUNT(io, streams_closed, 1);
+  if (fn) UNLOCKED(s, fn(s, s->reason));
   /* Without the stream's lock: taxi_io_destroy takes the context's lock,
    * then the streams'. */
   UNLOCKED(s, taxi__io_unlink_stream(io, s));

@@ -34,6 +34,7 @@ static const struct error_entry errors[] = {
     {TAXI_EPIPE, "TAXI_EPIPE", "broken pipe"},
     {TAXI_EADDRINUSE, "TAXI_EADDRINUSE", "address already in use"},
     {TAXI_EEOF, "TAXI_EEOF", "end of stream"},
+    {TAXI_EBADADDR, "TAXI_EBADADDR", "malformed address"},
 };
 
 static const struct error_entry *find(int code) {

@@ -14,6 +14,8 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -392,4 +394,241 @@ echo_io_t echo_send(taxi_handle_t s, const void *buf, size_t len,
     set_os_error("send", err);
     return ECHO_IO_ERROR;
   }
+}
+
+/* ---- the echo server's command line -------------------------------------- */
+
+static const char *const promotion_names[] = {"lifo", "fifo", "priority",
+                                              "shared"};
+static const char *const leaders_names[] = {"one", "many"};
+
+/* The dispatcher's error callback: one line per failure, so an operator
+ * (and the fault tests) see what the library met; transient ones only
+ * while there have not been many, so that a failure that repeats cannot
+ * flood a log (the last, fatal one is always printed). */
+static void print_failure(const taxi_error_report_t *r, void *arg) {
+  static atomic_uint printed;
+  (void)arg;
+  if (!r->fatal && atomic_fetch_add(&printed, 1) >= 20) return;
+  fprintf(stderr, "echo_server: %s %s failed: %s (attempt %u)\n",
+          r->fatal ? "fatal:" : "retrying:", r->where, taxi_strerror(r->code),
+          r->attempt);
+}
+
+static void server_usage(FILE *out) {
+  fprintf(
+      out,
+      "usage: echo_server --port P [--host ADDR] [--backend NAME]\n"
+      "                   [--dispatcher reactor|lf|hsha|proactor]\n"
+      "                   [--threads N] [--idle-timeout SECONDS]\n"
+      "                   [--promotion lifo|fifo|priority|shared]\n"
+      "                   [--leaders one|many] [--report]\n"
+      "       echo_server --list-backends | --list-proactor-backends\n"
+      "  --port P         TCP port to listen on (0: any free port)\n"
+      "  --host ADDR      numeric address to listen on (default 127.0.0.1)\n"
+      "  --backend NAME   event backend (default: the best available);\n"
+      "                   with --dispatcher proactor, the completion\n"
+      "                   backend (uring, aio, emulated, iocp, ...)\n"
+      "  --dispatcher D   who runs the handlers: reactor (this thread,\n"
+      "                   the default), lf (a Leader/Followers pool),\n"
+      "                   hsha (a half-sync/half-async pool) or proactor\n"
+      "                   (completion handlers; a Leader/Followers pool\n"
+      "                   when --threads is above 1)\n"
+      "  --threads N      threads running handlers (default 4 for lf,\n"
+      "                   hsha and proactor; reactor: 1 only).  lf and\n"
+      "                   proactor: the whole pool, main thread included;\n"
+      "                   hsha: the workers, besides its reactor thread\n"
+      "  --idle-timeout S close connections idle that long (default 300;\n"
+      "                   0: never)\n"
+      "  --promotion P    lf, proactor: which follower leads next (default\n"
+      "                   lifo)\n"
+      "  --leaders L      lf, proactor: one thread waits for events at a\n"
+      "                   time, or many at once (epoll, kqueue, iocp;\n"
+      "                   default one)\n"
+      "  --report         print on stderr, however the server ends, one\n"
+      "                   last line: echo_server: report: status=S\n"
+      "                   connections=C bytes=B\n"
+      "  --list-backends  print the backends that work here, one a line\n"
+      "  --list-proactor-backends  the same for completion backends\n"
+      "exit status: 0 stopped by SIGINT/SIGTERM, 1 failure, 2 bad usage,\n"
+      "             3 configuration refused by the library\n");
+}
+
+/* The index of `value` in names[0 .. n), or -1 after a message. */
+static int parse_choice(const char *option, const char *value,
+                        const char *const *names, int n) {
+  for (int i = 0; i < n; i++)
+    if (strcmp(value, names[i]) == 0) return i;
+  fprintf(stderr, "echo_server: invalid %s '%s'; one of:", option, value);
+  for (int i = 0; i < n; i++) fprintf(stderr, " %s", names[i]);
+  fprintf(stderr, "\n");
+  return -1;
+}
+
+/* Print the readiness backends that work here, each followed by sep but
+ * the last, followed by end. */
+static void print_backends(FILE *out, const char *sep, const char *end) {
+  const char *names[16];
+  int n = taxi_backend_names(names, 16);
+  if (n > 16) n = 16;
+  for (int i = 0; i < n; i++)
+    fprintf(out, "%s%s", names[i], i + 1 < n ? sep : end);
+}
+
+int echo_server_args(int argc, char **argv, struct echo_server_config *cfg) {
+  const char *host = "127.0.0.1", *pool_option = NULL;
+  unsigned port = 0;
+  unsigned long idle = 300;
+  int have_port = 0, have_threads = 0, i = 1, k;
+
+  memset(cfg, 0, sizeof *cfg);
+  taxi_io_options_init(&cfg->io);
+  taxi_listener_options_init(&cfg->listen);
+  taxi_stream_options_init(&cfg->stream);
+  while (i < argc) {
+    const char *value;
+    int m;
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      server_usage(stdout);
+      return ECHO_EXIT_OK;
+    }
+    if (strcmp(argv[i], "--list-backends") == 0) {
+      print_backends(stdout, "\n", "\n");
+      return ECHO_EXIT_OK;
+    }
+    if (strcmp(argv[i], "--list-proactor-backends") == 0) {
+      const char *const *names = taxi_proactor_backend_names();
+      for (int n = 0; names[n]; n++) printf("%s\n", names[n]);
+      return ECHO_EXIT_OK;
+    }
+    if ((m = echo_option(argc, argv, &i, "--port", &value)) > 0) {
+      if (echo_parse_port(value, &port) != 0) {
+        fprintf(stderr, "echo_server: invalid port '%s'\n", value);
+        return ECHO_EXIT_USAGE;
+      }
+      have_port = 1;
+    } else if (m == 0 &&
+               (m = echo_option(argc, argv, &i, "--host", &value)) > 0) {
+      host = strcmp(value, "localhost") == 0 ? "127.0.0.1" : value;
+    } else if (m == 0 &&
+               (m = echo_option(argc, argv, &i, "--backend", &value)) > 0) {
+      cfg->io.backend = value;
+    } else if (m == 0 &&
+               (m = echo_option(argc, argv, &i, "--dispatcher", &value)) > 0) {
+      if (taxi_io_dispatcher_parse(value, &cfg->io.dispatcher) != 0) {
+        fprintf(stderr,
+                "echo_server: invalid dispatcher '%s'; one of: reactor lf "
+                "hsha proactor\n",
+                value);
+        return ECHO_EXIT_USAGE;
+      }
+    } else if (m == 0 &&
+               (m = echo_option(argc, argv, &i, "--threads", &value)) > 0) {
+      unsigned long n;
+      if (echo_parse_count(value, 1, TAXI_LF_MAX_THREADS, &n) != 0) {
+        fprintf(stderr, "echo_server: invalid thread count '%s' (1 to %u)\n",
+                value, TAXI_LF_MAX_THREADS);
+        return ECHO_EXIT_USAGE;
+      }
+      cfg->io.threads = (unsigned)n;
+      have_threads = 1;
+    } else if (m == 0 && strcmp(argv[i], "--report") == 0) {
+      cfg->report = true;
+      i++;
+    } else if (m == 0 && (m = echo_option(argc, argv, &i, "--idle-timeout",
+                                          &value)) > 0) {
+      if (echo_parse_count(value, 0, 86400u * 365, &idle) != 0) {
+        fprintf(stderr, "echo_server: invalid idle timeout '%s'\n", value);
+        return ECHO_EXIT_USAGE;
+      }
+    } else if (m == 0 &&
+               (m = echo_option(argc, argv, &i, "--promotion", &value)) > 0) {
+      if ((k = parse_choice("promotion", value, promotion_names, 4)) < 0)
+        return ECHO_EXIT_USAGE;
+      cfg->io.lf.promotion = (taxi_promotion_t)k;
+      pool_option = "--promotion";
+    } else if (m == 0 &&
+               (m = echo_option(argc, argv, &i, "--leaders", &value)) > 0) {
+      if ((k = parse_choice("leaders", value, leaders_names, 2)) < 0)
+        return ECHO_EXIT_USAGE;
+      cfg->io.lf.leaders = (taxi_leaders_t)k;
+      pool_option = "--leaders";
+    } else {
+      if (m == 0)
+        fprintf(stderr, "echo_server: unknown argument '%s'\n", argv[i]);
+      server_usage(stderr);
+      return ECHO_EXIT_USAGE;
+    }
+  }
+  if (!have_port) {
+    fprintf(stderr, "echo_server: --port is required\n");
+    server_usage(stderr);
+    return ECHO_EXIT_USAGE;
+  }
+  taxi_io_dispatcher_t d = cfg->io.dispatcher;
+  if (d == TAXI_IO_REACTOR && have_threads && cfg->io.threads != 1) {
+    fprintf(stderr,
+            "echo_server: --dispatcher reactor runs the handlers in one "
+            "thread; --threads must be 1 (use --dispatcher lf or hsha for "
+            "more)\n");
+    return ECHO_EXIT_USAGE;
+  }
+  if (d == TAXI_IO_HSHA && cfg->io.threads > TAXI_HSHA_MAX_WORKERS) {
+    fprintf(stderr, "echo_server: --dispatcher hsha takes at most %u threads\n",
+            TAXI_HSHA_MAX_WORKERS);
+    return ECHO_EXIT_USAGE;
+  }
+  if (pool_option && d != TAXI_IO_LF && d != TAXI_IO_PROACTOR) {
+    fprintf(stderr,
+            "echo_server: %s applies to --dispatcher lf or proactor only\n",
+            pool_option);
+    return ECHO_EXIT_USAGE;
+  }
+  if (!have_threads) cfg->io.threads = d == TAXI_IO_REACTOR ? 1 : 4;
+  snprintf(cfg->address, sizeof cfg->address,
+           strchr(host, ':') ? "[%s]:%u" : "%s:%u", host, port);
+  /* Small buffers (20 KiB a connection); reading pauses while the echo
+   * cannot keep up, which is what pushes back on a client that sends
+   * faster than it reads. */
+  cfg->stream.read_buffer = 4096;
+  cfg->stream.high_watermark = 16384;
+  cfg->stream.low_watermark = 4096;
+  cfg->stream.flags = TAXI_STREAM_PAUSE_READING | TAXI_STREAM_NODELAY;
+  cfg->stream.idle_timeout = (taxi_time_t)idle * TAXI_NSEC_PER_SEC;
+  cfg->listen.stream = &cfg->stream;
+  cfg->io.on_error = print_failure;
+  if (echo_net_init() != 0) {
+    fprintf(stderr, "echo_server: %s\n", echo_last_error());
+    return ECHO_EXIT_ERROR;
+  }
+  return -1;
+}
+
+int echo_server_failed(const struct echo_server_config *cfg, const char *what,
+                       int rc) {
+  bool proactor = cfg->io.dispatcher == TAXI_IO_PROACTOR;
+  fprintf(stderr, "echo_server: %s (dispatcher %s, backend %s): %s\n", what,
+          taxi_io_dispatcher_name(cfg->io.dispatcher),
+          cfg->io.backend ? cfg->io.backend : "automatic", taxi_strerror(rc));
+  if (rc == TAXI_ENOBACKEND && cfg->io.backend && !proactor) {
+    fprintf(stderr, "echo_server: available: ");
+    print_backends(stderr, ", ", "\n");
+    return ECHO_EXIT_USAGE;
+  }
+  if (rc == TAXI_ENOTSUP || rc == TAXI_EPERM ||
+      (rc == TAXI_ENOBACKEND && proactor) || rc == TAXI_EINVAL)
+    return ECHO_EXIT_REFUSED;
+  return ECHO_EXIT_ERROR;
+}
+
+int echo_server_done(const struct echo_server_config *cfg, int status,
+                     const taxi_io_stats_t *st) {
+  if (cfg->report) {
+    fflush(stdout);
+    fprintf(stderr,
+            "echo_server: report: status=%d connections=%llu bytes=%llu\n",
+            status, st ? (unsigned long long)st->accepts : 0ull,
+            st ? (unsigned long long)st->bytes_out : 0ull);
+  }
+  return status;
 }

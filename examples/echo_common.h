@@ -13,6 +13,7 @@
 #ifndef ECHO_COMMON_H
 #define ECHO_COMMON_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <taxi/taxi.h>
@@ -108,5 +109,50 @@ echo_io_t echo_send(taxi_handle_t s, const void *buf, size_t len,
 
 /* echo_close - close a socket; TAXI_INVALID_HANDLE is ignored. */
 void echo_close(taxi_handle_t s);
+
+/* ---- the echo server's command line ------------------------------------- */
+
+/* Exit statuses of echo_server: 2 is the customary one for a bad command
+ * line; 3 means the library refused the configuration asked for (say,
+ * several leaders on a backend that cannot have them), so scripts can
+ * tell it from a failure. */
+#define ECHO_EXIT_OK 0
+#define ECHO_EXIT_ERROR 1
+#define ECHO_EXIT_USAGE 2
+#define ECHO_EXIT_REFUSED 3
+
+/* What the echo server runs: its I/O context, listener and streams. */
+struct echo_server_config {
+  taxi_io_options_t io;
+  taxi_listener_options_t listen;
+  taxi_stream_options_t stream;
+  char address[300]; /* "HOST:PORT", "[HOST]:PORT" for IPv6 */
+  bool report;       /* --report */
+};
+
+/*
+ * echo_server_args - read echo_server's command line into *cfg (see its
+ * usage text), after echo_net_init().  Returns -1 when the server should
+ * run; otherwise the program is done (--help, --list-backends, a bad
+ * command line, a failed echo_net_init) and this is its exit status.
+ */
+int echo_server_args(int argc, char **argv, struct echo_server_config *cfg);
+
+/*
+ * echo_server_failed - report on stderr that `what` failed with the taxi
+ * code rc, and return the exit status: ECHO_EXIT_USAGE for a readiness
+ * backend that does not exist here (with the list of those that do),
+ * ECHO_EXIT_REFUSED when the library refuses the configuration,
+ * ECHO_EXIT_ERROR otherwise.
+ */
+int echo_server_failed(const struct echo_server_config *cfg, const char *what,
+                       int rc);
+
+/*
+ * echo_server_done - the exit status, after the --report line if asked
+ * for (st: what the server did, NULL if it did not get to serve).
+ */
+int echo_server_done(const struct echo_server_config *cfg, int status,
+                     const taxi_io_stats_t *st);
 
 #endif /* ECHO_COMMON_H */

@@ -236,6 +236,8 @@ apr_status_t taxi_apr_status(int code) {
       return APR_FROM_OS_ERROR(EADDRINUSE);
     case TAXI_EEOF:
       return APR_EOF;
+    case TAXI_EBADADDR:
+      return APR_EBADIP;
     default:
       return APR_EGENERAL;
   }
@@ -260,6 +262,7 @@ int taxi_apr_error(apr_status_t st) {
   if (APR_STATUS_IS_ECONNREFUSED(st)) return TAXI_ECONNREFUSED;
   if (APR_STATUS_IS_EPIPE(st)) return TAXI_EPIPE;
   if (APR_STATUS_IS_EOF(st)) return TAXI_EEOF;
+  if (APR_STATUS_IS_EBADIP(st)) return TAXI_EBADADDR;
   if (APR_STATUS_IS_EACCES(st) || st == APR_FROM_OS_ERROR(EPERM))
     return TAXI_EPERM;
   if (st == APR_FROM_OS_ERROR(ESHUTDOWN)) return TAXI_ESTOPPED;

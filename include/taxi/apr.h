@@ -171,8 +171,8 @@ TAXI_EXTERN apr_status_t taxi_apr_status(int taxi_code);
  * taxi_apr_error - an apr_status_t as a TAXI_E* code: APR_SUCCESS is 0,
  * the APR codes with a taxi counterpart map to it (APR_EINVAL, APR_ENOMEM,
  * APR_EBADF, APR_EEXIST, APR_ENOENT, APR_ENOTIMPL -> TAXI_ENOTSUP,
- * APR_TIMEUP, APR_EBUSY, APR_EAGAIN, APR_EOF -> TAXI_EEOF, connection
- * errors, ...), and anything else is TAXI_ESYS.
+ * APR_TIMEUP, APR_EBUSY, APR_EAGAIN, APR_EOF -> TAXI_EEOF, APR_EBADIP ->
+ * TAXI_EBADADDR, connection errors, ...), and anything else is TAXI_ESYS.
  * Threads: any.
  */
 TAXI_EXTERN int taxi_apr_error(apr_status_t status);

@@ -57,9 +57,11 @@ extern "C" {
 #define TAXI_EADDRINUSE (-19)
 /* End of stream before the operation completed. */
 #define TAXI_EEOF (-20)
+/* A malformed address string (see taxi_addr_parse() in taxi/stream.h). */
+#define TAXI_EBADADDR (-21)
 
 /* The most negative code: every code lies in [TAXI_ERROR_MIN, 0]. */
-#define TAXI_ERROR_MIN (-20)
+#define TAXI_ERROR_MIN (-21)
 
 /*
  * What a dispatcher (reactor, pool, proactor) tells its error callback.

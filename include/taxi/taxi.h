@@ -17,6 +17,8 @@
 #include "lf_sets.h"
 #include "hsha.h"
 #include "proactor.h"
+#include "io.h"
+#include "stream.h"
 #include "taxi/version.h" /* generated: found through -I */
 
 #endif /* TAXI_H */

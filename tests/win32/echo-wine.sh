@@ -3,7 +3,7 @@
 # run under wine: for each dispatcher (and backend), start echo_server.exe
 # on a free port, exchange messages with echo_client.exe (which checks
 # every byte it gets back), then stop the server.  The handler sources are
-# the ones the Linux build runs (examples/echo_server.c, echo_proactor.c).
+# the ones the Linux build runs (examples/echo_server.c).
 #
 # A `make check` test of the cross build (it runs on the build machine and
 # starts the programs through tests/win32/wine-run.sh itself); by hand:

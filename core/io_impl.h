@@ -1,0 +1,354 @@
+/*
+ * core/io_impl.h - the I/O context, its streams, listeners and timers, as
+ * the files of the stream layer share them:
+ *
+ *   core/io.c           the context: create, run, stop, wait, destroy,
+ *                       the wake-up socket pair, signals, counters;
+ *   core/stream.c       a stream's state machine, written once;
+ *   core/listener.c     listeners, and the hand-over of accepted sockets;
+ *   core/io_timer.c     application timers;
+ *   core/address.c      address strings;
+ *   core/io_reactive.c  the driver over a reactor (reactor, lf, hsha);
+ *   core/io_proactive.c the driver over a proactor.
+ *
+ * The layer uses only the public Reactor, pool and Proactor API and the
+ * ports (port.h, sock.h): it could live outside the library.  A driver
+ * turns what its dispatcher reports into stream events
+ * (taxi__stream_event) and performs the transfers a stream asks for; the
+ * state machine does not know which driver runs it.
+ *
+ * Serialisation.  A stream's callbacks must not overlap, but its events
+ * may arrive in several threads at once (a reactor's timer hooks are not
+ * serialised with its I/O hooks; a proactor's read and write completions
+ * may run together).  Each event takes the stream's lock and, if no thread
+ * is processing the stream, becomes the one that does (S_BUSY): it loops
+ * until no event is pending, releasing the lock around each callback.
+ * Events that find the stream busy only record themselves (pending bits)
+ * for that thread.  The lock is never held while a callback runs.
+ */
+#ifndef TAXI_CORE_IO_IMPL_H
+#define TAXI_CORE_IO_IMPL_H
+
+#include "taxi/io.h"
+#include "taxi/stream.h"
+
+#include "port.h"
+#include "sock.h"
+
+/* ---- drivers --------------------------------------------------------------
+ */
+
+typedef struct taxi__io_driver {
+  int (*open)(taxi_io_t *io); /* watch the wake-up socket */
+  void (*close)(taxi_io_t *io);
+  /* Dispatch in the calling thread for at most timeout_ms (destroy). */
+  int (*dispatch)(taxi_io_t *io, int timeout_ms);
+  int (*add_signal)(taxi_io_t *io, int signo);
+  int (*remove_signal)(taxi_io_t *io, int signo);
+
+  /* Streams.  All but teardown are called with the stream's lock held. */
+  int (*stream_open)(taxi_stream_t *s, bool attached);
+  /* Into s->rbuf: bytes (> 0), 0 at end of stream, TAXI_EAGAIN (an event
+   * will come), or an error. */
+  int64_t (*read)(taxi_stream_t *s);
+  /* The queue's head: bytes done, TAXI_EAGAIN (an event will come), or an
+   * error.  A proactive driver starts the operation and returns the
+   * result when the same head is offered again after its completion. */
+  int64_t (*write)(taxi_stream_t *s, const taxi_buf_t *bufs, size_t n);
+  int64_t (*sendfile)(taxi_stream_t *s, taxi_handle_t file, int64_t offset,
+                      size_t len);
+  int (*connect_start)(taxi_stream_t *s, const taxi_addr_t *a);
+  /* 0 connected, TAXI_EAGAIN not yet, or the error. */
+  int (*connect_result)(taxi_stream_t *s);
+  void (*update)(taxi_stream_t *s); /* interest to match the state */
+  void (*defer)(taxi_stream_t *s);  /* an I/O event found it busy */
+  int (*kick)(taxi_stream_t *s);    /* an event soon, in a dispatcher */
+  void (*arm)(taxi_stream_t *s, taxi_time_t deadline);
+  /* Lock not held: stop every source of events; P_RELEASED follows when
+   * none can come any more (and the handle is closed). */
+  void (*teardown)(taxi_stream_t *s);
+  unsigned max_bufs; /* buffers one write takes */
+
+  /* Listeners. */
+  int (*listener_open)(taxi_listener_t *l);
+  void (*listener_close)(taxi_listener_t *l); /* lock not held */
+
+  /* Application timers. */
+  int (*timer_start)(taxi_io_timer_t *t, taxi_time_t delay, taxi_time_t period);
+  int (*timer_stop)(taxi_io_timer_t *t);
+  void (*timer_destroy)(taxi_io_timer_t *t);
+} taxi__io_driver_t;
+
+extern const taxi__io_driver_t taxi__io_reactive;
+extern const taxi__io_driver_t taxi__io_proactive;
+
+/* ---- the context ----------------------------------------------------------
+ */
+
+#define TAXI__IO_SIGNALS 128
+
+struct taxi_io {
+  taxi_io_dispatcher_t kind;
+  const taxi__io_driver_t *drv;
+  unsigned threads;
+  taxi_lf_options_t lf_opts;
+  taxi_hsha_options_t hsha_opts;
+  taxi_reactor_t *reactor;
+  taxi_proactor_t *proactor;
+  taxi_lf_pool_t *lf;                    /* while running, or supplied */
+  taxi_hsha_pool_t *hsha;                /* while running, or supplied */
+  _Atomic(taxi_hsha_pool_t *) hsha_live; /* for the stop from a worker */
+  bool own_reactor, own_proactor, own_lf, own_hsha;
+
+  taxi__mutex_t lock;     /* the state below and the lists */
+  taxi__cond_t cond;      /* stopped, run returned, an object released */
+  bool running;           /* a thread is in taxi_io_run */
+  bool stop_done;         /* the dispatcher was told to stop */
+  bool failed;            /* a pool stopped by itself, on a failure */
+  taxi_error_fn on_error; /* the application's, from the options */
+  void *on_error_arg;
+  taxi_error_fn hsha_on_error; /* the pool's own, if the options had one */
+  void *hsha_on_error_arg;
+  bool destroying;
+  int first_error;
+  atomic_int stop_requested;
+
+  /* The wake-up socket pair: taxi_io_stop writes to [1]; the dispatcher
+   * watches [0]. */
+  taxi_handle_t wake[2];
+  atomic_int wake_pending;
+  unsigned char wake_buf[64];
+  taxi_handler_t wake_h; /* reactive */
+  taxi_op_t wake_op;     /* proactive */
+  bool wake_reading;
+
+  /* Signals: the callbacks, and (proactive) the ones that arrived. */
+  struct {
+    taxi_io_signal_fn fn;
+    void *arg;
+  } sig[TAXI__IO_SIGNALS];
+  taxi_handler_t sig_h;
+  atomic_ullong sig_pending[TAXI__IO_SIGNALS / 64];
+  taxi_reactor_t *sig_reactor; /* proactive: where signals are caught */
+  taxi__thread_t sig_thread;
+  bool sig_thread_running;
+
+  taxi_stream_t *streams;
+  taxi_listener_t *listeners;
+  taxi_io_timer_t *timers;
+
+  struct {
+    atomic_ullong streams_opened, streams_closed, accepts, accept_errors,
+        accept_pauses, connects, connect_errors, bytes_in, bytes_out, reads,
+        writes, writes_refused, read_pauses, timeouts, timers;
+  } stats;
+};
+
+#define TAXI__IO_COUNT(io, field, n) \
+  atomic_fetch_add_explicit(&(io)->stats.field, (n), memory_order_relaxed)
+
+/* The wake-up socket became readable (in a dispatching thread). */
+void taxi__io_woken(taxi_io_t *io);
+/* Signal signo arrived (in a dispatching thread). */
+void taxi__io_signal(taxi_io_t *io, int signo);
+/* Add to / take from the context's lists (TAXI_ESTOPPED when destroying).
+ * Taking wakes taxi_io_destroy. */
+int taxi__io_link_stream(taxi_io_t *io, taxi_stream_t *s);
+void taxi__io_unlink_stream(taxi_io_t *io, taxi_stream_t *s);
+int taxi__io_link_listener(taxi_io_t *io, taxi_listener_t *l);
+void taxi__io_unlink_listener(taxi_io_t *io, taxi_listener_t *l);
+int taxi__io_link_timer(taxi_io_t *io, taxi_io_timer_t *t);
+void taxi__io_unlink_timer(taxi_io_t *io, taxi_io_timer_t *t);
+/* Check a time span option: 0 or TAXI_EINVAL. */
+int taxi__io_span_check(taxi_time_t span);
+
+/* ---- streams --------------------------------------------------------------
+ */
+
+/* One queued write. */
+enum { TAXI__W_COPY = 1, TAXI__W_REF = 2, TAXI__W_FILE = 3 };
+typedef struct taxi__wrec {
+  int kind;
+  size_t off;               /* COPY: offset of its first byte in the ring */
+  size_t len, done;         /* bytes in all, bytes sent */
+  const unsigned char *ptr; /* REF */
+  taxi_handle_t file;       /* FILE */
+  int64_t foff;             /* FILE: offset of its first byte */
+  taxi_stream_done_fn fn;
+  void *arg;
+} taxi__wrec_t;
+
+/* Stream flags (s->flags). */
+#define TAXI__S_BUSY 0x0001u       /* a thread processes the stream */
+#define TAXI__S_KICKED 0x0002u     /* a kick is on its way */
+#define TAXI__S_CONNECTING 0x0004u /* connect not over */
+#define TAXI__S_READING 0x0008u    /* read_start active */
+#define TAXI__S_READ_INTO 0x0010u  /* a read_into pending */
+#define TAXI__S_PAUSED 0x0020u     /* reading paused for backpressure */
+#define TAXI__S_EOF 0x0040u        /* the socket reported end of stream */
+#define TAXI__S_EOF_TOLD 0x0080u   /* read_fn was told */
+#define TAXI__S_SHUT_REQ 0x0100u   /* shutdown asked for */
+#define TAXI__S_SHUT_DONE 0x0200u
+#define TAXI__S_CLOSE_REQ 0x0400u  /* close asked for (or an error) */
+#define TAXI__S_CLOSING 0x0800u    /* torn down; waiting for release */
+#define TAXI__S_RELEASED 0x1000u   /* no dispatcher event can come */
+#define TAXI__S_DEAD 0x2000u       /* the close callback has run */
+#define TAXI__S_NEED_DRAIN 0x4000u /* tell drain_fn at the low watermark */
+#define TAXI__S_WFAIL 0x8000u      /* the head write failed (its error) */
+#define TAXI__S_END_REQ 0x10000u   /* close once flushed and shut down */
+
+/* Events (s->pending). */
+#define TAXI__P_WORK 0x01u     /* the application changed something */
+#define TAXI__P_READABLE 0x02u /* reactive: the handle is readable */
+#define TAXI__P_WRITABLE 0x04u /* reactive: writable (or connected) */
+#define TAXI__P_DEADLINE 0x08u /* the deadline timer fired or ended */
+#define TAXI__P_KICK 0x10u     /* a kick arrived */
+#define TAXI__P_RELEASED 0x20u /* the dispatcher is done with it */
+
+struct taxi_stream {
+  taxi_io_t *io;
+  taxi_handle_t fd;
+  taxi__mutex_t lock;
+  taxi_stream_t *prev, *next; /* in io->streams, under io->lock */
+  unsigned flags, pending;
+  int reason; /* why it closes */
+  int conn_err;
+  unsigned refs; /* taxi_stream_ref */
+  void *data;
+  taxi_stream_read_fn read_fn;
+  taxi_stream_close_fn close_fn;
+  taxi_stream_drain_fn drain_fn;
+  taxi_stream_connect_fn connect_fn;
+  void *connect_arg;
+  /* read_into */
+  unsigned char *ri_buf;
+  size_t ri_len, ri_done;
+  unsigned ri_flags;
+  taxi_stream_done_fn ri_fn;
+  void *ri_arg;
+  /* the read buffer: bytes read and not yet delivered are
+   * rbuf[rpos .. rpos + rlen) */
+  unsigned char *rbuf;
+  size_t rcap, rpos, rlen;
+  /* the output ring: bytes queued are wbuf[whead ..) mod wcap, wused */
+  unsigned char *wbuf;
+  size_t wcap, whead, wused, low;
+  taxi__wrec_t *recs;
+  unsigned nrecs, rhead, rcount;
+  /* options and timeouts */
+  unsigned oflags;
+  taxi_time_t idle_to, read_to, write_to, connect_to;
+  taxi_time_t t_active, t_read, t_write, t_connect, armed;
+  taxi_addr_t peer;
+  union {
+    struct {
+      taxi_handler_t h;
+      taxi_timer_t kick, deadline;
+      unsigned interest;
+      bool registered, attached, suspended, readable, writable, wblocked;
+    } r;
+    struct {
+      taxi_op_t rop, wop, kop, top;
+      unsigned inflight;
+      bool attached, r_busy, r_done, w_busy, w_done, k_busy, t_busy;
+      int r_status, w_status;
+      size_t r_bytes, w_bytes;
+      taxi_time_t t_deadline;
+    } p;
+  } d;
+};
+
+/* Check options (NULL: defaults) and copy them to *out. */
+int taxi__stream_options(taxi_stream_options_t *out,
+                         const taxi_stream_options_t *in);
+/* A stream of connected socket fd, busy (nothing of it runs) until
+ * taxi__stream_start.  `attached`: the proactor knows fd already. */
+int taxi__stream_new(taxi_io_t *io, taxi_handle_t fd,
+                     const taxi_stream_options_t *o, bool attached,
+                     taxi_stream_t **out);
+/* Let a new stream run: here (a dispatching thread: the accept path) or,
+ * with here false, in a dispatcher (the caller is the application). */
+void taxi__stream_start(taxi_stream_t *s, bool here);
+/* Free a stream that never started (its handle is the caller's again). */
+void taxi__stream_discard(taxi_stream_t *s);
+/* Something happened to s (TAXI__P_* bits); see "Serialisation". */
+void taxi__stream_event(taxi_stream_t *s, unsigned bits);
+/* The same with s's lock held, which it releases: for a driver that
+ * updates its own state and reports the event in one hold of the lock
+ * (once it lets go, s may be released by the thread processing it). */
+void taxi__stream_event_locked(taxi_stream_t *s, unsigned bits);
+/* Close s with `reason` (0: asked by the application). */
+int taxi__stream_close(taxi_stream_t *s, int reason);
+
+/* ---- listeners ------------------------------------------------------------
+ */
+
+struct taxi_listener {
+  taxi_io_t *io;
+  taxi_handle_t fd;
+  taxi__mutex_t lock;
+  taxi_listener_t *prev, *next; /* in io->listeners */
+  taxi_accept_fn fn;
+  void *arg;
+  void (*on_close)(taxi_listener_t *l, void *arg);
+  taxi_stream_options_t sopts;
+  taxi_addr_t local;
+  bool closing, released;
+  taxi_time_t backoff; /* the next pause after a failed accept */
+  union {
+    struct {
+      taxi_handler_t h;
+      taxi_timer_t timer;
+      bool paused;
+    } r;
+    struct {
+      taxi_op_t aop, bop;
+      unsigned inflight;
+      bool attached;
+    } p;
+  } d;
+};
+
+/* A connection was accepted on l: make its stream and hand it over. */
+void taxi__listener_accepted(taxi_listener_t *l, taxi_handle_t fd,
+                             const taxi_addr_t *peer, bool attached);
+/* Accepting failed with rc: count it; returns how long to pause. */
+taxi_time_t taxi__listener_failed(taxi_listener_t *l, int rc);
+/* Accepting worked again: the next pause starts short. */
+void taxi__listener_recovered(taxi_listener_t *l);
+/* Nothing of l can run any more: on_close, then free. */
+void taxi__listener_released(taxi_listener_t *l);
+
+/* ---- timers ---------------------------------------------------------------
+ */
+
+struct taxi_io_timer {
+  taxi_io_t *io;
+  taxi_io_timer_fn fn;
+  void *arg;
+  taxi__mutex_t lock;
+  taxi_io_timer_t *prev, *next; /* in io->timers */
+  bool destroying;
+  union {
+    struct {
+      taxi_handler_t h;
+      taxi_timer_t t;
+      bool attached;
+    } r;
+    struct {
+      taxi_op_t op;
+      bool busy;    /* op in flight */
+      bool armed;   /* should fire */
+      bool running; /* fn running */
+      bool restart; /* start op again when it completes */
+      taxi_time_t deadline, period;
+    } p;
+  } d;
+};
+
+/* Run t's callback (counts it). */
+void taxi__timer_fire(taxi_io_timer_t *t);
+/* Unlink and free t (nothing of it runs any more). */
+void taxi__timer_free(taxi_io_timer_t *t);
+
+#endif /* TAXI_CORE_IO_IMPL_H */

@@ -1,0 +1,483 @@
+/*
+ * core/io_proactive.c - the stream layer's driver over a proactor,
+ * dispatched by one thread or a Leader/Followers pool: a stream's
+ * transfers are asynchronous operations whose completions become stream
+ * events.
+ *
+ * Each stream owns four operation records, so nothing is allocated per
+ * operation: `rop` reads into the stream's buffer, `wop` writes the head
+ * of its queue (or connects, or transmits a file), `kop` is a post that
+ * gets work done in a dispatching thread, `top` a timer for the
+ * timeouts.  At most one of each is in flight.  The stream is released
+ * once it is torn down and none is in flight any more: until then a
+ * completion may still name it.
+ */
+#include "config.h"
+
+#include "alloc.h"
+#include "io_impl.h"
+
+#include <string.h>
+
+/* ---- the context ----------------------------------------------------------
+ */
+
+static void wake_read(taxi_io_t *io);
+
+static void wake_done(taxi_op_t *op, int status, size_t bytes, void *act) {
+  taxi_io_t *io = act;
+  (void)op;
+  (void)bytes;
+  io->wake_reading = false;
+  if (status == TAXI_ECANCELED) return; /* the context is going */
+  taxi__io_woken(io);
+  wake_read(io);
+}
+
+static void wake_read(taxi_io_t *io) {
+  if (taxi_proactor_read(io->proactor, &io->wake_op, io->wake[0], io->wake_buf,
+                         sizeof io->wake_buf, 0, wake_done, io) == 0)
+    io->wake_reading = true;
+}
+
+static int ctx_open(taxi_io_t *io) {
+  taxi_op_init(&io->wake_op);
+  int rc = taxi_proactor_attach(io->proactor, io->wake[0]);
+  if (rc < 0) return rc;
+  rc = taxi_proactor_read(io->proactor, &io->wake_op, io->wake[0], io->wake_buf,
+                          sizeof io->wake_buf, 0, wake_done, io);
+  if (rc < 0) {
+    taxi_proactor_detach(io->proactor, io->wake[0]);
+    return rc;
+  }
+  io->wake_reading = true;
+  return 0;
+}
+
+static int ctx_dispatch(taxi_io_t *io, int timeout_ms) {
+  return taxi_proactor_handle_events(io->proactor, timeout_ms);
+}
+
+static void ctx_close(taxi_io_t *io) {
+  if (io->sig_thread_running) {
+    taxi_reactor_stop(io->sig_reactor);
+    taxi__thread_join(io->sig_thread);
+    io->sig_thread_running = false;
+  }
+  if (io->sig_reactor) {
+    taxi_reactor_destroy(io->sig_reactor);
+    io->sig_reactor = NULL;
+  }
+  /* The read completes with TAXI_ECANCELED; wait for it, so the record is
+   * idle before the context's memory goes. */
+  taxi_proactor_close(io->proactor, io->wake[0]);
+  taxi_time_t give_up = taxi_now() + 5 * TAXI_NSEC_PER_SEC;
+  while (io->wake_reading && taxi_now() < give_up) {
+    taxi_proactor_restart(io->proactor);
+    if (taxi_proactor_handle_events(io->proactor, 10) < 0) break;
+  }
+}
+
+/*
+ * Signals.  The proactor has no signal source of its own (yet), so a
+ * reactor catches them, run by a thread of the context that does nothing
+ * else; its hook marks the signal and wakes the proactor through the
+ * wake-up socket, and taxi__io_woken calls the application's callback in
+ * a dispatching thread.
+ */
+static void *sig_main(void *arg) {
+  taxi_io_t *io = arg;
+  taxi_reactor_run(io->sig_reactor);
+  return NULL;
+}
+
+static int sig_caught(taxi_handler_t *h, int signo) {
+  taxi_io_t *io = TAXI_CONTAINER_OF(h, taxi_io_t, sig_h);
+  atomic_fetch_or(&io->sig_pending[signo / 64], 1ull << (signo % 64));
+  if (atomic_exchange(&io->wake_pending, 1) == 0) taxi__sock_poke(io->wake[1]);
+  return 0;
+}
+
+static const taxi_handler_ops_t sig_ops = {.signal = sig_caught};
+
+static int ctx_add_signal(taxi_io_t *io, int signo) {
+  int rc;
+  if (!io->sig_reactor) {
+    rc = taxi_reactor_create(&io->sig_reactor, NULL);
+    if (rc < 0) return rc;
+    taxi_handler_init(&io->sig_h, &sig_ops);
+  }
+  /* In the caller's thread, which the rules of taxi_reactor_add_signal
+   * are about (the signal is blocked here, and in threads made later). */
+  rc = taxi_reactor_add_signal(io->sig_reactor, signo, &io->sig_h);
+  if (rc == 0 && !io->sig_thread_running) {
+    rc = taxi__thread_create(&io->sig_thread, sig_main, io);
+    if (rc == 0)
+      io->sig_thread_running = true;
+    else
+      taxi_reactor_remove_signal(io->sig_reactor, signo);
+  }
+  return rc;
+}
+
+static int ctx_remove_signal(taxi_io_t *io, int signo) {
+  return io->sig_reactor ? taxi_reactor_remove_signal(io->sig_reactor, signo)
+                         : TAXI_ENOENT;
+}
+
+/* ---- streams --------------------------------------------------------------
+ */
+
+/* Every operation of a stream completes here. */
+static void s_done(taxi_op_t *op, int status, size_t bytes, void *act) {
+  taxi_stream_t *s = act;
+  unsigned bits = TAXI__P_WORK;
+  taxi__mutex_lock(&s->lock);
+  s->d.p.inflight--;
+  if (op == &s->d.p.rop) {
+    s->d.p.r_busy = false;
+    s->d.p.r_done = true;
+    s->d.p.r_status = status;
+    s->d.p.r_bytes = bytes;
+  } else if (op == &s->d.p.wop) {
+    s->d.p.w_busy = false;
+    s->d.p.w_done = true;
+    s->d.p.w_status = status;
+    s->d.p.w_bytes = bytes;
+  } else if (op == &s->d.p.kop) {
+    s->d.p.k_busy = false;
+    bits = TAXI__P_KICK;
+  } else {
+    s->d.p.t_busy = false;
+    bits = TAXI__P_DEADLINE;
+  }
+  if ((s->flags & TAXI__S_CLOSING) && s->d.p.inflight == 0)
+    bits |= TAXI__P_RELEASED;
+  /* In the same hold of the lock: once it is let go, the completion that
+   * released s may free it. */
+  taxi__stream_event_locked(s, bits);
+}
+
+static int s_open(taxi_stream_t *s, bool attached) {
+  taxi_op_init(&s->d.p.rop);
+  taxi_op_init(&s->d.p.wop);
+  taxi_op_init(&s->d.p.kop);
+  taxi_op_init(&s->d.p.top);
+  int rc = attached ? 0 : taxi_proactor_attach(s->io->proactor, s->fd);
+  s->d.p.attached = rc == 0;
+  return rc;
+}
+
+static int64_t s_read(taxi_stream_t *s) {
+  if (s->d.p.r_done) {
+    s->d.p.r_done = false;
+    int st = s->d.p.r_status;
+    if (st == 0) return (int64_t)s->d.p.r_bytes;
+    return st == TAXI_EEOF ? 0 : st;
+  }
+  if (s->d.p.r_busy) return TAXI_EAGAIN;
+  int rc = taxi_proactor_read(s->io->proactor, &s->d.p.rop, s->fd, s->rbuf,
+                              s->rcap, 0, s_done, s);
+  if (rc < 0) return rc;
+  s->d.p.r_busy = true;
+  s->d.p.inflight++;
+  return TAXI_EAGAIN;
+}
+
+/* The result of the output operation, once the same head is offered
+ * again; else start one. */
+static int64_t w_result(taxi_stream_t *s) {
+  s->d.p.w_done = false;
+  int st = s->d.p.w_status;
+  return st == 0 ? (int64_t)s->d.p.w_bytes : st;
+}
+
+static int64_t s_write(taxi_stream_t *s, const taxi_buf_t *bufs, size_t n) {
+  if (s->d.p.w_done) return w_result(s);
+  if (s->d.p.w_busy) return TAXI_EAGAIN;
+  if (n > TAXI_OP_MAX_BUFS) n = TAXI_OP_MAX_BUFS;
+  int rc = taxi_proactor_write(s->io->proactor, &s->d.p.wop, s->fd, bufs, n,
+                               s_done, s);
+  if (rc < 0) return rc;
+  s->d.p.w_busy = true;
+  s->d.p.inflight++;
+  return TAXI_EAGAIN;
+}
+
+static int64_t s_sendfile(taxi_stream_t *s, taxi_handle_t file, int64_t off,
+                          size_t len) {
+  if (s->d.p.w_done) return w_result(s);
+  if (s->d.p.w_busy) return TAXI_EAGAIN;
+  int rc = taxi_proactor_transmit_file(s->io->proactor, &s->d.p.wop, s->fd,
+                                       file, off, len, NULL, NULL, s_done, s);
+  if (rc < 0) return rc;
+  s->d.p.w_busy = true;
+  s->d.p.inflight++;
+  return TAXI_EAGAIN;
+}
+
+static int s_connect_start(taxi_stream_t *s, const taxi_addr_t *a) {
+  int rc = taxi_proactor_connect(s->io->proactor, &s->d.p.wop, s->fd,
+                                 a->sa.bytes, a->len, s_done, s);
+  if (rc < 0) return rc;
+  s->d.p.w_busy = true;
+  s->d.p.inflight++;
+  return TAXI_EAGAIN;
+}
+
+static int s_connect_result(taxi_stream_t *s) {
+  if (s->conn_err) return s->conn_err;
+  if (!s->d.p.w_done) return TAXI_EAGAIN;
+  s->d.p.w_done = false;
+  return s->d.p.w_status;
+}
+
+/* Operations are started by the state machine itself. */
+static void s_update(taxi_stream_t *s) { (void)s; }
+static void s_defer(taxi_stream_t *s) { (void)s; }
+
+static int s_kick(taxi_stream_t *s) {
+  if (s->d.p.k_busy) return 0;
+  int rc = taxi_proactor_post(s->io->proactor, &s->d.p.kop, s_done, s);
+  if (rc == 0) {
+    s->d.p.k_busy = true;
+    s->d.p.inflight++;
+  }
+  return rc;
+}
+
+static void s_arm(taxi_stream_t *s, taxi_time_t deadline) {
+  if (s->d.p.t_busy) {
+    /* A record in flight cannot be moved: cancel it; its completion
+     * (P_DEADLINE) arms it again for the earlier deadline. */
+    if (s->d.p.t_deadline > deadline)
+      taxi_proactor_cancel(s->io->proactor, &s->d.p.top);
+    return;
+  }
+  taxi_time_t delay = deadline - taxi_now();
+  if (delay < 0) delay = 0;
+  if (taxi_proactor_timer(s->io->proactor, &s->d.p.top, delay, s_done, s) ==
+      0) {
+    s->d.p.t_busy = true;
+    s->d.p.t_deadline = deadline;
+    s->d.p.inflight++;
+  } else {
+    s->armed = 0;
+  }
+}
+
+static void s_teardown(taxi_stream_t *s) {
+  taxi_proactor_t *p = s->io->proactor;
+  taxi__mutex_lock(&s->lock);
+  /* Completes what is pending on the handle with TAXI_ECANCELED, then
+   * closes it once no operation can name it any more. */
+  if (s->d.p.attached)
+    taxi_proactor_close(p, s->fd);
+  else
+    taxi__close(s->fd);
+  if (s->d.p.t_busy) taxi_proactor_cancel(p, &s->d.p.top);
+  if (s->d.p.inflight == 0) s->pending |= TAXI__P_RELEASED;
+  taxi__mutex_unlock(&s->lock);
+}
+
+/* ---- listeners ------------------------------------------------------------
+ */
+
+/*
+ * The listener's two records, `aop` (a multishot accept) and `bop` (the
+ * pause after a failed accept), are counted in inflight.  Each completion
+ * updates the count and decides, in one hold of the lock, whether it is
+ * the last one of a closed listener: only that one touches the listener
+ * afterwards (to release it).
+ */
+
+static void l_accepted(taxi_op_t *op, int status, size_t bytes, void *act);
+
+/* Whether l is closed and nothing of it in flight: then the caller, and
+ * no one else, releases it.  Lock held. */
+static bool l_last_locked(taxi_listener_t *l) {
+  if (!l->closing || l->d.p.inflight > 0 || l->released) return false;
+  l->released = true;
+  return true;
+}
+
+static void l_accept_locked(taxi_listener_t *l) {
+  if (!l->closing &&
+      taxi_proactor_accept(l->io->proactor, &l->d.p.aop, l->fd,
+                           TAXI_ACCEPT_MULTISHOT, l_accepted, l) == 0)
+    l->d.p.inflight++;
+}
+
+static void l_backoff_done(taxi_op_t *op, int status, size_t bytes, void *act) {
+  taxi_listener_t *l = act;
+  (void)op;
+  (void)status;
+  (void)bytes;
+  taxi__mutex_lock(&l->lock);
+  l->d.p.inflight--;
+  l_accept_locked(l);
+  bool last = l_last_locked(l);
+  taxi__mutex_unlock(&l->lock);
+  if (last) taxi__listener_released(l);
+}
+
+static void l_accepted(taxi_op_t *op, int status, size_t bytes, void *act) {
+  taxi_listener_t *l = act;
+  (void)bytes;
+  bool more = op->more;
+  if (status == 0) {
+    taxi_addr_t peer;
+    taxi__sockaddr_set(&peer, op->peer, op->peer_len);
+    taxi__listener_recovered(l);
+    taxi__listener_accepted(l, op->accepted, &peer, true);
+  }
+  if (more) return; /* the multishot accept goes on: l stays */
+  taxi_time_t pause = status < 0 && status != TAXI_ECANCELED
+                          ? taxi__listener_failed(l, status)
+                          : 0;
+  taxi__mutex_lock(&l->lock);
+  l->d.p.inflight--;
+  if (!l->closing) {
+    if (status == 0) {
+      l_accept_locked(l); /* the accept ended after a connection: go on */
+    } else if (taxi_proactor_timer(l->io->proactor, &l->d.p.bop, pause,
+                                   l_backoff_done, l) == 0) {
+      /* Out of descriptors, most likely: pause, then accept again. */
+      l->d.p.inflight++;
+    }
+  }
+  bool last = l_last_locked(l);
+  taxi__mutex_unlock(&l->lock);
+  if (last) taxi__listener_released(l);
+}
+
+static int l_open(taxi_listener_t *l) {
+  taxi_op_init(&l->d.p.aop);
+  taxi_op_init(&l->d.p.bop);
+  int rc = taxi_proactor_attach(l->io->proactor, l->fd);
+  if (rc < 0) return rc;
+  l->d.p.attached = true;
+  rc = taxi_proactor_accept(l->io->proactor, &l->d.p.aop, l->fd,
+                            TAXI_ACCEPT_MULTISHOT, l_accepted, l);
+  if (rc < 0) {
+    taxi_proactor_detach(l->io->proactor, l->fd);
+    return rc;
+  }
+  l->d.p.inflight = 1;
+  return 0;
+}
+
+static void l_close_req(taxi_listener_t *l) {
+  taxi__mutex_lock(&l->lock);
+  taxi_proactor_close(l->io->proactor, l->fd);
+  if (taxi_op_in_flight(&l->d.p.bop))
+    taxi_proactor_cancel(l->io->proactor, &l->d.p.bop);
+  bool last = l_last_locked(l);
+  taxi__mutex_unlock(&l->lock);
+  if (last) taxi__listener_released(l);
+}
+
+/* ---- application timers ---------------------------------------------------
+ */
+
+static void t_done(taxi_op_t *op, int status, size_t bytes, void *act);
+
+/* Start the operation for the deadline in t.  Lock held. */
+static void t_go_locked(taxi_io_timer_t *t) {
+  taxi_time_t delay = t->d.p.deadline - taxi_now();
+  if (delay < 0) delay = 0;
+  if (taxi_proactor_timer(t->io->proactor, &t->d.p.op, delay, t_done, t) == 0)
+    t->d.p.busy = true;
+  else
+    t->d.p.armed = false;
+}
+
+static void t_done(taxi_op_t *op, int status, size_t bytes, void *act) {
+  taxi_io_timer_t *t = act;
+  (void)op;
+  (void)bytes;
+  taxi__mutex_lock(&t->lock);
+  t->d.p.busy = false;
+  bool fire = status == 0 && t->d.p.armed && !t->d.p.restart && !t->destroying;
+  if (fire) {
+    if (t->d.p.period > 0) {
+      /* Keep the cadence; skip periods missed while late. */
+      taxi_time_t now = taxi_now(), next = t->d.p.deadline + t->d.p.period;
+      if (next <= now)
+        next += ((now - next) / t->d.p.period + 1) * t->d.p.period;
+      t->d.p.deadline = next;
+    } else {
+      t->d.p.armed = false;
+    }
+    t->d.p.running = true;
+    taxi__mutex_unlock(&t->lock);
+    taxi__timer_fire(t);
+    taxi__mutex_lock(&t->lock);
+    t->d.p.running = false;
+  }
+  t->d.p.restart = false;
+  if (t->d.p.armed && !t->destroying) t_go_locked(t);
+  bool gone = t->destroying && !t->d.p.busy;
+  taxi__mutex_unlock(&t->lock);
+  if (gone) taxi__timer_free(t);
+}
+
+static int t_start(taxi_io_timer_t *t, taxi_time_t delay, taxi_time_t period) {
+  taxi__mutex_lock(&t->lock);
+  t->d.p.deadline = taxi_now() + delay;
+  t->d.p.period = period;
+  t->d.p.armed = true;
+  if (t->d.p.busy) {
+    t->d.p.restart = true; /* its completion starts it again */
+    taxi_proactor_cancel(t->io->proactor, &t->d.p.op);
+  } else if (!t->d.p.running) {
+    t_go_locked(t); /* else t_done starts it after the callback */
+  }
+  int rc = t->d.p.armed ? 0 : TAXI_ENOMEM;
+  taxi__mutex_unlock(&t->lock);
+  return rc;
+}
+
+static int t_stop(taxi_io_timer_t *t) {
+  taxi__mutex_lock(&t->lock);
+  int rc = t->d.p.armed ? 0 : TAXI_ENOENT;
+  t->d.p.armed = false;
+  if (t->d.p.busy) taxi_proactor_cancel(t->io->proactor, &t->d.p.op);
+  taxi__mutex_unlock(&t->lock);
+  return rc;
+}
+
+static void t_destroy(taxi_io_timer_t *t) {
+  taxi__mutex_lock(&t->lock);
+  t->d.p.armed = false;
+  bool busy = t->d.p.busy, running = t->d.p.running;
+  if (busy) taxi_proactor_cancel(t->io->proactor, &t->d.p.op);
+  taxi__mutex_unlock(&t->lock);
+  /* In flight or running: t_done frees it once the operation is over. */
+  if (!busy && !running) taxi__timer_free(t);
+}
+
+const taxi__io_driver_t taxi__io_proactive = {
+    .open = ctx_open,
+    .close = ctx_close,
+    .dispatch = ctx_dispatch,
+    .add_signal = ctx_add_signal,
+    .remove_signal = ctx_remove_signal,
+    .stream_open = s_open,
+    .read = s_read,
+    .write = s_write,
+    .sendfile = s_sendfile,
+    .connect_start = s_connect_start,
+    .connect_result = s_connect_result,
+    .update = s_update,
+    .defer = s_defer,
+    .kick = s_kick,
+    .arm = s_arm,
+    .teardown = s_teardown,
+    .max_bufs = TAXI_OP_MAX_BUFS,
+    .listener_open = l_open,
+    .listener_close = l_close_req,
+    .timer_start = t_start,
+    .timer_stop = t_stop,
+    .timer_destroy = t_destroy,
+};

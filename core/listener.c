@@ -1,0 +1,153 @@
+/*
+ * core/listener.c - listeners: the socket, the hand-over of each accepted
+ * connection to the application as a new stream, and the pause after a
+ * failed accept.
+ *
+ * The driver accepts (core/io_reactive.c: non-blocking accept on
+ * readiness; core/io_proactive.c: a multishot accept operation) and calls
+ * taxi__listener_accepted() or taxi__listener_failed().  Those two and
+ * the pause policy below are all this layer knows about accepting, so the
+ * Reactor side can move to a library Acceptor by replacing the driver's
+ * accept step and deleting the policy.
+ */
+#include "config.h"
+
+#include "alloc.h"
+#include "io_impl.h"
+
+#include <string.h>
+
+/* The pause after a failed accept: it starts at 100 ms and doubles while
+ * accepting keeps failing, up to 1.6 s.  Running out of descriptors is the
+ * usual cause; the connections already served finish meanwhile and free
+ * some.  Accepting again at once would find the same failure and spin. */
+#define BACKOFF_FIRST (100 * TAXI_NSEC_PER_MSEC)
+#define BACKOFF_MAX (1600 * TAXI_NSEC_PER_MSEC)
+
+void taxi_listener_options_init(taxi_listener_options_t *o) {
+  if (!o) return;
+  memset(o, 0, sizeof *o);
+  o->size = sizeof *o;
+}
+
+taxi_time_t taxi__listener_failed(taxi_listener_t *l, int rc) {
+  TAXI__IO_COUNT(l->io, accept_errors, 1);
+  if (rc == TAXI_ETOOMANY) TAXI__IO_COUNT(l->io, accept_pauses, 1);
+  taxi__mutex_lock(&l->lock);
+  taxi_time_t pause = l->backoff;
+  l->backoff = pause * 2 > BACKOFF_MAX ? BACKOFF_MAX : pause * 2;
+  taxi__mutex_unlock(&l->lock);
+  return pause;
+}
+
+void taxi__listener_recovered(taxi_listener_t *l) {
+  taxi__mutex_lock(&l->lock);
+  l->backoff = BACKOFF_FIRST;
+  taxi__mutex_unlock(&l->lock);
+}
+
+void taxi__listener_accepted(taxi_listener_t *l, taxi_handle_t fd,
+                             const taxi_addr_t *peer, bool attached) {
+  taxi_io_t *io = l->io;
+  taxi_stream_t *s;
+  taxi__mutex_lock(&l->lock);
+  bool closing = l->closing;
+  taxi__mutex_unlock(&l->lock);
+  int rc = closing ? TAXI_ESTOPPED
+                   : taxi__stream_new(io, fd, &l->sopts, attached, &s);
+  if (rc < 0) {
+    /* The connection is dropped: the peer sees it closed. */
+    if (attached)
+      taxi_proactor_close(io->proactor, fd);
+    else
+      taxi__close(fd);
+    if (rc != TAXI_ESTOPPED) TAXI__IO_COUNT(io, accept_errors, 1);
+    return;
+  }
+  if (peer) s->peer = *peer;
+  TAXI__IO_COUNT(io, accepts, 1);
+  /* s is busy: nothing of it runs until the callback has returned and
+   * taxi__stream_start lets it (in this dispatching thread). */
+  l->fn(l, s, l->arg);
+  taxi__stream_start(s, true);
+}
+
+void taxi__listener_released(taxi_listener_t *l) {
+  taxi_io_t *io = l->io;
+  if (l->on_close) l->on_close(l, l->arg);
+  taxi__mutex_destroy(&l->lock);
+  taxi__io_unlink_listener(io, l);
+  taxi__free(l);
+}
+
+int taxi_listener_create(taxi_listener_t **out, taxi_io_t *io,
+                         const char *address,
+                         const taxi_listener_options_t *opts, taxi_accept_fn fn,
+                         void *arg) {
+  taxi_listener_options_t o;
+  taxi_addr_t a;
+  if (!out || !io || !address || !fn) return TAXI_EINVAL;
+  taxi_listener_options_init(&o);
+  if (opts) {
+    if (opts->size < offsetof(taxi_listener_options_t, flags))
+      return TAXI_EINVAL;
+    for (size_t i = sizeof o; i < opts->size; i++)
+      if (((const unsigned char *)opts)[i]) return TAXI_EINVAL;
+    memcpy(&o, opts, opts->size < sizeof o ? opts->size : sizeof o);
+  }
+  if (o.flags &
+      ~(TAXI_LISTEN_REUSEPORT | TAXI_LISTEN_V6ONLY | TAXI_LISTEN_NO_REUSEADDR))
+    return TAXI_EINVAL;
+  taxi_listener_t *l = taxi__calloc(1, sizeof *l);
+  if (!l) return TAXI_ENOMEM;
+  int rc = taxi__stream_options(&l->sopts, o.stream);
+  if (rc == 0) rc = taxi_addr_parse(&a, address);
+  if (rc < 0) {
+    taxi__free(l);
+    return rc;
+  }
+  l->io = io;
+  l->fn = fn;
+  l->arg = arg;
+  l->on_close = o.on_close;
+  l->backoff = BACKOFF_FIRST;
+  rc = taxi__mutex_init(&l->lock);
+  if (rc < 0) {
+    taxi__free(l);
+    return rc;
+  }
+  rc = taxi__sock_listen(&a, o.backlog, o.flags, &l->fd);
+  if (rc == 0) rc = taxi__sock_local_addr(l->fd, &l->local);
+  if (rc == 0) {
+    rc = taxi__io_link_listener(io, l);
+    if (rc == 0) {
+      rc = io->drv->listener_open(l);
+      if (rc < 0) taxi__io_unlink_listener(io, l);
+    }
+    if (rc < 0) taxi__close(l->fd);
+  }
+  if (rc < 0) {
+    taxi__mutex_destroy(&l->lock);
+    taxi__free(l);
+    return rc;
+  }
+  *out = l;
+  return 0;
+}
+
+int taxi_listener_address(const taxi_listener_t *l, taxi_addr_t *out) {
+  if (!l || !out) return TAXI_EINVAL;
+  *out = l->local; /* set at creation, never changed */
+  return 0;
+}
+
+int taxi_listener_close(taxi_listener_t *l) {
+  if (!l) return TAXI_EINVAL;
+  taxi__mutex_lock(&l->lock);
+  bool was = l->closing;
+  l->closing = true;
+  taxi__mutex_unlock(&l->lock);
+  if (was) return TAXI_EBADF;
+  l->io->drv->listener_close(l);
+  return 0;
+}

@@ -1,0 +1,963 @@
+/*
+ * core/stream.c - a stream's state machine, written once for every
+ * dispatcher: the driver (core/io_reactive.c, core/io_proactive.c) reports
+ * events and performs transfers; this file decides what happens next and
+ * runs the application's callbacks, one at a time (see "Serialisation" in
+ * core/io_impl.h).
+ */
+#include "config.h"
+
+#include "alloc.h"
+#include "io_impl.h"
+
+#include <string.h>
+
+/* Run `call` without the stream's lock: callbacks may call anything,
+ * including this stream's functions from this thread. */
+#define UNLOCKED(s, call)           \
+  do {                              \
+    taxi__mutex_unlock(&(s)->lock); \
+    call;                           \
+    taxi__mutex_lock(&(s)->lock);   \
+  } while (0)
+
+#define MAX_READ_BUFFER ((size_t)16 << 20)
+#define MAX_HIGH_WATERMARK ((long)256 << 20)
+#define MAX_WRITES 65536u
+
+/* ---- options --------------------------------------------------------------
+ */
+
+void taxi_stream_options_init(taxi_stream_options_t *o) {
+  if (!o) return;
+  memset(o, 0, sizeof *o);
+  o->size = sizeof *o;
+  o->read_buffer = 8192;
+  o->high_watermark = 32768;
+  o->low_watermark = 8192;
+  o->max_writes = 64;
+}
+
+int taxi__stream_options(taxi_stream_options_t *out,
+                         const taxi_stream_options_t *in) {
+  taxi_stream_options_init(out);
+  if (in) {
+    /* A program built against an older, shorter structure passes its
+     * size; what it does not know keeps the defaults.  One built against
+     * a newer one may pass fields this version does not know only as
+     * zero. */
+    if (in->size < offsetof(taxi_stream_options_t, high_watermark))
+      return TAXI_EINVAL;
+    size_t n = in->size < sizeof *out ? in->size : sizeof *out;
+    for (size_t i = sizeof *out; i < in->size; i++)
+      if (((const unsigned char *)in)[i]) return TAXI_EINVAL;
+    memcpy(out, in, n);
+    out->size = sizeof *out;
+  }
+  if (out->read_buffer == 0 || out->read_buffer > MAX_READ_BUFFER)
+    return TAXI_EINVAL;
+  if (out->high_watermark < 1 || out->high_watermark > MAX_HIGH_WATERMARK)
+    return TAXI_EINVAL;
+  if (out->low_watermark < 0 || out->low_watermark >= out->high_watermark)
+    return TAXI_EINVAL;
+  if ((out->flags & TAXI_STREAM_PAUSE_READING) &&
+      (size_t)out->high_watermark <
+          out->read_buffer + (size_t)out->low_watermark)
+    return TAXI_EINVAL;
+  if (out->max_writes == 0 || out->max_writes > MAX_WRITES) return TAXI_EINVAL;
+  if (out->flags & ~(TAXI_STREAM_PAUSE_READING | TAXI_STREAM_NODELAY |
+                     TAXI_STREAM_KEEPALIVE))
+    return TAXI_EINVAL;
+  if (taxi__io_span_check(out->idle_timeout) < 0 ||
+      taxi__io_span_check(out->read_timeout) < 0 ||
+      taxi__io_span_check(out->write_timeout) < 0 ||
+      taxi__io_span_check(out->connect_timeout) < 0)
+    return TAXI_EINVAL;
+  return 0;
+}
+
+/* ---- life -----------------------------------------------------------------
+ */
+
+static size_t round_up(size_t n) { return (n + 15) & ~(size_t)15; }
+
+int taxi__stream_new(taxi_io_t *io, taxi_handle_t fd,
+                     const taxi_stream_options_t *o, bool attached,
+                     taxi_stream_t **out) {
+  /* One block: the stream, its write records, read buffer and ring. */
+  size_t head = round_up(sizeof(taxi_stream_t));
+  size_t recs = round_up((size_t)o->max_writes * sizeof(taxi__wrec_t));
+  size_t rbuf = round_up(o->read_buffer);
+  size_t wbuf = (size_t)o->high_watermark;
+  taxi_stream_t *s = taxi__malloc(head + recs + rbuf + wbuf);
+  if (!s) return TAXI_ENOMEM;
+  memset(s, 0, sizeof *s);
+  s->recs = (taxi__wrec_t *)(void *)((char *)s + head);
+  s->rbuf = (unsigned char *)s + head + recs;
+  s->wbuf = s->rbuf + rbuf;
+  s->io = io;
+  s->fd = fd;
+  s->rcap = o->read_buffer;
+  s->wcap = wbuf;
+  s->low = (size_t)o->low_watermark;
+  s->nrecs = o->max_writes;
+  s->oflags = o->flags;
+  s->idle_to = o->idle_timeout;
+  s->read_to = o->read_timeout;
+  s->write_to = o->write_timeout;
+  s->connect_to = o->connect_timeout;
+  s->flags = TAXI__S_BUSY;
+  s->t_active = s->t_read = s->t_write = s->t_connect = taxi_now();
+  int rc = taxi__mutex_init(&s->lock);
+  if (rc < 0) {
+    taxi__free(s);
+    return rc;
+  }
+  rc = taxi__io_link_stream(io, s);
+  if (rc == 0) {
+    rc = io->drv->stream_open(s, attached);
+    if (rc < 0) taxi__io_unlink_stream(io, s);
+  }
+  if (rc < 0) {
+    taxi__mutex_destroy(&s->lock);
+    taxi__free(s);
+    return rc;
+  }
+  /* TCP options: a Unix-domain stream refuses them, which is fine. */
+  if (o->flags & TAXI_STREAM_NODELAY) (void)taxi__sock_nodelay(fd, true);
+  if (o->flags & TAXI_STREAM_KEEPALIVE)
+    (void)taxi__sock_keepalive(fd, true, o->keepalive_idle,
+                               o->keepalive_interval, o->keepalive_count);
+  TAXI__IO_COUNT(io, streams_opened, 1);
+  *out = s;
+  return 0;
+}
+
+void taxi__stream_discard(taxi_stream_t *s) {
+  taxi__io_unlink_stream(s->io, s);
+  TAXI__IO_COUNT(s->io, streams_closed, 1);
+  taxi__mutex_destroy(&s->lock);
+  taxi__free(s);
+}
+
+static void run_locked(taxi_stream_t *s);
+
+/* Ask for a processing round: by the thread processing s if there is one,
+ * else by a kick through the dispatcher.  Lock held. */
+static void kick_locked(taxi_stream_t *s, bool force) {
+  if (s->flags & TAXI__S_BUSY) {
+    s->pending |= TAXI__P_WORK;
+    return;
+  }
+  if (s->flags & TAXI__S_CLOSING) return;
+  if ((s->flags & TAXI__S_KICKED) && !force) return;
+  s->flags |= TAXI__S_KICKED;
+  /* Growing the timer heap may fail (out of memory): then the next event
+   * of the stream (I/O, its deadline) does the work instead. */
+  if (s->io->drv->kick(s) < 0) s->flags &= ~TAXI__S_KICKED;
+}
+
+static void request_locked(taxi_stream_t *s) { kick_locked(s, false); }
+
+void taxi__stream_start(taxi_stream_t *s, bool here) {
+  taxi__mutex_lock(&s->lock);
+  s->pending |= TAXI__P_WORK; /* a first round: interest, timeouts */
+  if (here) {
+    run_locked(s); /* unlocks */
+    return;
+  }
+  s->flags &= ~TAXI__S_BUSY;
+  request_locked(s);
+  taxi__mutex_unlock(&s->lock);
+}
+
+void taxi__stream_event(taxi_stream_t *s, unsigned bits) {
+  taxi__mutex_lock(&s->lock);
+  taxi__stream_event_locked(s, bits);
+}
+
+void taxi__stream_event_locked(taxi_stream_t *s, unsigned bits) {
+  s->pending |= bits;
+  if (s->flags & TAXI__S_BUSY) {
+    /* The thread processing s will see the bits.  Meanwhile a
+     * level-triggered handle would be reported again and again: have the
+     * driver deactivate it until then. */
+    if (bits & (TAXI__P_READABLE | TAXI__P_WRITABLE)) s->io->drv->defer(s);
+    taxi__mutex_unlock(&s->lock);
+    return;
+  }
+  s->flags |= TAXI__S_BUSY;
+  run_locked(s);
+}
+
+static void fail_locked(taxi_stream_t *s, int err) {
+  if (!(s->flags & TAXI__S_CLOSE_REQ)) {
+    s->reason = err;
+    s->flags |= TAXI__S_CLOSE_REQ;
+  }
+}
+
+/* ---- reading --------------------------------------------------------------
+ */
+
+static bool reading_locked(const taxi_stream_t *s) {
+  if (s->flags & TAXI__S_READ_INTO) return true;
+  return (s->flags & (TAXI__S_READING | TAXI__S_PAUSED | TAXI__S_EOF_TOLD)) ==
+         TAXI__S_READING;
+}
+
+/* With TAXI_STREAM_PAUSE_READING: stop reading while a read's worth of
+ * echo might not fit in the ring. */
+static void maybe_pause_locked(taxi_stream_t *s) {
+  if ((s->oflags & TAXI_STREAM_PAUSE_READING) && !(s->flags & TAXI__S_PAUSED) &&
+      s->wcap - s->wused < s->rcap) {
+    s->flags |= TAXI__S_PAUSED | TAXI__S_NEED_DRAIN;
+    TAXI__IO_COUNT(s->io, read_pauses, 1);
+  }
+}
+
+static void deliver_eof_locked(taxi_stream_t *s) {
+  if (s->flags & TAXI__S_READ_INTO) {
+    taxi_stream_done_fn fn = s->ri_fn;
+    void *arg = s->ri_arg;
+    size_t done = s->ri_done;
+    s->flags &= ~TAXI__S_READ_INTO;
+    UNLOCKED(s, fn(s, TAXI_EEOF, done, arg));
+    return;
+  }
+  taxi_stream_read_fn fn = s->read_fn;
+  s->flags |= TAXI__S_EOF_TOLD;
+  UNLOCKED(s, fn(s, TAXI_EEOF, NULL, 0));
+}
+
+static void reads_locked(taxi_stream_t *s, taxi_time_t now) {
+  while (!(s->flags & TAXI__S_CLOSE_REQ)) {
+    maybe_pause_locked(s);
+    if (!reading_locked(s)) return;
+    if (s->rlen == 0) {
+      if (s->flags & TAXI__S_EOF) {
+        deliver_eof_locked(s);
+        continue;
+      }
+      int64_t n = s->io->drv->read(s);
+      if (n == TAXI_EAGAIN) return;
+      if (n < 0) {
+        fail_locked(s, (int)n);
+        return;
+      }
+      if (n == 0) {
+        s->flags |= TAXI__S_EOF;
+        continue;
+      }
+      s->rpos = 0;
+      s->rlen = (size_t)n;
+      s->t_read = s->t_active = now;
+      TAXI__IO_COUNT(s->io, bytes_in, (uint64_t)n);
+    }
+    if (s->flags & TAXI__S_READ_INTO) {
+      size_t take = s->ri_len - s->ri_done;
+      if (take > s->rlen) take = s->rlen;
+      memcpy(s->ri_buf + s->ri_done, s->rbuf + s->rpos, take);
+      s->rpos += take;
+      s->rlen -= take;
+      s->ri_done += take;
+      if ((s->ri_flags & TAXI_STREAM_READ_EXACT) && s->ri_done < s->ri_len)
+        continue;
+      taxi_stream_done_fn fn = s->ri_fn;
+      void *arg = s->ri_arg;
+      size_t done = s->ri_done;
+      s->flags &= ~TAXI__S_READ_INTO;
+      UNLOCKED(s, fn(s, 0, done, arg));
+      continue;
+    }
+    /* The bytes stay in rbuf, untouched, until the callback returns: only
+     * the thread processing s reads into it. */
+    taxi_stream_read_fn fn = s->read_fn;
+    const unsigned char *data = s->rbuf + s->rpos;
+    size_t len = s->rlen;
+    s->rlen = 0;
+    TAXI__IO_COUNT(s->io, reads, 1);
+    UNLOCKED(s, fn(s, 0, data, len));
+  }
+}
+
+/* ---- writing --------------------------------------------------------------
+ */
+
+/* The buffers of the queue from its head, up to max, stopping before a
+ * file.  Returns how many. */
+static size_t gather_locked(const taxi_stream_t *s, taxi_buf_t *bufs,
+                            size_t max) {
+  size_t n = 0;
+  for (unsigned i = 0; i < s->rcount && n < max; i++) {
+    const taxi__wrec_t *r = &s->recs[(s->rhead + i) % s->nrecs];
+    size_t left = r->len - r->done;
+    if (r->kind == TAXI__W_FILE) break;
+    if (r->kind == TAXI__W_REF) {
+      bufs[n].base = (void *)(uintptr_t)(r->ptr + r->done);
+      bufs[n++].len = left;
+      continue;
+    }
+    size_t at = (r->off + r->done) % s->wcap;
+    size_t first = s->wcap - at < left ? s->wcap - at : left;
+    bufs[n].base = s->wbuf + at;
+    bufs[n++].len = first;
+    if (first < left && n < max) {
+      bufs[n].base = s->wbuf;
+      bufs[n++].len = left - first;
+    } else if (first < left) {
+      break;
+    }
+  }
+  return n;
+}
+
+/* What a finished write tells its callback. */
+typedef struct done_call {
+  taxi_stream_done_fn fn;
+  void *arg;
+  size_t len;
+  int status;
+} done_call_t;
+
+/* n bytes of the queue are sent: advance, and collect the records done.
+ * Returns how many calls were stored (at most cap; the queue is gathered
+ * in at most 16 buffers, so at most 16 records end per step). */
+static size_t consume_locked(taxi_stream_t *s, size_t n, done_call_t *calls,
+                             size_t cap) {
+  size_t k = 0;
+  while (n > 0 && s->rcount > 0) {
+    taxi__wrec_t *r = &s->recs[s->rhead];
+    size_t take = r->len - r->done < n ? r->len - r->done : n;
+    r->done += take;
+    n -= take;
+    if (r->kind == TAXI__W_COPY) {
+      s->whead = (s->whead + take) % s->wcap;
+      s->wused -= take;
+    }
+    if (r->done < r->len) break;
+    if (r->fn && k < cap) calls[k++] = (done_call_t){r->fn, r->arg, r->len, 0};
+    s->rhead = (s->rhead + 1) % s->nrecs;
+    s->rcount--;
+  }
+  if (s->wused == 0) s->whead = 0;
+  return k;
+}
+
+static void writes_locked(taxi_stream_t *s, taxi_time_t now) {
+  const taxi__io_driver_t *drv = s->io->drv;
+  while (s->rcount > 0 && !(s->flags & TAXI__S_CLOSE_REQ)) {
+    taxi__wrec_t *r = &s->recs[s->rhead];
+    int64_t n;
+    if (r->kind == TAXI__W_FILE) {
+      n = drv->sendfile(s, r->file, r->foff + (int64_t)r->done,
+                        r->len - r->done);
+      if (n == TAXI_EEOF) {
+        /* The file shrank after it was queued: what is left of it is
+         * not there to send, and the peer would wait for it. */
+        s->flags |= TAXI__S_WFAIL;
+        fail_locked(s, TAXI_EEOF);
+        return;
+      }
+    } else {
+      taxi_buf_t bufs[16];
+      size_t nb = gather_locked(s, bufs, drv->max_bufs);
+      n = drv->write(s, bufs, nb);
+    }
+    if (n == TAXI_EAGAIN) break;
+    if (n < 0) {
+      s->flags |= TAXI__S_WFAIL;
+      fail_locked(s, (int)n);
+      return;
+    }
+    done_call_t calls[17];
+    size_t k = consume_locked(s, (size_t)n, calls, 17);
+    s->t_write = s->t_active = now;
+    TAXI__IO_COUNT(s->io, bytes_out, (uint64_t)n);
+    for (size_t i = 0; i < k; i++)
+      UNLOCKED(s, calls[i].fn(s, 0, calls[i].len, calls[i].arg));
+  }
+  if (s->flags & TAXI__S_CLOSE_REQ) return;
+  if (s->rcount == 0 &&
+      (s->flags & (TAXI__S_SHUT_REQ | TAXI__S_SHUT_DONE)) == TAXI__S_SHUT_REQ &&
+      !(s->flags & TAXI__S_CONNECTING)) {
+    s->flags |= TAXI__S_SHUT_DONE;
+    int rc = taxi__sock_shutdown_write(s->fd);
+    if (rc < 0) {
+      fail_locked(s, rc);
+      return;
+    }
+  }
+  if ((s->flags & (TAXI__S_END_REQ | TAXI__S_SHUT_DONE)) ==
+      (TAXI__S_END_REQ | TAXI__S_SHUT_DONE)) {
+    fail_locked(s, 0); /* taxi_stream_end: flushed and shut: close */
+    return;
+  }
+  if (s->wused <= s->low) {
+    if (s->flags & TAXI__S_PAUSED) {
+      s->flags &= ~TAXI__S_PAUSED;
+      s->t_read = now; /* the read timeout starts again */
+    }
+    if (s->flags & TAXI__S_NEED_DRAIN) {
+      s->flags &= ~TAXI__S_NEED_DRAIN;
+      taxi_stream_drain_fn fn = s->drain_fn;
+      if (fn) UNLOCKED(s, fn(s));
+    }
+  }
+}
+
+/* ---- timeouts -------------------------------------------------------------
+ */
+
+static void earliest(taxi_time_t *next, taxi_time_t from, taxi_time_t span) {
+  if (span <= 0) return;
+  taxi_time_t at = from + span; /* spans are <= 2^62: no overflow */
+  if (at < *next) *next = at;
+}
+
+/* Close s if a timeout passed; else make sure its timer fires by the
+ * earliest deadline.  Lazy: activity only moves the deadlines later, so
+ * the timer is touched only when it fires or an earlier one is needed. */
+static void deadlines_locked(taxi_stream_t *s, taxi_time_t now) {
+  taxi_time_t next = INT64_MAX;
+  if (s->flags & TAXI__S_CONNECTING) {
+    earliest(&next, s->t_connect, s->connect_to);
+  } else {
+    earliest(&next, s->t_active, s->idle_to);
+    if (reading_locked(s)) earliest(&next, s->t_read, s->read_to);
+    if (s->rcount > 0) earliest(&next, s->t_write, s->write_to);
+  }
+  if (next == INT64_MAX) return;
+  if (next <= now) {
+    TAXI__IO_COUNT(s->io, timeouts, 1);
+    if (s->flags & TAXI__S_CONNECTING) TAXI__IO_COUNT(s->io, connect_errors, 1);
+    fail_locked(s, TAXI_ETIMEDOUT);
+    return;
+  }
+  if (s->armed == 0 || next < s->armed) {
+    s->armed = next;
+    s->io->drv->arm(s, next);
+  }
+}
+
+/* ---- connecting -----------------------------------------------------------
+ */
+
+static void connect_locked(taxi_stream_t *s, taxi_time_t now) {
+  int rc = s->io->drv->connect_result(s);
+  if (rc == TAXI_EAGAIN) return;
+  if (rc < 0) {
+    TAXI__IO_COUNT(s->io, connect_errors, 1);
+    fail_locked(s, rc);
+    return;
+  }
+  s->flags &= ~TAXI__S_CONNECTING;
+  s->t_active = s->t_read = s->t_write = now;
+  TAXI__IO_COUNT(s->io, connects, 1);
+  taxi_stream_connect_fn fn = s->connect_fn;
+  void *arg = s->connect_arg;
+  s->connect_fn = NULL;
+  if (fn) UNLOCKED(s, fn(s, 0, arg));
+}
+
+/* ---- closing --------------------------------------------------------------
+ */
+
+/* Every callback the stream still owes before its close callback. */
+static void owed_locked(taxi_stream_t *s) {
+  s->flags |= TAXI__S_CLOSING;
+  int reason = s->reason;
+  if (s->flags & TAXI__S_CONNECTING) {
+    taxi_stream_connect_fn fn = s->connect_fn;
+    void *arg = s->connect_arg;
+    s->flags &= ~TAXI__S_CONNECTING;
+    s->connect_fn = NULL;
+    if (fn) UNLOCKED(s, fn(s, reason ? reason : TAXI_ECANCELED, arg));
+  }
+  if (s->flags & TAXI__S_READ_INTO) {
+    taxi_stream_done_fn fn = s->ri_fn;
+    void *arg = s->ri_arg;
+    size_t done = s->ri_done;
+    s->flags &= ~TAXI__S_READ_INTO;
+    UNLOCKED(s, fn(s, TAXI_ECANCELED, done, arg));
+  }
+  bool failed = (s->flags & TAXI__S_WFAIL) != 0;
+  while (s->rcount > 0) {
+    taxi__wrec_t r = s->recs[s->rhead];
+    s->rhead = (s->rhead + 1) % s->nrecs;
+    s->rcount--;
+    int status = failed ? reason : TAXI_ECANCELED;
+    failed = false;
+    if (r.fn) UNLOCKED(s, r.fn(s, status, r.done, r.arg));
+  }
+  /* The ring may still be read by an operation in flight: it stays until
+   * the stream is released; nothing in it counts as queued any more. */
+  s->wused = s->whead = 0;
+}
+
+/* The owed callbacks, then the driver's teardown. */
+static void teardown_locked(taxi_stream_t *s) {
+  owed_locked(s);
+  UNLOCKED(s, s->io->drv->teardown(s));
+}
+
+/* The dispatcher is done with s: the close callback, once. */
+static void finish_locked(taxi_stream_t *s) {
+  if (s->flags & TAXI__S_DEAD) return;
+  s->flags |= TAXI__S_DEAD;
+  taxi_stream_close_fn fn = s->close_fn;
+  taxi_io_t *io = s->io;
+  /* Counted first: whoever the close callback tells may read the counters
+   * at once. */
+  TAXI__IO_COUNT(io, streams_closed, 1);
+  if (fn) UNLOCKED(s, fn(s, s->reason));
+  /* Without the stream's lock: taxi_io_destroy takes the context's lock,
+   * then the streams'. */
+  UNLOCKED(s, taxi__io_unlink_stream(io, s));
+}
+
+/* ---- the processing loop --------------------------------------------------
+ */
+
+static bool work_left(const taxi_stream_t *s) {
+  if (s->flags & TAXI__S_DEAD) return false;
+  if (s->pending) return true;
+  if ((s->flags & (TAXI__S_RELEASED | TAXI__S_DEAD)) == TAXI__S_RELEASED)
+    return true;
+  return (s->flags & (TAXI__S_CLOSE_REQ | TAXI__S_CLOSING)) ==
+         TAXI__S_CLOSE_REQ;
+}
+
+static void round_locked(taxi_stream_t *s) {
+  unsigned p = s->pending;
+  s->pending = 0;
+  if (p & TAXI__P_KICK) s->flags &= ~TAXI__S_KICKED;
+  if (p & TAXI__P_RELEASED) s->flags |= TAXI__S_RELEASED;
+  if (p & TAXI__P_DEADLINE) s->armed = 0;
+  if (s->flags & TAXI__S_RELEASED) {
+    /* Released without a teardown of ours (the reactor was destroyed
+     * under it): the callbacks it owes come first all the same. */
+    if (!(s->flags & (TAXI__S_CLOSING | TAXI__S_DEAD))) owed_locked(s);
+    finish_locked(s);
+    return;
+  }
+  if (s->flags & TAXI__S_CLOSING) return; /* waiting for the release */
+  if (p & TAXI__P_READABLE) s->d.r.readable = true;
+  if (p & TAXI__P_WRITABLE) {
+    s->d.r.writable = true;
+    s->d.r.wblocked = false;
+  }
+  taxi_time_t now = taxi_now();
+  if (!(s->flags & TAXI__S_CLOSE_REQ) && (s->flags & TAXI__S_CONNECTING))
+    connect_locked(s, now);
+  if (!(s->flags & (TAXI__S_CLOSE_REQ | TAXI__S_CONNECTING))) {
+    reads_locked(s, now);
+    bool paused = (s->flags & TAXI__S_PAUSED) != 0;
+    writes_locked(s, now);
+    /* Writing may have ended a pause: read again (a proactive stream has
+     * no read in flight to call it back). */
+    if (!(s->flags & TAXI__S_CLOSE_REQ) && reading_locked(s) &&
+        (paused || s->rlen > 0 || (s->flags & TAXI__S_EOF)))
+      s->pending |= TAXI__P_WORK;
+  }
+  if (!(s->flags & TAXI__S_CLOSE_REQ)) deadlines_locked(s, now);
+  if (s->flags & TAXI__S_CLOSE_REQ) {
+    teardown_locked(s);
+    return;
+  }
+  s->io->drv->update(s);
+}
+
+/* The thread that set S_BUSY processes s until nothing is pending, then
+ * lets go: unlocks, and frees s if it is dead and unreferenced. */
+static void run_locked(taxi_stream_t *s) {
+  while (work_left(s)) round_locked(s);
+  s->flags &= ~TAXI__S_BUSY;
+  bool free_it = (s->flags & TAXI__S_DEAD) && s->refs == 0;
+  taxi__mutex_unlock(&s->lock);
+  if (free_it) {
+    taxi__mutex_destroy(&s->lock);
+    taxi__free(s);
+  }
+}
+
+/* ---- the public functions -------------------------------------------------
+ */
+
+#define CLOSED_FLAGS (TAXI__S_CLOSE_REQ | TAXI__S_CLOSING | TAXI__S_DEAD)
+
+int taxi__stream_close(taxi_stream_t *s, int reason) {
+  taxi__mutex_lock(&s->lock);
+  int rc = TAXI_EBADF;
+  if (!(s->flags & CLOSED_FLAGS)) {
+    fail_locked(s, reason);
+    /* Even if a kick is on its way: a pool that shut down drops the
+     * events it had queued, a kick among them, and this one must come. */
+    kick_locked(s, true);
+    rc = 0;
+  }
+  taxi__mutex_unlock(&s->lock);
+  return rc;
+}
+
+int taxi_stream_close(taxi_stream_t *s) {
+  if (!s) return TAXI_EINVAL;
+  return taxi__stream_close(s, 0);
+}
+
+/* Take the lock of an open stream: 0, or TAXI_EINVAL / TAXI_EBADF (then
+ * the lock is not held). */
+static int lock_open(taxi_stream_t *s) {
+  if (!s) return TAXI_EINVAL;
+  taxi__mutex_lock(&s->lock);
+  if (s->flags & CLOSED_FLAGS) {
+    taxi__mutex_unlock(&s->lock);
+    return TAXI_EBADF;
+  }
+  return 0;
+}
+
+static int queue(taxi_stream_t *s, int kind, const void *data, size_t len,
+                 taxi_handle_t file, int64_t foff, taxi_stream_done_fn fn,
+                 void *arg) {
+  int rc = lock_open(s);
+  if (rc < 0) return rc;
+  taxi_io_t *io = s->io;
+  if (s->flags & TAXI__S_SHUT_REQ) {
+    rc = TAXI_EPIPE;
+  } else if (kind == TAXI__W_COPY && len > s->wcap) {
+    rc = TAXI_EINVAL;
+  } else if (kind == TAXI__W_COPY && len > s->wcap - s->wused) {
+    rc = TAXI_EAGAIN;
+  } else {
+    taxi__wrec_t *tail =
+        s->rcount ? &s->recs[(s->rhead + s->rcount - 1) % s->nrecs] : NULL;
+    if (kind == TAXI__W_COPY && !fn && tail && tail->kind == TAXI__W_COPY &&
+        !tail->fn) {
+      tail->len += len; /* the ring is contiguous: join it */
+    } else if (s->rcount == s->nrecs) {
+      rc = TAXI_EAGAIN;
+    } else {
+      taxi__wrec_t *r = &s->recs[(s->rhead + s->rcount) % s->nrecs];
+      memset(r, 0, sizeof *r);
+      r->kind = kind;
+      r->len = len;
+      r->fn = fn;
+      r->arg = arg;
+      r->ptr = data;
+      r->file = file;
+      r->foff = foff;
+      r->off = (s->whead + s->wused) % s->wcap;
+      if (s->rcount++ == 0) s->t_write = taxi_now();
+    }
+  }
+  if (rc == 0 && kind == TAXI__W_COPY) {
+    size_t at = (s->whead + s->wused) % s->wcap;
+    size_t first = s->wcap - at < len ? s->wcap - at : len;
+    memcpy(s->wbuf + at, data, first);
+    memcpy(s->wbuf, (const unsigned char *)data + first, len - first);
+    s->wused += len;
+  }
+  if (rc == TAXI_EAGAIN) {
+    s->flags |= TAXI__S_NEED_DRAIN;
+    TAXI__IO_COUNT(io, writes_refused, 1);
+  }
+  if (rc == 0) {
+    TAXI__IO_COUNT(io, writes, 1);
+    request_locked(s);
+  }
+  taxi__mutex_unlock(&s->lock);
+  return rc;
+}
+
+int taxi_stream_write(taxi_stream_t *s, const void *data, size_t len,
+                      taxi_stream_done_fn fn, void *arg) {
+  if (!s || !data || len == 0) return TAXI_EINVAL;
+  return queue(s, TAXI__W_COPY, data, len, TAXI_INVALID_HANDLE, 0, fn, arg);
+}
+
+int taxi_stream_write_ref(taxi_stream_t *s, const void *data, size_t len,
+                          taxi_stream_done_fn fn, void *arg) {
+  if (!s || !data || len == 0 || !fn) return TAXI_EINVAL;
+  return queue(s, TAXI__W_REF, data, len, TAXI_INVALID_HANDLE, 0, fn, arg);
+}
+
+int taxi_stream_sendfile(taxi_stream_t *s, taxi_handle_t file, int64_t offset,
+                         size_t len, taxi_stream_done_fn fn, void *arg) {
+  int64_t size;
+  if (!s || offset < 0 || len == 0) return TAXI_EINVAL;
+  if (file == TAXI_INVALID_HANDLE) return TAXI_EBADF;
+  int rc = taxi__file_size(file, &size);
+  if (rc < 0) return rc == TAXI_EBADF ? TAXI_EBADF : TAXI_EINVAL;
+  if (offset > size || (uint64_t)(size - offset) < (uint64_t)len)
+    return TAXI_EINVAL;
+  return queue(s, TAXI__W_FILE, NULL, len, file, offset, fn, arg);
+}
+
+size_t taxi_stream_write_queued(const taxi_stream_t *s) {
+  if (!s) return 0;
+  taxi_stream_t *m = (taxi_stream_t *)(uintptr_t)s;
+  taxi__mutex_lock(&m->lock);
+  size_t n = m->wused;
+  taxi__mutex_unlock(&m->lock);
+  return n;
+}
+
+int taxi_stream_shutdown(taxi_stream_t *s) {
+  int rc = lock_open(s);
+  if (rc < 0) return rc;
+  if (s->flags & TAXI__S_SHUT_REQ) {
+    rc = TAXI_EPIPE;
+  } else {
+    s->flags |= TAXI__S_SHUT_REQ;
+    request_locked(s);
+  }
+  taxi__mutex_unlock(&s->lock);
+  return rc;
+}
+
+int taxi_stream_end(taxi_stream_t *s) {
+  int rc = lock_open(s);
+  if (rc < 0) return rc;
+  if (s->flags & TAXI__S_END_REQ) {
+    rc = TAXI_EBADF;
+  } else {
+    s->flags |= TAXI__S_SHUT_REQ | TAXI__S_END_REQ;
+    s->flags &= ~TAXI__S_READING;
+    request_locked(s);
+  }
+  taxi__mutex_unlock(&s->lock);
+  return rc;
+}
+
+int taxi_stream_read_start(taxi_stream_t *s, taxi_stream_read_fn fn) {
+  if (!fn) return TAXI_EINVAL;
+  int rc = lock_open(s);
+  if (rc < 0) return rc;
+  if (s->flags & TAXI__S_READ_INTO) {
+    rc = TAXI_EBUSY;
+  } else {
+    s->read_fn = fn;
+    s->flags = (s->flags | TAXI__S_READING) & ~TAXI__S_EOF_TOLD;
+    s->t_read = taxi_now();
+    request_locked(s);
+  }
+  taxi__mutex_unlock(&s->lock);
+  return rc;
+}
+
+int taxi_stream_read_stop(taxi_stream_t *s) {
+  int rc = lock_open(s);
+  if (rc < 0) return rc;
+  if (s->flags & TAXI__S_READ_INTO) {
+    rc = TAXI_EBUSY;
+  } else if (s->flags & TAXI__S_READING) {
+    s->flags &= ~TAXI__S_READING;
+    request_locked(s);
+  }
+  taxi__mutex_unlock(&s->lock);
+  return rc;
+}
+
+int taxi_stream_read_into(taxi_stream_t *s, void *buf, size_t len,
+                          unsigned flags, taxi_stream_done_fn fn, void *arg) {
+  if (!buf || len == 0 || !fn || (flags & ~TAXI_STREAM_READ_EXACT))
+    return TAXI_EINVAL;
+  int rc = lock_open(s);
+  if (rc < 0) return rc;
+  if (s->flags & (TAXI__S_READ_INTO | TAXI__S_READING)) {
+    rc = TAXI_EBUSY;
+  } else {
+    s->ri_buf = buf;
+    s->ri_len = len;
+    s->ri_done = 0;
+    s->ri_flags = flags;
+    s->ri_fn = fn;
+    s->ri_arg = arg;
+    s->flags |= TAXI__S_READ_INTO;
+    s->t_read = taxi_now();
+    request_locked(s);
+  }
+  taxi__mutex_unlock(&s->lock);
+  return rc;
+}
+
+int taxi_stream_set_data(taxi_stream_t *s, void *data) {
+  if (!s) return TAXI_EINVAL;
+  taxi__mutex_lock(&s->lock);
+  s->data = data;
+  taxi__mutex_unlock(&s->lock);
+  return 0;
+}
+
+void *taxi_stream_data(const taxi_stream_t *s) {
+  if (!s) return NULL;
+  taxi_stream_t *m = (taxi_stream_t *)(uintptr_t)s;
+  taxi__mutex_lock(&m->lock);
+  void *d = m->data;
+  taxi__mutex_unlock(&m->lock);
+  return d;
+}
+
+int taxi_stream_on_close(taxi_stream_t *s, taxi_stream_close_fn fn) {
+  if (!s) return TAXI_EINVAL;
+  /* Still possible while closing (from the callbacks owed then, such as
+   * a failed connect's), until the close callback has run. */
+  taxi__mutex_lock(&s->lock);
+  int rc = (s->flags & TAXI__S_DEAD) ? TAXI_EBADF : 0;
+  if (rc == 0) s->close_fn = fn;
+  taxi__mutex_unlock(&s->lock);
+  return rc;
+}
+
+int taxi_stream_on_drain(taxi_stream_t *s, taxi_stream_drain_fn fn) {
+  int rc = lock_open(s);
+  if (rc < 0) return rc;
+  s->drain_fn = fn;
+  taxi__mutex_unlock(&s->lock);
+  return 0;
+}
+
+int taxi_stream_set_timeouts(taxi_stream_t *s, taxi_time_t idle,
+                             taxi_time_t read, taxi_time_t write) {
+  if (taxi__io_span_check(idle) < 0 || taxi__io_span_check(read) < 0 ||
+      taxi__io_span_check(write) < 0)
+    return TAXI_EINVAL;
+  int rc = lock_open(s);
+  if (rc < 0) return rc;
+  s->idle_to = idle;
+  s->read_to = read;
+  s->write_to = write;
+  s->t_active = s->t_read = s->t_write = taxi_now();
+  request_locked(s);
+  taxi__mutex_unlock(&s->lock);
+  return 0;
+}
+
+int taxi_stream_set_nodelay(taxi_stream_t *s, int on) {
+  int rc = lock_open(s);
+  if (rc < 0) return rc;
+  rc = taxi__sock_nodelay(s->fd, on != 0);
+  taxi__mutex_unlock(&s->lock);
+  return rc;
+}
+
+int taxi_stream_set_keepalive(taxi_stream_t *s, int on, unsigned idle_s,
+                              unsigned interval_s, unsigned count) {
+  int rc = lock_open(s);
+  if (rc < 0) return rc;
+  rc = taxi__sock_keepalive(s->fd, on != 0, idle_s, interval_s, count);
+  taxi__mutex_unlock(&s->lock);
+  return rc;
+}
+
+int taxi_stream_ref(taxi_stream_t *s) {
+  if (!s) return TAXI_EINVAL;
+  taxi__mutex_lock(&s->lock);
+  s->refs++;
+  taxi__mutex_unlock(&s->lock);
+  return 0;
+}
+
+int taxi_stream_unref(taxi_stream_t *s) {
+  if (!s) return TAXI_EINVAL;
+  taxi__mutex_lock(&s->lock);
+  if (s->refs == 0) {
+    taxi__mutex_unlock(&s->lock);
+    return TAXI_EINVAL;
+  }
+  bool free_it =
+      --s->refs == 0 && (s->flags & TAXI__S_DEAD) && !(s->flags & TAXI__S_BUSY);
+  taxi__mutex_unlock(&s->lock);
+  if (free_it) {
+    taxi__mutex_destroy(&s->lock);
+    taxi__free(s);
+  }
+  return 0;
+}
+
+int taxi_stream_peer(const taxi_stream_t *s, taxi_addr_t *out) {
+  if (!s || !out) return TAXI_EINVAL;
+  taxi_stream_t *m = (taxi_stream_t *)(uintptr_t)s;
+  taxi__mutex_lock(&m->lock);
+  int rc = m->peer.family ? 0 : TAXI_ENOENT;
+  if (rc == 0) *out = m->peer;
+  taxi__mutex_unlock(&m->lock);
+  return rc;
+}
+
+int taxi_stream_local(const taxi_stream_t *s, taxi_addr_t *out) {
+  if (!s || !out) return TAXI_EINVAL;
+  taxi_stream_t *m = (taxi_stream_t *)(uintptr_t)s;
+  int rc = lock_open(m);
+  if (rc < 0) return rc;
+  rc = taxi__sock_local_addr(m->fd, out);
+  if (rc == 0 && out->family == 0) rc = TAXI_ENOENT;
+  taxi__mutex_unlock(&m->lock);
+  return rc;
+}
+
+taxi_io_t *taxi_stream_io(const taxi_stream_t *s) { return s ? s->io : NULL; }
+
+taxi_handle_t taxi_stream_handle(const taxi_stream_t *s) {
+  return s ? s->fd : TAXI_INVALID_HANDLE;
+}
+
+/* ---- making streams -------------------------------------------------------
+ */
+
+int taxi_stream_connect(taxi_stream_t **out, taxi_io_t *io, const char *address,
+                        const taxi_stream_options_t *opts,
+                        taxi_stream_connect_fn fn, void *arg) {
+  taxi_stream_options_t o;
+  taxi_addr_t a;
+  taxi_handle_t fd;
+  if (!out || !io || !address) return TAXI_EINVAL;
+  int rc = taxi__stream_options(&o, opts);
+  if (rc < 0) return rc;
+  rc = taxi_addr_parse(&a, address);
+  if (rc < 0) return rc;
+  rc = taxi__sock_open(&a, &fd);
+  if (rc < 0) return rc;
+  taxi_stream_t *s;
+  rc = taxi__stream_new(io, fd, &o, false, &s);
+  if (rc < 0) {
+    taxi__close(fd);
+    return rc;
+  }
+  s->peer = a;
+  s->connect_fn = fn;
+  s->connect_arg = arg;
+  s->data = arg;
+  s->flags |= TAXI__S_CONNECTING;
+  taxi__mutex_lock(&s->lock);
+  /* A failure to start is reported like any other: through fn, from a
+   * dispatching thread. */
+  rc = io->drv->connect_start(s, &a);
+  if (rc < 0 && rc != TAXI_EAGAIN) s->conn_err = rc;
+  taxi__mutex_unlock(&s->lock);
+  *out = s;
+  taxi__stream_start(s, false);
+  return 0;
+}
+
+int taxi_stream_open(taxi_stream_t **out, taxi_io_t *io, taxi_handle_t h,
+                     const taxi_stream_options_t *opts) {
+  taxi_stream_options_t o;
+  if (!out || !io) return TAXI_EINVAL;
+  int rc = taxi__stream_options(&o, opts);
+  if (rc < 0) return rc;
+  if (h == TAXI_INVALID_HANDLE) return TAXI_EBADF;
+  rc = taxi__handle_check(h);
+  if (rc < 0) return rc;
+  rc = taxi__set_nonblocking(h);
+  if (rc < 0) return rc;
+  taxi_stream_t *s;
+  rc = taxi__stream_new(io, h, &o, false, &s);
+  if (rc < 0) return rc;
+  taxi_addr_t peer;
+  if (taxi__sock_peer_addr(h, &peer) == 0 && peer.family) s->peer = peer;
+  *out = s;
+  taxi__stream_start(s, false);
+  return 0;
+}

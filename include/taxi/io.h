@@ -1,0 +1,311 @@
+/*
+ * taxi/io.h - the I/O context: one object that owns (or is given) a
+ * dispatcher chosen at run time, and runs the stream layer (taxi/stream.h),
+ * application timers and signal callbacks on it.
+ *
+ * The dispatcher is a run-time choice, not a different program:
+ *
+ *   TAXI_IO_REACTOR   one thread (the caller of taxi_io_run) dispatches a
+ *                     Reactor over any readiness backend (epoll, poll, ...);
+ *   TAXI_IO_LF        a Leader/Followers pool of `threads` threads (the
+ *                     caller of taxi_io_run among them) over a Reactor;
+ *   TAXI_IO_HSHA      a half-sync/half-async pool of `threads` workers over
+ *                     a Reactor (its own reactor thread besides);
+ *   TAXI_IO_PROACTOR  a Proactor over any completion backend (uring, aio,
+ *                     iocp, emulated:...), dispatched by the caller of
+ *                     taxi_io_run alone (threads 1) or by a Leader/Followers
+ *                     pool of `threads` threads over its completion queue.
+ *
+ * Handlers written against taxi/stream.h and this header run unchanged under
+ * each: the callbacks of one stream never run in two threads at once, under
+ * every dispatcher (see taxi/stream.h, "Threads").
+ *
+ *     taxi_io_options_t o;
+ *     taxi_io_options_init(&o);
+ *     taxi_io_dispatcher_parse("lf", &o.dispatcher);
+ *     o.threads = 4;
+ *     taxi_io_t *io;
+ *     taxi_io_create(&io, &o);
+ *     ... taxi_listener_create(&l, io, "127.0.0.1:7", NULL, on_accept, NULL);
+ *     taxi_io_on_signal(io, SIGTERM, on_term, NULL);  // calls taxi_io_stop
+ *     int rc = taxi_io_run(io);                       // until stopped
+ *     taxi_io_destroy(io);
+ *
+ * Ownership.  What the context creates (reactor, proactor, pool) it
+ * destroys; what the application supplies in the options it only uses, and
+ * the application destroys it after the context.
+ *
+ * Threads.  Every function may be called from any thread and from inside
+ * any callback of the context, unless its comment says otherwise.
+ *
+ * Errors.  0 (or a count) on success, a negative TAXI_E* code on failure.
+ */
+#ifndef TAXI_IO_H
+#define TAXI_IO_H
+
+#include "platform.h"
+#include "reactor.h"
+#include "lf.h"
+#include "hsha.h"
+#include "proactor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct taxi_io taxi_io_t;
+typedef struct taxi_io_timer taxi_io_timer_t;
+
+/* Who dispatches the context's events (see the top of this header). */
+typedef enum taxi_io_dispatcher {
+  TAXI_IO_REACTOR = 0,
+  TAXI_IO_LF = 1,
+  TAXI_IO_HSHA = 2,
+  TAXI_IO_PROACTOR = 3
+} taxi_io_dispatcher_t;
+
+/*
+ * taxi_io_dispatcher_parse - the dispatcher named "reactor", "lf", "hsha"
+ * or "proactor".  Returns 0 and sets *out, or TAXI_EINVAL (NULL, or another
+ * name: *out is left alone).
+ */
+TAXI_EXTERN int taxi_io_dispatcher_parse(const char *name,
+                                         taxi_io_dispatcher_t *out);
+
+/* taxi_io_dispatcher_name - "reactor", "lf", "hsha", "proactor", or NULL
+ * for a value that is none of them.  A static string. */
+TAXI_EXTERN const char *taxi_io_dispatcher_name(taxi_io_dispatcher_t d);
+
+/*
+ * Options for taxi_io_create().  Initialise with taxi_io_options_init() (or
+ * TAXI_IO_OPTIONS_INIT in C), then set what differs: `size` lets the
+ * structure grow in later versions without breaking programs built against
+ * this one.
+ */
+typedef struct taxi_io_options {
+  size_t size; /* sizeof(taxi_io_options_t), set by the initialisers */
+  taxi_io_dispatcher_t dispatcher; /* default TAXI_IO_REACTOR */
+  /* The readiness backend ("epoll", "poll", ...) for reactor, lf and hsha,
+   * the completion backend ("uring", "aio", "emulated:poll", ...) for
+   * proactor; NULL: TAXI_BACKEND / TAXI_PROACTOR from the environment, else
+   * the best that works.  Ignored when a reactor or proactor is supplied. */
+  const char *backend;
+  /* Threads that run callbacks: reactor 1 (0 means 1; more is
+   * TAXI_EINVAL); lf the whole pool, taxi_io_run's caller included (0: 4);
+   * hsha the workers (0: 4); proactor 1: taxi_io_run's caller alone, more:
+   * a Leader/Followers pool, the caller included (0: 1). */
+  unsigned threads;
+  /* Options of the Leader/Followers pool (lf, and proactor with more than
+   * one thread): promotion order, leaders. */
+  taxi_lf_options_t lf;
+  /* Options of the half-sync/half-async pool; its `workers` is `threads`. */
+  taxi_hsha_options_t hsha;
+  /* Supplied by the application instead of created (NULL: create).  A
+   * reactor serves reactor, lf and hsha; a proactor serves proactor.  A
+   * pool (lf_pool over the supplied reactor or proactor, hsha_pool over
+   * the supplied reactor) is then used instead of one the context would
+   * make: taxi_io_run joins it (lf) or waits for it (hsha), taxi_io_stop
+   * shuts it down. */
+  taxi_reactor_t *reactor;
+  taxi_proactor_t *proactor;
+  taxi_lf_pool_t *lf_pool;
+  taxi_hsha_pool_t *hsha_pool;
+  /* Told of every failure of the dispatcher the context makes (see
+   * taxi_error_report_t in taxi/error.h): waits and re-arms retried after a
+   * pause (fatal = 0), and the one that stopped it (fatal = 1, also
+   * returned by taxi_io_run).  Passed to the reactor it creates and to the
+   * pools it makes, unless the pool options name a callback of their own.
+   * Runs in a dispatching thread, with no lock of taxi's held.  NULL: the
+   * failures are only counted and returned. */
+  taxi_error_fn on_error;
+  void *on_error_arg;
+} taxi_io_options_t;
+
+/* taxi_io_options_init - the defaults: reactor dispatcher, automatic
+ * backend.  Does nothing for NULL. */
+TAXI_EXTERN void taxi_io_options_init(taxi_io_options_t *o);
+
+#ifndef __cplusplus
+#define TAXI_IO_OPTIONS_INIT \
+  { .size = sizeof(taxi_io_options_t), .dispatcher = TAXI_IO_REACTOR }
+#endif
+
+/*
+ * taxi_io_create - make a context with the dispatcher the options ask for
+ * (NULL: all defaults).  Creates the reactor or proactor (unless supplied)
+ * and the Leader/Followers pool (lf, proactor with several threads), so
+ * that a configuration the pool refuses is refused here; the pool gets its
+ * threads in taxi_io_run.  The half-sync/half-async pool starts threads as
+ * it is made, so it is made when taxi_io_run starts and destroyed when it
+ * returns.
+ *
+ * Returns 0 and sets *out, or TAXI_EINVAL (out NULL, size too small or
+ * naming fields this version does not know with non-zero values, unknown
+ * dispatcher, threads out of range, a supplied object that does not fit
+ * the dispatcher, bad pool options), TAXI_ENOBACKEND (no backend of that
+ * name works here), TAXI_ENOTSUP (the system refuses the backend, or the
+ * backend cannot have several leaders), TAXI_EPERM, TAXI_ENOMEM,
+ * TAXI_ESYS.
+ */
+TAXI_EXTERN int taxi_io_create(taxi_io_t **out, const taxi_io_options_t *opts);
+
+/*
+ * taxi_io_run - dispatch until taxi_io_stop(): the calling thread runs the
+ * reactor or proactor (reactor, proactor with one thread), or starts the
+ * pool and joins it (lf, proactor with more threads), or starts the
+ * half-sync/half-async pool and waits for it (hsha).  When it returns, the
+ * pool it started has been shut down and joined.
+ *
+ * Returns 0 once stopped by taxi_io_stop(), or the first error that stopped
+ * the context (e.g. TAXI_ENOTSUP: the backend cannot have several leaders;
+ * TAXI_ESYS from a wait); TAXI_EBUSY if another thread is in taxi_io_run or
+ * this is a callback of the context; TAXI_EINVAL for NULL.  A stopped
+ * context stays stopped: a later call returns at once with the same result.
+ */
+TAXI_EXTERN int taxi_io_run(taxi_io_t *io);
+
+/*
+ * taxi_io_stop - make taxi_io_run return as soon as the callbacks running
+ * now have returned.  May be called before taxi_io_run (which then returns
+ * at once), from any thread, from a callback, and from a signal handler:
+ * it sets a flag and writes one byte to a socket pair whose other end the
+ * dispatcher watches, both async-signal-safe; the dispatcher then stops
+ * itself (the reactor's, pools' and proactor's own stop calls take locks,
+ * so they are not called here).  Returns 0, or TAXI_EINVAL for NULL.
+ */
+TAXI_EXTERN int taxi_io_stop(taxi_io_t *io);
+
+/*
+ * taxi_io_wait - wait until the context has been stopped and no thread is
+ * left in taxi_io_run, or timeout_ms passed (-1: no limit).  Returns what
+ * taxi_io_run returned (0 after taxi_io_stop, else the first error),
+ * TAXI_ETIMEDOUT, or TAXI_EINVAL.  Threads: any thread but those running
+ * the context's callbacks.
+ */
+TAXI_EXTERN int taxi_io_wait(taxi_io_t *io, int timeout_ms);
+
+/*
+ * taxi_io_destroy - close every listener, stream and timer still open
+ * (their close callbacks run in the calling thread, pending writes
+ * completing with TAXI_ECANCELED, each exactly once), remove the signal
+ * callbacks, destroy what the context created, and free it.
+ *
+ * Returns 0, TAXI_EINVAL (NULL), TAXI_EBUSY (a thread is in taxi_io_run:
+ * stop it and let it return first).  Threads: not from a callback of io.
+ */
+TAXI_EXTERN int taxi_io_destroy(taxi_io_t *io);
+
+/* taxi_io_dispatcher - the dispatcher io uses (TAXI_IO_REACTOR for NULL). */
+TAXI_EXTERN taxi_io_dispatcher_t taxi_io_dispatcher(const taxi_io_t *io);
+
+/* taxi_io_backend - the name of the backend in use ("epoll", "uring",
+ * "emulated:poll", ...), a static string; NULL for NULL. */
+TAXI_EXTERN const char *taxi_io_backend(const taxi_io_t *io);
+
+/* taxi_io_threads - how many threads run callbacks (see
+ * taxi_io_options_t.threads); 0 for NULL. */
+TAXI_EXTERN unsigned taxi_io_threads(const taxi_io_t *io);
+
+/* taxi_io_reactor / taxi_io_proactor - the dispatcher underneath (NULL
+ * when the context has the other kind), for what this layer does not do.
+ * Owned by the context unless it was supplied. */
+TAXI_EXTERN taxi_reactor_t *taxi_io_reactor(const taxi_io_t *io);
+TAXI_EXTERN taxi_proactor_t *taxi_io_proactor(const taxi_io_t *io);
+
+/* ---- signals ------------------------------------------------------------ */
+
+/* A signal callback: runs in a thread that dispatches io, like any other
+ * callback, never inside the OS signal handler. */
+typedef void (*taxi_io_signal_fn)(taxi_io_t *io, int signo, void *arg);
+
+/*
+ * taxi_io_on_signal - call fn(io, signo, arg) when POSIX signal signo
+ * arrives (fn NULL: stop doing so), under every dispatcher.  Reactor, lf
+ * and hsha use the reactor's signal source (taxi_reactor_add_signal); the
+ * proactor has none yet, so the context runs one in a thread of its own,
+ * which hands each signal to the proactor's threads.  Either way the rules
+ * of taxi_reactor_add_signal() apply: on Linux the signal is blocked in the
+ * calling thread and read from a signalfd, so call this before taxi_io_run
+ * and before starting other threads (which inherit the mask); one owner per
+ * signal per process.  Signals close together may be merged.
+ *
+ * Returns 0, or TAXI_EINVAL (NULL io, signo not a catchable signal below
+ * 128), TAXI_EBUSY (another reactor of the process owns signo),
+ * TAXI_ENOENT (fn NULL for a signal without a callback), TAXI_ENOTSUP (no
+ * signals on this platform: Windows), TAXI_ENOMEM, TAXI_ESYS.
+ */
+TAXI_EXTERN int taxi_io_on_signal(taxi_io_t *io, int signo,
+                                  taxi_io_signal_fn fn, void *arg);
+
+/* ---- timers ------------------------------------------------------------- */
+
+/* A timer callback: runs in a thread that dispatches io.  One timer's
+ * callback never runs twice at once (a periodic timer is rescheduled after
+ * its callback returns). */
+typedef void (*taxi_io_timer_fn)(taxi_io_timer_t *t, void *arg);
+
+/*
+ * taxi_io_timer_create - a timer of io that calls fn(t, arg) when it
+ * expires; it starts disarmed.  Allocated here, once: starting and stopping
+ * it allocates nothing.
+ * Returns 0 and sets *out, or TAXI_EINVAL (NULL), TAXI_ESTOPPED (io is
+ * being destroyed), TAXI_ENOMEM.
+ * Ownership: the application's, until taxi_io_timer_destroy (or
+ * taxi_io_destroy) releases it.
+ */
+TAXI_EXTERN int taxi_io_timer_create(taxi_io_t *io, taxi_io_timer_t **out,
+                                     taxi_io_timer_fn fn, void *arg);
+
+/*
+ * taxi_io_timer_start - arm t to expire after `delay` nanoseconds, then
+ * every `period` nanoseconds if period > 0.  Starting an armed timer moves
+ * it.  Returns 0, or TAXI_EINVAL (NULL, delay or period negative or beyond
+ * TAXI_TIME_SPAN_MAX), TAXI_ESTOPPED (t is being destroyed), TAXI_ENOMEM.
+ */
+TAXI_EXTERN int taxi_io_timer_start(taxi_io_timer_t *t, taxi_time_t delay,
+                                    taxi_time_t period);
+
+/*
+ * taxi_io_timer_stop - disarm t: its callback does not start again (one
+ * already running in another thread finishes).  Returns 0, TAXI_EINVAL
+ * (NULL), TAXI_ENOENT (not armed).
+ */
+TAXI_EXTERN int taxi_io_timer_stop(taxi_io_timer_t *t);
+
+/*
+ * taxi_io_timer_destroy - stop t and release it once no callback of it runs
+ * any more (possibly after this returns).  t must not be used afterwards.
+ * Returns 0 or TAXI_EINVAL.
+ */
+TAXI_EXTERN int taxi_io_timer_destroy(taxi_io_timer_t *t);
+
+/* ---- counters ----------------------------------------------------------- */
+
+/* What the context's streams and listeners did, for tests and monitoring. */
+typedef struct taxi_io_stats {
+  uint64_t streams_opened; /* accepted, connected or opened */
+  uint64_t streams_closed; /* whose close callback has run */
+  uint64_t accepts;        /* connections accepted */
+  uint64_t accept_errors;  /* accepts that failed (then retried) */
+  uint64_t accept_pauses;  /* pauses for lack of descriptors */
+  uint64_t connects;       /* connections made by taxi_stream_connect */
+  uint64_t connect_errors; /* connects that failed or timed out */
+  uint64_t bytes_in;       /* bytes read by streams */
+  uint64_t bytes_out;      /* bytes written by streams */
+  uint64_t reads;          /* read callbacks with data */
+  uint64_t writes;         /* writes queued */
+  uint64_t writes_refused; /* writes refused for lack of room (TAXI_EAGAIN) */
+  uint64_t read_pauses;    /* times reading paused for backpressure */
+  uint64_t timeouts;       /* streams closed by a timeout */
+  uint64_t timers;         /* application timer callbacks run */
+} taxi_io_stats_t;
+
+/* taxi_io_stats - copy the counters (streams open = opened - closed).
+ * Returns 0 or TAXI_EINVAL. */
+TAXI_EXTERN int taxi_io_stats(const taxi_io_t *io, taxi_io_stats_t *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TAXI_IO_H */

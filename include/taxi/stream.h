@@ -1,0 +1,455 @@
+/*
+ * taxi/stream.h - byte streams over any dispatcher: listen, accept,
+ * connect, read callbacks, queued writes with backpressure, send-file,
+ * half-close, close, timeouts and TCP options, written once and run by
+ * whichever dispatcher the I/O context (taxi/io.h) was given.
+ *
+ *     static void on_read(taxi_stream_t *s, int status, const void *data,
+ *                         size_t len) {
+ *       if (status < 0) { taxi_stream_close(s); return; }  // TAXI_EEOF
+ *       if (taxi_stream_write(s, data, len, NULL, NULL) < 0)
+ *         taxi_stream_close(s);
+ *     }
+ *     static void on_accept(taxi_listener_t *l, taxi_stream_t *s, void *a) {
+ *       taxi_stream_read_start(s, on_read);
+ *     }
+ *     taxi_listener_create(&l, io, "127.0.0.1:7", NULL, on_accept, NULL);
+ *
+ * Memory.  A stream is allocated once, when it is accepted, connected or
+ * opened: one block holding the stream, its read buffer (read_buffer
+ * bytes), its output buffer (high_watermark bytes) and its write records
+ * (max_writes).  Reading, writing, timeouts and closing allocate nothing
+ * more.  The stream is released after its close callback has returned,
+ * unless the application holds references (taxi_stream_ref), then at the
+ * last taxi_stream_unref.  A pointer to a released stream must not be used.
+ *
+ * Threads.  Every function here may be called from any thread and from any
+ * callback (of this stream or another).  The callbacks of one stream
+ * (accept, connect, read, write and read completions, drain, close) never
+ * run in two threads at once, under every dispatcher: timer expiry against
+ * I/O under the reactor's pools, read against write completions under the
+ * Proactor included.  They run in threads that dispatch the context (and,
+ * during taxi_io_destroy, in its caller), never inside the call that asked
+ * for the work: a write from another thread, or from another stream's
+ * callback, is handed to the stream's dispatcher and flushed there.
+ * Inside its own callbacks a stream's writes are flushed right after the
+ * callback returns, with no hand-off.
+ *
+ * Closing.  A stream closes once: by taxi_stream_close(), by an error
+ * (reset, a write error, a timeout) or by taxi_io_destroy().  Then every
+ * write not yet done completes with TAXI_ECANCELED (the write that failed,
+ * with its error), a pending taxi_stream_read_into with TAXI_ECANCELED, and
+ * last the close callback runs, exactly once, with the reason: 0 after
+ * taxi_stream_close(), else the error.  Calls on a closed stream that is
+ * still referenced return TAXI_EBADF.
+ *
+ * Errors.  0 (or a count) on success, a negative TAXI_E* code on failure.
+ */
+#ifndef TAXI_STREAM_H
+#define TAXI_STREAM_H
+
+#include "platform.h"
+#include "io.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct taxi_stream taxi_stream_t;
+typedef struct taxi_listener taxi_listener_t;
+
+/* ---- addresses ---------------------------------------------------------- */
+
+/* Address families. */
+#define TAXI_ADDR_IPV4 1
+#define TAXI_ADDR_IPV6 2
+#define TAXI_ADDR_UNIX 3
+
+/* A socket address (a struct sockaddr of `len` bytes in sa.bytes). */
+typedef struct taxi_addr {
+  int family; /* TAXI_ADDR_*, 0 when empty */
+  unsigned len;
+  union {
+    unsigned char bytes[128];
+    uint64_t align_;
+  } sa;
+} taxi_addr_t;
+
+/* Room taxi_addr_format() needs for any address, its zero included. */
+#define TAXI_ADDR_STRLEN 128
+
+/*
+ * taxi_addr_parse - parse an address:
+ *   "127.0.0.1:80"   an IPv4 address and port;
+ *   "[::1]:80"       an IPv6 address (in brackets) and port;
+ *   "*:80", ":80"    every address: IPv6's wildcard, which also takes IPv4
+ *                    connections unless TAXI_LISTEN_V6ONLY (and falls back
+ *                    to IPv4's on systems without IPv6);
+ *   "unix:/path"     a Unix-domain socket; "unix:@name" one in Linux's
+ *                    abstract namespace.
+ * Addresses are numeric: names are not resolved.  Ports are 0..65535 (0:
+ * any free port, for listening).
+ *
+ * Returns 0 and fills *out, or TAXI_EINVAL (NULL), TAXI_EBADADDR (empty,
+ * no port, port not a number or above 65535, host not a numeric address,
+ * unbalanced brackets, an IPv6 address without brackets, an empty or too
+ * long path: at most 107 bytes), TAXI_ENOTSUP (unix: on a system without
+ * Unix-domain sockets, unix:@ outside Linux).  Threads: any.
+ */
+TAXI_EXTERN int taxi_addr_parse(taxi_addr_t *out, const char *text);
+
+/*
+ * taxi_addr_format - write the address as taxi_addr_parse() reads it into
+ * buf (size bytes; TAXI_ADDR_STRLEN is always enough).  Returns the length
+ * written, or TAXI_EINVAL (NULL, an empty address, buf too small).
+ */
+TAXI_EXTERN int taxi_addr_format(const taxi_addr_t *a, char *buf, size_t size);
+
+/* taxi_addr_port - the port of an IPv4 or IPv6 address; 0 otherwise. */
+TAXI_EXTERN unsigned taxi_addr_port(const taxi_addr_t *a);
+
+/* ---- stream options ----------------------------------------------------- */
+
+/* taxi_stream_options_t.flags */
+/* Stop reading while the output buffer has less room than one read buffer
+ * (so a read callback can always write back what it got), and read again
+ * once the queued bytes fall to the low watermark.  Without it reading
+ * goes on and writes that do not fit are refused with TAXI_EAGAIN. */
+#define TAXI_STREAM_PAUSE_READING 0x1u
+/* Disable Nagle's algorithm (TCP_NODELAY) on TCP streams. */
+#define TAXI_STREAM_NODELAY 0x2u
+/* Enable keep-alive probes (keepalive_* below) on TCP streams. */
+#define TAXI_STREAM_KEEPALIVE 0x4u
+
+/*
+ * Options of a stream.  Initialise with taxi_stream_options_init() (or
+ * TAXI_STREAM_OPTIONS_INIT in C), then change what differs.  Sizes and
+ * watermarks are checked: high_watermark < 1, low_watermark < 0,
+ * low_watermark >= high_watermark, read_buffer 0, and with
+ * TAXI_STREAM_PAUSE_READING a low watermark above high_watermark -
+ * read_buffer, are TAXI_EINVAL.
+ */
+typedef struct taxi_stream_options {
+  size_t size;        /* sizeof(taxi_stream_options_t) */
+  size_t read_buffer; /* bytes read at a time into the stream's buffer
+                         (default 8192; at most 16 MiB) */
+  /* Bytes written but not yet sent that the stream keeps at most: the size
+   * of its output buffer, into which taxi_stream_write copies (default
+   * 32768; at most 256 MiB).  A write that does not fit is refused with
+   * TAXI_EAGAIN, one larger than this with TAXI_EINVAL.  Zero-copy writes
+   * and files hold no stream memory and do not count. */
+  long high_watermark;
+  /* The drain callback runs when the queued bytes fall to this after a
+   * write was refused or reading paused (default 8192; 0: when empty). */
+  long low_watermark;
+  unsigned max_writes; /* writes queued at once at most (default 64; a
+                          copying write without callback may join the one
+                          before it and take no record of its own) */
+  unsigned flags;      /* TAXI_STREAM_* */
+  /* Timeouts in nanoseconds, 0: none.  A stream that reaches one is closed
+   * with TAXI_ETIMEDOUT.  idle: nothing read or written for that long;
+   * read: reading (read_start or read_into) and nothing arrived for that
+   * long (not counted while paused); write: bytes queued and none sent for
+   * that long; connect: the connection not made within it. */
+  taxi_time_t idle_timeout;
+  taxi_time_t read_timeout;
+  taxi_time_t write_timeout;
+  taxi_time_t connect_timeout;
+  /* With TAXI_STREAM_KEEPALIVE: first probe after idle seconds, then every
+   * interval seconds, count probes (0: the system's default). */
+  unsigned keepalive_idle;
+  unsigned keepalive_interval;
+  unsigned keepalive_count;
+} taxi_stream_options_t;
+
+/* taxi_stream_options_init - the defaults above.  Nothing for NULL. */
+TAXI_EXTERN void taxi_stream_options_init(taxi_stream_options_t *o);
+
+#ifndef __cplusplus
+#define TAXI_STREAM_OPTIONS_INIT                                     \
+  {                                                                  \
+    .size = sizeof(taxi_stream_options_t), .read_buffer = 8192,      \
+    .high_watermark = 32768, .low_watermark = 8192, .max_writes = 64 \
+  }
+#endif
+
+/* ---- callbacks ---------------------------------------------------------- */
+
+/* Data arrived: status 0 and len > 0 bytes at data, which belong to the
+ * stream and are valid during the call only.  status TAXI_EEOF: the peer
+ * shut its side down (data NULL, len 0); reading has stopped, writing
+ * still works.  Errors close the stream and go to the close callback. */
+typedef void (*taxi_stream_read_fn)(taxi_stream_t *s, int status,
+                                    const void *data, size_t len);
+/* A write, send-file or read_into is over: status 0 and every byte done,
+ * or TAXI_EEOF (read_into: the stream ended first), TAXI_ECANCELED (the
+ * stream closed first), or the error that closed the stream; bytes: how
+ * many were done. */
+typedef void (*taxi_stream_done_fn)(taxi_stream_t *s, int status, size_t bytes,
+                                    void *arg);
+/* The stream closed: reason 0 (taxi_stream_close) or the error
+ * (TAXI_ETIMEDOUT for a timeout, TAXI_ECONNRESET, ...).  The last callback
+ * of the stream; it is released when this returns (see Memory above). */
+typedef void (*taxi_stream_close_fn)(taxi_stream_t *s, int reason);
+/* The queued bytes fell to the low watermark (see low_watermark). */
+typedef void (*taxi_stream_drain_fn)(taxi_stream_t *s);
+/* A connect is over: status 0 (connected: read and write away), or
+ * TAXI_ECONNREFUSED, TAXI_ETIMEDOUT (connect_timeout), ...: then the
+ * stream closes with that reason after this returns. */
+typedef void (*taxi_stream_connect_fn)(taxi_stream_t *s, int status, void *arg);
+/* A connection was accepted: s is new, its callbacks not yet set; this is
+ * its first callback (nothing of s runs before it returns). */
+typedef void (*taxi_accept_fn)(taxi_listener_t *l, taxi_stream_t *s, void *arg);
+
+/* ---- listening ---------------------------------------------------------- */
+
+/* taxi_listener_options_t.flags */
+/* Let several sockets share the port, the kernel balancing connections
+ * over them (SO_REUSEPORT on Linux, SO_REUSEPORT_LB on FreeBSD); where no
+ * option balances, TAXI_ENOTSUP. */
+#define TAXI_LISTEN_REUSEPORT 0x1u
+/* On an IPv6 address, take IPv6 connections only. */
+#define TAXI_LISTEN_V6ONLY 0x2u
+/* Do not set SO_REUSEADDR (set by default so a restarted server binds at
+ * once). */
+#define TAXI_LISTEN_NO_REUSEADDR 0x4u
+
+typedef struct taxi_listener_options {
+  size_t size;    /* sizeof(taxi_listener_options_t) */
+  int backlog;    /* pending connections the system keeps; <= 0: its max */
+  unsigned flags; /* TAXI_LISTEN_* */
+  /* Options for the accepted streams (copied); NULL: the defaults. */
+  const taxi_stream_options_t *stream;
+  /* Called once the listener is closed and no accept callback runs any
+   * more; after it the listener is released. */
+  void (*on_close)(taxi_listener_t *l, void *arg);
+} taxi_listener_options_t;
+
+/* taxi_listener_options_init - defaults: the system's backlog, SO_REUSEADDR,
+ * default stream options.  Nothing for NULL. */
+TAXI_EXTERN void taxi_listener_options_init(taxi_listener_options_t *o);
+
+#ifndef __cplusplus
+#define TAXI_LISTENER_OPTIONS_INIT \
+  { .size = sizeof(taxi_listener_options_t) }
+#endif
+
+/*
+ * taxi_listener_create - listen on `address` (see taxi_addr_parse) and call
+ * fn(l, stream, arg) for each connection accepted, with the peer's address
+ * available from taxi_stream_peer().  Accept callbacks of one listener run
+ * one at a time.  When the process runs out of descriptors, accepting
+ * pauses (100 ms, doubling up to 1.6 s while it lasts) and resumes by
+ * itself; other accept failures are counted and retried the same way.
+ *
+ * Returns 0 and sets *out, or TAXI_EINVAL (NULL io, out, address or fn;
+ * bad options), TAXI_EBADADDR, TAXI_ENOTSUP, TAXI_EADDRINUSE, TAXI_EPERM,
+ * TAXI_ESTOPPED (io is being destroyed), TAXI_ENOMEM, TAXI_ESYS.
+ * Ownership: the listener is the context's; taxi_listener_close (or
+ * taxi_io_destroy) ends it.
+ */
+TAXI_EXTERN int taxi_listener_create(taxi_listener_t **out, taxi_io_t *io,
+                                     const char *address,
+                                     const taxi_listener_options_t *opts,
+                                     taxi_accept_fn fn, void *arg);
+
+/* taxi_listener_address - the address actually bound (with the port the
+ * system chose for port 0).  0, or TAXI_EINVAL. */
+TAXI_EXTERN int taxi_listener_address(const taxi_listener_t *l,
+                                      taxi_addr_t *out);
+
+/*
+ * taxi_listener_close - stop accepting and close the socket.  No accept
+ * callback starts after this returns; one running in another thread
+ * finishes, then on_close runs and the listener is released.  Connections
+ * accepted by the system but not yet handed over are closed.  The listener
+ * may be released before this returns: do not use l afterwards (a second
+ * close is such a use).  Returns 0, or TAXI_EINVAL (NULL).
+ */
+TAXI_EXTERN int taxi_listener_close(taxi_listener_t *l);
+
+/* ---- making streams ----------------------------------------------------- */
+
+/*
+ * taxi_stream_connect - connect to `address` (see taxi_addr_parse), in the
+ * background: fn(s, status, arg) runs once it is over, in a dispatching
+ * thread; until then reads may be started and writes queued (they go out
+ * once connected).  Failure to connect (refused, unreachable, timed out
+ * after opts->connect_timeout) is reported to fn, then the stream closes
+ * with the same reason.  The stream's data pointer starts as arg.
+ * fn is the stream's first callback and always runs before its close
+ * callback: set the close callback there.  Once the connect failed, the
+ * stream is released after fn returns, so *out may be used from another
+ * thread only while the stream is known to be open (taxi_stream_close(*out)
+ * before fn ran cancels the attempt: fn gets TAXI_ECANCELED), or under a
+ * reference taken in fn.
+ *
+ * Returns 0 and sets *out, or TAXI_EINVAL (NULL io, out, address; bad
+ * options), TAXI_EBADADDR, TAXI_ENOTSUP, TAXI_ESTOPPED (io being
+ * destroyed), TAXI_ETOOMANY (no descriptor left), TAXI_ENOMEM, TAXI_ESYS.
+ */
+TAXI_EXTERN int taxi_stream_connect(taxi_stream_t **out, taxi_io_t *io,
+                                    const char *address,
+                                    const taxi_stream_options_t *opts,
+                                    taxi_stream_connect_fn fn, void *arg);
+
+/*
+ * taxi_stream_open - make a stream of a connected stream socket `h` (a
+ * socket pair's end, a connection accepted elsewhere).  The stream takes
+ * the handle and closes it when it closes.
+ * Returns 0 and sets *out, or TAXI_EINVAL (NULL, bad options), TAXI_EBADF
+ * (h not open), TAXI_ESTOPPED, TAXI_ENOMEM, TAXI_ESYS (then h is still the
+ * caller's).
+ */
+TAXI_EXTERN int taxi_stream_open(taxi_stream_t **out, taxi_io_t *io,
+                                 taxi_handle_t h,
+                                 const taxi_stream_options_t *opts);
+
+/* ---- per-stream settings ------------------------------------------------ */
+
+/* The application's pointer for the stream (NULL at first). */
+TAXI_EXTERN int taxi_stream_set_data(taxi_stream_t *s, void *data);
+TAXI_EXTERN void *taxi_stream_data(const taxi_stream_t *s);
+/* Set the close and drain callbacks (NULL: none).  0, TAXI_EINVAL,
+ * TAXI_EBADF (closed; the close callback may still be set while the
+ * stream closes, until it has run). */
+TAXI_EXTERN int taxi_stream_on_close(taxi_stream_t *s, taxi_stream_close_fn fn);
+TAXI_EXTERN int taxi_stream_on_drain(taxi_stream_t *s, taxi_stream_drain_fn fn);
+/* Change the timeouts (as in the options; negative or beyond
+ * TAXI_TIME_SPAN_MAX is TAXI_EINVAL).  0, TAXI_EINVAL, TAXI_EBADF. */
+TAXI_EXTERN int taxi_stream_set_timeouts(taxi_stream_t *s, taxi_time_t idle,
+                                         taxi_time_t read, taxi_time_t write);
+/* TCP_NODELAY, and keep-alive probes (see the options).  0, TAXI_EINVAL,
+ * TAXI_EBADF, TAXI_ENOTSUP (not a TCP stream), TAXI_ESYS. */
+TAXI_EXTERN int taxi_stream_set_nodelay(taxi_stream_t *s, int on);
+TAXI_EXTERN int taxi_stream_set_keepalive(taxi_stream_t *s, int on,
+                                          unsigned idle_s, unsigned interval_s,
+                                          unsigned count);
+
+/* ---- reading ------------------------------------------------------------ */
+
+/*
+ * taxi_stream_read_start - call fn with each piece of data that arrives, in
+ * the stream's own buffer (read_buffer bytes at most per call), until
+ * taxi_stream_read_stop, end of stream (one TAXI_EEOF call) or close.
+ * Calling it again replaces fn.  Returns 0, TAXI_EINVAL (NULL), TAXI_EBADF
+ * (closed), TAXI_EBUSY (a taxi_stream_read_into is pending).
+ */
+TAXI_EXTERN int taxi_stream_read_start(taxi_stream_t *s,
+                                       taxi_stream_read_fn fn);
+
+/*
+ * taxi_stream_read_stop - no read callback starts after this returns (one
+ * running in another thread finishes).  Bytes that already arrived stay
+ * in the stream's buffer for the next read_start or read_into.  Returns 0,
+ * TAXI_EINVAL, TAXI_EBADF, TAXI_EBUSY (a read_into is pending: it ends
+ * only by completing or by close).
+ */
+TAXI_EXTERN int taxi_stream_read_stop(taxi_stream_t *s);
+
+/* taxi_stream_read_into flags: complete only when all len bytes arrived
+ * (or at end of stream / close); without it, with the first bytes. */
+#define TAXI_STREAM_READ_EXACT 0x1u
+
+/*
+ * taxi_stream_read_into - read into the caller's buf (len > 0 bytes, valid
+ * until fn runs): some bytes, or exactly len with TAXI_STREAM_READ_EXACT,
+ * then fn(s, status, bytes, arg) once.  The bytes pass through the
+ * stream's buffer.  One at a time, not while read_start is active.
+ * Returns 0, TAXI_EINVAL (NULL, len 0, unknown flags), TAXI_EBADF,
+ * TAXI_EBUSY (read_start active or a read_into pending).
+ */
+TAXI_EXTERN int taxi_stream_read_into(taxi_stream_t *s, void *buf, size_t len,
+                                      unsigned flags, taxi_stream_done_fn fn,
+                                      void *arg);
+
+/* ---- writing ------------------------------------------------------------ */
+
+/*
+ * taxi_stream_write - copy len bytes into the stream's output buffer and
+ * send them after everything queued before; fn (may be NULL) runs once
+ * they are all sent or the stream closed.  Queuing allocates nothing.
+ *
+ * Returns 0 (queued), or TAXI_EINVAL (NULL s or data, len 0, len above the
+ * high watermark), TAXI_EAGAIN (no room now: above the high watermark, or
+ * max_writes queued; nothing was queued, the drain callback will say when
+ * there is room), TAXI_EBADF (closed), TAXI_EPIPE (after shutdown).
+ */
+TAXI_EXTERN int taxi_stream_write(taxi_stream_t *s, const void *data,
+                                  size_t len, taxi_stream_done_fn fn,
+                                  void *arg);
+
+/* taxi_stream_write_ref - as taxi_stream_write, without copying: the
+ * caller's bytes must stay valid and unchanged until fn (required) runs.
+ * They do not count against the high watermark; TAXI_EAGAIN only when
+ * max_writes are queued. */
+TAXI_EXTERN int taxi_stream_write_ref(taxi_stream_t *s, const void *data,
+                                      size_t len, taxi_stream_done_fn fn,
+                                      void *arg);
+
+/*
+ * taxi_stream_sendfile - send len bytes of regular file `file` from
+ * `offset`, in order with the writes: sendfile(2) under the reactor and
+ * its pools, taxi_proactor_transmit_file under the Proactor.  The file
+ * stays the caller's and must stay open until fn runs.  Unlike the other
+ * writes, sendfile(2) and splice(2) cannot be told not to raise SIGPIPE
+ * when the peer is gone: a program that sends files should ignore it.
+ * Errors as
+ * taxi_stream_write, and TAXI_EINVAL also for a negative offset, len 0, or
+ * a range past the end of the file (or a handle that is not a regular
+ * file).
+ */
+TAXI_EXTERN int taxi_stream_sendfile(taxi_stream_t *s, taxi_handle_t file,
+                                     int64_t offset, size_t len,
+                                     taxi_stream_done_fn fn, void *arg);
+
+/* taxi_stream_write_queued - bytes of copying writes queued and not yet
+ * sent (what the watermarks measure); 0 for NULL. */
+TAXI_EXTERN size_t taxi_stream_write_queued(const taxi_stream_t *s);
+
+/*
+ * taxi_stream_shutdown - half-close: once everything queued is sent, shut
+ * the sending direction down (the peer reads end of stream); reading goes
+ * on.  Later writes are TAXI_EPIPE.  Returns 0, TAXI_EINVAL, TAXI_EBADF,
+ * TAXI_EPIPE (already).
+ */
+TAXI_EXTERN int taxi_stream_shutdown(taxi_stream_t *s);
+
+/*
+ * taxi_stream_end - close gracefully: stop reading, send everything queued,
+ * shut the sending direction down, then close (the close callback gets
+ * reason 0).  Later writes are TAXI_EPIPE.  Returns 0, TAXI_EINVAL,
+ * TAXI_EBADF (closed, or ending already).
+ */
+TAXI_EXTERN int taxi_stream_end(taxi_stream_t *s);
+
+/*
+ * taxi_stream_close - close now: queued writes are not sent (they complete
+ * with TAXI_ECANCELED), then the close callback runs with reason 0 (see
+ * Closing above).  Returns 0, TAXI_EINVAL (NULL), TAXI_EBADF (closing or
+ * closed already: the first close wins).
+ */
+TAXI_EXTERN int taxi_stream_close(taxi_stream_t *s);
+
+/* taxi_stream_ref / taxi_stream_unref - keep the stream's memory after its
+ * close callback, until the matching unref (see Memory).  0, TAXI_EINVAL
+ * (NULL; unref without a reference). */
+TAXI_EXTERN int taxi_stream_ref(taxi_stream_t *s);
+TAXI_EXTERN int taxi_stream_unref(taxi_stream_t *s);
+
+/* ---- about a stream ----------------------------------------------------- */
+
+/* The peer's and the local address.  0, TAXI_EINVAL, TAXI_ENOENT (not
+ * known: a stream opened from a handle whose peer has no name). */
+TAXI_EXTERN int taxi_stream_peer(const taxi_stream_t *s, taxi_addr_t *out);
+TAXI_EXTERN int taxi_stream_local(const taxi_stream_t *s, taxi_addr_t *out);
+/* The context of the stream; NULL for NULL. */
+TAXI_EXTERN taxi_io_t *taxi_stream_io(const taxi_stream_t *s);
+/* The socket (still the stream's); TAXI_INVALID_HANDLE for NULL. */
+TAXI_EXTERN taxi_handle_t taxi_stream_handle(const taxi_stream_t *s);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TAXI_STREAM_H */

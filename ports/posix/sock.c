@@ -1,0 +1,492 @@
+/*
+ * ports/posix/sock.c - the stream layer's socket calls on POSIX systems
+ * (see ports/sock.h).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1 /* accept4(), SOCK_NONBLOCK, MSG_NOSIGNAL, sendfile */
+#endif
+#include "config.h"
+
+#include "sock.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <sys/un.h>
+#include <unistd.h>
+#if defined(__linux__)
+#include <sys/sendfile.h>
+#endif
+
+#ifdef MSG_NOSIGNAL
+#define SEND_FLAGS MSG_NOSIGNAL
+#else
+#define SEND_FLAGS 0 /* SO_NOSIGPIPE is set on every socket instead */
+#endif
+
+_Static_assert(sizeof(struct sockaddr_storage) <=
+                   sizeof(((taxi_addr_t *)0)->sa.bytes),
+               "taxi_addr_t holds any socket address");
+
+/* ---- addresses ------------------------------------------------------------
+ */
+
+int taxi__sockaddr_ip(taxi_addr_t *out, bool v6, const char *host, size_t hlen,
+                      unsigned port) {
+  char text[INET6_ADDRSTRLEN + 1];
+  if (port > 65535) return TAXI_EBADADDR;
+  if (host && (hlen == 0 || hlen >= sizeof text)) return TAXI_EBADADDR;
+  if (host) {
+    memcpy(text, host, hlen);
+    text[hlen] = '\0';
+  }
+  memset(out, 0, sizeof *out);
+  if (v6) {
+    struct sockaddr_in6 *a = (struct sockaddr_in6 *)(void *)out->sa.bytes;
+    a->sin6_family = AF_INET6;
+    a->sin6_port = htons((uint16_t)port);
+    a->sin6_addr = in6addr_any;
+    if (host && inet_pton(AF_INET6, text, &a->sin6_addr) != 1)
+      return TAXI_EBADADDR;
+    out->family = TAXI_ADDR_IPV6;
+    out->len = sizeof *a;
+  } else {
+    struct sockaddr_in *a = (struct sockaddr_in *)(void *)out->sa.bytes;
+    a->sin_family = AF_INET;
+    a->sin_port = htons((uint16_t)port);
+    a->sin_addr.s_addr = htonl(INADDR_ANY);
+    if (host && inet_pton(AF_INET, text, &a->sin_addr) != 1)
+      return TAXI_EBADADDR;
+    out->family = TAXI_ADDR_IPV4;
+    out->len = sizeof *a;
+  }
+  return 0;
+}
+
+int taxi__sockaddr_unix(taxi_addr_t *out, const char *path, size_t len) {
+  struct sockaddr_un *a = (struct sockaddr_un *)(void *)out->sa.bytes;
+  if (len == 0 || (path[0] == '@' && len == 1)) return TAXI_EBADADDR;
+  /* Room for the terminating zero the kernel does not need but other
+   * programs reading the name expect. */
+  if (len >= sizeof a->sun_path) return TAXI_EBADADDR;
+  if (memchr(path, '\0', len)) return TAXI_EBADADDR;
+  memset(out, 0, sizeof *out);
+  a->sun_family = AF_UNIX;
+  memcpy(a->sun_path, path, len);
+  out->family = TAXI_ADDR_UNIX;
+  out->len = (unsigned)(offsetof(struct sockaddr_un, sun_path) + len + 1);
+  if (path[0] == '@') {
+#if defined(__linux__)
+    /* Linux's abstract namespace: a leading zero byte, and the length says
+     * where the name ends (no terminating zero). */
+    a->sun_path[0] = '\0';
+    out->len = (unsigned)(offsetof(struct sockaddr_un, sun_path) + len);
+#else
+    return TAXI_ENOTSUP;
+#endif
+  }
+  return 0;
+}
+
+int taxi__sockaddr_format(const taxi_addr_t *a, char *buf, size_t cap) {
+  char host[INET6_ADDRSTRLEN];
+  int n = -1;
+  switch (a->family) {
+    case TAXI_ADDR_IPV4: {
+      const struct sockaddr_in *in =
+          (const struct sockaddr_in *)(const void *)a->sa.bytes;
+      if (!inet_ntop(AF_INET, &in->sin_addr, host, sizeof host))
+        return TAXI_EINVAL;
+      n = snprintf(buf, cap, "%s:%u", host, (unsigned)ntohs(in->sin_port));
+      break;
+    }
+    case TAXI_ADDR_IPV6: {
+      const struct sockaddr_in6 *in =
+          (const struct sockaddr_in6 *)(const void *)a->sa.bytes;
+      if (!inet_ntop(AF_INET6, &in->sin6_addr, host, sizeof host))
+        return TAXI_EINVAL;
+      n = snprintf(buf, cap, "[%s]:%u", host, (unsigned)ntohs(in->sin6_port));
+      break;
+    }
+    case TAXI_ADDR_UNIX: {
+      const struct sockaddr_un *un =
+          (const struct sockaddr_un *)(const void *)a->sa.bytes;
+      size_t off = offsetof(struct sockaddr_un, sun_path);
+      size_t len = a->len > off ? a->len - off : 0;
+      if (len > sizeof un->sun_path) len = sizeof un->sun_path;
+      if (len && un->sun_path[0] == '\0') /* abstract */
+        n = snprintf(buf, cap, "unix:@%.*s", (int)(len - 1), un->sun_path + 1);
+      else
+        n = snprintf(buf, cap, "unix:%.*s", (int)strnlen(un->sun_path, len),
+                     un->sun_path);
+      break;
+    }
+    default:
+      return TAXI_EINVAL;
+  }
+  if (n < 0 || (size_t)n >= cap) return TAXI_EINVAL;
+  return n;
+}
+
+unsigned taxi__sockaddr_port(const taxi_addr_t *a) {
+  if (a->family == TAXI_ADDR_IPV4)
+    return ntohs(
+        ((const struct sockaddr_in *)(const void *)a->sa.bytes)->sin_port);
+  if (a->family == TAXI_ADDR_IPV6)
+    return ntohs(
+        ((const struct sockaddr_in6 *)(const void *)a->sa.bytes)->sin6_port);
+  return 0;
+}
+
+/* Fill *out from what the system gave (getsockname, accept, ...). */
+static void addr_from(taxi_addr_t *out, const struct sockaddr_storage *ss,
+                      socklen_t len) {
+  memset(out, 0, sizeof *out);
+  if (len > sizeof out->sa.bytes) len = sizeof out->sa.bytes;
+  memcpy(out->sa.bytes, ss, len);
+  out->len = (unsigned)len;
+  switch (ss->ss_family) {
+    case AF_INET:
+      out->family = TAXI_ADDR_IPV4;
+      break;
+    case AF_INET6:
+      out->family = TAXI_ADDR_IPV6;
+      break;
+    case AF_UNIX:
+      out->family = TAXI_ADDR_UNIX;
+      break;
+    default:
+      out->family = 0;
+  }
+}
+
+void taxi__sockaddr_set(taxi_addr_t *out, const void *sa, unsigned len) {
+  struct sockaddr_storage ss;
+  memset(&ss, 0, sizeof ss);
+  if (len > sizeof ss) len = sizeof ss;
+  memcpy(&ss, sa, len);
+  addr_from(out, &ss, (socklen_t)len);
+}
+
+/* ---- sockets --------------------------------------------------------------
+ */
+
+static int family_of(const taxi_addr_t *a) {
+  switch (a->family) {
+    case TAXI_ADDR_IPV4:
+      return AF_INET;
+    case TAXI_ADDR_IPV6:
+      return AF_INET6;
+    case TAXI_ADDR_UNIX:
+      return AF_UNIX;
+  }
+  return -1;
+}
+
+static int set_int(int fd, int level, int name, int value) {
+  return setsockopt(fd, level, name, &value, sizeof value) == 0
+             ? 0
+             : taxi__last_error();
+}
+
+/* A non-blocking, close-on-exec stream socket of `family`. */
+static int new_socket(int family, int *out) {
+  int fd;
+#if defined(SOCK_NONBLOCK) && defined(SOCK_CLOEXEC)
+  fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd >= 0) {
+    *out = fd;
+    goto options;
+  }
+  if (errno != EINVAL) return taxi__last_error();
+#endif
+  fd = socket(family, SOCK_STREAM, 0);
+  if (fd < 0) return taxi__last_error();
+  int rc = taxi__set_cloexec(fd);
+  if (rc == 0) rc = taxi__set_nonblocking(fd);
+  if (rc < 0) {
+    taxi__close(fd);
+    return rc;
+  }
+  *out = fd;
+#if defined(SOCK_NONBLOCK) && defined(SOCK_CLOEXEC)
+options:
+#endif
+#if !defined(MSG_NOSIGNAL) && defined(SO_NOSIGPIPE)
+  (void)set_int(*out, SOL_SOCKET, SO_NOSIGPIPE, 1);
+#endif
+  return 0;
+}
+
+#if defined(SO_REUSEPORT_LB)
+#define BALANCING_OPTION SO_REUSEPORT_LB
+#elif defined(__linux__) && defined(SO_REUSEPORT)
+#define BALANCING_OPTION SO_REUSEPORT
+#endif
+
+static bool is_ip6_any(const taxi_addr_t *a) {
+  const struct sockaddr_in6 *in =
+      (const struct sockaddr_in6 *)(const void *)a->sa.bytes;
+  return a->family == TAXI_ADDR_IPV6 &&
+         memcmp(&in->sin6_addr, &in6addr_any, sizeof in6addr_any) == 0;
+}
+
+int taxi__sock_listen(const taxi_addr_t *a, int backlog, unsigned flags,
+                      taxi_handle_t *out) {
+  taxi_addr_t any4;
+  int fd, family = family_of(a);
+  if (family < 0) return TAXI_EINVAL;
+  int rc = new_socket(family, &fd);
+  if (rc < 0 && errno == EAFNOSUPPORT && is_ip6_any(a)) {
+    /* No IPv6 here (EAFNOSUPPORT): every address means IPv4's. */
+    taxi__sockaddr_ip(&any4, false, NULL, 0, taxi__sockaddr_port(a));
+    a = &any4;
+    family = AF_INET;
+    rc = new_socket(family, &fd);
+  }
+  if (rc < 0) return rc;
+  if (family != AF_UNIX && !(flags & TAXI_LISTEN_NO_REUSEADDR))
+    rc = set_int(fd, SOL_SOCKET, SO_REUSEADDR, 1);
+  if (rc == 0 && (flags & TAXI_LISTEN_REUSEPORT)) {
+#ifdef BALANCING_OPTION
+    rc = set_int(fd, SOL_SOCKET, BALANCING_OPTION, 1);
+#else
+    rc = TAXI_ENOTSUP;
+#endif
+  }
+  if (rc == 0 && family == AF_INET6)
+    rc = set_int(fd, IPPROTO_IPV6, IPV6_V6ONLY,
+                 (flags & TAXI_LISTEN_V6ONLY) ? 1 : 0);
+  if (rc == 0 && bind(fd, (const struct sockaddr *)(const void *)a->sa.bytes,
+                      (socklen_t)a->len) != 0)
+    rc = taxi__last_error();
+  if (rc == 0 && listen(fd, backlog > 0 ? backlog : SOMAXCONN) != 0)
+    rc = taxi__last_error();
+  if (rc < 0) {
+    taxi__close(fd);
+    return rc;
+  }
+  *out = fd;
+  return 0;
+}
+
+int taxi__sock_open(const taxi_addr_t *a, taxi_handle_t *out) {
+  int family = family_of(a);
+  if (family < 0) return TAXI_EINVAL;
+  return new_socket(family, out);
+}
+
+int taxi__sock_connect(taxi_handle_t s, const taxi_addr_t *a) {
+  for (;;) {
+    if (connect(s, (const struct sockaddr *)(const void *)a->sa.bytes,
+                (socklen_t)a->len) == 0)
+      return 0;
+    if (errno == EINTR) continue; /* goes on in the background */
+    if (errno == EINPROGRESS || errno == EALREADY) return TAXI_EAGAIN;
+    /* A Unix-domain socket whose listener's backlog is full. */
+    if (errno == EAGAIN) return TAXI_EAGAIN;
+    if (errno == ENETUNREACH || errno == EHOSTUNREACH) {
+      taxi__set_os_error(errno);
+      return TAXI_ECONNREFUSED;
+    }
+    return taxi__last_error();
+  }
+}
+
+int taxi__sock_connect_result(taxi_handle_t s) {
+  int err = 0;
+  socklen_t len = sizeof err;
+  if (getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
+    return taxi__last_error();
+  if (err == 0) return 0;
+  if (err == ENETUNREACH || err == EHOSTUNREACH) {
+    taxi__set_os_error(err);
+    return TAXI_ECONNREFUSED;
+  }
+  return taxi__error_from_os(err);
+}
+
+int taxi__sock_accept(taxi_handle_t listener, taxi_handle_t *out,
+                      taxi_addr_t *peer) {
+  struct sockaddr_storage ss;
+  for (;;) {
+    socklen_t len = sizeof ss;
+    int fd;
+#if defined(HAVE_ACCEPT4) || defined(__linux__)
+    fd = accept4(listener, (struct sockaddr *)&ss, &len,
+                 SOCK_NONBLOCK | SOCK_CLOEXEC);
+#else
+    fd = accept(listener, (struct sockaddr *)&ss, &len);
+#endif
+    if (fd < 0) {
+      switch (errno) {
+        case EINTR:
+          continue;
+        /* The connection was aborted while queued, or (Linux, see
+         * accept(2)) a network error of the new connection: either way it
+         * concerns that one, not the listener. */
+        case ECONNABORTED:
+        case EPROTO:
+        case EAGAIN:
+#if defined(EWOULDBLOCK) && EWOULDBLOCK != EAGAIN
+        case EWOULDBLOCK:
+#endif
+          return TAXI_EAGAIN;
+        default:
+          return taxi__last_error();
+      }
+    }
+#if !(defined(HAVE_ACCEPT4) || defined(__linux__))
+    int rc = taxi__set_cloexec(fd);
+    if (rc == 0) rc = taxi__set_nonblocking(fd);
+    if (rc < 0) {
+      taxi__close(fd);
+      return rc;
+    }
+#endif
+#if !defined(MSG_NOSIGNAL) && defined(SO_NOSIGPIPE)
+    (void)set_int(fd, SOL_SOCKET, SO_NOSIGPIPE, 1);
+#endif
+    addr_from(peer, &ss, len);
+    *out = fd;
+    return 0;
+  }
+}
+
+int taxi__sock_local_addr(taxi_handle_t s, taxi_addr_t *out) {
+  struct sockaddr_storage ss;
+  socklen_t len = sizeof ss;
+  if (getsockname(s, (struct sockaddr *)&ss, &len) != 0)
+    return taxi__last_error();
+  addr_from(out, &ss, len);
+  return 0;
+}
+
+int taxi__sock_peer_addr(taxi_handle_t s, taxi_addr_t *out) {
+  struct sockaddr_storage ss;
+  socklen_t len = sizeof ss;
+  if (getpeername(s, (struct sockaddr *)&ss, &len) != 0)
+    return taxi__last_error();
+  addr_from(out, &ss, len);
+  return 0;
+}
+
+/* ---- transfers ------------------------------------------------------------
+ */
+
+int64_t taxi__sock_recv(taxi_handle_t s, void *buf, size_t len) {
+  for (;;) {
+    ssize_t n = recv(s, buf, len, 0);
+    if (n >= 0) return n;
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return TAXI_EAGAIN;
+    return taxi__last_error();
+  }
+}
+
+int64_t taxi__sock_sendv(taxi_handle_t s, const taxi_buf_t *bufs, size_t n) {
+  struct iovec iov[16];
+  struct msghdr msg;
+  if (n > 16) n = 16;
+  for (size_t i = 0; i < n; i++) {
+    iov[i].iov_base = bufs[i].base;
+    iov[i].iov_len = bufs[i].len;
+  }
+  memset(&msg, 0, sizeof msg);
+  msg.msg_iov = iov;
+  msg.msg_iovlen = n;
+  for (;;) {
+    ssize_t r = sendmsg(s, &msg, SEND_FLAGS);
+    if (r >= 0) return r;
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS)
+      return TAXI_EAGAIN;
+    return taxi__last_error();
+  }
+}
+
+int64_t taxi__sock_sendfile(taxi_handle_t s, taxi_handle_t file, int64_t offset,
+                            size_t len) {
+#if defined(__linux__)
+  for (;;) {
+    off_t off = (off_t)offset;
+    ssize_t n = sendfile(s, file, &off, len);
+    if (n > 0) return n;
+    if (n == 0) return TAXI_EEOF;
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return TAXI_EAGAIN;
+    /* Some file systems cannot be sent from: copy instead, below. */
+    if (errno != EINVAL && errno != ENOSYS) return taxi__last_error();
+    break;
+  }
+#endif
+  char chunk[16384];
+  if (len > sizeof chunk) len = sizeof chunk;
+  ssize_t got;
+  do got = pread(file, chunk, len, (off_t)offset);
+  while (got < 0 && errno == EINTR);
+  if (got < 0) return taxi__last_error();
+  if (got == 0) return TAXI_EEOF;
+  taxi_buf_t b = {chunk, (size_t)got};
+  return taxi__sock_sendv(s, &b, 1);
+}
+
+int taxi__sock_shutdown_write(taxi_handle_t s) {
+  if (shutdown(s, SHUT_WR) == 0) return 0;
+  /* The peer went away first: nothing to shut. */
+  if (errno == ENOTCONN) return 0;
+  return taxi__last_error();
+}
+
+void taxi__sock_poke(taxi_handle_t s) {
+  /* send() is async-signal-safe; errno is kept for the code interrupted. */
+  int saved = errno;
+  char one = 1;
+  (void)send(s, &one, 1, SEND_FLAGS | MSG_DONTWAIT);
+  errno = saved;
+}
+
+void taxi__sock_drain(taxi_handle_t s) {
+  char buf[64];
+  while (recv(s, buf, sizeof buf, MSG_DONTWAIT) > 0) {
+  }
+}
+
+/* ---- options --------------------------------------------------------------
+ */
+
+int taxi__sock_nodelay(taxi_handle_t s, bool on) {
+  return set_int(s, IPPROTO_TCP, TCP_NODELAY, on ? 1 : 0);
+}
+
+int taxi__sock_keepalive(taxi_handle_t s, bool on, unsigned idle_s,
+                         unsigned interval_s, unsigned count) {
+  int rc = set_int(s, SOL_SOCKET, SO_KEEPALIVE, on ? 1 : 0);
+  if (rc < 0 || !on) return rc;
+#if defined(TCP_KEEPIDLE)
+  if (idle_s && (rc = set_int(s, IPPROTO_TCP, TCP_KEEPIDLE, (int)idle_s)) < 0)
+    return rc;
+#elif defined(TCP_KEEPALIVE) /* macOS */
+  if (idle_s && (rc = set_int(s, IPPROTO_TCP, TCP_KEEPALIVE, (int)idle_s)) < 0)
+    return rc;
+#endif
+#if defined(TCP_KEEPINTVL)
+  if (interval_s &&
+      (rc = set_int(s, IPPROTO_TCP, TCP_KEEPINTVL, (int)interval_s)) < 0)
+    return rc;
+#endif
+#if defined(TCP_KEEPCNT)
+  if (count && (rc = set_int(s, IPPROTO_TCP, TCP_KEEPCNT, (int)count)) < 0)
+    return rc;
+#endif
+  (void)idle_s;
+  (void)interval_s;
+  (void)count;
+  return 0;
+}

@@ -1,0 +1,95 @@
+/*
+ * ports/sock.h - the socket calls of the stream layer (core/io*.c,
+ * core/stream*.c, core/listener.c): socket addresses, listening,
+ * connecting, accepting, non-blocking transfers and socket options.
+ * One implementation per operating system family: ports/posix/sock.c,
+ * ports/win32/sock.c.
+ *
+ * Conventions as in ports/port.h: 0 (or a byte count) on success, a
+ * negative TAXI_E* code on failure, the OS error recorded first.  Every
+ * handle made here is non-blocking and not inherited by child processes.
+ * Interrupted calls are retried inside.
+ */
+#ifndef TAXI_PORTS_SOCK_H
+#define TAXI_PORTS_SOCK_H
+
+#include "port.h"
+#include "taxi/proactor.h" /* taxi_buf_t */
+#include "taxi/stream.h"   /* taxi_addr_t, TAXI_LISTEN_* */
+
+/* ---- addresses ---------------------------------------------------------- */
+
+/* An IPv4 (v6 false) or IPv6 address from the numeric text host[0..hlen)
+ * (no names are resolved), or the address of every interface when host is
+ * NULL, and port.  TAXI_EBADADDR when the text is not a numeric address of
+ * that family. */
+int taxi__sockaddr_ip(taxi_addr_t *out, bool v6, const char *host, size_t hlen,
+                      unsigned port);
+/* A Unix-domain address for path[0..len); a leading '@' names an address in
+ * Linux's abstract namespace.  TAXI_EBADADDR when empty or too long,
+ * TAXI_ENOTSUP where the system has no such addresses. */
+int taxi__sockaddr_unix(taxi_addr_t *out, const char *path, size_t len);
+/* Write "1.2.3.4:80", "[::1]:80" or "unix:/path" ("unix:@name").  Returns
+ * the length, or TAXI_EINVAL when it does not fit in cap bytes with its
+ * terminating zero. */
+int taxi__sockaddr_format(const taxi_addr_t *a, char *buf, size_t cap);
+/* The port of an IP address, 0 for others. */
+unsigned taxi__sockaddr_port(const taxi_addr_t *a);
+/* Fill *out from a struct sockaddr of len bytes (as the system gave it). */
+void taxi__sockaddr_set(taxi_addr_t *out, const void *sa, unsigned len);
+
+/* ---- sockets ------------------------------------------------------------ */
+
+/* A stream socket listening on `a` with `backlog` (<= 0: the system's
+ * maximum) and the TAXI_LISTEN_* flags.  The wildcard IPv6 address falls
+ * back to IPv4's where the system has no IPv6.  TAXI_EADDRINUSE, TAXI_EPERM,
+ * TAXI_ENOTSUP (TAXI_LISTEN_REUSEPORT where no option balances), ... */
+int taxi__sock_listen(const taxi_addr_t *a, int backlog, unsigned flags,
+                      taxi_handle_t *out);
+/* An unconnected stream socket of a's family. */
+int taxi__sock_open(const taxi_addr_t *a, taxi_handle_t *out);
+/* Start connecting s to a: 0 when connected at once, TAXI_EAGAIN when in
+ * progress (s becomes writable when it is over), else the error. */
+int taxi__sock_connect(taxi_handle_t s, const taxi_addr_t *a);
+/* Once a connect in progress is over: 0 when connected, else its error
+ * (TAXI_ECONNREFUSED, TAXI_ETIMEDOUT, ...). */
+int taxi__sock_connect_result(taxi_handle_t s);
+/* Accept one connection: 0 with *out and *peer set; TAXI_EAGAIN when none
+ * is waiting (or the one waiting was aborted); TAXI_ETOOMANY when out of
+ * descriptors; TAXI_ENOMEM; others. */
+int taxi__sock_accept(taxi_handle_t listener, taxi_handle_t *out,
+                      taxi_addr_t *peer);
+int taxi__sock_local_addr(taxi_handle_t s, taxi_addr_t *out);
+int taxi__sock_peer_addr(taxi_handle_t s, taxi_addr_t *out);
+
+/* ---- transfers ---------------------------------------------------------- */
+
+/* One receive: > 0 bytes, 0 at end of stream, TAXI_EAGAIN, or an error. */
+int64_t taxi__sock_recv(taxi_handle_t s, void *buf, size_t len);
+/* One gathering send of bufs[0..n) (n <= 16): bytes sent (> 0), TAXI_EAGAIN,
+ * or an error (TAXI_EPIPE, TAXI_ECONNRESET, ...).  Never raises SIGPIPE. */
+int64_t taxi__sock_sendv(taxi_handle_t s, const taxi_buf_t *bufs, size_t n);
+/* Send up to len bytes of regular file `file` from `offset`: sendfile(2)
+ * where the system has it, else reading into a buffer on the stack and
+ * sending that (what is not taken is read again next time).  Bytes sent
+ * (> 0), TAXI_EAGAIN, TAXI_EEOF (the file ended first), or an error. */
+int64_t taxi__sock_sendfile(taxi_handle_t s, taxi_handle_t file, int64_t offset,
+                            size_t len);
+/* Shut the sending direction down (the peer reads end of stream). */
+int taxi__sock_shutdown_write(taxi_handle_t s);
+/* Send one byte, ignoring a full buffer; for waking a reader from any
+ * thread.  Async-signal-safe on POSIX. */
+void taxi__sock_poke(taxi_handle_t s);
+/* Receive and discard what is waiting, without blocking. */
+void taxi__sock_drain(taxi_handle_t s);
+
+/* ---- options ------------------------------------------------------------ */
+
+int taxi__sock_nodelay(taxi_handle_t s, bool on);
+/* Keep-alive probes after idle_s seconds without traffic, every
+ * interval_s seconds, at most count of them (0: the system's default for
+ * any of the three, which some systems do not let a program change). */
+int taxi__sock_keepalive(taxi_handle_t s, bool on, unsigned idle_s,
+                         unsigned interval_s, unsigned count);
+
+#endif /* TAXI_PORTS_SOCK_H */

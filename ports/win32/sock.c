@@ -1,0 +1,338 @@
+/*
+ * ports/win32/sock.c - the stream layer's socket calls over Winsock (see
+ * ports/sock.h).
+ *
+ * Unix-domain addresses are TAXI_ENOTSUP here: Windows 10 has AF_UNIX
+ * stream sockets, but neither WSAPoll nor the emulated and iocp Proactor
+ * paths of taxi have been checked with them, and wine lacks them.
+ */
+#include "config.h"
+
+#include "win32_impl.h"
+
+#include <mstcpip.h> /* SIO_KEEPALIVE_VALS */
+
+#include "ports/sock.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* ---- addresses ------------------------------------------------------------
+ */
+
+int taxi__sockaddr_ip(taxi_addr_t *out, bool v6, const char *host, size_t hlen,
+                      unsigned port) {
+  char text[INET6_ADDRSTRLEN + 1];
+  if (port > 65535) return TAXI_EBADADDR;
+  if (host && (hlen == 0 || hlen >= sizeof text)) return TAXI_EBADADDR;
+  if (host) {
+    memcpy(text, host, hlen);
+    text[hlen] = '\0';
+  }
+  memset(out, 0, sizeof *out);
+  if (v6) {
+    struct sockaddr_in6 *a = (struct sockaddr_in6 *)(void *)out->sa.bytes;
+    a->sin6_family = AF_INET6;
+    a->sin6_port = htons((u_short)port);
+    a->sin6_addr = in6addr_any;
+    if (host && inet_pton(AF_INET6, text, &a->sin6_addr) != 1)
+      return TAXI_EBADADDR;
+    out->family = TAXI_ADDR_IPV6;
+    out->len = sizeof *a;
+  } else {
+    struct sockaddr_in *a = (struct sockaddr_in *)(void *)out->sa.bytes;
+    a->sin_family = AF_INET;
+    a->sin_port = htons((u_short)port);
+    a->sin_addr.s_addr = htonl(INADDR_ANY);
+    if (host && inet_pton(AF_INET, text, &a->sin_addr) != 1)
+      return TAXI_EBADADDR;
+    out->family = TAXI_ADDR_IPV4;
+    out->len = sizeof *a;
+  }
+  return 0;
+}
+
+int taxi__sockaddr_unix(taxi_addr_t *out, const char *path, size_t len) {
+  (void)out;
+  if (len == 0 || (path[0] == '@' && len == 1)) return TAXI_EBADADDR;
+  return TAXI_ENOTSUP;
+}
+
+int taxi__sockaddr_format(const taxi_addr_t *a, char *buf, size_t cap) {
+  char host[INET6_ADDRSTRLEN];
+  int n;
+  if (a->family == TAXI_ADDR_IPV4) {
+    const struct sockaddr_in *in =
+        (const struct sockaddr_in *)(const void *)a->sa.bytes;
+    if (!inet_ntop(AF_INET, (void *)&in->sin_addr, host, sizeof host))
+      return TAXI_EINVAL;
+    n = snprintf(buf, cap, "%s:%u", host, (unsigned)ntohs(in->sin_port));
+  } else if (a->family == TAXI_ADDR_IPV6) {
+    const struct sockaddr_in6 *in =
+        (const struct sockaddr_in6 *)(const void *)a->sa.bytes;
+    if (!inet_ntop(AF_INET6, (void *)&in->sin6_addr, host, sizeof host))
+      return TAXI_EINVAL;
+    n = snprintf(buf, cap, "[%s]:%u", host, (unsigned)ntohs(in->sin6_port));
+  } else {
+    return TAXI_EINVAL;
+  }
+  if (n < 0 || (size_t)n >= cap) return TAXI_EINVAL;
+  return n;
+}
+
+unsigned taxi__sockaddr_port(const taxi_addr_t *a) {
+  if (a->family == TAXI_ADDR_IPV4)
+    return ntohs(
+        ((const struct sockaddr_in *)(const void *)a->sa.bytes)->sin_port);
+  if (a->family == TAXI_ADDR_IPV6)
+    return ntohs(
+        ((const struct sockaddr_in6 *)(const void *)a->sa.bytes)->sin6_port);
+  return 0;
+}
+
+void taxi__sockaddr_set(taxi_addr_t *out, const void *sa, unsigned len) {
+  const struct sockaddr *s = sa;
+  memset(out, 0, sizeof *out);
+  if (len > sizeof out->sa.bytes) len = sizeof out->sa.bytes;
+  memcpy(out->sa.bytes, sa, len);
+  out->len = len;
+  out->family = s->sa_family == AF_INET    ? TAXI_ADDR_IPV4
+                : s->sa_family == AF_INET6 ? TAXI_ADDR_IPV6
+                                           : 0;
+}
+
+/* ---- sockets --------------------------------------------------------------
+ */
+
+static int new_socket(int family, taxi_handle_t *out) {
+  int rc = taxi__winsock_init();
+  if (rc < 0) return rc;
+  SOCKET s = WSASocketW(family, SOCK_STREAM, IPPROTO_TCP, NULL, 0,
+                        WSA_FLAG_OVERLAPPED | WSA_FLAG_NO_HANDLE_INHERIT);
+  if (s == INVALID_SOCKET) return taxi__last_error();
+  rc = taxi__set_nonblocking((taxi_handle_t)s);
+  if (rc < 0) {
+    closesocket(s);
+    return rc;
+  }
+  *out = (taxi_handle_t)s;
+  return 0;
+}
+
+static int family_of(const taxi_addr_t *a) {
+  return a->family == TAXI_ADDR_IPV4   ? AF_INET
+         : a->family == TAXI_ADDR_IPV6 ? AF_INET6
+                                       : -1;
+}
+
+int taxi__sock_listen(const taxi_addr_t *a, int backlog, unsigned flags,
+                      taxi_handle_t *out) {
+  taxi_handle_t h;
+  int family = family_of(a);
+  if (family < 0) return TAXI_ENOTSUP;
+  if (flags & TAXI_LISTEN_REUSEPORT) return TAXI_ENOTSUP;
+  int rc = new_socket(family, &h);
+  if (rc < 0) return rc;
+  SOCKET s = (SOCKET)h;
+  /* SO_EXCLUSIVEADDRUSE: see ports/win32/listen.c. */
+  BOOL one = TRUE;
+  if (!(flags & TAXI_LISTEN_NO_REUSEADDR))
+    (void)setsockopt(s, SOL_SOCKET, SO_EXCLUSIVEADDRUSE, (char *)&one,
+                     sizeof one);
+  if (family == AF_INET6) {
+    DWORD v6only = (flags & TAXI_LISTEN_V6ONLY) ? 1 : 0;
+    (void)setsockopt(s, IPPROTO_IPV6, IPV6_V6ONLY, (char *)&v6only,
+                     sizeof v6only);
+  }
+  if (bind(s, (const struct sockaddr *)(const void *)a->sa.bytes,
+           (int)a->len) != 0 ||
+      listen(s, backlog > 0 ? backlog : SOMAXCONN) != 0) {
+    rc = taxi__last_error();
+    closesocket(s);
+    return rc;
+  }
+  *out = h;
+  return 0;
+}
+
+int taxi__sock_open(const taxi_addr_t *a, taxi_handle_t *out) {
+  int family = family_of(a);
+  if (family < 0) return TAXI_ENOTSUP;
+  return new_socket(family, out);
+}
+
+int taxi__sock_connect(taxi_handle_t s, const taxi_addr_t *a) {
+  if (connect((SOCKET)s, (const struct sockaddr *)(const void *)a->sa.bytes,
+              (int)a->len) == 0)
+    return 0;
+  int e = WSAGetLastError();
+  if (e == WSAEWOULDBLOCK || e == WSAEINPROGRESS) return TAXI_EAGAIN;
+  if (e == WSAENETUNREACH || e == WSAEHOSTUNREACH) {
+    taxi__set_os_error(e);
+    return TAXI_ECONNREFUSED;
+  }
+  return taxi__error_from_os(e);
+}
+
+int taxi__sock_connect_result(taxi_handle_t s) {
+  int err = 0, len = sizeof err;
+  if (getsockopt((SOCKET)s, SOL_SOCKET, SO_ERROR, (char *)&err, &len) != 0)
+    return taxi__last_error();
+  if (err == 0) return 0;
+  if (err == WSAENETUNREACH || err == WSAEHOSTUNREACH) {
+    taxi__set_os_error(err);
+    return TAXI_ECONNREFUSED;
+  }
+  return taxi__error_from_os(err);
+}
+
+int taxi__sock_accept(taxi_handle_t listener, taxi_handle_t *out,
+                      taxi_addr_t *peer) {
+  struct sockaddr_storage ss;
+  int len = sizeof ss;
+  SOCKET s = accept((SOCKET)listener, (struct sockaddr *)&ss, &len);
+  if (s == INVALID_SOCKET) {
+    int e = WSAGetLastError();
+    if (e == WSAEWOULDBLOCK || e == WSAECONNRESET || e == WSAEINTR)
+      return TAXI_EAGAIN;
+    if (e == WSAEMFILE) {
+      taxi__set_os_error(e);
+      return TAXI_ETOOMANY;
+    }
+    return taxi__error_from_os(e);
+  }
+  (void)taxi__set_cloexec((taxi_handle_t)s);
+  int rc = taxi__set_nonblocking((taxi_handle_t)s);
+  if (rc < 0) {
+    closesocket(s);
+    return rc;
+  }
+  taxi__sockaddr_set(peer, &ss, (unsigned)len);
+  *out = (taxi_handle_t)s;
+  return 0;
+}
+
+int taxi__sock_local_addr(taxi_handle_t s, taxi_addr_t *out) {
+  struct sockaddr_storage ss;
+  int len = sizeof ss;
+  if (getsockname((SOCKET)s, (struct sockaddr *)&ss, &len) != 0)
+    return taxi__last_error();
+  taxi__sockaddr_set(out, &ss, (unsigned)len);
+  return 0;
+}
+
+int taxi__sock_peer_addr(taxi_handle_t s, taxi_addr_t *out) {
+  struct sockaddr_storage ss;
+  int len = sizeof ss;
+  if (getpeername((SOCKET)s, (struct sockaddr *)&ss, &len) != 0)
+    return taxi__last_error();
+  taxi__sockaddr_set(out, &ss, (unsigned)len);
+  return 0;
+}
+
+/* ---- transfers ------------------------------------------------------------
+ */
+
+/* recv/send take an int: stay far below it. */
+#define IO_MAX ((size_t)1 << 30)
+
+int64_t taxi__sock_recv(taxi_handle_t s, void *buf, size_t len) {
+  int n = recv((SOCKET)s, buf, (int)(len > IO_MAX ? IO_MAX : len), 0);
+  if (n >= 0) return n;
+  int e = WSAGetLastError();
+  if (e == WSAEWOULDBLOCK) return TAXI_EAGAIN;
+  return taxi__error_from_os(e);
+}
+
+int64_t taxi__sock_sendv(taxi_handle_t s, const taxi_buf_t *bufs, size_t n) {
+  WSABUF wb[16];
+  DWORD sent = 0;
+  if (n > 16) n = 16;
+  for (size_t i = 0; i < n; i++) {
+    wb[i].buf = bufs[i].base;
+    wb[i].len = (ULONG)(bufs[i].len > IO_MAX ? IO_MAX : bufs[i].len);
+  }
+  if (WSASend((SOCKET)s, wb, (DWORD)n, &sent, 0, NULL, NULL) == 0)
+    return (int64_t)sent;
+  int e = WSAGetLastError();
+  if (e == WSAEWOULDBLOCK || e == WSAENOBUFS) return TAXI_EAGAIN;
+  return taxi__error_from_os(e);
+}
+
+int64_t taxi__sock_sendfile(taxi_handle_t s, taxi_handle_t file, int64_t offset,
+                            size_t len) {
+  /* TransmitFile blocks a non-blocking socket's caller: read a piece at
+   * the offset (waiting if the file was opened overlapped) and send it. */
+  char chunk[16384];
+  OVERLAPPED ov;
+  DWORD got = 0;
+  if (len > sizeof chunk) len = sizeof chunk;
+  memset(&ov, 0, sizeof ov);
+  ov.Offset = (DWORD)((uint64_t)offset & 0xffffffffu);
+  ov.OffsetHigh = (DWORD)((uint64_t)offset >> 32);
+  if (!ReadFile((HANDLE)file, chunk, (DWORD)len, &got, &ov)) {
+    DWORD e = GetLastError();
+    if (e == ERROR_IO_PENDING) {
+      if (!GetOverlappedResult((HANDLE)file, &ov, &got, TRUE)) {
+        e = GetLastError();
+        if (e == ERROR_HANDLE_EOF) return TAXI_EEOF;
+        return taxi__error_from_os((int)e);
+      }
+    } else if (e == ERROR_HANDLE_EOF) {
+      return TAXI_EEOF;
+    } else {
+      return taxi__error_from_os((int)e);
+    }
+  }
+  if (got == 0) return TAXI_EEOF;
+  taxi_buf_t b = {chunk, got};
+  return taxi__sock_sendv(s, &b, 1);
+}
+
+int taxi__sock_shutdown_write(taxi_handle_t s) {
+  if (shutdown((SOCKET)s, SD_SEND) == 0) return 0;
+  int e = WSAGetLastError();
+  return e == WSAENOTCONN ? 0 : taxi__error_from_os(e);
+}
+
+void taxi__sock_poke(taxi_handle_t s) {
+  DWORD saved = GetLastError();
+  char one = 1;
+  (void)send((SOCKET)s, &one, 1, 0);
+  SetLastError(saved);
+}
+
+void taxi__sock_drain(taxi_handle_t s) {
+  char buf[64];
+  while (recv((SOCKET)s, buf, sizeof buf, 0) > 0) {
+  }
+}
+
+/* ---- options --------------------------------------------------------------
+ */
+
+int taxi__sock_nodelay(taxi_handle_t s, bool on) {
+  BOOL v = on ? TRUE : FALSE;
+  if (setsockopt((SOCKET)s, IPPROTO_TCP, TCP_NODELAY, (char *)&v, sizeof v))
+    return taxi__last_error();
+  return 0;
+}
+
+int taxi__sock_keepalive(taxi_handle_t s, bool on, unsigned idle_s,
+                         unsigned interval_s, unsigned count) {
+  BOOL v = on ? TRUE : FALSE;
+  (void)count; /* Windows fixes the number of probes (10) */
+  if (setsockopt((SOCKET)s, SOL_SOCKET, SO_KEEPALIVE, (char *)&v, sizeof v))
+    return taxi__last_error();
+  if (on && (idle_s || interval_s)) {
+    struct tcp_keepalive ka;
+    DWORD ret = 0;
+    ka.onoff = 1;
+    ka.keepalivetime = (idle_s ? idle_s : 7200) * 1000u;
+    ka.keepaliveinterval = (interval_s ? interval_s : 1) * 1000u;
+    if (WSAIoctl((SOCKET)s, SIO_KEEPALIVE_VALS, &ka, sizeof ka, NULL, 0, &ret,
+                 NULL, NULL) != 0)
+      return taxi__last_error();
+  }
+  return 0;
+}

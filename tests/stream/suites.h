@@ -1,0 +1,81 @@
+/*
+ * tests/stream/suites.h - the stream layer's suite: one program that runs
+ * every test over one dispatcher x backend pair ("lf:epoll"), or over
+ * every compiled-in pair; see main.c.
+ */
+#ifndef TAXI_TESTS_STREAM_SUITES_H
+#define TAXI_TESTS_STREAM_SUITES_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runner.h"
+#include "util.h"
+
+/* The pair under test (set by main before the suite runs). */
+extern taxi_io_dispatcher_t st_dispatcher;
+extern const char *st_backend;
+
+/* A context for the pair, run by a thread of the test. */
+typedef struct st_io {
+  taxi_io_t *io;
+  util_thread_t thread;
+  int run_rc;
+} st_io_t;
+
+/* Create the context for the pair (threads: 1 for reactor, 3 for lf,
+ * 2 for hsha and proactor).  CU assertions; returns 0 or -1. */
+int st_io_create(st_io_t *c);
+/* Start taxi_io_run in a thread. */
+void st_io_run(st_io_t *c);
+/* taxi_io_stop, wait (bounded), join; returns what taxi_io_run returned. */
+int st_io_stop(st_io_t *c);
+/* Stop if running, then taxi_io_destroy. */
+void st_io_destroy(st_io_t *c);
+
+/* A listener on 127.0.0.1:0 of c with options (NULL: defaults); returns
+ * its port, or -1. */
+int st_listen(st_io_t *c, const taxi_listener_options_t *o, taxi_accept_fn fn,
+              void *arg, taxi_listener_t **out);
+
+/* A blocking TCP client socket connected to 127.0.0.1:port, or -1. */
+int st_connect(int port);
+/* The same with SO_RCVBUF set to rcvbuf bytes first (0: the default). */
+int st_connect_rcvbuf(int port, int rcvbuf);
+/* Send all / receive exactly n bytes (blocking, bounded by 10 s).  0 or
+ * -1. */
+int st_send_all(int fd, const void *buf, size_t n);
+int st_recv_all(int fd, void *buf, size_t n);
+/* Read until EOF (bounded); returns bytes read, or -1. */
+long st_recv_to_eof(int fd, void *buf, size_t cap);
+
+/* The byte at position i of the test stream numbered `seed`. */
+unsigned char st_byte(unsigned seed, uint64_t i);
+/*
+ * An echo conversation over one connection to port: `total` bytes in
+ * random segments of 1..max_seg bytes, sent while the echo is read back
+ * (poll), every byte checked.  Returns 0, or -1 after printing why.
+ */
+int st_echo_client(int port, size_t total, size_t max_seg, unsigned seed);
+
+/* Wait (polling) until pred(arg) or max_ms; 1 if it held. */
+int st_wait(int (*pred)(void *), void *arg, int max_ms);
+
+/* An echo server: read_start, write back what arrives (PAUSE_READING),
+ * close at EOF.  Counts in the stats below. */
+typedef struct st_echo {
+  atomic_int accepted, closed, eofs, write_errors;
+  atomic_long max_queued;
+  long high;
+} st_echo_t;
+void st_echo_accept(taxi_listener_t *l, taxi_stream_t *s, void *arg);
+
+extern CU_TestInfo st_tests_echo[];
+extern CU_TestInfo st_tests_flow[];
+extern CU_TestInfo st_tests_connect[];
+extern CU_TestInfo st_tests_threads[];
+extern CU_TestInfo st_tests_misc[];
+extern CU_TestInfo st_tests_bad_input[];
+
+#endif /* TAXI_TESTS_STREAM_SUITES_H */

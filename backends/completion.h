@@ -122,4 +122,11 @@ typedef struct taxi__completion_ops {
   void (*wake)(void *state, int all);
 } taxi__completion_ops_t;
 
+/* For a backend that completes over readiness with a reactor of its own:
+ * the reactor's taxi_reactor_handle_events() then returns a failed wait
+ * at once, for the backend's wait to return; the proactor, or the pool
+ * dispatching it, backs off and reports (core/reactor.c). */
+struct taxi_reactor;
+void taxi__reactor_pass_wait_errors(struct taxi_reactor *r);
+
 #endif /* TAXI_BACKENDS_COMPLETION_H */

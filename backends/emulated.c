@@ -493,6 +493,7 @@ static int emu_open(void **state, const char *variant,
     taxi__free(e);
     return rc == TAXI_ENOMEM ? rc : TAXI_ENOBACKEND;
   }
+  taxi__reactor_pass_wait_errors(e->reactor);
   e->counters = counters;
   e->live_update = (taxi_reactor_caps(e->reactor) & TAXI_CAP_LIVE_UPDATE) != 0;
   atomic_init(&e->wake_pending, false);

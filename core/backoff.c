@@ -4,6 +4,8 @@
 #include "config.h"
 
 #include "core/backoff.h"
+#include "core/time_math.h"
+#include "ports/port.h"
 
 bool taxi__error_transient(int code) {
   /* TAXI_ENOMEM covers ENOMEM and ENOBUFS; TAXI_ETOOMANY from an accept is
@@ -26,4 +28,27 @@ void taxi__report_error(taxi_error_fn fn, void *arg, int code,
   taxi_error_report_t report = {code,    taxi_last_os_error(), where, handle,
                                 attempt, fatal ? 1 : 0};
   fn(&report, arg);
+}
+
+int taxi__backoff_wait_failed(taxi__backoff_t *b, taxi_error_fn fn, void *arg,
+                              int code, taxi_time_t deadline,
+                              const atomic_bool *stopped) {
+  taxi_time_t pause =
+      taxi__error_transient(code) ? taxi__backoff_failed(b) : -1;
+  unsigned attempt = b->failures + (pause < 0 ? 1 : 0);
+  taxi__report_error(fn, arg, code, "wait", TAXI_INVALID_HANDLE, attempt,
+                     pause < 0);
+  if (pause < 0) {
+    taxi__backoff_reset(b);
+    return code;
+  }
+  taxi_time_t until = taxi__time_add(taxi_now(), pause);
+  if (until > deadline) until = deadline;
+  for (taxi_time_t t = taxi_now(); t < until && !atomic_load(stopped);
+       t = taxi_now()) {
+    taxi_time_t slice = until - t;
+    taxi__sleep(slice < 10 * TAXI_NSEC_PER_MSEC ? slice
+                                                : 10 * TAXI_NSEC_PER_MSEC);
+  }
+  return 0;
 }

@@ -18,6 +18,7 @@
 #include "taxi/error.h"
 #include "taxi/platform.h"
 
+#include <stdatomic.h>
 #include <stdbool.h>
 
 #define TAXI__BACKOFF_FIRST_NS ((taxi_time_t)1000000) /* 1 ms */
@@ -47,5 +48,14 @@ static inline void taxi__backoff_reset(taxi__backoff_t *b) { b->failures = 0; }
 void taxi__report_error(taxi_error_fn fn, void *arg, int code,
                         const char *where, taxi_handle_t handle,
                         unsigned attempt, bool fatal);
+
+/* A dispatcher's own wait failed with `code`: report it (fatal when it is
+ * persistent or the failures are too many) and, if it may pass, pause -
+ * no later than `deadline`, and in slices that end soon after *stopped is
+ * set.  Returns 0 to wait again, or `code`: the dispatcher stops (the
+ * count is reset for a later run).  Call with no lock held. */
+int taxi__backoff_wait_failed(taxi__backoff_t *b, taxi_error_fn fn, void *arg,
+                              int code, taxi_time_t deadline,
+                              const atomic_bool *stopped);
 
 #endif /* TAXI_CORE_BACKOFF_H */

@@ -414,8 +414,9 @@ static int start_threads(taxi_hsha_pool_t *p) {
       if (!p->shutdown) stop_locked(p);
       taxi__mutex_unlock(&r->lock);
       /* The OS error is recorded for taxi_last_os_error(); the contract
-       * names only these two codes. */
-      return rc == TAXI_ENOMEM ? rc : TAXI_ESYS;
+       * names only these codes (TAXI_EAGAIN: the OS is out of threads for
+       * now, and the caller may try again later). */
+      return rc == TAXI_ENOMEM || rc == TAXI_EAGAIN ? rc : TAXI_ESYS;
     }
     p->started++;
   }

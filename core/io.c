@@ -11,6 +11,7 @@
 
 #include "alloc.h"
 #include "io_impl.h"
+#include "backoff.h"
 
 #include <string.h>
 
@@ -59,6 +60,10 @@ static void io_failure(const taxi_error_report_t *r, void *arg) {
   taxi_io_t *io = arg;
   if (io->on_error) io->on_error(r, io->on_error_arg);
   io_note_fatal(io, r);
+}
+
+void taxi__io_on_error(const taxi_error_report_t *r, void *arg) {
+  io_failure(r, arg);
 }
 
 /* The half-sync/half-async pool's, when its options named a callback. */
@@ -111,7 +116,9 @@ static int dispatcher_create(taxi_io_t *io, const taxi_io_options_t *o) {
       return 0;
     }
     if (o->lf_pool) return TAXI_EINVAL; /* a pool needs its proactor */
-    int rc = taxi_proactor_create(&io->proactor, o->backend);
+    taxi_proactor_options_t po = {
+        .backend = o->backend, .on_error = io_failure, .on_error_arg = io};
+    int rc = taxi_proactor_create_ex(&io->proactor, &po);
     io->own_proactor = rc == 0;
     return rc;
   }
@@ -257,12 +264,27 @@ void taxi__io_woken(taxi_io_t *io) {
   if (atomic_load(&io->stop_requested)) real_stop(io);
 }
 
+int taxi__io_kick(taxi_io_t *io) {
+  if (atomic_exchange(&io->wake_pending, 1) != 0) return 0;
+  int rc = taxi__sock_poke(io->wake[1]);
+  /* Nothing was sent: the next kick must try again. */
+  if (rc < 0) atomic_store(&io->wake_pending, 0);
+  return rc;
+}
+
+void taxi__io_fail(taxi_io_t *io, int code) {
+  taxi__mutex_lock(&io->lock);
+  note_error_locked(io, code);
+  taxi__mutex_unlock(&io->lock);
+  atomic_store(&io->stop_requested, 1);
+  taxi__io_kick(io); /* failing too: the dispatcher's own failure ends it */
+}
+
 int taxi_io_stop(taxi_io_t *io) {
   if (!io) return TAXI_EINVAL;
   /* Only atomics and one send(): callable from a signal handler. */
   atomic_store(&io->stop_requested, 1);
-  if (atomic_exchange(&io->wake_pending, 1) == 0) taxi__sock_poke(io->wake[1]);
-  return 0;
+  return taxi__io_kick(io);
 }
 
 static int run_reactor(taxi_io_t *io) { return taxi_reactor_run(io->reactor); }
@@ -288,12 +310,43 @@ static void pool_destroy(taxi_io_t *io) {
   io->lf = NULL;
 }
 
+/* A thread could not be started (`code`): report it (unless the pool did),
+ * and a transient failure (the OS out of threads or memory for now) is
+ * worth another try after a growing pause.  Returns 0 to try again, else
+ * the code. */
+static int start_failed(taxi_io_t *io, taxi__backoff_t *b, int code,
+                        bool reported) {
+  taxi_time_t pause =
+      taxi__error_transient(code) ? taxi__backoff_failed(b) : -1;
+  unsigned attempt = b->failures + (pause < 0 ? 1 : 0);
+  if (!reported)
+    taxi__report_error(io_failure, io, code, "thread", TAXI_INVALID_HANDLE,
+                       attempt, pause < 0);
+  if (pause < 0) return code;
+  taxi__sleep(pause);
+  return 0;
+}
+
+/* Spawn the pool's threads but the caller, as many as asked even when the
+ * OS refuses some for a while (spawn keeps those it started). */
+static int spawn_all(taxi_io_t *io, unsigned n) {
+  taxi__backoff_t b = {0};
+  for (;;) {
+    taxi_lf_stats_t st;
+    int rc = taxi_lf_stats(io->lf, &st);
+    if (rc == 0 && st.threads >= n) return 0;
+    if (rc == 0) rc = taxi_lf_spawn(io->lf, n - st.threads);
+    if (rc == 0) return 0;
+    /* The pool told its error callback already. */
+    if ((rc = start_failed(io, &b, rc, true)) < 0) return rc;
+  }
+}
+
 /* Start the pool's threads (all but the caller) and join it; when it
  * returns every thread of the pool has left. */
 static int run_lf(taxi_io_t *io) {
   int rc = 0;
-  if (io->own_lf && io->threads > 1)
-    rc = taxi_lf_spawn(io->lf, io->threads - 1);
+  if (io->own_lf && io->threads > 1) rc = spawn_all(io, io->threads - 1);
   if (rc == 0) rc = taxi_lf_join(io->lf, -1, 0);
   /* A spawned thread may have run taxi_io_stop's shutdown before this
    * thread joined (or before spawn returned): stopped all the same. */
@@ -314,8 +367,9 @@ static int run_hsha(taxi_io_t *io) {
   if (!pool) {
     taxi_hsha_options_t o = io->hsha_opts;
     o.workers = io->threads;
-    rc = taxi_hsha_create(&pool, io->reactor, &o);
-    if (rc < 0) return rc;
+    taxi__backoff_t b = {0};
+    while ((rc = taxi_hsha_create(&pool, io->reactor, &o)) < 0)
+      if ((rc = start_failed(io, &b, rc, false)) < 0) return rc;
     io->own_hsha = true;
     atomic_store(&io->hsha_live, pool);
   }

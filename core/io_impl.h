@@ -149,8 +149,18 @@ struct taxi_io {
 
 /* The wake-up socket became readable (in a dispatching thread). */
 void taxi__io_woken(taxi_io_t *io);
+/* Make the dispatcher call taxi__io_woken soon: a byte on the wake-up
+ * socket unless one is pending.  0, or the code of a failed send (the
+ * next kick tries again).  Async-signal-safe. */
+int taxi__io_kick(taxi_io_t *io);
 /* Signal signo arrived (in a dispatching thread). */
 void taxi__io_signal(taxi_io_t *io, int signo);
+/* The error callback of what the context makes for itself: tells the
+ * application's, and a fatal report ends taxi_io_run. */
+void taxi__io_on_error(const taxi_error_report_t *r, void *arg);
+/* A helper thread of the context failed for good (`code`, reported
+ * already): the run ends with that code. */
+void taxi__io_fail(taxi_io_t *io, int code);
 /* Add to / take from the context's lists (TAXI_ESTOPPED when destroying).
  * Taking wakes taxi_io_destroy. */
 int taxi__io_link_stream(taxi_io_t *io, taxi_stream_t *s);

@@ -87,14 +87,19 @@ static void ctx_close(taxi_io_t *io) {
  */
 static void *sig_main(void *arg) {
   taxi_io_t *io = arg;
-  taxi_reactor_run(io->sig_reactor);
+  /* The reactor retries transient wait errors itself; one it returns is
+   * persistent, and reported through taxi__io_on_error already.  With this
+   * thread gone the signals would stay blocked and unheard: the context
+   * stops instead. */
+  int rc = taxi_reactor_run(io->sig_reactor);
+  if (rc < 0 && rc != TAXI_ESTOPPED) taxi__io_fail(io, rc);
   return NULL;
 }
 
 static int sig_caught(taxi_handler_t *h, int signo) {
   taxi_io_t *io = TAXI_CONTAINER_OF(h, taxi_io_t, sig_h);
   atomic_fetch_or(&io->sig_pending[signo / 64], 1ull << (signo % 64));
-  if (atomic_exchange(&io->wake_pending, 1) == 0) taxi__sock_poke(io->wake[1]);
+  taxi__io_kick(io); /* a failure: the signal is seen with the next kick */
   return 0;
 }
 
@@ -103,7 +108,9 @@ static const taxi_handler_ops_t sig_ops = {.signal = sig_caught};
 static int ctx_add_signal(taxi_io_t *io, int signo) {
   int rc;
   if (!io->sig_reactor) {
-    rc = taxi_reactor_create(&io->sig_reactor, NULL);
+    taxi_reactor_options_t ro = {.on_error = taxi__io_on_error,
+                                 .on_error_arg = io};
+    rc = taxi_reactor_create_ex(&io->sig_reactor, &ro);
     if (rc < 0) return rc;
     taxi_handler_init(&io->sig_h, &sig_ops);
   }
@@ -111,7 +118,10 @@ static int ctx_add_signal(taxi_io_t *io, int signo) {
    * are about (the signal is blocked here, and in threads made later). */
   rc = taxi_reactor_add_signal(io->sig_reactor, signo, &io->sig_h);
   if (rc == 0 && !io->sig_thread_running) {
-    rc = taxi__thread_create(&io->sig_thread, sig_main, io);
+    /* Masked: signals added after it starts are blocked only in the
+     * threads made after that, so this one must block them all from the
+     * first (its signal source reads them without their delivery). */
+    rc = taxi__thread_create_masked(&io->sig_thread, sig_main, io);
     if (rc == 0)
       io->sig_thread_running = true;
     else

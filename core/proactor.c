@@ -38,13 +38,15 @@ int taxi_proactor_create_ex(taxi_proactor_t **out,
                             const taxi_proactor_options_t *opts) {
   if (!out) return TAXI_EINVAL;
   *out = NULL;
-  taxi_proactor_options_t o = {NULL, 0};
+  taxi_proactor_options_t o = {0};
   if (opts) o = *opts;
 
   taxi_proactor_t *p = taxi__calloc(1, sizeof *p);
   if (!p) return TAXI_ENOMEM;
   int rc = TAXI_ENOMEM;
   p->max_events = MAX_EVENTS;
+  p->on_error = o.on_error;
+  p->on_error_arg = o.on_error_arg;
   p->wait_buf = taxi__calloc(p->max_events, sizeof *p->wait_buf);
   if (!p->wait_buf) goto fail_free;
   rc = taxi__mutex_init(&p->lock);
@@ -69,7 +71,7 @@ fail_free:
 }
 
 int taxi_proactor_create(taxi_proactor_t **out, const char *backend) {
-  taxi_proactor_options_t o = {backend, 0};
+  taxi_proactor_options_t o = {.backend = backend};
   return taxi_proactor_create_ex(out, &o);
 }
 

@@ -472,6 +472,20 @@ static int run_batch_locked(taxi_proactor_t *p, taxi_time_t now) {
   return ran;
 }
 
+/* The backend's wait failed with `code`: reported, and paused for if it
+ * may pass (core/backoff.h).  Returns 0 to go on, or the code. */
+static int wait_failed_locked(taxi_proactor_t *p, int code,
+                              taxi_time_t deadline, taxi_time_t *now) {
+  taxi__mutex_unlock(&p->lock);
+  int rc = taxi__backoff_wait_failed(&p->wait_backoff, p->on_error,
+                                     p->on_error_arg, code, deadline,
+                                     &p->stopped);
+  taxi__mutex_lock(&p->lock);
+  *now = taxi_now();
+  if (rc == 0) p->stats.transient_errors++;
+  return rc;
+}
+
 static int dispatch(taxi_proactor_t *p, int timeout_ms, bool forever) {
   if (!p) return TAXI_EINVAL;
   taxi__mutex_lock(&p->lock);
@@ -494,8 +508,12 @@ static int dispatch(taxi_proactor_t *p, int timeout_ms, bool forever) {
       if (!forever && waited && now >= deadline) break;
       rc = taxi__proactor_wait_locked(p, p->wait_buf, p->max_events, deadline,
                                       &now);
-      if (rc < 0) break;
       waited = true;
+      if (rc < 0) {
+        if ((rc = wait_failed_locked(p, rc, deadline, &now)) < 0) break;
+        continue;
+      }
+      taxi__backoff_reset(&p->wait_backoff);
       expire_locked(p, now);
       if (p->ready_count == 0) continue;
     }

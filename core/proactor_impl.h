@@ -72,6 +72,7 @@
 #include "backends/completion.h"
 #include "core/handle_map.h"
 #include "core/reactor_impl.h"
+#include "core/backoff.h"
 #include "ports/port.h"
 
 #include <stdatomic.h>
@@ -201,6 +202,10 @@ struct taxi_proactor {
   unsigned waiters; /* threads blocked in the backend's wait */
   taxi_time_t waiters_deadline; /* the latest deadline among them */
   atomic_bool stopped;
+  /* The failed waits of run/handle_events (core/backoff.h). */
+  taxi_error_fn on_error;
+  void *on_error_arg;
+  taxi__backoff_t wait_backoff;
 
   taxi_proactor_stats_t stats; /* started, completed, cancelled, submissions */
 };

@@ -10,6 +10,7 @@
 #include "config.h"
 
 #include "core/reactor_impl.h"
+#include "backends/completion.h"
 #include "core/alloc.h"
 #include "core/backends.h"
 #include "core/time_math.h"
@@ -1002,37 +1003,18 @@ int taxi__reactor_wait_locked(taxi_reactor_t *r, taxi__ready_t *buf, size_t cap,
 
 /* ---- the public dispatch calls ------------------------------------------- */
 
-/* The reactor's own wait failed with `code`.  A transient failure within
- * the back-off's limit is reported and paused for (no longer than until
- * `deadline`, and stopping soon after taxi_reactor_stop()); returns 0 to
- * go on.  Otherwise the failure is reported as fatal and returned. */
+/* The reactor's own wait failed with `code`: reported, and paused for if
+ * it may pass (core/backoff.h).  Returns 0 to go on, or the code. */
 static int wait_failed_locked(taxi_reactor_t *r, int code, taxi_time_t deadline,
                               taxi_time_t *now) {
-  taxi_time_t pause =
-      taxi__error_transient(code) ? taxi__backoff_failed(&r->wait_backoff) : -1;
-  unsigned attempt = r->wait_backoff.failures + (pause < 0 ? 1 : 0);
   taxi__mutex_unlock(&r->lock);
-  taxi__report_error(r->on_error, r->on_error_arg, code, "wait",
-                     TAXI_INVALID_HANDLE, attempt, pause < 0);
-  if (pause >= 0) {
-    taxi_time_t until = taxi__time_add(*now, pause);
-    if (until > deadline) until = deadline;
-    /* In slices, so that a stop is not kept waiting for the whole pause. */
-    for (taxi_time_t t = taxi_now(); t < until && !atomic_load(&r->stopped);
-         t = taxi_now()) {
-      taxi_time_t slice = until - t;
-      taxi__sleep(slice < 10 * TAXI_NSEC_PER_MSEC ? slice
-                                                  : 10 * TAXI_NSEC_PER_MSEC);
-    }
-  }
+  int rc = taxi__backoff_wait_failed(&r->wait_backoff, r->on_error,
+                                     r->on_error_arg, code, deadline,
+                                     &r->stopped);
   taxi__mutex_lock(&r->lock);
   *now = taxi_now();
-  if (pause >= 0) {
-    r->stats.transient_errors++;
-    return 0;
-  }
-  taxi__backoff_reset(&r->wait_backoff);
-  return code;
+  if (rc == 0) r->stats.transient_errors++;
+  return rc;
 }
 
 static int begin_dispatch_locked(taxi_reactor_t *r) {
@@ -1077,6 +1059,8 @@ static int dispatch_loop(taxi_reactor_t *r, int timeout_ms, int limit) {
     waited = true;
     if (rc >= 0) {
       taxi__backoff_reset(&r->wait_backoff);
+    } else if (r->wait_errors_out) {
+      break;
     } else if ((rc = wait_failed_locked(r, rc, deadline, &now)) < 0) {
       break;
     }
@@ -1084,6 +1068,12 @@ static int dispatch_loop(taxi_reactor_t *r, int timeout_ms, int limit) {
   r->has_owner = false;
   taxi__mutex_unlock(&r->lock);
   return rc < 0 ? rc : dispatched;
+}
+
+void taxi__reactor_pass_wait_errors(taxi_reactor_t *r) {
+  taxi__mutex_lock(&r->lock);
+  r->wait_errors_out = true;
+  taxi__mutex_unlock(&r->lock);
 }
 
 int taxi_reactor_handle_events(taxi_reactor_t *r, int timeout_ms) {

@@ -146,6 +146,11 @@ struct taxi_reactor {
   taxi_error_fn on_error;
   void *on_error_arg;
   taxi__backoff_t wait_backoff;
+  /* A completion backend's internal reactor: its handle_events returns a
+   * failed wait at once, for the proactor (or the pool dispatching it) to
+   * back off from, rather than backing off inside a wait of the outer
+   * dispatcher (two nested back-offs would multiply their limits). */
+  bool wait_errors_out;
   taxi__backoff_t rearm_backoff;
   size_t rearm_pending;
   taxi_time_t rearm_due;

@@ -37,6 +37,12 @@ void taxi__set_os_error(int os_error);
 /* ---- threads ----------------------------------------------------------- */
 
 int taxi__thread_create(taxi__thread_t *t, void *(*fn)(void *), void *arg);
+/* As taxi__thread_create, but the new thread has every signal blocked:
+ * for a thread that must never take a signal meant for a signal source
+ * (whose signals are blocked only in the threads made after they were
+ * added). */
+int taxi__thread_create_masked(taxi__thread_t *t, void *(*fn)(void *),
+                               void *arg);
 int taxi__thread_join(taxi__thread_t t);
 taxi__thread_id_t taxi__thread_self(void);
 bool taxi__thread_equal(taxi__thread_id_t a, taxi__thread_id_t b);

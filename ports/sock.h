@@ -77,9 +77,11 @@ int64_t taxi__sock_sendfile(taxi_handle_t s, taxi_handle_t file, int64_t offset,
                             size_t len);
 /* Shut the sending direction down (the peer reads end of stream). */
 int taxi__sock_shutdown_write(taxi_handle_t s);
-/* Send one byte, ignoring a full buffer; for waking a reader from any
- * thread.  Async-signal-safe on POSIX. */
-void taxi__sock_poke(taxi_handle_t s);
+/* Send one byte, for waking a reader from any thread; a full buffer is
+ * success (a byte is waiting already), an interrupted send is retried.
+ * 0, or the TAXI_E* code of the failure (then nothing was sent).
+ * Async-signal-safe on POSIX. */
+int taxi__sock_poke(taxi_handle_t s);
 /* Receive and discard what is waiting, without blocking. */
 void taxi__sock_drain(taxi_handle_t s);
 

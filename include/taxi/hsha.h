@@ -72,7 +72,8 @@ typedef struct taxi_hsha_options {
  * TAXI_EBUSY.
  * Returns 0 and sets *out, or TAXI_EINVAL (NULL, workers or queue beyond
  * the limits, high_water > queue_capacity), TAXI_EBUSY (r already has a
- * pool or is being dispatched), TAXI_ENOMEM, TAXI_ESYS.
+ * pool or is being dispatched), TAXI_ENOMEM, TAXI_EAGAIN (the OS could not
+ * start a thread now: none is left running), TAXI_ESYS.
  */
 TAXI_EXTERN int taxi_hsha_create(taxi_hsha_pool_t **out, taxi_reactor_t *r,
                                  const taxi_hsha_options_t *opts);

@@ -171,7 +171,10 @@ TAXI_EXTERN int taxi_io_run(taxi_io_t *io);
  * it sets a flag and writes one byte to a socket pair whose other end the
  * dispatcher watches, both async-signal-safe; the dispatcher then stops
  * itself (the reactor's, pools' and proactor's own stop calls take locks,
- * so they are not called here).  Returns 0, or TAXI_EINVAL for NULL.
+ * so they are not called here).  Returns 0, TAXI_EINVAL for NULL, or
+ * TAXI_ENOMEM / TAXI_ESYS when the byte could not be written (the OS out
+ * of buffers): the flag is set, but the dispatcher may not see it before
+ * its next event; call again.
  */
 TAXI_EXTERN int taxi_io_stop(taxi_io_t *io);
 

@@ -174,6 +174,15 @@ typedef struct taxi_proactor_options {
   /* Submission/completion queue entries for io_uring (rounded up to a power
    * of two); 0: 256. */
   unsigned queue_depth;
+  /* Told of every failure of a wait made by taxi_proactor_run() or
+   * taxi_proactor_handle_events() (see taxi_error_report_t): transient
+   * ones (ENOMEM, EAGAIN), retried after a growing pause, and the one that
+   * ends the call, reported fatal.  NULL: nobody is told (the counter
+   * still counts).  Under a Leader/Followers pool the pool's callback is
+   * told of its waits instead.  Called in the dispatching thread, no lock
+   * held. */
+  taxi_error_fn on_error;
+  void *on_error_arg;
 } taxi_proactor_options_t;
 
 /*
@@ -374,6 +383,8 @@ typedef struct taxi_proactor_stats {
                            and reap (io_uring_enter, aio_*, epoll_wait,
                            read/write/accept, GetQueuedCompletionStatusEx, ...) */
   uint64_t waits;       /* of which waits for completions */
+  uint64_t transient_errors; /* failed waits retried after a pause (by
+                                run/handle_events; a pool counts its own) */
 } taxi_proactor_stats_t;
 
 /* taxi_proactor_stats - copy the counters.  0, or TAXI_EINVAL. */

@@ -444,12 +444,20 @@ int taxi__sock_shutdown_write(taxi_handle_t s) {
   return taxi__last_error();
 }
 
-void taxi__sock_poke(taxi_handle_t s) {
-  /* send() is async-signal-safe; errno is kept for the code interrupted. */
-  int saved = errno;
+int taxi__sock_poke(taxi_handle_t s) {
+  /* send() is async-signal-safe; errno is kept for the code interrupted.
+   * No taxi__error_from_os(): it records the error in a thread-local,
+   * which is not for signal handlers (see ports/posix/error.c). */
+  int saved = errno, rc = 0;
   char one = 1;
-  (void)send(s, &one, 1, SEND_FLAGS | MSG_DONTWAIT);
+  while (send(s, &one, 1, SEND_FLAGS | MSG_DONTWAIT) < 0) {
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK)
+      rc = errno == ENOBUFS || errno == ENOMEM ? TAXI_ENOMEM : TAXI_ESYS;
+    break;
+  }
   errno = saved;
+  return rc;
 }
 
 void taxi__sock_drain(taxi_handle_t s) {

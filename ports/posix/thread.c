@@ -17,6 +17,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <time.h>
@@ -25,6 +26,19 @@
 
 int taxi__thread_create(taxi__thread_t *t, void *(*fn)(void *), void *arg) {
   int rc = pthread_create(t, NULL, fn, arg);
+  return rc == 0 ? 0 : taxi__error_from_os(rc);
+}
+
+int taxi__thread_create_masked(taxi__thread_t *t, void *(*fn)(void *),
+                               void *arg) {
+  /* A new thread inherits its creator's mask: block everything around the
+   * creation, then give the creator its own mask back. */
+  sigset_t all, old;
+  sigfillset(&all);
+  int rc = pthread_sigmask(SIG_SETMASK, &all, &old);
+  if (rc != 0) return taxi__error_from_os(rc);
+  rc = pthread_create(t, NULL, fn, arg);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
   return rc == 0 ? 0 : taxi__error_from_os(rc);
 }
 

@@ -295,11 +295,16 @@ int taxi__sock_shutdown_write(taxi_handle_t s) {
   return e == WSAENOTCONN ? 0 : taxi__error_from_os(e);
 }
 
-void taxi__sock_poke(taxi_handle_t s) {
+int taxi__sock_poke(taxi_handle_t s) {
   DWORD saved = GetLastError();
   char one = 1;
-  (void)send((SOCKET)s, &one, 1, 0);
+  int rc = 0;
+  if (send((SOCKET)s, &one, 1, 0) == SOCKET_ERROR) {
+    int e = WSAGetLastError();
+    if (e != WSAEWOULDBLOCK) rc = e == WSAENOBUFS ? TAXI_ENOMEM : TAXI_ESYS;
+  }
   SetLastError(saved);
+  return rc;
 }
 
 void taxi__sock_drain(taxi_handle_t s) {

@@ -447,7 +447,8 @@ static void server_usage(FILE *out) {
       "                   default one)\n"
       "  --report         print on stderr, however the server ends, one\n"
       "                   last line: echo_server: report: status=S\n"
-      "                   connections=C bytes=B\n"
+      "                   connections=C bytes=B accept_errors=E\n"
+      "                   accept_pauses=P\n"
       "  --list-backends  print the backends that work here, one a line\n"
       "  --list-proactor-backends  the same for completion backends\n"
       "exit status: 0 stopped by SIGINT/SIGTERM, 1 failure, 2 bad usage,\n"
@@ -626,9 +627,12 @@ int echo_server_done(const struct echo_server_config *cfg, int status,
   if (cfg->report) {
     fflush(stdout);
     fprintf(stderr,
-            "echo_server: report: status=%d connections=%llu bytes=%llu\n",
+            "echo_server: report: status=%d connections=%llu bytes=%llu "
+            "accept_errors=%llu accept_pauses=%llu\n",
             status, st ? (unsigned long long)st->accepts : 0ull,
-            st ? (unsigned long long)st->bytes_out : 0ull);
+            st ? (unsigned long long)st->bytes_out : 0ull,
+            st ? (unsigned long long)st->accept_errors : 0ull,
+            st ? (unsigned long long)st->accept_pauses : 0ull);
   }
   return status;
 }

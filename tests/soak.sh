@@ -106,7 +106,7 @@ for cfg in $configs; do
   wait $pid
   status=$?
   secs=$(($(date +%s) - start))
-  bytes=$(sed -n 's/.*report: status=.* bytes=\([0-9]*\)$/\1/p' "$tmp/err")
+  bytes=$(sed -n 's/.*report: status=.* bytes=\([0-9]*\).*/\1/p' "$tmp/err")
   want=$((per * conns * size))
   if [ -z "$why" ] && [ "$status" -ne 0 ]; then
     why="exit status $status: $(grep -v report: "$tmp/err" | head -n 1)"

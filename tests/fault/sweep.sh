@@ -360,7 +360,7 @@ run_case() {
     fi
     wait_server
     local bytes=-1
-    bytes=$(sed -n 's/.*report: status=[0-9]* connections=[0-9]* bytes=\([0-9]*\)$/\1/p' "$dir/err")
+    bytes=$(sed -n 's/.*report: status=[0-9]* connections=[0-9]* bytes=\([0-9]*\).*/\1/p' "$dir/err")
     local want=$(((conns * messages + 2 * 10) * size))
     if grep -q 'Sanitizer\|runtime error:' "$dir/err"; then
       outcome=crash detail=$(grep -m1 'Sanitizer\|runtime error:' "$dir/err")

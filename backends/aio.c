@@ -1097,10 +1097,16 @@ static void aio_wake(void *state, int all) {
   taxi__mutex_unlock(&s->lock);
 }
 
+static const char *aio_reactor_backend(void *state) {
+  const struct aio_state *s = state;
+  return taxi_reactor_backend(s->reactor);
+}
+
 const taxi__completion_ops_t taxi__completion_aio = {
     .name = "aio",
     .caps = 0,
     .open = aio_open,
+    .reactor_backend = aio_reactor_backend,
     .close = aio_close,
     .attach = aio_attach,
     .detach = aio_detach,

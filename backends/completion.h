@@ -92,6 +92,10 @@ typedef struct taxi__completion_ops {
   int (*open)(void **state, const char *variant,
               const taxi_proactor_options_t *opts,
               taxi__completion_counters_t *counters);
+  /* Optional: the readiness backend of the reactor the instance runs over
+   * ("poll" for "emulated:poll"), or NULL; the proactor's name is then
+   * "name:that" (taxi_proactor_backend). */
+  const char *(*reactor_backend)(void *state);
   /* Release the instance.  The core has completed every operation first
    * (cancel + drained waits); close must not block on the OS for long. */
   void (*close)(void *state);

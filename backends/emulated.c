@@ -528,10 +528,16 @@ static void emu_close(void *state) {
   taxi__free(e);
 }
 
+static const char *emu_reactor_backend(void *state) {
+  const emu_t *e = state;
+  return taxi_reactor_backend(e->reactor);
+}
+
 const taxi__completion_ops_t taxi__completion_emulated = {
     .name = "emulated",
     .caps = 0,
     .open = emu_open,
+    .reactor_backend = emu_reactor_backend,
     .close = emu_close,
     .attach = emu_attach,
     .detach = emu_detach,

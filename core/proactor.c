@@ -10,6 +10,7 @@
 #include "core/alloc.h"
 #include "core/proactor_backends.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* Completions one wait may report into the dispatcher's buffer. */
@@ -57,6 +58,10 @@ int taxi_proactor_create_ex(taxi_proactor_t **out,
   rc = taxi__proactor_backend_open(o.backend, &o, &p->counters, &p->ops,
                                    &p->backend);
   if (rc < 0) goto fail_mutex;
+  const char *under =
+      p->ops->reactor_backend ? p->ops->reactor_backend(p->backend) : NULL;
+  snprintf(p->name, sizeof p->name, under ? "%s:%s" : "%s", p->ops->name,
+           under);
   p->free_head = TAXI__ROW_NIL;
   taxi__handle_map_init(&p->map);
   *out = p;
@@ -76,7 +81,7 @@ int taxi_proactor_create(taxi_proactor_t **out, const char *backend) {
 }
 
 const char *taxi_proactor_backend(const taxi_proactor_t *p) {
-  return p ? p->ops->name : NULL;
+  return p ? p->name : NULL;
 }
 
 /* ---- the table of handles ----------------------------------------------- */

@@ -202,6 +202,9 @@ struct taxi_proactor {
   unsigned waiters; /* threads blocked in the backend's wait */
   taxi_time_t waiters_deadline; /* the latest deadline among them */
   atomic_bool stopped;
+  /* taxi_proactor_backend(): the backend's name, and the reactor backend
+   * it runs over if any ("emulated:poll"). */
+  char name[48];
   /* The failed waits of run/handle_events (core/backoff.h). */
   taxi_error_fn on_error;
   void *on_error_arg;

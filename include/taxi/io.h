@@ -78,7 +78,7 @@ TAXI_EXTERN const char *taxi_io_dispatcher_name(taxi_io_dispatcher_t d);
 
 /*
  * Options for taxi_io_create().  Initialise with taxi_io_options_init() (or
- * TAXI_IO_OPTIONS_INIT in C), then set what differs: `size` lets the
+ * TAXI_IO_OPTIONS_INIT), then set what differs: `size` lets the
  * structure grow in later versions without breaking programs built against
  * this one.
  */
@@ -128,6 +128,14 @@ TAXI_EXTERN void taxi_io_options_init(taxi_io_options_t *o);
 #ifndef __cplusplus
 #define TAXI_IO_OPTIONS_INIT \
   { .size = sizeof(taxi_io_options_t), .dispatcher = TAXI_IO_REACTOR }
+#else
+/* C++ (before designated initialisers): the same defaults, by value. */
+static inline taxi_io_options_t taxi_io_options_default_() {
+  taxi_io_options_t o;
+  taxi_io_options_init(&o);
+  return o;
+}
+#define TAXI_IO_OPTIONS_INIT (taxi_io_options_default_())
 #endif
 
 /*

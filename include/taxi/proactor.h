@@ -148,9 +148,15 @@ struct taxi_op {
   } internal_;
 };
 
-/* A zeroed record, ready for its first use. */
+/* A zeroed record, ready for its first use (the forms no compiler warns
+ * about as a partial initialiser). */
+#ifdef __cplusplus
 #define TAXI_OP_INIT \
-  { TAXI_OP_NONE }
+  {}
+#else
+#define TAXI_OP_INIT \
+  { 0 }
+#endif
 
 /* taxi_op_init - zero a record before its first use.  Never on a record
  * in flight.  Threads: the owner's. */
@@ -212,7 +218,10 @@ TAXI_EXTERN int taxi_proactor_create_ex(taxi_proactor_t **out,
  */
 TAXI_EXTERN int taxi_proactor_destroy(taxi_proactor_t *p);
 
-/* taxi_proactor_backend - the name of the backend in use ("uring", ...). */
+/* taxi_proactor_backend - the name of the backend in use, in full:
+ * "uring", "iocp", or for a backend over a reactor, with the reactor's
+ * backend ("emulated:poll", "aio:epoll").  The proactor's storage, valid
+ * until it is destroyed; NULL for NULL.  Threads: any. */
 TAXI_EXTERN const char *taxi_proactor_backend(const taxi_proactor_t *p);
 
 /* taxi_proactor_backend_names - the compiled-in completion backends, in
@@ -374,15 +383,15 @@ TAXI_EXTERN int taxi_lf_create_proactor(taxi_lf_pool_t **out,
 
 /* Counters, for tests and the benchmark. */
 typedef struct taxi_proactor_stats {
-  uint64_t started;     /* operations started */
-  uint64_t completed;   /* completion handlers called */
-  uint64_t cancelled;   /* of which with TAXI_ECANCELED */
-  uint64_t submissions; /* requests given to the OS (a partial transfer
-                           resumed counts again) */
-  uint64_t syscalls;    /* system calls the backend made to submit, wait
-                           and reap (io_uring_enter, aio_*, epoll_wait,
-                           read/write/accept, GetQueuedCompletionStatusEx, ...) */
-  uint64_t waits;       /* of which waits for completions */
+  uint64_t started;          /* operations started */
+  uint64_t completed;        /* completion handlers called */
+  uint64_t cancelled;        /* of which with TAXI_ECANCELED */
+  uint64_t submissions;      /* requests given to the OS (a partial transfer
+                                resumed counts again) */
+  uint64_t syscalls;         /* system calls the backend made to submit, wait
+                                and reap (io_uring_enter, aio_*, epoll_wait,
+                                read/write/accept, GetQueuedCompletionStatusEx, ...) */
+  uint64_t waits;            /* of which waits for completions */
   uint64_t transient_errors; /* failed waits retried after a pause (by
                                 run/handle_events; a pool counts its own) */
 } taxi_proactor_stats_t;

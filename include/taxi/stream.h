@@ -123,7 +123,7 @@ TAXI_EXTERN unsigned taxi_addr_port(const taxi_addr_t *a);
 
 /*
  * Options of a stream.  Initialise with taxi_stream_options_init() (or
- * TAXI_STREAM_OPTIONS_INIT in C), then change what differs.  Sizes and
+ * TAXI_STREAM_OPTIONS_INIT), then change what differs.  Sizes and
  * watermarks are checked: high_watermark < 1, low_watermark < 0,
  * low_watermark >= high_watermark, read_buffer 0, and with
  * TAXI_STREAM_PAUSE_READING a low watermark above high_watermark -
@@ -171,6 +171,14 @@ TAXI_EXTERN void taxi_stream_options_init(taxi_stream_options_t *o);
     .size = sizeof(taxi_stream_options_t), .read_buffer = 8192,      \
     .high_watermark = 32768, .low_watermark = 8192, .max_writes = 64 \
   }
+#else
+/* C++ (before designated initialisers): the same defaults, by value. */
+static inline taxi_stream_options_t taxi_stream_options_default_() {
+  taxi_stream_options_t o;
+  taxi_stream_options_init(&o);
+  return o;
+}
+#define TAXI_STREAM_OPTIONS_INIT (taxi_stream_options_default_())
 #endif
 
 /* ---- callbacks ---------------------------------------------------------- */
@@ -232,6 +240,14 @@ TAXI_EXTERN void taxi_listener_options_init(taxi_listener_options_t *o);
 #ifndef __cplusplus
 #define TAXI_LISTENER_OPTIONS_INIT \
   { .size = sizeof(taxi_listener_options_t) }
+#else
+/* C++ (before designated initialisers): the same defaults, by value. */
+static inline taxi_listener_options_t taxi_listener_options_default_() {
+  taxi_listener_options_t o;
+  taxi_listener_options_init(&o);
+  return o;
+}
+#define TAXI_LISTENER_OPTIONS_INIT (taxi_listener_options_default_())
 #endif
 
 /*

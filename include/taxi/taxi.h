@@ -19,6 +19,6 @@
 #include "proactor.h"
 #include "io.h"
 #include "stream.h"
-#include "taxi/version.h" /* generated: found through -I */
+#include "version.h"
 
 #endif /* TAXI_H */

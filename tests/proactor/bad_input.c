@@ -152,10 +152,26 @@ static void test_backend_choice(void) {
     q = NULL;
     CU_ASSERT_EQUAL(taxi_proactor_create(&q, NULL), 0);
     if (q) {
-      CU_ASSERT_STRING_EQUAL(taxi_proactor_backend(q), names[i]);
+      /* The full name: the backend's, then the reactor's it runs over. */
+      const char *full = taxi_proactor_backend(q);
+      size_t len = strlen(names[i]);
+      CU_ASSERT(full && strncmp(full, names[i], len) == 0 &&
+                (full[len] == '\0' || full[len] == ':'));
       taxi_proactor_destroy(q);
     }
   }
+  /* A variant named is the one in use, and the name says so. */
+  unsetenv("TAXI_PROACTOR");
+  taxi_proactor_t *e = NULL;
+  CU_ASSERT_EQUAL_FATAL(taxi_proactor_create(&e, "emulated:poll"), 0);
+  CU_ASSERT_STRING_EQUAL(taxi_proactor_backend(e), "emulated:poll");
+  pt_destroy(e);
+  e = NULL;
+  CU_ASSERT_EQUAL_FATAL(taxi_proactor_create(&e, "emulated"), 0);
+  const char *full = taxi_proactor_backend(e);
+  CU_ASSERT(full && strncmp(full, "emulated:", 9) == 0 && full[9] != '\0');
+  pt_destroy(e);
+  CU_ASSERT_PTR_NULL(taxi_proactor_backend(NULL));
   /* An explicit name wins over the environment. */
   CU_ASSERT_EQUAL(setenv("TAXI_PROACTOR", "nonesuch", 1), 0);
   p = NULL;

@@ -70,10 +70,12 @@ taxi_proactor_t *pt_proactor(void) {
   CU_ASSERT_PTR_NOT_NULL_FATAL(p);
   const char *name = taxi_proactor_backend(p);
   CU_ASSERT_PTR_NOT_NULL(name);
-  /* "emulated:poll" may call itself "emulated" or "emulated:poll". */
+  /* The full name: "emulated:poll" asked for is "emulated:poll";
+   * "emulated" is "emulated:" and the reactor backend it chose. */
   if (name) {
-    size_t n = strcspn(pt_backend, ":");
-    CU_ASSERT(strncmp(name, pt_backend, n) == 0);
+    size_t n = strlen(pt_backend);
+    CU_ASSERT(strncmp(name, pt_backend, n) == 0 &&
+              (name[n] == '\0' || (name[n] == ':' && !strchr(pt_backend, ':'))));
   }
   return p;
 }

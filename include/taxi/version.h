@@ -1,16 +1,19 @@
 /*
  * taxi/version.h - the version of the taxi headers, and of the library.
+ *
+ * The one place the version is written: configure reads
+ * TAXI_VERSION_STRING from here (AC_INIT), so the package, taxi.pc and the
+ * library agree with the headers.
  */
 #ifndef TAXI_VERSION_H
 #define TAXI_VERSION_H
 
-/* Generated into the build tree, so name the directory. */
-#include "taxi/platform.h"
+#include "platform.h"
 
-#define TAXI_VERSION_MAJOR @TAXI_VERSION_MAJOR@
-#define TAXI_VERSION_MINOR @TAXI_VERSION_MINOR@
-#define TAXI_VERSION_PATCH @TAXI_VERSION_PATCH@
-#define TAXI_VERSION_STRING "@PACKAGE_VERSION@"
+#define TAXI_VERSION_MAJOR 0
+#define TAXI_VERSION_MINOR 1
+#define TAXI_VERSION_PATCH 0
+#define TAXI_VERSION_STRING "0.1.0"
 
 #ifdef __cplusplus
 extern "C" {

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # dev.sh - build, demo and test taxi from a fresh checkout.
 #
 #   ./dev.sh demo     install what is missing, build everything, run the demo

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * backends/aio.c - the POSIX aio completion backend: socket and file data
  * move with aio_read(3)/aio_write(3); accept, connect and the readiness

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * backends/apr_pollset.c - a readiness backend over APR's apr_pollset_*.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * backends/emulated.c - the Proactor over a Reactor: asynchronous
  * operations performed as non-blocking system calls when a readiness

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * backends/epoll.c - the Linux epoll(7) readiness backend.
  *

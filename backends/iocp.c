@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * backends/iocp.c - the completion backend over a Windows I/O completion
  * port: every operation is an overlapped call whose completion packet the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * backends/kqueue.c - the BSD and macOS kqueue(2) readiness backend.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * backends/nbio.c - one non-blocking system call per step of an
  * operation's remainder (see backends/nbio.h).  POSIX.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * backends/nbio.h - the non-blocking system-call steps that perform an
  * operation's remainder, shared by the completion backends that run on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * backends/nbio_step.c - the choice of an operation's next step by its
  * kind, and the readiness a step waits for.  The same on every system;

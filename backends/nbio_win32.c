@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * backends/nbio_win32.c - the steps of backends/nbio.h over Winsock and
  * Win32 files, for the emulated Proactor on Windows.

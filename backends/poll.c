@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * backends/poll.c - the POSIX poll(2) readiness backend.
  *

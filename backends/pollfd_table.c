@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * backends/pollfd_table.c - the packed entry array with its snapshot
  * shared by the poll and WSAPoll backends (see backends/pollfd_table.h).

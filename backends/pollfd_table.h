@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * backends/pollfd_table.h - the set of a poll()-shaped backend: a packed
  * array of poll entries (struct pollfd for backends/poll.c, WSAPOLLFD for

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * backends/readiness.h - the table a readiness backend fills in.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * backends/select.c - the POSIX select(2) readiness backend.
  *

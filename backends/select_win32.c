@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * backends/select_win32.c - the readiness backend over Winsock select().
  *

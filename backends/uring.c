@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * backends/uring.c - the Linux io_uring completion backend, over liburing.
  *

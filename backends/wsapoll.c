@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * backends/wsapoll.c - the readiness backend over WSAPoll (Windows Vista
  * and later), Winsock's poll().

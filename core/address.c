@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core/address.c - address strings: the grammar here, the numeric
  * conversions in the ports (ports/sock.h).

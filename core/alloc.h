@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core/alloc.h - every heap allocation in taxi goes through these, so that
  * taxi_set_allocator() sees all of them.

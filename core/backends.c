@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core/backends.c - the ordered table of readiness backends, best first,
  * and run-time selection: an override by name or environment, otherwise the

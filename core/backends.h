@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core/backends.h - the ordered table of compiled-in readiness backends and
  * the choice among them.

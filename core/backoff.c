@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core/backoff.c - bounded exponential backoff (see core/backoff.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core/backoff.h - what the dispatchers do with a failure that may pass: a
  * bounded, growing pause between attempts, and the point where a failure

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core/dispatch_source.h - what a thread pool dispatches: the steps of an
  * event source, as a small table.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core/error.c - names and descriptions of the TAXI_E* codes.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core/handle_map.c - open-addressing map from native handle to table row.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core/handle_map.h - native handle -> row of the demultiplexing table.
  *

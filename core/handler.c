@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core/handler.c - initialising handlers and timers, and the references
  * that delay a removed handler's close hook.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core/hsha_pool.c - the half-sync/half-async thread pool.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core/io.c - the I/O context: the dispatcher it owns or was given, how it
  * runs and stops, signals, counters, and the lists of what it must close

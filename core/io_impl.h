@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core/io_impl.h - the I/O context, its streams, listeners and timers, as
  * the files of the stream layer share them:

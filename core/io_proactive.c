@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core/io_proactive.c - the stream layer's driver over a proactor,
  * dispatched by one thread or a Leader/Followers pool: a stream's

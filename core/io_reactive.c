@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core/io_reactive.c - the stream layer's driver over a reactor, whoever
  * dispatches it (one thread, a Leader/Followers or a half-sync/half-async

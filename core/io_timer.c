@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core/io_timer.c - application timers of an I/O context: allocated once,
  * armed and disarmed by the driver (a reactor timer, or a proactor timer

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core/lf_pool.c - the Leader/Followers thread pool.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core/lf_sets.c - Leader/Followers per handle set: several reactors, each
  * with its own pool, and the ways connections are spread over them.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core/listener.c - listeners: the socket, the hand-over of each accepted
  * connection to the application as a new stream, and the pause after a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core/notify_queue.c - growable ring buffer of notifications.
  */

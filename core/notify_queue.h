@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core/notify_queue.h - the FIFO of notifications posted to a reactor: a
  * ring buffer of {fn, arg} that doubles when full and is reused afterwards,

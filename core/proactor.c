@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core/proactor.c - the proactor's life cycle, its table of attached
  * handles, cancellation and counters.  Starting operations lives in

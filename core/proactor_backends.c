@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core/proactor_backends.c - the ordered table of completion backends,
  * best first, and run-time selection: by name, by TAXI_PROACTOR, or the

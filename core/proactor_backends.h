@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core/proactor_backends.h - the ordered table of compiled-in completion
  * backends and the choice among them.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core/proactor_dispatch.c - what happens to an operation after it was
  * started: the backend's completions are processed (a partial transfer is
@@ -477,9 +478,9 @@ static int run_batch_locked(taxi_proactor_t *p, taxi_time_t now) {
 static int wait_failed_locked(taxi_proactor_t *p, int code,
                               taxi_time_t deadline, taxi_time_t *now) {
   taxi__mutex_unlock(&p->lock);
-  int rc = taxi__backoff_wait_failed(&p->wait_backoff, p->on_error,
-                                     p->on_error_arg, code, deadline,
-                                     &p->stopped);
+  int rc =
+      taxi__backoff_wait_failed(&p->wait_backoff, p->on_error, p->on_error_arg,
+                                code, deadline, &p->stopped);
   taxi__mutex_lock(&p->lock);
   *now = taxi_now();
   if (rc == 0) p->stats.transient_errors++;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core/proactor_impl.h - the proactor's private state, shared by the files
  * of core/ that implement it: proactor.c (life cycle, handles, cancel),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core/proactor_op.c - the remainder of an operation, computed from its
  * record's progress (see core/proactor_op.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core/proactor_source.c - the proactor's completion queue as a
  * taxi__source_t, so that the Leader/Followers pool (core/lf_pool.c) can

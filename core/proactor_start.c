@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core/proactor_start.c - starting operations: validate the call, fill
  * the caller's record, queue it behind the older operations of its handle

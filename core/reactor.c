@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core/reactor.c - the Reactor: demultiplexing table, timers, notification
  * and the dispatch loop, over one readiness backend.
@@ -1008,9 +1009,9 @@ int taxi__reactor_wait_locked(taxi_reactor_t *r, taxi__ready_t *buf, size_t cap,
 static int wait_failed_locked(taxi_reactor_t *r, int code, taxi_time_t deadline,
                               taxi_time_t *now) {
   taxi__mutex_unlock(&r->lock);
-  int rc = taxi__backoff_wait_failed(&r->wait_backoff, r->on_error,
-                                     r->on_error_arg, code, deadline,
-                                     &r->stopped);
+  int rc =
+      taxi__backoff_wait_failed(&r->wait_backoff, r->on_error, r->on_error_arg,
+                                code, deadline, &r->stopped);
   taxi__mutex_lock(&r->lock);
   *now = taxi_now();
   if (rc == 0) r->stats.transient_errors++;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core/reactor_impl.h - the reactor's private state, shared by the files of
  * core/ that implement it (reactor.c, reactor_signal.c, handler.c) and, in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core/reactor_signal.c - POSIX signals dispatched as events.
  *

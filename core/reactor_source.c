@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core/reactor_source.c - the reactor's dispatch steps as a
  * taxi__source_t, so that the Leader/Followers pool can run it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core/registry.c - the set of live pools: a small array under one
  * process-wide lock, consulted when a pool call starts, never per event.

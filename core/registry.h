@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core/registry.h - the pools that exist now, so that a call given a pool
  * that was destroyed (or never created) is refused with TAXI_EINVAL

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core/stream.c - a stream's state machine, written once for every
  * dispatcher: the driver (core/io_reactive.c, core/io_proactive.c) reports

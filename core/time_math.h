@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core/time_math.h - deadline arithmetic that cannot overflow.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core/timer_heap.c - binary min-heap of timers.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core/timer_heap.h - a binary min-heap of timer records ordered by
  * (deadline, sequence), so equal deadlines fire in the order scheduled.

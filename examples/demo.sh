@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # demo.sh DIR - run the echo example over every event backend that works on
 # this machine, under every dispatcher, and print the round trips per second
 # each combination managed.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * echo_client.c - a load generator for echo_server, itself a taxi Reactor
  * program.

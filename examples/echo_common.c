@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * echo_common.c - socket and command-line helpers for the echo examples.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * echo_common.h - the small amount of socket and command-line plumbing the
  * echo examples share.

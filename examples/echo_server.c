@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * echo_server.c - a TCP echo server on the stream layer, written once for
  * every dispatcher: the Reactor (one thread), a Leader/Followers or a

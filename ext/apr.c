@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ext/apr.c - taxi/apr.h: APR sockets and files as taxi handles, taxi
  * objects whose life an apr_pool_t decides, error codes both ways.

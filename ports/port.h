@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ports/port.h - the wrapper facades the core is written against: threads,
  * locks, condition variables, atomics, the clock, socket helpers, the

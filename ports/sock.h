@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ports/sock.h - the socket calls of the stream layer (core/io*.c,
  * core/stream*.c, core/listener.c): socket addresses, listening,

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # apr_port.sh - examples/apr_port as a test: the APR server (apr_pollset +
 # apr_thread_pool) and its taxi port (Leader/Followers) answer the same
 # requests, from the same client, over several connections at once; their

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # echo_demo.sh - the echo example as a test: runs examples/demo.sh (server
 # and client over every backend that works here) with a small load.
 #

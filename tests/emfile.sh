@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tests/emfile.sh - the echo server out of descriptors: it pauses accepting,
 # serves the connections it has, and resumes by itself.
 #

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # fault_sweep.sh - the part of the fault-injection sweep that make check
 # runs: one configuration per dispatcher, one error per call site, and the
 # burst and persistent cases (tests/fault/sweep.sh --quick).  CI runs the

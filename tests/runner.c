@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tests/runner.c - fork-per-suite CUnit harness; see runner.h.
  */

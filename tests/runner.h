@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tests/runner.h - a small harness over CUnit that isolates suites.
  *

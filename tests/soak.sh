@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tests/soak.sh - the echo soak: every dispatcher over every backend, with
 # 8 threads, carries a million messages exactly once.
 #

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tests/test_api.c - backend-independent API: errors, backends and their
  * selection (by name and by TAXI_BACKEND), the allocator hook's argument

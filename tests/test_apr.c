@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tests/test_apr.c - taxi/apr.h: APR sockets and files registered with a
  * reactor, taxi objects whose life an apr_pool_t decides (including a pool

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tests/test_fault.c - the fault-injection module itself: rules fail the
  * calls they name, at the count they name, with the error they name, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tests/util.c - helpers for taxi's tests; see util.h.
  */

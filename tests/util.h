@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tests/util.h - helpers for taxi's tests (POSIX).
  *

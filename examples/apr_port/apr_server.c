@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * examples/apr_port/apr_server.c - the line-protocol server of common.h
  * written the way APR servers are written today: one thread waits in an

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * examples/apr_port/client.c - drives either server with the same requests
  * and prints the answers, so that two servers can be compared with diff.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * examples/apr_port/common.c - options, listening socket and protocol of
  * the APR example server and its taxi port; see common.h.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * examples/apr_port/common.h - what the APR server and its taxi port share:
  * options, the listening socket, and the protocol.  Neither the protocol

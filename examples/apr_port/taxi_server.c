@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * examples/apr_port/taxi_server.c - apr_server.c ported to taxi: the same
  * protocol, the same APR sockets and pools, but no pollset loop and no

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * taxi/apr.h - using taxi from a program written with the Apache Portable
  * Runtime (APR): register APR sockets and files, tie the life of a taxi

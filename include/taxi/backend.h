@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * taxi/backend.h - which OS mechanisms this build of taxi has.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * taxi/hsha.h - the half-sync/half-async thread pool.
  *

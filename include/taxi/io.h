@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * taxi/io.h - the I/O context: one object that owns (or is given) a
  * dispatcher chosen at run time, and runs the stream layer (taxi/stream.h),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * taxi/lf_sets.h - Leader/Followers per handle set.
  *

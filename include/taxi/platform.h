@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * taxi/platform.h - the few things that differ per operating system in the
  * public API: the native handle type, the export macro, and the time type.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * taxi/proactor.h - the Proactor: asynchronous operations whose completion
  * handlers are dispatched by one thread or by a Leader/Followers pool.

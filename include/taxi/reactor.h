@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * taxi/reactor.h - the Reactor: a demultiplexing table of handles and their
  * event handlers, timers, cross-thread notification and signals, over one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * taxi/stream.h - byte streams over any dispatcher: listen, accept,
  * connect, read callbacks, queued writes with backpressure, send-file,

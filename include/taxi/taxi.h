@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * taxi.h - the whole public API of taxi, a portable event-dispatching
  * library: a Reactor over the native handle-set mechanisms (select, poll,

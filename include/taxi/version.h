@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * taxi/version.h - the version of the taxi headers, and of the library.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ports/posix/clock.c - taxi_now(), the monotonic clock.
  *

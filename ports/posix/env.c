@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ports/posix/env.c - getenv() that refuses to answer in privileged
  * (set-user-ID / set-group-ID) programs, whose environment belongs to a

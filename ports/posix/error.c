@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ports/posix/error.c - errno to TAXI_E* mapping and the per-thread record
  * behind taxi_last_os_error().

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ports/posix/file.c - facts about files the core needs without making
  * system calls itself: the size of a regular file, for the transmit-file

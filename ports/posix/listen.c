@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ports/posix/listen.c - TCP listening sockets, and whether the kernel
  * spreads connections over several sockets bound to one port.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ports/posix/signal.c - the signal source's front: validates signal
  * numbers, lets one source per process own a given signal, and hands the

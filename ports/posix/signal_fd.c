@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ports/posix/signal_fd.c - the signal source over Linux signalfd.
  *

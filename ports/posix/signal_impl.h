@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ports/posix/signal_impl.h - private to the POSIX port: the signal limit,
  * the signal source's split between signal.c and its two mechanisms, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ports/posix/signal_pipe.c - the signal source over a sigaction handler
  * and a self-pipe: the handler writes the signal number, as one byte, to

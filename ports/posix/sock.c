@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ports/posix/sock.c - the stream layer's socket calls on POSIX systems
  * (see ports/sock.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ports/posix/socket.c - file descriptor helpers: validity, non-blocking
  * and close-on-exec flags, socket pairs, pipes, close.

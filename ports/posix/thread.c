@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ports/posix/thread.c - threads, mutexes and condition variables over
  * pthreads.

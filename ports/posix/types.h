@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ports/posix/types.h - the POSIX representations of the port types.
  * Included through ports/port.h only.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ports/posix/wakeup.c - the coalescing wake-up channel: an eventfd where
  * there is one (read_fd == write_fd), else a non-blocking self-pipe.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ports/win32/clock.c - taxi_now() over QueryPerformanceCounter, which is
  * monotonic and unaffected by changes to the wall clock.  Since Windows XP

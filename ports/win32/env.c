@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ports/win32/env.c - the environment.  Windows has no set-user-ID
  * programs (a process runs with one token, and its environment comes from

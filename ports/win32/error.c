@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ports/win32/error.c - Win32 and Winsock error codes to TAXI_E*, and the
  * per-thread record behind taxi_last_os_error().

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ports/win32/sock.c - the stream layer's socket calls over Winsock (see
  * ports/sock.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ports/win32/socket.c - Winsock start-up and handle helpers: validity,
  * non-blocking mode, inheritance, loopback socket pairs, close, file size.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ports/win32/thread.c - threads over _beginthreadex, mutexes over
  * SRWLOCK (exclusive mode), condition variables over CONDITION_VARIABLE.

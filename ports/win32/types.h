@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ports/win32/types.h - the Windows representations of the port types.
  * Included through ports/port.h only.

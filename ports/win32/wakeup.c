@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ports/win32/wakeup.c - the coalescing wake-up channel over a loopback
  * socket pair (taxi__socketpair), which select and WSAPoll can watch.

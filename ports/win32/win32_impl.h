@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ports/win32/win32_impl.h - private to the Windows port and the Windows
  * backends: Winsock start-up, the one place the OS headers are included

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck disable=SC2059 # the printf formats are our own ($fmt, $rfmt)
 # bench.sh - benchmark examples/echo_server over every backend and dispatcher.
 #

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * loadgen.c - a closed-loop TCP echo load generator for the benchmark.
  *

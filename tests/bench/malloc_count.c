@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * malloc_count.c - an LD_PRELOAD library that counts heap allocations.
  *

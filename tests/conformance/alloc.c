@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tests/conformance/alloc.c - taxi's allocator hook: every allocation goes
  * through it, steady-state dispatching allocates nothing, destroy frees

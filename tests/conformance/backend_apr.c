@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/conformance/backend_apr.c - the conformance suites on "apr". */
 #include "suites.h"
 

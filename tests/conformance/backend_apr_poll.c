@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/conformance/backend_apr_poll.c - the conformance suites on "apr:poll".
  */
 #include "suites.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/conformance/backend_epoll.c - the conformance suites on epoll. */
 #include "suites.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/conformance/backend_kqueue.c - the conformance suites on kqueue. */
 #include "suites.h"
 

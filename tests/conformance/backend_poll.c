@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/conformance/backend_poll.c - the conformance suites on poll. */
 #include "suites.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/conformance/backend_select.c - the conformance suites on select. */
 #include "suites.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/conformance/backend_wsapoll.c - the conformance suites on wsapoll. */
 #include "suites.h"
 

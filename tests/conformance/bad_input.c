@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tests/conformance/bad_input.c - every documented error path returns its
  * code, and a refused call changes nothing.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tests/conformance/failures.c - the reactor's own dispatch when the OS
  * fails it, and the limits that keep a misbehaving caller from making it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tests/conformance/fork.c - taxi_reactor_reinit_after_fork(): the child
  * gets a working reactor of its own (handles, timers, notifications,

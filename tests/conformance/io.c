@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tests/conformance/io.c - readiness: read, write, accept, connect, hang-up,
  * reset, changing interest, suspend/resume, handle_one, batches.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tests/conformance/lifetime.c - removal, the close hook, references,
  * stale events, destroy, dispatching from two threads, stop and restart.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tests/conformance/main.c - run every conformance suite on one backend, and
  * the fixtures the suites share.

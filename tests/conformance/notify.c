@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tests/conformance/notify.c - cross-thread notification: exactly once, in
  * order per poster, from hooks, waking a blocked dispatcher, dropped at

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tests/conformance/scale.c - many handles on backends without a handle
  * limit; a clean TAXI_ETOOMANY beyond the limit on those with one (select's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tests/conformance/signals.c - POSIX signals dispatched as events (signalfd
  * and the self-pipe variant), ownership across reactors, invalid numbers,

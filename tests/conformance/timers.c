@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tests/conformance/timers.c - one-shot and periodic timers: order,
  * cancellation, rescheduling, removal.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tests/fault/client.c - how a test program reaches the fault-injection
  * module: found with dlsym at run time, so the program links and runs

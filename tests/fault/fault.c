@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tests/fault/fault.c - an LD_PRELOAD module that makes chosen system calls
  * fail, for the fault-injection tests.

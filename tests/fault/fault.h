@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tests/fault/fault.h - fault injection for the tests: the control calls of
  * the LD_PRELOAD module (tests/fault/fault.c) and, for test programs, a way

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tests/fault/inproc.c - the in-process fault sweep: the Reactor over each
  * readiness backend, with every call site of its own failed once, with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tests/fault/inproc_proactor.c - the in-process fault sweep of the
  * Proactor: over each completion backend, the calls its transfers make

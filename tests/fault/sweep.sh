@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # tests/fault/sweep.sh - the fault-injection sweep over the echo workload.
 #
 #   tests/fault/sweep.sh [--quick] [--k N] [--jobs N] [--configs "D:B ..."]

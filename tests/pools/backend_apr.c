@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/pools/backend_apr.c - the pool suites on "apr". */
 #include "suites.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/pools/backend_apr_poll.c - the pool suites on "apr:poll". */
 #include "suites.h"
 

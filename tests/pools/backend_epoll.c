@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/pools/backend_epoll.c - the pool suites on epoll. */
 #include "suites.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/pools/backend_kqueue.c - the pool suites on kqueue. */
 #include "suites.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/pools/backend_poll.c - the pool suites on poll. */
 #include "suites.h"
 

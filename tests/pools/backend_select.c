@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/pools/backend_select.c - the pool suites on select. */
 #include "suites.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/pools/backend_wsapoll.c - the pool suites on wsapoll. */
 #include "suites.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tests/pools/failures.c - what the pools do when the OS fails them: a wait
  * refused once is retried and the pool goes on; a wait that fails for good

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tests/pools/hsha.c - the half-sync/half-async pool (taxi/hsha.h): hooks
  * run by workers (never the main thread, never the reactor thread), one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tests/pools/lf.c - the Leader/Followers pool (taxi/lf.h): dispatch by
  * spawned and joined threads, join's time limit, the promotion orders,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tests/pools/main.c - run every pool suite on one backend, and the
  * fixtures the suites share.

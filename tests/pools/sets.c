@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tests/pools/sets.c - Leader/Followers per handle set (taxi/lf_sets.h) and
  * moving handlers between reactors (taxi_reactor_move in taxi/reactor.h):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tests/pools/stress.c - exactly-once delivery through the pools.
  *

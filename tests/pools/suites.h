@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tests/pools/suites.h - the thread-pool suites: the Leader/Followers pool
  * (taxi/lf.h), the half-sync/half-async pool (taxi/hsha.h), and the

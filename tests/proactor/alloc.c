@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tests/proactor/alloc.c - no allocation per operation in steady state,
  * nothing left allocated after destroy, and allocation failures reported

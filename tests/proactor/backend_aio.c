@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/proactor/backend_aio.c - the proactor suites on "aio". */
 #include "suites.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/proactor/backend_emulated_poll.c - the proactor suites on
  * "emulated:poll". */
 #include "suites.h"

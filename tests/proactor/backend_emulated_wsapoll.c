@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/proactor/backend_emulated_wsapoll.c - the proactor suites on
  * "emulated:wsapoll". */
 #include "suites.h"

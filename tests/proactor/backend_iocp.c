@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/proactor/backend_iocp.c - the proactor suites on "iocp". */
 #include "suites.h"
 

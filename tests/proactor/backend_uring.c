@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/proactor/backend_uring.c - the proactor suites on "uring". */
 #include "suites.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tests/proactor/bad_input.c - every misuse gets a clear TAXI_E* code:
  * nothing is started, no handler is ever called, the record is left as it

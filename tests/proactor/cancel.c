@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tests/proactor/cancel.c - cancellation, close and detach with operations
  * pending, and destroy with operations in flight.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tests/proactor/files.c - file read and write at offsets, and
  * transmit-file (header + file range + trailer) to a socket.

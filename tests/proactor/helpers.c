@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tests/proactor/helpers.c - fixtures shared by the proactor suites; see
  * helpers.h.
@@ -74,8 +75,9 @@ taxi_proactor_t *pt_proactor(void) {
    * "emulated" is "emulated:" and the reactor backend it chose. */
   if (name) {
     size_t n = strlen(pt_backend);
-    CU_ASSERT(strncmp(name, pt_backend, n) == 0 &&
-              (name[n] == '\0' || (name[n] == ':' && !strchr(pt_backend, ':'))));
+    CU_ASSERT(
+        strncmp(name, pt_backend, n) == 0 &&
+        (name[n] == '\0' || (name[n] == ':' && !strchr(pt_backend, ':'))));
   }
   return p;
 }

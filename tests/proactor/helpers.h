@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tests/proactor/helpers.h - fixtures shared by the proactor suites.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tests/proactor/main.c - run every proactor suite on one completion
  * backend.

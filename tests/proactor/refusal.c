@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tests/proactor/refusal.c - io_uring refused by the system: a clear error
  * when it is asked for by name, and the automatic choice falls back.

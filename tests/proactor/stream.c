@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tests/proactor/stream.c - accept, connect, read and write on stream
  * sockets: partial transfers (a read-some returns what arrived, an exact

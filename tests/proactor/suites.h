@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tests/proactor/suites.h - the proactor conformance suites (taxi/proactor.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tests/soak/mixed.c - the mixed soak: connections opened and closed at
  * random while other threads remove handlers and add them back, under

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tests/stream/bad_input.c - what the stream layer refuses, and that it
  * refuses it with a code: address strings of every malformed kind, bad

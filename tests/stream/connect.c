@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tests/stream/connect.c - connecting: an exchange over TCP, IPv6 and
  * Unix-domain sockets, refused, timed out (a listener whose backlog is

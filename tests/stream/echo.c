@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tests/stream/echo.c - echo conversations: random segment sizes with
  * every byte checked, 1,000 streams at once, and no allocation per

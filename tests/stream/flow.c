@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tests/stream/flow.c - backpressure (a peer that stops reading), write
  * completion order across copying, zero-copy and file writes, half-close

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tests/stream/helpers.c - contexts per pair, plain-socket clients, and the
  * echo server the tests talk to.

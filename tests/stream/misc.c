@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tests/stream/misc.c - timeouts (idle, read, write), application timers,
  * signals under every dispatcher, a stop from a signal handler, and

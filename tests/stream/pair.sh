@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tests/stream/pair.sh FILE.pair - run the stream layer's test program over
 # the dispatcher x backend pair the file is named after: "lf-epoll.pair" is
 # lf:epoll, "hsha-apr+poll.pair" is hsha:apr:poll ('+' for ':', which

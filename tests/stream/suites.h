@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tests/stream/suites.h - the stream layer's suite: one program that runs
  * every test over one dispatcher x backend pair ("lf:epoll"), or over

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tests/stream/threads.c - a stream's callbacks never overlap, whatever
  * dispatches them: reads, write completions, the kicks of writes from

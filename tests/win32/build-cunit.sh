@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # tests/win32/build-cunit.sh - build CUnit for Windows (x86_64-w64-mingw32)
 # from Debian's source package, since Debian packages no MinGW CUnit.
 #

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tests/win32/compat.h - the POSIX calls taxi's tests make, over Winsock
  * and the C runtime, so that the same test sources build for Windows.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tests/win32/echo-wine.sh - the echo example of a Windows cross build,
 # run under wine: for each dispatcher (and backend), start echo_server.exe
 # on a free port, exchange messages with echo_client.exe (which checks

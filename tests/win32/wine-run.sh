@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tests/win32/wine-run.sh - run one Windows program under wine, headless;
 # the LOG_COMPILER of `make check` in a MinGW cross build, also usable by
 # hand:  tests/win32/wine-run.sh tests/reactor_select.exe [suite filter]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/win32/include/netinet/tcp.h - for the Windows build of the tests: the
  * definitions the tests use from <netinet/tcp.h> come from
  * tests/win32/compat.h. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/win32/include/sys/wait.h - for the Windows build of the tests: the
  * definitions the tests use from <sys/wait.h> come from tests/win32/compat.h.
  */

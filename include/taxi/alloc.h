@@ -15,9 +15,9 @@
 extern "C" {
 #endif
 
-typedef void *(*taxi_malloc_fn)(size_t size);
-typedef void *(*taxi_realloc_fn)(void *ptr, size_t size);
-typedef void (*taxi_free_fn)(void *ptr);
+typedef void *(*taxi_malloc_fn)(size_t size);             /* as malloc() */
+typedef void *(*taxi_realloc_fn)(void *ptr, size_t size); /* as realloc() */
+typedef void (*taxi_free_fn)(void *ptr);                  /* as free() */
 
 /*
  * taxi_set_allocator - replace the functions taxi allocates with.

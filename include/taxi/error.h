@@ -17,7 +17,7 @@
 extern "C" {
 #endif
 
-#define TAXI_OK 0
+#define TAXI_OK 0 /* success */
 /* An argument is invalid (NULL, out of range). */
 #define TAXI_EINVAL (-1)
 /* The allocator returned NULL. */

@@ -45,6 +45,7 @@ extern "C" {
 #define TAXI_EV_EXCEPT 0x04u /* out-of-band data */
 #define TAXI_EV_HUP 0x08u    /* the peer hung up (reported only) */
 #define TAXI_EV_ERR 0x10u    /* an error is pending on the handle (reported) */
+/* The bits that may be asked for. */
 #define TAXI_EV_INTEREST (TAXI_EV_READ | TAXI_EV_WRITE | TAXI_EV_EXCEPT)
 
 /*
@@ -55,8 +56,8 @@ extern "C" {
 #define TAXI_CONTAINER_OF(ptr, type, member) \
   ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
 
-typedef struct taxi_handler taxi_handler_t;
-typedef struct taxi_timer taxi_timer_t;
+typedef struct taxi_handler taxi_handler_t; /* an event handler */
+typedef struct taxi_timer taxi_timer_t;     /* a timer record */
 
 /*
  * The hooks.  Any may be NULL (the event is then ignored; a NULL close hook
@@ -70,11 +71,17 @@ typedef struct taxi_timer taxi_timer_t;
  * or re-registering their own handler.
  */
 typedef struct taxi_handler_ops {
+  /* The handle is readable (or a connection waits to be accepted). */
   int (*input)(taxi_handler_t *h, taxi_handle_t handle, unsigned events);
+  /* The handle is writable (or a connect finished). */
   int (*output)(taxi_handler_t *h, taxi_handle_t handle, unsigned events);
+  /* Urgent data or an error condition on the handle. */
   int (*exception)(taxi_handler_t *h, taxi_handle_t handle, unsigned events);
+  /* A timer of the handler expired; act is what was scheduled with it. */
   int (*timeout)(taxi_handler_t *h, taxi_timer_t *timer, void *act);
+  /* A signal the handler registered for arrived. */
   int (*signal)(taxi_handler_t *h, int signo);
+  /* The handler left the reactor (removed, or the reactor destroyed). */
   void (*close)(taxi_handler_t *h, taxi_handle_t handle);
   /* The reactor could not go on watching the handle (after its hook ran,
    * re-arming it failed for good: TAXI_ENOMEM after every retry, TAXI_EBADF
@@ -89,7 +96,8 @@ typedef struct taxi_handler_ops {
  * is read and written only under the lock of the reactor it is attached to.
  */
 struct taxi_handler {
-  const taxi_handler_ops_t *ops;
+  const taxi_handler_ops_t *ops; /* the hooks, the application's */
+  /* Private to taxi. */
   struct {
     void *reactor;        /* the reactor it is attached to, or NULL */
     taxi_timer_t *timers; /* its scheduled timers */
@@ -109,6 +117,7 @@ struct taxi_handler {
  * was cancelled.  Keep its memory valid until the handler's close hook.
  */
 struct taxi_timer {
+  /* Private to taxi. */
   struct {
     taxi_handler_t *handler;
     void *act;

@@ -41,7 +41,8 @@
 extern "C" {
 #endif
 
-typedef struct taxi_hsha_pool taxi_hsha_pool_t;
+typedef struct taxi_hsha_pool
+    taxi_hsha_pool_t; /* a half-sync/half-async pool */
 
 /* Options for taxi_hsha_create(); zero-initialised means all defaults. */
 typedef struct taxi_hsha_options {
@@ -56,16 +57,16 @@ typedef struct taxi_hsha_options {
    * with the handler and the reported TAXI_EV_* bits of a handle event;
    * timers, signals and notifications get priority 0. */
   int (*priority)(taxi_handler_t *h, unsigned events, void *arg);
-  void *priority_arg;
+  void *priority_arg; /* passed to priority */
   /* Told of the failures of the reactor thread's waits (see "Failures"),
    * in that thread.  NULL: nobody is told. */
   taxi_error_fn on_error;
-  void *on_error_arg;
+  void *on_error_arg; /* passed to on_error */
 } taxi_hsha_options_t;
 
 /* The most worker threads, and the largest queue. */
 #define TAXI_HSHA_MAX_WORKERS 1024u
-#define TAXI_HSHA_MAX_QUEUE 1048576u
+#define TAXI_HSHA_MAX_QUEUE 1048576u /* see TAXI_HSHA_MAX_WORKERS */
 
 /*
  * taxi_hsha_create - create a pool over reactor r and start its reactor

@@ -54,8 +54,8 @@
 extern "C" {
 #endif
 
-typedef struct taxi_io taxi_io_t;
-typedef struct taxi_io_timer taxi_io_timer_t;
+typedef struct taxi_io taxi_io_t;             /* an I/O context */
+typedef struct taxi_io_timer taxi_io_timer_t; /* a timer of a context */
 
 /* Who dispatches the context's events (see the top of this header). */
 typedef enum taxi_io_dispatcher {
@@ -108,9 +108,9 @@ typedef struct taxi_io_options {
    * make: taxi_io_run joins it (lf) or waits for it (hsha), taxi_io_stop
    * shuts it down. */
   taxi_reactor_t *reactor;
-  taxi_proactor_t *proactor;
-  taxi_lf_pool_t *lf_pool;
-  taxi_hsha_pool_t *hsha_pool;
+  taxi_proactor_t *proactor;   /* see reactor */
+  taxi_lf_pool_t *lf_pool;     /* see reactor */
+  taxi_hsha_pool_t *hsha_pool; /* see reactor */
   /* Told of every failure of the dispatcher the context makes (see
    * taxi_error_report_t in taxi/error.h): waits and re-arms retried after a
    * pause (fatal = 0), and the one that stopped it (fatal = 1, also
@@ -119,13 +119,15 @@ typedef struct taxi_io_options {
    * Runs in a dispatching thread, with no lock of taxi's held.  NULL: the
    * failures are only counted and returned. */
   taxi_error_fn on_error;
-  void *on_error_arg;
+  void *on_error_arg; /* passed to on_error */
 } taxi_io_options_t;
 
 /* taxi_io_options_init - the defaults: reactor dispatcher, automatic
  * backend.  Does nothing for NULL. */
 TAXI_EXTERN void taxi_io_options_init(taxi_io_options_t *o);
 
+/* TAXI_IO_OPTIONS_INIT - an initialiser with the defaults, as the *_init
+ * function sets them. */
 #ifndef __cplusplus
 #define TAXI_IO_OPTIONS_INIT \
   { .size = sizeof(taxi_io_options_t), .dispatcher = TAXI_IO_REACTOR }
@@ -222,6 +224,7 @@ TAXI_EXTERN unsigned taxi_io_threads(const taxi_io_t *io);
  * when the context has the other kind), for what this layer does not do.
  * Owned by the context unless it was supplied. */
 TAXI_EXTERN taxi_reactor_t *taxi_io_reactor(const taxi_io_t *io);
+/* taxi_io_proactor - see taxi_io_reactor. */
 TAXI_EXTERN taxi_proactor_t *taxi_io_proactor(const taxi_io_t *io);
 
 /* ---- signals ------------------------------------------------------------ */

@@ -49,7 +49,7 @@
 extern "C" {
 #endif
 
-typedef struct taxi_lf_pool taxi_lf_pool_t;
+typedef struct taxi_lf_pool taxi_lf_pool_t; /* a Leader/Followers pool */
 
 /* Which follower a leader promotes. */
 typedef enum taxi_promotion {
@@ -82,8 +82,8 @@ typedef enum taxi_leaders {
 
 /* Options for taxi_lf_create(); zero-initialised means all defaults. */
 typedef struct taxi_lf_options {
-  taxi_promotion_t promotion;
-  taxi_leaders_t leaders;
+  taxi_promotion_t promotion; /* which follower leads next */
+  taxi_leaders_t leaders;     /* one waiting thread, or several */
   /* With TAXI_LEADERS_MANY, the most threads waiting at once; 0 means no
    * limit (every thread not processing may wait). */
   unsigned max_leaders;
@@ -91,7 +91,7 @@ typedef struct taxi_lf_options {
    * be started (see "Failures" above and taxi_error_report_t), in the pool
    * thread that met them.  NULL: nobody is told. */
   taxi_error_fn on_error;
-  void *on_error_arg;
+  void *on_error_arg; /* passed to on_error */
 } taxi_lf_options_t;
 
 /* The most threads one pool may have. */
@@ -201,11 +201,13 @@ TAXI_EXTERN int taxi_lf_stats(taxi_lf_pool_t *p, taxi_lf_stats_t *out);
 
 /* The counters of one thread of the pool. */
 typedef struct taxi_lf_thread_stats {
-  unsigned id;     /* 0.. in the order threads first joined */
-  int spawned;     /* 1 if the pool spawned it, 0 if it joined */
-  int active;      /* 1 while it is in the pool */
-  uint64_t events; /* events it processed */
-  uint64_t leader_ns, processing_ns, follower_ns;
+  unsigned id;            /* 0.. in the order threads first joined */
+  int spawned;            /* 1 if the pool spawned it, 0 if it joined */
+  int active;             /* 1 while it is in the pool */
+  uint64_t events;        /* events it processed */
+  uint64_t leader_ns;     /* time spent leading (waiting for events) */
+  uint64_t processing_ns; /* time spent running handlers */
+  uint64_t follower_ns;   /* time spent following (waiting to lead) */
 } taxi_lf_thread_stats_t;
 
 /*

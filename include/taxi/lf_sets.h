@@ -31,7 +31,7 @@
 extern "C" {
 #endif
 
-typedef struct taxi_lf_sets taxi_lf_sets_t;
+typedef struct taxi_lf_sets taxi_lf_sets_t; /* pools, one per handle set */
 
 /* Options for taxi_lf_sets_create(); zero-initialised means defaults. */
 typedef struct taxi_lf_sets_options {
@@ -73,6 +73,7 @@ TAXI_EXTERN unsigned taxi_lf_sets_count(const taxi_lf_sets_t *s);
  * i is out of range.  They belong to s: do not destroy them. */
 TAXI_EXTERN taxi_reactor_t *taxi_lf_sets_reactor(const taxi_lf_sets_t *s,
                                                  unsigned i);
+/* taxi_lf_sets_pool - see taxi_lf_sets_reactor. */
 TAXI_EXTERN taxi_lf_pool_t *taxi_lf_sets_pool(const taxi_lf_sets_t *s,
                                               unsigned i);
 

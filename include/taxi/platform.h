@@ -44,17 +44,17 @@ extern "C" {
  */
 #if defined(_WIN32)
 typedef uintptr_t taxi_handle_t;
-#define TAXI_INVALID_HANDLE (~(uintptr_t)0)
+#define TAXI_INVALID_HANDLE (~(uintptr_t)0) /* no handle */
 #else
 typedef int taxi_handle_t;
-#define TAXI_INVALID_HANDLE (-1)
+#define TAXI_INVALID_HANDLE (-1) /* no handle */
 #endif
 
 /* A point or span of time on the monotonic clock, in nanoseconds. */
 typedef int64_t taxi_time_t;
 
-#define TAXI_NSEC_PER_MSEC ((taxi_time_t)1000000)
-#define TAXI_NSEC_PER_SEC ((taxi_time_t)1000000000)
+#define TAXI_NSEC_PER_MSEC ((taxi_time_t)1000000)   /* ns in a millisecond */
+#define TAXI_NSEC_PER_SEC ((taxi_time_t)1000000000) /* ns in a second */
 
 /* The longest delay, period or timeout taxi accepts, in nanoseconds (about
  * 146 years); longer ones are refused with TAXI_EINVAL.  Keeping spans this

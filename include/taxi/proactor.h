@@ -49,13 +49,13 @@
 extern "C" {
 #endif
 
-typedef struct taxi_proactor taxi_proactor_t;
-typedef struct taxi_op taxi_op_t;
+typedef struct taxi_proactor taxi_proactor_t; /* a proactor */
+typedef struct taxi_op taxi_op_t;             /* an operation record */
 
 /* A buffer: the same layout as struct iovec on POSIX systems. */
 typedef struct taxi_buf {
-  void *base;
-  size_t len;
+  void *base; /* first byte */
+  size_t len; /* bytes */
 } taxi_buf_t;
 
 /* The most buffers one gathering write takes. */
@@ -113,8 +113,8 @@ struct taxi_op {
    * proactor, the application's to close with taxi_proactor_close()), and
    * the peer's address as a struct sockaddr of peer_len bytes. */
   taxi_handle_t accepted;
-  unsigned peer_len;
-  unsigned char peer[128];
+  unsigned peer_len;       /* bytes of peer */
+  unsigned char peer[128]; /* the peer's struct sockaddr */
   /* 1 when this completion is one of several of a multishot accept and
    * the record stays in flight. */
   int more;
@@ -189,7 +189,7 @@ typedef struct taxi_proactor_options {
    * told of its waits instead.  Called in the dispatching thread, no lock
    * held. */
   taxi_error_fn on_error;
-  void *on_error_arg;
+  void *on_error_arg; /* passed to on_error */
 } taxi_proactor_options_t;
 
 /*
@@ -207,6 +207,8 @@ typedef struct taxi_proactor_options {
  */
 TAXI_EXTERN int taxi_proactor_create(taxi_proactor_t **out,
                                      const char *backend);
+/* taxi_proactor_create_ex - as taxi_proactor_create(), with options
+ * (NULL: the defaults). */
 TAXI_EXTERN int taxi_proactor_create_ex(taxi_proactor_t **out,
                                         const taxi_proactor_options_t *opts);
 
@@ -366,6 +368,8 @@ TAXI_EXTERN int taxi_proactor_run(taxi_proactor_t *p);
 /* taxi_proactor_stop - make run (and a handle_events in progress) return;
  * stays stopped until taxi_proactor_restart().  Any thread. */
 TAXI_EXTERN int taxi_proactor_stop(taxi_proactor_t *p);
+/* taxi_proactor_restart - undo taxi_proactor_stop(): run and
+ * handle_events dispatch again.  0, or TAXI_EINVAL. */
 TAXI_EXTERN int taxi_proactor_restart(taxi_proactor_t *p);
 
 /*

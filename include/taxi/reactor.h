@@ -23,7 +23,7 @@
 extern "C" {
 #endif
 
-typedef struct taxi_reactor taxi_reactor_t;
+typedef struct taxi_reactor taxi_reactor_t; /* a reactor */
 
 /* Options for taxi_reactor_create_ex(); zero-initialise, then set. */
 typedef struct taxi_reactor_options {
@@ -40,7 +40,7 @@ typedef struct taxi_reactor_options {
    * count).  Under a thread pool, the pool's own callback is told of the
    * failures of the waits it makes, and this one of the re-arms. */
   taxi_error_fn on_error;
-  void *on_error_arg;
+  void *on_error_arg; /* passed to on_error */
   /* The most notifications (taxi_reactor_notify) queued and not yet run;
    * beyond it taxi_reactor_notify() refuses with TAXI_EAGAIN, so a thread
    * that posts faster than the reactor runs cannot exhaust memory.  0
@@ -50,7 +50,7 @@ typedef struct taxi_reactor_options {
 
 /* The default bound on queued notifications, and the largest accepted. */
 #define TAXI_NOTIFY_DEFAULT_CAPACITY 65536u
-#define TAXI_NOTIFY_MAX_CAPACITY (1u << 24)
+#define TAXI_NOTIFY_MAX_CAPACITY (1u << 24) /* see the default above */
 
 /*
  * taxi_reactor_create - create a reactor on the backend named `backend`, or

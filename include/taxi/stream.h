@@ -56,20 +56,21 @@
 extern "C" {
 #endif
 
-typedef struct taxi_stream taxi_stream_t;
-typedef struct taxi_listener taxi_listener_t;
+typedef struct taxi_stream taxi_stream_t;     /* a byte stream */
+typedef struct taxi_listener taxi_listener_t; /* a listening socket */
 
 /* ---- addresses ---------------------------------------------------------- */
 
 /* Address families. */
-#define TAXI_ADDR_IPV4 1
-#define TAXI_ADDR_IPV6 2
-#define TAXI_ADDR_UNIX 3
+#define TAXI_ADDR_IPV4 1 /* IPv4 */
+#define TAXI_ADDR_IPV6 2 /* IPv6 */
+#define TAXI_ADDR_UNIX 3 /* a Unix-domain path */
 
 /* A socket address (a struct sockaddr of `len` bytes in sa.bytes). */
 typedef struct taxi_addr {
-  int family; /* TAXI_ADDR_*, 0 when empty */
-  unsigned len;
+  int family;   /* TAXI_ADDR_*, 0 when empty */
+  unsigned len; /* bytes of sa in use */
+  /* The struct sockaddr. */
   union {
     unsigned char bytes[128];
     uint64_t align_;
@@ -153,19 +154,21 @@ typedef struct taxi_stream_options {
    * long (not counted while paused); write: bytes queued and none sent for
    * that long; connect: the connection not made within it. */
   taxi_time_t idle_timeout;
-  taxi_time_t read_timeout;
-  taxi_time_t write_timeout;
-  taxi_time_t connect_timeout;
+  taxi_time_t read_timeout;    /* see idle_timeout */
+  taxi_time_t write_timeout;   /* see idle_timeout */
+  taxi_time_t connect_timeout; /* see idle_timeout */
   /* With TAXI_STREAM_KEEPALIVE: first probe after idle seconds, then every
    * interval seconds, count probes (0: the system's default). */
   unsigned keepalive_idle;
-  unsigned keepalive_interval;
-  unsigned keepalive_count;
+  unsigned keepalive_interval; /* see keepalive_idle */
+  unsigned keepalive_count;    /* see keepalive_idle */
 } taxi_stream_options_t;
 
 /* taxi_stream_options_init - the defaults above.  Nothing for NULL. */
 TAXI_EXTERN void taxi_stream_options_init(taxi_stream_options_t *o);
 
+/* TAXI_STREAM_OPTIONS_INIT - an initialiser with the defaults, as the *_init
+ * function sets them. */
 #ifndef __cplusplus
 #define TAXI_STREAM_OPTIONS_INIT                                     \
   {                                                                  \
@@ -223,6 +226,7 @@ typedef void (*taxi_accept_fn)(taxi_listener_t *l, taxi_stream_t *s, void *arg);
  * once). */
 #define TAXI_LISTEN_NO_REUSEADDR 0x4u
 
+/* Options for taxi_listener_create(). */
 typedef struct taxi_listener_options {
   size_t size;    /* sizeof(taxi_listener_options_t) */
   int backlog;    /* pending connections the system keeps; <= 0: its max */
@@ -238,6 +242,8 @@ typedef struct taxi_listener_options {
  * default stream options.  Nothing for NULL. */
 TAXI_EXTERN void taxi_listener_options_init(taxi_listener_options_t *o);
 
+/* TAXI_LISTENER_OPTIONS_INIT - an initialiser with the defaults, as the *_init
+ * function sets them. */
 #ifndef __cplusplus
 #define TAXI_LISTENER_OPTIONS_INIT \
   { .size = sizeof(taxi_listener_options_t) }
@@ -326,11 +332,13 @@ TAXI_EXTERN int taxi_stream_open(taxi_stream_t **out, taxi_io_t *io,
 
 /* The application's pointer for the stream (NULL at first). */
 TAXI_EXTERN int taxi_stream_set_data(taxi_stream_t *s, void *data);
+/* The pointer set by taxi_stream_set_data (NULL for NULL). */
 TAXI_EXTERN void *taxi_stream_data(const taxi_stream_t *s);
 /* Set the close and drain callbacks (NULL: none).  0, TAXI_EINVAL,
  * TAXI_EBADF (closed; the close callback may still be set while the
  * stream closes, until it has run). */
 TAXI_EXTERN int taxi_stream_on_close(taxi_stream_t *s, taxi_stream_close_fn fn);
+/* See taxi_stream_on_close. */
 TAXI_EXTERN int taxi_stream_on_drain(taxi_stream_t *s, taxi_stream_drain_fn fn);
 /* Change the timeouts (as in the options; negative or beyond
  * TAXI_TIME_SPAN_MAX is TAXI_EINVAL).  0, TAXI_EINVAL, TAXI_EBADF. */
@@ -339,6 +347,7 @@ TAXI_EXTERN int taxi_stream_set_timeouts(taxi_stream_t *s, taxi_time_t idle,
 /* TCP_NODELAY, and keep-alive probes (see the options).  0, TAXI_EINVAL,
  * TAXI_EBADF, TAXI_ENOTSUP (not a TCP stream), TAXI_ESYS. */
 TAXI_EXTERN int taxi_stream_set_nodelay(taxi_stream_t *s, int on);
+/* See taxi_stream_set_nodelay; on 0 turns the probes off. */
 TAXI_EXTERN int taxi_stream_set_keepalive(taxi_stream_t *s, int on,
                                           unsigned idle_s, unsigned interval_s,
                                           unsigned count);
@@ -452,6 +461,7 @@ TAXI_EXTERN int taxi_stream_close(taxi_stream_t *s);
  * close callback, until the matching unref (see Memory).  0, TAXI_EINVAL
  * (NULL; unref without a reference). */
 TAXI_EXTERN int taxi_stream_ref(taxi_stream_t *s);
+/* See taxi_stream_ref. */
 TAXI_EXTERN int taxi_stream_unref(taxi_stream_t *s);
 
 /* ---- about a stream ----------------------------------------------------- */
@@ -459,6 +469,7 @@ TAXI_EXTERN int taxi_stream_unref(taxi_stream_t *s);
 /* The peer's and the local address.  0, TAXI_EINVAL, TAXI_ENOENT (not
  * known: a stream opened from a handle whose peer has no name). */
 TAXI_EXTERN int taxi_stream_peer(const taxi_stream_t *s, taxi_addr_t *out);
+/* See taxi_stream_peer. */
 TAXI_EXTERN int taxi_stream_local(const taxi_stream_t *s, taxi_addr_t *out);
 /* The context of the stream; NULL for NULL. */
 TAXI_EXTERN taxi_io_t *taxi_stream_io(const taxi_stream_t *s);

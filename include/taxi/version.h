@@ -11,10 +11,10 @@
 
 #include "platform.h"
 
-#define TAXI_VERSION_MAJOR 0
-#define TAXI_VERSION_MINOR 1
-#define TAXI_VERSION_PATCH 0
-#define TAXI_VERSION_STRING "0.1.0"
+#define TAXI_VERSION_MAJOR 0        /* incompatible changes */
+#define TAXI_VERSION_MINOR 1        /* additions */
+#define TAXI_VERSION_PATCH 0        /* fixes */
+#define TAXI_VERSION_STRING "0.1.0" /* the three, as text */
 
 #ifdef __cplusplus
 extern "C" {

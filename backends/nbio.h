@@ -4,16 +4,17 @@
  * operation's remainder, shared by the completion backends that run on
  * readiness (emulated) or that take part of their work from a reactor
  * (aio: accept and connect).  The steps are backends/nbio.c on POSIX and
- * backends/nbio_win32.c on Windows; taxi__nbio_step() and
- * taxi__nbio_wants() are the same everywhere (backends/nbio_step.c).
+ * backends/nbio_win32.c on Windows; taxi__nbio_step() is the same
+ * everywhere (backends/nbio_step.c).
  *
  * Each function performs ONE step of what is left of `op` (as described by
  * core/proactor_op.h: internal_.done out of internal_.total) and never
  * blocks on a handle made non-blocking.  It returns:
  *   >= 0          bytes transferred (ACCEPT: the new handle; CONNECT: 0),
  *                 0 from a read meaning end of stream;
- *   TAXI_EAGAIN   it would block: wait for the readiness that
- *                 taxi__nbio_wants() names, then call again;
+ *   TAXI_EAGAIN   it would block: wait for readability (accept, read)
+ *                 or writability (connect, write, transmit), then call
+ *                 again;
  *   < 0           another TAXI_E* code (taxi__error_from_os()):
  *                 TAXI_ECONNRESET, TAXI_EPIPE, TAXI_ECONNREFUSED, ...
  * EINTR is retried inside.  None of them touches internal_.done: the core
@@ -62,11 +63,6 @@ int64_t taxi__nbio_transmit(taxi_op_t *op, taxi__completion_counters_t *c);
  * POST, NONE: TAXI_EINVAL. */
 int64_t taxi__nbio_step(taxi_op_t *op, bool connect_started,
                         taxi__completion_counters_t *c);
-
-/* The readiness a step of op that returned TAXI_EAGAIN waits for:
- * TAXI_EV_READ (accept, read) or TAXI_EV_WRITE (connect, write,
- * transmit); 0 for file reads and writes, which never wait. */
-unsigned taxi__nbio_wants(const taxi_op_t *op);
 
 /* 1 if h is a regular file (or a block device): such handles are always
  * "ready" and cannot be watched by epoll, so their reads and writes are

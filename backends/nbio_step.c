@@ -7,7 +7,6 @@
 #include "config.h"
 
 #include "backends/nbio.h"
-#include "taxi/handler.h" /* TAXI_EV_* */
 
 int64_t taxi__nbio_step(taxi_op_t *op, bool connect_started,
                         taxi__completion_counters_t *c) {
@@ -29,19 +28,5 @@ int64_t taxi__nbio_step(taxi_op_t *op, bool connect_started,
       return taxi__nbio_transmit(op, c);
     default:
       return TAXI_EINVAL;
-  }
-}
-
-unsigned taxi__nbio_wants(const taxi_op_t *op) {
-  switch (op->kind) {
-    case TAXI_OP_ACCEPT:
-    case TAXI_OP_READ:
-      return TAXI_EV_READ;
-    case TAXI_OP_CONNECT:
-    case TAXI_OP_WRITE:
-    case TAXI_OP_TRANSMIT_FILE:
-      return TAXI_EV_WRITE;
-    default:
-      return 0;
   }
 }

@@ -87,12 +87,6 @@ const char *taxi_proactor_backend(const taxi_proactor_t *p) {
 
 /* ---- the table of handles ----------------------------------------------- */
 
-taxi__prow_t *taxi__proactor_row_locked(taxi_proactor_t *p, taxi_handle_t h) {
-  uint32_t row;
-  if (taxi__handle_map_get(&p->map, h, &row) < 0) return NULL;
-  return &p->rows[row];
-}
-
 static int row_alloc_locked(taxi_proactor_t *p, uint32_t *row) {
   if (p->free_head != TAXI__ROW_NIL) {
     *row = p->free_head;

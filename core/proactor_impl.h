@@ -216,8 +216,6 @@ struct taxi_proactor {
 
 /* ---- proactor.c -------------------------------------------------------- */
 
-/* The row of attached handle h, or NULL.  p->lock held. */
-taxi__prow_t *taxi__proactor_row_locked(taxi_proactor_t *p, taxi_handle_t h);
 /* Attach h (backend attach + a row).  p->lock held.  0, TAXI_EEXIST,
  * TAXI_EBADF, TAXI_ENOMEM, or the backend's error. */
 int taxi__proactor_attach_locked(taxi_proactor_t *p, taxi_handle_t h);

@@ -33,6 +33,7 @@
 #include "taxi/io.h"
 #include "taxi/stream.h"
 
+#include "backoff.h"
 #include "port.h"
 #include "sock.h"
 
@@ -305,7 +306,11 @@ struct taxi_listener {
   taxi_stream_options_t sopts;
   taxi_addr_t local;
   bool closing, released;
-  taxi_time_t backoff; /* the next pause after a failed accept */
+  /* The next pause after an accept that found no descriptor, and the
+   * consecutive failures of any other kind (core/backoff.h). */
+  taxi_time_t backoff;
+  taxi__backoff_t other;
+  unsigned failures; /* consecutive failed accepts, of any kind */
   union {
     struct {
       taxi_handler_t h;

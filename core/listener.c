@@ -18,12 +18,16 @@
 
 #include <string.h>
 
-/* The pause after a failed accept: it starts at 100 ms and doubles while
- * accepting keeps failing, up to 1.6 s.  Running out of descriptors is the
- * usual cause; the connections already served finish meanwhile and free
- * some.  Accepting again at once would find the same failure and spin. */
-#define BACKOFF_FIRST (100 * TAXI_NSEC_PER_MSEC)
-#define BACKOFF_MAX (1600 * TAXI_NSEC_PER_MSEC)
+/* The pause after an accept that found no descriptor (EMFILE, ENFILE): it
+ * starts at 10 ms and doubles while that lasts, up to 1 s; the
+ * connections already served finish meanwhile and give some back.  Any
+ * other failure (ENOMEM, ENOBUFS, ...) is paused for as every dispatcher's
+ * transient failures are (core/backoff.h: 1 ms doubling to 256 ms).
+ * Accepting again at once would find the same failure and spin.  A
+ * listener never gives up: each failure is counted and reported, not
+ * fatal (its connections wait in the listen backlog meanwhile). */
+#define BACKOFF_FIRST (10 * TAXI_NSEC_PER_MSEC)
+#define BACKOFF_MAX (1000 * TAXI_NSEC_PER_MSEC)
 
 void taxi_listener_options_init(taxi_listener_options_t *o) {
   if (!o) return;
@@ -33,17 +37,32 @@ void taxi_listener_options_init(taxi_listener_options_t *o) {
 
 taxi_time_t taxi__listener_failed(taxi_listener_t *l, int rc) {
   TAXI__IO_COUNT(l->io, accept_errors, 1);
-  if (rc == TAXI_ETOOMANY) TAXI__IO_COUNT(l->io, accept_pauses, 1);
   taxi__mutex_lock(&l->lock);
-  taxi_time_t pause = l->backoff;
-  l->backoff = pause * 2 > BACKOFF_MAX ? BACKOFF_MAX : pause * 2;
+  unsigned attempt = ++l->failures;
+  taxi_time_t pause;
+  if (rc == TAXI_ETOOMANY) {
+    TAXI__IO_COUNT(l->io, accept_pauses, 1);
+    pause = l->backoff;
+    l->backoff = pause * 2 > BACKOFF_MAX ? BACKOFF_MAX : pause * 2;
+  } else {
+    pause = taxi__backoff_failed(&l->other);
+    if (pause < 0) {
+      /* Past the count that stops a dispatcher: a listener keeps trying,
+       * at the longest pause. */
+      pause = TAXI__BACKOFF_MAX_NS;
+    }
+  }
   taxi__mutex_unlock(&l->lock);
+  taxi__report_error(taxi__io_on_error, l->io, rc, "accept", l->fd, attempt,
+                     false);
   return pause;
 }
 
 void taxi__listener_recovered(taxi_listener_t *l) {
   taxi__mutex_lock(&l->lock);
   l->backoff = BACKOFF_FIRST;
+  taxi__backoff_reset(&l->other);
+  l->failures = 0;
   taxi__mutex_unlock(&l->lock);
 }
 

@@ -262,8 +262,10 @@ static inline taxi_listener_options_t taxi_listener_options_default_() {
  * fn(l, stream, arg) for each connection accepted, with the peer's address
  * available from taxi_stream_peer().  Accept callbacks of one listener run
  * one at a time.  When the process runs out of descriptors, accepting
- * pauses (100 ms, doubling up to 1.6 s while it lasts) and resumes by
- * itself; other accept failures are counted and retried the same way.
+ * pauses (10 ms, doubling up to 1 s while it lasts) and resumes by
+ * itself; other accept failures are counted and retried after a pause of
+ * 1 ms doubling up to 256 ms.  Each failure is reported to the context's
+ * error callback (not fatal: a listener never gives up).
  *
  * Returns 0 and sets *out, or TAXI_EINVAL (NULL io, out, address or fn;
  * bad options), TAXI_EBADADDR, TAXI_ENOTSUP, TAXI_EADDRINUSE, TAXI_EPERM,

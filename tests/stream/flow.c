@@ -38,12 +38,18 @@ static void test_backpressure_pauses_reading(void) {
   int fd = st_connect(port);
   CU_ASSERT_FATAL(fd >= 0);
   util_set_nonblock(fd);
-  /* Send without reading until nothing more goes for 300 ms: the server's
-   * output buffer is full, it stopped reading, the kernel buffers filled. */
+  /* Send without reading until the server has paused reading and nothing
+   * more goes for 300 ms: its output buffer is full, it stopped reading,
+   * the kernel buffers filled.  (The pause is waited for, not assumed
+   * after some time: a loaded machine may run the server late.) */
   static unsigned char buf[65536];
   uint64_t sent = 0;
-  taxi_time_t idle_since = taxi_now();
-  while (util_elapsed_ms(idle_since) < 300 && sent < (64u << 20)) {
+  taxi_io_stats_t st;
+  taxi_time_t idle_since = taxi_now(), began = taxi_now();
+  for (;;) {
+    taxi_io_stats(c.io, &st);
+    if (st.read_pauses >= 1 && util_elapsed_ms(idle_since) >= 300) break;
+    if (sent >= (64u << 20) || util_elapsed_ms(began) >= 30000) break;
     for (size_t i = 0; i < sizeof buf; i++) buf[i] = st_byte(7, sent + i);
     ssize_t k = send(fd, buf, sizeof buf, MSG_NOSIGNAL);
     if (k > 0) {
@@ -53,7 +59,6 @@ static void test_backpressure_pauses_reading(void) {
       util_sleep_ms(5);
     }
   }
-  taxi_io_stats_t st;
   taxi_io_stats(c.io, &st);
   CU_ASSERT(st.read_pauses >= 1);
   CU_ASSERT(atomic_load(&e.max_queued) <= so.high_watermark);

@@ -45,6 +45,9 @@
 # on the first (native) backend.  The APR methods named "apr:METHOD" run only
 # when asked for with --backend.
 #
+# tests/bench/peers.sh (make bench-peers) runs taxi beside echo servers on
+# other event libraries (Boost.Asio, libevent, libuv) and two bare loops.
+#
 # With --repeat R each configuration runs R times and the table shows the run
 # with the median msgs/s.  Raw results, every run, go to a CSV file (default
 # DIR/tests/bench/results.csv).  At the end, for each backend,

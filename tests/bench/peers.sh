@@ -158,7 +158,7 @@ bench_setup
 
 # "name|what it is|how to run it": @N@ is --server-threads; "peer:PROG"
 # runs tests/bench/peers/PROG, "taxi:BACKEND" runs echo_server once it has
-# listed BACKEND (readiness or completion backend), "-" needs nothing.
+# listed BACKEND (readiness or completion backend).
 n=$server_threads
 SERVERS=(
   "asio|Boost.Asio, io_context run by $n threads|peer:asio_echo --threads @N@"
@@ -217,6 +217,10 @@ if [ ${#names[@]} -eq 0 ]; then
   echo "peers: no server to run" >&2
   exit 2
 fi
+case " ${names[*]} " in
+  *" $REFERENCE "*) ;;
+  *) echo "peers: note: $REFERENCE does not run, so the tables show no ratios" >&2 ;;
+esac
 
 # ---- descriptors and ports --------------------------------------------------
 

@@ -8,6 +8,11 @@
 #   ./dev.sh build    only configure and build (in ./build)
 #   ./dev.sh win32    cross-build for Windows with MinGW-w64 (in
 #                     ./build-win32) and run the whole test suite under wine
+#   ./dev.sh bench-peers [OPTIONS]
+#                     install the peers' libraries, perf and gnuplot, build,
+#                     and run the echo benchmark against Boost.Asio,
+#                     libevent, libuv and the bare loops (make bench-peers;
+#                     OPTIONS go to tests/bench/peers.sh, e.g. --quick)
 #
 # Environment: BUILD_DIR (default: build), CONFIGURE_FLAGS (extra flags for
 # configure), JOBS (default: number of CPUs), WIN32_BUILD_DIR (default:
@@ -21,6 +26,10 @@ jobs=${JOBS:-$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)}
 # Debian packages the build and the tests need.
 packages=(build-essential autoconf automake libtool pkg-config libcunit1-dev liburing-dev
   libapr1-dev libaprutil1-dev)
+
+# What `make bench-peers` needs beyond those: the peers' libraries (and a
+# C++ compiler for Boost.Asio), perf for system calls, gnuplot for charts.
+bench_packages=(g++ libboost-dev libevent-dev libuv1-dev linux-perf gnuplot-nox)
 
 deps() {
   command -v dpkg-query >/dev/null 2>&1 || return 0
@@ -99,8 +108,16 @@ case "${1:-}" in
     check_and_total
     ;;
   win32) win32 ;;
+  bench-peers)
+    shift
+    deps "${bench_packages[@]}"
+    build
+    # Again: the peers' libraries may have come after the first configure.
+    ./config.status --recheck >/dev/null && ./config.status >/dev/null
+    make -j"$jobs" bench-peers PEERS_FLAGS="$*"
+    ;;
   *)
-    sed -n '2,16p' "$0"
+    sed -n '2,21p' "$0"
     exit 2
     ;;
 esac

@@ -46,6 +46,9 @@
 # on the first (native) backend.  The APR methods named "apr:METHOD" run only
 # when asked for with --backend.
 #
+# tests/bench/peers.sh (make bench-peers) runs taxi beside echo servers on
+# other event libraries (Boost.Asio, libevent, libuv) and two bare loops.
+#
 # With --repeat R each configuration runs R times and the table shows the run
 # with the median msgs/s.  Raw results, every run, go to a CSV file (default
 # DIR/tests/bench/results.csv).  At the end, for each backend,
@@ -65,9 +68,10 @@ set -u
 
 # ---- snapshot mode (run by loadgen's hooks) --------------------------------
 
-# snapshot PID COUNTFILE OUT - append "utime stime vcsw nvcsw allocs" for the
-# server PID to OUT.  COUNTFILE is the preload's output file, or "" if the
-# server does not count allocations (allocs is then "-").
+# snapshot PID COUNTFILE OUT - append "utime stime vcsw nvcsw allocs sys" for
+# the server PID to OUT.  COUNTFILE is the preload's output file, or "" if
+# the server does not count allocations (allocs is then "-"); sys is 0 the
+# first time and "perf" the second (see syscall_counter), or "-".
 snapshot() {
   local pid=$1 countfile=$2 out=$3 allocs=- before=0 now=0 n stat rest ctx
   local sys=-
@@ -105,28 +109,57 @@ snapshot() {
 
 # syscall_counter PID STATE - at the first call, start counting PID's system
 # calls with perf (its threads as of now: the pools are running by then) and
-# print 0; at the second, stop perf and print the count.  Prints "-" when
-# perf is missing or cannot attach.
+# print 0 once perf counts; at the second, stop counting, ask perf to exit
+# and print "perf": perf writes the count to STATE.out as it exits, which
+# takes it a second or so, and perf_syscalls in run.sh reads it once the
+# server has stopped.  Prints "-" when perf is missing or cannot attach.
+#
+# perf starts with its counter disabled and takes "enable" and "disable"
+# through a control FIFO (STATE.ctl), answering each on STATE.ack once
+# done, so the count covers exactly the time between the two calls.
 syscall_counter() {
-  local pid=$1 state=$2 perf_pid n count
+  local pid=$1 state=$2
   if [ ! -e "$state" ]; then
-    if ! command -v perf >/dev/null 2>&1; then echo - >"$state"; echo -; return; fi
+    if ! command -v perf >/dev/null 2>&1 ||
+      ! mkfifo "$state.ctl" "$state.ack" 2>/dev/null; then
+      echo - >"$state"
+      echo -
+      return
+    fi
     perf stat -e raw_syscalls:sys_enter -x, -o "$state.out" -p "$pid" \
-      </dev/null >/dev/null 2>&1 &
+      -D -1 --control "fifo:$state.ctl,$state.ack" \
+      </dev/null >/dev/null 2>"$state.err" &
     echo $! >"$state"
-    sleep 0.2 # let it attach before the measured phase starts
-    echo 0
+    perf_command "$state" enable && echo 0 && return
+    kill -KILL "$(cat "$state")" 2>/dev/null
+    echo - >"$state"
+    echo -
     return
   fi
-  perf_pid=$(cat "$state")
-  [ "$perf_pid" = - ] && { echo -; return; }
-  kill -INT "$perf_pid" 2>/dev/null
-  for ((n = 0; n < 100; n++)); do
-    kill -0 "$perf_pid" 2>/dev/null || break
-    sleep 0.02
+  [ "$(cat "$state")" = - ] && { echo -; return; }
+  if perf_command "$state" disable; then
+    kill -INT "$(cat "$state")" 2>/dev/null # it stops while the run ends
+    echo perf
+  else
+    echo -
+  fi
+}
+
+# perf_command STATE COMMAND - send perf a control command and wait (5 s at
+# most, less if perf dies: it cannot attach, say) for its answer.  The
+# FIFOs are opened read-write so that neither open blocks should perf be
+# gone.
+perf_command() {
+  local answer='' pid n
+  pid=$(cat "$1")
+  exec 8<>"$1.ctl" 9<>"$1.ack"
+  echo "$2" >&8
+  for ((n = 0; n < 50; n++)); do
+    read -r -t 0.1 answer <&9 && break
+    kill -0 "$pid" 2>/dev/null || break
   done
-  count=$(awk -F, '/raw_syscalls:sys_enter/ { print $1 }' "$state.out" 2>/dev/null)
-  [[ $count =~ ^[0-9]+$ ]] && echo "$count" || echo -
+  exec 8>&- 9<&-
+  [ "$answer" = ack ]
 }
 
 if [ "${1:-}" = --snapshot ]; then
@@ -249,247 +282,26 @@ if [ ! -f "$preload" ]; then
   echo "bench: note: $preload not built; no allocation counts" >&2
   preload=
 fi
-have_proc=0
-[ -r /proc/self/stat ] && [ -d /proc/self/task ] && have_proc=1
-clk_tck=$(getconf CLK_TCK 2>/dev/null || echo 100)
-usr2=$(kill -l USR2)
+bench_name=bench
+snapshot_script=$script
+# shellcheck source=tests/bench/run.sh
+. "$(dirname "$script")/run.sh"
+bench_setup
 
-# Per-run time limits, in seconds.
-start_limit=10
-stop_limit=10
-# loadgen enforces its own limit; this watchdog is the backstop.
-loadgen_limit=$(awk -v w="$warmup" -v d="$duration" 'BEGIN { print int(w + d + 20) }')
-watchdog_limit=$((loadgen_limit + 15))
-
-# ---- process hygiene --------------------------------------------------------
-
-work=$(mktemp -d "${TMPDIR:-/tmp}/taxi-bench.XXXXXX") || exit 1
-server_pid='' loadgen_pid=''
-
-kill_pid() { # PID: kill and reap one of our children, if still there
-  if [ -n "$1" ] && kill -0 "$1" 2>/dev/null; then
-    kill -KILL "$1" 2>/dev/null
-  fi
-  [ -n "$1" ] && wait "$1" 2>/dev/null
-}
-# shellcheck disable=SC2317 # reached through the trap
-cleanup() {
-  kill_pid "$loadgen_pid"
-  kill_pid "$server_pid"
-  loadgen_pid='' server_pid=''
-  rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-# wait_bounded PID SECONDS - wait for child PID; set $wait_status to its exit
-# status.  If it runs longer than SECONDS, kill it and return 1.
-wait_bounded() {
-  local pid=$1 ticks=$(($2 * 10)) guard
-  rm -f "$work/killed"
-  (
-    trap - INT TERM
-    while [ "$ticks" -gt 0 ]; do
-      sleep 0.1
-      kill -0 "$pid" 2>/dev/null || exit 0
-      ticks=$((ticks - 1))
-    done
-    : >"$work/killed"
-    kill -KILL "$pid" 2>/dev/null
-  ) >/dev/null 2>&1 &
-  guard=$!
-  wait "$pid" 2>/dev/null # no "Killed" job notices: callers report
-  wait_status=$?
-  kill -KILL "$guard" 2>/dev/null
-  wait "$guard" 2>/dev/null
-  [ ! -e "$work/killed" ]
-}
-
-# Quote for sh -c.
-q() { printf "'%s'" "${1//\'/\'\\\'\'}"; }
-
-# Does PID catch SIGUSR2 (the preload's handler is installed)?
-catches_usr2() {
-  local mask
-  mask=$(awk '/^SigCgt:/ { print $2 }' "/proc/$1/status" 2>/dev/null)
-  [ -n "$mask" ] && (((16#$mask >> (usr2 - 1)) & 1))
-}
-
-# Show the start of a step's output, indented.
-show() {
-  local n
-  [ -s "$1" ] || return 0
-  sed -n '1,20s/^/    | /p' "$1" >&2
-  n=$(wc -l <"$1")
-  [ "$n" -le 20 ] || echo "    | ... ($((n - 20)) more lines)" >&2
-}
-
-json_field() { # FILE NAME: a number from loadgen's JSON line
-  sed -n "s/.*\"$2\":\\([-0-9.eE+]*\\).*/\\1/p" "$1" | head -n 1
-}
-
-# ---- one run ----------------------------------------------------------------
-
-# run_one BACKEND LABEL ARGS - sets r_status (ok, n/a, FAILED), r_note and
-# the r_* metrics.
+# run_one BACKEND LABEL ARGS - one configuration of echo_server (or of the
+# APR server); sets r_status (ok, n/a, FAILED), r_note and the r_* metrics
+# (see run_server in run.sh).
 run_one() {
-  local backend=$1 label=$2 args=$3 tag out err countfile snapfile line port
-  local status hook lg_status
+  local backend=$1 label=$2 args=$3
   local -a argv
-  r_status=FAILED r_note='' r_msgs='' r_rate='' r_p50='' r_p99='' r_p999='' r_max=''
-  r_cpu='' r_utime='' r_stime='' r_vcsw='' r_nvcsw='' r_ctx='' r_allocs='' r_seconds=''
-  r_sys=''
-  tag=$backend.${label//\//-}
-  out=$work/$tag.server.out err=$work/$tag.server.err
-  countfile=$work/$tag.malloc snapfile=$work/$tag.snap
-  : >"$out"
-  : >"$snapfile"
   read -r -a argv <<<"${args//@N@/$server_threads}"
-  # echo_server, or a peer server, which chooses its own backend.
-  local prog=$server
-  local -a pre=(--backend "$backend")
-  if [ "$label" = apr_server ]; then
-    prog=$apr_server pre=()
-  fi
-
-  if [ -n "$preload" ]; then
-    : >"$countfile"
-    LD_PRELOAD="$preload${LD_PRELOAD:+ $LD_PRELOAD}" \
-      MALLOC_COUNT_FILE="$countfile" \
-      "$prog" --port 0 "${pre[@]}" "${argv[@]}" \
-      </dev/null >"$out" 2>"$err" &
+  if [ "$label" = apr_server ]; then # chooses its own backend
+    run_server "$backend $label" "$connections" "$client_threads" "$size" \
+      "$warmup" "$duration" "$apr_server" --port 0 "${argv[@]}"
   else
-    "$prog" --port 0 "${pre[@]}" "${argv[@]}" \
-      </dev/null >"$out" 2>"$err" &
+    run_server "$backend $label" "$connections" "$client_threads" "$size" \
+      "$warmup" "$duration" "$server" --port 0 --backend "$backend" "${argv[@]}"
   fi
-  server_pid=$!
-
-  # Wait for "echo_server: backend=NAME listening on HOST:PORT".
-  local ticks=$((start_limit * 20))
-  port=''
-  while :; do
-    line=$(sed -n 1p "$out")
-    case $line in
-      *" listening on "*:*) port=${line##*:}; break ;;
-    esac
-    if ! kill -0 "$server_pid" 2>/dev/null; then
-      wait "$server_pid" 2>/dev/null
-      status=$?
-      server_pid=''
-      r_note=$(head -n 1 "$err")
-      r_note=${r_note#*_server: }
-      if [ "$status" -ge 1 ] && [ "$status" -lt 128 ]; then
-        r_status=n/a
-        [ -n "$r_note" ] || r_note="refused (exit $status)"
-      else
-        r_note="exited with status $status before listening${r_note:+: $r_note}"
-        show "$err"
-      fi
-      return 1
-    fi
-    ticks=$((ticks - 1))
-    if [ "$ticks" -lt 0 ]; then
-      r_note="did not start within $start_limit s"
-      kill_pid "$server_pid"
-      server_pid=''
-      return 1
-    fi
-    sleep 0.05
-  done
-  if ! [[ $port =~ ^[0-9]+$ ]]; then
-    r_note="cannot read the port from: $line"
-    kill_pid "$server_pid"
-    server_pid=''
-    return 1
-  fi
-
-  local cf=
-  if [ -n "$preload" ] && [ "$have_proc" = 1 ] && catches_usr2 "$server_pid"; then
-    cf=$countfile
-  elif [ -n "$preload" ]; then
-    r_note="no allocation counts (SIGUSR2 not caught)"
-  fi
-  hook="bash $(q "$script") --snapshot $server_pid $(q "$cf") $(q "$snapfile")"
-
-  "$loadgen" --port "$port" --connections "$connections" \
-    --threads "$client_threads" --size "$size" --duration "$duration" \
-    --warmup "$warmup" --time-limit "$loadgen_limit" --json \
-    --on-measure-start "$hook" --on-measure-end "$hook" \
-    </dev/null >"$work/$tag.loadgen.out" 2>"$work/$tag.loadgen.err" &
-  loadgen_pid=$!
-  if wait_bounded "$loadgen_pid" "$watchdog_limit"; then
-    lg_status=$wait_status
-  else
-    lg_status=killed
-  fi
-  loadgen_pid=''
-
-  # Stop the server as a user would; it must report and exit 0.
-  local fail=''
-  kill -INT "$server_pid" 2>/dev/null
-  if wait_bounded "$server_pid" "$stop_limit"; then
-    status=$wait_status
-    if [ "$status" -ne 0 ]; then
-      fail="the server exited with status $status"
-    elif ! grep -q '^[a-z_]*: stopped' "$out"; then
-      fail="the server did not report stopping"
-    fi
-  else
-    fail="the server did not stop within $stop_limit s of SIGINT"
-  fi
-  server_pid=''
-  if [ "$lg_status" != 0 ]; then
-    fail="loadgen failed (status $lg_status)${fail:+; $fail}"
-    echo "bench: $backend $label: loadgen's messages:" >&2
-    show "$work/$tag.loadgen.err"
-  fi
-  if [ -n "$fail" ]; then
-    r_note=$fail
-    echo "bench: $backend $label: the server's messages:" >&2
-    show "$err"
-    return 1
-  fi
-
-  local j=$work/$tag.loadgen.out
-  r_msgs=$(json_field "$j" messages)
-  r_rate=$(json_field "$j" msgs_per_s)
-  r_p50=$(json_field "$j" p50_us)
-  r_p99=$(json_field "$j" p99_us)
-  r_p999=$(json_field "$j" p999_us)
-  r_max=$(json_field "$j" max_us)
-  r_seconds=$(json_field "$j" duration_s)
-  if [ -z "$r_msgs" ] || [ "$r_msgs" -eq 0 ]; then
-    r_note="loadgen measured no messages"
-    show "$work/$tag.loadgen.err"
-    return 1
-  fi
-
-  if [ "$(wc -l <"$snapfile")" -eq 2 ]; then
-    read -r -a s1 < <(sed -n 1p "$snapfile")
-    read -r -a s2 < <(sed -n 2p "$snapfile")
-    eval "$(awk -v m="$r_msgs" -v hz="$clk_tck" \
-      -v u1="${s1[0]}" -v t1="${s1[1]}" -v v1="${s1[2]}" -v n1="${s1[3]}" \
-      -v a1="${s1[4]}" -v u2="${s2[0]}" -v t2="${s2[1]}" -v v2="${s2[2]}" \
-      -v n2="${s2[3]}" -v a2="${s2[4]}" -v y1="${s1[5]:--}" -v y2="${s2[5]:--}" '
-      function num(x) { return x ~ /^[0-9]+$/ }
-      BEGIN {
-        if (num(u1) && num(u2)) {
-          printf "r_utime=%.3f r_stime=%.3f r_cpu=%.3f\n",
-            (u2 - u1) * 1e6 / hz / m, (t2 - t1) * 1e6 / hz / m,
-            ((u2 - u1) + (t2 - t1)) * 1e6 / hz / m
-          printf "r_vcsw=%.4f r_nvcsw=%.4f r_ctx=%.4f\n",
-            (v2 - v1) / m, (n2 - n1) / m, ((v2 - v1) + (n2 - n1)) / m
-        }
-        if (num(a1) && num(a2)) printf "r_allocs=%.4f\n", (a2 - a1) / m
-        if (num(y1) && num(y2)) printf "r_sys=%.4f\n", (y2 - y1) / m
-      }')"
-  else
-    r_note="no server snapshots"
-    show "$work/$tag.loadgen.err"
-  fi
-  r_status=ok
-  return 0
 }
 
 # ---- main -------------------------------------------------------------------

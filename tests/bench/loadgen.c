@@ -5,14 +5,23 @@
  *     loadgen --port P [--host 127.0.0.1] [--connections C] [--threads T]
  *             [--size S] [--duration SEC | --messages M] [--warmup SEC]
  *             [--time-limit SEC] [--on-measure-start CMD]
- *             [--on-measure-end CMD] [--json]
+ *             [--on-measure-end CMD] [--poller epoll|poll] [--json]
  *
  * Opens C connections (default 64) to an echo server and spreads them over
  * T client threads (default 2).  Each connection plays ping-pong: it sends
  * one S-byte message (default 64), waits for all S bytes to come back,
  * checks them byte for byte, records the round trip's latency and starts
  * the next one at once.  Each thread drives its connections, non-blocking,
- * with poll().
+ * with epoll where it exists (Linux) and poll() elsewhere (or when asked
+ * with --poller poll).  poll() looks at every connection on every call, so
+ * with thousands of them the generator rather than the server would set the
+ * pace; epoll looks only at the ready ones.  The descriptor limit
+ * (RLIMIT_NOFILE) is raised up to the hard limit when the connections need
+ * it.
+ *
+ * The connections are opened first, in batches of 128: each sends one byte
+ * and waits for its echo before the next batch is opened, so that the
+ * server's listen queue never overflows (see open_connections()).
  *
  * The run has two phases.  During the warm-up (default 1 s) nothing is
  * counted.  Then the generator stops sending, waits for every round trip in
@@ -67,11 +76,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#ifdef __linux__
+#include <sys/epoll.h>
+#define HAVE_EPOLL 1
+#else
+#define HAVE_EPOLL 0
+#endif
 
 #ifndef MSG_NOSIGNAL
 #define MSG_NOSIGNAL 0 /* SIGPIPE is ignored as well, see main() */
@@ -84,6 +101,17 @@
 #define MAX_CONNECTIONS 100000L
 #define MAX_THREADS 256L
 #define MAX_SIZE (16L * 1024 * 1024)
+
+/* Connections opened before the server must have accepted them all, and
+ * the byte each then sends to see it echoed. */
+#define CONNECT_BATCH 128
+#define PROBE_BYTE 0x5a
+
+/* Ready connections taken from epoll per call. */
+#define EPOLL_BATCH 256
+
+/* Descriptors beyond the connections (stdio, epoll, hooks, the resolver). */
+#define SPARE_DESCRIPTORS 32
 
 /* How long a thread's poll() sleeps at most, so that it notices phase
  * changes while its connections are quiet. */
@@ -222,6 +250,7 @@ struct options {
   long long messages; /* 0: run for `duration` instead */
   const char *on_start, *on_end;
   int json;
+  int use_epoll; /* else poll() */
 };
 
 static struct options opt;
@@ -243,6 +272,7 @@ struct conn {
   long id;
   int busy;     /* a round trip is in flight */
   int measured; /* ... and it started during the measurement */
+  int want_out; /* epoll: waiting for writability too */
   size_t sent, received;
   uint64_t seq;           /* round trips started on this connection */
   long long quota;        /* --messages: measured round trips left to start */
@@ -263,7 +293,12 @@ struct client_thread {
   long index;
   struct conn *conns;
   long nconns;
-  struct pollfd *pfds;
+  long in_flight;      /* connections with a round trip in flight */
+  struct pollfd *pfds; /* poll() */
+#if HAVE_EPOLL
+  int epfd; /* epoll: each connection registered, data = its index */
+  struct epoll_event *events;
+#endif
   struct histogram *hist;
   struct thread_stats st;
   int64_t last_measured; /* when its last measured round trip completed */
@@ -280,12 +315,13 @@ static void report_error(const struct conn *c, const char *fmt, ...) {
   fputc('\n', stderr);
 }
 
-static void conn_kill(struct conn *c) {
+static void conn_kill(struct client_thread *t, struct conn *c) {
   if (c->fd >= 0) {
-    close(c->fd);
+    close(c->fd); /* which also takes it out of the epoll set */
     c->fd = -1;
     atomic_fetch_sub(&live_connections, 1);
   }
+  if (c->busy) t->in_flight--;
   c->busy = 0;
 }
 
@@ -298,7 +334,27 @@ static void conn_failed_io(struct client_thread *t, struct conn *c,
     t->st.io_errors++;
     report_error(c, "%s: %s", what, strerror(err));
   }
-  conn_kill(c);
+  conn_kill(t, c);
+}
+
+/* With epoll, wait for writability only while a message is half sent
+ * (rare: the socket buffer takes a whole message almost always). */
+static void conn_want_output(struct client_thread *t, struct conn *c, int on) {
+#if HAVE_EPOLL
+  struct epoll_event ev;
+  if (!opt.use_epoll || c->fd < 0 || c->want_out == on) return;
+  memset(&ev, 0, sizeof ev);
+  ev.events = EPOLLIN | (on ? EPOLLOUT : 0);
+  ev.data.u64 = (uint64_t)(c - t->conns);
+  if (epoll_ctl(t->epfd, EPOLL_CTL_MOD, c->fd, &ev) == 0)
+    c->want_out = on;
+  else
+    conn_failed_io(t, c, "epoll_ctl", errno);
+#else
+  (void)t;
+  (void)c;
+  (void)on;
+#endif
 }
 
 /* Fill the next message: noise from the connection's pattern at an offset
@@ -318,13 +374,17 @@ static int conn_send(struct client_thread *t, struct conn *c, size_t size) {
     ssize_t n = send(c->fd, c->out + c->sent, size - c->sent, MSG_NOSIGNAL);
     if (n < 0) {
       if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        conn_want_output(t, c, 1);
+        return c->fd < 0 ? -1 : 0;
+      }
       conn_failed_io(t, c, "send", errno);
       return -1;
     }
     c->sent += (size_t)n;
   }
-  return 0;
+  conn_want_output(t, c, 0);
+  return c->fd < 0 ? -1 : 0;
 }
 
 static void conn_start(struct client_thread *t, struct conn *c, int measured,
@@ -332,6 +392,7 @@ static void conn_start(struct client_thread *t, struct conn *c, int measured,
   size_t size = (size_t)opt.size;
   conn_prepare(c, size);
   c->busy = 1;
+  t->in_flight++;
   c->measured = measured;
   c->started_at = now;
   if (measured && opt.messages > 0) c->quota--;
@@ -355,11 +416,11 @@ static int conn_receive(struct client_thread *t, struct conn *c) {
       } else if (n == 0) {
         t->st.resets++;
         report_error(c, "the server closed the connection");
-        conn_kill(c);
+        conn_kill(t, c);
       } else {
         t->st.mismatches++;
         report_error(c, "unexpected bytes while no message was in flight");
-        conn_kill(c);
+        conn_kill(t, c);
       }
       return 0;
     }
@@ -375,14 +436,14 @@ static int conn_receive(struct client_thread *t, struct conn *c) {
       report_error(c,
                    "the server closed the connection (%zu of %zu bytes back)",
                    c->received, size);
-      conn_kill(c);
+      conn_kill(t, c);
       return 0;
     }
     if (c->received + (size_t)n > c->sent) {
       t->st.mismatches++;
       report_error(c, "%zu bytes came back, only %zu were sent",
                    c->received + (size_t)n, c->sent);
-      conn_kill(c);
+      conn_kill(t, c);
       return 0;
     }
     if (memcmp(c->in + c->received, c->out + c->received, (size_t)n) != 0) {
@@ -391,7 +452,7 @@ static int conn_receive(struct client_thread *t, struct conn *c) {
       t->st.mismatches++;
       report_error(c, "byte %zu came back as 0x%02x, sent 0x%02x", at,
                    c->in[at], c->out[at]);
-      conn_kill(c);
+      conn_kill(t, c);
       return 0;
     }
     c->received += (size_t)n;
@@ -401,92 +462,160 @@ static int conn_receive(struct client_thread *t, struct conn *c) {
 
 /* ---- a client thread ----------------------------------------------------- */
 
+/* Connection c reported revents (POLLIN, POLLOUT, POLLERR, POLLHUP,
+ * POLLNVAL): finish its round trip if the echo is complete, and start the
+ * next one at once if the phase allows. */
+static void conn_ready(struct client_thread *t, struct conn *c, short re) {
+  size_t size = (size_t)opt.size;
+  if (re == 0 || c->fd < 0) return;
+  if (re & POLLNVAL) {
+    t->st.io_errors++;
+    report_error(c, "poll: the descriptor is not open");
+    c->fd = -1;
+    if (c->busy) t->in_flight--;
+    c->busy = 0;
+    atomic_fetch_sub(&live_connections, 1);
+    return;
+  }
+  /* An error or hang-up shows up as such from recv or send. */
+  if ((re & (POLLIN | POLLHUP | POLLERR)) && conn_receive(t, c)) {
+    int64_t end = now_ns();
+    enum phase p = (enum phase)(atomic_load(&state) & 0xff);
+    c->busy = 0;
+    t->in_flight--;
+    if (c->measured) {
+      hist_record(t->hist, (uint64_t)(end - c->started_at));
+      t->st.messages++;
+      if (p == PHASE_MEASURE) t->st.in_window++;
+      t->last_measured = end;
+    } else {
+      t->st.warmup_messages++;
+    }
+    /* Start the next round trip right away if allowed: the socket is
+     * almost certainly writable, so this saves a wait. */
+    if ((p == PHASE_WARMUP || p == PHASE_MEASURE) &&
+        !(p == PHASE_MEASURE && opt.messages > 0 && c->quota <= 0))
+      conn_start(t, c, p == PHASE_MEASURE, end);
+  }
+  if (c->fd >= 0 && c->busy && c->sent < size && (re & POLLOUT))
+    (void)conn_send(t, c, size);
+}
+
+/* Wait up to POLL_TICK_MS for the connections with poll() and handle what
+ * is ready.  Returns -1 on a failure of poll itself. */
+static int turn_poll(struct client_thread *t) {
+  size_t size = (size_t)opt.size;
+  long i;
+  int rc;
+  for (i = 0; i < t->nconns; i++) {
+    const struct conn *c = &t->conns[i];
+    t->pfds[i].fd = c->fd; /* negative: ignored by poll */
+    t->pfds[i].events = POLLIN;
+    t->pfds[i].revents = 0;
+    if (c->fd >= 0 && c->busy && c->sent < size) t->pfds[i].events |= POLLOUT;
+  }
+  rc = poll(t->pfds, (nfds_t)t->nconns, POLL_TICK_MS);
+  if (rc < 0) {
+    if (errno == EINTR) return 0;
+    fprintf(stderr, "loadgen: poll: %s\n", strerror(errno));
+    return -1;
+  }
+  for (i = 0; rc > 0 && i < t->nconns; i++)
+    conn_ready(t, &t->conns[i], t->pfds[i].revents);
+  return 0;
+}
+
+#if HAVE_EPOLL
+/* The same with epoll: only the ready connections are looked at. */
+static int turn_epoll(struct client_thread *t) {
+  int i, n = epoll_wait(t->epfd, t->events, EPOLL_BATCH, POLL_TICK_MS);
+  if (n < 0) {
+    if (errno == EINTR) return 0;
+    fprintf(stderr, "loadgen: epoll_wait: %s\n", strerror(errno));
+    return -1;
+  }
+  for (i = 0; i < n; i++) {
+    uint32_t ev = t->events[i].events;
+    short re = (short)(((ev & EPOLLIN) ? POLLIN : 0) |
+                       ((ev & EPOLLOUT) ? POLLOUT : 0) |
+                       ((ev & EPOLLERR) ? POLLERR : 0) |
+                       ((ev & EPOLLHUP) ? POLLHUP : 0));
+    conn_ready(t, &t->conns[t->events[i].data.u64], re);
+  }
+  return 0;
+}
+
+/* Register the thread's connections with a new epoll set. */
+static int epoll_setup(struct client_thread *t) {
+  long i;
+  t->epfd = epoll_create1(EPOLL_CLOEXEC);
+  t->events = calloc(EPOLL_BATCH, sizeof *t->events);
+  if (t->epfd < 0 || t->events == NULL) {
+    fprintf(stderr, "loadgen: epoll set: %s\n",
+            t->epfd < 0 ? strerror(errno) : "out of memory");
+    return -1;
+  }
+  for (i = 0; i < t->nconns; i++) {
+    struct epoll_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.events = EPOLLIN;
+    ev.data.u64 = (uint64_t)i;
+    if (epoll_ctl(t->epfd, EPOLL_CTL_ADD, t->conns[i].fd, &ev) < 0) {
+      fprintf(stderr, "loadgen: epoll_ctl: %s\n", strerror(errno));
+      return -1;
+    }
+  }
+  return 0;
+}
+#endif
+
 static void *client_main(void *arg) {
   struct client_thread *t = arg;
-  uint64_t acked = UINT64_MAX; /* the state last acknowledged */
-  int done = 0;                /* --messages share completed */
-  size_t size = (size_t)opt.size;
+  uint64_t acked = UINT64_MAX;   /* the state last acknowledged */
+  uint64_t started = UINT64_MAX; /* the state idle connections started in */
+  int done = 0;                  /* --messages share completed */
 
   for (;;) {
     uint64_t s = atomic_load(&state);
     enum phase p = (enum phase)(s & 0xff);
-    int may_send = p == PHASE_WARMUP || p == PHASE_MEASURE;
     int measuring = p == PHASE_MEASURE;
-    long i, in_flight = 0;
-    int64_t now = now_ns();
     int rc;
 
     if (p == PHASE_EXIT) break;
 
-    /* Start round trips on idle connections, build the poll set. */
-    for (i = 0; i < t->nconns; i++) {
-      struct conn *c = &t->conns[i];
-      if (c->fd >= 0 && !c->busy && may_send &&
-          !(measuring && opt.messages > 0 && c->quota <= 0))
-        conn_start(t, c, measuring, now);
-      t->pfds[i].fd = c->fd; /* negative: ignored by poll */
-      t->pfds[i].events = POLLIN;
-      t->pfds[i].revents = 0;
-      if (c->fd >= 0 && c->busy) {
-        in_flight++;
-        if (c->sent < size) t->pfds[i].events |= POLLOUT;
+    /* A connection left idle only because the phase forbade sending (or
+     * its --messages quota ran out) waits for the next phase: start them
+     * all when it comes.  The others restart as their echo completes. */
+    if (s != started) {
+      long i;
+      int64_t now = now_ns();
+      started = s;
+      for (i = 0; i < t->nconns && (p == PHASE_WARMUP || measuring); i++) {
+        struct conn *c = &t->conns[i];
+        if (c->fd >= 0 && !c->busy &&
+            !(measuring && opt.messages > 0 && c->quota <= 0))
+          conn_start(t, c, measuring, now);
       }
     }
 
-    if (in_flight == 0) {
+    if (t->in_flight == 0) {
       if ((p == PHASE_PAUSE || p == PHASE_STOP) && acked != s) {
         acked = s;
         atomic_fetch_add(&acks, 1);
-      } else if (p == PHASE_MEASURE && opt.messages > 0 && !done) {
+      } else if (measuring && opt.messages > 0 && !done) {
         done = 1;
         atomic_fetch_add(&finished, 1);
       }
     }
 
-    rc = poll(t->pfds, (nfds_t)t->nconns, POLL_TICK_MS);
+#if HAVE_EPOLL
+    rc = opt.use_epoll ? turn_epoll(t) : turn_poll(t);
+#else
+    rc = turn_poll(t);
+#endif
     if (rc < 0) {
-      if (errno == EINTR) continue;
-      fprintf(stderr, "loadgen: poll: %s\n", strerror(errno));
       t->st.io_errors++;
       break;
-    }
-    if (rc == 0) continue;
-
-    for (i = 0; i < t->nconns; i++) {
-      struct conn *c = &t->conns[i];
-      short re = t->pfds[i].revents;
-      if (re == 0 || c->fd < 0) continue;
-      if (re & POLLNVAL) {
-        t->st.io_errors++;
-        report_error(c, "poll: the descriptor is not open");
-        c->fd = -1;
-        c->busy = 0;
-        atomic_fetch_sub(&live_connections, 1);
-        continue;
-      }
-      /* An error or hang-up shows up as such from recv or send. */
-      if (re & (POLLIN | POLLHUP | POLLERR)) {
-        if (conn_receive(t, c)) {
-          int64_t end = now_ns();
-          c->busy = 0;
-          p = (enum phase)(atomic_load(&state) & 0xff);
-          if (c->measured) {
-            hist_record(t->hist, (uint64_t)(end - c->started_at));
-            t->st.messages++;
-            if (p == PHASE_MEASURE) t->st.in_window++;
-            t->last_measured = end;
-          } else {
-            t->st.warmup_messages++;
-          }
-          /* Start the next round trip right away if allowed: the socket is
-           * almost certainly writable, so this saves a poll. */
-          if ((p == PHASE_WARMUP || p == PHASE_MEASURE) &&
-              !(p == PHASE_MEASURE && opt.messages > 0 && c->quota <= 0))
-            conn_start(t, c, p == PHASE_MEASURE, end);
-        }
-      }
-      if (c->fd >= 0 && c->busy && c->sent < size && (re & POLLOUT))
-        (void)conn_send(t, c, size);
     }
   }
   return NULL;
@@ -561,6 +690,25 @@ static int run_hook(const char *which, const char *cmd) {
   return 0;
 }
 
+/* Make room for `want` descriptors: raise the soft limit, up to the hard
+ * one, if it is lower.  Returns -1 with a message if that is not enough. */
+static int raise_fd_limit(long want) {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return 0; /* try anyway */
+  if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= (rlim_t)want) return 0;
+  rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= (rlim_t)want
+                    ? (rlim_t)want
+                    : rl.rlim_max;
+  if (setrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur >= (rlim_t)want)
+    return 0;
+  fprintf(stderr,
+          "loadgen: %ld connections need %ld descriptors, and the limit is "
+          "%llu (hard limit %llu)\n",
+          opt.connections, want, (unsigned long long)rl.rlim_cur,
+          (unsigned long long)rl.rlim_max);
+  return -1;
+}
+
 static int connect_one(const struct addrinfo *ai, int *out) {
   int fd = -1, one = 1, err = 0, flags;
   const struct addrinfo *a;
@@ -592,6 +740,92 @@ static int connect_one(const struct addrinfo *ai, int *out) {
   return 0;
 }
 
+/* Wait until every connection of conns[0 .. n) has had its probe byte
+ * echoed.  Returns -1 with a message if one fails or the time runs out. */
+static int await_probes(struct conn *conns, long n, struct pollfd *pfds) {
+  long i, left = n;
+  int64_t limit = now_ns() + DRAIN_TIMEOUT_NS;
+  for (i = 0; i < n; i++) {
+    pfds[i].fd = conns[i].fd;
+    pfds[i].events = POLLIN;
+  }
+  while (left > 0) {
+    int64_t now = now_ns(), until = limit < deadline ? limit : deadline;
+    int rc;
+    if (now >= until) {
+      fprintf(stderr,
+              "loadgen: the server answered %ld of %ld new connections "
+              "within %lld s\n",
+              n - left, n, (long long)(DRAIN_TIMEOUT_NS / NSEC_PER_SEC));
+      return -1;
+    }
+    rc = poll(pfds, (nfds_t)n, (int)((until - now) / NSEC_PER_MSEC) + 1);
+    if (rc < 0 && errno != EINTR) {
+      fprintf(stderr, "loadgen: poll: %s\n", strerror(errno));
+      return -1;
+    }
+    for (i = 0; rc > 0 && i < n; i++) {
+      unsigned char byte;
+      ssize_t got;
+      if (pfds[i].fd < 0 || pfds[i].revents == 0) continue;
+      got = recv(pfds[i].fd, &byte, 1, 0);
+      if (got < 0 &&
+          (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+        continue;
+      if (got != 1 || byte != PROBE_BYTE) {
+        fprintf(stderr, "loadgen: connection %ld: %s\n", conns[i].id,
+                got < 0    ? strerror(errno)
+                : got == 0 ? "closed by the server before any echo"
+                           : "the first byte echoed is not the one sent");
+        return -1;
+      }
+      pfds[i].fd = -1;
+      left--;
+    }
+  }
+  return 0;
+}
+
+/*
+ * Open the connections in batches, and have the server echo one byte on
+ * each before opening the next batch.  A connection that completes its
+ * handshake while the server's listen queue is full is dropped by the
+ * server's kernel and retried a second or more later (the client's kernel
+ * thinks it open meanwhile), which would stall the run: the echo shows the
+ * server has accepted the batch, so the queue never holds more than one.
+ */
+static int open_connections(const struct addrinfo *ai, struct conn *conns) {
+  struct pollfd *pfds = calloc(CONNECT_BATCH, sizeof *pfds);
+  long first, i;
+  int rc = 0;
+  if (pfds == NULL) {
+    fprintf(stderr, "loadgen: out of memory\n");
+    return -1;
+  }
+  for (first = 0; rc == 0 && first < opt.connections; first += CONNECT_BATCH) {
+    long n = opt.connections - first;
+    if (n > CONNECT_BATCH) n = CONNECT_BATCH;
+    for (i = first; rc == 0 && i < first + n; i++) {
+      static const unsigned char probe = PROBE_BYTE;
+      int err;
+      if (connect_one(ai, &conns[i].fd) == 0) {
+        atomic_fetch_add(&live_connections, 1);
+        if (send(conns[i].fd, &probe, 1, MSG_NOSIGNAL) == 1) continue;
+      }
+      err = errno;
+      fprintf(stderr, "loadgen: connection %ld to %s port %s: %s%s\n", i,
+              opt.host, opt.port, strerror(err),
+              err == EADDRNOTAVAIL ? " (out of local ports? see "
+                                     "/proc/sys/net/ipv4/ip_local_port_range)"
+                                   : "");
+      rc = -1;
+    }
+    if (rc == 0) rc = await_probes(conns + first, n, pfds);
+  }
+  free(pfds);
+  return rc;
+}
+
 static void usage(FILE *out) {
   fprintf(out,
           "usage: loadgen --port P [--host ADDR] [--connections C] "
@@ -599,7 +833,8 @@ static void usage(FILE *out) {
           "               [--size S] [--duration SEC | --messages M] "
           "[--warmup SEC]\n"
           "               [--time-limit SEC] [--on-measure-start CMD]\n"
-          "               [--on-measure-end CMD] [--json]\n"
+          "               [--on-measure-end CMD] [--poller epoll|poll] "
+          "[--json]\n"
           "  --port P              the echo server's TCP port\n"
           "  --host ADDR           its address (default 127.0.0.1)\n"
           "  --connections C       concurrent connections (default 64)\n"
@@ -613,6 +848,8 @@ static void usage(FILE *out) {
           "                        warm-up + 300 with --messages)\n"
           "  --on-measure-start CMD  run CMD (sh -c) just before measuring\n"
           "  --on-measure-end CMD    run CMD just after measuring\n"
+          "  --poller epoll|poll   how threads wait (default: epoll where it\n"
+          "                        exists, else poll)\n"
           "  --json                print the result as one JSON object\n");
 }
 
@@ -678,6 +915,7 @@ static int parse_args(int argc, char **argv) {
   opt.duration = 5;
   opt.warmup = 1;
   opt.messages = 0;
+  opt.use_epoll = HAVE_EPOLL;
 
   while (i < argc) {
     const char *v;
@@ -725,6 +963,15 @@ static int parse_args(int argc, char **argv) {
     } else if (m == 0 &&
                (m = option(argc, argv, &i, "--on-measure-end", &v)) > 0) {
       opt.on_end = v;
+    } else if (m == 0 && (m = option(argc, argv, &i, "--poller", &v)) > 0) {
+      if (strcmp(v, "poll") == 0) {
+        opt.use_epoll = 0;
+      } else if (strcmp(v, "epoll") == 0 && HAVE_EPOLL) {
+        opt.use_epoll = 1;
+      } else {
+        fprintf(stderr, "loadgen: --poller: '%s' is not available here\n", v);
+        return -1;
+      }
     } else {
       if (m == 0) fprintf(stderr, "loadgen: unknown argument '%s'\n", argv[i]);
       return -1;
@@ -766,11 +1013,11 @@ int main(int argc, char **argv) {
   struct histogram *total = NULL;
   struct thread_stats sum;
   uint64_t generation = 0;
-  int64_t t_start = 0, t_end = 0, t_stop = 0, started;
+  int64_t t_start = 0, t_end = 0, t_stop = 0, started, warm_start = 0;
   long i, next;
   int rc, failed = 0, nstarted = 0;
   size_t per_conn;
-  double seconds, rate;
+  double seconds, rate, connect_seconds = 0;
   unsigned long long errors;
   FILE *human;
 
@@ -779,6 +1026,8 @@ int main(int argc, char **argv) {
     return EXIT_USAGE;
   }
   signal(SIGPIPE, SIG_IGN);
+  if (raise_fd_limit(opt.connections + opt.threads + SPARE_DESCRIPTORS) < 0)
+    return EXIT_ERROR;
   /* A backstop should the program hang where it does not look at the
    * clock (a hook that never returns): SIGALRM ends the process. */
   alarm((unsigned)opt.time_limit + 10);
@@ -805,6 +1054,9 @@ int main(int argc, char **argv) {
     fprintf(stderr, "loadgen: out of memory\n");
     return EXIT_ERROR;
   }
+#if HAVE_EPOLL
+  for (i = 0; i < opt.threads; i++) threads[i].epfd = -1;
+#endif
   for (i = 0; i < opt.connections; i++) {
     struct conn *c = &conns[i];
     uint32_t x = (uint32_t)(i + 1) * 0x9E3779B9u;
@@ -825,16 +1077,10 @@ int main(int argc, char **argv) {
                  (i < opt.messages % opt.connections ? 1 : 0);
   }
 
-  for (i = 0; i < opt.connections; i++) {
-    if (connect_one(ai, &conns[i].fd) < 0) {
-      fprintf(stderr, "loadgen: connection %ld to %s port %s: %s\n", i,
-              opt.host, opt.port, strerror(errno));
-      failed = 1;
-      break;
-    }
-    atomic_fetch_add(&live_connections, 1);
-  }
+  if (open_connections(ai, conns) < 0) failed = 1;
   freeaddrinfo(ai);
+  warm_start = now_ns(); /* the warm-up begins once all are open */
+  connect_seconds = (double)(warm_start - started) / 1e9;
   if (failed) goto report;
 
   /* Connections are dealt out in blocks: thread k has
@@ -849,9 +1095,15 @@ int main(int argc, char **argv) {
     t->conns = conns + next;
     t->nconns = n;
     next += n;
-    t->pfds = calloc((size_t)n, sizeof *t->pfds);
+#if HAVE_EPOLL
+    if (opt.use_epoll && epoll_setup(t) < 0) {
+      failed = 1;
+      break;
+    }
+#endif
+    if (!opt.use_epoll) t->pfds = calloc((size_t)n, sizeof *t->pfds);
     t->hist = calloc(1, sizeof *t->hist);
-    if (!t->pfds || !t->hist) {
+    if ((!opt.use_epoll && !t->pfds) || !t->hist) {
       fprintf(stderr, "loadgen: out of memory\n");
       failed = 1;
       break;
@@ -868,7 +1120,7 @@ int main(int argc, char **argv) {
 
   /* Warm up, then quiesce. */
   if (opt.warmup > 0) {
-    if (sleep_until(started + (int64_t)(opt.warmup * NSEC_PER_SEC)) < 0) {
+    if (sleep_until(warm_start + (int64_t)(opt.warmup * NSEC_PER_SEC)) < 0) {
       failed = 1;
       goto stop;
     }
@@ -924,6 +1176,10 @@ report:
     sum.io_errors += t->st.io_errors;
     free(t->pfds);
     free(t->hist);
+#if HAVE_EPOLL
+    if (t->epfd >= 0) close(t->epfd);
+    free(t->events);
+#endif
   }
   for (i = 0; i < opt.connections; i++)
     if (conns[i].fd >= 0) close(conns[i].fd);
@@ -953,15 +1209,17 @@ report:
     json_string(stdout, opt.host);
     printf(
         ",\"port\":%s,\"connections\":%ld,\"threads\":%ld,\"size\":%ld,"
-        "\"warmup_s\":%.3f,\"duration_s\":%.6f,\"messages\":%llu,"
+        "\"connect_s\":%.3f,\"warmup_s\":%.3f,\"duration_s\":%.6f,"
+        "\"messages\":%llu,"
         "\"window_messages\":%llu,"
         "\"warmup_messages\":%llu,\"msgs_per_s\":%.1f,"
         "\"mean_us\":%.2f,\"p50_us\":%.2f,\"p90_us\":%.2f,\"p99_us\":%.2f,"
         "\"p999_us\":%.2f,\"max_us\":%.2f,\"errors\":%llu,"
         "\"mismatches\":%llu,\"resets\":%llu,\"io_errors\":%llu,"
         "\"ok\":%s}\n",
-        opt.port, opt.connections, opt.threads, opt.size, opt.warmup, seconds,
-        (unsigned long long)sum.messages, (unsigned long long)sum.in_window,
+        opt.port, opt.connections, opt.threads, opt.size, connect_seconds,
+        opt.warmup, seconds, (unsigned long long)sum.messages,
+        (unsigned long long)sum.in_window,
         (unsigned long long)sum.warmup_messages, rate,
         total->total ? (double)total->sum / (double)total->total / 1e3 : 0.0,
         hist_quantile(total, 0.50) / 1e3, hist_quantile(total, 0.90) / 1e3,

@@ -1,0 +1,288 @@
+# SPDX-License-Identifier: Apache-2.0
+# shellcheck shell=bash
+# shellcheck disable=SC2034,SC2154 # r_* are for the caller, which sets the inputs
+# run.sh - one benchmark run: start an echo server, drive it with loadgen,
+# take the server's counters around the measured phase, stop it.  Sourced
+# by bench.sh and peers.sh, which set, before calling bench_setup:
+#
+#   bench_name       prefix of messages ("bench", "peers")
+#   loadgen          the loadgen program
+#   preload          tests/bench/.libs/malloc_count.so, or "" (no counts)
+#   snapshot_script  bench.sh, whose --snapshot mode loadgen's hooks run
+#
+# The server must print a first line ending in "listening on HOST:PORT",
+# stop on SIGINT with exit status 0 after printing a line "NAME: stopped
+# ...", and exit non-zero before listening if it refuses the configuration
+# (reported as n/a).  It runs with the malloc_count preload; loadgen quiesces
+# the load before and after the measured phase and runs the snapshot hook
+# each time (CPU time and context switches from /proc, allocations through
+# SIGUSR2 to the preload, system calls through perf), so that the
+# differences are the measured messages' work.
+#
+# Every step is bounded in time, and whatever was started is killed (by PID)
+# when the sourcing script exits.
+
+# bench_setup - the temporary directory, the exit trap, facts about /proc.
+bench_setup() {
+  work=$(mktemp -d "${TMPDIR:-/tmp}/taxi-bench.XXXXXX") || exit 1
+  server_pid='' loadgen_pid=''
+  have_proc=0
+  [ -r /proc/self/stat ] && [ -d /proc/self/task ] && have_proc=1
+  clk_tck=$(getconf CLK_TCK 2>/dev/null || echo 100)
+  usr2=$(kill -l USR2)
+  # Per-run time limits, in seconds.
+  start_limit=10
+  stop_limit=10
+  trap bench_cleanup EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+}
+
+kill_pid() { # PID: kill and reap one of our children, if still there
+  if [ -n "$1" ] && kill -0 "$1" 2>/dev/null; then
+    kill -KILL "$1" 2>/dev/null
+  fi
+  [ -n "$1" ] && wait "$1" 2>/dev/null
+}
+# shellcheck disable=SC2317 # reached through the trap
+bench_cleanup() {
+  kill_pid "$loadgen_pid"
+  kill_pid "$server_pid"
+  loadgen_pid='' server_pid=''
+  rm -rf "$work"
+}
+
+# wait_bounded PID SECONDS - wait for child PID; set $wait_status to its exit
+# status.  If it runs longer than SECONDS, kill it and return 1.
+wait_bounded() {
+  local pid=$1 ticks=$(($2 * 10)) guard
+  rm -f "$work/killed"
+  (
+    trap - INT TERM
+    while [ "$ticks" -gt 0 ]; do
+      sleep 0.1
+      kill -0 "$pid" 2>/dev/null || exit 0
+      ticks=$((ticks - 1))
+    done
+    : >"$work/killed"
+    kill -KILL "$pid" 2>/dev/null
+  ) >/dev/null 2>&1 &
+  guard=$!
+  wait "$pid" 2>/dev/null # no "Killed" job notices: callers report
+  wait_status=$?
+  kill -KILL "$guard" 2>/dev/null
+  wait "$guard" 2>/dev/null
+  [ ! -e "$work/killed" ]
+}
+
+# Quote for sh -c.
+q() { printf "'%s'" "${1//\'/\'\\\'\'}"; }
+
+# Does PID catch SIGUSR2 (the preload's handler is installed)?
+catches_usr2() {
+  local mask
+  mask=$(awk '/^SigCgt:/ { print $2 }' "/proc/$1/status" 2>/dev/null)
+  [ -n "$mask" ] && (((16#$mask >> (usr2 - 1)) & 1))
+}
+
+# Show the start of a step's output, indented.
+show() {
+  local n
+  [ -s "$1" ] || return 0
+  sed -n '1,20s/^/    | /p' "$1" >&2
+  n=$(wc -l <"$1")
+  [ "$n" -le 20 ] || echo "    | ... ($((n - 20)) more lines)" >&2
+}
+
+# perf_syscalls STATE - the system calls perf counted between the two
+# snapshots (syscall_counter in bench.sh), once perf has exited: it does
+# when the server does.  "-" if unknown.
+perf_syscalls() {
+  local pid n count
+  pid=$(cat "$1" 2>/dev/null)
+  [[ $pid =~ ^[0-9]+$ ]] || { echo -; return; }
+  for ((n = 0; n < 500; n++)); do
+    kill -0 "$pid" 2>/dev/null || break
+    [ "$n" = 250 ] && kill -INT "$pid" 2>/dev/null # 5 s: remind it
+    sleep 0.02
+  done
+  kill -KILL "$pid" 2>/dev/null
+  count=$(awk -F, '/raw_syscalls:sys_enter/ { print $1 }' "$1.out" 2>/dev/null)
+  [[ $count =~ ^[0-9]+$ ]] && echo "$count" || echo -
+}
+
+# json_field VAR JSON NAME: set VAR to the number NAME in loadgen's JSON
+# line, or to "" (no fork: the machine may be busy).
+json_field() {
+  local value=''
+  [[ $2 =~ \"$3\":([-0-9.eE+]+) ]] && value=${BASH_REMATCH[1]}
+  printf -v "$1" '%s' "$value"
+}
+
+# run_server WHAT CONNECTIONS CLIENT_THREADS SIZE WARMUP DURATION PROG ARG...
+# Run PROG ARG... (it is given no port: pass "--port 0" among the ARGs)
+# against loadgen.  WHAT names the run in messages.  Sets r_status (ok,
+# n/a, FAILED), r_note and the metrics: r_msgs, r_rate, r_p50, r_p99,
+# r_p999, r_max, r_seconds, r_connect (seconds to open the connections),
+# and per message r_cpu, r_utime, r_stime, r_vcsw, r_nvcsw, r_ctx,
+# r_allocs, r_sys ("" where unknown).
+run_server() {
+  local what=$1 connections=$2 client_threads=$3 size=$4 warmup=$5
+  local duration=$6 prog=$7 tag out err countfile snapfile line port status
+  local hook lg_status loadgen_limit watchdog_limit
+  shift 7
+  r_status=FAILED r_note='' r_msgs='' r_rate='' r_p50='' r_p99='' r_p999=''
+  r_max='' r_cpu='' r_utime='' r_stime='' r_vcsw='' r_nvcsw='' r_ctx=''
+  r_allocs='' r_seconds='' r_sys='' r_connect=''
+  tag=${what//[^A-Za-z0-9_.-]/_}
+  out=$work/$tag.server.out err=$work/$tag.server.err
+  countfile=$work/$tag.malloc snapfile=$work/$tag.snap
+  rm -f "$snapfile".perf*
+  : >"$out"
+  : >"$snapfile"
+  # loadgen enforces its own limit (opening 10,000 connections takes a few
+  # seconds on a busy machine); this watchdog is the backstop.
+  loadgen_limit=$(awk -v w="$warmup" -v d="$duration" -v c="$connections" \
+    'BEGIN { print int(w + d + 20 + c / 500) }')
+  watchdog_limit=$((loadgen_limit + 15))
+
+  if [ -n "$preload" ]; then
+    : >"$countfile"
+    LD_PRELOAD="$preload${LD_PRELOAD:+ $LD_PRELOAD}" \
+      MALLOC_COUNT_FILE="$countfile" "$prog" "$@" \
+      </dev/null >"$out" 2>"$err" &
+  else
+    "$prog" "$@" </dev/null >"$out" 2>"$err" &
+  fi
+  server_pid=$!
+
+  # Wait for "NAME: ... listening on HOST:PORT".
+  local ticks=$((start_limit * 20))
+  port=''
+  while :; do
+    line=$(sed -n 1p "$out")
+    case $line in
+      *" listening on "*:*) port=${line##*:}; break ;;
+    esac
+    if ! kill -0 "$server_pid" 2>/dev/null; then
+      wait "$server_pid" 2>/dev/null
+      status=$?
+      server_pid=''
+      r_note=$(head -n 1 "$err")
+      r_note=${r_note#*: }
+      if [ "$status" -ge 1 ] && [ "$status" -lt 128 ]; then
+        r_status=n/a
+        [ -n "$r_note" ] || r_note="refused (exit $status)"
+      else
+        r_note="exited with status $status before listening${r_note:+: $r_note}"
+        show "$err"
+      fi
+      return 1
+    fi
+    ticks=$((ticks - 1))
+    if [ "$ticks" -lt 0 ]; then
+      r_note="did not start within $start_limit s"
+      kill_pid "$server_pid"
+      server_pid=''
+      return 1
+    fi
+    sleep 0.05
+  done
+  if ! [[ $port =~ ^[0-9]+$ ]]; then
+    r_note="cannot read the port from: $line"
+    kill_pid "$server_pid"
+    server_pid=''
+    return 1
+  fi
+
+  local cf=
+  if [ -n "$preload" ] && [ "$have_proc" = 1 ] && catches_usr2 "$server_pid"; then
+    cf=$countfile
+  elif [ -n "$preload" ]; then
+    r_note="no allocation counts (SIGUSR2 not caught)"
+  fi
+  hook="bash $(q "$snapshot_script") --snapshot $server_pid $(q "$cf") $(q "$snapfile")"
+
+  "$loadgen" --port "$port" --connections "$connections" \
+    --threads "$client_threads" --size "$size" --duration "$duration" \
+    --warmup "$warmup" --time-limit "$loadgen_limit" --json \
+    --on-measure-start "$hook" --on-measure-end "$hook" \
+    </dev/null >"$work/$tag.loadgen.out" 2>"$work/$tag.loadgen.err" &
+  loadgen_pid=$!
+  if wait_bounded "$loadgen_pid" "$watchdog_limit"; then
+    lg_status=$wait_status
+  else
+    lg_status=killed
+  fi
+  loadgen_pid=''
+
+  # Stop the server as a user would; it must report and exit 0.
+  local fail=''
+  kill -INT "$server_pid" 2>/dev/null
+  if wait_bounded "$server_pid" "$stop_limit"; then
+    status=$wait_status
+    if [ "$status" -ne 0 ]; then
+      fail="the server exited with status $status"
+    elif ! grep -q '^[a-z_]*: stopped' "$out"; then
+      fail="the server did not report stopping"
+    fi
+  else
+    fail="the server did not stop within $stop_limit s of SIGINT"
+  fi
+  server_pid=''
+  if [ "$lg_status" != 0 ]; then
+    fail="loadgen failed (status $lg_status)${fail:+; $fail}"
+    echo "$bench_name: $what: loadgen's messages:" >&2
+    show "$work/$tag.loadgen.err"
+  fi
+  if [ -n "$fail" ]; then
+    r_note=$fail
+    echo "$bench_name: $what: the server's messages:" >&2
+    show "$err"
+    return 1
+  fi
+
+  local j=''
+  read -r j <"$work/$tag.loadgen.out"
+  json_field r_msgs "$j" messages
+  json_field r_rate "$j" msgs_per_s
+  json_field r_p50 "$j" p50_us
+  json_field r_p99 "$j" p99_us
+  json_field r_p999 "$j" p999_us
+  json_field r_max "$j" max_us
+  json_field r_seconds "$j" duration_s
+  json_field r_connect "$j" connect_s
+  if [ -z "$r_msgs" ] || [ "$r_msgs" -eq 0 ]; then
+    r_note="loadgen measured no messages"
+    show "$work/$tag.loadgen.err"
+    return 1
+  fi
+
+  if [ "$(wc -l <"$snapfile")" -eq 2 ]; then
+    local -a s1 s2
+    read -r -a s1 < <(sed -n 1p "$snapfile")
+    read -r -a s2 < <(sed -n 2p "$snapfile")
+    [ "${s2[5]:-}" = perf ] && s2[5]=$(perf_syscalls "$snapfile.perf")
+    eval "$(awk -v m="$r_msgs" -v hz="$clk_tck" \
+      -v u1="${s1[0]}" -v t1="${s1[1]}" -v v1="${s1[2]}" -v n1="${s1[3]}" \
+      -v a1="${s1[4]}" -v u2="${s2[0]}" -v t2="${s2[1]}" -v v2="${s2[2]}" \
+      -v n2="${s2[3]}" -v a2="${s2[4]}" -v y1="${s1[5]:--}" -v y2="${s2[5]:--}" '
+      function num(x) { return x ~ /^[0-9]+$/ }
+      BEGIN {
+        if (num(u1) && num(u2)) {
+          printf "r_utime=%.3f r_stime=%.3f r_cpu=%.3f\n",
+            (u2 - u1) * 1e6 / hz / m, (t2 - t1) * 1e6 / hz / m,
+            ((u2 - u1) + (t2 - t1)) * 1e6 / hz / m
+          printf "r_vcsw=%.4f r_nvcsw=%.4f r_ctx=%.4f\n",
+            (v2 - v1) / m, (n2 - n1) / m, ((v2 - v1) + (n2 - n1)) / m
+        }
+        if (num(a1) && num(a2)) printf "r_allocs=%.4f\n", (a2 - a1) / m
+        if (num(y1) && num(y2)) printf "r_sys=%.4f\n", (y2 - y1) / m
+      }')"
+  else
+    r_note="no server snapshots"
+    show "$work/$tag.loadgen.err"
+  fi
+  r_status=ok
+  return 0
+}

@@ -1,0 +1,104 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# bench_peers.sh - a smoke test of the benchmark against peers: every peer
+# echo server that was built (tests/bench/peers) echoes 4 KiB messages byte
+# for byte under loadgen and stops cleanly on SIGINT, and
+# tests/bench/peers.sh completes one short run and writes its table and
+# CSV file.  No timing is checked; skipped (77) where loadgen was not built.
+#
+# Automake runs tests from the build directory with $srcdir exported; when
+# run by hand from anywhere, the defaults below find the same files.
+
+: "${srcdir:=$(dirname "$0")/..}"
+: "${builddir:=.}"
+loadgen=$builddir/tests/bench/loadgen
+peers=$builddir/tests/bench/peers
+if [ ! -x "$loadgen" ]; then
+  echo "bench_peers: $loadgen not built; skipped"
+  exit 77
+fi
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/taxi-peers-test.XXXXXX") || exit 1
+server_pid=''
+# shellcheck disable=SC2317 # reached through the trap
+cleanup() {
+  [ -n "$server_pid" ] && kill -KILL "$server_pid" 2>/dev/null
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+failed=0
+
+# serve PROG SIZE: start the peer server, drive it, stop it.
+serve() {
+  prog=$1 size=$2 name=$(basename "$1") port='' n=0
+  "$prog" --port 0 >"$tmp/out" 2>"$tmp/err" </dev/null &
+  server_pid=$!
+  while [ "$n" -lt 100 ]; do # 10 s
+    port=$(sed -n 's/.* listening on .*:\([0-9][0-9]*\)$/\1/p' "$tmp/out")
+    [ -n "$port" ] && break
+    kill -0 "$server_pid" 2>/dev/null || break
+    sleep 0.1
+    n=$((n + 1))
+  done
+  if [ -z "$port" ]; then
+    kill -KILL "$server_pid" 2>/dev/null # if it hangs instead of listening
+    wait "$server_pid"
+    status=$?
+    server_pid=''
+    if [ "$status" -ge 1 ] && [ "$status" -le 3 ] && [ "$name" = uring_floor ]; then
+      echo "bench_peers: $name refused to start here (skipped): $(head -n 1 "$tmp/err")"
+      return 0
+    fi
+    echo "bench_peers: $name did not start (status $status):"
+    cat "$tmp/err"
+    return 1
+  fi
+  if ! "$loadgen" --port "$port" --connections 20 --threads 1 --size "$size" \
+    --warmup 0.1 --duration 0.3 --time-limit 60 >"$tmp/lg" 2>&1; then
+    echo "bench_peers: $name, $size-byte messages: loadgen failed:"
+    cat "$tmp/lg" "$tmp/err"
+    kill -KILL "$server_pid" 2>/dev/null
+    wait "$server_pid" 2>/dev/null
+    server_pid=''
+    return 1
+  fi
+  kill -INT "$server_pid"
+  wait "$server_pid"
+  status=$?
+  server_pid=''
+  if [ "$status" -ne 0 ] || ! grep -q "^$name: stopped after" "$tmp/out"; then
+    echo "bench_peers: $name did not stop cleanly on SIGINT (status $status):"
+    cat "$tmp/out" "$tmp/err"
+    return 1
+  fi
+  echo "bench_peers: $name, $size-byte messages: $(cat "$tmp/lg")"
+}
+
+tested=0
+for name in epoll_floor uring_floor libevent_echo libuv_echo asio_echo; do
+  if [ ! -x "$peers/$name" ]; then
+    echo "bench_peers: $name not built; not tested"
+    continue
+  fi
+  serve "$peers/$name" 4096 || failed=1
+  tested=$((tested + 1))
+done
+
+# The harness, with the first peer built (or else taxi's reactor alone),
+# one short run: it must complete and record the run as ok.
+only=reactor
+[ -x "$peers/epoll_floor" ] && only=epoll-floor
+if bash "$srcdir/tests/bench/peers.sh" --builddir "$builddir" --only "$only" \
+  --connections 20 --sizes 64 --warmup 0.1 --duration 0.3 --out "$tmp/results" \
+  >"$tmp/harness" 2>&1 &&
+  grep -q "^64,20,$only,.*,ok," "$tmp/results/results.csv" &&
+  grep -q "^$only " "$tmp/results/table.txt"; then
+  echo "bench_peers: peers.sh --only $only: ok"
+else
+  echo "bench_peers: peers.sh --only $only failed:"
+  cat "$tmp/harness"
+  failed=1
+fi
+
+echo "bench_peers: $tested peer server(s) tested"
+exit $failed

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # cxx_consumer.sh - the public headers as C++: tests/cxx/consumer.cc built
 # with every C++ compiler found here (g++, clang++, $CXX) at -Wall -Wextra
-# -Werror, linked with the library just built, and run.  Skips (77) when
+# -Werror, linked with the library just built (and the build's LDFLAGS,
+# from TAXI_TEST_LDFLAGS: a sanitizer's runtime), and run.  Skips (77) when
 # there is no C++ compiler.
 #
 # Automake runs tests from the build directory with $srcdir exported.
@@ -31,7 +32,7 @@ for cxx in $compilers; do
   if "$cxx" -std=c++11 -Wall -Wextra -Werror -I"$srcdir/include" \
        -c "$srcdir/tests/cxx/consumer.cc" -o "$out.o" &&
      "$builddir/libtool" --quiet --tag=CC --mode=link "$cxx" -o "$out" \
-       "$out.o" "$builddir/libtaxi.la" &&
+       "$out.o" "$builddir/libtaxi.la" ${TAXI_TEST_LDFLAGS:-} &&
      "$out"; then
     echo "PASS: $cxx"
   else

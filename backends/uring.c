@@ -1089,9 +1089,19 @@ static int uring_attach(void *state, taxi_handle_t h) {
   return 0;
 }
 
+/*
+ * The core has just prepared the cancels of h's requests; hand them, and
+ * any request of h still only prepared, to the kernel now rather than at
+ * the next wait, so that the descriptor given back by a detach is soon
+ * free of them.  (A closed descriptor is closed by the core only once
+ * those requests have completed: see core/proactor_impl.h.)
+ */
 static void uring_detach(void *state, taxi_handle_t h) {
-  (void)state;
+  uring_state_t *s = state;
   (void)h;
+  taxi__mutex_lock(&s->lock);
+  sq_submit_now(s);
+  taxi__mutex_unlock(&s->lock);
 }
 
 #ifdef URING_ASAN

@@ -36,6 +36,15 @@
  * freed.  So an op always knows its row (internal_.heap_index) while it is
  * queued or submitted.
  *
+ * A closed handle's descriptor is closed with its zombie row, not before:
+ * a backend may still hold a request that names the descriptor by number
+ * (an io_uring SQE prepared but not yet submitted, a linked request the
+ * kernel resolves only when it runs, a glibc aio helper about to read),
+ * and a number closed early can be given to a new connection at once,
+ * whose bytes that request would then take or whose peer it would write
+ * to.  Once every head has completed, nothing in any backend names the
+ * number, whatever the backend.
+ *
  * Cancellation sets TAXI__OP_CANCEL.  A failure that arrives afterwards
  * is reported as TAXI_ECANCELED (the backend's own, or EBADF from a handle
  * closed under a request not yet handed to the kernel); a success stands;
@@ -147,6 +156,7 @@ typedef struct taxi__prow {
   taxi_handle_t handle;
   bool used;
   bool zombie;         /* closed or detached, waiting for its heads */
+  bool close_pending;  /* closed: close the descriptor with the row */
   uint32_t next_free;  /* free-list link while unused */
   taxi__pdir_t dir[2]; /* [0] input, [1] output */
 } taxi__prow_t;
@@ -217,11 +227,13 @@ taxi__prow_t *taxi__proactor_row_locked(taxi_proactor_t *p, taxi_handle_t h);
 /* Attach h (backend attach + a row).  p->lock held.  0, TAXI_EEXIST,
  * TAXI_EBADF, TAXI_ENOMEM, or the backend's error. */
 int taxi__proactor_attach_locked(taxi_proactor_t *p, taxi_handle_t h);
-/* Cancel everything on h and forget it (close: also close it).  p->lock
- * held.  0 or TAXI_ENOENT. */
+/* Cancel everything on h and forget it (close: also close it, once no
+ * operation of the backend can name it any more).  p->lock held.  0 or
+ * TAXI_ENOENT. */
 int taxi__proactor_forget_locked(taxi_proactor_t *p, taxi_handle_t h,
                                  bool close_it);
-/* Free a zombie row whose queues are empty.  p->lock held. */
+/* Free a zombie row whose queues are empty, closing its descriptor if the
+ * handle was closed.  p->lock held. */
 void taxi__proactor_row_release_locked(taxi_proactor_t *p, size_t row);
 
 /* ---- proactor_start.c -------------------------------------------------- */

@@ -236,13 +236,19 @@ TAXI_EXTERN int taxi_proactor_attach(taxi_proactor_t *p, taxi_handle_t h);
  * TAXI_ECANCELED (an operation the OS finished meanwhile completes with its
  * own result instead; either way exactly once), forget the handle, and
  * close it.  The completions are dispatched like any other, not run inside
- * this call.  Returns 0, TAXI_EINVAL (NULL), TAXI_ENOENT (not attached).
+ * this call.  The descriptor is closed at once when no operation on it had
+ * reached the OS, else when the last of those has completed (before its
+ * handler runs): until then a request may still name its number, and a
+ * new connection given that number would receive or send that request's
+ * bytes.  Returns 0, TAXI_EINVAL (NULL), TAXI_ENOENT (not attached).
  */
 TAXI_EXTERN int taxi_proactor_close(taxi_proactor_t *p, taxi_handle_t h);
 
 /* taxi_proactor_detach - as taxi_proactor_close(), but the handle is left
  * open and given back to the caller.  (On Windows it stays associated with
- * the completion port: the OS cannot undo that.) */
+ * the completion port: the OS cannot undo that.)  The caller should not
+ * close it before the handlers of its cancelled operations have run, for
+ * the reason given above. */
 TAXI_EXTERN int taxi_proactor_detach(taxi_proactor_t *p, taxi_handle_t h);
 
 /* ---- starting operations ------------------------------------------------ */
@@ -374,15 +380,15 @@ TAXI_EXTERN int taxi_lf_create_proactor(taxi_lf_pool_t **out,
 
 /* Counters, for tests and the benchmark. */
 typedef struct taxi_proactor_stats {
-  uint64_t started;     /* operations started */
-  uint64_t completed;   /* completion handlers called */
-  uint64_t cancelled;   /* of which with TAXI_ECANCELED */
-  uint64_t submissions; /* requests given to the OS (a partial transfer
-                           resumed counts again) */
-  uint64_t syscalls;    /* system calls the backend made to submit, wait
-                           and reap (io_uring_enter, aio_*, epoll_wait,
-                           read/write/accept, GetQueuedCompletionStatusEx, ...) */
-  uint64_t waits;       /* of which waits for completions */
+  uint64_t started;          /* operations started */
+  uint64_t completed;        /* completion handlers called */
+  uint64_t cancelled;        /* of which with TAXI_ECANCELED */
+  uint64_t submissions;      /* requests given to the OS (a partial transfer
+                                resumed counts again) */
+  uint64_t syscalls;         /* system calls the backend made to submit, wait
+                                and reap (io_uring_enter, aio_*, epoll_wait,
+                                read/write/accept, GetQueuedCompletionStatusEx, ...) */
+  uint64_t waits;            /* of which waits for completions */
   uint64_t transient_errors; /* failed waits retried after a pause (by
                                 run/handle_events; a pool counts its own) */
 } taxi_proactor_stats_t;

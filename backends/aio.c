@@ -752,6 +752,12 @@ static int aio_open(void **state, const char *variant,
   /* From here aio_close() undoes whatever was done. */
   rc = taxi_reactor_create(&s->reactor, variant && *variant ? variant : NULL);
   if (rc == 0) {
+    /* A failed wait of the internal reactor comes out of wait() at once,
+     * for the proactor (or the pool dispatching it) to back off from,
+     * count, report and, if it lasts, stop on; backing off inside as well
+     * would hide it, and make the outer backoff count one failure per
+     * inner series of pauses. */
+    taxi__reactor_pass_wait_errors(s->reactor);
     rc = taxi__wakeup_open(&s->wakeup);
     s->wakeup_open = rc == 0;
   }

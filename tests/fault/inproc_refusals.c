@@ -7,7 +7,10 @@
  *     see, refused once, still completes;
  *   - uring: a refused submission in the dispatching thread is retried
  *     after a pause, counted and reported (not fatal); refused for good,
- *     run stops with the error and reports it as fatal.
+ *     run stops with the error and reports it as fatal;
+ *   - aio: a failing wait of the backend's internal reactor reaches the
+ *     proactor at once, one report per failed call (not hidden behind
+ *     pauses of its own).
  * Each case is skipped (passes, saying so) when its backend does not work
  * here.
  */
@@ -207,6 +210,27 @@ static void test_uring_refused_for_good(void) {
   CU_ASSERT_EQUAL(taxi_proactor_destroy(p), 0);
 }
 
+static void test_aio_reactor_wait_failure(void) {
+  reports_t rep = {0};
+  taxi_proactor_t *p = make("aio", &rep);
+  if (!p) return;
+  CU_ASSERT_EQUAL_FATAL(fault_arm("epoll_wait:1:ENOMEM:0"), 0);
+  taxi_time_t start = taxi_now();
+  while (atomic_load(&rep.transient) < 3 && util_elapsed_ms(start) < 3000)
+    taxi_proactor_handle_events(p, 50);
+  unsigned long injected = fault_injected("epoll_wait");
+  fault_arm("");
+  int reports = atomic_load(&rep.transient) + atomic_load(&rep.fatal);
+  /* Each failed call of the internal reactor is one failed wait of the
+   * proactor: backed off, counted and reported once, by the proactor. */
+  CU_ASSERT(reports >= 3);
+  CU_ASSERT(injected <= (unsigned long)reports + 1);
+  taxi_proactor_stats_t st;
+  CU_ASSERT_EQUAL(taxi_proactor_stats(p, &st), 0);
+  CU_ASSERT(st.transient_errors >= 3);
+  CU_ASSERT_EQUAL(taxi_proactor_destroy(p), 0);
+}
+
 static CU_TestInfo refusal_tests[] = {
     {"uring: a wake-up reaches the waiter while every submission is refused",
      test_uring_wake_while_refused},
@@ -216,6 +240,8 @@ static CU_TestInfo refusal_tests[] = {
      test_uring_refused_retried_reported},
     {"uring: submissions refused for good stop run, reported as fatal",
      test_uring_refused_for_good},
+    {"aio: a failed wait of the internal reactor reaches the proactor",
+     test_aio_reactor_wait_failure},
     CU_TEST_INFO_NULL,
 };
 

@@ -168,6 +168,17 @@ int taxi__proactor_forget_locked(taxi_proactor_t *p, taxi_handle_t h,
   if (taxi__handle_map_get(&p->map, h, &row) < 0) return TAXI_ENOENT;
   taxi__handle_map_del(&p->map, h);
   taxi__prow_t *r = &p->rows[row];
+  /* A pausing accept is with no backend: it ends now, and those queued
+   * behind it with it (flagged first, so that none is submitted). */
+  for (unsigned di = 0; di < 2; di++) {
+    taxi_op_t *cur = r->dir[di].cur;
+    if (!cur || taxi__op_phase(cur) != TAXI__OP_PAUSED) continue;
+    for (taxi_op_t *op = r->dir[di].wait.head; op; op = op->internal_.next)
+      taxi__op_state_store(op, op->internal_.state | TAXI__OP_CANCEL);
+    taxi__proactor_unpause_locked(p, cur);
+    taxi__proactor_complete_locked(p, cur, TAXI_ECANCELED);
+  }
+  r = &p->rows[row];
   r->zombie = true;
   cancel_dir_locked(p, &r->dir[0]);
   cancel_dir_locked(p, &r->dir[1]);
@@ -233,6 +244,11 @@ static int cancel_locked(taxi_proactor_t *p, taxi_op_t *op) {
       break;
     case TAXI__OP_TIMER:
       taxi__proactor_timer_remove_locked(p, op);
+      taxi__proactor_complete_locked(p, op, TAXI_ECANCELED);
+      break;
+    case TAXI__OP_PAUSED:
+      /* Not with the backend: end it now. */
+      taxi__proactor_unpause_locked(p, op);
       taxi__proactor_complete_locked(p, op, TAXI_ECANCELED);
       break;
     case TAXI__OP_SUBMITTED:

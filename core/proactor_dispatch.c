@@ -175,17 +175,26 @@ void taxi__proactor_timer_remove_locked(taxi_proactor_t *p, taxi_op_t *op) {
   sift_down(p, last->internal_.heap_index);
 }
 
+/* The earliest of the timers and of the ends of accept pauses (few: one
+ * per listener at most). */
 static taxi_time_t next_deadline(const taxi_proactor_t *p) {
-  return p->ntimers ? p->timers[0]->internal_.deadline : INT64_MAX;
+  taxi_time_t d = p->ntimers ? p->timers[0]->internal_.deadline : INT64_MAX;
+  for (const taxi_op_t *op = p->paused.head; op; op = op->internal_.next)
+    if (op->internal_.deadline < d) d = op->internal_.deadline;
+  return d;
 }
 
-/* Move the timers due by `now` to the completion queue, earliest first. */
+static void resume_accepts_locked(taxi_proactor_t *p, taxi_time_t now);
+
+/* Move the timers due by `now` to the completion queue, earliest first,
+ * and resume the accepts whose pause is over. */
 static void expire_locked(taxi_proactor_t *p, taxi_time_t now) {
   while (p->ntimers && p->timers[0]->internal_.deadline <= now) {
     taxi_op_t *op = p->timers[0];
     taxi__proactor_timer_remove_locked(p, op);
     finish_locked(p, op, 0);
   }
+  if (p->paused.head) resume_accepts_locked(p, now);
 }
 
 void taxi__proactor_kick_locked(taxi_proactor_t *p) {
@@ -299,12 +308,80 @@ static void deliver_more_locked(taxi_proactor_t *p, taxi_op_t *op) {
   ready_push_locked(p, op);
 }
 
+/* ---- accept pauses ----------------------------------------------------- */
+
+void taxi__proactor_unpause_locked(taxi_proactor_t *p, taxi_op_t *op) {
+  taxi_op_t *prev = NULL;
+  for (taxi_op_t *o = p->paused.head; o; prev = o, o = o->internal_.next) {
+    if (o != op) continue;
+    if (prev)
+      prev->internal_.next = o->internal_.next;
+    else
+      p->paused.head = o->internal_.next;
+    if (p->paused.tail == o) p->paused.tail = prev;
+    o->internal_.next = NULL;
+    break;
+  }
+  taxi__op_set_phase(op, TAXI__OP_SUBMITTED);
+}
+
+/* A multishot accept failed for a cause that passes (descriptors or memory
+ * freed as connections end): stop accepting on its listener for a while
+ * rather than end, or retry at once and spin.  Its report waits for the
+ * lock to be released (taxi__proactor_wait_locked). */
+static void pause_accept_locked(taxi_proactor_t *p, taxi_op_t *op, int code) {
+  taxi_time_t pause = taxi__backoff_failed(&p->accept_backoff);
+  if (pause < 0) pause = TAXI__BACKOFF_MAX_NS; /* never gives up */
+  op->internal_.deadline = taxi__time_add(taxi_now(), pause);
+  taxi__op_set_phase(op, TAXI__OP_PAUSED);
+  op->internal_.next = NULL;
+  if (p->paused.tail)
+    p->paused.tail->internal_.next = op;
+  else
+    p->paused.head = op;
+  p->paused.tail = op;
+  p->stats.accept_pauses++;
+  p->accept_report = true;
+  p->accept_report_code = code;
+  p->accept_report_handle = op->handle;
+  p->accept_report_attempt = p->accept_backoff.failures;
+}
+
+static void resume_accepts_locked(taxi_proactor_t *p, taxi_time_t now) {
+  taxi_op_t *op = p->paused.head;
+  while (op) {
+    taxi_op_t *next = op->internal_.next;
+    if (op->internal_.deadline <= now) {
+      taxi__proactor_unpause_locked(p, op);
+      int rc = taxi__proactor_submit_locked(p, op);
+      if (rc < 0) taxi__proactor_complete_locked(p, op, rc);
+    }
+    op = next;
+  }
+}
+
+/* Tell the error callback of the latest accept pause, if any.  p->lock
+ * held; released meanwhile. */
+static void report_accept_pause_locked(taxi_proactor_t *p) {
+  if (!p->accept_report) return;
+  p->accept_report = false;
+  int code = p->accept_report_code;
+  taxi_handle_t h = p->accept_report_handle;
+  unsigned attempt = p->accept_report_attempt;
+  if (!p->on_error) return;
+  taxi__mutex_unlock(&p->lock);
+  taxi__report_error(p->on_error, p->on_error_arg, code, "accept", h, attempt,
+                     false);
+  taxi__mutex_lock(&p->lock);
+}
+
 static void accept_result_locked(taxi_proactor_t *p, taxi_op_t *op,
                                  int64_t result, bool more) {
   if (result >= 0) {
     taxi_handle_t h = (taxi_handle_t)result;
     int rc = taxi__proactor_attach_locked(p, h);
     if (rc == 0) {
+      taxi__backoff_reset(&p->accept_backoff);
       op->internal_.file = h;
       if (op->internal_.flags & TAXI_ACCEPT_MULTISHOT)
         deliver_more_locked(p, op);
@@ -317,6 +394,12 @@ static void accept_result_locked(taxi_proactor_t *p, taxi_op_t *op,
   }
   /* The kernel goes on with a multishot accept after a failed one. */
   if (more) return;
+  if ((op->internal_.flags & TAXI_ACCEPT_MULTISHOT) &&
+      !(op->internal_.state & TAXI__OP_CANCEL) &&
+      (result == TAXI_ETOOMANY || result == TAXI_ENOMEM)) {
+    pause_accept_locked(p, op, (int)result);
+    return;
+  }
   taxi__proactor_complete_locked(p, op, (int)result);
 }
 
@@ -447,6 +530,7 @@ int taxi__proactor_wait_locked(taxi_proactor_t *p, taxi__completion_t *buf,
   *now = taxi_now();
   if (n < 0) return n;
   for (int i = 0; i < n; i++) taxi__proactor_process_locked(p, &buf[i]);
+  report_accept_pause_locked(p);
   return n;
 }
 
@@ -477,9 +561,9 @@ static int run_batch_locked(taxi_proactor_t *p, taxi_time_t now) {
 static int wait_failed_locked(taxi_proactor_t *p, int code,
                               taxi_time_t deadline, taxi_time_t *now) {
   taxi__mutex_unlock(&p->lock);
-  int rc = taxi__backoff_wait_failed(&p->wait_backoff, p->on_error,
-                                     p->on_error_arg, code, deadline,
-                                     &p->stopped);
+  int rc =
+      taxi__backoff_wait_failed(&p->wait_backoff, p->on_error, p->on_error_arg,
+                                code, deadline, &p->stopped);
   taxi__mutex_lock(&p->lock);
   *now = taxi_now();
   if (rc == 0) p->stats.transient_errors++;

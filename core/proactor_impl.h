@@ -12,6 +12,8 @@
  *                                                          one completion
  *        ──timer──> TIMER (in the heap)                    comes from wait)
  *        ──post───> READY
+ *   SUBMITTED (multishot accept, out of descriptors) ──> PAUSED ──the
+ *             pause is over──> SUBMITTED again
  *   SUBMITTED ──partial transfer──> SUBMITTED again (the rest resubmitted)
  *   SUBMITTED / TIMER / QUEUED (cancelled) ──done──> READY (in the
  *             completion queue, result in internal_.status / done)
@@ -96,6 +98,11 @@
 #define TAXI__OP_TIMER 3u
 #define TAXI__OP_READY 4u
 #define TAXI__OP_TAKEN 5u
+/* A multishot accept that failed for lack of descriptors (or another
+ * transient cause), waiting out a pause before it is submitted again: on
+ * the proactor's `paused` list, resumed at internal_.deadline; still the
+ * head of its listener's queue (heap_index keeps its row). */
+#define TAXI__OP_PAUSED 6u
 #define TAXI__OP_STATE 0xffu
 /* Flags kept with the state. */
 #define TAXI__OP_CANCEL 0x100u /* cancellation requested */
@@ -194,6 +201,18 @@ struct taxi_proactor {
 
   taxi__backlog_t backlog;
 
+  /* Multishot accepts pausing after a transient failure (TAXI__OP_PAUSED),
+   * linked through internal_.next; a pause grows while accepting keeps
+   * failing and starts again from the shortest after a success.  The
+   * report of the latest pause waits here for the lock to be released
+   * (taxi__proactor_wait_locked). */
+  taxi__opq_t paused;
+  taxi__backoff_t accept_backoff;
+  bool accept_report;
+  int accept_report_code;
+  taxi_handle_t accept_report_handle;
+  unsigned accept_report_attempt;
+
   /* Operations the backend owes a completion for (SUBMITTED). */
   size_t in_backend;
 
@@ -232,6 +251,9 @@ int taxi__proactor_attach_locked(taxi_proactor_t *p, taxi_handle_t h);
  * TAXI_ENOENT. */
 int taxi__proactor_forget_locked(taxi_proactor_t *p, taxi_handle_t h,
                                  bool close_it);
+/* A PAUSED accept leaves the paused list.  p->lock held. */
+void taxi__proactor_unpause_locked(taxi_proactor_t *p, taxi_op_t *op);
+
 /* Free a zombie row whose queues are empty, closing its descriptor if the
  * handle was closed.  p->lock held. */
 void taxi__proactor_row_release_locked(taxi_proactor_t *p, size_t row);

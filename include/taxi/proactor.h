@@ -93,7 +93,16 @@ typedef enum taxi_op_kind {
  * set, until an error, taxi_proactor_cancel() or taxi_proactor_close() ends
  * it (that last completion has op->more clear).  io_uring does this with
  * one multishot request where the kernel has it; elsewhere taxi re-issues
- * the accept after each connection. */
+ * the accept after each connection.
+ * Out of descriptors (EMFILE, ENFILE: TAXI_ETOOMANY) or of memory for a
+ * connection (TAXI_ENOMEM), a multishot accept neither ends nor retries at
+ * once (it would fail again, and spin): it stops accepting for a pause of
+ * 1 ms, doubled while accepting keeps failing, up to 256 ms, reports each
+ * pause through the error callback (where "accept", the listener's handle,
+ * not fatal) and counts it (taxi_proactor_stats_t.accept_pauses), then
+ * accepts again by itself.  Meanwhile connections wait in the listen
+ * backlog.  A single accept completes with the error instead
+ * (TAXI_ETOOMANY), and the application decides when to try again. */
 #define TAXI_ACCEPT_MULTISHOT 0x1u
 
 /* Room in each record for the backend's own per-operation state (an
@@ -179,8 +188,9 @@ typedef struct taxi_proactor_options {
    * ones (ENOMEM, EAGAIN), retried after a growing pause, and the one that
    * ends the call, reported fatal.  NULL: nobody is told (the counter
    * still counts).  Under a Leader/Followers pool the pool's callback is
-   * told of its waits instead.  Called in the dispatching thread, no lock
-   * held. */
+   * told of its waits instead.  Also told of the pauses of a multishot
+   * accept (see TAXI_ACCEPT_MULTISHOT), by any dispatching thread.  Called
+   * in the dispatching thread, no lock held. */
   taxi_error_fn on_error;
   void *on_error_arg;
 } taxi_proactor_options_t;
@@ -391,6 +401,8 @@ typedef struct taxi_proactor_stats {
   uint64_t waits;            /* of which waits for completions */
   uint64_t transient_errors; /* failed waits retried after a pause (by
                                 run/handle_events; a pool counts its own) */
+  uint64_t accept_pauses;    /* pauses of a multishot accept out of
+                                descriptors (TAXI_ACCEPT_MULTISHOT) */
 } taxi_proactor_stats_t;
 
 /* taxi_proactor_stats - copy the counters.  0, or TAXI_EINVAL. */

@@ -402,7 +402,8 @@ typedef struct taxi_proactor_stats {
   uint64_t transient_errors; /* failed waits retried after a pause (by
                                 run/handle_events; a pool counts its own) */
   uint64_t accept_pauses;    /* pauses of a multishot accept out of
-                                descriptors (TAXI_ACCEPT_MULTISHOT) */
+                                descriptors or memory (see
+                                TAXI_ACCEPT_MULTISHOT) */
 } taxi_proactor_stats_t;
 
 /* taxi_proactor_stats - copy the counters.  0, or TAXI_EINVAL. */

@@ -633,12 +633,8 @@ int taxi_proactor_restart(taxi_proactor_t *p) {
 
 /* ---- destroy ------------------------------------------------------------ */
 
-/* How long destroy waits for a backend to report operations it was asked
- * to cancel before giving up on them (a backend that breaks its contract
- * must not hang the application). */
-#define DRAIN_LIMIT (10 * TAXI_NSEC_PER_SEC)
-
-/* Complete, with TAXI_ECANCELED, whatever a backend failed to report. */
+/* Complete, with TAXI_ECANCELED, whatever a backend can no longer report
+ * (its wait failed for good). */
 static void abandon_locked(taxi_proactor_t *p) {
   for (uint32_t i = 0; i < p->nrows; i++) {
     taxi__prow_t *r = &p->rows[i];
@@ -659,7 +655,24 @@ void taxi__proactor_drain_locked(taxi_proactor_t *p) {
     taxi__proactor_timer_remove_locked(p, op);
     taxi__proactor_complete_locked(p, op, TAXI_ECANCELED);
   }
-  taxi_time_t now = taxi_now(), give_up = now + DRAIN_LIMIT;
+  /*
+   * Wait for the backend to report every operation it holds, however long
+   * that takes: until then the OS may still write into the records and
+   * buffers, and the descriptors stay open (core/proactor_impl.h), so
+   * giving up early would hand memory back that the kernel still uses.
+   * The wait ends because the caller cancelled every operation in the
+   * backend first (closing every handle), no new one can start (starts
+   * are refused while destroying), and every backend completes a
+   * cancelled operation promptly: io_uring with IORING_OP_ASYNC_CANCEL,
+   * POSIX aio by readiness-gated short requests (a file request finishes
+   * by itself), the emulated backend and IOCP at once.  A failing wait is
+   * retried after a growing pause and reported; only one that keeps
+   * failing (core/backoff.h's limit, reported fatal) ends the wait: that
+   * backend can no longer tell anything, and its close() releases what
+   * the OS still holds.
+   */
+  taxi_time_t now = taxi_now();
+  taxi__backoff_t backoff = {0};
   taxi__event_t ev;
   for (;;) {
     while (taxi__proactor_take_locked(p, now, &ev))
@@ -667,12 +680,21 @@ void taxi__proactor_drain_locked(taxi_proactor_t *p) {
     if (p->in_backend == 0 && p->ready_count == 0) break;
     if (p->in_backend == 0) continue;
     now = taxi_now();
-    if (now >= give_up) {
-      abandon_locked(p);
-      continue;
-    }
     int n = taxi__proactor_wait_locked(p, p->wait_buf, p->max_events,
                                        now + 100 * TAXI_NSEC_PER_MSEC, &now);
-    if (n < 0) give_up = now; /* the backend is broken: stop asking it */
+    if (n >= 0) {
+      taxi__backoff_reset(&backoff);
+      continue;
+    }
+    taxi_time_t pause =
+        taxi__error_transient(n) ? taxi__backoff_failed(&backoff) : -1;
+    taxi__mutex_unlock(&p->lock);
+    taxi__report_error(p->on_error, p->on_error_arg, n, "destroy",
+                       TAXI_INVALID_HANDLE, backoff.failures + (pause < 0),
+                       pause < 0);
+    if (pause >= 0) taxi__sleep(pause);
+    taxi__mutex_lock(&p->lock);
+    now = taxi_now();
+    if (pause < 0) abandon_locked(p);
   }
 }

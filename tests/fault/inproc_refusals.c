@@ -7,7 +7,8 @@
  *     see, refused once, still completes;
  *   - uring: a refused submission in the dispatching thread is retried
  *     after a pause, counted and reported (not fatal); refused for good,
- *     run stops with the error and reports it as fatal;
+ *     run stops with the error and reports it as fatal; destroy waits
+ *     refusals out rather than abandon what the kernel holds;
  *   - aio: a failing wait of the backend's internal reactor reaches the
  *     proactor at once, one report per failed call (not hidden behind
  *     pauses of its own).
@@ -210,6 +211,36 @@ static void test_uring_refused_for_good(void) {
   CU_ASSERT_EQUAL(taxi_proactor_destroy(p), 0);
 }
 
+/* destroy with a read in the kernel while the waits are refused a few
+ * times: it waits them out (paused, reported, not fatal) and gets the
+ * read's own cancellation, rather than abandoning a request the kernel
+ * still holds. */
+static void test_uring_destroy_waits_out_refusals(void) {
+  reports_t rep = {0};
+  taxi_proactor_t *p = make("uring", &rep);
+  if (!p) return;
+  int sv[2];
+  CU_ASSERT_FATAL(util_socketpair(sv) == 0);
+  CU_ASSERT_EQUAL_FATAL(taxi_proactor_attach(p, sv[0]), 0);
+  char buf[8];
+  taxi_op_t op;
+  taxi_op_init(&op);
+  rd_t d = {0};
+  CU_ASSERT_EQUAL_FATAL(
+      taxi_proactor_read(p, &op, sv[0], buf, sizeof buf, 0, on_read, &d), 0);
+  taxi_proactor_handle_events(p, 10); /* the read is in the kernel */
+  CU_ASSERT_EQUAL(atomic_load(&d.calls), 0);
+  CU_ASSERT_EQUAL_FATAL(fault_arm("io_uring_enter:1:EAGAIN:3"), 0);
+  CU_ASSERT_EQUAL(taxi_proactor_destroy(p), 0);
+  CU_ASSERT_EQUAL(fault_injected("io_uring_enter"), 3);
+  fault_arm("");
+  CU_ASSERT_EQUAL(atomic_load(&d.calls), 1);
+  CU_ASSERT_EQUAL(d.status, TAXI_ECANCELED);
+  CU_ASSERT(atomic_load(&rep.transient) >= 1);
+  CU_ASSERT_EQUAL(atomic_load(&rep.fatal), 0);
+  close(sv[1]);
+}
+
 static void test_aio_reactor_wait_failure(void) {
   reports_t rep = {0};
   taxi_proactor_t *p = make("aio", &rep);
@@ -240,6 +271,8 @@ static CU_TestInfo refusal_tests[] = {
      test_uring_refused_retried_reported},
     {"uring: submissions refused for good stop run, reported as fatal",
      test_uring_refused_for_good},
+    {"uring: destroy waits out refused waits, reporting them",
+     test_uring_destroy_waits_out_refusals},
     {"aio: a failed wait of the internal reactor reaches the proactor",
      test_aio_reactor_wait_failure},
     CU_TEST_INFO_NULL,

@@ -71,9 +71,10 @@
  * request's own CQE (-ECANCELED, or its result if it won the race) is the
  * operation's one completion; the cancel request's CQE is swallowed.
  *
- * Waking a wait.  wake() writes to an eventfd on which a poll request
+ * Waking a wait.  wake() signals the wake-up channel of ports/ (an
+ * eventfd, or a pipe where that fails) on which a poll request
  * (multishot where the kernel has it) stays in the kernel; its CQE ends a
- * thread's io_uring_enter, which drains the eventfd.  A wake-up therefore
+ * thread's io_uring_enter, which drains the channel.  A wake-up therefore
  * needs no SQE: one that did (a NOP) was lost when the SQ was full or the
  * kernel refused the submission, with the waiter blocked for good.  While
  * the poll is not in the kernel (between a single-shot poll's CQE and the
@@ -178,7 +179,6 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -226,7 +226,7 @@
 #define URING_BACKLOG_RETRY_NS (10 * TAXI_NSEC_PER_MSEC)
 /* Unrequested cancellations resubmitted in a row before one is reported. */
 #define URING_MAX_RETRIES 8
-/* Attempts at writing or draining the wake-up eventfd that EINTR cuts. */
+/* Attempts at a submission that EINTR cuts. */
 #define URING_WAKE_TRIES 8
 
 /*
@@ -241,7 +241,7 @@ enum {
   UD_POLL = 2, /* transmit-file: wait for room in the socket */
   UD_TAG_MASK = 3
 };
-#define UD_WAKE ((uint64_t)0)       /* the poll on the wake-up eventfd */
+#define UD_WAKE ((uint64_t)0)       /* the poll on the wake-up channel */
 #define UD_CANCEL_ACK ((uint64_t)1) /* an IORING_OP_ASYNC_CANCEL */
 
 _Static_assert(_Alignof(taxi_op_t) >= 4, "user_data tags need 2 low bits");
@@ -250,7 +250,7 @@ _Static_assert(_Alignof(taxi_op_t) >= 4, "user_data tags need 2 low bits");
 enum {
   WAKE_POLL_OFF,      /* not in the kernel: wait() prepares it again */
   WAKE_POLL_PREPARED, /* its SQE is in the SQ, perhaps not submitted */
-  WAKE_POLL_ARMED     /* the kernel has it: a write to wake_fd wakes */
+  WAKE_POLL_ARMED     /* the kernel has it: a signal of `wakeup` wakes */
 };
 
 /* uring_op_t.state */
@@ -310,11 +310,10 @@ typedef struct uring_state {
   unsigned in_wait;      /* threads blocked in io_uring_enter (lock) */
   bool native_multishot; /* the kernel has multishot accept (lock) */
   /* Wake-ups (see "Waking a wait" at the top of the file). */
-  int wake_fd;            /* the eventfd wake() writes */
+  taxi__wakeup_t wakeup;  /* what wake() signals */
   int wake_poll;          /* WAKE_POLL_*: its poll request (lock) */
   unsigned wake_poll_pos; /* SQ tail just after the poll's SQE (lock) */
   atomic_int wake_asked;  /* wake() was called since the last wait */
-  atomic_int wake_rung;   /* the eventfd was written, not yet drained */
   atomic_int wake_broken; /* a write to it failed: waits poll instead */
   /* Operations whose request could not get an SQE (the kernel refused a
    * submission, the SQ stayed full); wait retries them.  FIFO. */
@@ -428,19 +427,13 @@ static struct io_uring_sqe *sqe_get(uring_state_t *s) {
  * without the lock; needs no SQE.  A write already made and not yet
  * drained will do: wake-ups coalesce. */
 static void wake_now(uring_state_t *s) {
-  static const uint64_t one = 1;
   atomic_store_explicit(&s->wake_asked, 1, memory_order_seq_cst);
-  if (atomic_exchange_explicit(&s->wake_rung, 1, memory_order_seq_cst)) return;
-  for (int i = 0; i < URING_WAKE_TRIES; i++) {
-    count_syscall(s);
-    if (write(s->wake_fd, &one, sizeof one) == (ssize_t)sizeof one) return;
-    if (errno != EINTR) break;
-  }
-  /* Cannot happen with a working eventfd (its counter cannot fill up
-   * here); should it, waits stop blocking for long (enter_and_wait) and
-   * see wake_asked within URING_BACKLOG_RETRY_NS. */
-  atomic_store_explicit(&s->wake_broken, 1, memory_order_seq_cst);
-  atomic_store_explicit(&s->wake_rung, 0, memory_order_seq_cst);
+  int r = taxi__wakeup_signal(&s->wakeup); /* EINTR retried there */
+  if (r > 0) count_syscall(s);
+  /* Cannot happen with a working channel; should it, waits stop blocking
+   * for long (enter_and_wait) and see wake_asked within
+   * URING_BACKLOG_RETRY_NS. */
+  if (r < 0) atomic_store_explicit(&s->wake_broken, 1, memory_order_seq_cst);
 }
 
 static void wake_locked(uring_state_t *s) { wake_now(s); }
@@ -449,14 +442,10 @@ static void wake_locked(uring_state_t *s) { wake_now(s); }
  * is a new event; a single-shot poll (or a multishot one the kernel
  * ended) is prepared again by the next wait.  Lock held. */
 static void on_wake_cqe(uring_state_t *s, const struct io_uring_cqe *c) {
-  uint64_t v;
-  atomic_store_explicit(&s->wake_rung, 0, memory_order_seq_cst);
-  for (int i = 0; i < URING_WAKE_TRIES; i++) {
-    count_syscall(s);
-    /* EAGAIN: drained already.  A failed drain leaves the counter set;
-     * the next write still wakes the poll. */
-    if (read(s->wake_fd, &v, sizeof v) >= 0 || errno != EINTR) break;
-  }
+  /* A failed drain leaves the channel readable; the next signal still
+   * wakes the poll. */
+  count_syscall(s);
+  taxi__wakeup_drain(&s->wakeup);
   if (!(c->flags & IORING_CQE_F_MORE)) s->wake_poll = WAKE_POLL_OFF;
 }
 
@@ -473,9 +462,9 @@ static void wake_poll_arm(uring_state_t *s) {
   sqe = sqe_get(s);
   if (!sqe) return; /* the next wait tries again; meanwhile it polls */
   if (s->native_multishot)
-    io_uring_prep_poll_multishot(sqe, s->wake_fd, POLLIN);
+    io_uring_prep_poll_multishot(sqe, taxi__wakeup_handle(&s->wakeup), POLLIN);
   else
-    io_uring_prep_poll_add(sqe, s->wake_fd, POLLIN);
+    io_uring_prep_poll_add(sqe, taxi__wakeup_handle(&s->wakeup), POLLIN);
   sqe->user_data = UD_WAKE;
   s->wake_poll = WAKE_POLL_PREPARED;
   s->wake_poll_pos = s->ring.sq.sqe_tail;
@@ -1128,13 +1117,8 @@ static int uring_open(void **state, const char *variant,
   }
   if (r == 0) {
     count_syscall(s);
-    s->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (s->wake_fd < 0) {
-      int err = errno;
-      io_uring_queue_exit(&s->ring);
-      taxi__set_os_error(err);
-      r = taxi__error_from_os(err);
-    }
+    r = taxi__wakeup_open(&s->wakeup);
+    if (r < 0) io_uring_queue_exit(&s->ring);
   }
   if (r < 0) {
     taxi__mutex_destroy(&s->lock);
@@ -1145,7 +1129,6 @@ static int uring_open(void **state, const char *variant,
    * that has the one has the other (EINVAL is handled anyway). */
   s->native_multishot = !compat && has_socket;
   atomic_init(&s->wake_asked, 0);
-  atomic_init(&s->wake_rung, 0);
   atomic_init(&s->wake_broken, 0);
   page = sysconf(_SC_PAGESIZE);
   s->page_size = page > 0 ? (size_t)page : 4096;
@@ -1159,7 +1142,7 @@ static void uring_close(void *state) {
   /* Every operation has completed (the core's promise), so the kernel
    * holds no request that points into a record; pipes are all free. */
   io_uring_queue_exit(&s->ring);
-  close(s->wake_fd);
+  taxi__wakeup_close(&s->wakeup);
   count_syscall(s);
   while (s->free_pipes) {
     uring_pipe_t *p = s->free_pipes;
@@ -1293,9 +1276,12 @@ static int uring_cancel(void *state, taxi_op_t *op) {
         emit(s, NULL, op, TAXI_ECANCELED, 0);
       wake_locked(s);
     } else if (u->parts) {
+      /* Submitted at once, not with the next wait: a cancel is asked for
+       * to take effect now (a throttled multishot accept must stop before
+       * more connections come). */
       if (prep_cancels(s, op) == TAXI_EAGAIN)
         backlog_add_kick(s, op, UOP_NEED_CANCEL);
-      sq_kick(s);
+      sq_submit_now(s);
     }
   }
   taxi__mutex_unlock(&s->lock);

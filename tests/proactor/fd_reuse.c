@@ -144,6 +144,13 @@ typedef struct fr_run {
   atomic_int bad_status;
 } fr_run_t;
 
+/* What an operation of a connection closed under it, or whose peer has
+ * gone, may end with. */
+static int fr_status_ok(int status) {
+  return status == 0 || status == TAXI_ECANCELED || status == TAXI_EEOF ||
+         status == TAXI_ECONNRESET || status == TAXI_EPIPE;
+}
+
 static void fr_on_read(taxi_op_t *op, int status, size_t bytes, void *act) {
   fr_conn_t *c = act;
   (void)op;
@@ -152,8 +159,7 @@ static void fr_on_read(taxi_op_t *op, int status, size_t bytes, void *act) {
       atomic_fetch_add(&c->run->foreign, 1);
       break;
     }
-  if (status != 0 && status != TAXI_ECANCELED && status != TAXI_EEOF)
-    atomic_fetch_add(&c->run->bad_status, 1);
+  if (!fr_status_ok(status)) atomic_fetch_add(&c->run->bad_status, 1);
   atomic_fetch_add(&c->run->completions, 1);
 }
 
@@ -161,8 +167,7 @@ static void fr_on_write(taxi_op_t *op, int status, size_t bytes, void *act) {
   fr_conn_t *c = act;
   (void)op;
   (void)bytes;
-  if (status != 0 && status != TAXI_ECANCELED)
-    atomic_fetch_add(&c->run->bad_status, 1);
+  if (!fr_status_ok(status)) atomic_fetch_add(&c->run->bad_status, 1);
   atomic_fetch_add(&c->run->completions, 1);
 }
 
@@ -238,6 +243,8 @@ static void fr_loop(bool pool) {
       fr_close(&run, v);
       live[k] = live[--nlive];
       fr_check_peer(&run, v);
+      /* Its number goes back to the pool too. */
+      pt_close(&v->sv[1]);
     }
   }
   for (int k = 0; k < nlive; k++) fr_close(&run, &conns[live[k]]);

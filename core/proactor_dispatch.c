@@ -394,6 +394,17 @@ static void accept_result_locked(taxi_proactor_t *p, taxi_op_t *op,
   }
   /* The kernel goes on with a multishot accept after a failed one. */
   if (more) return;
+  unsigned st = op->internal_.state;
+  if (st & TAXI__OP_THROTTLED) {
+    /* The end the core asked for (the handler has caught up with the
+     * backlog): accept again. */
+    taxi__op_state_store(op, st & ~TAXI__OP_THROTTLED);
+    if (!(st & TAXI__OP_CANCEL) && result == TAXI_ECANCELED) {
+      int rc = taxi__proactor_submit_locked(p, op);
+      if (rc < 0) taxi__proactor_complete_locked(p, op, rc);
+      return;
+    }
+  }
   if ((op->internal_.flags & TAXI_ACCEPT_MULTISHOT) &&
       !(op->internal_.state & TAXI__OP_CANCEL) &&
       (result == TAXI_ETOOMANY || result == TAXI_ENOMEM)) {
@@ -442,6 +453,16 @@ void taxi__proactor_process_locked(taxi_proactor_t *p,
       if (c->result >= 0) taxi__close((taxi_handle_t)c->result);
       if (!more)
         taxi__op_state_store(op, op->internal_.state | TAXI__OP_CANCEL);
+      return;
+    }
+    /* The handler falls behind: stop the kernel accepting until it has
+     * caught up (a few more may arrive before the cancel takes effect). */
+    unsigned now_st = op->internal_.state;
+    if (more && p->backlog.count >= TAXI__ACCEPT_BACKLOG_MAX &&
+        !(now_st & (TAXI__OP_THROTTLED | TAXI__OP_CANCEL))) {
+      taxi__op_state_store(op, now_st | TAXI__OP_THROTTLED);
+      p->stats.accept_throttles++;
+      p->ops->cancel(p->backend, op);
     }
     return;
   }

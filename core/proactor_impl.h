@@ -57,7 +57,11 @@
  * With a kernel multishot accept (TAXI__PCAP_MULTISHOT_ACCEPT) the op
  * keeps TAXI__OP_INBACKEND while one delivery is READY or TAKEN;
  * completions arriving meanwhile wait in `backlog`, in order, and are
- * delivered one per handler call.
+ * delivered one per handler call.  When TAXI__ACCEPT_BACKLOG_MAX wait
+ * there, the kernel's request is cancelled (TAXI__OP_THROTTLED) and
+ * submitted again once its end has been taken from the backlog, that is
+ * once the handler has caught up; meanwhile connections wait in the
+ * listen backlog.
  *
  * Field reuse in taxi_op_t.internal_ (the public struct has no spare room,
  * and these never overlap in time):
@@ -112,6 +116,15 @@
 /* The backend owes a completion (set at submit, cleared by a completion
  * without TAXI__CQ_MORE). */
 #define TAXI__OP_INBACKEND 0x400u
+/* A kernel multishot accept the core asked the backend to end because
+ * TAXI__ACCEPT_BACKLOG_MAX deliveries wait for its handler: its end
+ * (TAXI_ECANCELED) submits it again, not completes it. */
+#define TAXI__OP_THROTTLED 0x800u
+
+/* Deliveries of kernel multishot accepts kept waiting for their handlers
+ * before the core stops the kernel accepting (see TAXI_ACCEPT_MULTISHOT in
+ * taxi/proactor.h). */
+#define TAXI__ACCEPT_BACKLOG_MAX 64u
 
 /* Directions of the per-handle queues (internal_.dir). */
 #define TAXI__DIR_NONE 0u

@@ -102,7 +102,12 @@ typedef enum taxi_op_kind {
  * not fatal) and counts it (taxi_proactor_stats_t.accept_pauses), then
  * accepts again by itself.  Meanwhile connections wait in the listen
  * backlog.  A single accept completes with the error instead
- * (TAXI_ETOOMANY), and the application decides when to try again. */
+ * (TAXI_ETOOMANY), and the application decides when to try again.
+ * Connections accepted faster than the handler runs wait for it, in
+ * order, up to 64 (of all multishot accepts of the proactor): then the
+ * kernel stops accepting (taxi_proactor_stats_t.accept_throttles) until
+ * the handler has caught up, and further connections wait in the listen
+ * backlog, which pushes back on clients. */
 #define TAXI_ACCEPT_MULTISHOT 0x1u
 
 /* Room in each record for the backend's own per-operation state (an
@@ -404,6 +409,8 @@ typedef struct taxi_proactor_stats {
   uint64_t accept_pauses;    /* pauses of a multishot accept out of
                                 descriptors or memory (see
                                 TAXI_ACCEPT_MULTISHOT) */
+  uint64_t accept_throttles; /* stops of a multishot accept whose handler
+                                fell behind (TAXI_ACCEPT_MULTISHOT) */
 } taxi_proactor_stats_t;
 
 /* taxi_proactor_stats - copy the counters.  0, or TAXI_EINVAL. */

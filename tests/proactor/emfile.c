@@ -1,5 +1,6 @@
 /*
- * tests/proactor/emfile.c - a multishot accept out of descriptors.
+ * tests/proactor/emfile.c - a multishot accept under pressure: out of
+ * descriptors, and with a handler slower than the connections come.
  *
  * What must hold (taxi/proactor.h, TAXI_ACCEPT_MULTISHOT): when accepting
  * fails for lack of descriptors the multishot accept does not end (its
@@ -11,6 +12,11 @@
  * TAXI_ETOOMANY.  The descriptor limit of the process is lowered for the
  * test (setrlimit), so that it holds on every backend, io_uring's
  * in-kernel accept included.
+ *
+ * A slow handler: connections accepted ahead of it wait, up to a bound;
+ * past it the accepting stops (connections stay in the listen backlog)
+ * and resumes by itself once the handler has caught up, every connection
+ * delivered once.
  */
 #define _GNU_SOURCE 1
 
@@ -21,7 +27,10 @@
 
 #if !defined(_WIN32)
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #define EM_CLIENTS 8
@@ -213,6 +222,80 @@ static void test_close_while_paused(void) {
   pt_destroy(run.p);
 }
 
+/* Connections waiting in the listen backlog of lfd (Linux: the accept
+ * queue's length, from TCP_INFO), or -1 where that cannot be told. */
+static int em_listen_queue(int lfd) {
+#if defined(__linux__)
+  struct tcp_info ti;
+  socklen_t len = sizeof ti;
+  if (getsockopt(lfd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0)
+    return (int)ti.tcpi_unacked;
+#else
+  (void)lfd;
+#endif
+  return -1;
+}
+
+#define EM_BURST 100 /* more than the proactor keeps waiting for a handler */
+#define EM_LATE 20   /* connected while the handler is behind */
+
+static void test_slow_handler_throttles(void) {
+  static em_run_t run;
+  static int cfd[EM_BURST + EM_LATE];
+  memset(&run, 0, sizeof run);
+  run.p = pt_proactor();
+  int port = 0;
+  int lfd = util_tcp_listener(&port);
+  CU_ASSERT_FATAL(lfd >= 0);
+  CU_ASSERT_EQUAL_FATAL(taxi_proactor_attach(run.p, lfd), 0);
+  taxi_op_t op;
+  taxi_op_init(&op);
+  CU_ASSERT_EQUAL_FATAL(
+      taxi_proactor_accept(run.p, &op, lfd, TAXI_ACCEPT_MULTISHOT, em_on_accept,
+                           &run),
+      0);
+  pt_settle(run.p, 10); /* the accept is armed */
+  for (int i = 0; i < EM_BURST; i++) {
+    cfd[i] = util_tcp_connect_nb(port);
+    CU_ASSERT_FATAL(cfd[i] >= 0);
+  }
+  pt_sleep_ms(50);
+  /* One dispatch call: the connections come in, one handler runs. */
+  taxi_proactor_handle_events(run.p, 50);
+  for (int i = EM_BURST; i < EM_BURST + EM_LATE; i++) {
+    cfd[i] = util_tcp_connect_nb(port);
+    CU_ASSERT_FATAL(cfd[i] >= 0);
+  }
+  pt_sleep_ms(50);
+  taxi_proactor_stats_t st;
+  CU_ASSERT_EQUAL(taxi_proactor_stats(run.p, &st), 0);
+  int queued = em_listen_queue(lfd);
+  if (pt_backend_is("uring")) {
+    /* The kernel accepted the burst; the handler fell behind, so it
+     * stopped: the late ones wait in the listen backlog. */
+    CU_ASSERT(st.accept_throttles >= 1);
+    if (queued >= 0) CU_ASSERT(queued >= EM_LATE);
+  }
+  /* Then every connection is delivered, once, and the queue empties. */
+  taxi_time_t start = taxi_now();
+  while (atomic_load(&run.accepted) < EM_BURST + EM_LATE &&
+         util_elapsed_ms(start) < pt_wait_ms()) {
+    taxi_proactor_handle_events(run.p, 20);
+  }
+  pt_settle(run.p, 50);
+  CU_ASSERT_EQUAL(atomic_load(&run.accepted), EM_BURST + EM_LATE);
+  CU_ASSERT_EQUAL(atomic_load(&run.errors), 0);
+  CU_ASSERT_EQUAL(atomic_load(&run.ended), 0);
+  CU_ASSERT(taxi_op_in_flight(&op));
+  queued = em_listen_queue(lfd);
+  if (queued >= 0) CU_ASSERT_EQUAL(queued, 0);
+  CU_ASSERT_EQUAL(taxi_proactor_cancel(run.p, &op), 0);
+  CU_ASSERT(pt_run_count(run.p, &run.ended, 1));
+  for (int i = 0; i < EM_BURST + EM_LATE; i++) close(cfd[i]);
+  CU_ASSERT_EQUAL(taxi_proactor_close(run.p, lfd), 0);
+  pt_destroy(run.p); /* closes the accepted connections */
+}
+
 /* A single accept out of descriptors completes with TAXI_ETOOMANY. */
 static void test_single_accept_completes(void) {
   static em_run_t run;
@@ -246,11 +329,13 @@ static CU_TestInfo emfile_tests[] = {
      TAXI_TEST_POSIX_ONLY(test_single_accept_completes)},
     {"closing the listener of a pausing accept ends it, once",
      TAXI_TEST_POSIX_ONLY(test_close_while_paused)},
+    {"a slow handler stops the accepting until it caught up",
+     TAXI_TEST_POSIX_ONLY(test_slow_handler_throttles)},
     CU_TEST_INFO_NULL,
 };
 
 const taxi_test_suite_t pt_suite_emfile = {
-    "out of descriptors", emfile_tests, 120,
+    "accept under pressure", emfile_tests, 120,
 #if defined(_WIN32)
     "the descriptor limit (setrlimit) is POSIX"
 #else

@@ -80,10 +80,11 @@
  * aio in the child of a process that used it can hang: a forked child
  * should use another backend.
  *
- * Detach waits (aio_suspend) for the requests in flight on the handle, so
- * that the core's close() cannot let the descriptor number be reused while
- * a glibc helper still reads or writes it; requests are short (see READ),
- * file I/O the exception on a slow disk.
+ * Detach does not wait for the requests in flight on the handle: it only
+ * asks for their cancellation, and the core closes a closed handle's
+ * descriptor once their completions have come (core/proactor_impl.h), so
+ * the number is never reused while a glibc helper may still read or write
+ * it, and no thread blocks with a lock held.
  *
  * Counters: every aio_* call made for an operation (submit, cancel, the
  * aio_error + aio_return that reap it, the aio_suspend calls), every nbio
@@ -752,6 +753,12 @@ static int aio_open(void **state, const char *variant,
   /* From here aio_close() undoes whatever was done. */
   rc = taxi_reactor_create(&s->reactor, variant && *variant ? variant : NULL);
   if (rc == 0) {
+    /* A failed wait of the internal reactor comes out of wait() at once,
+     * for the proactor (or the pool dispatching it) to back off from,
+     * count, report and, if it lasts, stop on; backing off inside as well
+     * would hide it, and make the outer backoff count one failure per
+     * inner series of pauses. */
+    taxi__reactor_pass_wait_errors(s->reactor);
     rc = taxi__wakeup_open(&s->wakeup);
     s->wakeup_open = rc == 0;
   }
@@ -871,27 +878,6 @@ static int aio_attach(void *state, taxi_handle_t h) {
   return rc;
 }
 
-/* Wait until glibc no longer uses ah's descriptor for any request.  The
- * records stay valid meanwhile: their completions can reach the
- * application only through the core, whose lock our caller holds. */
-static void drain_requests_locked(aio_state_t *s, aio_handle_t *ah) {
-  for (;;) {
-    struct aiocb *busy = NULL;
-    for (int d = 0; d < 2 && !busy; d++) {
-      taxi_op_t *op = ah->dir[d];
-      if (op && room(op)->state == OP_AIO &&
-          aio_error(&room(op)->cb) == EINPROGRESS)
-        busy = &room(op)->cb;
-    }
-    if (!busy) return;
-    const struct aiocb *list[1] = {busy};
-    taxi__mutex_unlock(&s->lock);
-    aio_suspend(list, 1, NULL);
-    taxi__mutex_lock(&s->lock);
-    count_wait(s, 1);
-  }
-}
-
 static void aio_detach(void *state, taxi_handle_t h) {
   aio_state_t *s = state;
   taxi__mutex_lock(&s->lock);
@@ -912,8 +898,9 @@ static void aio_detach(void *state, taxi_handle_t h) {
       kick_locked(s);
     }
   }
-  drain_requests_locked(s, ah);
-  /* Completions still on their way no longer refer to the handle. */
+  /* Requests still running finish by themselves (cancelled or with their
+   * own result) and are reaped as usual; their completions no longer
+   * refer to the handle. */
   for (int d = 0; d < 2; d++) {
     if (ah->dir[d]) room(ah->dir[d])->ah = NULL;
     ah->dir[d] = NULL;

@@ -71,7 +71,16 @@
  * Cancellation is IORING_OP_ASYNC_CANCEL by user_data: the cancelled
  * request's own CQE (-ECANCELED, or its result if it won the race) is the
  * operation's one completion; the cancel request's CQE is swallowed.
- * wake() queues an IORING_OP_NOP whose CQE is swallowed as well.
+ *
+ * Waking a wait.  wake() signals the wake-up channel of ports/ (an
+ * eventfd, or a pipe where that fails) on which a poll request
+ * (multishot where the kernel has it) stays in the kernel; its CQE ends a
+ * thread's io_uring_enter, which drains the channel.  A wake-up therefore
+ * needs no SQE: one that did (a NOP) was lost when the SQ was full or the
+ * kernel refused the submission, with the waiter blocked for good.  While
+ * the poll is not in the kernel (between a single-shot poll's CQE and the
+ * submission of the next, or when that submission is refused) a wait
+ * blocks URING_BACKLOG_RETRY_NS at most and then looks at wake_asked.
  *
  * Transmit-file.  Data goes file -> pipe -> socket without a copy to user
  * space.  The pipe comes from a small free list (created on demand, kept
@@ -125,13 +134,17 @@
  * TAXI_ENOTSUP / TAXI_EPERM and the OS error recorded, so the automatic
  * choice moves on to the next backend.
  *
- * When the kernel refuses submissions (io_uring_enter fails with EAGAIN
- * or EBUSY and the SQ stays full), operations wait on a backlog that each
- * wait retries, blocking at most URING_BACKLOG_RETRY_NS while it is not
- * empty, so nothing is refused or lost.  A wake() or a cancel made then
- * needs an SQE too, and reaches a thread already blocked in the kernel
- * only with the next completion.  The kernel refuses only when it cannot
- * allocate a request: memory exhaustion.
+ * When the kernel refuses submissions (io_uring_enter fails with EAGAIN,
+ * EBUSY or ENOMEM), the SQEs stay in the SQ and nothing is lost.  A wait
+ * that meets the refusal does not block past it (the SQEs would wait with
+ * it): with nothing to report it returns TAXI_EAGAIN or TAXI_ENOMEM, and
+ * the proactor pauses, retries, counts and reports (transient_errors, the
+ * error callback), and stops with the error if the refusal lasts.  A
+ * submission refused in another thread wakes the waiter to retry it.
+ * Operations that find the SQ full wait on a backlog that each wait
+ * retries, blocking at most URING_BACKLOG_RETRY_NS while it is not empty.
+ * The kernel refuses only when it cannot allocate a request (memory
+ * exhaustion) or post a completion (EBUSY: the CQ and its overflow full).
  *
  * After fork(2) the child shares the ring (its mappings and the kernel
  * object) with the parent: only one of them may go on using the proactor.
@@ -214,6 +227,8 @@
 #define URING_BACKLOG_RETRY_NS (10 * TAXI_NSEC_PER_MSEC)
 /* Unrequested cancellations resubmitted in a row before one is reported. */
 #define URING_MAX_RETRIES 8
+/* Attempts at a submission that EINTR cuts. */
+#define URING_WAKE_TRIES 8
 
 /*
  * user_data: the operation record with a tag in its two low bits (a record
@@ -227,10 +242,17 @@ enum {
   UD_POLL = 2, /* transmit-file: wait for room in the socket */
   UD_TAG_MASK = 3
 };
-#define UD_WAKE ((uint64_t)0)       /* the NOP queued by wake() */
+#define UD_WAKE ((uint64_t)0)       /* the poll on the wake-up channel */
 #define UD_CANCEL_ACK ((uint64_t)1) /* an IORING_OP_ASYNC_CANCEL */
 
 _Static_assert(_Alignof(taxi_op_t) >= 4, "user_data tags need 2 low bits");
+
+/* uring_state_t.wake_poll */
+enum {
+  WAKE_POLL_OFF,      /* not in the kernel: wait() prepares it again */
+  WAKE_POLL_PREPARED, /* its SQE is in the SQ, perhaps not submitted */
+  WAKE_POLL_ARMED     /* the kernel has it: a signal of `wakeup` wakes */
+};
 
 /* uring_op_t.state */
 #define UOP_INFLIGHT 0x01u    /* submitted; final completion not produced */
@@ -286,9 +308,14 @@ typedef struct uring_state {
   struct io_uring ring;
   taxi__mutex_t lock; /* the SQ, the CQ, every uring_op_t */
   taxi__completion_counters_t *counters;
-  unsigned in_wait;        /* threads blocked in io_uring_enter (lock) */
-  bool native_multishot;   /* the kernel has multishot accept (lock) */
-  atomic_int wake_pending; /* a wake NOP is queued and not yet reaped */
+  unsigned in_wait;      /* threads blocked in io_uring_enter (lock) */
+  bool native_multishot; /* the kernel has multishot accept (lock) */
+  /* Wake-ups (see "Waking a wait" at the top of the file). */
+  taxi__wakeup_t wakeup;  /* what wake() signals */
+  int wake_poll;          /* WAKE_POLL_*: its poll request (lock) */
+  unsigned wake_poll_pos; /* SQ tail just after the poll's SQE (lock) */
+  atomic_int wake_asked;  /* wake() was called since the last wait */
+  atomic_int wake_broken; /* a write to it failed: waits poll instead */
   /* Operations whose request could not get an SQE (the kernel refused a
    * submission, the SQ stayed full); wait retries them.  FIFO. */
   taxi_op_t *backlog, *backlog_tail;
@@ -360,10 +387,21 @@ static bool cq_overflowed(uring_state_t *s) {
   return IO_URING_READ_ONCE(*s->ring.sq.kflags) & IORING_SQ_CQ_OVERFLOW;
 }
 
-/* Hand every prepared SQE to the kernel now (lock held). */
+static void wake_locked(uring_state_t *s);
+
+/* Hand every prepared SQE to the kernel now (lock held).  Refused (EAGAIN,
+ * EBUSY, ENOMEM: the kernel short of resources), they stay in the SQ, and
+ * a thread blocked in wait() is woken to submit them with its next wait,
+ * which reports a refusal that lasts (see uring_wait). */
 static void sq_submit_now(uring_state_t *s) {
   unsigned n = sq_flush(s);
-  if (n > 0) (void)ring_enter(s, n, 0, 0, NULL, 0, false);
+  int r = 0;
+  if (n == 0) return;
+  for (int i = 0; i < URING_WAKE_TRIES; i++) {
+    r = ring_enter(s, n, 0, 0, NULL, 0, false);
+    if (r != -EINTR) break;
+  }
+  if (r < 0 && s->in_wait > 0) wake_locked(s);
 }
 
 /* After preparing SQEs (lock held): a thread blocked in wait() would not
@@ -382,6 +420,55 @@ static bool sq_reserve(uring_state_t *s, unsigned n) {
 
 static struct io_uring_sqe *sqe_get(uring_state_t *s) {
   return sq_reserve(s, 1) ? io_uring_get_sqe(&s->ring) : NULL;
+}
+
+/* ---- wake-ups ------------------------------------------------------------ */
+
+/* Make the wait in progress, or the next one, return: any thread, with or
+ * without the lock; needs no SQE.  A write already made and not yet
+ * drained will do: wake-ups coalesce. */
+static void wake_now(uring_state_t *s) {
+  atomic_store_explicit(&s->wake_asked, 1, memory_order_seq_cst);
+  int r = taxi__wakeup_signal(&s->wakeup); /* EINTR retried there */
+  if (r > 0) count_syscall(s);
+  /* Cannot happen with a working channel; should it, waits stop blocking
+   * for long (enter_and_wait) and see wake_asked within
+   * URING_BACKLOG_RETRY_NS. */
+  if (r < 0) atomic_store_explicit(&s->wake_broken, 1, memory_order_seq_cst);
+}
+
+static void wake_locked(uring_state_t *s) { wake_now(s); }
+
+/* The CQE of the wake-up poll: drain the eventfd, so that the next write
+ * is a new event; a single-shot poll (or a multishot one the kernel
+ * ended) is prepared again by the next wait.  Lock held. */
+static void on_wake_cqe(uring_state_t *s, const struct io_uring_cqe *c) {
+  /* A failed drain leaves the channel readable; the next signal still
+   * wakes the poll. */
+  count_syscall(s);
+  taxi__wakeup_drain(&s->wakeup);
+  if (!(c->flags & IORING_CQE_F_MORE)) s->wake_poll = WAKE_POLL_OFF;
+}
+
+/* Prepare the wake-up poll if it is not in the kernel (lock held):
+ * multishot where the kernel has it (5.13; taken with multishot accept,
+ * 5.19), else one shot prepared again after each wake-up. */
+static void wake_poll_arm(uring_state_t *s) {
+  struct io_uring_sqe *sqe;
+  if (s->wake_poll == WAKE_POLL_PREPARED &&
+      (int)(io_uring_smp_load_acquire(s->ring.sq.khead) - s->wake_poll_pos) >=
+          0)
+    s->wake_poll = WAKE_POLL_ARMED;
+  if (s->wake_poll != WAKE_POLL_OFF) return;
+  sqe = sqe_get(s);
+  if (!sqe) return; /* the next wait tries again; meanwhile it polls */
+  if (s->native_multishot)
+    io_uring_prep_poll_multishot(sqe, taxi__wakeup_handle(&s->wakeup), POLLIN);
+  else
+    io_uring_prep_poll_add(sqe, taxi__wakeup_handle(&s->wakeup), POLLIN);
+  sqe->user_data = UD_WAKE;
+  s->wake_poll = WAKE_POLL_PREPARED;
+  s->wake_poll_pos = s->ring.sq.sqe_tail;
 }
 
 /* ---- pipes for transmit-file --------------------------------------------- */
@@ -450,13 +537,10 @@ static void backlog_add(uring_state_t *s, taxi_op_t *op, unsigned need) {
   u->state |= need;
 }
 
-static void wake_locked(uring_state_t *s);
-
 /* From submit or cancel: a waiter blocked in the kernel would not look at
- * the backlog before some completion arrives, so try to wake it.  The wake
- * needs an SQE too and may fail like the request did; then the waiter
- * sees the backlog when the next completion arrives (and retries it every
- * URING_BACKLOG_RETRY_NS from then on). */
+ * the backlog before some completion arrives, so wake it (a wake-up needs
+ * no SQE); it retries the backlog every URING_BACKLOG_RETRY_NS from then
+ * on. */
 static void backlog_add_kick(uring_state_t *s, taxi_op_t *op, unsigned need) {
   backlog_add(s, op, need);
   if (s->in_wait > 0) wake_locked(s);
@@ -891,11 +975,9 @@ static void on_cqe(uring_state_t *s, sink_t *k, const struct io_uring_cqe *c,
   unsigned tag = (unsigned)(c->user_data & UD_TAG_MASK);
   uring_op_t *u;
   if (!op) {
-    if (c->user_data == UD_WAKE) {
-      atomic_store_explicit(&s->wake_pending, 0, memory_order_release);
-      *woken = true;
-    }
-    return; /* UD_CANCEL_ACK: the cancelled request reports itself */
+    if (c->user_data == UD_WAKE) on_wake_cqe(s, c);
+    (void)woken; /* told by wake_asked (uring_wait) */
+    return;      /* UD_CANCEL_ACK: the cancelled request reports itself */
   }
   u = uop(op);
   /* A multishot request stays in flight while its CQEs say MORE. */
@@ -1025,6 +1107,7 @@ static int uring_open(void **state, const char *variant,
     taxi__free(s);
     return r;
   }
+  s->counters = counters;
   r = ring_setup(s, depth, compat);
   if (r == 0) {
     int err = check_ops(&s->ring, &has_socket);
@@ -1033,16 +1116,21 @@ static int uring_open(void **state, const char *variant,
       r = open_error(err);
     }
   }
+  if (r == 0) {
+    count_syscall(s);
+    r = taxi__wakeup_open(&s->wakeup);
+    if (r < 0) io_uring_queue_exit(&s->ring);
+  }
   if (r < 0) {
     taxi__mutex_destroy(&s->lock);
     taxi__free(s);
     return r;
   }
-  s->counters = counters;
   /* IORING_OP_SOCKET and multishot accept both came with 5.19; a kernel
    * that has the one has the other (EINVAL is handled anyway). */
   s->native_multishot = !compat && has_socket;
-  atomic_init(&s->wake_pending, 0);
+  atomic_init(&s->wake_asked, 0);
+  atomic_init(&s->wake_broken, 0);
   page = sysconf(_SC_PAGESIZE);
   s->page_size = page > 0 ? (size_t)page : 4096;
   *state = s;
@@ -1055,6 +1143,8 @@ static void uring_close(void *state) {
   /* Every operation has completed (the core's promise), so the kernel
    * holds no request that points into a record; pipes are all free. */
   io_uring_queue_exit(&s->ring);
+  taxi__wakeup_close(&s->wakeup);
+  count_syscall(s);
   while (s->free_pipes) {
     uring_pipe_t *p = s->free_pipes;
     s->free_pipes = p->next;
@@ -1090,9 +1180,19 @@ static int uring_attach(void *state, taxi_handle_t h) {
   return 0;
 }
 
+/*
+ * The core has just prepared the cancels of h's requests; hand them, and
+ * any request of h still only prepared, to the kernel now rather than at
+ * the next wait, so that the descriptor given back by a detach is soon
+ * free of them.  (A closed descriptor is closed by the core only once
+ * those requests have completed: see core/proactor_impl.h.)
+ */
 static void uring_detach(void *state, taxi_handle_t h) {
-  (void)state;
+  uring_state_t *s = state;
   (void)h;
+  taxi__mutex_lock(&s->lock);
+  sq_submit_now(s);
+  taxi__mutex_unlock(&s->lock);
 }
 
 #ifdef URING_ASAN
@@ -1155,23 +1255,6 @@ fail:
   return r;
 }
 
-/* Queue the wake NOP (lock held).  A NOP already queued and not yet reaped
- * will do: wake-ups coalesce. */
-static void wake_locked(uring_state_t *s) {
-  struct io_uring_sqe *sqe;
-  if (atomic_exchange_explicit(&s->wake_pending, 1, memory_order_acq_rel))
-    return;
-  sqe = sqe_get(s);
-  if (!sqe) {
-    /* The kernel refuses submissions; the next wake tries again. */
-    atomic_store_explicit(&s->wake_pending, 0, memory_order_release);
-    return;
-  }
-  io_uring_prep_nop(sqe);
-  sqe->user_data = UD_WAKE;
-  sq_kick(s);
-}
-
 static int uring_cancel(void *state, taxi_op_t *op) {
   uring_state_t *s = state;
   uring_op_t *u;
@@ -1194,9 +1277,12 @@ static int uring_cancel(void *state, taxi_op_t *op) {
         emit(s, NULL, op, TAXI_ECANCELED, 0);
       wake_locked(s);
     } else if (u->parts) {
+      /* Submitted at once, not with the next wait: a cancel is asked for
+       * to take effect now (a throttled multishot accept must stop before
+       * more connections come). */
       if (prep_cancels(s, op) == TAXI_EAGAIN)
         backlog_add_kick(s, op, UOP_NEED_CANCEL);
-      sq_kick(s);
+      sq_submit_now(s);
     }
   }
   taxi__mutex_unlock(&s->lock);
@@ -1207,17 +1293,16 @@ static void uring_wake(void *state, int all) {
   uring_state_t *s = state;
   (void)all; /* one waiter at most: no TAXI__PCAP_MULTI_WAIT */
   if (!s) return;
-  /* Cheap test first: a NOP on its way wakes the wait already. */
-  if (atomic_load_explicit(&s->wake_pending, memory_order_acquire)) return;
-  taxi__mutex_lock(&s->lock);
-  wake_locked(s);
-  taxi__mutex_unlock(&s->lock);
+  wake_now(s);
 }
 
 /* Block in the kernel until a CQE arrives or the time is up, submitting
  * `to_submit` on the way.  Called with the lock held; drops it meanwhile.
- * With operations on the backlog it blocks URING_BACKLOG_RETRY_NS at most
- * and reports that shorter timeout as 0, not -ETIME. */
+ * With operations on the backlog, or while a wake-up could not reach it
+ * (the wake-up poll not in the kernel), it blocks URING_BACKLOG_RETRY_NS
+ * at most and reports that shorter timeout as 0, not -ETIME.  A refused
+ * submission is returned, not waited past: the SQEs it left would wait
+ * with it, unseen (uring_wait reports it). */
 static int enter_and_wait(uring_state_t *s, unsigned to_submit,
                           taxi_time_t deadline) {
   struct __kernel_timespec ts;
@@ -1227,7 +1312,8 @@ static int enter_and_wait(uring_state_t *s, unsigned to_submit,
   size_t argsz = 0;
   bool capped = false;
   int r;
-  if (s->backlog) {
+  if (s->backlog || s->wake_poll != WAKE_POLL_ARMED ||
+      atomic_load_explicit(&s->wake_broken, memory_order_relaxed)) {
     taxi_time_t retry = taxi_now() + URING_BACKLOG_RETRY_NS;
     if (deadline < 0 || retry < deadline) {
       deadline = retry;
@@ -1249,11 +1335,6 @@ static int enter_and_wait(uring_state_t *s, unsigned to_submit,
   s->in_wait++;
   taxi__mutex_unlock(&s->lock);
   r = ring_enter(s, to_submit, 1, flags, argp, argsz, true);
-  /* The kernel refused the batch (EBUSY: completions it cannot post yet;
-   * EAGAIN: no memory for requests) and did not wait: wait without it,
-   * rather than have the caller spin.  The batch goes again next time. */
-  if ((r == -EBUSY || r == -EAGAIN) && to_submit > 0)
-    r = ring_enter(s, 0, 1, flags, argp, argsz, true);
   taxi__mutex_lock(&s->lock);
   s->in_wait--;
   return capped && r == -ETIME ? 0 : r;
@@ -1274,8 +1355,10 @@ static int uring_wait(void *state, taxi__completion_t *out, size_t max,
     unsigned to_submit;
     r = 0;
     backlog_run(s, &k);
+    wake_poll_arm(s);
     to_submit = sq_flush(s);
-    if (s->deferred || io_uring_cq_ready(&s->ring) > 0 || timeout_ms == 0) {
+    if (s->deferred || io_uring_cq_ready(&s->ring) > 0 || timeout_ms == 0 ||
+        atomic_load(&s->wake_asked)) {
       /* Submit what is prepared and pick up completions the kernel kept
        * back (CQ overflow), without blocking. */
       if (to_submit > 0 || cq_overflowed(s))
@@ -1285,12 +1368,18 @@ static int uring_wait(void *state, taxi__completion_t *out, size_t max,
     }
     deferred_drain(s, &k);
     reap(s, &k, &woken);
-    /* EINTR (a signal), ETIME (the timeout), EBUSY/EAGAIN (the kernel
-     * cannot take more now; reaping makes room): return what there is. */
-    if (r < 0 && r != -EINTR && r != -ETIME && r != -EBUSY && r != -EAGAIN &&
-        k.n == 0) {
+    if (atomic_exchange(&s->wake_asked, 0)) woken = true;
+    /* EINTR (a signal), ETIME (the timeout): return what there is.  Any
+     * other failure with nothing to report is the caller's to back off
+     * from and report; the kernel refusing the batch (EBUSY: completions
+     * it cannot post yet, reaping makes room; EAGAIN, ENOMEM: no memory
+     * for requests) is transient, TAXI_EAGAIN or TAXI_ENOMEM, and the
+     * SQEs go again with the next wait.  With completions to report they
+     * are returned and the next wait retries. */
+    if (r < 0 && r != -EINTR && r != -ETIME && k.n == 0) {
       taxi__mutex_unlock(&s->lock);
-      return taxi__error_from_os(-r);
+      taxi__set_os_error(-r);
+      return r == -EBUSY ? TAXI_EAGAIN : taxi__error_from_os(-r);
     }
     if (k.n > 0 || woken || r < 0 || timeout_ms == 0) break;
     if (deadline >= 0 && taxi_now() >= deadline) break;

@@ -689,5 +689,13 @@ int taxi_io_stats(const taxi_io_t *io, taxi_io_stats_t *out) {
   GET(timeouts);
   GET(timers);
 #undef GET
+  /* A multishot accept out of descriptors pauses inside the proactor
+   * (taxi/proactor.h), and the listener never sees it fail: its pauses
+   * count here too. */
+  taxi_proactor_stats_t ps;
+  if (m->proactor && taxi_proactor_stats(m->proactor, &ps) == 0) {
+    out->accept_errors += ps.accept_pauses;
+    out->accept_pauses += ps.accept_pauses;
+  }
   return 0;
 }

@@ -102,11 +102,13 @@ static int row_alloc_locked(taxi_proactor_t *p, uint32_t *row) {
     p->rows_cap = ncap;
   }
   *row = p->nrows++;
+  memset(&p->rows[*row], 0, sizeof p->rows[*row]);
   return 0;
 }
 
 void taxi__proactor_row_release_locked(taxi_proactor_t *p, size_t row) {
   taxi__prow_t *r = &p->rows[row];
+  if (r->close_pending) taxi__close(r->handle);
   memset(r, 0, sizeof *r);
   r->handle = TAXI_INVALID_HANDLE;
   r->next_free = p->free_head;
@@ -166,15 +168,28 @@ int taxi__proactor_forget_locked(taxi_proactor_t *p, taxi_handle_t h,
   if (taxi__handle_map_get(&p->map, h, &row) < 0) return TAXI_ENOENT;
   taxi__handle_map_del(&p->map, h);
   taxi__prow_t *r = &p->rows[row];
+  /* A pausing accept is with no backend: it ends now, and those queued
+   * behind it with it (flagged first, so that none is submitted). */
+  for (unsigned di = 0; di < 2; di++) {
+    taxi_op_t *cur = r->dir[di].cur;
+    if (!cur || taxi__op_phase(cur) != TAXI__OP_PAUSED) continue;
+    for (taxi_op_t *op = r->dir[di].wait.head; op; op = op->internal_.next)
+      taxi__op_state_store(op, op->internal_.state | TAXI__OP_CANCEL);
+    taxi__proactor_unpause_locked(p, cur);
+    taxi__proactor_complete_locked(p, cur, TAXI_ECANCELED);
+  }
+  r = &p->rows[row];
   r->zombie = true;
   cancel_dir_locked(p, &r->dir[0]);
   cancel_dir_locked(p, &r->dir[1]);
+  p->ops->detach(p->backend, h);
   /* The heads still owe their completions; the row waits for them (see
-   * taxi__proactor_complete_locked), unless there are none. */
+   * taxi__proactor_complete_locked), unless there are none, and so does
+   * the close (see core/proactor_impl.h: the number must not be reused
+   * while a request of the backend may name it). */
+  r->close_pending = close_it;
   if (!r->dir[0].cur && !r->dir[1].cur)
     taxi__proactor_row_release_locked(p, row);
-  p->ops->detach(p->backend, h);
-  if (close_it) taxi__close(h);
   taxi__proactor_kick_locked(p);
   return 0;
 }
@@ -229,6 +244,11 @@ static int cancel_locked(taxi_proactor_t *p, taxi_op_t *op) {
       break;
     case TAXI__OP_TIMER:
       taxi__proactor_timer_remove_locked(p, op);
+      taxi__proactor_complete_locked(p, op, TAXI_ECANCELED);
+      break;
+    case TAXI__OP_PAUSED:
+      /* Not with the backend: end it now. */
+      taxi__proactor_unpause_locked(p, op);
       taxi__proactor_complete_locked(p, op, TAXI_ECANCELED);
       break;
     case TAXI__OP_SUBMITTED:

@@ -176,17 +176,26 @@ void taxi__proactor_timer_remove_locked(taxi_proactor_t *p, taxi_op_t *op) {
   sift_down(p, last->internal_.heap_index);
 }
 
+/* The earliest of the timers and of the ends of accept pauses (few: one
+ * per listener at most). */
 static taxi_time_t next_deadline(const taxi_proactor_t *p) {
-  return p->ntimers ? p->timers[0]->internal_.deadline : INT64_MAX;
+  taxi_time_t d = p->ntimers ? p->timers[0]->internal_.deadline : INT64_MAX;
+  for (const taxi_op_t *op = p->paused.head; op; op = op->internal_.next)
+    if (op->internal_.deadline < d) d = op->internal_.deadline;
+  return d;
 }
 
-/* Move the timers due by `now` to the completion queue, earliest first. */
+static void resume_accepts_locked(taxi_proactor_t *p, taxi_time_t now);
+
+/* Move the timers due by `now` to the completion queue, earliest first,
+ * and resume the accepts whose pause is over. */
 static void expire_locked(taxi_proactor_t *p, taxi_time_t now) {
   while (p->ntimers && p->timers[0]->internal_.deadline <= now) {
     taxi_op_t *op = p->timers[0];
     taxi__proactor_timer_remove_locked(p, op);
     finish_locked(p, op, 0);
   }
+  if (p->paused.head) resume_accepts_locked(p, now);
 }
 
 void taxi__proactor_kick_locked(taxi_proactor_t *p) {
@@ -300,12 +309,80 @@ static void deliver_more_locked(taxi_proactor_t *p, taxi_op_t *op) {
   ready_push_locked(p, op);
 }
 
+/* ---- accept pauses ----------------------------------------------------- */
+
+void taxi__proactor_unpause_locked(taxi_proactor_t *p, taxi_op_t *op) {
+  taxi_op_t *prev = NULL;
+  for (taxi_op_t *o = p->paused.head; o; prev = o, o = o->internal_.next) {
+    if (o != op) continue;
+    if (prev)
+      prev->internal_.next = o->internal_.next;
+    else
+      p->paused.head = o->internal_.next;
+    if (p->paused.tail == o) p->paused.tail = prev;
+    o->internal_.next = NULL;
+    break;
+  }
+  taxi__op_set_phase(op, TAXI__OP_SUBMITTED);
+}
+
+/* A multishot accept failed for a cause that passes (descriptors or memory
+ * freed as connections end): stop accepting on its listener for a while
+ * rather than end, or retry at once and spin.  Its report waits for the
+ * lock to be released (taxi__proactor_wait_locked). */
+static void pause_accept_locked(taxi_proactor_t *p, taxi_op_t *op, int code) {
+  taxi_time_t pause = taxi__backoff_failed(&p->accept_backoff);
+  if (pause < 0) pause = TAXI__BACKOFF_MAX_NS; /* never gives up */
+  op->internal_.deadline = taxi__time_add(taxi_now(), pause);
+  taxi__op_set_phase(op, TAXI__OP_PAUSED);
+  op->internal_.next = NULL;
+  if (p->paused.tail)
+    p->paused.tail->internal_.next = op;
+  else
+    p->paused.head = op;
+  p->paused.tail = op;
+  p->stats.accept_pauses++;
+  p->accept_report = true;
+  p->accept_report_code = code;
+  p->accept_report_handle = op->handle;
+  p->accept_report_attempt = p->accept_backoff.failures;
+}
+
+static void resume_accepts_locked(taxi_proactor_t *p, taxi_time_t now) {
+  taxi_op_t *op = p->paused.head;
+  while (op) {
+    taxi_op_t *next = op->internal_.next;
+    if (op->internal_.deadline <= now) {
+      taxi__proactor_unpause_locked(p, op);
+      int rc = taxi__proactor_submit_locked(p, op);
+      if (rc < 0) taxi__proactor_complete_locked(p, op, rc);
+    }
+    op = next;
+  }
+}
+
+/* Tell the error callback of the latest accept pause, if any.  p->lock
+ * held; released meanwhile. */
+static void report_accept_pause_locked(taxi_proactor_t *p) {
+  if (!p->accept_report) return;
+  p->accept_report = false;
+  int code = p->accept_report_code;
+  taxi_handle_t h = p->accept_report_handle;
+  unsigned attempt = p->accept_report_attempt;
+  if (!p->on_error) return;
+  taxi__mutex_unlock(&p->lock);
+  taxi__report_error(p->on_error, p->on_error_arg, code, "accept", h, attempt,
+                     false);
+  taxi__mutex_lock(&p->lock);
+}
+
 static void accept_result_locked(taxi_proactor_t *p, taxi_op_t *op,
                                  int64_t result, bool more) {
   if (result >= 0) {
     taxi_handle_t h = (taxi_handle_t)result;
     int rc = taxi__proactor_attach_locked(p, h);
     if (rc == 0) {
+      taxi__backoff_reset(&p->accept_backoff);
       op->internal_.file = h;
       if (op->internal_.flags & TAXI_ACCEPT_MULTISHOT)
         deliver_more_locked(p, op);
@@ -318,6 +395,23 @@ static void accept_result_locked(taxi_proactor_t *p, taxi_op_t *op,
   }
   /* The kernel goes on with a multishot accept after a failed one. */
   if (more) return;
+  unsigned st = op->internal_.state;
+  if (st & TAXI__OP_THROTTLED) {
+    /* The end the core asked for (the handler has caught up with the
+     * backlog): accept again. */
+    taxi__op_state_store(op, st & ~TAXI__OP_THROTTLED);
+    if (!(st & TAXI__OP_CANCEL) && result == TAXI_ECANCELED) {
+      int rc = taxi__proactor_submit_locked(p, op);
+      if (rc < 0) taxi__proactor_complete_locked(p, op, rc);
+      return;
+    }
+  }
+  if ((op->internal_.flags & TAXI_ACCEPT_MULTISHOT) &&
+      !(op->internal_.state & TAXI__OP_CANCEL) &&
+      (result == TAXI_ETOOMANY || result == TAXI_ENOMEM)) {
+    pause_accept_locked(p, op, (int)result);
+    return;
+  }
   taxi__proactor_complete_locked(p, op, (int)result);
 }
 
@@ -360,6 +454,16 @@ void taxi__proactor_process_locked(taxi_proactor_t *p,
       if (c->result >= 0) taxi__close((taxi_handle_t)c->result);
       if (!more)
         taxi__op_state_store(op, op->internal_.state | TAXI__OP_CANCEL);
+      return;
+    }
+    /* The handler falls behind: stop the kernel accepting until it has
+     * caught up (a few more may arrive before the cancel takes effect). */
+    unsigned now_st = op->internal_.state;
+    if (more && p->backlog.count >= TAXI__ACCEPT_BACKLOG_MAX &&
+        !(now_st & (TAXI__OP_THROTTLED | TAXI__OP_CANCEL))) {
+      taxi__op_state_store(op, now_st | TAXI__OP_THROTTLED);
+      p->stats.accept_throttles++;
+      p->ops->cancel(p->backend, op);
     }
     return;
   }
@@ -448,6 +552,7 @@ int taxi__proactor_wait_locked(taxi_proactor_t *p, taxi__completion_t *buf,
   *now = taxi_now();
   if (n < 0) return n;
   for (int i = 0; i < n; i++) taxi__proactor_process_locked(p, &buf[i]);
+  report_accept_pause_locked(p);
   return n;
 }
 
@@ -550,12 +655,8 @@ int taxi_proactor_restart(taxi_proactor_t *p) {
 
 /* ---- destroy ------------------------------------------------------------ */
 
-/* How long destroy waits for a backend to report operations it was asked
- * to cancel before giving up on them (a backend that breaks its contract
- * must not hang the application). */
-#define DRAIN_LIMIT (10 * TAXI_NSEC_PER_SEC)
-
-/* Complete, with TAXI_ECANCELED, whatever a backend failed to report. */
+/* Complete, with TAXI_ECANCELED, whatever a backend can no longer report
+ * (its wait failed for good). */
 static void abandon_locked(taxi_proactor_t *p) {
   for (uint32_t i = 0; i < p->nrows; i++) {
     taxi__prow_t *r = &p->rows[i];
@@ -576,7 +677,24 @@ void taxi__proactor_drain_locked(taxi_proactor_t *p) {
     taxi__proactor_timer_remove_locked(p, op);
     taxi__proactor_complete_locked(p, op, TAXI_ECANCELED);
   }
-  taxi_time_t now = taxi_now(), give_up = now + DRAIN_LIMIT;
+  /*
+   * Wait for the backend to report every operation it holds, however long
+   * that takes: until then the OS may still write into the records and
+   * buffers, and the descriptors stay open (core/proactor_impl.h), so
+   * giving up early would hand memory back that the kernel still uses.
+   * The wait ends because the caller cancelled every operation in the
+   * backend first (closing every handle), no new one can start (starts
+   * are refused while destroying), and every backend completes a
+   * cancelled operation promptly: io_uring with IORING_OP_ASYNC_CANCEL,
+   * POSIX aio by readiness-gated short requests (a file request finishes
+   * by itself), the emulated backend and IOCP at once.  A failing wait is
+   * retried after a growing pause and reported; only one that keeps
+   * failing (core/backoff.h's limit, reported fatal) ends the wait: that
+   * backend can no longer tell anything, and its close() releases what
+   * the OS still holds.
+   */
+  taxi_time_t now = taxi_now();
+  taxi__backoff_t backoff = {0};
   taxi__event_t ev;
   for (;;) {
     while (taxi__proactor_take_locked(p, now, &ev))
@@ -584,12 +702,21 @@ void taxi__proactor_drain_locked(taxi_proactor_t *p) {
     if (p->in_backend == 0 && p->ready_count == 0) break;
     if (p->in_backend == 0) continue;
     now = taxi_now();
-    if (now >= give_up) {
-      abandon_locked(p);
-      continue;
-    }
     int n = taxi__proactor_wait_locked(p, p->wait_buf, p->max_events,
                                        now + 100 * TAXI_NSEC_PER_MSEC, &now);
-    if (n < 0) give_up = now; /* the backend is broken: stop asking it */
+    if (n >= 0) {
+      taxi__backoff_reset(&backoff);
+      continue;
+    }
+    taxi_time_t pause =
+        taxi__error_transient(n) ? taxi__backoff_failed(&backoff) : -1;
+    taxi__mutex_unlock(&p->lock);
+    taxi__report_error(p->on_error, p->on_error_arg, n, "destroy",
+                       TAXI_INVALID_HANDLE, backoff.failures + (pause < 0),
+                       pause < 0);
+    if (pause >= 0) taxi__sleep(pause);
+    taxi__mutex_lock(&p->lock);
+    now = taxi_now();
+    if (pause < 0) abandon_locked(p);
   }
 }

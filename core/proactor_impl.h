@@ -13,6 +13,8 @@
  *                                                          one completion
  *        ──timer──> TIMER (in the heap)                    comes from wait)
  *        ──post───> READY
+ *   SUBMITTED (multishot accept, out of descriptors) ──> PAUSED ──the
+ *             pause is over──> SUBMITTED again
  *   SUBMITTED ──partial transfer──> SUBMITTED again (the rest resubmitted)
  *   SUBMITTED / TIMER / QUEUED (cancelled) ──done──> READY (in the
  *             completion queue, result in internal_.status / done)
@@ -37,6 +39,15 @@
  * freed.  So an op always knows its row (internal_.heap_index) while it is
  * queued or submitted.
  *
+ * A closed handle's descriptor is closed with its zombie row, not before:
+ * a backend may still hold a request that names the descriptor by number
+ * (an io_uring SQE prepared but not yet submitted, a linked request the
+ * kernel resolves only when it runs, a glibc aio helper about to read),
+ * and a number closed early can be given to a new connection at once,
+ * whose bytes that request would then take or whose peer it would write
+ * to.  Once every head has completed, nothing in any backend names the
+ * number, whatever the backend.
+ *
  * Cancellation sets TAXI__OP_CANCEL.  A failure that arrives afterwards
  * is reported as TAXI_ECANCELED (the backend's own, or EBADF from a handle
  * closed under a request not yet handed to the kernel); a success stands;
@@ -47,7 +58,11 @@
  * With a kernel multishot accept (TAXI__PCAP_MULTISHOT_ACCEPT) the op
  * keeps TAXI__OP_INBACKEND while one delivery is READY or TAKEN;
  * completions arriving meanwhile wait in `backlog`, in order, and are
- * delivered one per handler call.
+ * delivered one per handler call.  When TAXI__ACCEPT_BACKLOG_MAX wait
+ * there, the kernel's request is cancelled (TAXI__OP_THROTTLED) and
+ * submitted again once its end has been taken from the backlog, that is
+ * once the handler has caught up; meanwhile connections wait in the
+ * listen backlog.
  *
  * Field reuse in taxi_op_t.internal_ (the public struct has no spare room,
  * and these never overlap in time):
@@ -88,6 +103,11 @@
 #define TAXI__OP_TIMER 3u
 #define TAXI__OP_READY 4u
 #define TAXI__OP_TAKEN 5u
+/* A multishot accept that failed for lack of descriptors (or another
+ * transient cause), waiting out a pause before it is submitted again: on
+ * the proactor's `paused` list, resumed at internal_.deadline; still the
+ * head of its listener's queue (heap_index keeps its row). */
+#define TAXI__OP_PAUSED 6u
 #define TAXI__OP_STATE 0xffu
 /* Flags kept with the state. */
 #define TAXI__OP_CANCEL 0x100u /* cancellation requested */
@@ -97,6 +117,15 @@
 /* The backend owes a completion (set at submit, cleared by a completion
  * without TAXI__CQ_MORE). */
 #define TAXI__OP_INBACKEND 0x400u
+/* A kernel multishot accept the core asked the backend to end because
+ * TAXI__ACCEPT_BACKLOG_MAX deliveries wait for its handler: its end
+ * (TAXI_ECANCELED) submits it again, not completes it. */
+#define TAXI__OP_THROTTLED 0x800u
+
+/* Deliveries of kernel multishot accepts kept waiting for their handlers
+ * before the core stops the kernel accepting (see TAXI_ACCEPT_MULTISHOT in
+ * taxi/proactor.h). */
+#define TAXI__ACCEPT_BACKLOG_MAX 64u
 
 /* Directions of the per-handle queues (internal_.dir). */
 #define TAXI__DIR_NONE 0u
@@ -148,6 +177,7 @@ typedef struct taxi__prow {
   taxi_handle_t handle;
   bool used;
   bool zombie;         /* closed or detached, waiting for its heads */
+  bool close_pending;  /* closed: close the descriptor with the row */
   uint32_t next_free;  /* free-list link while unused */
   taxi__pdir_t dir[2]; /* [0] input, [1] output */
 } taxi__prow_t;
@@ -185,6 +215,18 @@ struct taxi_proactor {
 
   taxi__backlog_t backlog;
 
+  /* Multishot accepts pausing after a transient failure (TAXI__OP_PAUSED),
+   * linked through internal_.next; a pause grows while accepting keeps
+   * failing and starts again from the shortest after a success.  The
+   * report of the latest pause waits here for the lock to be released
+   * (taxi__proactor_wait_locked). */
+  taxi__opq_t paused;
+  taxi__backoff_t accept_backoff;
+  bool accept_report;
+  int accept_report_code;
+  taxi_handle_t accept_report_handle;
+  unsigned accept_report_attempt;
+
   /* Operations the backend owes a completion for (SUBMITTED). */
   size_t in_backend;
 
@@ -219,11 +261,16 @@ struct taxi_proactor {
 /* Attach h (backend attach + a row).  p->lock held.  0, TAXI_EEXIST,
  * TAXI_EBADF, TAXI_ENOMEM, or the backend's error. */
 int taxi__proactor_attach_locked(taxi_proactor_t *p, taxi_handle_t h);
-/* Cancel everything on h and forget it (close: also close it).  p->lock
- * held.  0 or TAXI_ENOENT. */
+/* Cancel everything on h and forget it (close: also close it, once no
+ * operation of the backend can name it any more).  p->lock held.  0 or
+ * TAXI_ENOENT. */
 int taxi__proactor_forget_locked(taxi_proactor_t *p, taxi_handle_t h,
                                  bool close_it);
-/* Free a zombie row whose queues are empty.  p->lock held. */
+/* A PAUSED accept leaves the paused list.  p->lock held. */
+void taxi__proactor_unpause_locked(taxi_proactor_t *p, taxi_op_t *op);
+
+/* Free a zombie row whose queues are empty, closing its descriptor if the
+ * handle was closed.  p->lock held. */
 void taxi__proactor_row_release_locked(taxi_proactor_t *p, size_t row);
 
 /* ---- proactor_start.c -------------------------------------------------- */

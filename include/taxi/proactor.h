@@ -94,7 +94,21 @@ typedef enum taxi_op_kind {
  * set, until an error, taxi_proactor_cancel() or taxi_proactor_close() ends
  * it (that last completion has op->more clear).  io_uring does this with
  * one multishot request where the kernel has it; elsewhere taxi re-issues
- * the accept after each connection. */
+ * the accept after each connection.
+ * Out of descriptors (EMFILE, ENFILE: TAXI_ETOOMANY) or of memory for a
+ * connection (TAXI_ENOMEM), a multishot accept neither ends nor retries at
+ * once (it would fail again, and spin): it stops accepting for a pause of
+ * 1 ms, doubled while accepting keeps failing, up to 256 ms, reports each
+ * pause through the error callback (where "accept", the listener's handle,
+ * not fatal) and counts it (taxi_proactor_stats_t.accept_pauses), then
+ * accepts again by itself.  Meanwhile connections wait in the listen
+ * backlog.  A single accept completes with the error instead
+ * (TAXI_ETOOMANY), and the application decides when to try again.
+ * Connections accepted faster than the handler runs wait for it, in
+ * order, up to 64 (of all multishot accepts of the proactor): then the
+ * kernel stops accepting (taxi_proactor_stats_t.accept_throttles) until
+ * the handler has caught up, and further connections wait in the listen
+ * backlog, which pushes back on clients. */
 #define TAXI_ACCEPT_MULTISHOT 0x1u
 
 /* Room in each record for the backend's own per-operation state (an
@@ -186,8 +200,9 @@ typedef struct taxi_proactor_options {
    * ones (ENOMEM, EAGAIN), retried after a growing pause, and the one that
    * ends the call, reported fatal.  NULL: nobody is told (the counter
    * still counts).  Under a Leader/Followers pool the pool's callback is
-   * told of its waits instead.  Called in the dispatching thread, no lock
-   * held. */
+   * told of its waits instead.  Also told of the pauses of a multishot
+   * accept (see TAXI_ACCEPT_MULTISHOT), by any dispatching thread.  Called
+   * in the dispatching thread, no lock held. */
   taxi_error_fn on_error;
   void *on_error_arg; /* passed to on_error */
 } taxi_proactor_options_t;
@@ -248,13 +263,19 @@ TAXI_EXTERN int taxi_proactor_attach(taxi_proactor_t *p, taxi_handle_t h);
  * TAXI_ECANCELED (an operation the OS finished meanwhile completes with its
  * own result instead; either way exactly once), forget the handle, and
  * close it.  The completions are dispatched like any other, not run inside
- * this call.  Returns 0, TAXI_EINVAL (NULL), TAXI_ENOENT (not attached).
+ * this call.  The descriptor is closed at once when no operation on it had
+ * reached the OS, else when the last of those has completed (before its
+ * handler runs): until then a request may still name its number, and a
+ * new connection given that number would receive or send that request's
+ * bytes.  Returns 0, TAXI_EINVAL (NULL), TAXI_ENOENT (not attached).
  */
 TAXI_EXTERN int taxi_proactor_close(taxi_proactor_t *p, taxi_handle_t h);
 
 /* taxi_proactor_detach - as taxi_proactor_close(), but the handle is left
  * open and given back to the caller.  (On Windows it stays associated with
- * the completion port: the OS cannot undo that.) */
+ * the completion port: the OS cannot undo that.)  The caller should not
+ * close it before the handlers of its cancelled operations have run, for
+ * the reason given above. */
 TAXI_EXTERN int taxi_proactor_detach(taxi_proactor_t *p, taxi_handle_t h);
 
 /* ---- starting operations ------------------------------------------------ */
@@ -399,6 +420,11 @@ typedef struct taxi_proactor_stats {
   uint64_t waits;            /* of which waits for completions */
   uint64_t transient_errors; /* failed waits retried after a pause (by
                                 run/handle_events; a pool counts its own) */
+  uint64_t accept_pauses;    /* pauses of a multishot accept out of
+                                descriptors or memory (see
+                                TAXI_ACCEPT_MULTISHOT) */
+  uint64_t accept_throttles; /* stops of a multishot accept whose handler
+                                fell behind (TAXI_ACCEPT_MULTISHOT) */
 } taxi_proactor_stats_t;
 
 /* taxi_proactor_stats - copy the counters.  0, or TAXI_EINVAL. */

@@ -370,13 +370,17 @@ static void (*const sweep_fns[MAX_BACKENDS])(void) = {
     test_sweep_0, test_sweep_1, test_sweep_2,
     test_sweep_3, test_sweep_4, test_sweep_5};
 
+/* tests/fault/inproc_refusals.c */
+extern const taxi_test_suite_t pr_suite_refusals;
+
 int main(int argc, char **argv) {
   fault_reexec_preloaded(argc, argv);
   const char *const *names = taxi_proactor_backend_names();
   static char titles[MAX_BACKENDS][64];
   static CU_TestInfo tests[MAX_BACKENDS][2];
   static taxi_test_suite_t suites[MAX_BACKENDS];
-  const taxi_test_suite_t *list[MAX_BACKENDS];
+  const taxi_test_suite_t *list[MAX_BACKENDS + 1];
+  static taxi_test_suite_t refusals;
   size_t k = 0;
   const char *why = fault_available() ? NULL : fault_unavailable_reason();
   for (int i = 0; names[i] && k < MAX_BACKENDS; i++) {
@@ -398,6 +402,9 @@ int main(int argc, char **argv) {
     list[k] = &suites[k];
     k++;
   }
+  refusals = pr_suite_refusals;
+  refusals.skip = why;
+  list[k++] = &refusals;
   return taxi_test_run("in-process fault sweep of the Proactor", list, k, argc,
                        argv);
 }

@@ -192,8 +192,17 @@ static void kq_apply(kq_state_t *s, kq_batch_t *b) {
    * (FreeBSD kqueue(2), ERRORS) but the receipts are lost: applying the
    * batch again reports them, and is harmless (EV_ADD of an existing knote
    * modifies it; a second EV_DELETE gets ENOENT, which callers accept). */
-  do got = kevent(s->kq, b->change, b->n, receipt, b->n, &zero);
-  while (got < 0 && errno == EINTR);
+  do {
+    /* libkqueue fills a receipt's data from errno even where the change
+     * failed without setting it (re-adding an existing socket knote: the
+     * knote is enabled, then the modify step refuses), so a stale EAGAIN
+     * from the application's last read would read as this change's
+     * failure.  With errno cleared such a receipt carries 0, which is
+     * what FreeBSD reports for re-adding an existing knote: success.
+     * Harmless where kevent fills data itself. */
+    errno = 0;
+    got = kevent(s->kq, b->change, b->n, receipt, b->n, &zero);
+  } while (got < 0 && errno == EINTR);
   if (got < 0) {
     int err = errno;
     for (int i = 0; i < b->n; i++) b->err[i] = err;

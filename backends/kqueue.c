@@ -463,6 +463,16 @@ static unsigned kq_events_out(const struct kevent *ev) {
   return out;
 }
 
+/* The socket error an event carries: EV_EOF with an errno in fflags
+ * (kqueue(2), EVFILT_READ and EVFILT_WRITE).  FreeBSD copies it and leaves
+ * it pending on the socket; libkqueue reads it with SO_ERROR, which clears
+ * it, so the reactor keeps it for the handler (TAXI__EXT_EVENT_ERROR). */
+static int32_t kq_event_error(const struct kevent *ev) {
+  if ((ev->flags & (EV_EOF | EV_ERROR)) != EV_EOF || ev->fflags == 0) return 0;
+  if (ev->filter != EVFILT_READ && ev->filter != EVFILT_WRITE) return 0;
+  return taxi__error_from_os((int)ev->fflags);
+}
+
 static int kq_wait(void *state, taxi__ready_t *out, size_t max,
                    int timeout_ms) {
   kq_state_t *s = state;
@@ -485,6 +495,7 @@ static int kq_wait(void *state, taxi__ready_t *out, size_t max,
   for (int i = 0; i < n; i++) {
     unsigned ev = kq_events_out(&evs[i]);
     uint64_t token = (uint64_t)(uintptr_t)evs[i].udata;
+    int32_t err = kq_event_error(&evs[i]);
     int j;
     if (!ev) continue;
     /* Read and write readiness of one handle are two kernel events: merge
@@ -493,11 +504,13 @@ static int kq_wait(void *state, taxi__ready_t *out, size_t max,
       if (ident[j] == evs[i].ident && out[j].token == token) break;
     if (j < k) {
       out[j].events |= ev;
+      if (!out[j].error) out[j].error = err;
       continue;
     }
     ident[k] = evs[i].ident;
     out[k].token = token;
     out[k].events = ev;
+    out[k].error = err;
     k++;
   }
   return k;
@@ -508,6 +521,7 @@ const taxi__readiness_ops_t taxi__backend_kqueue = {
     .caps = KQ_CAP_ONESHOT | TAXI_CAP_MULTI_WAIT | TAXI_CAP_EDGE |
             TAXI_CAP_LIVE_UPDATE,
     .max_handles = 0,
+    .ext = TAXI__EXT_EVENT_ERROR,
     .open = kq_open,
     .close = kq_close,
     .add = kq_add,

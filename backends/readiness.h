@@ -37,7 +37,20 @@
 typedef struct taxi__ready {
   uint64_t token;
   uint32_t events;
+  /* With TAXI__EXT_EVENT_ERROR only (unread otherwise): 0, or the TAXI_E*
+   * code of the error the mechanism reported pending on the handle with
+   * this event. */
+  int32_t error;
 } taxi__ready_t;
+
+/* Optional parts of a backend, in its `ext` bits.  The core uses a part
+ * only where its bit is set, and otherwise does what it does for every
+ * backend, so a backend without them needs no change. */
+/* wait fills taxi__ready_t.error.  For a mechanism that reports a socket's
+ * pending error with the event (kqueue's EV_EOF with the errno in fflags):
+ * where reporting it clears it from the socket, as libkqueue does, it is
+ * otherwise lost to the application. */
+#define TAXI__EXT_EVENT_ERROR 0x1u
 
 /* Flags for add and modify. */
 /* Report the handle once, then keep it registered but inactive until the
@@ -48,6 +61,7 @@ typedef struct taxi__readiness_ops {
   const char *name;
   unsigned caps;      /* TAXI_CAP_* */
   size_t max_handles; /* 0: only the OS limits how many */
+  unsigned ext;       /* TAXI__EXT_*: which optional parts it has */
 
   /* Create an instance in *state.  TAXI_ENOTSUP (or the mapped OS error)
    * when the mechanism does not work here: the core then tries the next. */

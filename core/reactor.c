@@ -241,6 +241,7 @@ static int register_locked(taxi_reactor_t *r, taxi_handle_t handle,
   s->interest = events;
   s->flags = TAXI__S_ARMED;
   s->move_to = NULL;
+  s->error = 0;
   taxi__reactor_attach_locked(r, h); /* cannot fail: checked above */
   h->internal_.handle = handle;
   h->internal_.slot = row;
@@ -564,6 +565,9 @@ static bool take_io_locked(taxi_reactor_t *r, const taxi__ready_t *rd,
     r->stats.stale++;
     return false;
   }
+  /* Kept for taxi_reactor_pending_error(): the socket may no longer have
+   * it to tell. */
+  if ((r->ops->ext & TAXI__EXT_EVENT_ERROR) && rd->error) s->error = rd->error;
   /* The interest may have changed since the wait; hang-ups and errors are
    * always of interest. */
   uint32_t events = rd->events & (s->interest | TAXI_EV_HUP | TAXI_EV_ERR);
@@ -1008,9 +1012,9 @@ int taxi__reactor_wait_locked(taxi_reactor_t *r, taxi__ready_t *buf, size_t cap,
 static int wait_failed_locked(taxi_reactor_t *r, int code, taxi_time_t deadline,
                               taxi_time_t *now) {
   taxi__mutex_unlock(&r->lock);
-  int rc = taxi__backoff_wait_failed(&r->wait_backoff, r->on_error,
-                                     r->on_error_arg, code, deadline,
-                                     &r->stopped);
+  int rc =
+      taxi__backoff_wait_failed(&r->wait_backoff, r->on_error, r->on_error_arg,
+                                code, deadline, &r->stopped);
   taxi__mutex_lock(&r->lock);
   *now = taxi_now();
   if (rc == 0) r->stats.transient_errors++;

@@ -52,6 +52,9 @@ typedef struct taxi__slot {
   uint32_t flags;          /* TAXI__S_* */
   uint32_t next_free;      /* free-list link while free */
   taxi_reactor_t *move_to; /* taxi_reactor_move() once its hooks return */
+  /* The error the backend reported with the handle's last event
+   * (TAXI__EXT_EVENT_ERROR), until taxi_reactor_pending_error() reads it. */
+  int error;
 } taxi__slot_t;
 
 /* Rows that are not in the table: the reactor's own handles. */

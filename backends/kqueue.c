@@ -45,6 +45,11 @@
  *  - udata is a pointer, too narrow for the core's 64-bit tokens on 32-bit
  *    systems: open refuses there, and the core falls back to poll.
  *
+ * Optional parts (backends/readiness.h): the reactor's wake-up is an
+ * EVFILT_USER event where configure found one (TAXI__EXT_WAKEUP), and the
+ * socket error EV_EOF carries in fflags goes with the event
+ * (TAXI__EXT_EVENT_ERROR).
+ *
  * What the core must know: read and write readiness of one handle are
  * separate kernel events.  One wait merges the two into one entry when it
  * gets both, but with several waiters, or with EV_DISPATCH (which disables
@@ -96,6 +101,7 @@
 typedef struct kq_state {
   int kq;
   pid_t owner;          /* the process the kqueue belongs to */
+  uint64_t wake_token;  /* what the EVFILT_USER wake-up reports */
   unsigned char *table; /* [table_cap] KQ_* bits by descriptor */
   size_t table_cap;
 } kq_state_t;
@@ -447,6 +453,9 @@ static unsigned kq_events_out(const struct kevent *ev) {
   unsigned out;
   /* EV_ERROR: data holds an errno for this knote. */
   if (ev->flags & EV_ERROR) return TAXI_EV_ERR;
+#if TAXI_HAVE_KQUEUE_USER
+  if (ev->filter == EVFILT_USER) return TAXI_EV_READ;
+#endif
   if (ev->filter == EVFILT_READ)
     out = TAXI_EV_READ;
   else if (ev->filter == EVFILT_WRITE)
@@ -516,18 +525,56 @@ static int kq_wait(void *state, taxi__ready_t *out, size_t max,
   return k;
 }
 
+#if TAXI_HAVE_KQUEUE_USER
+/* The wake-up: one EVFILT_USER event per kqueue (FreeBSD 8.1, macOS 10.6,
+ * NetBSD 10, libkqueue), in a namespace of its own, so any ident does.
+ * EV_CLEAR resets it as it is reported: one report per trigger, however
+ * many waiters. */
+#define KQ_WAKE_IDENT 1
+
+static int kq_wakeup_change(kq_state_t *s, unsigned short flags,
+                            unsigned fflags) {
+  struct kevent ev;
+  int rc;
+  /* Each change carries the token: kevent stores udata on every change. */
+  EV_SET(&ev, KQ_WAKE_IDENT, EVFILT_USER, flags, fflags, 0,
+         (void *)(uintptr_t)s->wake_token);
+  /* No event list: a failed change fails the call with its errno. */
+  do rc = kevent(s->kq, &ev, 1, NULL, 0, NULL);
+  while (rc < 0 && errno == EINTR);
+  return rc < 0 ? kq_error(errno) : 0;
+}
+
+static int kq_wakeup_open(void *state, uint64_t token) {
+  kq_state_t *s = state;
+  s->wake_token = token;
+  return kq_wakeup_change(s, EV_ADD | EV_CLEAR, 0);
+}
+
+static int kq_wakeup_signal(void *state) {
+  return kq_wakeup_change(state, 0, NOTE_TRIGGER);
+}
+#define KQ_EXT_WAKEUP TAXI__EXT_WAKEUP
+#else
+#define KQ_EXT_WAKEUP 0u
+#define kq_wakeup_open NULL
+#define kq_wakeup_signal NULL
+#endif
+
 const taxi__readiness_ops_t taxi__backend_kqueue = {
     .name = "kqueue",
     .caps = KQ_CAP_ONESHOT | TAXI_CAP_MULTI_WAIT | TAXI_CAP_EDGE |
             TAXI_CAP_LIVE_UPDATE,
     .max_handles = 0,
-    .ext = TAXI__EXT_EVENT_ERROR,
+    .ext = TAXI__EXT_EVENT_ERROR | KQ_EXT_WAKEUP,
     .open = kq_open,
     .close = kq_close,
     .add = kq_add,
     .modify = kq_modify,
     .del = kq_del,
     .wait = kq_wait,
+    .wakeup_open = kq_wakeup_open,
+    .wakeup_signal = kq_wakeup_signal,
 };
 
 #else

@@ -51,6 +51,11 @@ typedef struct taxi__ready {
  * where reporting it clears it from the socket, as libkqueue does, it is
  * otherwise lost to the application. */
 #define TAXI__EXT_EVENT_ERROR 0x1u
+/* wakeup_open and wakeup_signal: the mechanism's own cross-thread wake-up
+ * (kqueue's EVFILT_USER), used instead of the port's channel (an eventfd
+ * or a pipe, registered like any handle), so a wake-up costs one system
+ * call and no descriptor. */
+#define TAXI__EXT_WAKEUP 0x2u
 
 /* Flags for add and modify. */
 /* Report the handle once, then keep it registered but inactive until the
@@ -91,6 +96,15 @@ typedef struct taxi__readiness_ops {
    * ready handles in out.  Returns how many (0 on timeout or when
    * interrupted by a signal), or a negative TAXI_E* code. */
   int (*wait)(void *state, taxi__ready_t *out, size_t max, int timeout_ms);
+
+  /* TAXI__EXT_WAKEUP.  wakeup_open: from now on each wakeup_signal makes a
+   * wait (one in progress, or the next) report `token` with TAXI_EV_READ,
+   * once; signals not yet reported coalesce into one report.  Called like
+   * add, once per instance; an error leaves the core on the port's
+   * channel.  wakeup_signal: any thread, under the caller's lock or not
+   * (never in a signal handler).  Returns 0 or a TAXI_E* code. */
+  int (*wakeup_open)(void *state, uint64_t token);
+  int (*wakeup_signal)(void *state);
 } taxi__readiness_ops_t;
 
 #endif /* TAXI_BACKENDS_READINESS_H */

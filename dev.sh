@@ -13,10 +13,15 @@
 #                     and run the echo benchmark against Boost.Asio,
 #                     libevent, libuv and the bare loops (make bench-peers;
 #                     OPTIONS go to tests/bench/peers.sh, e.g. --quick)
+#   ./dev.sh kqueue   the BSD path on Linux: build libkqueue from vendor/,
+#                     build against it (in ./build-kqueue) and run the whole
+#                     test suite with kqueue as the default backend
+#   ./dev.sh kqueue-asan  the kqueue programs of the suite under ASan+UBSan
+#                     (in ./build-kqueue-asan)
 #
 # Environment: BUILD_DIR (default: build), CONFIGURE_FLAGS (extra flags for
 # configure), JOBS (default: number of CPUs), WIN32_BUILD_DIR (default:
-# build-win32).
+# build-win32), KQUEUE_BUILD_DIR (default: build-kqueue).
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")" && pwd)
@@ -56,7 +61,7 @@ autogen() {
 # failing test's log and fail; else add up the "N passed, N failed" line
 # each CUnit program ends its log with.
 check_and_total() {
-  if ! make -j"$jobs" check; then
+  if ! make -j"$jobs" check "$@"; then
     for log in $(find . -name '*.log' ! -name config.log ! -name test-suite.log ! -path './cunit/*'); do
       grep -q '^FAIL\|^ERROR' "${log%.log}.trs" 2>/dev/null && { echo "==> $log"; cat "$log"; }
     done
@@ -89,6 +94,58 @@ win32() {
   check_and_total
 }
 
+# libkqueue (tests/kqueue/build-libkqueue.sh) built into the build tree,
+# taxi configured against it in a build directory of its own; TAXI_BACKEND
+# makes kqueue the default of every reactor, pool and Proactor that names
+# no backend (the emulated and aio Proactors' internal reactors too).
+kqueue() {
+  local sanitize=${1:-}
+  deps cmake
+  autogen
+  local dir=${KQUEUE_BUILD_DIR:-$top/build-kqueue}
+  [ "$sanitize" = asan ] && dir=${KQUEUE_BUILD_DIR:-$top/build-kqueue-asan}
+  mkdir -p "$dir"
+  "$top/tests/kqueue/build-libkqueue.sh" "$dir/libkqueue"
+  local prefix
+  prefix=$(cd "$dir/libkqueue" && pwd)
+  local link="-L$prefix/lib -Wl,-rpath,$prefix/lib"
+  local args=(-q CPPFLAGS="-I$prefix/include/kqueue" LIBS=-lkqueue LDFLAGS="$link")
+  if [ "$sanitize" = asan ]; then
+    local san="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
+    args+=(--disable-shared CFLAGS="-O1 -g -fno-omit-frame-pointer $san"
+      LDFLAGS="$link $san")
+  fi
+  cd "$dir"
+  # shellcheck disable=SC2086
+  [ -f Makefile ] || "$top/configure" "${args[@]}" ${CONFIGURE_FLAGS:-}
+  make -j"$jobs"
+  grep -E '^#define TAXI_HAVE_KQUEUE' config.h
+  export TAXI_BACKEND=kqueue
+  if [ "$sanitize" = asan ]; then
+    # The programs that run kqueue: the Reactor and pool conformance
+    # suites, the Proactors whose internal reactor is kqueue, the stream
+    # pairs over kqueue.
+    export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+    export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
+    export TAXI_TEST_TIMEOUT_SCALE=${TAXI_TEST_TIMEOUT_SCALE:-3}
+    check_and_total TESTS="tests/reactor_kqueue tests/pools_kqueue \
+      tests/proactor_emulated tests/proactor_aio tests/stream/reactor-kqueue.pair \
+      tests/stream/lf-kqueue.pair tests/stream/hsha-kqueue.pair \
+      tests/stream/proactor-emulated+kqueue.pair"
+  else
+    check_and_total
+    # The port's wake-up channel too, where kqueue has its own.
+    if grep -q '^#define TAXI_HAVE_KQUEUE_USER 1' config.h; then
+      echo "again with TAXI_WAKEUP_CHANNEL=1 (an eventfd instead of EVFILT_USER):"
+      for t in reactor_kqueue pools_kqueue; do
+        TAXI_WAKEUP_CHANNEL=1 "tests/$t" >"tests/$t-channel.out" 2>&1 ||
+          { cat "tests/$t-channel.out"; exit 1; }
+        echo "$t: $(grep -E '^[0-9]+ passed' "tests/$t-channel.out" | tail -n 1)"
+      done
+    fi
+  fi
+}
+
 build() {
   deps
   autogen
@@ -116,8 +173,10 @@ case "${1:-}" in
     ./config.status --recheck >/dev/null && ./config.status >/dev/null
     make -j"$jobs" bench-peers PEERS_FLAGS="$*"
     ;;
+  kqueue) kqueue ;;
+  kqueue-asan) kqueue asan ;;
   *)
-    sed -n '2,21p' "$0"
+    sed -n '3,25p' "$0"
     exit 2
     ;;
 esac

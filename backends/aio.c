@@ -297,6 +297,19 @@ static void push_done_locked(aio_state_t *s, taxi_op_t *op, int64_t result) {
   s->done_tail = op;
 }
 
+/* The result of op's step, or the error the internal reactor reported
+ * with its handle's event where the step cannot see it (nbio.h). */
+static int64_t settle_locked(aio_state_t *s, taxi_op_t *op, int64_t r) {
+  aio_op_t *ao = room(op);
+  int pending = 0;
+  if (ao->ah && ao->ah->registered &&
+      taxi__nbio_may_hide_error(op, ao->connecting, r) &&
+      taxi_reactor_pending_error(s->reactor, &ao->ah->h, &pending) == 0 &&
+      pending)
+    return pending;
+  return r;
+}
+
 static int wake_input(taxi_handler_t *h, taxi_handle_t fd, unsigned events) {
   aio_state_t *s = TAXI_CONTAINER_OF(h, aio_state_t, wake_h);
   (void)fd;
@@ -466,6 +479,7 @@ static bool advance_locked(aio_state_t *s, taxi_op_t *op) {
   bool started;
   int64_t r = step_locked(s, op, &started);
   if (started) return false;
+  r = settle_locked(s, op, r);
   if (r == TAXI_EAGAIN) {
     room(op)->state = OP_ARMED;
     room(op)->wants = wants_of(op);
@@ -579,7 +593,9 @@ static void harvest_locked(aio_state_t *s) {
     int err = aio_error(cb);
     ssize_t r = aio_return(cb);
     count(s, 2);
-    push_done_locked(s, op_of_cb(cb), err ? aio_status(err) : (int64_t)r);
+    push_done_locked(
+        s, op_of_cb(cb),
+        settle_locked(s, op_of_cb(cb), err ? aio_status(err) : (int64_t)r));
   }
   s->nflight = n - done;
   if (done) kick_locked(s);

@@ -218,6 +218,10 @@ static unsigned dir_bit(unsigned dir) {
 static void attempt(emu_t *e, emu_conn_t *c, taxi_op_t *op, bool outside) {
   emu_op_t *o = eop(op);
   int64_t r = taxi__nbio_step(op, o->connect_started, e->counters);
+  int pending = 0;
+  if (taxi__nbio_may_hide_error(op, o->connect_started, r) &&
+      taxi_reactor_pending_error(e->reactor, &c->h, &pending) == 0 && pending)
+    r = pending;
   if (op->kind == TAXI_OP_CONNECT && r == TAXI_EAGAIN)
     o->connect_started = true;
   if (r == TAXI_EAGAIN) {

@@ -46,6 +46,11 @@
  *  - udata is a pointer, too narrow for the core's 64-bit tokens on 32-bit
  *    systems: open refuses there, and the core falls back to poll.
  *
+ * Optional parts (backends/readiness.h): the reactor's wake-up is an
+ * EVFILT_USER event where configure found one (TAXI__EXT_WAKEUP), and the
+ * socket error EV_EOF carries in fflags goes with the event
+ * (TAXI__EXT_EVENT_ERROR).
+ *
  * What the core must know: read and write readiness of one handle are
  * separate kernel events.  One wait merges the two into one entry when it
  * gets both, but with several waiters, or with EV_DISPATCH (which disables
@@ -97,6 +102,7 @@
 typedef struct kq_state {
   int kq;
   pid_t owner;          /* the process the kqueue belongs to */
+  uint64_t wake_token;  /* what the EVFILT_USER wake-up reports */
   unsigned char *table; /* [table_cap] KQ_* bits by descriptor */
   size_t table_cap;
 } kq_state_t;
@@ -193,8 +199,17 @@ static void kq_apply(kq_state_t *s, kq_batch_t *b) {
    * (FreeBSD kqueue(2), ERRORS) but the receipts are lost: applying the
    * batch again reports them, and is harmless (EV_ADD of an existing knote
    * modifies it; a second EV_DELETE gets ENOENT, which callers accept). */
-  do got = kevent(s->kq, b->change, b->n, receipt, b->n, &zero);
-  while (got < 0 && errno == EINTR);
+  do {
+    /* libkqueue fills a receipt's data from errno even where the change
+     * failed without setting it (re-adding an existing socket knote: the
+     * knote is enabled, then the modify step refuses), so a stale EAGAIN
+     * from the application's last read would read as this change's
+     * failure.  With errno cleared such a receipt carries 0, which is
+     * what FreeBSD reports for re-adding an existing knote: success.
+     * Harmless where kevent fills data itself. */
+    errno = 0;
+    got = kevent(s->kq, b->change, b->n, receipt, b->n, &zero);
+  } while (got < 0 && errno == EINTR);
   if (got < 0) {
     int err = errno;
     for (int i = 0; i < b->n; i++) b->err[i] = err;
@@ -439,6 +454,9 @@ static unsigned kq_events_out(const struct kevent *ev) {
   unsigned out;
   /* EV_ERROR: data holds an errno for this knote. */
   if (ev->flags & EV_ERROR) return TAXI_EV_ERR;
+#if TAXI_HAVE_KQUEUE_USER
+  if (ev->filter == EVFILT_USER) return TAXI_EV_READ;
+#endif
   if (ev->filter == EVFILT_READ)
     out = TAXI_EV_READ;
   else if (ev->filter == EVFILT_WRITE)
@@ -453,6 +471,16 @@ static unsigned kq_events_out(const struct kevent *ev) {
     if (ev->fflags != 0) out |= TAXI_EV_ERR;
   }
   return out;
+}
+
+/* The socket error an event carries: EV_EOF with an errno in fflags
+ * (kqueue(2), EVFILT_READ and EVFILT_WRITE).  FreeBSD copies it and leaves
+ * it pending on the socket; libkqueue reads it with SO_ERROR, which clears
+ * it, so the reactor keeps it for the handler (TAXI__EXT_EVENT_ERROR). */
+static int32_t kq_event_error(const struct kevent *ev) {
+  if ((ev->flags & (EV_EOF | EV_ERROR)) != EV_EOF || ev->fflags == 0) return 0;
+  if (ev->filter != EVFILT_READ && ev->filter != EVFILT_WRITE) return 0;
+  return taxi__error_from_os((int)ev->fflags);
 }
 
 static int kq_wait(void *state, taxi__ready_t *out, size_t max,
@@ -477,6 +505,7 @@ static int kq_wait(void *state, taxi__ready_t *out, size_t max,
   for (int i = 0; i < n; i++) {
     unsigned ev = kq_events_out(&evs[i]);
     uint64_t token = (uint64_t)(uintptr_t)evs[i].udata;
+    int32_t err = kq_event_error(&evs[i]);
     int j;
     if (!ev) continue;
     /* Read and write readiness of one handle are two kernel events: merge
@@ -485,27 +514,68 @@ static int kq_wait(void *state, taxi__ready_t *out, size_t max,
       if (ident[j] == evs[i].ident && out[j].token == token) break;
     if (j < k) {
       out[j].events |= ev;
+      if (!out[j].error) out[j].error = err;
       continue;
     }
     ident[k] = evs[i].ident;
     out[k].token = token;
     out[k].events = ev;
+    out[k].error = err;
     k++;
   }
   return k;
 }
+
+#if TAXI_HAVE_KQUEUE_USER
+/* The wake-up: one EVFILT_USER event per kqueue (FreeBSD 8.1, macOS 10.6,
+ * NetBSD 10, libkqueue), in a namespace of its own, so any ident does.
+ * EV_CLEAR resets it as it is reported: one report per trigger, however
+ * many waiters. */
+#define KQ_WAKE_IDENT 1
+
+static int kq_wakeup_change(kq_state_t *s, unsigned short flags,
+                            unsigned fflags) {
+  struct kevent ev;
+  int rc;
+  /* Each change carries the token: kevent stores udata on every change. */
+  EV_SET(&ev, KQ_WAKE_IDENT, EVFILT_USER, flags, fflags, 0,
+         (void *)(uintptr_t)s->wake_token);
+  /* No event list: a failed change fails the call with its errno. */
+  do rc = kevent(s->kq, &ev, 1, NULL, 0, NULL);
+  while (rc < 0 && errno == EINTR);
+  return rc < 0 ? kq_error(errno) : 0;
+}
+
+static int kq_wakeup_open(void *state, uint64_t token) {
+  kq_state_t *s = state;
+  s->wake_token = token;
+  return kq_wakeup_change(s, EV_ADD | EV_CLEAR, 0);
+}
+
+static int kq_wakeup_signal(void *state) {
+  return kq_wakeup_change(state, 0, NOTE_TRIGGER);
+}
+#define KQ_EXT_WAKEUP TAXI__EXT_WAKEUP
+#else
+#define KQ_EXT_WAKEUP 0u
+#define kq_wakeup_open NULL
+#define kq_wakeup_signal NULL
+#endif
 
 const taxi__readiness_ops_t taxi__backend_kqueue = {
     .name = "kqueue",
     .caps = KQ_CAP_ONESHOT | TAXI_CAP_MULTI_WAIT | TAXI_CAP_EDGE |
             TAXI_CAP_LIVE_UPDATE,
     .max_handles = 0,
+    .ext = TAXI__EXT_EVENT_ERROR | KQ_EXT_WAKEUP,
     .open = kq_open,
     .close = kq_close,
     .add = kq_add,
     .modify = kq_modify,
     .del = kq_del,
     .wait = kq_wait,
+    .wakeup_open = kq_wakeup_open,
+    .wakeup_signal = kq_wakeup_signal,
 };
 
 #else

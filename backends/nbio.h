@@ -64,6 +64,16 @@ int64_t taxi__nbio_transmit(taxi_op_t *op, taxi__completion_counters_t *c);
 int64_t taxi__nbio_step(taxi_op_t *op, bool connect_started,
                         taxi__completion_counters_t *c);
 
+/* Whether r, what a step of op returned, may stand for an error the
+ * reactor reported with the handle's event rather than for what it says:
+ * a read that found the end of the stream, a connect check that found the
+ * attempt still in progress.  Where reporting the error cleared it from
+ * the socket (libkqueue), the step cannot see it; the caller then asks
+ * taxi_reactor_pending_error() and completes op with the error if there
+ * is one. */
+bool taxi__nbio_may_hide_error(const taxi_op_t *op, bool connect_started,
+                               int64_t r);
+
 /* 1 if h is a regular file (or a block device): such handles are always
  * "ready" and cannot be watched by epoll, so their reads and writes are
  * performed at once.  0 otherwise or if it cannot tell. */

@@ -30,3 +30,9 @@ int64_t taxi__nbio_step(taxi_op_t *op, bool connect_started,
       return TAXI_EINVAL;
   }
 }
+
+bool taxi__nbio_may_hide_error(const taxi_op_t *op, bool connect_started,
+                               int64_t r) {
+  if (op->kind == TAXI_OP_CONNECT) return connect_started && r == TAXI_EAGAIN;
+  return op->kind == TAXI_OP_READ && r == 0 && taxi__op_remaining(op) > 0;
+}

@@ -38,7 +38,25 @@
 typedef struct taxi__ready {
   uint64_t token;
   uint32_t events;
+  /* With TAXI__EXT_EVENT_ERROR only (unread otherwise): 0, or the TAXI_E*
+   * code of the error the mechanism reported pending on the handle with
+   * this event. */
+  int32_t error;
 } taxi__ready_t;
+
+/* Optional parts of a backend, in its `ext` bits.  The core uses a part
+ * only where its bit is set, and otherwise does what it does for every
+ * backend, so a backend without them needs no change. */
+/* wait fills taxi__ready_t.error.  For a mechanism that reports a socket's
+ * pending error with the event (kqueue's EV_EOF with the errno in fflags):
+ * where reporting it clears it from the socket, as libkqueue does, it is
+ * otherwise lost to the application. */
+#define TAXI__EXT_EVENT_ERROR 0x1u
+/* wakeup_open and wakeup_signal: the mechanism's own cross-thread wake-up
+ * (kqueue's EVFILT_USER), used instead of the port's channel (an eventfd
+ * or a pipe, registered like any handle), so a wake-up costs one system
+ * call and no descriptor. */
+#define TAXI__EXT_WAKEUP 0x2u
 
 /* Flags for add and modify. */
 /* Report the handle once, then keep it registered but inactive until the
@@ -49,6 +67,7 @@ typedef struct taxi__readiness_ops {
   const char *name;
   unsigned caps;      /* TAXI_CAP_* */
   size_t max_handles; /* 0: only the OS limits how many */
+  unsigned ext;       /* TAXI__EXT_*: which optional parts it has */
 
   /* Create an instance in *state.  TAXI_ENOTSUP (or the mapped OS error)
    * when the mechanism does not work here: the core then tries the next. */
@@ -78,6 +97,15 @@ typedef struct taxi__readiness_ops {
    * ready handles in out.  Returns how many (0 on timeout or when
    * interrupted by a signal), or a negative TAXI_E* code. */
   int (*wait)(void *state, taxi__ready_t *out, size_t max, int timeout_ms);
+
+  /* TAXI__EXT_WAKEUP.  wakeup_open: from now on each wakeup_signal makes a
+   * wait (one in progress, or the next) report `token` with TAXI_EV_READ,
+   * once; signals not yet reported coalesce into one report.  Called like
+   * add, once per instance; an error leaves the core on the port's
+   * channel.  wakeup_signal: any thread, under the caller's lock or not
+   * (never in a signal handler).  Returns 0 or a TAXI_E* code. */
+  int (*wakeup_open)(void *state, uint64_t token);
+  int (*wakeup_signal)(void *state);
 } taxi__readiness_ops_t;
 
 #endif /* TAXI_BACKENDS_READINESS_H */

@@ -112,7 +112,14 @@ static int64_t s_read(taxi_stream_t *s) {
   /* One receive per report: if more is waiting, the handle is reported
    * again after the others had their turn. */
   s->d.r.readable = false;
-  return taxi__sock_recv(s->fd, s->rbuf, s->rcap);
+  int64_t n = taxi__sock_recv(s->fd, s->rbuf, s->rcap);
+  /* The end of the stream, or a reset whose error the reactor kept from
+   * the event (taxi_reactor_pending_error) because the socket lost it. */
+  int err = 0;
+  if (n == 0 && s->d.r.registered &&
+      taxi_reactor_pending_error(s->io->reactor, &s->d.r.h, &err) == 0 && err)
+    return err;
+  return n;
 }
 
 static int64_t s_write(taxi_stream_t *s, const taxi_buf_t *bufs, size_t n) {
@@ -140,6 +147,10 @@ static int s_connect_result(taxi_stream_t *s) {
   if (s->conn_err) return s->conn_err;
   if (!s->d.r.writable) return TAXI_EAGAIN;
   s->d.r.writable = false;
+  /* The error as the reactor reported it, else the socket's. */
+  int err = 0;
+  if (taxi_reactor_pending_error(s->io->reactor, &s->d.r.h, &err) == 0 && err)
+    return err;
   return taxi__sock_connect_result(s->fd);
 }
 

@@ -27,13 +27,13 @@ static uint64_t make_token(uint32_t row, uint32_t generation) {
 
 void taxi__reactor_wake_locked(taxi_reactor_t *r) {
   if (!r->waiters) return;
-  if (taxi__wakeup_signal(&r->wakeup) > 0) r->stats.wakeups++;
+  if (taxi__rwake_signal(r) > 0) r->stats.wakeups++;
 }
 
 void taxi__reactor_wake_all_locked(taxi_reactor_t *r) {
   /* Each waiter that sees the channel while it is sticky passes the
    * wake-up on (take_io_locked), so one write reaches them all. */
-  if (taxi__wakeup_force(&r->wakeup) > 0) r->stats.wakeups++;
+  if (taxi__rwake_force(r) > 0) r->stats.wakeups++;
 }
 
 /* In pool mode handles are armed one-shot where the backend can, so the
@@ -51,12 +51,7 @@ static void set_changed_locked(taxi_reactor_t *r) {
 /* ---- creation ---------------------------------------------------------- */
 
 static int open_internal_handles(taxi_reactor_t *r) {
-  int rc = taxi__wakeup_open(&r->wakeup);
-  if (rc < 0) return rc;
-  rc = r->ops->add(r->backend, taxi__wakeup_handle(&r->wakeup),
-                   make_token(TAXI__ROW_WAKEUP, 0), TAXI_EV_READ, 0);
-  if (rc < 0) taxi__wakeup_close(&r->wakeup);
-  return rc;
+  return taxi__rwake_open(r, make_token(TAXI__ROW_WAKEUP, 0));
 }
 
 int taxi_reactor_create_ex(taxi_reactor_t **out,
@@ -242,6 +237,7 @@ static int register_locked(taxi_reactor_t *r, taxi_handle_t handle,
   s->interest = events;
   s->flags = TAXI__S_ARMED;
   s->move_to = NULL;
+  s->error = 0;
   taxi__reactor_attach_locked(r, h); /* cannot fail: checked above */
   h->internal_.handle = handle;
   h->internal_.slot = row;
@@ -549,9 +545,9 @@ static bool take_io_locked(taxi_reactor_t *r, const taxi__ready_t *rd,
   uint32_t row = (uint32_t)rd->token;
   if (row == TAXI__ROW_WAKEUP) {
     if (r->wake_sticky)
-      taxi__wakeup_force(&r->wakeup); /* pass it on to the next waiter */
+      taxi__rwake_force(r); /* pass it on to the next waiter */
     else
-      taxi__wakeup_drain(&r->wakeup);
+      taxi__rwake_drain(r);
     return false;
   }
   if (row == TAXI__ROW_SIGNALS) {
@@ -565,6 +561,9 @@ static bool take_io_locked(taxi_reactor_t *r, const taxi__ready_t *rd,
     r->stats.stale++;
     return false;
   }
+  /* Kept for taxi_reactor_pending_error(): the socket may no longer have
+   * it to tell. */
+  if ((r->ops->ext & TAXI__EXT_EVENT_ERROR) && rd->error) s->error = rd->error;
   /* The interest may have changed since the wait; hang-ups and errors are
    * always of interest. */
   uint32_t events = rd->events & (s->interest | TAXI_EV_HUP | TAXI_EV_ERR);
@@ -1128,7 +1127,7 @@ int taxi__reactor_attach_pool_locked(taxi_reactor_t *r, void *pool,
 void taxi__reactor_detach_pool_locked(taxi_reactor_t *r) {
   r->pool = NULL;
   r->wake_sticky = false;
-  taxi__wakeup_drain(&r->wakeup);
+  taxi__rwake_drain(r);
   rearm_all_locked(r);
 }
 
@@ -1151,7 +1150,7 @@ int taxi_reactor_reinit_after_fork(taxi_reactor_t *r) {
   /* Closing only releases our descriptors: the parent's set is untouched
    * (backends never deregister on close). */
   r->ops->close(r->backend);
-  taxi__wakeup_close(&r->wakeup);
+  taxi__rwake_close(r);
   r->backend = NULL;
   r->has_owner = false;
   r->waiters = 0;
@@ -1199,7 +1198,7 @@ int taxi_reactor_destroy(taxi_reactor_t *r) {
 
   taxi__signals_destroy(r);
   r->ops->close(r->backend);
-  taxi__wakeup_close(&r->wakeup);
+  taxi__rwake_close(r);
   taxi__handle_map_destroy(&r->map);
   taxi__timer_heap_destroy(&r->timers);
   taxi__notify_queue_destroy(&r->notes);

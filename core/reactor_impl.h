@@ -53,6 +53,9 @@ typedef struct taxi__slot {
   uint32_t flags;          /* TAXI__S_* */
   uint32_t next_free;      /* free-list link while free */
   taxi_reactor_t *move_to; /* taxi_reactor_move() once its hooks return */
+  /* The error the backend reported with the handle's last event
+   * (TAXI__EXT_EVENT_ERROR), until taxi_reactor_pending_error() reads it. */
+  int error;
 } taxi__slot_t;
 
 /* Rows that are not in the table: the reactor's own handles. */
@@ -116,6 +119,10 @@ struct taxi_reactor {
   size_t notes_budget; /* notifications this round may still run */
   size_t notes_limit;  /* the most queued at once (notify_capacity) */
   taxi__wakeup_t wakeup;
+  /* The backend's own wake-up is used instead (TAXI__EXT_WAKEUP), with
+   * wake_pending coalescing as the port's channel does. */
+  bool wake_in_backend;
+  atomic_int wake_pending;
 
   /* Signals: opened on first use. */
   bool sig_open;
@@ -230,6 +237,14 @@ int taxi__reactor_detach_locked(taxi_reactor_t *r, taxi_handler_t *h);
  * reference).  r->lock held.  0, TAXI_EINVAL (another reactor),
  * TAXI_EBUSY (closing). */
 int taxi__reactor_attach_locked(taxi_reactor_t *r, taxi_handler_t *h);
+
+/* The wake-up channel (core/reactor_wakeup.c): the backend's own where it
+ * has one, else the port's; as taxi__wakeup_* in ports/port.h. */
+int taxi__rwake_open(taxi_reactor_t *r, uint64_t token);
+void taxi__rwake_close(taxi_reactor_t *r);
+int taxi__rwake_signal(taxi_reactor_t *r);
+int taxi__rwake_force(taxi_reactor_t *r);
+void taxi__rwake_drain(taxi_reactor_t *r);
 
 /* Wake the waiting thread, if any. r->lock held. */
 void taxi__reactor_wake_locked(taxi_reactor_t *r);

@@ -44,7 +44,7 @@ static void wake_all(void *self) { taxi__reactor_wake_all_locked(self); }
 static void set_sticky(void *self, bool sticky) {
   taxi_reactor_t *r = self;
   r->wake_sticky = sticky;
-  if (!sticky) taxi__wakeup_drain(&r->wakeup);
+  if (!sticky) taxi__rwake_drain(r);
 }
 
 static const taxi__source_ops_t reactor_source_ops = {

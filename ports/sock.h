@@ -55,6 +55,10 @@ int taxi__sock_connect(taxi_handle_t s, const taxi_addr_t *a);
 /* Once a connect in progress is over: 0 when connected, else its error
  * (TAXI_ECONNREFUSED, TAXI_ETIMEDOUT, ...). */
 int taxi__sock_connect_result(taxi_handle_t s);
+/* The error pending on s (SO_ERROR), which reading clears: 0 in *err when
+ * none or when s is not a socket, else its TAXI_E* code (TAXI_ECONNRESET,
+ * TAXI_ECONNREFUSED, ...).  Returns 0, or the error of asking. */
+int taxi__sock_pending_error(taxi_handle_t s, int *err);
 /* Accept one connection: 0 with *out and *peer set; TAXI_EAGAIN when none
  * is waiting (or the one waiting was aborted); TAXI_ETOOMANY when out of
  * descriptors; TAXI_ENOMEM; others. */

@@ -167,6 +167,25 @@ TAXI_EXTERN int taxi_reactor_suspend(taxi_reactor_t *r, taxi_handler_t *h);
 TAXI_EXTERN int taxi_reactor_resume(taxi_reactor_t *r, taxi_handler_t *h);
 
 /*
+ * taxi_reactor_pending_error - the error pending on h's handle, for a hook
+ * that was given TAXI_EV_ERR or TAXI_EV_HUP (or a read that returned 0) and
+ * must tell a connection that failed or was reset from one that ended:
+ * stores 0 in *error when there is none, else its TAXI_E* code
+ * (TAXI_ECONNRESET, TAXI_ECONNREFUSED, TAXI_ETIMEDOUT, ...).  Where the
+ * backend reports the error with the event (kqueue: EV_EOF with the error in
+ * fflags) it is kept from that event, since reporting it may have cleared it
+ * from the socket (libkqueue does); otherwise it is the socket's pending
+ * error (SO_ERROR).  Either way asking consumes it: a second call, or a
+ * read() afterwards, no longer sees it.  A handle that is not a socket has
+ * none.
+ * Returns 0, TAXI_EINVAL (NULL), TAXI_ENOENT (h has no handle registered
+ * with r), or the error of asking the OS.
+ * Threads: any; typically h's own hook.
+ */
+TAXI_EXTERN int taxi_reactor_pending_error(taxi_reactor_t *r, taxi_handler_t *h,
+                                           int *error);
+
+/*
  * taxi_reactor_handle_events - wait at most `timeout_ms` milliseconds (-1:
  * without limit, 0: do not block) for events, expired timers, signals or
  * notifications, and dispatch all that are ready.

@@ -313,6 +313,16 @@ int taxi__sock_connect_result(taxi_handle_t s) {
   return taxi__error_from_os(err);
 }
 
+int taxi__sock_pending_error(taxi_handle_t s, int *err) {
+  int e = 0;
+  socklen_t len = sizeof e;
+  *err = 0;
+  if (getsockopt(s, SOL_SOCKET, SO_ERROR, &e, &len) != 0)
+    return errno == ENOTSOCK ? 0 : taxi__last_error();
+  if (e != 0) *err = taxi__error_from_os(e);
+  return 0;
+}
+
 int taxi__sock_accept(taxi_handle_t listener, taxi_handle_t *out,
                       taxi_addr_t *peer) {
   struct sockaddr_storage ss;

@@ -187,6 +187,15 @@ int taxi__sock_connect_result(taxi_handle_t s) {
   return taxi__error_from_os(err);
 }
 
+int taxi__sock_pending_error(taxi_handle_t s, int *err) {
+  int e = 0, len = sizeof e;
+  *err = 0;
+  if (getsockopt((SOCKET)s, SOL_SOCKET, SO_ERROR, (char *)&e, &len) != 0)
+    return WSAGetLastError() == WSAENOTSOCK ? 0 : taxi__last_error();
+  if (e != 0) *err = taxi__error_from_os(e);
+  return 0;
+}
+
 int taxi__sock_accept(taxi_handle_t listener, taxi_handle_t *out,
                       taxi_addr_t *peer) {
   struct sockaddr_storage ss;

@@ -232,6 +232,162 @@ static void test_peer_reset(void) {
   close(fds[0]);
 }
 
+/* ---- the error reported with an event, re-arming after EAGAIN ---------- */
+
+/* A probe whose hooks first ask the reactor for the handle's pending
+ * error (once), then do what the probe does; its input hook may re-arm
+ * the handle right after its read ended in EAGAIN. */
+typedef struct err_probe {
+  conf_probe_t p; /* first: the probe's hooks find it from the handler */
+  taxi_reactor_t *r;
+  atomic_int asked, asked_rc, pending;
+  int rearm;             /* input: taxi_reactor_modify(READ) after draining */
+  atomic_int rearm_rc;   /* its result (1: not yet) */
+  atomic_int rearm_errs; /* errno was EAGAIN right before it */
+} err_probe_t;
+
+static void err_ask(taxi_handler_t *h) {
+  err_probe_t *ep = TAXI_CONTAINER_OF(h, err_probe_t, p.h);
+  if (atomic_load(&ep->asked)) return;
+  int e = 0;
+  atomic_store(&ep->asked_rc, taxi_reactor_pending_error(ep->r, h, &e));
+  atomic_store(&ep->pending, e);
+  atomic_store(&ep->asked, 1);
+}
+
+static int err_input(taxi_handler_t *h, taxi_handle_t fd, unsigned ev) {
+  err_probe_t *ep = TAXI_CONTAINER_OF(h, err_probe_t, p.h);
+  if (!ep->rearm) err_ask(h);
+  int rc = conf_probe_input(h, fd, ev);
+  if (ep->rearm) {
+    /* The drain's last read failed with EAGAIN: errno still says so. */
+    if (errno == EAGAIN || errno == EWOULDBLOCK)
+      atomic_fetch_add(&ep->rearm_errs, 1);
+    atomic_store(&ep->rearm_rc, taxi_reactor_modify(ep->r, h, TAXI_EV_READ));
+  }
+  return rc;
+}
+
+static int err_output(taxi_handler_t *h, taxi_handle_t fd, unsigned ev) {
+  err_ask(h);
+  return conf_probe_output(h, fd, ev);
+}
+
+static const taxi_handler_ops_t err_ops = {
+    .input = err_input, .output = err_output, .close = conf_probe_close};
+
+static void err_probe_init(err_probe_t *ep, taxi_reactor_t *r, int fd) {
+  memset(ep, 0, sizeof *ep);
+  conf_probe_init(&ep->p, fd, &err_ops);
+  ep->r = r;
+  atomic_init(&ep->asked, 0);
+  atomic_init(&ep->asked_rc, 1);
+  atomic_init(&ep->pending, 0);
+  atomic_init(&ep->rearm_rc, 1);
+  atomic_init(&ep->rearm_errs, 0);
+}
+
+static int err_asked(void *arg) {
+  return atomic_load(&((err_probe_t *)arg)->asked);
+}
+
+/* A peer reset is TAXI_ECONNRESET to the handler, not the end of the
+ * stream: taxi_reactor_pending_error() tells, also where reporting the
+ * event cleared the error from the socket (libkqueue). */
+static void test_peer_reset_pending_error(void) {
+  taxi_reactor_t *r = conf_reactor();
+  int fds[2];
+  CU_ASSERT_EQUAL_FATAL(util_tcp_pair(fds), 0);
+  err_probe_t ep;
+  err_probe_init(&ep, r, fds[0]);
+  CU_ASSERT_EQUAL_FATAL(taxi_reactor_register(r, fds[0], &ep.p.h, TAXI_EV_READ),
+                        0);
+  conf_settle(r, 10);
+  struct linger lg = {1, 0};
+  CU_ASSERT_EQUAL(setsockopt(fds[1], SOL_SOCKET, SO_LINGER, &lg, sizeof lg), 0);
+  close(fds[1]);
+  CU_ASSERT_EQUAL(run_until(r, err_asked, &ep, WAIT_MS), 1);
+  CU_ASSERT_EQUAL(atomic_load(&ep.asked_rc), 0);
+  CU_ASSERT_EQUAL(atomic_load(&ep.pending), TAXI_ECONNRESET);
+  /* Asked again: consumed. */
+  int e = 1;
+  CU_ASSERT_EQUAL(taxi_reactor_pending_error(r, &ep.p.h, &e), 0);
+  CU_ASSERT_EQUAL(e, 0);
+  CU_ASSERT_EQUAL(taxi_reactor_pending_error(r, NULL, &e), TAXI_EINVAL);
+  CU_ASSERT_EQUAL(taxi_reactor_pending_error(r, &ep.p.h, NULL), TAXI_EINVAL);
+  CU_ASSERT_EQUAL(taxi_reactor_destroy(r), 0);
+  close(fds[0]);
+}
+
+/* A non-blocking connect to a port nobody listens on: the output hook
+ * runs and the pending error is TAXI_ECONNREFUSED. */
+static void test_connect_refused_pending_error(void) {
+  taxi_reactor_t *r = conf_reactor();
+  int port = 0;
+  int lfd = util_tcp_listener(&port);
+  CU_ASSERT_FATAL(lfd >= 0);
+  close(lfd); /* the port is closed now */
+  int fd = util_tcp_connect_nb(port);
+  if (fd < 0) {
+    /* Refused at once: nothing for the reactor to report. */
+    CU_ASSERT_EQUAL(errno, ECONNREFUSED);
+    printf("(refused at once) ");
+    CU_ASSERT_EQUAL(taxi_reactor_destroy(r), 0);
+    return;
+  }
+  err_probe_t ep;
+  err_probe_init(&ep, r, fd);
+  CU_ASSERT_EQUAL_FATAL(taxi_reactor_register(r, fd, &ep.p.h, TAXI_EV_WRITE),
+                        0);
+  CU_ASSERT_EQUAL(run_until(r, err_asked, &ep, WAIT_MS), 1);
+  CU_ASSERT_EQUAL(atomic_load(&ep.asked_rc), 0);
+  CU_ASSERT_EQUAL(atomic_load(&ep.pending), TAXI_ECONNREFUSED);
+  CU_ASSERT_EQUAL(taxi_reactor_destroy(r), 0);
+  close(fd);
+}
+
+static int inputs_at_least(err_probe_t *ep, int n) {
+  return atomic_load(&ep->p.inputs) >= n;
+}
+static int two_inputs(void *arg) { return inputs_at_least(arg, 2); }
+static int three_inputs(void *arg) { return inputs_at_least(arg, 3); }
+
+/* A handler whose read ended in EAGAIN re-arms its handle (modify in its
+ * hook; suspend and resume from outside): each succeeds and the next data
+ * is reported.  errno still holding that EAGAIN must not read as the
+ * re-arm's failure (libkqueue reports errno in the receipt of a re-added
+ * knote). */
+static void test_rearm_after_eagain(void) {
+  taxi_reactor_t *r = conf_reactor();
+  int sv[2];
+  CU_ASSERT_EQUAL_FATAL(util_socketpair(sv), 0);
+  err_probe_t ep;
+  err_probe_init(&ep, r, sv[0]);
+  ep.rearm = 1;
+  CU_ASSERT_EQUAL_FATAL(taxi_reactor_register(r, sv[0], &ep.p.h, TAXI_EV_READ),
+                        0);
+  CU_ASSERT_EQUAL(util_write_byte(sv[1]), 1);
+  CU_ASSERT_EQUAL(run_until(r, conf_pred_nonzero, &ep.p.inputs, WAIT_MS), 1);
+  CU_ASSERT_EQUAL(atomic_load(&ep.rearm_rc), 0);
+  CU_ASSERT_EQUAL(atomic_load(&ep.rearm_errs), 1);
+  CU_ASSERT_EQUAL(util_write_byte(sv[1]), 1);
+  CU_ASSERT_EQUAL(run_until(r, two_inputs, &ep, WAIT_MS), 1);
+  CU_ASSERT_EQUAL(atomic_load(&ep.rearm_rc), 0);
+
+  /* Suspend, then resume right after a read that failed with EAGAIN. */
+  ep.rearm = 0;
+  CU_ASSERT_EQUAL(taxi_reactor_suspend(r, &ep.p.h), 0);
+  char c;
+  CU_ASSERT_EQUAL(read(sv[0], &c, 1), -1);
+  CU_ASSERT(errno == EAGAIN || errno == EWOULDBLOCK);
+  CU_ASSERT_EQUAL(taxi_reactor_resume(r, &ep.p.h), 0);
+  CU_ASSERT_EQUAL(util_write_byte(sv[1]), 1);
+  CU_ASSERT_EQUAL(run_until(r, three_inputs, &ep, WAIT_MS), 1);
+  CU_ASSERT_EQUAL(atomic_load(&ep.p.bytes), 3);
+  CU_ASSERT_EQUAL(taxi_reactor_destroy(r), 0);
+  close_pair(sv);
+}
+
 /* ---- changing what is watched ------------------------------------------- */
 
 /* After modify(READ -> WRITE) the output hook runs and the input hook no
@@ -528,6 +684,12 @@ static CU_TestInfo io_tests[] = {
     {"non-blocking TCP connect completes", test_tcp_connect_completes},
     {"peer close: READ and read() == 0", test_peer_close_hangup},
     {"peer reset: input hook, ECONNRESET", test_peer_reset},
+    {"peer reset: pending error TAXI_ECONNRESET, not EOF",
+     test_peer_reset_pending_error},
+    {"connect to a closed port: pending error TAXI_ECONNREFUSED",
+     test_connect_refused_pending_error},
+    {"re-arm after a read ended in EAGAIN: next event delivered",
+     test_rearm_after_eagain},
     {"modify READ -> WRITE -> READ", test_modify_read_to_write},
     {"suspend and resume", test_suspend_resume},
     {"suspend drops reported events", test_suspend_drops_reported_events},

@@ -357,6 +357,25 @@ static void (*const sweep_fns[MAX_BACKENDS])(void) = {
     test_sweep_0, test_sweep_1, test_sweep_2, test_sweep_3,
     test_sweep_4, test_sweep_5, test_sweep_6, test_sweep_7};
 
+/* On Linux a kqueue is libkqueue, which makes the epoll, eventfd and pipe
+ * calls of these sites itself: failing them tests libkqueue, not taxi (it
+ * cannot even create a kqueue without an eventfd), so for a reactor on
+ * kqueue they are skipped, and say so.  kevent is the call taxi makes. */
+static int libkqueue_own(const char *reactor_backend, const char *site) {
+#if defined(__linux__)
+  static const char *const own[] = {"epoll_wait",    "epoll_ctl",
+                                    "write@eventfd", "read@eventfd",
+                                    "write@pipe",    "read@pipe"};
+  if (!reactor_backend || strcmp(reactor_backend, "kqueue") != 0) return 0;
+  for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
+    if (strcmp(site, own[i]) == 0) return 1;
+#else
+  (void)reactor_backend;
+  (void)site;
+#endif
+  return 0;
+}
+
 static void sweep(const char *backend) {
   int cases = 0, reached = 0;
   printf("\n    %-8s %-14s %-7s %-9s %-16s %-16s %s\n", "backend", "site",
@@ -366,6 +385,11 @@ static void sweep(const char *backend) {
     for (int e = 0; sites[s].errors[e]; e++) {
       const char *site = sites[s].name, *err = sites[s].errors[e];
       result_t res;
+      if (libkqueue_own(backend, site)) {
+        printf("    %-8s %-14s %-7s skipped on libkqueue: its own call\n",
+               backend, site, err);
+        continue;
+      }
       run_case(backend, site, err, &res);
       cases++;
       reached += res.injected;

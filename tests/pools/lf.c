@@ -732,6 +732,31 @@ static void test_pending_taken_without_wait(void) {
   lf_free(t);
 }
 
+/* Each hook's read ends in EAGAIN, and the pool re-arms the handle right
+ * after, in the same thread: every re-arm succeeds the first time (no
+ * transient error, nothing removed) and each round's data is delivered
+ * (libkqueue copied that errno into the re-arm's receipt). */
+static void test_rearm_after_eagain(void) {
+  enum { N = 4, ROUNDS = 8 };
+  lf_test_t *t = lf_new();
+  lf_conns(t, N, &lf_count_ops);
+  lf_create(t, TAXI_PROMOTE_LIFO, TAXI_LEADERS_ONE);
+  CU_ASSERT_EQUAL(taxi_lf_spawn(t->p, 2), 0);
+  int ok = 1;
+  for (int round = 0; round < ROUNDS && ok; round++) {
+    for (int i = 0; i < N; i++)
+      CU_ASSERT_EQUAL(util_write_byte(t->conn[i].sv[1]), 1);
+    ok = lf_wait_bytes(t, (long)N * (round + 1));
+  }
+  CU_ASSERT(ok);
+  taxi_reactor_stats_t s;
+  CU_ASSERT_EQUAL(taxi_reactor_stats(t->r, &s), 0);
+  CU_ASSERT_EQUAL(s.transient_errors, 0);
+  CU_ASSERT_EQUAL(s.rearm_removed, 0);
+  CU_ASSERT_EQUAL(s.handles, N);
+  lf_free(t);
+}
+
 /* ---- growing and shrinking ----------------------------------------------- */
 
 static void test_grow_and_shrink(void) {
@@ -1730,6 +1755,8 @@ static CU_TestInfo lf_tests[] = {
     {"multiple leaders (or ENOTSUP by caps)", test_multiple_leaders},
     {"max_leaders bounds the leaders", test_max_leaders},
     {"pending events taken without a wait", test_pending_taken_without_wait},
+    {"re-arm after a read ended in EAGAIN: every round delivered",
+     test_rearm_after_eagain},
     {"grow and shrink while running", test_grow_and_shrink},
     {"shrink lets its threads go", test_shrink_releases_threads},
     {"remove while dispatched: close after hook", test_remove_while_dispatched},

@@ -176,6 +176,7 @@ int taxi_io_create(taxi_io_t **out, const taxi_io_options_t *opts) {
   io->wake[0] = io->wake[1] = TAXI_INVALID_HANDLE;
   atomic_init(&io->stop_requested, 0);
   atomic_init(&io->wake_pending, 0);
+  atomic_init(&io->sig_closing, false);
   atomic_init(&io->hsha_live, o.hsha_pool);
   rc = check_threads(io, o.threads);
   if (rc < 0) goto fail_free;

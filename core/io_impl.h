@@ -134,6 +134,7 @@ struct taxi_io {
   taxi_reactor_t *sig_reactor; /* proactive: where signals are caught */
   taxi__thread_t sig_thread;
   bool sig_thread_running;
+  atomic_bool sig_closing; /* the signal thread is being stopped */
 
   taxi_stream_t *streams;
   taxi_listener_t *listeners;

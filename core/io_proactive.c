@@ -61,6 +61,7 @@ static int ctx_dispatch(taxi_io_t *io, int timeout_ms) {
 
 static void ctx_close(taxi_io_t *io) {
   if (io->sig_thread_running) {
+    atomic_store(&io->sig_closing, true);
     taxi_reactor_stop(io->sig_reactor);
     taxi__thread_join(io->sig_thread);
     io->sig_thread_running = false;
@@ -100,7 +101,20 @@ static void *sig_main(void *arg) {
 static int sig_caught(taxi_handler_t *h, int signo) {
   taxi_io_t *io = TAXI_CONTAINER_OF(h, taxi_io_t, sig_h);
   atomic_fetch_or(&io->sig_pending[signo / 64], 1ull << (signo % 64));
-  taxi__io_kick(io); /* a failure: the signal is seen with the next kick */
+  /* This thread does nothing else, so it may wait: a kick that could not
+   * be sent (the wake-up socket refused for a while) is sent again after
+   * a growing pause, each failure reported - else the signal would wait
+   * for some other kick, and a stop might never come.  Past the back-off's
+   * limit it keeps trying at the longest pause, until the context closes
+   * this thread. */
+  taxi__backoff_t b = {0};
+  int rc;
+  while ((rc = taxi__io_kick(io)) < 0 && !atomic_load(&io->sig_closing)) {
+    taxi_time_t pause = taxi__backoff_failed(&b);
+    taxi__report_error(taxi__io_on_error, io, rc, "signal", TAXI_INVALID_HANDLE,
+                       b.failures, false);
+    taxi__sleep(pause < 0 ? TAXI__BACKOFF_MAX_NS : pause);
+  }
   return 0;
 }
 

@@ -385,6 +385,10 @@ run_case() {
       outcome=lost detail=$(grep -v dropped "$dir/c1.err" | head -n 1)
     elif [ "$c2" != 0 ]; then
       outcome=deaf detail=$(grep -m1 'echo_client' "$dir/c2.err")
+    elif [ "$status" -ne 0 ] && grep -q 'echo_server: fatal: ' "$dir/err"; then
+      # It was stopping by itself, and said why, when SIGTERM came (a
+      # dispatcher that cannot wait cannot hear the signal either).
+      outcome=stopped detail=$(grep -m1 'echo_server: fatal: ' "$dir/err")
     elif [ "$status" -ne 0 ]; then
       outcome=silent detail="exit status $status after SIGTERM"
     elif [ "$c1" = 4 ]; then

@@ -459,14 +459,16 @@ int taxi__sock_poke(taxi_handle_t s) {
   /* send() is async-signal-safe; errno is kept for the code interrupted.
    * No taxi__error_from_os(): it records the error in a thread-local,
    * which is not for signal handlers (see ports/posix/error.c). */
-  int saved = errno, rc = 0, full = 0;
+  int saved = errno, rc = 0, tries = 0;
   char one = 1;
   while (send(s, &one, 1, SEND_FLAGS | MSG_DONTWAIT) < 0) {
     if (errno == EINTR) continue;
-    /* A full socket holds bytes the reader has yet to see: it will wake.
-     * Tried a few times first, since a refusal that is not about room
-     * would otherwise lose the wake-up. */
-    if ((errno == EAGAIN || errno == EWOULDBLOCK) && ++full < 4) continue;
+    /* A lost wake-up may be a lost stop (this is how taxi_io_stop reaches
+     * the dispatcher, from a signal handler too, where nothing can wait):
+     * a refusal is tried again a few times at once, whatever it was.
+     * Then a full socket is fine - it holds bytes the reader has yet to
+     * see, so it will wake - and anything else is returned. */
+    if (++tries < 4) continue;
     if (errno != EAGAIN && errno != EWOULDBLOCK)
       rc = errno == ENOBUFS || errno == ENOMEM ? TAXI_ENOMEM : TAXI_ESYS;
     break;

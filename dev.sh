@@ -62,8 +62,17 @@ autogen() {
 # each CUnit program ends its log with.
 check_and_total() {
   if ! make -j"$jobs" check "$@"; then
-    for log in $(find . -name '*.log' ! -name config.log ! -name test-suite.log ! -path './cunit/*'); do
-      grep -q '^FAIL\|^ERROR' "${log%.log}.trs" 2>/dev/null && { echo "==> $log"; cat "$log"; }
+    # Each failed program's whole log, then (last, where a short view of
+    # the output still shows it) the lines that say what failed.
+    local failed
+    failed=$(grep -l ':test-result: \(FAIL\|ERROR\|XPASS\)' $(find . -name '*.trs') 2>/dev/null || true)
+    for trs in $failed; do
+      echo "==> ${trs%.trs}.log"
+      cat "${trs%.trs}.log"
+    done
+    echo "==> what failed"
+    for trs in $failed; do
+      grep -H -B1 -A3 'FAILED\|TIMEOUT\|CRASH\|Assertion\|FAIL:\|ERROR' "${trs%.trs}.log" | tail -n 40
     done
     exit 1
   fi

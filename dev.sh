@@ -109,7 +109,7 @@ win32() {
 # no backend (the emulated and aio Proactors' internal reactors too).
 kqueue() {
   local sanitize=${1:-}
-  deps cmake
+  deps cmake patch
   autogen
   local dir=${KQUEUE_BUILD_DIR:-$top/build-kqueue}
   [ "$sanitize" = asan ] && dir=${KQUEUE_BUILD_DIR:-$top/build-kqueue-asan}
@@ -143,13 +143,15 @@ kqueue() {
       tests/stream/proactor-emulated+kqueue.pair"
   else
     check_and_total
-    # The port's wake-up channel too, where kqueue has its own.
-    if grep -q '^#define TAXI_HAVE_KQUEUE_USER 1' config.h; then
-      echo "again with TAXI_WAKEUP_CHANNEL=1 (an eventfd instead of EVFILT_USER):"
+    # The port's wake-up channel and signal source too, where kqueue has
+    # its own (EVFILT_USER, EVFILT_SIGNAL).
+    if grep -q '^#define TAXI_HAVE_KQUEUE_\(USER\|SIGNAL\) 1' config.h; then
+      echo "again with TAXI_WAKEUP_CHANNEL=1 TAXI_SIGNAL_SOURCE=port" \
+        "(an eventfd and a signalfd instead of EVFILT_USER and EVFILT_SIGNAL):"
       for t in reactor_kqueue pools_kqueue; do
-        TAXI_WAKEUP_CHANNEL=1 "tests/$t" >"tests/$t-channel.out" 2>&1 ||
-          { cat "tests/$t-channel.out"; exit 1; }
-        echo "$t: $(grep -E '^[0-9]+ passed' "tests/$t-channel.out" | tail -n 1)"
+        TAXI_WAKEUP_CHANNEL=1 TAXI_SIGNAL_SOURCE=port "tests/$t" \
+          >"tests/$t-port.out" 2>&1 || { cat "tests/$t-port.out"; exit 1; }
+        echo "$t: $(grep -E '^[0-9]+ passed' "tests/$t-port.out" | tail -n 1)"
       done
     fi
   fi

@@ -47,9 +47,9 @@
  *    systems: open refuses there, and the core falls back to poll.
  *
  * Optional parts (backends/readiness.h): the reactor's wake-up is an
- * EVFILT_USER event where configure found one (TAXI__EXT_WAKEUP), and the
- * socket error EV_EOF carries in fflags goes with the event
- * (TAXI__EXT_EVENT_ERROR).
+ * EVFILT_USER event where configure found one (TAXI__EXT_WAKEUP), signals
+ * are EVFILT_SIGNAL events (TAXI__EXT_SIGNAL), and the socket error EV_EOF
+ * carries in fflags goes with the event (TAXI__EXT_EVENT_ERROR).
  *
  * What the core must know: read and write readiness of one handle are
  * separate kernel events.  One wait merges the two into one entry when it
@@ -457,6 +457,9 @@ static unsigned kq_events_out(const struct kevent *ev) {
 #if TAXI_HAVE_KQUEUE_USER
   if (ev->filter == EVFILT_USER) return TAXI_EV_READ;
 #endif
+#if TAXI_HAVE_KQUEUE_SIGNAL
+  if (ev->filter == EVFILT_SIGNAL) return TAXI_EV_READ;
+#endif
   if (ev->filter == EVFILT_READ)
     out = TAXI_EV_READ;
   else if (ev->filter == EVFILT_WRITE)
@@ -562,12 +565,47 @@ static int kq_wakeup_signal(void *state) {
 #define kq_wakeup_signal NULL
 #endif
 
+#if TAXI_HAVE_KQUEUE_SIGNAL
+/* Signals: one EVFILT_SIGNAL event per signal, ident the signal number
+ * (kqueue(2); every kqueue system, and libkqueue).  The kernel keeps
+ * EV_CLEAR on it whatever is asked, so data counts arrivals since the last
+ * report and one report stands for all of them; asking for it says so
+ * here too. */
+static int kq_signal_change(kq_state_t *s, int signo, unsigned short flags,
+                            uint64_t token) {
+  struct kevent ev;
+  int rc;
+  EV_SET(&ev, (uintptr_t)signo, EVFILT_SIGNAL, flags, 0, 0,
+         (void *)(uintptr_t)token);
+  do rc = kevent(s->kq, &ev, 1, NULL, 0, NULL);
+  while (rc < 0 && errno == EINTR);
+  return rc < 0 ? errno : 0;
+}
+
+static int kq_signal_add(void *state, int signo, uint64_t token) {
+  int err =
+      kq_signal_change(state, signo, EV_ADD | EV_ENABLE | EV_CLEAR, token);
+  return err ? kq_error(err) : 0;
+}
+
+static int kq_signal_del(void *state, int signo) {
+  int err = kq_signal_change(state, signo, EV_DELETE, 0);
+  /* ENOENT: never added, or the kqueue was not inherited (fork). */
+  return err && err != ENOENT ? kq_error(err) : 0;
+}
+#define KQ_EXT_SIGNAL TAXI__EXT_SIGNAL
+#else
+#define KQ_EXT_SIGNAL 0u
+#define kq_signal_add NULL
+#define kq_signal_del NULL
+#endif
+
 const taxi__readiness_ops_t taxi__backend_kqueue = {
     .name = "kqueue",
     .caps = KQ_CAP_ONESHOT | TAXI_CAP_MULTI_WAIT | TAXI_CAP_EDGE |
             TAXI_CAP_LIVE_UPDATE,
     .max_handles = 0,
-    .ext = TAXI__EXT_EVENT_ERROR | KQ_EXT_WAKEUP,
+    .ext = TAXI__EXT_EVENT_ERROR | KQ_EXT_WAKEUP | KQ_EXT_SIGNAL,
     .open = kq_open,
     .close = kq_close,
     .add = kq_add,
@@ -576,6 +614,8 @@ const taxi__readiness_ops_t taxi__backend_kqueue = {
     .wait = kq_wait,
     .wakeup_open = kq_wakeup_open,
     .wakeup_signal = kq_wakeup_signal,
+    .signal_add = kq_signal_add,
+    .signal_del = kq_signal_del,
 };
 
 #else

@@ -57,6 +57,10 @@ typedef struct taxi__ready {
  * or a pipe, registered like any handle), so a wake-up costs one system
  * call and no descriptor. */
 #define TAXI__EXT_WAKEUP 0x2u
+/* signal_add and signal_del: the mechanism reports signals itself
+ * (kqueue's EVFILT_SIGNAL), used instead of the port's signal source (a
+ * signalfd or a self-pipe, registered like any handle). */
+#define TAXI__EXT_SIGNAL 0x4u
 
 /* Flags for add and modify. */
 /* Report the handle once, then keep it registered but inactive until the
@@ -106,6 +110,16 @@ typedef struct taxi__readiness_ops {
    * (never in a signal handler).  Returns 0 or a TAXI_E* code. */
   int (*wakeup_open)(void *state, uint64_t token);
   int (*wakeup_signal)(void *state);
+
+  /* TAXI__EXT_SIGNAL.  signal_add: from now on each arrival of signo
+   * makes a wait report `token` with TAXI_EV_READ; arrivals not yet
+   * reported coalesce into one report.  The caller has taken the signal
+   * (taxi__signal_take) first.  signal_del: no more reports for signo (one
+   * already collected by a wait may still be returned); a signal never
+   * added is not an error.  Called like add and del.  Return 0 or a
+   * TAXI_E* code. */
+  int (*signal_add)(void *state, int signo, uint64_t token);
+  int (*signal_del)(void *state, int signo);
 } taxi__readiness_ops_t;
 
 #endif /* TAXI_BACKENDS_READINESS_H */

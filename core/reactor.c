@@ -551,7 +551,7 @@ static bool take_io_locked(taxi_reactor_t *r, const taxi__ready_t *rd,
     return false;
   }
   if (row == TAXI__ROW_SIGNALS) {
-    taxi__signals_read_locked(r);
+    taxi__signals_read_locked(r, rd->token);
     return false;
   }
   taxi__slot_t *s = slot_for_token(r, rd->token);

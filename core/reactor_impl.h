@@ -126,6 +126,8 @@ struct taxi_reactor {
 
   /* Signals: opened on first use. */
   bool sig_open;
+  /* The backend reports signals itself (TAXI__EXT_SIGNAL); sig unused. */
+  bool sig_in_backend;
   taxi__sigsrc_t sig;
   int sig_limit;
   taxi_handler_t **sig_handlers; /* [sig_limit] */
@@ -251,8 +253,10 @@ void taxi__reactor_wake_locked(taxi_reactor_t *r);
 
 /* Signals (core/reactor_signal.c). */
 void taxi__signals_detach_handler_locked(taxi_reactor_t *r, taxi_handler_t *h);
-/* The signal source became readable: read it and mark signals pending. */
-void taxi__signals_read_locked(taxi_reactor_t *r);
+/* A wait reported the signal row: read the signal source (or, where the
+ * backend reports signals itself, take the number from the token) and
+ * mark signals pending. */
+void taxi__signals_read_locked(taxi_reactor_t *r, uint64_t token);
 /* Take one pending signal for dispatch; false if none. */
 bool taxi__signals_take_locked(taxi_reactor_t *r, taxi__event_t *ev);
 /* Release everything at destroy, and reopen in a forked child. */

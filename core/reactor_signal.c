@@ -7,6 +7,12 @@
  * runs in signal context.  The source is opened on the first add_signal, so
  * reactors that take no signals own no signal resources.
  *
+ * A backend that reports signals itself (TAXI__EXT_SIGNAL: kqueue's
+ * EVFILT_SIGNAL, as libevent uses it) is used instead, unless
+ * TAXI_SIGNAL_SOURCE=port is in the environment (so tests can run both):
+ * no descriptor, and each signal is reported under the signal row with
+ * its number in the token's upper half.
+ *
  * A signal can be consumed by one reader only, so each signal number is
  * claimed by one reactor per process; the claim table is process-wide.
  */
@@ -14,6 +20,8 @@
 
 #include "core/reactor_impl.h"
 #include "core/alloc.h"
+
+#include <string.h>
 
 #define CLAIM_LIMIT 128
 
@@ -35,6 +43,37 @@ static int watch_source_locked(taxi_reactor_t *r) {
                      TAXI__ROW_SIGNALS, TAXI_EV_READ, 0);
 }
 
+static bool backend_reports_signals(const taxi_reactor_t *r) {
+  if (!(r->ops->ext & TAXI__EXT_SIGNAL)) return false;
+  const char *v = taxi__secure_getenv("TAXI_SIGNAL_SOURCE");
+  return v == NULL || strcmp(v, "port") != 0;
+}
+
+static uint64_t signal_token(int signo) {
+  return (uint64_t)(uint32_t)signo << 32 | TAXI__ROW_SIGNALS;
+}
+
+/* Start and stop one signal, with the source or the backend. */
+static int add_locked(taxi_reactor_t *r, int signo) {
+  if (!r->sig_in_backend) return taxi__sigsrc_add(&r->sig, signo);
+  int rc = taxi__signal_take(signo);
+  if (rc < 0) return rc;
+  rc = r->ops->signal_add(r->backend, signo, signal_token(signo));
+  if (rc < 0) (void)taxi__signal_give_back(signo);
+  return rc;
+}
+
+static void del_locked(taxi_reactor_t *r, int signo) {
+  if (!r->sig_in_backend) {
+    taxi__sigsrc_del(&r->sig, signo);
+    return;
+  }
+  /* Failures leave nothing to undo: the reactor forgets the signal, and a
+   * report still collected finds no handler. */
+  (void)r->ops->signal_del(r->backend, signo);
+  (void)taxi__signal_give_back(signo);
+}
+
 /* Open the source and its tables on first use. */
 static int open_source_locked(taxi_reactor_t *r) {
   if (r->sig_open) return 0;
@@ -53,6 +92,12 @@ static int open_source_locked(taxi_reactor_t *r) {
     }
   }
   r->sig_limit = limit;
+  if (backend_reports_signals(r)) {
+    r->sig_in_backend = true;
+    r->sig_open = true;
+    return 0;
+  }
+  r->sig_in_backend = false;
   int rc = taxi__sigsrc_open(&r->sig);
   if (rc < 0) return rc;
   rc = watch_source_locked(r);
@@ -89,7 +134,7 @@ int taxi_reactor_add_signal(taxi_reactor_t *r, int signo, taxi_handler_t *h) {
     rc = TAXI_EBUSY;
     goto out;
   }
-  rc = taxi__sigsrc_add(&r->sig, signo);
+  rc = add_locked(r, signo);
   if (rc < 0) {
     unclaim(r, signo);
     goto out;
@@ -103,7 +148,7 @@ out:
 }
 
 static void remove_locked(taxi_reactor_t *r, int signo) {
-  taxi__sigsrc_del(&r->sig, signo);
+  del_locked(r, signo);
   unclaim(r, signo);
   r->sig_handlers[signo]->internal_.signals--;
   r->sig_handlers[signo] = NULL;
@@ -129,18 +174,24 @@ void taxi__signals_detach_handler_locked(taxi_reactor_t *r, taxi_handler_t *h) {
     if (r->sig_handlers[s] == h) remove_locked(r, s);
 }
 
-void taxi__signals_read_locked(taxi_reactor_t *r) {
+/* A signal removed since it arrived is not dispatched. */
+static void mark_pending_locked(taxi_reactor_t *r, int s) {
+  if (s > 0 && s < r->sig_limit && r->sig_handlers[s]) {
+    r->sig_pending[s] = 1;
+    r->sig_any_pending = true;
+  }
+}
+
+void taxi__signals_read_locked(taxi_reactor_t *r, uint64_t token) {
   int got[32];
   int n;
+  if (!r->sig_open) return;
+  if (r->sig_in_backend) {
+    mark_pending_locked(r, (int)(token >> 32));
+    return;
+  }
   while ((n = taxi__sigsrc_read(&r->sig, got, 32)) > 0) {
-    for (int i = 0; i < n; i++) {
-      int s = got[i];
-      /* A signal removed since it arrived is not dispatched. */
-      if (s > 0 && s < r->sig_limit && r->sig_handlers[s]) {
-        r->sig_pending[s] = 1;
-        r->sig_any_pending = true;
-      }
-    }
+    for (int i = 0; i < n; i++) mark_pending_locked(r, got[i]);
     if (n < 32) break;
   }
 }
@@ -162,8 +213,11 @@ bool taxi__signals_take_locked(taxi_reactor_t *r, taxi__event_t *ev) {
 void taxi__signals_destroy(taxi_reactor_t *r) {
   if (r->sig_open) {
     /* Handlers were detached already; release any claims left. */
-    for (int s = 1; s < r->sig_limit; s++) unclaim(r, s);
-    taxi__sigsrc_close(&r->sig);
+    for (int s = 1; s < r->sig_limit; s++) {
+      if (r->sig_in_backend && r->sig_handlers[s]) del_locked(r, s);
+      unclaim(r, s);
+    }
+    if (!r->sig_in_backend) taxi__sigsrc_close(&r->sig);
     r->sig_open = false;
   }
   taxi__free(r->sig_handlers);
@@ -174,6 +228,15 @@ void taxi__signals_destroy(taxi_reactor_t *r) {
 
 int taxi__signals_reinit_locked(taxi_reactor_t *r) {
   if (!r->sig_open) return 0;
+  if (r->sig_in_backend) {
+    /* The backend is new (a kqueue is not inherited); the claims, the
+     * dispositions and the mask were. */
+    int rc = 0;
+    for (int s = 1; rc == 0 && s < r->sig_limit; s++)
+      if (r->sig_handlers[s])
+        rc = r->ops->signal_add(r->backend, s, signal_token(s));
+    return rc;
+  }
   /* Closing or changing the inherited source would change the parent's
    * (a signalfd's mask, a pipe), so the port makes a new one. */
   int rc = taxi__sigsrc_reinit_after_fork(&r->sig);

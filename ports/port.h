@@ -145,6 +145,22 @@ int taxi__sigsrc_reinit_after_fork(taxi__sigsrc_t *s);
 int taxi__sigsrc_read(taxi__sigsrc_t *s, int *out, int cap);
 /* Largest signal number + 1 (NSIG); 0 where there are no signals. */
 int taxi__signal_limit(void);
+/*
+ * For a readiness mechanism that reports signals itself (kqueue's
+ * EVFILT_SIGNAL), which only records a signal after its normal delivery:
+ * taxi__signal_take claims signo for this process (as a source's add does:
+ * TAXI_EBUSY while a source or another taker has it, TAXI_EINVAL for a
+ * signal that cannot be caught) and replaces its disposition with a
+ * handler that does nothing, so the default action (often termination)
+ * no longer applies.  It remembers the disposition and whether the calling
+ * thread had the signal blocked.  taxi__signal_give_back restores both in
+ * the calling thread - an instance still pending there that the mechanism
+ * blocked is discarded, as a source's del does - and releases the claim;
+ * even when it reports an error the signal is released.  Both: under the
+ * caller's serialisation, never in a signal handler.
+ */
+int taxi__signal_take(int signo);
+int taxi__signal_give_back(int signo);
 
 /* ---- environment ------------------------------------------------------- */
 

@@ -172,9 +172,13 @@ long util_drain(int fd) {
 static atomic_ullong n_mallocs, n_reallocs, n_frees, n_failed;
 static atomic_llong n_live;
 static atomic_long fail_countdown = -1;
+/* Set by util_alloc_fail_after_here: only the arming thread counts down. */
+static atomic_int fail_one_thread;
+static _Thread_local int fail_armed_here;
 
 /* 1 when this allocation must fail. */
 static int should_fail(void) {
+  if (atomic_load(&fail_one_thread) && !fail_armed_here) return 0;
   long v = atomic_load(&fail_countdown);
   while (v >= 0) {
     if (v == 0) return 1;
@@ -237,6 +241,14 @@ void util_alloc_reset(void) {
 }
 
 void util_alloc_fail_after(long n) {
+  atomic_store(&fail_one_thread, 0);
+  fail_armed_here = 0;
+  atomic_store(&fail_countdown, n < 0 ? -1 : n);
+}
+
+void util_alloc_fail_after_here(long n) {
+  fail_armed_here = n >= 0;
+  atomic_store(&fail_one_thread, n >= 0);
   atomic_store(&fail_countdown, n < 0 ? -1 : n);
 }
 

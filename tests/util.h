@@ -61,6 +61,12 @@ void util_alloc_reset(void);
 /* Make the n-th allocation from now (0: the next one) and every later one
  * return NULL; n < 0 disables failing. */
 void util_alloc_fail_after(long n);
+/* The same, counting and failing only the calling thread's allocations:
+ * for a call that starts threads whose own allocations would otherwise
+ * race with the caller's for the failure (the pools' reactor threads
+ * growing a backend's buffers).  util_alloc_fail_after(-1) or (-1) here
+ * disables it. */
+void util_alloc_fail_after_here(long n);
 
 /* ---- resources ---------------------------------------------------------- */
 

@@ -285,9 +285,14 @@ TAXI_EXTERN int taxi_reactor_cancel(taxi_reactor_t *r, taxi_timer_t *t);
  * On Linux the signal is read from a signalfd and is blocked in the calling
  * thread: block it in every thread (create the reactor's signals before
  * other threads, which inherit the mask), or a thread that has it unblocked
- * takes its default action.  Elsewhere a handler installed with sigaction
- * writes to a pipe the reactor watches.  Signals arriving close together may
- * be merged into one dispatch.
+ * takes its default action.  On a kqueue reactor (the BSDs, macOS) kqueue
+ * reports the signal itself (EVFILT_SIGNAL, no descriptor): while added, the
+ * signal's disposition is a handler that does nothing, so its default action
+ * no longer applies (and system calls it interrupts are restarted where
+ * possible); the environment variable TAXI_SIGNAL_SOURCE=port makes such a
+ * reactor use the mechanism below instead.  Elsewhere a handler installed
+ * with sigaction writes to a pipe the reactor watches.  Signals arriving
+ * close together may be merged into one dispatch.
  *
  * Returns 0, or TAXI_EINVAL (NULL, signo not a catchable signal, h has no
  * signal hook or belongs to another reactor), TAXI_EEXIST (r already

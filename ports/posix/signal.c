@@ -55,14 +55,24 @@ int taxi__sigsrc_open(taxi__sigsrc_t *s) {
   return taxi__sigsrc_pipe_open(s);
 }
 
-int taxi__sigsrc_add(taxi__sigsrc_t *s, int signo) {
+int taxi__sigclaim(int signo) {
   bool unowned = false;
+
+  if (!catchable(signo)) return TAXI_EINVAL;
+  if (!atomic_compare_exchange_strong(&owned[signo], &unowned, true))
+    return TAXI_EBUSY;
+  return 0;
+}
+
+void taxi__sigunclaim(int signo) { atomic_store(&owned[signo], false); }
+
+int taxi__sigsrc_add(taxi__sigsrc_t *s, int signo) {
   int rc;
 
   if (!catchable(signo)) return TAXI_EINVAL;
   if (taxi__sigbit_test(s->added, signo)) return TAXI_EEXIST;
-  if (!atomic_compare_exchange_strong(&owned[signo], &unowned, true))
-    return TAXI_EBUSY;
+  rc = taxi__sigclaim(signo);
+  if (rc != 0) return rc;
 #if defined(HAVE_SIGNALFD)
   if (s->kind == TAXI__SIGSRC_SIGNALFD)
     rc = taxi__sigsrc_fd_add(s, signo);
@@ -70,7 +80,7 @@ int taxi__sigsrc_add(taxi__sigsrc_t *s, int signo) {
 #endif
     rc = taxi__sigsrc_pipe_add(s, signo);
   if (rc != 0) {
-    atomic_store(&owned[signo], false);
+    taxi__sigunclaim(signo);
     return rc;
   }
   taxi__sigbit_set(s->added, signo);
@@ -91,7 +101,7 @@ int taxi__sigsrc_del(taxi__sigsrc_t *s, int signo) {
   else
 #endif
     rc = taxi__sigsrc_pipe_del(s, signo);
-  atomic_store(&owned[signo], false);
+  taxi__sigunclaim(signo);
   return rc;
 }
 

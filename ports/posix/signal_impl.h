@@ -51,6 +51,12 @@ static inline void taxi__sigbit_clear(uint64_t *bits, int signo) {
   bits[signo / 64] &= ~((uint64_t)1 << (signo % 64));
 }
 
+/* Make signo this process's only user of it (signal.c): TAXI_EINVAL for a
+ * signal that cannot be caught, TAXI_EBUSY when a source or a taker
+ * (signal_taken.c) has it already.  taxi__sigunclaim gives it up. */
+int taxi__sigclaim(int signo);
+void taxi__sigunclaim(int signo);
+
 #ifdef HAVE_SIGNALFD
 int taxi__sigsrc_fd_open(taxi__sigsrc_t *s);
 int taxi__sigsrc_fd_add(taxi__sigsrc_t *s, int signo);

@@ -53,3 +53,13 @@ int taxi__sigsrc_read(taxi__sigsrc_t *s, int *out, int cap) {
   (void)cap;
   return TAXI_ENOTSUP;
 }
+
+int taxi__signal_take(int signo) {
+  (void)signo;
+  return TAXI_ENOTSUP;
+}
+
+int taxi__signal_give_back(int signo) {
+  (void)signo;
+  return TAXI_ENOTSUP;
+}

@@ -186,7 +186,7 @@ static void test_signal_survives_fork(void) {
   CU_ASSERT_FATAL(pid >= 0);
   if (pid == 0) {
     if (taxi_reactor_reinit_after_fork(r) != 0) _exit(1);
-    if (raise(SIGUSR1) != 0) _exit(2);
+    if (conf_raise(SIGUSR1) != 0) _exit(2);
     if (run_until(r, conf_pred_nonzero, &p.signals, WAIT_MS) != 1) _exit(3);
     if (atomic_load(&p.last_signo) != SIGUSR1) _exit(4);
     if (taxi_reactor_destroy(r) != 0) _exit(5);
@@ -194,7 +194,7 @@ static void test_signal_survives_fork(void) {
   }
   check_child(pid);
   /* The parent still owns its signal. */
-  CU_ASSERT_EQUAL(raise(SIGUSR1), 0);
+  CU_ASSERT_EQUAL(conf_raise(SIGUSR1), 0);
   CU_ASSERT_EQUAL(run_until(r, conf_pred_nonzero, &p.signals, WAIT_MS), 1);
   CU_ASSERT_EQUAL(taxi_reactor_destroy(r), 0);
   sigaction(SIGUSR1, &old, NULL);

@@ -6,11 +6,14 @@
  */
 #define _GNU_SOURCE 1
 
+#include "config.h"
+
 #include "suites.h"
 
 #if !defined(_WIN32)
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -155,7 +158,7 @@ static void raised_before_dispatch(void) {
   sig_probe_t p;
   sig_probe_init(&p);
   CU_ASSERT_EQUAL_FATAL(taxi_reactor_add_signal(r, SIGUSR2, &p.h), 0);
-  CU_ASSERT_EQUAL(raise(SIGUSR2), 0);
+  CU_ASSERT_EQUAL(conf_raise(SIGUSR2), 0);
   CU_ASSERT_EQUAL(run_until(r, conf_pred_nonzero, &p.count, WAIT_MS), 1);
   CU_ASSERT_EQUAL(atomic_load(&p.last_signo), SIGUSR2);
   CU_ASSERT_EQUAL(stray_count, 0);
@@ -182,8 +185,8 @@ static void test_two_signals_one_handler(void) {
   sig_probe_init(&p);
   CU_ASSERT_EQUAL_FATAL(taxi_reactor_add_signal(r, SIGUSR1, &p.h), 0);
   CU_ASSERT_EQUAL_FATAL(taxi_reactor_add_signal(r, SIGUSR2, &p.h), 0);
-  CU_ASSERT_EQUAL(raise(SIGUSR1), 0);
-  CU_ASSERT_EQUAL(raise(SIGUSR2), 0);
+  CU_ASSERT_EQUAL(conf_raise(SIGUSR1), 0);
+  CU_ASSERT_EQUAL(conf_raise(SIGUSR2), 0);
   conf_count_goal_t g = {&p.count, 2};
   CU_ASSERT_EQUAL(run_until(r, conf_pred_reached, &g, WAIT_MS), 1);
   unsigned want = (1u << SIGUSR1) | (1u << SIGUSR2);
@@ -209,7 +212,7 @@ static void test_remove_then_add_again(void) {
   CU_ASSERT_EQUAL(taxi_reactor_remove_signal(r, SIGUSR1), TAXI_ENOENT);
   CU_ASSERT_EQUAL(taxi_reactor_remove_signal(r, SIGUSR2), TAXI_ENOENT);
   CU_ASSERT_EQUAL(taxi_reactor_add_signal(r, SIGUSR1, &p.h), 0);
-  CU_ASSERT_EQUAL(raise(SIGUSR1), 0);
+  CU_ASSERT_EQUAL(conf_raise(SIGUSR1), 0);
   CU_ASSERT_EQUAL(run_until(r, conf_pred_nonzero, &p.count, WAIT_MS), 1);
   CU_ASSERT_EQUAL(atomic_load(&p.last_signo), SIGUSR1);
   CU_ASSERT_EQUAL(stray_count, 0);
@@ -236,7 +239,7 @@ static void test_remove_signal_restores_state(void) {
   CU_ASSERT_EQUAL(sigaction(SIGUSR1, NULL, &sa), 0);
   CU_ASSERT(sa.sa_handler == stray_handler);
   /* And the signal now goes to that handler. */
-  CU_ASSERT_EQUAL(raise(SIGUSR1), 0);
+  CU_ASSERT_EQUAL(conf_raise(SIGUSR1), 0);
   CU_ASSERT_EQUAL(stray_count, 1);
   CU_ASSERT(run_for(r, 20) >= 0);
   CU_ASSERT_EQUAL(atomic_load(&p.count), 0);
@@ -261,7 +264,7 @@ static void test_second_reactor_same_signal_ebusy(void) {
   CU_ASSERT_EQUAL(taxi_reactor_destroy(b), 0);
   CU_ASSERT_EQUAL(atomic_load(&pb.closes), 1);
   CU_ASSERT_EQUAL(taxi_reactor_add_signal(a, SIGUSR2, &pa.h), 0);
-  CU_ASSERT_EQUAL(raise(SIGUSR2), 0);
+  CU_ASSERT_EQUAL(conf_raise(SIGUSR2), 0);
   CU_ASSERT_EQUAL(run_until(a, conf_pred_nonzero, &pa.count, WAIT_MS), 1);
   CU_ASSERT_EQUAL(stray_count, 0);
   CU_ASSERT_EQUAL(taxi_reactor_destroy(a), 0);
@@ -280,7 +283,7 @@ static void test_remove_handler_releases_signals(void) {
   CU_ASSERT_EQUAL(atomic_load(&p.closes), 1);
   CU_ASSERT_EQUAL(taxi_reactor_remove_signal(r, SIGUSR1), TAXI_ENOENT);
   CU_ASSERT_EQUAL(taxi_reactor_add_signal(r, SIGUSR1, &q.h), 0);
-  CU_ASSERT_EQUAL(raise(SIGUSR1), 0);
+  CU_ASSERT_EQUAL(conf_raise(SIGUSR1), 0);
   CU_ASSERT_EQUAL(run_until(r, conf_pred_nonzero, &q.count, WAIT_MS), 1);
   CU_ASSERT_EQUAL(atomic_load(&p.count), 0);
   CU_ASSERT_EQUAL(stray_count, 0);
@@ -297,7 +300,7 @@ static void test_negative_signal_return_removes(void) {
   sig_probe_init(&p);
   p.ret = -1;
   CU_ASSERT_EQUAL(taxi_reactor_add_signal(r, SIGUSR1, &p.h), 0);
-  CU_ASSERT_EQUAL(raise(SIGUSR1), 0);
+  CU_ASSERT_EQUAL(conf_raise(SIGUSR1), 0);
   CU_ASSERT_EQUAL(run_until(r, conf_pred_nonzero, &p.closes, WAIT_MS), 1);
   CU_ASSERT_EQUAL(atomic_load(&p.count), 1);
   CU_ASSERT_EQUAL(atomic_load(&p.closes), 1);
@@ -350,6 +353,50 @@ static void test_invalid_signal_numbers(void) {
   CU_ASSERT_EQUAL(atomic_load(&p.closes), 0); /* never attached */
 }
 
+/* Which mechanism delivers the signal.  Where the backend reports signals
+ * itself (kqueue's EVFILT_SIGNAL, unless TAXI_SIGNAL_SOURCE=port) taxi
+ * gives the signal a handler that does nothing while it is added, so the
+ * default action cannot end the process before the filter records it;
+ * with a signalfd the application's disposition stays as it was; the
+ * self-pipe has its handler.  Either way the signal is dispatched, and
+ * after remove_signal the application's handler is back. */
+static void test_signal_mechanism(void) {
+  test_setup();
+  unsetenv("TAXI_SIGNAL_PIPE");
+  const char *source = getenv("TAXI_SIGNAL_SOURCE");
+  bool port = source && strcmp(source, "port") == 0;
+  const char *mechanism = "self-pipe";
+  bool replaced = true;
+#if defined(TAXI_HAVE_KQUEUE_SIGNAL)
+  if (strcmp(taxi_test_backend, "kqueue") == 0 && !port)
+    mechanism = "EVFILT_SIGNAL";
+#endif
+#if defined(HAVE_SIGNALFD)
+  if (strcmp(mechanism, "self-pipe") == 0) {
+    mechanism = "signalfd";
+    replaced = false;
+  }
+#endif
+  printf("\n    %s: expecting %s\n", taxi_test_backend, mechanism);
+  taxi_reactor_t *r = conf_reactor();
+  sig_probe_t p;
+  sig_probe_init(&p);
+  CU_ASSERT_EQUAL_FATAL(taxi_reactor_add_signal(r, SIGUSR1, &p.h), 0);
+  struct sigaction sa;
+  CU_ASSERT_EQUAL(sigaction(SIGUSR1, NULL, &sa), 0);
+  CU_ASSERT_EQUAL(sa.sa_handler != stray_handler, replaced);
+  CU_ASSERT_EQUAL(conf_raise(SIGUSR1), 0);
+  CU_ASSERT_EQUAL(run_until(r, conf_pred_nonzero, &p.count, WAIT_MS), 1);
+  CU_ASSERT_EQUAL(atomic_load(&p.last_signo), SIGUSR1);
+  CU_ASSERT_EQUAL(stray_count, 0);
+  CU_ASSERT_EQUAL(taxi_reactor_remove_signal(r, SIGUSR1), 0);
+  CU_ASSERT_EQUAL(sigaction(SIGUSR1, NULL, &sa), 0);
+  CU_ASSERT(sa.sa_handler == stray_handler);
+  CU_ASSERT_EQUAL(taxi_reactor_destroy(r), 0);
+  test_teardown();
+  (void)port;
+}
+
 #endif /* !_WIN32 */
 
 static CU_TestInfo signal_tests[] = {
@@ -377,6 +424,8 @@ static CU_TestInfo signal_tests[] = {
      TAXI_TEST_POSIX_ONLY(test_handler_attached_after_remove_signal)},
     {"invalid signal numbers: EINVAL",
      TAXI_TEST_POSIX_ONLY(test_invalid_signal_numbers)},
+    {"the mechanism that delivers: EVFILT_SIGNAL, signalfd or self-pipe",
+     TAXI_TEST_POSIX_ONLY(test_signal_mechanism)},
     CU_TEST_INFO_NULL,
 };
 

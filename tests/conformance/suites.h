@@ -34,6 +34,12 @@ extern const taxi_test_suite_t conf_suite_failures;
 
 /* A reactor on taxi_test_backend; CU_FAIL_FATAL when creation fails. */
 taxi_reactor_t *conf_reactor(void);
+#if !defined(_WIN32)
+/* raise(signo), except where the reactor's signals come from libkqueue's
+ * EVFILT_SIGNAL: there the signal is sent to the process (kill), and the
+ * first time it says why (see main.c). */
+int conf_raise(int signo);
+#endif
 
 /* Recover the enclosing object from a pointer to its member. */
 

@@ -107,6 +107,7 @@
 #include "backends/completion.h"
 #include "backends/nbio.h"
 #include "core/alloc.h"
+#include "core/backoff.h"
 #include "core/proactor_op.h"
 #include "ports/port.h"
 #include "taxi/reactor.h"
@@ -157,7 +158,8 @@ enum {
   OP_IDLE = 0, /* not with the backend (or its completion was reported) */
   OP_ARMED,    /* waiting for readiness in the internal reactor */
   OP_AIO,      /* an aio request is in flight */
-  OP_DONE      /* on the completion list, result known */
+  OP_DONE,     /* on the completion list, result known */
+  OP_BACKOFF   /* aio_read/aio_write refused it: on the retry list */
 };
 
 /* What the reaper is doing (aio_state_t.reaper_mode). */
@@ -176,6 +178,8 @@ typedef struct aio_op {
   unsigned wants;   /* OP_ARMED: TAXI_EV_READ or TAXI_EV_WRITE */
   bool cancel;      /* cancellation asked: an EAGAIN is not retried */
   bool connecting;  /* CONNECT: started, the next step checks it */
+  bool refused;     /* the last aio_read/aio_write was refused for now */
+  bool gave_up;     /* ... refused too long: its EAGAIN is final */
 } aio_op_t;
 
 _Static_assert(sizeof(aio_op_t) <= TAXI_OP_BACKEND_SIZE,
@@ -231,6 +235,18 @@ struct aio_state {
   taxi_handler_t wake_h;
   bool waiting;    /* a thread is in wait()'s reactor call */
   bool wake_asked; /* wake() was called: the wait returns */
+
+  /* Socket operations whose aio_read/aio_write the system refused for
+   * want of resources (EAGAIN), tried again when retry_timer fires on
+   * wake_h (see refused_locked). */
+  taxi_op_t *retry_head; /* linked through aio_op_t.next */
+  taxi_timer_t retry_timer;
+  bool retry_armed;
+  taxi__backoff_t refusals; /* rounds refused in a row */
+  unsigned refused_unreported;
+  int refused_code;
+  taxi_error_fn on_error;
+  void *on_error_arg;
 };
 
 static inline aio_op_t *room(taxi_op_t *op) { return taxi__op_backend(op); }
@@ -319,7 +335,50 @@ static int wake_input(taxi_handler_t *h, taxi_handle_t fd, unsigned events) {
   return 0;
 }
 
-static const taxi_handler_ops_t wake_ops = {.input = wake_input};
+static bool advance_locked(aio_state_t *s, taxi_op_t *op);
+static int rearm_locked(aio_state_t *s, aio_handle_t *ah);
+static unsigned wants_of(const taxi_op_t *op);
+
+/* retry_timer: try the refused operations again (see refused_locked);
+ * runs in the thread inside wait(), which looks at the completion list
+ * next.  The refusals are reported here, once per round, with no lock
+ * held. */
+static int retry_timeout(taxi_handler_t *h, taxi_timer_t *t, void *act) {
+  aio_state_t *s = TAXI_CONTAINER_OF(h, aio_state_t, wake_h);
+  (void)t;
+  (void)act;
+  taxi__mutex_lock(&s->lock);
+  s->retry_armed = false;
+  unsigned refused = s->refused_unreported;
+  int code = s->refused_code;
+  unsigned attempt = s->refusals.failures;
+  s->refused_unreported = 0;
+  taxi_op_t *list = s->retry_head;
+  s->retry_head = NULL;
+  while (list) {
+    taxi_op_t *op = list;
+    aio_op_t *ao = room(op);
+    list = ao->next;
+    aio_handle_t *ah = ao->ah;
+    if (ao->cancel || !ah || ah->detached) {
+      push_done_locked(s, op, TAXI_ECANCELED);
+      continue;
+    }
+    ao->state = OP_ARMED;
+    ao->wants = wants_of(op);
+    advance_locked(s, op);
+    int rc = rearm_locked(s, ah);
+    if (rc < 0 && ao->state == OP_ARMED) push_done_locked(s, op, rc);
+  }
+  taxi__mutex_unlock(&s->lock);
+  if (refused)
+    taxi__report_error(s->on_error, s->on_error_arg, code, "aio_read/aio_write",
+                       TAXI_INVALID_HANDLE, attempt, false);
+  return 0;
+}
+
+static const taxi_handler_ops_t wake_ops = {.input = wake_input,
+                                            .timeout = retry_timeout};
 
 /* ---- readiness interest ------------------------------------------------- */
 
@@ -421,7 +480,14 @@ static int aio_start_locked(aio_state_t *s, taxi_op_t *op) {
   bool input = op->kind == TAXI_OP_READ || op->kind == TAXI_OP_READ_FILE;
   int r = input ? aio_read(cb) : aio_write(cb);
   count(s, 1);
-  if (r < 0) return taxi__last_error(); /* EAGAIN: out of resources */
+  if (r < 0) {
+    /* EAGAIN: out of resources (glibc could not queue the request or
+     * start a helper thread) - for now. */
+    int err = taxi__last_error();
+    ao->refused = err == TAXI_EAGAIN || err == TAXI_ENOMEM;
+    return err;
+  }
+  taxi__backoff_reset(&s->refusals);
   ao->state = OP_AIO;
   s->flight[s->nflight++] = cb;
   ring_reaper_locked(s);
@@ -473,12 +539,54 @@ static int64_t step_locked(aio_state_t *s, taxi_op_t *op, bool *started) {
   return 0;
 }
 
+/*
+ * op's aio_read or aio_write was refused for want of resources: retrying
+ * at once would be refused again, and waiting for readiness would not help
+ * either (the socket is ready: that is why the request was made), so it
+ * would spin.  Instead op waits on the retry list, and one timer of the
+ * internal reactor tries the whole list again after a pause that grows
+ * with each round refused in a row (core/backoff.h).  When the refusals
+ * last too long, op completes with the error.  Returns true if it listed
+ * a completion.
+ */
+static bool refused_locked(aio_state_t *s, taxi_op_t *op, int64_t r) {
+  aio_op_t *ao = room(op);
+  ao->refused = false;
+  s->refused_unreported++;
+  s->refused_code = (int)r;
+  if (!s->retry_armed) {
+    taxi_time_t pause = taxi__backoff_failed(&s->refusals);
+    if (pause < 0 || taxi_reactor_schedule(s->reactor, &s->retry_timer,
+                                           &s->wake_h, pause, 0, NULL) < 0) {
+      taxi__backoff_reset(&s->refusals);
+      ao->gave_up = true;
+      push_done_locked(s, op, r);
+      return true;
+    }
+    count(s, 1);
+    s->retry_armed = true;
+  }
+  ao->state = OP_BACKOFF;
+  ao->next = s->retry_head;
+  s->retry_head = op;
+  return false;
+}
+
+/* Take op off the retry list. */
+static void unlist_retry_locked(aio_state_t *s, taxi_op_t *op) {
+  taxi_op_t **at = &s->retry_head;
+  while (*at && *at != op) at = &room(*at)->next;
+  if (*at) *at = room(op)->next;
+  room(op)->next = NULL;
+}
+
 /* Run op's step and file the outcome: armed again on EAGAIN, in flight,
  * or listed as done.  Returns true if it listed a completion. */
 static bool advance_locked(aio_state_t *s, taxi_op_t *op) {
   bool started;
   int64_t r = step_locked(s, op, &started);
   if (started) return false;
+  if (room(op)->refused) return refused_locked(s, op, r);
   r = settle_locked(s, op, r);
   if (r == TAXI_EAGAIN) {
     room(op)->state = OP_ARMED;
@@ -751,7 +859,6 @@ static int new_state(aio_state_t **out, taxi__completion_counters_t *c) {
 static int aio_open(void **state, const char *variant,
                     const taxi_proactor_options_t *opts,
                     taxi__completion_counters_t *counters) {
-  (void)opts;
   if (atomic_fetch_add(&instances, 1) >= AIO_MAX_INSTANCES) {
     atomic_fetch_sub(&instances, 1);
     taxi__set_os_error(EAGAIN);
@@ -778,6 +885,11 @@ static int aio_open(void **state, const char *variant,
     rc = taxi__wakeup_open(&s->wakeup);
     s->wakeup_open = rc == 0;
   }
+  if (opts) {
+    s->on_error = opts->on_error;
+    s->on_error_arg = opts->on_error_arg;
+  }
+  if (rc == 0) rc = taxi_timer_init(&s->retry_timer);
   if (rc == 0) rc = taxi_handler_init(&s->wake_h, &wake_ops);
   if (rc == 0)
     rc = taxi_reactor_register(s->reactor, taxi__wakeup_handle(&s->wakeup),
@@ -909,7 +1021,8 @@ static void aio_detach(void *state, taxi_handle_t h) {
    * readiness is finished here all the same. */
   for (int d = 0; d < 2; d++) {
     taxi_op_t *op = ah->dir[d];
-    if (op && room(op)->state == OP_ARMED) {
+    if (op && room(op)->state == OP_BACKOFF) unlist_retry_locked(s, op);
+    if (op && (room(op)->state == OP_ARMED || room(op)->state == OP_BACKOFF)) {
       push_done_locked(s, op, TAXI_ECANCELED);
       kick_locked(s);
     }
@@ -991,6 +1104,11 @@ static int aio_cancel_op(void *state, taxi_op_t *op) {
     case OP_DONE:
       ao->cancel = true; /* its completion is on the list already */
       break;
+    case OP_BACKOFF:
+      unlist_retry_locked(s, op);
+      push_done_locked(s, op, TAXI_ECANCELED);
+      kick_locked(s);
+      break;
     default:
       rc = TAXI_ENOENT;
   }
@@ -1028,7 +1146,8 @@ static int take_locked(aio_state_t *s, taxi__completion_t *out, size_t max) {
     s->done_head = ao->next;
     if (!s->done_head) s->done_tail = NULL;
     int64_t result = ao->result;
-    if (result == TAXI_EAGAIN && retry_locked(s, op, &result)) continue;
+    if (result == TAXI_EAGAIN && !ao->gave_up && retry_locked(s, op, &result))
+      continue;
     int d = dir_of(op->kind);
     if (ao->ah && ao->ah->dir[d] == op) ao->ah->dir[d] = NULL;
     ao->ah = NULL;

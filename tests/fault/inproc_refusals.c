@@ -266,6 +266,98 @@ static void test_aio_reactor_wait_failure(void) {
   CU_ASSERT_EQUAL(taxi_proactor_destroy(p), 0);
 }
 
+/* A socket read whose aio_read the system refuses (EAGAIN: no room for
+ * the request) while the socket is readable: retrying at once, or on the
+ * readiness that is already there, would spin.  The read waits instead,
+ * the pauses between rounds doubling from 1 ms, so in 300 ms it is tried
+ * some ten times at most (spinning: thousands); once aio_read works again
+ * it completes with its bytes, and the refusals were reported. */
+static void test_aio_refused_request_backs_off(void) {
+  reports_t rep = {0};
+  taxi_proactor_t *p = make("aio", &rep);
+  if (!p) return;
+  int sv[2];
+  CU_ASSERT_FATAL(util_socketpair(sv) == 0);
+  CU_ASSERT_EQUAL_FATAL(taxi_proactor_attach(p, sv[0]), 0);
+  peer_send(sv[1], "hello");
+  char buf[8] = {0};
+  taxi_op_t op;
+  taxi_op_init(&op);
+  rd_t d = {0};
+  CU_ASSERT_EQUAL_FATAL(fault_arm("aio_read:1:EAGAIN:0"), 0);
+  CU_ASSERT_EQUAL_FATAL(
+      taxi_proactor_read(p, &op, sv[0], buf, 5, TAXI_READ_EXACT, on_read, &d),
+      0);
+  taxi_time_t start = taxi_now();
+  while (util_elapsed_ms(start) < 300) taxi_proactor_handle_events(p, 20);
+  unsigned long refused = fault_injected("aio_read");
+  fault_arm("");
+  printf("\n    aio_read refused %lu times in 300 ms ", refused);
+  CU_ASSERT(refused >= 1);
+  /* Doubling pauses from 1 ms fit nine rounds in 300 ms; the doorbell's
+   * own aio_read may add one or two. */
+  CU_ASSERT(refused <= 12);
+  CU_ASSERT_EQUAL(atomic_load(&d.calls), 0);
+  start = taxi_now();
+  while (atomic_load(&d.calls) == 0 && util_elapsed_ms(start) < bound_ms())
+    taxi_proactor_handle_events(p, 50);
+  CU_ASSERT_EQUAL(atomic_load(&d.calls), 1);
+  CU_ASSERT_EQUAL(d.status, 0);
+  CU_ASSERT_EQUAL(memcmp(buf, "hello", 5), 0);
+  CU_ASSERT(atomic_load(&rep.transient) >= 1);
+  CU_ASSERT_EQUAL(atomic_load(&rep.fatal), 0);
+  CU_ASSERT_EQUAL(taxi_proactor_close(p, sv[0]), 0);
+  close(sv[1]);
+  CU_ASSERT_EQUAL(taxi_proactor_destroy(p), 0);
+}
+
+/* Refused for good: after the bounded series of pauses (about 2 s) the
+ * read completes with the refusal, TAXI_EAGAIN, instead of waiting
+ * forever; a read cancelled while it waits for the next round completes
+ * with TAXI_ECANCELED, once. */
+static void test_aio_refused_for_good(void) {
+  reports_t rep = {0};
+  taxi_proactor_t *p = make("aio", &rep);
+  if (!p) return;
+  int sv[2];
+  CU_ASSERT_FATAL(util_socketpair(sv) == 0);
+  CU_ASSERT_EQUAL_FATAL(taxi_proactor_attach(p, sv[0]), 0);
+  peer_send(sv[1], "hello");
+  char buf[8] = {0};
+  taxi_op_t op;
+  taxi_op_init(&op);
+  rd_t d = {0};
+  CU_ASSERT_EQUAL_FATAL(fault_arm("aio_read:1:EAGAIN:0"), 0);
+  CU_ASSERT_EQUAL_FATAL(
+      taxi_proactor_read(p, &op, sv[0], buf, 5, TAXI_READ_EXACT, on_read, &d),
+      0);
+  taxi_time_t start = taxi_now();
+  while (atomic_load(&d.calls) == 0 && util_elapsed_ms(start) < bound_ms())
+    taxi_proactor_handle_events(p, 50);
+  unsigned long refused = fault_injected("aio_read");
+  CU_ASSERT_EQUAL(atomic_load(&d.calls), 1);
+  CU_ASSERT_EQUAL(d.status, TAXI_EAGAIN);
+  CU_ASSERT(refused <= 24);
+  CU_ASSERT(atomic_load(&rep.transient) >= 1);
+  /* Another read, cancelled during its pause. */
+  rd_t c = {0};
+  CU_ASSERT_EQUAL_FATAL(
+      taxi_proactor_read(p, &op, sv[0], buf, 5, TAXI_READ_EXACT, on_read, &c),
+      0);
+  taxi_proactor_handle_events(p, 0);
+  CU_ASSERT_EQUAL(taxi_proactor_cancel(p, &op), 0);
+  start = taxi_now();
+  while (atomic_load(&c.calls) == 0 && util_elapsed_ms(start) < bound_ms())
+    taxi_proactor_handle_events(p, 50);
+  fault_arm("");
+  taxi_proactor_handle_events(p, 50);
+  CU_ASSERT_EQUAL(atomic_load(&c.calls), 1);
+  CU_ASSERT_EQUAL(c.status, TAXI_ECANCELED);
+  CU_ASSERT_EQUAL(taxi_proactor_close(p, sv[0]), 0);
+  close(sv[1]);
+  CU_ASSERT_EQUAL(taxi_proactor_destroy(p), 0);
+}
+
 static CU_TestInfo refusal_tests[] = {
     {"uring: a wake-up reaches the waiter while every submission is refused",
      test_uring_wake_while_refused},
@@ -279,6 +371,10 @@ static CU_TestInfo refusal_tests[] = {
      test_uring_destroy_waits_out_refusals},
     {"aio: a failed wait of the internal reactor reaches the proactor",
      test_aio_reactor_wait_failure},
+    {"aio: a refused aio_read waits growing pauses, then completes",
+     test_aio_refused_request_backs_off},
+    {"aio: aio_read refused for good: TAXI_EAGAIN; cancelled in a pause",
+     test_aio_refused_for_good},
     CU_TEST_INFO_NULL,
 };
 

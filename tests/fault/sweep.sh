@@ -393,8 +393,15 @@ run_case() {
       outcome=silent detail="exit status $status after SIGTERM"
     elif [ "$c1" = 4 ]; then
       outcome=dropped detail=$(grep -m1 'dropped' "$dir/c1.err")
-    elif [ "$bytes" != "$want" ]; then
+    elif ! [ "$bytes" -ge 0 ] 2>/dev/null || [ "$bytes" -gt "$want" ] ||
+      { [ "$bytes" -lt "$want" ] && [ "${cfg%%:*}" != proactor ]; }; then
       outcome=lost detail="server echoed $bytes bytes, clients sent $want"
+    elif [ "$bytes" -lt "$want" ]; then
+      # The clients verified every byte, so the server wrote them all; a
+      # Proactor counts a write when its completion is dispatched, and a
+      # stop may come before the last completions are (seen on aio, about
+      # one run in twenty: one 700-byte message).  Not a loss.
+      outcome=ok detail="server's count $((want - bytes)) bytes behind at stop"
     else
       outcome=ok
     fi

@@ -266,6 +266,23 @@ static void test_aio_reactor_wait_failure(void) {
   CU_ASSERT_EQUAL(taxi_proactor_destroy(p), 0);
 }
 
+/* An aio proactor whose socket is readable ("hello" waits in it) and a
+ * 5-byte read started on it while every aio_read is refused (EAGAIN);
+ * NULL if the backend does not work here. */
+static taxi_proactor_t *aio_refused_read(reports_t *rep, int sv[2], char *buf,
+                                         taxi_op_t *op, rd_t *d) {
+  taxi_proactor_t *p = make("aio", rep);
+  if (!p) return NULL;
+  CU_ASSERT_FATAL(util_socketpair(sv) == 0);
+  CU_ASSERT_EQUAL_FATAL(taxi_proactor_attach(p, sv[0]), 0);
+  peer_send(sv[1], "hello");
+  taxi_op_init(op);
+  CU_ASSERT_EQUAL_FATAL(fault_arm("aio_read:1:EAGAIN:0"), 0);
+  CU_ASSERT_EQUAL_FATAL(
+      taxi_proactor_read(p, op, sv[0], buf, 5, TAXI_READ_EXACT, on_read, d), 0);
+  return p;
+}
+
 /* A socket read whose aio_read the system refuses (EAGAIN: no room for
  * the request) while the socket is readable: retrying at once, or on the
  * readiness that is already there, would spin.  The read waits instead,
@@ -274,20 +291,12 @@ static void test_aio_reactor_wait_failure(void) {
  * it completes with its bytes, and the refusals were reported. */
 static void test_aio_refused_request_backs_off(void) {
   reports_t rep = {0};
-  taxi_proactor_t *p = make("aio", &rep);
-  if (!p) return;
   int sv[2];
-  CU_ASSERT_FATAL(util_socketpair(sv) == 0);
-  CU_ASSERT_EQUAL_FATAL(taxi_proactor_attach(p, sv[0]), 0);
-  peer_send(sv[1], "hello");
   char buf[8] = {0};
   taxi_op_t op;
-  taxi_op_init(&op);
   rd_t d = {0};
-  CU_ASSERT_EQUAL_FATAL(fault_arm("aio_read:1:EAGAIN:0"), 0);
-  CU_ASSERT_EQUAL_FATAL(
-      taxi_proactor_read(p, &op, sv[0], buf, 5, TAXI_READ_EXACT, on_read, &d),
-      0);
+  taxi_proactor_t *p = aio_refused_read(&rep, sv, buf, &op, &d);
+  if (!p) return;
   taxi_time_t start = taxi_now();
   while (util_elapsed_ms(start) < 300) taxi_proactor_handle_events(p, 20);
   unsigned long refused = fault_injected("aio_read");
@@ -317,20 +326,12 @@ static void test_aio_refused_request_backs_off(void) {
  * with TAXI_ECANCELED, once. */
 static void test_aio_refused_for_good(void) {
   reports_t rep = {0};
-  taxi_proactor_t *p = make("aio", &rep);
-  if (!p) return;
   int sv[2];
-  CU_ASSERT_FATAL(util_socketpair(sv) == 0);
-  CU_ASSERT_EQUAL_FATAL(taxi_proactor_attach(p, sv[0]), 0);
-  peer_send(sv[1], "hello");
   char buf[8] = {0};
   taxi_op_t op;
-  taxi_op_init(&op);
   rd_t d = {0};
-  CU_ASSERT_EQUAL_FATAL(fault_arm("aio_read:1:EAGAIN:0"), 0);
-  CU_ASSERT_EQUAL_FATAL(
-      taxi_proactor_read(p, &op, sv[0], buf, 5, TAXI_READ_EXACT, on_read, &d),
-      0);
+  taxi_proactor_t *p = aio_refused_read(&rep, sv, buf, &op, &d);
+  if (!p) return;
   taxi_time_t start = taxi_now();
   while (atomic_load(&d.calls) == 0 && util_elapsed_ms(start) < bound_ms())
     taxi_proactor_handle_events(p, 50);

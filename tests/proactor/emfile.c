@@ -68,14 +68,16 @@ static void em_on_accept(taxi_op_t *op, int status, size_t bytes, void *act) {
 }
 
 /* Lower the descriptor limit of the process so that exactly `room` more
- * descriptors can be made: the limit goes just above the highest one open,
- * and the free numbers below it are taken by fillers, all but `room`.
- * em_limit_restore() gives everything back. */
+ * descriptors can be made: the free numbers below the highest one open are
+ * taken by fillers (copies of `anchor`, a descriptor known to be open),
+ * and the limit goes `room` above that highest one.  Holes or none below
+ * it, stdin open or not, the room is the same.  em_limit_restore() gives
+ * everything back. */
 static int em_fill[4096];
 static int em_nfill;
 static struct rlimit em_saved;
 
-static void em_limit(int room) {
+static void em_limit(int anchor, int room) {
   int top = 0;
   for (int fd = 0; fd < 4096; fd++)
     if (fcntl(fd, F_GETFD) >= 0) top = fd + 1;
@@ -85,8 +87,10 @@ static void em_limit(int room) {
   CU_ASSERT_EQUAL_FATAL(setrlimit(RLIMIT_NOFILE, &low), 0);
   em_nfill = 0;
   int fd;
-  while (em_nfill < 4096 && (fd = dup(0)) >= 0) em_fill[em_nfill++] = fd;
-  for (int i = 0; i < room && em_nfill > 0; i++) close(em_fill[--em_nfill]);
+  while (em_nfill < 4096 && (fd = fcntl(anchor, F_DUPFD_CLOEXEC, 0)) >= 0)
+    em_fill[em_nfill++] = fd;
+  low.rlim_cur = (rlim_t)(top + room);
+  CU_ASSERT_EQUAL_FATAL(setrlimit(RLIMIT_NOFILE, &low), 0);
 }
 
 static void em_limit_restore(void) {
@@ -122,7 +126,7 @@ static void test_multishot_pauses_and_resumes(void) {
   taxi_proactor_stats_t before;
   CU_ASSERT_EQUAL(taxi_proactor_stats(run.p, &before), 0);
 
-  em_limit(EM_ROOM);
+  em_limit(lfd, EM_ROOM);
 
   /* Out of descriptors after EM_ROOM connections: paused, reported. */
   taxi_time_t start = taxi_now();
@@ -200,7 +204,7 @@ static void test_close_while_paused(void) {
   taxi_op_init(&op);
   pt_done_t d;
   pt_done_init(&d);
-  em_limit(0);
+  em_limit(lfd, 0);
   CU_ASSERT_EQUAL_FATAL(
       taxi_proactor_accept(run.p, &op, lfd, TAXI_ACCEPT_MULTISHOT, pt_on_done,
                            &d),
@@ -308,7 +312,7 @@ static void test_single_accept_completes(void) {
   CU_ASSERT_EQUAL_FATAL(taxi_proactor_attach(run.p, lfd), 0);
   int c = util_tcp_connect_nb(port);
   CU_ASSERT_FATAL(c >= 0);
-  em_limit(0);
+  em_limit(lfd, 0);
   taxi_op_t op;
   taxi_op_init(&op);
   pt_done_t d;

@@ -177,7 +177,8 @@ TAXI_EXTERN int taxi_reactor_resume(taxi_reactor_t *r, taxi_handler_t *h);
  * from the socket (libkqueue does); otherwise it is the socket's pending
  * error (SO_ERROR).  Either way asking consumes it: a second call, or a
  * read() afterwards, no longer sees it.  A handle that is not a socket has
- * none.
+ * none.  On Windows a reset may not be pending yet when its event comes
+ * (SO_ERROR 0): the receive that follows reports it (TAXI_ECONNRESET).
  * Returns 0, TAXI_EINVAL (NULL), TAXI_ENOENT (h has no handle registered
  * with r), or the error of asking the OS.
  * Threads: any; typically h's own hook.

@@ -874,7 +874,9 @@ static int aio_open(void **state, const char *variant,
   pthread_once(&tsan_once, tsan_one_helper);
 #endif
   /* From here aio_close() undoes whatever was done. */
-  rc = taxi_reactor_create(&s->reactor, variant && *variant ? variant : NULL);
+  taxi_reactor_options_t ro = TAXI_REACTOR_OPTIONS_INIT;
+  ro.backend = variant && *variant ? variant : NULL;
+  rc = taxi_reactor_create(&s->reactor, &ro);
   if (rc == 0) {
     /* A failed wait of the internal reactor comes out of wait() at once,
      * for the proactor (or the pool dispatching it) to back off from,

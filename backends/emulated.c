@@ -492,7 +492,9 @@ static int emu_open(void **state, const char *variant,
     taxi__free(e);
     return rc;
   }
-  rc = taxi_reactor_create(&e->reactor, variant);
+  taxi_reactor_options_t ro = TAXI_REACTOR_OPTIONS_INIT;
+  ro.backend = variant;
+  rc = taxi_reactor_create(&e->reactor, &ro);
   if (rc < 0) {
     taxi__mutex_destroy(&e->lock);
     taxi__free(e);

@@ -31,9 +31,12 @@
 #include "taxi/hsha.h"
 #include "core/alloc.h"
 #include "core/backoff.h"
+#include "core/options.h"
 #include "core/reactor_impl.h"
 #include "core/registry.h"
 #include "core/time_math.h"
+
+#include <string.h>
 
 /* A queued event and what orders it. */
 typedef struct hsha_item {
@@ -424,13 +427,20 @@ static int start_threads(taxi_hsha_pool_t *p) {
   return 0;
 }
 
+void taxi_hsha_options_init(taxi_hsha_options_t *o) {
+  if (!o) return;
+  memset(o, 0, sizeof *o);
+  o->size = sizeof *o;
+}
+
 int taxi_hsha_create(taxi_hsha_pool_t **out, taxi_reactor_t *r,
                      const taxi_hsha_options_t *opts) {
   if (!out) return TAXI_EINVAL;
   *out = NULL;
   if (!r) return TAXI_EINVAL;
-  taxi_hsha_options_t o = {0};
-  if (opts) o = *opts;
+  taxi_hsha_options_t o;
+  taxi_hsha_options_init(&o);
+  if (taxi__options_copy(&o, sizeof o, opts, sizeof o) < 0) return TAXI_EINVAL;
   if (o.workers > TAXI_HSHA_MAX_WORKERS ||
       o.queue_capacity > TAXI_HSHA_MAX_QUEUE)
     return TAXI_EINVAL;
@@ -496,7 +506,7 @@ fail_free:
   return rc;
 }
 
-int taxi_hsha_shutdown(taxi_hsha_pool_t *p) {
+int taxi_hsha_stop(taxi_hsha_pool_t *p) {
   if (!p || !taxi__registry_pin(&p->reg, TAXI__KIND_HSHA)) return TAXI_EINVAL;
   taxi__mutex_lock(&p->r->lock);
   int rc = TAXI_ESTOPPED;

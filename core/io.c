@@ -13,6 +13,7 @@
 #include "alloc.h"
 #include "io_impl.h"
 #include "backoff.h"
+#include "options.h"
 
 #include <string.h>
 
@@ -74,14 +75,21 @@ static void io_hsha_failure(const taxi_error_report_t *r, void *arg) {
   io_note_fatal(io, r);
 }
 
-static int options_copy(taxi_io_options_t *o, const taxi_io_options_t *in) {
+/* The context's options and the pools' options they point to, read into
+ * io (see core/options.h). */
+static int options_copy(taxi_io_t *io, taxi_io_options_t *o,
+                        const taxi_io_options_t *in) {
   taxi_io_options_init(o);
-  if (!in) return 0;
-  if (in->size < offsetof(taxi_io_options_t, backend)) return TAXI_EINVAL;
-  for (size_t i = sizeof *o; i < in->size; i++)
-    if (((const unsigned char *)in)[i]) return TAXI_EINVAL;
-  memcpy(o, in, in->size < sizeof *o ? in->size : sizeof *o);
-  o->size = sizeof *o;
+  taxi_lf_options_init(&io->lf_opts);
+  taxi_hsha_options_init(&io->hsha_opts);
+  if (taxi__options_copy(o, sizeof *o, in, sizeof *o) < 0 ||
+      taxi__options_copy(&io->lf_opts, sizeof io->lf_opts, o->lf,
+                         sizeof io->lf_opts) < 0 ||
+      taxi__options_copy(&io->hsha_opts, sizeof io->hsha_opts, o->hsha,
+                         sizeof io->hsha_opts) < 0)
+    return TAXI_EINVAL;
+  o->lf = NULL;
+  o->hsha = NULL;
   return 0;
 }
 
@@ -117,9 +125,11 @@ static int dispatcher_create(taxi_io_t *io, const taxi_io_options_t *o) {
       return 0;
     }
     if (o->lf_pool) return TAXI_EINVAL; /* a pool needs its proactor */
-    taxi_proactor_options_t po = {
-        .backend = o->backend, .on_error = io_failure, .on_error_arg = io};
-    int rc = taxi_proactor_create_ex(&io->proactor, &po);
+    taxi_proactor_options_t po = TAXI_PROACTOR_OPTIONS_INIT;
+    po.backend = o->backend;
+    po.on_error = io_failure;
+    po.on_error_arg = io;
+    int rc = taxi_proactor_create(&io->proactor, &po);
     io->own_proactor = rc == 0;
     return rc;
   }
@@ -133,9 +143,11 @@ static int dispatcher_create(taxi_io_t *io, const taxi_io_options_t *o) {
     return 0;
   }
   if (o->lf_pool || o->hsha_pool) return TAXI_EINVAL;
-  taxi_reactor_options_t ro = {
-      .backend = o->backend, .on_error = io_failure, .on_error_arg = io};
-  int rc = taxi_reactor_create_ex(&io->reactor, &ro);
+  taxi_reactor_options_t ro = TAXI_REACTOR_OPTIONS_INIT;
+  ro.backend = o->backend;
+  ro.on_error = io_failure;
+  ro.on_error_arg = io;
+  int rc = taxi_reactor_create(&io->reactor, &ro);
   io->own_reactor = rc == 0;
   return rc;
 }
@@ -151,14 +163,15 @@ static int pool_create(taxi_io_t *io);
 int taxi_io_create(taxi_io_t **out, const taxi_io_options_t *opts) {
   taxi_io_options_t o;
   if (!out) return TAXI_EINVAL;
-  int rc = options_copy(&o, opts);
-  if (rc < 0) return rc;
-  if ((unsigned)o.dispatcher > TAXI_IO_PROACTOR) return TAXI_EINVAL;
   taxi_io_t *io = taxi__calloc(1, sizeof *io);
   if (!io) return TAXI_ENOMEM;
+  int rc = options_copy(io, &o, opts);
+  if (rc == 0 && (unsigned)o.dispatcher > TAXI_IO_PROACTOR) rc = TAXI_EINVAL;
+  if (rc < 0) {
+    taxi__free(io);
+    return rc;
+  }
   io->kind = o.dispatcher;
-  io->lf_opts = o.lf;
-  io->hsha_opts = o.hsha;
   io->on_error = o.on_error;
   io->on_error_arg = o.on_error_arg;
   /* The pools report to the context, which passes the report on and
@@ -236,17 +249,17 @@ static void real_stop(taxi_io_t *io) {
       rc = taxi_reactor_stop(io->reactor);
       break;
     case TAXI_IO_LF:
-      rc = io->lf ? taxi_lf_shutdown(io->lf) : 0;
+      rc = io->lf ? taxi_lf_stop(io->lf) : 0;
       break;
     case TAXI_IO_HSHA: {
       /* A worker may run this before taxi_hsha_create has returned; then
        * taxi_io_run shuts the pool down when it sees stop_done. */
       taxi_hsha_pool_t *p = atomic_load(&io->hsha_live);
-      rc = p ? taxi_hsha_shutdown(p) : 0;
+      rc = p ? taxi_hsha_stop(p) : 0;
       break;
     }
     case TAXI_IO_PROACTOR:
-      rc = io->lf ? taxi_lf_shutdown(io->lf) : taxi_proactor_stop(io->proactor);
+      rc = io->lf ? taxi_lf_stop(io->lf) : taxi_proactor_stop(io->proactor);
       break;
   }
   if (rc == TAXI_ESTOPPED) rc = 0;
@@ -356,7 +369,7 @@ static int run_lf(taxi_io_t *io) {
   if (io->own_lf) {
     /* Shut down (if an error ended the join) and join the spawned
      * threads; the pool object stays until destroy. */
-    int src = taxi_lf_shutdown(io->lf);
+    int src = taxi_lf_stop(io->lf);
     if (rc == 0 && src < 0 && src != TAXI_ESTOPPED) rc = src;
   }
   return rc;
@@ -387,7 +400,7 @@ static int run_hsha(taxi_io_t *io) {
   taxi__mutex_unlock(&io->lock);
   /* Shut down (or, after a failure, wait for the threads to be gone): its
    * result is the failure that stopped the pool, if one did. */
-  rc = taxi_hsha_shutdown(pool);
+  rc = taxi_hsha_stop(pool);
   if (rc == TAXI_ESTOPPED) rc = 0;
   if (io->own_hsha) {
     atomic_store(&io->hsha_live, NULL);

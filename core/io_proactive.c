@@ -123,9 +123,10 @@ static const taxi_handler_ops_t sig_ops = {.signal = sig_caught};
 static int ctx_add_signal(taxi_io_t *io, int signo) {
   int rc;
   if (!io->sig_reactor) {
-    taxi_reactor_options_t ro = {.on_error = taxi__io_on_error,
-                                 .on_error_arg = io};
-    rc = taxi_reactor_create_ex(&io->sig_reactor, &ro);
+    taxi_reactor_options_t ro = TAXI_REACTOR_OPTIONS_INIT;
+    ro.on_error = taxi__io_on_error;
+    ro.on_error_arg = io;
+    rc = taxi_reactor_create(&io->sig_reactor, &ro);
     if (rc < 0) return rc;
     taxi_handler_init(&io->sig_h, &sig_ops);
   }

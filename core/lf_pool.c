@@ -35,6 +35,7 @@
 #include "core/alloc.h"
 #include "core/backoff.h"
 #include "core/dispatch_source.h"
+#include "core/options.h"
 #include "core/registry.h"
 #include "core/time_math.h"
 
@@ -434,6 +435,12 @@ static bool pin(taxi_lf_pool_t *p) {
   return p && taxi__registry_pin(&p->reg, TAXI__KIND_LF);
 }
 
+void taxi_lf_options_init(taxi_lf_options_t *o) {
+  if (!o) return;
+  memset(o, 0, sizeof *o);
+  o->size = sizeof *o; /* TAXI_PROMOTE_LIFO, TAXI_LEADERS_ONE */
+}
+
 static bool valid_options(const taxi_lf_options_t *o) {
   return (unsigned)o->promotion <= TAXI_PROMOTE_SHARED &&
          (unsigned)o->leaders <= TAXI_LEADERS_MANY;
@@ -442,9 +449,11 @@ static bool valid_options(const taxi_lf_options_t *o) {
 int taxi__lf_create_source(taxi_lf_pool_t **out, const taxi__source_t *src,
                            const taxi_lf_options_t *opts) {
   *out = NULL;
-  taxi_lf_options_t o = {.promotion = TAXI_PROMOTE_LIFO};
-  if (opts) o = *opts;
-  if (!valid_options(&o)) return TAXI_EINVAL;
+  taxi_lf_options_t o;
+  taxi_lf_options_init(&o);
+  if (taxi__options_copy(&o, sizeof o, opts, sizeof o) < 0 ||
+      !valid_options(&o))
+    return TAXI_EINVAL;
   if (o.leaders == TAXI_LEADERS_MANY && !src->multi_wait) return TAXI_ENOTSUP;
 
   taxi_lf_pool_t *p = taxi__calloc(1, sizeof *p);
@@ -642,7 +651,7 @@ static int shutdown_locked(taxi_lf_pool_t *p) {
   return already ? TAXI_ESTOPPED : 0;
 }
 
-int taxi_lf_shutdown(taxi_lf_pool_t *p) {
+int taxi_lf_stop(taxi_lf_pool_t *p) {
   if (!pin(p)) return TAXI_EINVAL;
   taxi__mutex_lock(p->src.lock);
   int rc = shutdown_locked(p);

@@ -7,7 +7,11 @@
 
 #include "taxi/lf_sets.h"
 #include "core/alloc.h"
+#include "core/options.h"
 #include "core/reactor_impl.h"
+#include "core/time_math.h"
+
+#include <string.h>
 
 struct taxi_lf_sets {
   unsigned n;
@@ -26,12 +30,19 @@ static void destroy_parts(taxi_lf_sets_t *s) {
   taxi__free(s);
 }
 
+void taxi_lf_sets_options_init(taxi_lf_sets_options_t *o) {
+  if (!o) return;
+  memset(o, 0, sizeof *o);
+  o->size = sizeof *o;
+}
+
 int taxi_lf_sets_create(taxi_lf_sets_t **out,
                         const taxi_lf_sets_options_t *opts) {
   if (!out) return TAXI_EINVAL;
   *out = NULL;
-  taxi_lf_sets_options_t o = {0};
-  if (opts) o = *opts;
+  taxi_lf_sets_options_t o;
+  taxi_lf_sets_options_init(&o);
+  if (taxi__options_copy(&o, sizeof o, opts, sizeof o) < 0) return TAXI_EINVAL;
   if (o.sets > TAXI_LF_SETS_MAX || o.threads_per_set > TAXI_LF_MAX_THREADS)
     return TAXI_EINVAL;
   if (o.sets == 0) o.sets = taxi__cpu_count();
@@ -45,9 +56,11 @@ int taxi_lf_sets_create(taxi_lf_sets_t **out,
   s->n = o.sets;
   atomic_init(&s->next, 0);
   int rc = s->reactors && s->pools ? 0 : TAXI_ENOMEM;
+  taxi_reactor_options_t ro = TAXI_REACTOR_OPTIONS_INIT;
+  ro.backend = o.backend;
   for (unsigned i = 0; rc == 0 && i < o.sets; i++) {
-    rc = taxi_reactor_create(&s->reactors[i], o.backend);
-    if (rc == 0) rc = taxi_lf_create(&s->pools[i], s->reactors[i], &o.pool);
+    rc = taxi_reactor_create(&s->reactors[i], &ro);
+    if (rc == 0) rc = taxi_lf_create(&s->pools[i], s->reactors[i], o.pool);
     if (rc == 0) rc = taxi_lf_spawn(s->pools[i], o.threads_per_set);
   }
   if (rc < 0) {
@@ -65,16 +78,36 @@ int taxi_lf_sets_destroy(taxi_lf_sets_t *s) {
     if (taxi_lf_current_thread(s->pools[i]) >= 0) return TAXI_EBUSY;
   /* Every pool stops before any reactor goes: a hook of one set may be
    * using another set's reactor (a move, a shared acceptor). */
-  for (unsigned i = 0; i < s->n; i++) taxi_lf_shutdown(s->pools[i]);
+  for (unsigned i = 0; i < s->n; i++) taxi_lf_stop(s->pools[i]);
   destroy_parts(s);
   return 0;
 }
 
-int taxi_lf_sets_shutdown(taxi_lf_sets_t *s) {
+int taxi_lf_sets_stop(taxi_lf_sets_t *s) {
   if (!s) return TAXI_EINVAL;
   int rc = 0;
   for (unsigned i = 0; i < s->n; i++) {
-    int one = taxi_lf_shutdown(s->pools[i]);
+    int one = taxi_lf_stop(s->pools[i]);
+    if (one < 0 && rc == 0) rc = one;
+  }
+  return rc;
+}
+
+int taxi_lf_sets_wait(taxi_lf_sets_t *s, int timeout_ms) {
+  if (!s) return TAXI_EINVAL;
+  taxi_time_t deadline = taxi__deadline_after_ms(taxi_now(), timeout_ms);
+  int rc = 0;
+  for (unsigned i = 0; i < s->n; i++) {
+    int left = -1; /* no limit */
+    if (timeout_ms >= 0) {
+      taxi_time_t now = taxi_now();
+      left = now >= deadline ? 0
+                             : (int)((deadline - now + TAXI_NSEC_PER_MSEC - 1) /
+                                     TAXI_NSEC_PER_MSEC);
+    }
+    int one = taxi_lf_wait(s->pools[i], left);
+    if (one == TAXI_ETIMEDOUT || one == TAXI_EBUSY || one == TAXI_EINVAL)
+      return one;
     if (one < 0 && rc == 0) rc = one;
   }
   return rc;

@@ -15,6 +15,7 @@
 
 #include "alloc.h"
 #include "io_impl.h"
+#include "options.h"
 
 #include <string.h>
 
@@ -108,13 +109,7 @@ int taxi_listener_create(taxi_listener_t **out, taxi_io_t *io,
   taxi_addr_t a;
   if (!out || !io || !address || !fn) return TAXI_EINVAL;
   taxi_listener_options_init(&o);
-  if (opts) {
-    if (opts->size < offsetof(taxi_listener_options_t, flags))
-      return TAXI_EINVAL;
-    for (size_t i = sizeof o; i < opts->size; i++)
-      if (((const unsigned char *)opts)[i]) return TAXI_EINVAL;
-    memcpy(&o, opts, opts->size < sizeof o ? opts->size : sizeof o);
-  }
+  if (taxi__options_copy(&o, sizeof o, opts, sizeof o) < 0) return TAXI_EINVAL;
   if (o.flags &
       ~(TAXI_LISTEN_REUSEPORT | TAXI_LISTEN_V6ONLY | TAXI_LISTEN_NO_REUSEADDR))
     return TAXI_EINVAL;

@@ -9,6 +9,7 @@
 
 #include "core/proactor_impl.h"
 #include "core/alloc.h"
+#include "core/options.h"
 #include "core/proactor_backends.h"
 
 #include <stdio.h>
@@ -36,12 +37,19 @@ int taxi_op_in_flight(const taxi_op_t *op) {
 
 /* ---- creation ----------------------------------------------------------- */
 
-int taxi_proactor_create_ex(taxi_proactor_t **out,
-                            const taxi_proactor_options_t *opts) {
+void taxi_proactor_options_init(taxi_proactor_options_t *o) {
+  if (!o) return;
+  memset(o, 0, sizeof *o);
+  o->size = sizeof *o;
+}
+
+int taxi_proactor_create(taxi_proactor_t **out,
+                         const taxi_proactor_options_t *opts) {
   if (!out) return TAXI_EINVAL;
   *out = NULL;
-  taxi_proactor_options_t o = {0};
-  if (opts) o = *opts;
+  taxi_proactor_options_t o;
+  taxi_proactor_options_init(&o);
+  if (taxi__options_copy(&o, sizeof o, opts, sizeof o) < 0) return TAXI_EINVAL;
 
   taxi_proactor_t *p = taxi__calloc(1, sizeof *p);
   if (!p) return TAXI_ENOMEM;
@@ -74,11 +82,6 @@ fail_free:
   taxi__free(p->wait_buf);
   taxi__free(p);
   return rc;
-}
-
-int taxi_proactor_create(taxi_proactor_t **out, const char *backend) {
-  taxi_proactor_options_t o = {.backend = backend};
-  return taxi_proactor_create_ex(out, &o);
 }
 
 const char *taxi_proactor_backend(const taxi_proactor_t *p) {

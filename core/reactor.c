@@ -14,6 +14,7 @@
 #include "backends/completion.h"
 #include "core/alloc.h"
 #include "core/backends.h"
+#include "core/options.h"
 #include "core/time_math.h"
 
 #include <string.h>
@@ -54,16 +55,25 @@ static int open_internal_handles(taxi_reactor_t *r) {
   return taxi__rwake_open(r, make_token(TAXI__ROW_WAKEUP, 0));
 }
 
-int taxi_reactor_create_ex(taxi_reactor_t **out,
-                           const taxi_reactor_options_t *opts) {
+void taxi_reactor_options_init(taxi_reactor_options_t *o) {
+  if (!o) return;
+  memset(o, 0, sizeof *o);
+  o->size = sizeof *o;
+}
+
+int taxi_reactor_create(taxi_reactor_t **out,
+                        const taxi_reactor_options_t *in) {
   if (!out) return TAXI_EINVAL;
   *out = NULL;
+  taxi_reactor_options_t o;
+  taxi_reactor_options_init(&o);
+  if (taxi__options_copy(&o, sizeof o, in, sizeof o) < 0) return TAXI_EINVAL;
+  const taxi_reactor_options_t *opts = &o;
   unsigned max_events =
-      opts && opts->max_events ? opts->max_events : DEFAULT_MAX_EVENTS;
+      opts->max_events ? opts->max_events : DEFAULT_MAX_EVENTS;
   if (max_events > LIMIT_MAX_EVENTS) return TAXI_EINVAL;
-  unsigned notes_limit = opts && opts->notify_capacity
-                             ? opts->notify_capacity
-                             : TAXI_NOTIFY_DEFAULT_CAPACITY;
+  unsigned notes_limit = opts->notify_capacity ? opts->notify_capacity
+                                               : TAXI_NOTIFY_DEFAULT_CAPACITY;
   if (notes_limit > TAXI_NOTIFY_MAX_CAPACITY) return TAXI_EINVAL;
 
   taxi_reactor_t *r = taxi__calloc(1, sizeof *r);
@@ -75,7 +85,7 @@ int taxi_reactor_create_ex(taxi_reactor_t **out,
   r->pending_cap = r->max_events = max_events;
   rc = taxi__mutex_init(&r->lock);
   if (rc < 0) goto fail_free;
-  rc = taxi__backend_open(opts ? opts->backend : NULL, &r->ops, &r->backend);
+  rc = taxi__backend_open(opts->backend, &r->ops, &r->backend);
   if (rc < 0) goto fail_mutex;
   rc = open_internal_handles(r);
   if (rc < 0) goto fail_backend;
@@ -85,10 +95,8 @@ int taxi_reactor_create_ex(taxi_reactor_t **out,
   taxi__timer_heap_init(&r->timers);
   taxi__notify_queue_init(&r->notes);
   r->notes_limit = notes_limit;
-  if (opts) {
-    r->on_error = opts->on_error;
-    r->on_error_arg = opts->on_error_arg;
-  }
+  r->on_error = opts->on_error;
+  r->on_error_arg = opts->on_error_arg;
   atomic_init(&r->stopped, false);
   *out = r;
   return 0;
@@ -102,11 +110,6 @@ fail_free:
   taxi__free(r->wait_buf);
   taxi__free(r);
   return rc;
-}
-
-int taxi_reactor_create(taxi_reactor_t **out, const char *backend) {
-  taxi_reactor_options_t opts = {.backend = backend};
-  return taxi_reactor_create_ex(out, &opts);
 }
 
 const char *taxi_reactor_backend(const taxi_reactor_t *r) {
@@ -510,11 +513,13 @@ int taxi_reactor_notify(taxi_reactor_t *r, void (*fn)(void *), void *arg) {
 
 int taxi_reactor_stop(taxi_reactor_t *r) {
   if (!r) return TAXI_EINVAL;
+  /* No lock, only atomics and one write: callable from a signal handler.
+   * The channel is signalled whether or not a thread waits now: one that
+   * is about to wait then returns at once and sees the stop; if none
+   * comes, the next wait drains a stale wake-up and goes on. */
   atomic_store(&r->stopped, true);
-  taxi__mutex_lock(&r->lock);
-  taxi__reactor_wake_locked(r);
-  taxi__mutex_unlock(&r->lock);
-  return 0;
+  int rc = taxi__rwake_signal(r);
+  return rc < 0 ? rc : 0;
 }
 
 int taxi_reactor_restart(taxi_reactor_t *r) {

@@ -10,6 +10,7 @@
 
 #include "alloc.h"
 #include "io_impl.h"
+#include "options.h"
 
 #include <string.h>
 
@@ -42,19 +43,8 @@ void taxi_stream_options_init(taxi_stream_options_t *o) {
 int taxi__stream_options(taxi_stream_options_t *out,
                          const taxi_stream_options_t *in) {
   taxi_stream_options_init(out);
-  if (in) {
-    /* A program built against an older, shorter structure passes its
-     * size; what it does not know keeps the defaults.  One built against
-     * a newer one may pass fields this version does not know only as
-     * zero. */
-    if (in->size < offsetof(taxi_stream_options_t, high_watermark))
-      return TAXI_EINVAL;
-    size_t n = in->size < sizeof *out ? in->size : sizeof *out;
-    for (size_t i = sizeof *out; i < in->size; i++)
-      if (((const unsigned char *)in)[i]) return TAXI_EINVAL;
-    memcpy(out, in, n);
-    out->size = sizeof *out;
-  }
+  if (taxi__options_copy(out, sizeof *out, in, sizeof *out) < 0)
+    return TAXI_EINVAL;
   if (out->read_buffer == 0 || out->read_buffer > MAX_READ_BUFFER)
     return TAXI_EINVAL;
   if (out->high_watermark < 1 || out->high_watermark > MAX_HIGH_WATERMARK)

@@ -485,6 +485,8 @@ int echo_server_args(int argc, char **argv, struct echo_server_config *cfg) {
 
   memset(cfg, 0, sizeof *cfg);
   taxi_io_options_init(&cfg->io);
+  taxi_lf_options_init(&cfg->lf);
+  cfg->io.lf = &cfg->lf;
   taxi_listener_options_init(&cfg->listen);
   taxi_stream_options_init(&cfg->stream);
   while (i < argc) {
@@ -547,13 +549,13 @@ int echo_server_args(int argc, char **argv, struct echo_server_config *cfg) {
                (m = echo_option(argc, argv, &i, "--promotion", &value)) > 0) {
       if ((k = parse_choice("promotion", value, promotion_names, 4)) < 0)
         return ECHO_EXIT_USAGE;
-      cfg->io.lf.promotion = (taxi_promotion_t)k;
+      cfg->lf.promotion = (taxi_promotion_t)k;
       pool_option = "--promotion";
     } else if (m == 0 &&
                (m = echo_option(argc, argv, &i, "--leaders", &value)) > 0) {
       if ((k = parse_choice("leaders", value, leaders_names, 2)) < 0)
         return ECHO_EXIT_USAGE;
-      cfg->io.lf.leaders = (taxi_leaders_t)k;
+      cfg->lf.leaders = (taxi_leaders_t)k;
       pool_option = "--leaders";
     } else {
       if (m == 0)

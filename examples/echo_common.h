@@ -125,6 +125,7 @@ void echo_close(taxi_handle_t s);
 /* What the echo server runs: its I/O context, listener and streams. */
 struct echo_server_config {
   taxi_io_options_t io;
+  taxi_lf_options_t lf; /* io.lf points here */
   taxi_listener_options_t listen;
   taxi_stream_options_t stream;
   char address[300]; /* "HOST:PORT", "[HOST]:PORT" for IPv6 */

@@ -112,11 +112,11 @@ static apr_status_t binding_cleanup(void *data) {
     case KIND_LF:
       rc = taxi_lf_destroy(b->object);
       /* Inside one of the pool's own hooks: stop the others at least. */
-      if (rc == TAXI_EBUSY) (void)taxi_lf_shutdown(b->object);
+      if (rc == TAXI_EBUSY) (void)taxi_lf_stop(b->object);
       break;
     case KIND_HSHA:
       rc = taxi_hsha_destroy(b->object);
-      if (rc == TAXI_EBUSY) (void)taxi_hsha_shutdown(b->object);
+      if (rc == TAXI_EBUSY) (void)taxi_hsha_stop(b->object);
       break;
     case KIND_PROACTOR:
       rc = taxi_proactor_destroy(b->object);

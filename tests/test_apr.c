@@ -121,7 +121,7 @@ static void test_register_socket(void) {
   int sv[2];
   apr_socket_t *s = wrapped_pair(pool, sv);
   taxi_reactor_t *r;
-  CU_ASSERT_EQUAL_FATAL(taxi_reactor_create(&r, "apr"), 0);
+  CU_ASSERT_EQUAL_FATAL(util_reactor_create(&r, "apr"), 0);
   apr_conn_t c;
   conn_init(&c);
   c.sock = s;
@@ -153,7 +153,7 @@ static void test_register_file(void) {
   CU_ASSERT_EQUAL_FATAL(apr_file_pipe_create(&rd, &wr, pool), APR_SUCCESS);
   CU_ASSERT_EQUAL(apr_file_pipe_timeout_set(rd, 0), APR_SUCCESS);
   taxi_reactor_t *r;
-  CU_ASSERT_EQUAL_FATAL(taxi_reactor_create(&r, "apr:poll"), 0);
+  CU_ASSERT_EQUAL_FATAL(util_reactor_create(&r, "apr:poll"), 0);
   apr_conn_t c;
   conn_init(&c);
   c.file = rd;
@@ -173,7 +173,7 @@ static void test_register_file(void) {
 static void test_handles_bad_input(void) {
   apr_pool_t *pool = new_pool();
   taxi_reactor_t *r;
-  CU_ASSERT_EQUAL_FATAL(taxi_reactor_create(&r, "apr"), 0);
+  CU_ASSERT_EQUAL_FATAL(util_reactor_create(&r, "apr"), 0);
   apr_conn_t c;
   conn_init(&c);
   taxi_handle_t fd;
@@ -230,7 +230,7 @@ static void test_backend_names(void) {
       "apr:", "apr:nosuch", "apr:EPOLL", "apr:poll:poll", "aprx", "apr "};
   for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
     taxi_reactor_t *r = NULL;
-    int rc = taxi_reactor_create(&r, unknown[i]);
+    int rc = util_reactor_create(&r, unknown[i]);
     if (rc != TAXI_ENOBACKEND) printf("\n    \"%s\": %d ", unknown[i], rc);
     CU_ASSERT_EQUAL(rc, TAXI_ENOBACKEND);
     CU_ASSERT_PTR_NULL(r);
@@ -244,14 +244,15 @@ static void test_backend_names(void) {
                                  TAXI_CAP_LIVE_UPDATE | TAXI_CAP_EDGE),
                     0);
     taxi_reactor_t *r = NULL;
-    int rc = taxi_reactor_create(&r, info.name);
+    int rc = util_reactor_create(&r, info.name);
     if (info.available) {
       CU_ASSERT_EQUAL(rc, 0);
       if (rc == 0) {
         CU_ASSERT_STRING_EQUAL(taxi_reactor_backend(r), info.name);
         /* No several leaders without a concurrent handle set. */
         taxi_lf_pool_t *lf = NULL;
-        taxi_lf_options_t o = {.leaders = TAXI_LEADERS_MANY};
+        taxi_lf_options_t o = {.size = sizeof(taxi_lf_options_t),
+                               .leaders = TAXI_LEADERS_MANY};
         CU_ASSERT_EQUAL(taxi_lf_create(&lf, r, &o), TAXI_ENOTSUP);
         CU_ASSERT_EQUAL(taxi_reactor_destroy(r), 0);
       }
@@ -349,7 +350,7 @@ static void lf_fixture_start(lf_fixture_t *f, const char *backend,
                              pthread_t *join_thread) {
   memset(f, 0, sizeof *f);
   f->pool = new_pool();
-  CU_ASSERT_EQUAL_FATAL(taxi_reactor_create(&f->r, backend), 0);
+  CU_ASSERT_EQUAL_FATAL(util_reactor_create(&f->r, backend), 0);
   for (int i = 0; i < LF_CONNS; i++) {
     int sv[2];
     conn_init(&f->conns[i]);
@@ -419,7 +420,7 @@ static void test_pool_cleared_twice(void) {
   CU_ASSERT_EQUAL(taxi_apr_lf_bind(f.lf, f.pool), TAXI_EINVAL);
   /* The cleared pool takes a new binding. */
   taxi_reactor_t *r;
-  CU_ASSERT_EQUAL_FATAL(taxi_reactor_create(&r, "apr"), 0);
+  CU_ASSERT_EQUAL_FATAL(util_reactor_create(&r, "apr"), 0);
   CU_ASSERT_EQUAL(taxi_apr_reactor_bind(r, f.pool), 0);
   apr_pool_destroy(f.pool);
   for (int i = 0; i < LF_CONNS; i++) {
@@ -443,14 +444,14 @@ static void test_hsha_and_proactor_bound(void) {
   apr_pool_t *pool = new_pool();
   taxi_reactor_t *r;
   taxi_hsha_pool_t *hs;
-  CU_ASSERT_EQUAL_FATAL(taxi_reactor_create(&r, "apr"), 0);
+  CU_ASSERT_EQUAL_FATAL(util_reactor_create(&r, "apr"), 0);
   CU_ASSERT_EQUAL(taxi_apr_reactor_bind(r, pool), 0);
   CU_ASSERT_EQUAL_FATAL(taxi_hsha_create(&hs, r, NULL), 0);
   CU_ASSERT_EQUAL(taxi_apr_hsha_bind(hs, pool), 0);
   CU_ASSERT_EQUAL(taxi_apr_hsha_bind(hs, pool), TAXI_EEXIST);
 
   taxi_proactor_t *p;
-  CU_ASSERT_EQUAL_FATAL(taxi_proactor_create(&p, "emulated:apr"), 0);
+  CU_ASSERT_EQUAL_FATAL(util_proactor_create(&p, "emulated:apr"), 0);
   CU_ASSERT_EQUAL(taxi_apr_proactor_bind(p, pool), 0);
   int sv[2];
   CU_ASSERT_EQUAL_FATAL(util_socketpair(sv), 0);

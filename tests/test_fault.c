@@ -19,6 +19,7 @@
 
 #include "fault/fault.h"
 #include "runner.h"
+#include "util.h"
 #include "taxi/taxi.h"
 
 static void test_bad_rules_refused(void) {
@@ -83,7 +84,7 @@ static void test_short_transfer(void) {
  * interrupted (EINTR) is a wait that returned nothing, not an error. */
 static void test_library_calls_reached(void) {
   taxi_reactor_t *r;
-  CU_ASSERT_EQUAL_FATAL(taxi_reactor_create(&r, "poll"), 0);
+  CU_ASSERT_EQUAL_FATAL(util_reactor_create(&r, "poll"), 0);
   CU_ASSERT_EQUAL_FATAL(fault_arm("poll:1:EINTR"), 0);
   CU_ASSERT(taxi_reactor_handle_events(r, 0) >= 0);
   CU_ASSERT_EQUAL(fault_injected("poll"), 1);

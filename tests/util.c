@@ -22,6 +22,18 @@
 #include <time.h>
 #include <unistd.h>
 
+int util_reactor_create(taxi_reactor_t **out, const char *backend) {
+  taxi_reactor_options_t o = TAXI_REACTOR_OPTIONS_INIT;
+  o.backend = backend;
+  return taxi_reactor_create(out, &o);
+}
+
+int util_proactor_create(taxi_proactor_t **out, const char *backend) {
+  taxi_proactor_options_t o = TAXI_PROACTOR_OPTIONS_INIT;
+  o.backend = backend;
+  return taxi_proactor_create(out, &o);
+}
+
 int util_set_nonblock(int fd) {
   int fl = fcntl(fd, F_GETFL);
   if (fl < 0) return -1;

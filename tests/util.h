@@ -15,6 +15,12 @@
 
 #include "taxi/taxi.h"
 
+/* taxi_reactor_create() / taxi_proactor_create() on the backend named
+ * (NULL: automatic), the rest of the options at their defaults: what most
+ * tests need.  Return what those return. */
+int util_reactor_create(taxi_reactor_t **out, const char *backend);
+int util_proactor_create(taxi_proactor_t **out, const char *backend);
+
 /* A connected AF_UNIX stream socket pair, both ends non-blocking and
  * close-on-exec. */
 int util_socketpair(int sv[2]);

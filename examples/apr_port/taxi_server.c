@@ -116,7 +116,7 @@ static const taxi_handler_ops_t acceptor_ops = {.input = accept_all};
 /* SIGINT and SIGTERM arrive as events too, in a thread of the pool. */
 static int stop(taxi_handler_t *h, int signo) {
   (void)signo;
-  taxi_lf_shutdown(TAXI_CONTAINER_OF(h, struct server, stopper)->lf);
+  taxi_lf_stop(TAXI_CONTAINER_OF(h, struct server, stopper)->lf);
   return 0;
 }
 
@@ -158,8 +158,9 @@ int main(int argc, char **argv) {
   }
   /* The reactor and its pool of threads live as long as the root pool:
    * the reactor is bound first, so that the pool is destroyed before it. */
-  if ((rc = taxi_reactor_create(&srv.reactor,
-                                srv.o.backend ? srv.o.backend : "apr")) < 0 ||
+  taxi_reactor_options_t ro = TAXI_REACTOR_OPTIONS_INIT;
+  ro.backend = srv.o.backend ? srv.o.backend : "apr";
+  if ((rc = taxi_reactor_create(&srv.reactor, &ro)) < 0 ||
       (rc = taxi_apr_reactor_bind(srv.reactor, srv.root)) < 0 ||
       (rc = taxi_lf_create(&srv.lf, srv.reactor, NULL)) < 0 ||
       (rc = taxi_apr_lf_bind(srv.lf, srv.root)) < 0) {

@@ -25,8 +25,8 @@
  * with what is queued); each such failure is counted and reported to the
  * on_error callback (fatal = 0).  A failure that persists - not transient,
  * or 16 transient ones in a row (about 2 s) - stops the pool as
- * taxi_hsha_shutdown() would, is reported (fatal = 1), and is returned by
- * taxi_hsha_wait() and taxi_hsha_shutdown().
+ * taxi_hsha_stop() would, is reported (fatal = 1), and is returned by
+ * taxi_hsha_wait() and taxi_hsha_stop().
  *
  * Threads.  Every function may be called from any thread and from inside a
  * hook run by the pool, unless its comment says otherwise.
@@ -44,8 +44,12 @@ extern "C" {
 typedef struct taxi_hsha_pool
     taxi_hsha_pool_t; /* a half-sync/half-async pool */
 
-/* Options for taxi_hsha_create(); zero-initialised means all defaults. */
+/* Options for taxi_hsha_create(): start from TAXI_HSHA_OPTIONS_INIT or
+ * taxi_hsha_options_init(), then set what differs. */
 typedef struct taxi_hsha_options {
+  /* sizeof(taxi_hsha_options_t) as the program was compiled, set by the
+   * initialisers (see taxi_reactor_options_t.size). */
+  size_t size;
   /* Worker threads; 0 means 4. */
   unsigned workers;
   /* Room in the request queue; 0 means 1024. */
@@ -64,6 +68,23 @@ typedef struct taxi_hsha_options {
   void *on_error_arg; /* passed to on_error */
 } taxi_hsha_options_t;
 
+/* taxi_hsha_options_init - the defaults (every field 0 or NULL, size
+ * set).  Does nothing for NULL.  Any thread. */
+TAXI_EXTERN void taxi_hsha_options_init(taxi_hsha_options_t *o);
+
+/* TAXI_HSHA_OPTIONS_INIT - an initialiser with the defaults. */
+#ifndef __cplusplus
+#define TAXI_HSHA_OPTIONS_INIT \
+  { .size = sizeof(taxi_hsha_options_t) }
+#else
+static inline taxi_hsha_options_t taxi_hsha_options_default_() {
+  taxi_hsha_options_t o;
+  taxi_hsha_options_init(&o);
+  return o;
+}
+#define TAXI_HSHA_OPTIONS_INIT (taxi_hsha_options_default_())
+#endif
+
 /* The most worker threads, and the largest queue. */
 #define TAXI_HSHA_MAX_WORKERS 1024u
 #define TAXI_HSHA_MAX_QUEUE 1048576u /* see TAXI_HSHA_MAX_WORKERS */
@@ -72,16 +93,17 @@ typedef struct taxi_hsha_options {
  * taxi_hsha_create - create a pool over reactor r and start its reactor
  * thread and workers.  While it exists r's own dispatch calls return
  * TAXI_EBUSY.
- * Returns 0 and sets *out, or TAXI_EINVAL (NULL, workers or queue beyond
- * the limits, high_water > queue_capacity), TAXI_EBUSY (r already has a
- * pool or is being dispatched), TAXI_ENOMEM, TAXI_EAGAIN (the OS could not
- * start a thread now: none is left running), TAXI_ESYS.
+ * Returns 0 and sets *out, or TAXI_EINVAL (NULL; opts not set by an
+ * initialiser, or naming unknown fields with non-zero values; workers or
+ * queue beyond the limits, high_water > queue_capacity), TAXI_EBUSY (r
+ * already has a pool or is being dispatched), TAXI_ENOMEM, TAXI_EAGAIN (the OS
+ * could not start a thread now: none is left running), TAXI_ESYS.
  */
 TAXI_EXTERN int taxi_hsha_create(taxi_hsha_pool_t **out, taxi_reactor_t *r,
                                  const taxi_hsha_options_t *opts);
 
 /*
- * taxi_hsha_shutdown - stop the reactor thread, let workers finish the
+ * taxi_hsha_stop - stop the reactor thread, let workers finish the
  * event each is running, and return when all threads have left.  Events
  * still queued are not run: their handles are reactivated, so they are
  * reported again if the reactor is dispatched later.  From a hook run by
@@ -89,11 +111,14 @@ TAXI_EXTERN int taxi_hsha_create(taxi_hsha_pool_t **out, taxi_reactor_t *r,
  * Returns 0, TAXI_EINVAL (unknown or destroyed), TAXI_ESTOPPED (already),
  * or the persistent failure that stopped the pool by itself (see
  * "Failures"; every thread has left when it returns).
+ * Threads: any, including a hook run by the pool; not a signal handler
+ * (it locks and waits): to stop on a signal, add it to the reactor
+ * (taxi_reactor_add_signal) and call this from its hook.
  */
-TAXI_EXTERN int taxi_hsha_shutdown(taxi_hsha_pool_t *p);
+TAXI_EXTERN int taxi_hsha_stop(taxi_hsha_pool_t *p);
 
 /*
- * taxi_hsha_wait - wait until the pool has stopped, by taxi_hsha_shutdown()
+ * taxi_hsha_wait - wait until the pool has stopped, by taxi_hsha_stop()
  * or by a persistent failure, and every thread but the caller has left; at
  * most timeout_ms (-1: no limit).
  * Returns 0 (shut down), the failure that stopped it, TAXI_ETIMEDOUT,

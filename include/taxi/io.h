@@ -97,10 +97,12 @@ typedef struct taxi_io_options {
    * a Leader/Followers pool, the caller included (0: 1). */
   unsigned threads;
   /* Options of the Leader/Followers pool (lf, and proactor with more than
-   * one thread): promotion order, leaders. */
-  taxi_lf_options_t lf;
-  /* Options of the half-sync/half-async pool; its `workers` is `threads`. */
-  taxi_hsha_options_t hsha;
+   * one thread): promotion order, leaders.  NULL: the defaults.  Read by
+   * taxi_io_create(), not kept. */
+  const taxi_lf_options_t *lf;
+  /* Options of the half-sync/half-async pool (NULL: the defaults); its
+   * `workers` is `threads`.  Read by taxi_io_create(), not kept. */
+  const taxi_hsha_options_t *hsha;
   /* Supplied by the application instead of created (NULL: create).  A
    * reactor serves reactor, lf and hsha; a proactor serves proactor.  A
    * pool (lf_pool over the supplied reactor or proactor, hsha_pool over

@@ -31,10 +31,10 @@
  * than all failing in turn); each such failure is counted and reported to
  * the on_error callback (fatal = 0).  A failure that persists - one that
  * is not transient, or 16 transient ones in a row (about 2 s) - stops the
- * whole pool as taxi_lf_shutdown() would: every thread leaves once its
+ * whole pool as taxi_lf_stop() would: every thread leaves once its
  * event is processed, the failure is reported (fatal = 1) and kept as the
  * pool's error, which taxi_lf_join(), taxi_lf_wait() and
- * taxi_lf_shutdown() return.  No thread leaves the pool unaccounted.
+ * taxi_lf_stop() return.  No thread leaves the pool unaccounted.
  *
  * Threads.  Every function may be called from any thread and from inside a
  * hook run by the pool, unless its comment says otherwise.
@@ -80,8 +80,12 @@ typedef enum taxi_leaders {
   TAXI_LEADERS_MANY = 1
 } taxi_leaders_t;
 
-/* Options for taxi_lf_create(); zero-initialised means all defaults. */
+/* Options for taxi_lf_create(): start from TAXI_LF_OPTIONS_INIT or
+ * taxi_lf_options_init(), then set what differs. */
 typedef struct taxi_lf_options {
+  /* sizeof(taxi_lf_options_t) as the program was compiled, set by the
+   * initialisers (see taxi_reactor_options_t.size). */
+  size_t size;
   taxi_promotion_t promotion; /* which follower leads next */
   taxi_leaders_t leaders;     /* one waiting thread, or several */
   /* With TAXI_LEADERS_MANY, the most threads waiting at once; 0 means no
@@ -94,6 +98,23 @@ typedef struct taxi_lf_options {
   void *on_error_arg; /* passed to on_error */
 } taxi_lf_options_t;
 
+/* taxi_lf_options_init - the defaults (every field 0 or NULL, size
+ * set).  Does nothing for NULL.  Any thread. */
+TAXI_EXTERN void taxi_lf_options_init(taxi_lf_options_t *o);
+
+/* TAXI_LF_OPTIONS_INIT - an initialiser with the defaults. */
+#ifndef __cplusplus
+#define TAXI_LF_OPTIONS_INIT \
+  { .size = sizeof(taxi_lf_options_t) }
+#else
+static inline taxi_lf_options_t taxi_lf_options_default_() {
+  taxi_lf_options_t o;
+  taxi_lf_options_init(&o);
+  return o;
+}
+#define TAXI_LF_OPTIONS_INIT (taxi_lf_options_default_())
+#endif
+
 /* The most threads one pool may have. */
 #define TAXI_LF_MAX_THREADS 1024u
 
@@ -103,6 +124,9 @@ typedef struct taxi_lf_options {
  * return TAXI_EBUSY; everything else about r works as before, from any
  * thread.  The pool starts with no threads.
  *
+ * `opts`: NULL for the defaults; a structure not set by an initialiser
+ * (size too small), or naming fields this version does not know with
+ * non-zero values, is TAXI_EINVAL.
  * Returns 0 and sets *out, or TAXI_EINVAL (NULL, unknown option value),
  * TAXI_ENOTSUP (TAXI_LEADERS_MANY on a backend that cannot),
  * TAXI_EBUSY (r already has a pool, or a thread is dispatching it),
@@ -148,7 +172,7 @@ TAXI_EXTERN int taxi_lf_join(taxi_lf_pool_t *p, int timeout_ms, int priority);
 TAXI_EXTERN int taxi_lf_shrink(taxi_lf_pool_t *p, unsigned n);
 
 /*
- * taxi_lf_shutdown - wake every thread of the pool and make it leave once
+ * taxi_lf_stop - wake every thread of the pool and make it leave once
  * the event it processes (if any) is done; return when all have left.
  * Called from a hook run by the pool, it returns when every other thread
  * has left; the calling thread leaves when its hook returns.  Events not
@@ -156,11 +180,14 @@ TAXI_EXTERN int taxi_lf_shrink(taxi_lf_pool_t *p, unsigned n);
  * Returns 0, TAXI_EINVAL (pool unknown or destroyed), TAXI_ESTOPPED (shut
  * down already), or the persistent failure that stopped the pool by itself
  * (see "Failures"; every thread has left when it returns).
+ * Threads: any, including a hook run by the pool; not a signal handler
+ * (it locks and waits): to stop on a signal, add it to the reactor
+ * (taxi_reactor_add_signal) and call this from its hook.
  */
-TAXI_EXTERN int taxi_lf_shutdown(taxi_lf_pool_t *p);
+TAXI_EXTERN int taxi_lf_stop(taxi_lf_pool_t *p);
 
 /*
- * taxi_lf_wait - wait until the pool has stopped, by taxi_lf_shutdown() or
+ * taxi_lf_wait - wait until the pool has stopped, by taxi_lf_stop() or
  * by a persistent failure, and every thread but the caller has left; at
  * most timeout_ms (-1: no limit).  What a main thread calls after spawning
  * the pool's threads, to learn when and why it ends.

@@ -33,13 +33,35 @@ extern "C" {
 
 typedef struct taxi_lf_sets taxi_lf_sets_t; /* pools, one per handle set */
 
-/* Options for taxi_lf_sets_create(); zero-initialised means defaults. */
+/* Options for taxi_lf_sets_create(): start from TAXI_LF_SETS_OPTIONS_INIT
+ * or taxi_lf_sets_options_init(), then set what differs. */
 typedef struct taxi_lf_sets_options {
+  /* sizeof(taxi_lf_sets_options_t) as the program was compiled, set by the
+   * initialisers (see taxi_reactor_options_t.size). */
+  size_t size;
   unsigned sets;            /* handle sets; 0: one per processor online */
   unsigned threads_per_set; /* threads spawned per set; 0: 1 */
   const char *backend;      /* as for taxi_reactor_create(), NULL: best */
-  taxi_lf_options_t pool;   /* the options of every set's pool */
+  /* The options of every set's pool; NULL: the defaults. */
+  const taxi_lf_options_t *pool;
 } taxi_lf_sets_options_t;
+
+/* taxi_lf_sets_options_init - the defaults (every field 0 or NULL, size
+ * set).  Does nothing for NULL.  Any thread. */
+TAXI_EXTERN void taxi_lf_sets_options_init(taxi_lf_sets_options_t *o);
+
+/* TAXI_LF_SETS_OPTIONS_INIT - an initialiser with the defaults. */
+#ifndef __cplusplus
+#define TAXI_LF_SETS_OPTIONS_INIT \
+  { .size = sizeof(taxi_lf_sets_options_t) }
+#else
+static inline taxi_lf_sets_options_t taxi_lf_sets_options_default_() {
+  taxi_lf_sets_options_t o;
+  taxi_lf_sets_options_init(&o);
+  return o;
+}
+#define TAXI_LF_SETS_OPTIONS_INIT (taxi_lf_sets_options_default_())
+#endif
 
 /* The most sets. */
 #define TAXI_LF_SETS_MAX 256u
@@ -62,9 +84,19 @@ TAXI_EXTERN int taxi_lf_sets_create(taxi_lf_sets_t **out,
  */
 TAXI_EXTERN int taxi_lf_sets_destroy(taxi_lf_sets_t *s);
 
-/* taxi_lf_sets_shutdown - shut every pool down (taxi_lf_shutdown).
- * Returns 0, TAXI_EINVAL, TAXI_ESTOPPED (already). */
-TAXI_EXTERN int taxi_lf_sets_shutdown(taxi_lf_sets_t *s);
+/* taxi_lf_sets_stop - stop every pool (taxi_lf_stop(): each returns when
+ * its threads have left).  Returns 0, TAXI_EINVAL, TAXI_ESTOPPED
+ * (already), or the first failure that had stopped a pool by itself.
+ * Threads: any; from a hook of one of the pools as taxi_lf_stop() says. */
+TAXI_EXTERN int taxi_lf_sets_stop(taxi_lf_sets_t *s);
+
+/* taxi_lf_sets_wait - wait until every pool has stopped (by
+ * taxi_lf_sets_stop() or by a persistent failure of its own) and its
+ * threads have left; at most timeout_ms in all (-1: no limit).  Returns 0,
+ * the first failure that stopped a pool, TAXI_ETIMEDOUT, TAXI_EINVAL
+ * (NULL), TAXI_EBUSY (from a thread of one of the pools).
+ * Threads: any thread not in one of the pools. */
+TAXI_EXTERN int taxi_lf_sets_wait(taxi_lf_sets_t *s, int timeout_ms);
 
 /* taxi_lf_sets_count - how many sets (0 for NULL). */
 TAXI_EXTERN unsigned taxi_lf_sets_count(const taxi_lf_sets_t *s);

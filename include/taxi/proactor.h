@@ -187,8 +187,13 @@ TAXI_EXTERN int taxi_op_in_flight(const taxi_op_t *op);
 
 /* ---- creating a proactor ------------------------------------------------ */
 
-/* Options for taxi_proactor_create_ex(); zero means default. */
+/* Options for taxi_proactor_create(): start from
+ * TAXI_PROACTOR_OPTIONS_INIT or taxi_proactor_options_init(), then set
+ * what differs. */
 typedef struct taxi_proactor_options {
+  /* sizeof(taxi_proactor_options_t) as the program was compiled, set by
+   * the initialisers (see taxi_reactor_options_t.size). */
+  size_t size;
   /* "uring", "aio", "emulated", "emulated:<reactor backend>", "iocp", or
    * NULL: TAXI_PROACTOR in the environment, else the best that works. */
   const char *backend;
@@ -207,25 +212,41 @@ typedef struct taxi_proactor_options {
   void *on_error_arg; /* passed to on_error */
 } taxi_proactor_options_t;
 
+/* taxi_proactor_options_init - the defaults (every field 0 or NULL, size
+ * set).  Does nothing for NULL.  Any thread. */
+TAXI_EXTERN void taxi_proactor_options_init(taxi_proactor_options_t *o);
+
+/* TAXI_PROACTOR_OPTIONS_INIT - an initialiser with the defaults. */
+#ifndef __cplusplus
+#define TAXI_PROACTOR_OPTIONS_INIT \
+  { .size = sizeof(taxi_proactor_options_t) }
+#else
+static inline taxi_proactor_options_t taxi_proactor_options_default_() {
+  taxi_proactor_options_t o;
+  taxi_proactor_options_init(&o);
+  return o;
+}
+#define TAXI_PROACTOR_OPTIONS_INIT (taxi_proactor_options_default_())
+#endif
+
 /*
- * taxi_proactor_create - make a proactor over the completion backend
- * `backend` (see taxi_proactor_options_t.backend; NULL: automatic).  The
- * automatic choice tries each compiled-in backend in order of preference
- * (uring, iocp, aio, emulated) and takes the first that opens: io_uring
- * refused by the kernel (ENOSYS, or EPERM under a seccomp policy or
- * kernel.io_uring_disabled) falls back to the next.
+ * taxi_proactor_create - make a proactor with the options `opts` (NULL:
+ * all defaults), over the completion backend opts->backend names (NULL:
+ * automatic).  The automatic choice tries each compiled-in backend in
+ * order of preference (uring, iocp, aio, emulated) and takes the first
+ * that opens: io_uring refused by the kernel (ENOSYS, or EPERM under a
+ * seccomp policy or kernel.io_uring_disabled) falls back to the next.
  *
- * Returns 0 and sets *out, or TAXI_EINVAL (NULL out), TAXI_ENOBACKEND
- * (unknown name, or none works), TAXI_ENOTSUP / TAXI_EPERM (the named
- * backend exists but this system refuses it; taxi_last_os_error() tells
- * why), TAXI_ENOMEM.  Ownership: the caller's, until taxi_proactor_destroy().
+ * Returns 0 and sets *out, or TAXI_EINVAL (NULL out; opts->size not set
+ * by an initialiser, or naming unknown fields with non-zero values),
+ * TAXI_ENOBACKEND (unknown name, or none works), TAXI_ENOTSUP / TAXI_EPERM
+ * (the named backend exists but this system refuses it;
+ * taxi_last_os_error() tells why), TAXI_ENOMEM.  Ownership: the caller's,
+ * until taxi_proactor_destroy(); of opts only the callback and its
+ * argument are kept.  Threads: any.
  */
 TAXI_EXTERN int taxi_proactor_create(taxi_proactor_t **out,
-                                     const char *backend);
-/* taxi_proactor_create_ex - as taxi_proactor_create(), with options
- * (NULL: the defaults). */
-TAXI_EXTERN int taxi_proactor_create_ex(taxi_proactor_t **out,
-                                        const taxi_proactor_options_t *opts);
+                                     const taxi_proactor_options_t *opts);
 
 /*
  * taxi_proactor_destroy - complete every operation still in flight with

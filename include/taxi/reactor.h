@@ -25,8 +25,13 @@ extern "C" {
 
 typedef struct taxi_reactor taxi_reactor_t; /* a reactor */
 
-/* Options for taxi_reactor_create_ex(); zero-initialise, then set. */
+/* Options for taxi_reactor_create(): start from TAXI_REACTOR_OPTIONS_INIT
+ * or taxi_reactor_options_init(), then set what differs. */
 typedef struct taxi_reactor_options {
+  /* sizeof(taxi_reactor_options_t) as the program was compiled: set by the
+   * initialisers, so that the structure can grow without breaking
+   * programs built against an older one (see taxi_reactor_create()). */
+  size_t size;
   /* Backend name ("epoll", "poll", ...), or NULL: TAXI_BACKEND from the
    * environment if set (and the program is not set-user-ID), else the best
    * that works. */
@@ -52,22 +57,42 @@ typedef struct taxi_reactor_options {
 #define TAXI_NOTIFY_DEFAULT_CAPACITY 65536u
 #define TAXI_NOTIFY_MAX_CAPACITY (1u << 24) /* see the default above */
 
-/*
- * taxi_reactor_create - create a reactor on the backend named `backend`, or
- * on the automatic choice when it is NULL (see taxi_reactor_options_t).
- *
- * Returns 0 and sets *out, or TAXI_EINVAL (out NULL), TAXI_ENOBACKEND (no
- * backend of that name is compiled in, or it does not work here: the
- * automatic choice skips such backends), TAXI_ENOMEM, TAXI_ESYS.
- * Ownership: the caller owns *out and releases it with taxi_reactor_destroy().
- */
-TAXI_EXTERN int taxi_reactor_create(taxi_reactor_t **out, const char *backend);
+/* taxi_reactor_options_init - the defaults (every field 0 or NULL, size
+ * set).  Does nothing for NULL.  Any thread. */
+TAXI_EXTERN void taxi_reactor_options_init(taxi_reactor_options_t *o);
 
-/* taxi_reactor_create_ex - as taxi_reactor_create(), with options (NULL
- * means all defaults).  TAXI_EINVAL also for max_events above 65536 or
- * notify_capacity above TAXI_NOTIFY_MAX_CAPACITY. */
-TAXI_EXTERN int taxi_reactor_create_ex(taxi_reactor_t **out,
-                                       const taxi_reactor_options_t *opts);
+/* TAXI_REACTOR_OPTIONS_INIT - an initialiser with the defaults, as
+ * taxi_reactor_options_init() sets them. */
+#ifndef __cplusplus
+#define TAXI_REACTOR_OPTIONS_INIT \
+  { .size = sizeof(taxi_reactor_options_t) }
+#else
+/* C++ (before designated initialisers): the same defaults, by value. */
+static inline taxi_reactor_options_t taxi_reactor_options_default_() {
+  taxi_reactor_options_t o;
+  taxi_reactor_options_init(&o);
+  return o;
+}
+#define TAXI_REACTOR_OPTIONS_INIT (taxi_reactor_options_default_())
+#endif
+
+/*
+ * taxi_reactor_create - create a reactor with the options `opts` (NULL:
+ * all defaults, the backend chosen as taxi_reactor_options_t.backend says).
+ *
+ * Returns 0 and sets *out, or TAXI_EINVAL (out NULL; opts->size smaller
+ * than the first version of the structure, e.g. a structure not filled by
+ * an initialiser, or naming fields this version does not know with
+ * non-zero values; max_events above 65536; notify_capacity above
+ * TAXI_NOTIFY_MAX_CAPACITY), TAXI_ENOBACKEND (no backend of that name is
+ * compiled in, or it does not work here: the automatic choice skips such
+ * backends), TAXI_ENOMEM, TAXI_ESYS.
+ * Ownership: the caller owns *out and releases it with
+ * taxi_reactor_destroy(); of opts only the callback and its argument are
+ * kept.  Threads: any.
+ */
+TAXI_EXTERN int taxi_reactor_create(taxi_reactor_t **out,
+                                    const taxi_reactor_options_t *opts);
 
 /*
  * taxi_reactor_destroy - remove every handler (their close hooks run now, in
@@ -225,7 +250,11 @@ TAXI_EXTERN int taxi_reactor_run(taxi_reactor_t *r);
  * taxi_reactor_stop - make the dispatching thread return (from run: 0, from
  * handle_events/one: TAXI_ESTOPPED) as soon as the hook it runs, if any, has
  * returned.  The reactor stays stopped until taxi_reactor_restart().
- * Returns 0, or TAXI_EINVAL for NULL.
+ * Returns 0, TAXI_EINVAL for NULL, or the error of the wake-up write (the
+ * stop is recorded all the same; a thread not waiting sees it when it next
+ * dispatches).
+ * Threads: any, and from a signal handler (it takes no lock: an atomic
+ * store and at most one write to the wake-up channel).
  */
 TAXI_EXTERN int taxi_reactor_stop(taxi_reactor_t *r);
 

@@ -214,7 +214,7 @@ static void test_create_allocation_failures(void) {
     util_alloc_reset();
     util_alloc_fail_after(n);
     taxi_reactor_t *r = NULL;
-    int rc = taxi_reactor_create(&r, taxi_test_backend);
+    int rc = util_reactor_create(&r, taxi_test_backend);
     util_alloc_fail_after(-1);
     if (rc == 0) {
       succeeded = 1;

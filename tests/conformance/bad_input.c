@@ -85,11 +85,10 @@ static void test_null_arguments(void) {
   CU_ASSERT_EQUAL(taxi_reactor_add_signal(r, SIGUSR1, NULL), TAXI_EINVAL);
   CU_ASSERT_EQUAL(taxi_reactor_stats(r, NULL), TAXI_EINVAL);
 
-  CU_ASSERT_EQUAL(taxi_reactor_create(NULL, taxi_test_backend), TAXI_EINVAL);
-  taxi_reactor_options_t o;
-  memset(&o, 0, sizeof o);
+  CU_ASSERT_EQUAL(util_reactor_create(NULL, taxi_test_backend), TAXI_EINVAL);
+  taxi_reactor_options_t o = TAXI_REACTOR_OPTIONS_INIT;
   o.backend = taxi_test_backend;
-  CU_ASSERT_EQUAL(taxi_reactor_create_ex(NULL, &o), TAXI_EINVAL);
+  CU_ASSERT_EQUAL(taxi_reactor_create(NULL, &o), TAXI_EINVAL);
   CU_ASSERT_EQUAL(taxi_handler_init(NULL, &conf_probe_ops), TAXI_EINVAL);
   taxi_handler_t h;
   CU_ASSERT_EQUAL(taxi_handler_init(&h, NULL), TAXI_EINVAL);
@@ -352,16 +351,15 @@ static void test_null_ops(void) {
   close_pair(sv);
 }
 
-/* taxi_reactor_create_ex(opts) must fail with `expected`; a reactor
+/* taxi_reactor_create(opts) must fail with `expected`; a reactor
  * created anyway is destroyed (and reported). */
 static void expect_create_fails(const char *backend, unsigned max_events,
                                 int expected) {
-  taxi_reactor_options_t o;
-  memset(&o, 0, sizeof o);
+  taxi_reactor_options_t o = TAXI_REACTOR_OPTIONS_INIT;
   o.backend = backend;
   o.max_events = max_events;
   taxi_reactor_t *r = NULL;
-  int rc = taxi_reactor_create_ex(&r, &o);
+  int rc = taxi_reactor_create(&r, &o);
   if (rc == 0) {
     printf("\n    create(\"%s\", max_events %u) succeeded on %s\n", backend,
            max_events, taxi_reactor_backend(r));
@@ -374,7 +372,7 @@ static void expect_create_fails(const char *backend, unsigned max_events,
  * TAXI_EINVAL. */
 static void test_unknown_backend(void) {
   taxi_reactor_t *r = NULL;
-  int rc = taxi_reactor_create(&r, "no-such-backend");
+  int rc = util_reactor_create(&r, "no-such-backend");
   if (rc == 0) taxi_reactor_destroy(r);
   CU_ASSERT_EQUAL(rc, TAXI_ENOBACKEND);
   expect_create_fails("no-such-backend", 0, TAXI_ENOBACKEND);

@@ -55,10 +55,11 @@ static taxi_reactor_t *reactor_reporting(void) {
   atomic_store(&heard_transient, 0);
   atomic_store(&heard_fatal, 0);
   atomic_store(&heard_code, 0);
-  taxi_reactor_options_t o = {.backend = taxi_test_backend,
+  taxi_reactor_options_t o = {.size = sizeof(taxi_reactor_options_t),
+                              .backend = taxi_test_backend,
                               .on_error = on_error};
   taxi_reactor_t *r = NULL;
-  CU_ASSERT_EQUAL_FATAL(taxi_reactor_create_ex(&r, &o), 0);
+  CU_ASSERT_EQUAL_FATAL(taxi_reactor_create(&r, &o), 0);
   return r;
 }
 
@@ -174,10 +175,11 @@ static void count_note(void *arg) {
 /* Posting beyond notify_capacity is refused (TAXI_EAGAIN) rather than
  * growing the queue for ever; once run, there is room again. */
 static void test_notify_bounded(void) {
-  taxi_reactor_options_t o = {.backend = taxi_test_backend,
+  taxi_reactor_options_t o = {.size = sizeof(taxi_reactor_options_t),
+                              .backend = taxi_test_backend,
                               .notify_capacity = 4};
   taxi_reactor_t *r;
-  CU_ASSERT_EQUAL_FATAL(taxi_reactor_create_ex(&r, &o), 0);
+  CU_ASSERT_EQUAL_FATAL(taxi_reactor_create(&r, &o), 0);
   atomic_store(&notes_run, 0);
   for (int i = 0; i < 4; i++)
     CU_ASSERT_EQUAL(taxi_reactor_notify(r, count_note, NULL), 0);
@@ -187,7 +189,7 @@ static void test_notify_bounded(void) {
   CU_ASSERT_EQUAL(taxi_reactor_notify(r, count_note, NULL), 0);
   CU_ASSERT_EQUAL(taxi_reactor_destroy(r), 0);
   o.notify_capacity = TAXI_NOTIFY_MAX_CAPACITY + 1;
-  CU_ASSERT_EQUAL(taxi_reactor_create_ex(&r, &o), TAXI_EINVAL);
+  CU_ASSERT_EQUAL(taxi_reactor_create(&r, &o), TAXI_EINVAL);
 }
 
 /* ---- references while moving

@@ -48,7 +48,7 @@ int conf_raise(int signo) {
 
 taxi_reactor_t *conf_reactor(void) {
   taxi_reactor_t *r = NULL;
-  int rc = taxi_reactor_create(&r, taxi_test_backend);
+  int rc = util_reactor_create(&r, taxi_test_backend);
   if (rc != 0 || !r) {
     printf("\n    taxi_reactor_create(\"%s\") = %d (%s)\n", taxi_test_backend,
            rc, taxi_error_name(rc));

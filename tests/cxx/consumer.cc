@@ -26,18 +26,28 @@ int main() {
   taxi_io_options_t io_opts = TAXI_IO_OPTIONS_INIT;
   taxi_stream_options_t stream_opts = TAXI_STREAM_OPTIONS_INIT;
   taxi_listener_options_t listener_opts = TAXI_LISTENER_OPTIONS_INIT;
+  taxi_reactor_options_t reactor_opts = TAXI_REACTOR_OPTIONS_INIT;
+  taxi_proactor_options_t proactor_opts = TAXI_PROACTOR_OPTIONS_INIT;
+  taxi_lf_options_t lf_opts = TAXI_LF_OPTIONS_INIT;
+  taxi_hsha_options_t hsha_opts = TAXI_HSHA_OPTIONS_INIT;
+  taxi_lf_sets_options_t sets_opts = TAXI_LF_SETS_OPTIONS_INIT;
   if (op.kind != TAXI_OP_NONE || io_opts.size != sizeof io_opts ||
       stream_opts.high_watermark == 0 ||
-      listener_opts.size != sizeof listener_opts) {
+      listener_opts.size != sizeof listener_opts ||
+      reactor_opts.size != sizeof reactor_opts ||
+      proactor_opts.size != sizeof proactor_opts ||
+      lf_opts.size != sizeof lf_opts || hsha_opts.size != sizeof hsha_opts ||
+      sets_opts.size != sizeof sets_opts) {
     std::fprintf(stderr, "consumer: an initialiser is wrong\n");
     return 1;
   }
 
   taxi_reactor_t *reactor = nullptr;
-  int rc = taxi_reactor_create(&reactor, nullptr);
+  int rc = taxi_reactor_create(&reactor, &reactor_opts);
   if (rc < 0) return fail("taxi_reactor_create", rc);
   taxi_lf_pool_t *pool = nullptr;
-  rc = taxi_lf_create(&pool, reactor, nullptr);
+  lf_opts.promotion = TAXI_PROMOTE_FIFO;
+  rc = taxi_lf_create(&pool, reactor, &lf_opts);
   if (rc < 0) return fail("taxi_lf_create", rc);
   taxi_lf_destroy(pool);
   std::printf("taxi %s (%s) on %s\n", taxi_version_string(),
@@ -47,6 +57,15 @@ int main() {
               taxi_reactor_backend(reactor));
   rc = taxi_reactor_destroy(reactor);
   if (rc < 0) return fail("taxi_reactor_destroy", rc);
+
+  taxi_proactor_t *proactor = nullptr;
+  rc = taxi_proactor_create(&proactor, &proactor_opts);
+  if (rc < 0) return fail("taxi_proactor_create", rc);
+  std::printf("proactor on %s\n", taxi_proactor_backend(proactor));
+  rc = taxi_proactor_destroy(proactor);
+  if (rc < 0) return fail("taxi_proactor_destroy", rc);
+  (void)hsha_opts;
+  (void)sets_opts;
 
   io_opts.dispatcher = TAXI_IO_PROACTOR;
   io_opts.threads = 1;

@@ -210,7 +210,7 @@ static void run_case(const char *backend, const char *site, const char *err,
     util_alloc_reset();
   }
   if (pipe_site(site)) fault_arm(NO_EVENTFD);
-  CU_ASSERT_EQUAL_FATAL(taxi_reactor_create(&w->r, backend), 0);
+  CU_ASSERT_EQUAL_FATAL(util_reactor_create(&w->r, backend), 0);
   for (int i = 0; i < 2; i++) {
     int sv[2];
     CU_ASSERT_EQUAL_FATAL(util_socketpair(sv), 0);

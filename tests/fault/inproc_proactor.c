@@ -183,7 +183,7 @@ static void run_pcase(const char *backend, const char *site, const char *err,
 
   int pipe_wakeup = strstr(site, "@pipe") != NULL;
   if (pipe_wakeup) fault_arm("eventfd:1:ENOSYS:0");
-  CU_ASSERT_EQUAL_FATAL(taxi_proactor_create(&c->p, backend), 0);
+  CU_ASSERT_EQUAL_FATAL(util_proactor_create(&c->p, backend), 0);
   CU_ASSERT_EQUAL_FATAL(taxi_proactor_attach(c->p, c->sock), 0);
   /* One dispatch first: what start-up does lazily is done. */
   taxi_proactor_handle_events(c->p, 0);
@@ -419,7 +419,7 @@ int main(int argc, char **argv) {
   for (int i = 0; names[i] && k < MAX_BACKENDS; i++) {
     if (strcmp(names[i], "iocp") == 0) continue;
     taxi_proactor_t *p;
-    if (taxi_proactor_create(&p, names[i]) != 0) continue; /* not here */
+    if (util_proactor_create(&p, names[i]) != 0) continue; /* not here */
     taxi_proactor_destroy(p);
     backends[k] = names[i];
     snprintf(titles[k], sizeof titles[k], "in-process sweep: proactor %s",

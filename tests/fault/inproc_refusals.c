@@ -49,13 +49,12 @@ static void on_error(const taxi_error_report_t *r, void *arg) {
 }
 
 static taxi_proactor_t *make(const char *backend, reports_t *rep) {
-  taxi_proactor_options_t o;
-  memset(&o, 0, sizeof o);
+  taxi_proactor_options_t o = TAXI_PROACTOR_OPTIONS_INIT;
   o.backend = backend;
   o.on_error = on_error;
   o.on_error_arg = rep;
   taxi_proactor_t *p = NULL;
-  if (taxi_proactor_create_ex(&p, &o) != 0) {
+  if (taxi_proactor_create(&p, &o) != 0) {
     printf("\n    backend %s does not work here: skipped ", backend);
     return NULL;
   }

@@ -145,8 +145,10 @@ static fail_test_t *fail_new(void) {
   memset(&heard, 0, sizeof heard);
   fail_test_t *t = calloc(1, sizeof *t);
   CU_ASSERT_PTR_NOT_NULL_FATAL(t);
-  taxi_reactor_options_t o = {.backend = pools_backend, .on_error = on_error};
-  CU_ASSERT_EQUAL_FATAL(taxi_reactor_create_ex(&t->r, &o), 0);
+  taxi_reactor_options_t o = {.size = sizeof(taxi_reactor_options_t),
+                              .backend = pools_backend,
+                              .on_error = on_error};
+  CU_ASSERT_EQUAL_FATAL(taxi_reactor_create(&t->r, &o), 0);
   for (int i = 0; i < FAIL_CONNS; i++) {
     fail_conn_t *c = &t->conn[i];
     pools_pair(c->sv);
@@ -194,7 +196,8 @@ static void quiesce(taxi_reactor_t *r, fail_conn_t *conn, int n) {
  */
 
 static taxi_lf_pool_t *lf_start(fail_test_t *t, unsigned threads) {
-  taxi_lf_options_t o = {.on_error = on_error};
+  taxi_lf_options_t o = {.size = sizeof(taxi_lf_options_t),
+                         .on_error = on_error};
   taxi_lf_pool_t *p = NULL;
   CU_ASSERT_EQUAL_FATAL(taxi_lf_create(&p, t->r, &o), 0);
   CU_ASSERT_EQUAL_FATAL(taxi_lf_spawn(p, threads), 0);
@@ -225,7 +228,7 @@ static void test_lf_wait_transient(void) {
   CU_ASSERT_EQUAL(atomic_load(&heard.fatal), 0);
   CU_ASSERT_EQUAL(atomic_load(&heard.last_code), TAXI_ENOMEM);
   CU_ASSERT_EQUAL(taxi_lf_wait(p, 0), TAXI_ETIMEDOUT); /* still running */
-  CU_ASSERT_EQUAL(taxi_lf_shutdown(p), 0);
+  CU_ASSERT_EQUAL(taxi_lf_stop(p), 0);
   CU_ASSERT_EQUAL(taxi_lf_wait(p, POOLS_WAIT_MS), 0);
   CU_ASSERT_EQUAL(taxi_lf_destroy(p), 0);
   fail_free(t);
@@ -254,7 +257,7 @@ static void lf_check_failed(taxi_lf_pool_t *p, joiner_t *j, util_thread_t *th,
   CU_ASSERT_EQUAL(s.error, code);
   CU_ASSERT_EQUAL(atomic_load(&heard.fatal), 1);
   CU_ASSERT_EQUAL(atomic_load(&heard.last_code), code);
-  CU_ASSERT_EQUAL(taxi_lf_shutdown(p), code);
+  CU_ASSERT_EQUAL(taxi_lf_stop(p), code);
   CU_ASSERT_EQUAL(taxi_lf_join(p, 0, 0), code);
   CU_ASSERT_EQUAL(taxi_lf_spawn(p, 1), TAXI_ESTOPPED);
   CU_ASSERT_EQUAL(taxi_lf_destroy(p), 0);
@@ -304,7 +307,8 @@ static void test_lf_wait_transient_forever(void) {
 }
 
 static taxi_hsha_pool_t *hsha_start(fail_test_t *t) {
-  taxi_hsha_options_t o = {.workers = 2, .on_error = on_error};
+  taxi_hsha_options_t o = {
+      .size = sizeof(taxi_hsha_options_t), .workers = 2, .on_error = on_error};
   taxi_hsha_pool_t *p = NULL;
   CU_ASSERT_EQUAL_FATAL(taxi_hsha_create(&p, t->r, &o), 0);
   return p;
@@ -329,7 +333,7 @@ static void test_hsha_wait_transient(void) {
   CU_ASSERT_EQUAL(atomic_load(&heard.transient), 1);
   CU_ASSERT_EQUAL(atomic_load(&heard.fatal), 0);
   CU_ASSERT_EQUAL(taxi_hsha_wait(p, 0), TAXI_ETIMEDOUT);
-  CU_ASSERT_EQUAL(taxi_hsha_shutdown(p), 0);
+  CU_ASSERT_EQUAL(taxi_hsha_stop(p), 0);
   CU_ASSERT_EQUAL(taxi_hsha_wait(p, POOLS_WAIT_MS), 0);
   CU_ASSERT_EQUAL(taxi_hsha_destroy(p), 0);
   fail_free(t);
@@ -353,7 +357,7 @@ static void test_hsha_wait_persistent(void) {
   CU_ASSERT_EQUAL(s.workers, 0);
   CU_ASSERT_EQUAL(s.error, TAXI_EINVAL);
   CU_ASSERT_EQUAL(atomic_load(&heard.fatal), 1);
-  CU_ASSERT_EQUAL(taxi_hsha_shutdown(p), TAXI_EINVAL);
+  CU_ASSERT_EQUAL(taxi_hsha_stop(p), TAXI_EINVAL);
   CU_ASSERT_EQUAL(taxi_hsha_destroy(p), 0);
   fail_free(t);
 }
@@ -366,10 +370,11 @@ static void test_hsha_wait_persistent(void) {
  * that room used to spin on a wait that returned at once, holding the lock
  * (no event was ever dispatched, and destroy hung).  They must follow. */
 static void many_leaders_little_room(unsigned threads, unsigned max_events) {
-  taxi_reactor_options_t ro = {.backend = pools_backend,
+  taxi_reactor_options_t ro = {.size = sizeof(taxi_reactor_options_t),
+                               .backend = pools_backend,
                                .max_events = max_events};
   taxi_reactor_t *r;
-  CU_ASSERT_EQUAL_FATAL(taxi_reactor_create_ex(&r, &ro), 0);
+  CU_ASSERT_EQUAL_FATAL(taxi_reactor_create(&r, &ro), 0);
   if (!pools_can_many_leaders(r)) {
     printf("\n    not applicable: %s cannot have several leaders\n",
            pools_backend);
@@ -387,7 +392,8 @@ static void many_leaders_little_room(unsigned threads, unsigned max_events) {
     CU_ASSERT_EQUAL_FATAL(
         taxi_reactor_register(r, conn[i].sv[0], &conn[i].h, TAXI_EV_READ), 0);
   }
-  taxi_lf_options_t o = {.leaders = TAXI_LEADERS_MANY};
+  taxi_lf_options_t o = {.size = sizeof(taxi_lf_options_t),
+                         .leaders = TAXI_LEADERS_MANY};
   taxi_lf_pool_t *p;
   CU_ASSERT_EQUAL_FATAL(taxi_lf_create(&p, r, &o), 0);
   CU_ASSERT_EQUAL_FATAL(taxi_lf_spawn(p, threads), 0);

@@ -106,7 +106,7 @@ static void hs_conns(hs_test_t *t, int n, const taxi_handler_ops_t *ops) {
   t->nconns = n;
 }
 
-static int hs_do_shutdown(void *p) { return taxi_hsha_shutdown(p); }
+static int hs_do_shutdown(void *p) { return taxi_hsha_stop(p); }
 static int hs_do_destroy(void *p) { return taxi_hsha_destroy(p); }
 
 static void hs_teardown(hs_test_t *t) {
@@ -282,8 +282,7 @@ static void test_workers_dispatch(void) {
   enum { N = 8, ROUNDS = 200 };
   hs_test_t *t = hs_new();
   hs_conns(t, N, &hs_count_ops);
-  taxi_hsha_options_t o;
-  memset(&o, 0, sizeof o);
+  taxi_hsha_options_t o = TAXI_HSHA_OPTIONS_INIT;
   o.workers = 3;
   hs_create(t, &o);
   CU_ASSERT(hs_wait_workers(t->p, 3));
@@ -301,8 +300,7 @@ static void test_workers_dispatch(void) {
   printf("(%d workers ran hooks) ", distinct);
   CU_ASSERT(distinct >= 1 && distinct <= 3);
   CU_ASSERT_EQUAL(
-      util_bounded(hs_do_shutdown, t->p, POOLS_WAIT_MS, "taxi_hsha_shutdown"),
-      0);
+      util_bounded(hs_do_shutdown, t->p, POOLS_WAIT_MS, "taxi_hsha_stop"), 0);
   taxi_hsha_stats_t s = hs_stats(t->p);
   CU_ASSERT_EQUAL(s.events, (uint64_t)hs_total_inputs(t));
   CU_ASSERT_EQUAL(s.enqueued, s.events);
@@ -391,8 +389,7 @@ static void test_one_thread_per_handle(void) {
   enum { WRITERS = 4 };
   hs_test_t *t = hs_new();
   hs_conns(t, 4, &hs_serial_ops);
-  taxi_hsha_options_t o;
-  memset(&o, 0, sizeof o);
+  taxi_hsha_options_t o = TAXI_HSHA_OPTIONS_INIT;
   o.workers = 8;
   hs_create(t, &o);
   static hs_writer_t w[WRITERS];
@@ -431,8 +428,7 @@ static void test_flow_control(void) {
   enum { N = 65 };
   hs_test_t *t = hs_new();
   hs_conns(t, N, &hs_mixed_ops);
-  taxi_hsha_options_t o;
-  memset(&o, 0, sizeof o);
+  taxi_hsha_options_t o = TAXI_HSHA_OPTIONS_INIT;
   o.workers = 1;
   o.queue_capacity = 8;
   o.high_water = 4;
@@ -479,8 +475,7 @@ static void test_priority_order(void) {
   hs_conns(t, 5, &hs_mixed_ops);
   static const int prio[5] = {0, 1, 5, 3, 1};
   for (int i = 0; i < 5; i++) t->conn[i].prio = prio[i];
-  taxi_hsha_options_t o;
-  memset(&o, 0, sizeof o);
+  taxi_hsha_options_t o = TAXI_HSHA_OPTIONS_INIT;
   o.workers = 1;
   o.priority = hs_priority;
   o.priority_arg = t;
@@ -554,8 +549,7 @@ static void test_timers_and_notifications(void) {
   atomic_init(&x.fires, 0);
   CU_ASSERT_EQUAL_FATAL(taxi_handler_init(&x.h, &hs_timed_ops), 0);
   CU_ASSERT_EQUAL_FATAL(taxi_timer_init(&x.timer), 0);
-  taxi_hsha_options_t o;
-  memset(&o, 0, sizeof o);
+  taxi_hsha_options_t o = TAXI_HSHA_OPTIONS_INIT;
   o.workers = 3;
   o.priority = hs_priority; /* learns the reactor thread */
   o.priority_arg = t;
@@ -599,7 +593,7 @@ typedef struct hs_shutter {
 
 static void hs_shutter_main(void *arg) {
   hs_shutter_t *s = arg;
-  s->rc = taxi_hsha_shutdown(s->t->p);
+  s->rc = taxi_hsha_stop(s->t->p);
   int done = 0;
   for (int i = 0; i < s->t->nconns; i++)
     done += atomic_load(&s->t->conn[i].hook_done);
@@ -619,8 +613,7 @@ static void hs_shutdown_busy(int queued) {
   enum { W = 2 };
   hs_test_t *t = hs_new();
   hs_conns(t, W + 3, &hs_block_ops);
-  taxi_hsha_options_t o;
-  memset(&o, 0, sizeof o);
+  taxi_hsha_options_t o = TAXI_HSHA_OPTIONS_INIT;
   o.workers = W;
   hs_create(t, &o);
   for (int i = 0; i < W; i++) util_write_byte(t->conn[i].sv[1]);
@@ -638,12 +631,12 @@ static void hs_shutdown_busy(int queued) {
   util_sleep_ms(100);
   int early = atomic_load(&sh.returned);
   pools_gate_open(&t->gate);
-  util_thread_join(&st, POOLS_WAIT_MS, "taxi_hsha_shutdown (busy pool)");
+  util_thread_join(&st, POOLS_WAIT_MS, "taxi_hsha_stop (busy pool)");
   CU_ASSERT_EQUAL(early, 0);
   CU_ASSERT_EQUAL(sh.rc, 0);
   CU_ASSERT_EQUAL(sh.hooks_done_then, W);
   CU_ASSERT_EQUAL(sh.workers_then, 0);
-  CU_ASSERT_EQUAL(taxi_hsha_shutdown(t->p), TAXI_ESTOPPED);
+  CU_ASSERT_EQUAL(taxi_hsha_stop(t->p), TAXI_ESTOPPED);
   for (int i = 0; i < W; i++)
     CU_ASSERT_EQUAL(atomic_load(&t->conn[i].inputs), 1);
   if (queued) {
@@ -672,16 +665,15 @@ static void test_shutdown_with_queued(void) { hs_shutdown_busy(1); }
 static void test_shutdown_idle(void) {
   hs_test_t *t = hs_new();
   hs_conns(t, 2, &hs_count_ops);
-  taxi_hsha_options_t o;
-  memset(&o, 0, sizeof o);
+  taxi_hsha_options_t o = TAXI_HSHA_OPTIONS_INIT;
   o.workers = 6;
   hs_create(t, &o);
   CU_ASSERT(hs_wait_workers(t->p, 6));
   CU_ASSERT_EQUAL(util_bounded(hs_do_shutdown, t->p, POOLS_WAIT_MS,
-                               "taxi_hsha_shutdown (idle pool)"),
+                               "taxi_hsha_stop (idle pool)"),
                   0);
   CU_ASSERT_EQUAL(hs_stats(t->p).workers, 0);
-  CU_ASSERT_EQUAL(taxi_hsha_shutdown(t->p), TAXI_ESTOPPED);
+  CU_ASSERT_EQUAL(taxi_hsha_stop(t->p), TAXI_ESTOPPED);
   hs_free(t);
 }
 
@@ -691,12 +683,12 @@ static int hs_shutdown_input(taxi_handler_t *h, taxi_handle_t fd, unsigned ev) {
   (void)ev;
   pools_drain(fd);
   if (atomic_fetch_add(&t->hook_calls, 1) == 0) {
-    atomic_store(&t->rc_shutdown, taxi_hsha_shutdown(t->p));
+    atomic_store(&t->rc_shutdown, taxi_hsha_stop(t->p));
     taxi_hsha_stats_t s;
     memset(&s, 0, sizeof s);
     atomic_store(&t->rc_stats, taxi_hsha_stats(t->p, &s));
     atomic_store(&t->workers_after_shutdown, (int)s.workers);
-    atomic_store(&t->rc_shutdown2, taxi_hsha_shutdown(t->p));
+    atomic_store(&t->rc_shutdown2, taxi_hsha_stop(t->p));
     atomic_store(&t->rc_destroy, taxi_hsha_destroy(t->p));
   }
   atomic_fetch_add(&c->inputs, 1);
@@ -711,8 +703,7 @@ static const taxi_handler_ops_t hs_shutdown_ops = {.input = hs_shutdown_input,
 static void test_shutdown_from_hook(void) {
   hs_test_t *t = hs_new();
   hs_conns(t, 1, &hs_shutdown_ops);
-  taxi_hsha_options_t o;
-  memset(&o, 0, sizeof o);
+  taxi_hsha_options_t o = TAXI_HSHA_OPTIONS_INIT;
   o.workers = 4;
   hs_create(t, &o);
   CU_ASSERT(hs_wait_workers(t->p, 4));
@@ -750,8 +741,7 @@ static void hs_destroyer_main(void *arg) {
 static void test_destroy_running(void) {
   hs_test_t *t = hs_new();
   hs_conns(t, 1, &hs_block_ops);
-  taxi_hsha_options_t o;
-  memset(&o, 0, sizeof o);
+  taxi_hsha_options_t o = TAXI_HSHA_OPTIONS_INIT;
   o.workers = 2;
   hs_create(t, &o);
   util_write_byte(t->conn[0].sv[1]);
@@ -778,8 +768,7 @@ static void test_destroy_running(void) {
 static void test_remove_while_running(void) {
   hs_test_t *t = hs_new();
   hs_conns(t, 1, &hs_block_ops);
-  taxi_hsha_options_t o;
-  memset(&o, 0, sizeof o);
+  taxi_hsha_options_t o = TAXI_HSHA_OPTIONS_INIT;
   o.workers = 2;
   hs_create(t, &o);
   hs_conn_t *c = &t->conn[0];
@@ -805,12 +794,11 @@ static void test_bad_null(void) {
   hs_test_t *t = hs_new();
   taxi_hsha_pool_t *p = NULL;
   taxi_hsha_stats_t s;
-  taxi_hsha_options_t o;
-  memset(&o, 0, sizeof o);
+  taxi_hsha_options_t o = TAXI_HSHA_OPTIONS_INIT;
   CU_ASSERT_EQUAL(taxi_hsha_create(NULL, t->r, NULL), TAXI_EINVAL);
   CU_ASSERT_EQUAL(taxi_hsha_create(NULL, t->r, &o), TAXI_EINVAL);
   CU_ASSERT_EQUAL(taxi_hsha_create(&p, NULL, NULL), TAXI_EINVAL);
-  CU_ASSERT_EQUAL(taxi_hsha_shutdown(NULL), TAXI_EINVAL);
+  CU_ASSERT_EQUAL(taxi_hsha_stop(NULL), TAXI_EINVAL);
   CU_ASSERT_EQUAL(taxi_hsha_destroy(NULL), TAXI_EINVAL);
   CU_ASSERT_EQUAL(taxi_hsha_stats(NULL, &s), TAXI_EINVAL);
   hs_create(t, NULL);
@@ -821,24 +809,23 @@ static void test_bad_null(void) {
 static void test_bad_limits(void) {
   hs_test_t *t = hs_new();
   taxi_hsha_pool_t *p = NULL;
-  taxi_hsha_options_t o;
-  memset(&o, 0, sizeof o);
+  taxi_hsha_options_t o = TAXI_HSHA_OPTIONS_INIT;
   o.workers = TAXI_HSHA_MAX_WORKERS + 1;
   CU_ASSERT_EQUAL(taxi_hsha_create(&p, t->r, &o), TAXI_EINVAL);
-  memset(&o, 0, sizeof o);
+  taxi_hsha_options_init(&o);
   o.queue_capacity = TAXI_HSHA_MAX_QUEUE + 1;
   CU_ASSERT_EQUAL(taxi_hsha_create(&p, t->r, &o), TAXI_EINVAL);
-  memset(&o, 0, sizeof o);
+  taxi_hsha_options_init(&o);
   o.queue_capacity = 8;
   o.high_water = 9;
   CU_ASSERT_EQUAL(taxi_hsha_create(&p, t->r, &o), TAXI_EINVAL);
   /* With the default capacity (1024). */
-  memset(&o, 0, sizeof o);
+  taxi_hsha_options_init(&o);
   o.high_water = 1025;
   CU_ASSERT_EQUAL(taxi_hsha_create(&p, t->r, &o), TAXI_EINVAL);
   /* The refusals left the reactor free. */
   CU_ASSERT_EQUAL(taxi_reactor_handle_events(t->r, 0), 0);
-  memset(&o, 0, sizeof o);
+  taxi_hsha_options_init(&o);
   o.queue_capacity = 8;
   o.high_water = 8;
   hs_create(t, &o);
@@ -852,7 +839,7 @@ static void test_bad_destroyed(void) {
   CU_ASSERT_EQUAL(
       util_bounded(hs_do_destroy, p, POOLS_WAIT_MS, "taxi_hsha_destroy"), 0);
   taxi_hsha_stats_t s;
-  CU_ASSERT_EQUAL(taxi_hsha_shutdown(p), TAXI_EINVAL);
+  CU_ASSERT_EQUAL(taxi_hsha_stop(p), TAXI_EINVAL);
   CU_ASSERT_EQUAL(taxi_hsha_stats(p, &s), TAXI_EINVAL);
   CU_ASSERT_EQUAL(taxi_hsha_destroy(p), TAXI_EINVAL);
   /* An LF call given an HSHA pool pointer is not fooled either. */
@@ -864,9 +851,8 @@ static void test_bad_shutdown_twice(void) {
   hs_test_t *t = hs_new();
   hs_create(t, NULL);
   CU_ASSERT_EQUAL(
-      util_bounded(hs_do_shutdown, t->p, POOLS_WAIT_MS, "taxi_hsha_shutdown"),
-      0);
-  CU_ASSERT_EQUAL(taxi_hsha_shutdown(t->p), TAXI_ESTOPPED);
+      util_bounded(hs_do_shutdown, t->p, POOLS_WAIT_MS, "taxi_hsha_stop"), 0);
+  CU_ASSERT_EQUAL(taxi_hsha_stop(t->p), TAXI_ESTOPPED);
   hs_free(t);
 }
 
@@ -930,8 +916,7 @@ static void test_zero_alloc_per_event(void) {
   hs_test_t *t = hs_new();
   CU_ASSERT(util_alloc_counts().mallocs > 0);
   hs_conns(t, N, &hs_echo_ops);
-  taxi_hsha_options_t o;
-  memset(&o, 0, sizeof o);
+  taxi_hsha_options_t o = TAXI_HSHA_OPTIONS_INIT;
   o.workers = 4;
   hs_create(t, &o);
   int failed = 0;
@@ -973,8 +958,7 @@ static void test_destroy_frees_everything(void) {
   int64_t live[3];
   for (int cycle = 0; cycle < 3; cycle++) {
     int64_t before = util_alloc_counts().live;
-    taxi_hsha_options_t o;
-    memset(&o, 0, sizeof o);
+    taxi_hsha_options_t o = TAXI_HSHA_OPTIONS_INIT;
     o.workers = 3;
     o.priority = hs_priority;
     o.priority_arg = t;
@@ -1017,8 +1001,7 @@ static void test_allocation_failures(void) {
   for (long n = 0; n < 200 && !succeeded; n++) {
     util_alloc_fail_after_here(n);
     taxi_hsha_pool_t *p = NULL;
-    taxi_hsha_options_t o;
-    memset(&o, 0, sizeof o);
+    taxi_hsha_options_t o = TAXI_HSHA_OPTIONS_INIT;
     o.workers = 2;
     int rc = taxi_hsha_create(&p, t->r, &o);
     util_alloc_fail_after_here(-1);

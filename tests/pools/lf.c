@@ -110,7 +110,7 @@ static void lf_conns(lf_test_t *t, int n, const taxi_handler_ops_t *ops) {
   t->nconns = n;
 }
 
-static int lf_do_shutdown(void *p) { return taxi_lf_shutdown(p); }
+static int lf_do_shutdown(void *p) { return taxi_lf_stop(p); }
 static int lf_do_destroy(void *p) { return taxi_lf_destroy(p); }
 
 /* Destroy the pool (bounded), the reactor, the pairs; t stays. */
@@ -135,8 +135,7 @@ static void lf_free(lf_test_t *t) {
 
 static void lf_create(lf_test_t *t, taxi_promotion_t promotion,
                       taxi_leaders_t leaders) {
-  taxi_lf_options_t o;
-  memset(&o, 0, sizeof o);
+  taxi_lf_options_t o = TAXI_LF_OPTIONS_INIT;
   o.promotion = promotion;
   o.leaders = leaders;
   int rc = taxi_lf_create(&t->p, t->r, &o);
@@ -360,7 +359,7 @@ static void test_spawn_and_join(void) {
   CU_ASSERT_EQUAL(seen & ~0xfull, 0);
 
   CU_ASSERT_EQUAL(
-      util_bounded(lf_do_shutdown, t->p, POOLS_WAIT_MS, "taxi_lf_shutdown"), 0);
+      util_bounded(lf_do_shutdown, t->p, POOLS_WAIT_MS, "taxi_lf_stop"), 0);
   util_thread_join(&t->th[j], POOLS_WAIT_MS, "taxi_lf_join after shutdown");
   CU_ASSERT_EQUAL(t->join_rc[j], 0);
   CU_ASSERT_EQUAL(lf_stats(t->p).threads, 0);
@@ -409,7 +408,7 @@ static void test_join_timeout_leader_hands_over(void) {
   /* Run by the second thread (id 1), the only one left. */
   CU_ASSERT_EQUAL(atomic_load(&t->seen), 1ull << 1);
   CU_ASSERT_EQUAL(
-      util_bounded(lf_do_shutdown, t->p, POOLS_WAIT_MS, "taxi_lf_shutdown"), 0);
+      util_bounded(lf_do_shutdown, t->p, POOLS_WAIT_MS, "taxi_lf_stop"), 0);
   util_thread_join(&t->th[b], POOLS_WAIT_MS, "taxi_lf_join after shutdown");
   CU_ASSERT_EQUAL(t->join_rc[b], 0);
   lf_free(t);
@@ -422,7 +421,7 @@ static void test_join_after_shutdown(void) {
   lf_create(t, TAXI_PROMOTE_LIFO, TAXI_LEADERS_ONE);
   CU_ASSERT_EQUAL(taxi_lf_spawn(t->p, 1), 0);
   CU_ASSERT_EQUAL(
-      util_bounded(lf_do_shutdown, t->p, POOLS_WAIT_MS, "taxi_lf_shutdown"), 0);
+      util_bounded(lf_do_shutdown, t->p, POOLS_WAIT_MS, "taxi_lf_stop"), 0);
   int a = lf_start_joiner(t, 0, 0);
   int b = lf_start_joiner(t, -1, 0);
   util_thread_join(&t->th[a], POOLS_WAIT_MS, "taxi_lf_join after shutdown");
@@ -485,7 +484,7 @@ static void lf_promotion_order(taxi_promotion_t promotion, const int prio[4],
 
   pools_gate_open(&t->gate);
   CU_ASSERT_EQUAL(
-      util_bounded(lf_do_shutdown, t->p, POOLS_WAIT_MS, "taxi_lf_shutdown"), 0);
+      util_bounded(lf_do_shutdown, t->p, POOLS_WAIT_MS, "taxi_lf_stop"), 0);
   for (int i = 0; i < t->next_thread; i++) {
     util_thread_join(&t->th[i], POOLS_WAIT_MS, "taxi_lf_join after shutdown");
     CU_ASSERT_EQUAL(t->join_rc[i], 0);
@@ -590,8 +589,7 @@ static void lf_serialised(taxi_leaders_t leaders) {
   lf_test_t *t = lf_new();
   lf_conns(t, 4, &lf_serial_ops);
   if (leaders == TAXI_LEADERS_MANY && !pools_can_many_leaders(t->r)) {
-    taxi_lf_options_t o;
-    memset(&o, 0, sizeof o);
+    taxi_lf_options_t o = TAXI_LF_OPTIONS_INIT;
     o.leaders = TAXI_LEADERS_MANY;
     CU_ASSERT_EQUAL(taxi_lf_create(&t->p, t->r, &o), TAXI_ENOTSUP);
     t->p = NULL;
@@ -646,8 +644,7 @@ static void test_one_thread_per_handle_many_leaders(void) {
 static void test_multiple_leaders(void) {
   lf_test_t *t = lf_new();
   lf_conns(t, 4, &lf_count_ops);
-  taxi_lf_options_t o;
-  memset(&o, 0, sizeof o);
+  taxi_lf_options_t o = TAXI_LF_OPTIONS_INIT;
   o.leaders = TAXI_LEADERS_MANY;
   if (!pools_can_many_leaders(t->r)) {
     taxi_lf_pool_t *p = NULL;
@@ -683,8 +680,7 @@ static void test_max_leaders(void) {
     lf_free(t);
     return;
   }
-  taxi_lf_options_t o;
-  memset(&o, 0, sizeof o);
+  taxi_lf_options_t o = TAXI_LF_OPTIONS_INIT;
   o.leaders = TAXI_LEADERS_MANY;
   o.max_leaders = 2;
   CU_ASSERT_EQUAL_FATAL(taxi_lf_create(&t->p, t->r, &o), 0);
@@ -1141,7 +1137,7 @@ static void test_counters(void) {
   }
   CU_ASSERT(lf_wait_idle(t->p, 4));
   CU_ASSERT_EQUAL(
-      util_bounded(lf_do_shutdown, t->p, POOLS_WAIT_MS, "taxi_lf_shutdown"), 0);
+      util_bounded(lf_do_shutdown, t->p, POOLS_WAIT_MS, "taxi_lf_stop"), 0);
   taxi_lf_stats_t s = lf_stats(t->p);
   taxi_lf_thread_stats_t ts[8];
   memset(ts, 0, sizeof ts);
@@ -1186,7 +1182,7 @@ typedef struct lf_shutter {
 
 static void lf_shutter_main(void *arg) {
   lf_shutter_t *s = arg;
-  s->rc = taxi_lf_shutdown(s->p);
+  s->rc = taxi_lf_stop(s->p);
   int done = 0;
   for (int i = 0; i < s->t->nconns; i++)
     done += atomic_load(&s->t->conn[i].hook_done);
@@ -1220,7 +1216,7 @@ static void test_shutdown_busy(void) {
   util_sleep_ms(100);
   int early = atomic_load(&sh.returned);
   pools_gate_open(&t->gate);
-  util_thread_join(&st, POOLS_WAIT_MS, "taxi_lf_shutdown (busy pool)");
+  util_thread_join(&st, POOLS_WAIT_MS, "taxi_lf_stop (busy pool)");
   CU_ASSERT_EQUAL(early, 0);
   CU_ASSERT_EQUAL(sh.rc, 0);
   CU_ASSERT_EQUAL(sh.hooks_done_then, N);
@@ -1247,7 +1243,7 @@ static void lf_shutdown_idle(taxi_promotion_t promotion,
   int j = lf_start_joiner(t, -1, 3);
   CU_ASSERT(lf_wait_idle(t->p, 5));
   CU_ASSERT_EQUAL(util_bounded(lf_do_shutdown, t->p, POOLS_WAIT_MS,
-                               "taxi_lf_shutdown (idle pool)"),
+                               "taxi_lf_stop (idle pool)"),
                   0);
   taxi_lf_stats_t s = lf_stats(t->p);
   CU_ASSERT_EQUAL(s.threads, 0);
@@ -1256,7 +1252,7 @@ static void lf_shutdown_idle(taxi_promotion_t promotion,
   util_thread_join(&t->th[j], POOLS_WAIT_MS,
                    "taxi_lf_join(p, -1, 3) after shutdown");
   CU_ASSERT_EQUAL(t->join_rc[j], 0);
-  CU_ASSERT_EQUAL(taxi_lf_shutdown(t->p), TAXI_ESTOPPED);
+  CU_ASSERT_EQUAL(taxi_lf_stop(t->p), TAXI_ESTOPPED);
   lf_free(t);
 }
 
@@ -1279,12 +1275,12 @@ static int lf_shutdown_input(taxi_handler_t *h, taxi_handle_t fd, unsigned ev) {
   (void)ev;
   pools_drain(fd);
   if (atomic_fetch_add(&t->hook_calls, 1) == 0) {
-    atomic_store(&t->rc_shutdown, taxi_lf_shutdown(t->p));
+    atomic_store(&t->rc_shutdown, taxi_lf_stop(t->p));
     taxi_lf_stats_t s;
     memset(&s, 0, sizeof s);
     atomic_store(&t->rc_stats, taxi_lf_stats(t->p, &s));
     atomic_store(&t->threads_after_shutdown, (int)s.threads);
-    atomic_store(&t->rc_join, taxi_lf_shutdown(t->p));
+    atomic_store(&t->rc_join, taxi_lf_stop(t->p));
   }
   atomic_fetch_add(&c->inputs, 1);
   return 0;
@@ -1313,7 +1309,7 @@ static void test_shutdown_from_hook(void) {
   CU_ASSERT(lf_wait_shape(t->p, 0, 0, 0));
   s = lf_stats(t->p);
   CU_ASSERT_EQUAL(s.threads, 0);
-  CU_ASSERT_EQUAL(taxi_lf_shutdown(t->p), TAXI_ESTOPPED);
+  CU_ASSERT_EQUAL(taxi_lf_stop(t->p), TAXI_ESTOPPED);
   CU_ASSERT_EQUAL(
       util_bounded(lf_do_destroy, t->p, POOLS_WAIT_MS, "taxi_lf_destroy"), 0);
   t->p = NULL;
@@ -1381,8 +1377,7 @@ static void test_bad_null(void) {
   taxi_lf_pool_t *p = NULL;
   taxi_lf_stats_t s;
   taxi_lf_thread_stats_t ts[2];
-  taxi_lf_options_t o;
-  memset(&o, 0, sizeof o);
+  taxi_lf_options_t o = TAXI_LF_OPTIONS_INIT;
   CU_ASSERT_EQUAL(taxi_lf_create(NULL, t->r, NULL), TAXI_EINVAL);
   CU_ASSERT_EQUAL(taxi_lf_create(NULL, t->r, &o), TAXI_EINVAL);
   CU_ASSERT_EQUAL(taxi_lf_create(&p, NULL, NULL), TAXI_EINVAL);
@@ -1391,7 +1386,7 @@ static void test_bad_null(void) {
   CU_ASSERT_EQUAL(taxi_lf_join(NULL, 0, 0), TAXI_EINVAL);
   CU_ASSERT_EQUAL(taxi_lf_join(NULL, -1, 0), TAXI_EINVAL);
   CU_ASSERT_EQUAL(taxi_lf_shrink(NULL, 1), TAXI_EINVAL);
-  CU_ASSERT_EQUAL(taxi_lf_shutdown(NULL), TAXI_EINVAL);
+  CU_ASSERT_EQUAL(taxi_lf_stop(NULL), TAXI_EINVAL);
   CU_ASSERT_EQUAL(taxi_lf_destroy(NULL), TAXI_EINVAL);
   CU_ASSERT_EQUAL(taxi_lf_stats(NULL, &s), TAXI_EINVAL);
   CU_ASSERT_EQUAL(taxi_lf_thread_stats(NULL, ts, 2), TAXI_EINVAL);
@@ -1422,7 +1417,7 @@ static void test_bad_counts(void) {
   CU_ASSERT_EQUAL(lf_stats(t->p).threads, 1);
   CU_ASSERT_EQUAL(taxi_lf_shrink(t->p, 1), TAXI_EINVAL);
   CU_ASSERT_EQUAL(
-      util_bounded(lf_do_shutdown, t->p, POOLS_WAIT_MS, "taxi_lf_shutdown"), 0);
+      util_bounded(lf_do_shutdown, t->p, POOLS_WAIT_MS, "taxi_lf_stop"), 0);
   util_thread_join(&t->th[j], POOLS_WAIT_MS, "taxi_lf_join after shutdown");
   CU_ASSERT_EQUAL(t->join_rc[j], 0);
   lf_free(t);
@@ -1431,17 +1426,16 @@ static void test_bad_counts(void) {
 static void test_bad_options(void) {
   lf_test_t *t = lf_new();
   taxi_lf_pool_t *p = NULL;
-  taxi_lf_options_t o;
-  memset(&o, 0, sizeof o);
+  taxi_lf_options_t o = TAXI_LF_OPTIONS_INIT;
   o.promotion = (taxi_promotion_t)99;
   CU_ASSERT_EQUAL(taxi_lf_create(&p, t->r, &o), TAXI_EINVAL);
   o.promotion = (taxi_promotion_t)-1;
   CU_ASSERT_EQUAL(taxi_lf_create(&p, t->r, &o), TAXI_EINVAL);
-  memset(&o, 0, sizeof o);
+  taxi_lf_options_init(&o);
   o.leaders = (taxi_leaders_t)99;
   CU_ASSERT_EQUAL(taxi_lf_create(&p, t->r, &o), TAXI_EINVAL);
   /* A mode the backend cannot do: decided by its caps. */
-  memset(&o, 0, sizeof o);
+  taxi_lf_options_init(&o);
   o.leaders = TAXI_LEADERS_MANY;
   int rc = taxi_lf_create(&p, t->r, &o);
   if (pools_can_many_leaders(t->r)) {
@@ -1469,7 +1463,7 @@ static void test_bad_destroyed(void) {
   CU_ASSERT_EQUAL(taxi_lf_join(p, 0, 0), TAXI_EINVAL);
   CU_ASSERT_EQUAL(taxi_lf_spawn(p, 1), TAXI_EINVAL);
   CU_ASSERT_EQUAL(taxi_lf_shrink(p, 1), TAXI_EINVAL);
-  CU_ASSERT_EQUAL(taxi_lf_shutdown(p), TAXI_EINVAL);
+  CU_ASSERT_EQUAL(taxi_lf_stop(p), TAXI_EINVAL);
   CU_ASSERT_EQUAL(taxi_lf_stats(p, &s), TAXI_EINVAL);
   CU_ASSERT_EQUAL(taxi_lf_thread_stats(p, ts, 2), TAXI_EINVAL);
   CU_ASSERT_EQUAL(taxi_lf_current_thread(p), -1);
@@ -1486,8 +1480,8 @@ static void test_bad_shutdown_twice(void) {
   lf_create(t, TAXI_PROMOTE_LIFO, TAXI_LEADERS_ONE);
   CU_ASSERT_EQUAL(taxi_lf_spawn(t->p, 2), 0);
   CU_ASSERT_EQUAL(
-      util_bounded(lf_do_shutdown, t->p, POOLS_WAIT_MS, "taxi_lf_shutdown"), 0);
-  CU_ASSERT_EQUAL(taxi_lf_shutdown(t->p), TAXI_ESTOPPED);
+      util_bounded(lf_do_shutdown, t->p, POOLS_WAIT_MS, "taxi_lf_stop"), 0);
+  CU_ASSERT_EQUAL(taxi_lf_stop(t->p), TAXI_ESTOPPED);
   lf_free(t);
 }
 

@@ -20,7 +20,7 @@ const char *pools_backend;
 
 taxi_reactor_t *pools_reactor(void) {
   taxi_reactor_t *r = NULL;
-  int rc = taxi_reactor_create(&r, pools_backend);
+  int rc = util_reactor_create(&r, pools_backend);
   if (rc != 0 || !r) {
     printf("\n    taxi_reactor_create(\"%s\") = %d (%s)\n", pools_backend, rc,
            taxi_error_name(rc));

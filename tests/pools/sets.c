@@ -54,8 +54,7 @@ static const char *sets_backend;
 /* ---- small helpers ------------------------------------------------------- */
 
 static taxi_lf_sets_t *sets_make(unsigned n, unsigned threads) {
-  taxi_lf_sets_options_t o;
-  memset(&o, 0, sizeof o);
+  taxi_lf_sets_options_t o = TAXI_LF_SETS_OPTIONS_INIT;
   o.sets = n;
   o.threads_per_set = threads;
   o.backend = sets_backend;
@@ -581,7 +580,7 @@ static void test_create_accessors(void) {
   CU_ASSERT_PTR_NULL(taxi_lf_sets_pool(s, UINT32_MAX));
   CU_ASSERT_EQUAL(taxi_lf_sets_index(s, NULL), -1);
   taxi_reactor_t *other = NULL;
-  CU_ASSERT_EQUAL_FATAL(taxi_reactor_create(&other, sets_backend), 0);
+  CU_ASSERT_EQUAL_FATAL(util_reactor_create(&other, sets_backend), 0);
   CU_ASSERT_EQUAL(taxi_lf_sets_index(s, other), -1);
   CU_ASSERT_EQUAL(taxi_reactor_destroy(other), 0);
   /* Each pool gets its threads_per_set threads (they start on their own
@@ -607,8 +606,7 @@ static void test_create_defaults(void) {
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   unsigned want = cpus > 0 ? (unsigned)cpus : 1u;
   if (want > TAXI_LF_SETS_MAX) want = TAXI_LF_SETS_MAX;
-  taxi_lf_sets_options_t o;
-  memset(&o, 0, sizeof o);
+  taxi_lf_sets_options_t o = TAXI_LF_SETS_OPTIONS_INIT;
   o.backend = sets_backend;
   taxi_lf_sets_t *s = NULL;
   CU_ASSERT_EQUAL_FATAL(taxi_lf_sets_create(&s, &o), 0);
@@ -1347,7 +1345,7 @@ static void test_move_except_unsupported(void) {
     return;
   }
   taxi_reactor_t *rx = NULL;
-  CU_ASSERT_EQUAL_FATAL(taxi_reactor_create(&rx, lacking), 0);
+  CU_ASSERT_EQUAL_FATAL(util_reactor_create(&rx, lacking), 0);
   sets_mtest_t t;
   mtest_init(&t, s);
   sets_mconn_t *c = calloc(1, sizeof *c);
@@ -1371,8 +1369,7 @@ static void test_move_except_unsupported(void) {
 }
 
 static void test_sets_bad_input(void) {
-  taxi_lf_sets_options_t o;
-  memset(&o, 0, sizeof o);
+  taxi_lf_sets_options_t o = TAXI_LF_SETS_OPTIONS_INIT;
   o.backend = sets_backend;
   taxi_lf_sets_t *s = (taxi_lf_sets_t *)&o; /* must be reset to NULL */
   o.sets = TAXI_LF_SETS_MAX + 1;
@@ -1383,17 +1380,19 @@ static void test_sets_bad_input(void) {
   CU_ASSERT_EQUAL(taxi_lf_sets_create(&s, &o), TAXI_EINVAL);
   CU_ASSERT_PTR_NULL(s);
   o.threads_per_set = 1;
-  o.pool.promotion = (taxi_promotion_t)99;
+  taxi_lf_options_t po = TAXI_LF_OPTIONS_INIT;
+  po.promotion = (taxi_promotion_t)99;
+  o.pool = &po;
   CU_ASSERT_EQUAL(taxi_lf_sets_create(&s, &o), TAXI_EINVAL);
   CU_ASSERT_PTR_NULL(s);
-  o.pool.promotion = TAXI_PROMOTE_LIFO;
+  po.promotion = TAXI_PROMOTE_LIFO;
   CU_ASSERT_EQUAL(taxi_lf_sets_create(NULL, &o), TAXI_EINVAL);
   o.backend = "no-such-backend";
   CU_ASSERT_EQUAL(taxi_lf_sets_create(&s, &o), TAXI_ENOBACKEND);
   CU_ASSERT_PTR_NULL(s);
 
   CU_ASSERT_EQUAL(taxi_lf_sets_destroy(NULL), TAXI_EINVAL);
-  CU_ASSERT_EQUAL(taxi_lf_sets_shutdown(NULL), TAXI_EINVAL);
+  CU_ASSERT_EQUAL(taxi_lf_sets_stop(NULL), TAXI_EINVAL);
   CU_ASSERT_EQUAL(taxi_lf_sets_count(NULL), 0u);
   CU_ASSERT_PTR_NULL(taxi_lf_sets_reactor(NULL, 0));
   CU_ASSERT_PTR_NULL(taxi_lf_sets_pool(NULL, 0));
@@ -1463,17 +1462,23 @@ static void test_listen_make_fails(void) {
   free(srv);
 }
 
-/* Shut down twice: the second says so; destroy still works. */
+/* Stop twice: the second says so; wait returns at once after a stop and
+ * runs out of time before one; destroy still works. */
 static void test_sets_shutdown(void) {
   taxi_lf_sets_t *s = sets_make(2, 2);
-  CU_ASSERT_EQUAL(taxi_lf_sets_shutdown(s), 0);
+  CU_ASSERT_EQUAL(taxi_lf_sets_wait(s, 0), TAXI_ETIMEDOUT);
+  CU_ASSERT_EQUAL(taxi_lf_sets_wait(s, 20), TAXI_ETIMEDOUT);
+  CU_ASSERT_EQUAL(taxi_lf_sets_wait(NULL, 0), TAXI_EINVAL);
+  CU_ASSERT_EQUAL(taxi_lf_sets_stop(s), 0);
+  CU_ASSERT_EQUAL(taxi_lf_sets_wait(s, -1), 0);
+  CU_ASSERT_EQUAL(taxi_lf_sets_wait(s, 0), 0);
   for (unsigned i = 0; i < 2; i++) {
     taxi_lf_stats_t st;
     memset(&st, 0, sizeof st);
     CU_ASSERT_EQUAL(taxi_lf_stats(taxi_lf_sets_pool(s, i), &st), 0);
     CU_ASSERT_EQUAL(st.threads, 0u);
   }
-  CU_ASSERT_EQUAL(taxi_lf_sets_shutdown(s), TAXI_ESTOPPED);
+  CU_ASSERT_EQUAL(taxi_lf_sets_stop(s), TAXI_ESTOPPED);
   CU_ASSERT_EQUAL(taxi_lf_sets_destroy(s), 0);
 }
 
@@ -1594,7 +1599,7 @@ static CU_TestInfo sets_tests[] = {
     {"move: EXCEPT to a backend without it", test_move_except_unsupported},
     {"sets: bad input", test_sets_bad_input},
     {"listen: an acceptor maker that gives up", test_listen_make_fails},
-    {"sets: shutdown twice", test_sets_shutdown},
+    {"sets: stop twice, wait", test_sets_shutdown},
     {"sets: destroy from a hook is EBUSY", test_destroy_from_hook},
     {"destroy: close hooks run once, listeners closed", test_destroy_closes},
     CU_TEST_INFO_NULL,

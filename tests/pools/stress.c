@@ -425,9 +425,9 @@ static double st_timeout_scale(void) {
   return k >= 1.0 ? k : 1.0;
 }
 
-static int st_do_lf_shutdown(void *p) { return taxi_lf_shutdown(p); }
+static int st_do_lf_shutdown(void *p) { return taxi_lf_stop(p); }
 static int st_do_lf_destroy(void *p) { return taxi_lf_destroy(p); }
-static int st_do_hsha_shutdown(void *p) { return taxi_hsha_shutdown(p); }
+static int st_do_hsha_shutdown(void *p) { return taxi_hsha_stop(p); }
 static int st_do_hsha_destroy(void *p) { return taxi_hsha_destroy(p); }
 
 static void st_stress(int kind) {
@@ -478,8 +478,7 @@ static void st_stress(int kind) {
 
   run->r = pools_reactor();
   if (kind == ST_LF_MANY && !pools_can_many_leaders(run->r)) {
-    taxi_lf_options_t o;
-    memset(&o, 0, sizeof o);
+    taxi_lf_options_t o = TAXI_LF_OPTIONS_INIT;
     o.leaders = TAXI_LEADERS_MANY;
     taxi_lf_pool_t *p = NULL;
     CU_ASSERT_EQUAL(taxi_lf_create(&p, run->r, &o), TAXI_ENOTSUP);
@@ -534,13 +533,11 @@ static void st_stress(int kind) {
   taxi_lf_pool_t *lp = NULL;
   taxi_hsha_pool_t *hp = NULL;
   if (kind == ST_HSHA) {
-    taxi_hsha_options_t o;
-    memset(&o, 0, sizeof o);
+    taxi_hsha_options_t o = TAXI_HSHA_OPTIONS_INIT;
     o.workers = ST_THREADS;
     CU_ASSERT_EQUAL_FATAL(taxi_hsha_create(&hp, run->r, &o), 0);
   } else {
-    taxi_lf_options_t o;
-    memset(&o, 0, sizeof o);
+    taxi_lf_options_t o = TAXI_LF_OPTIONS_INIT;
     o.promotion = TAXI_PROMOTE_LIFO;
     o.leaders = kind == ST_LF_MANY ? TAXI_LEADERS_MANY : TAXI_LEADERS_ONE;
     CU_ASSERT_EQUAL_FATAL(taxi_lf_create(&lp, run->r, &o), 0);
@@ -596,9 +593,9 @@ static void st_stress(int kind) {
   /* Stop the pool: every hook has returned when this returns. */
   char stats[200];
   if (hp) {
-    CU_ASSERT_EQUAL(util_bounded(st_do_hsha_shutdown, hp, POOLS_WAIT_MS,
-                                 "taxi_hsha_shutdown"),
-                    0);
+    CU_ASSERT_EQUAL(
+        util_bounded(st_do_hsha_shutdown, hp, POOLS_WAIT_MS, "taxi_hsha_stop"),
+        0);
     taxi_hsha_stats_t s;
     memset(&s, 0, sizeof s);
     CU_ASSERT_EQUAL(taxi_hsha_stats(hp, &s), 0);
@@ -611,8 +608,7 @@ static void st_stress(int kind) {
                     0);
   } else {
     CU_ASSERT_EQUAL(
-        util_bounded(st_do_lf_shutdown, lp, POOLS_WAIT_MS, "taxi_lf_shutdown"),
-        0);
+        util_bounded(st_do_lf_shutdown, lp, POOLS_WAIT_MS, "taxi_lf_stop"), 0);
     taxi_lf_stats_t s;
     memset(&s, 0, sizeof s);
     CU_ASSERT_EQUAL(taxi_lf_stats(lp, &s), 0);

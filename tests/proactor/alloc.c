@@ -272,7 +272,7 @@ static void test_enomem(void) {
     util_alloc_reset();
     util_alloc_fail_after(n);
     taxi_proactor_t *p = NULL;
-    int rc = taxi_proactor_create(&p, pt_backend);
+    int rc = util_proactor_create(&p, pt_backend);
     util_alloc_fail_after(-1);
     if (rc == 0) {
       created = 1;

@@ -57,30 +57,29 @@ static void bi_refused(int line, const char *what, int rc, int want, int alt,
 
 static void test_create_errors(void) {
   taxi_proactor_t *p = NULL;
-  CU_ASSERT_EQUAL(taxi_proactor_create(NULL, pt_backend), TAXI_EINVAL);
+  CU_ASSERT_EQUAL(util_proactor_create(NULL, pt_backend), TAXI_EINVAL);
   CU_ASSERT_EQUAL(taxi_proactor_create(NULL, NULL), TAXI_EINVAL);
-  CU_ASSERT_EQUAL(taxi_proactor_create(&p, "nonesuch"), TAXI_ENOBACKEND);
+  CU_ASSERT_EQUAL(util_proactor_create(&p, "nonesuch"), TAXI_ENOBACKEND);
   CU_ASSERT_PTR_NULL(p);
-  CU_ASSERT_EQUAL(taxi_proactor_create(&p, "emulated:nonesuch"),
+  CU_ASSERT_EQUAL(util_proactor_create(&p, "emulated:nonesuch"),
                   TAXI_ENOBACKEND);
   CU_ASSERT_PTR_NULL(p);
-  int rc = taxi_proactor_create(&p, "");
+  int rc = util_proactor_create(&p, "");
   CU_ASSERT(rc == TAXI_ENOBACKEND || rc == TAXI_EINVAL);
   CU_ASSERT_PTR_NULL(p);
-  rc = taxi_proactor_create(&p, ":");
+  rc = util_proactor_create(&p, ":");
   CU_ASSERT(rc == TAXI_ENOBACKEND || rc == TAXI_EINVAL);
   CU_ASSERT_PTR_NULL(p);
-  taxi_proactor_options_t o;
-  memset(&o, 0, sizeof o);
+  taxi_proactor_options_t o = TAXI_PROACTOR_OPTIONS_INIT;
   o.backend = pt_backend;
-  CU_ASSERT_EQUAL(taxi_proactor_create_ex(NULL, &o), TAXI_EINVAL);
+  CU_ASSERT_EQUAL(taxi_proactor_create(NULL, &o), TAXI_EINVAL);
   o.backend = "nonesuch";
-  CU_ASSERT_EQUAL(taxi_proactor_create_ex(&p, &o), TAXI_ENOBACKEND);
+  CU_ASSERT_EQUAL(taxi_proactor_create(&p, &o), TAXI_ENOBACKEND);
   CU_ASSERT_PTR_NULL(p);
   /* A queue depth that is not a power of two is rounded, not refused. */
   o.backend = pt_backend;
   o.queue_depth = 100;
-  CU_ASSERT_EQUAL_FATAL(taxi_proactor_create_ex(&p, &o), 0);
+  CU_ASSERT_EQUAL_FATAL(taxi_proactor_create(&p, &o), 0);
   pt_destroy(p);
 
   CU_ASSERT_EQUAL(taxi_proactor_destroy(NULL), TAXI_EINVAL);
@@ -130,10 +129,9 @@ static void test_backend_choice(void) {
     printf("\n    automatic choice: %s\n", name);
   }
   pt_destroy(p);
-  taxi_proactor_options_t o;
-  memset(&o, 0, sizeof o);
+  taxi_proactor_options_t o = TAXI_PROACTOR_OPTIONS_INIT;
   p = NULL;
-  CU_ASSERT_EQUAL_FATAL(taxi_proactor_create_ex(&p, &o), 0);
+  CU_ASSERT_EQUAL_FATAL(taxi_proactor_create(&p, &o), 0);
   pt_destroy(p);
 
   /* The environment picks the backend... */
@@ -147,7 +145,7 @@ static void test_backend_choice(void) {
   /* ... whichever of the compiled-in ones works. */
   for (size_t i = 0; names[i]; i++) {
     taxi_proactor_t *q = NULL;
-    if (taxi_proactor_create(&q, names[i]) != 0) continue; /* refused here */
+    if (util_proactor_create(&q, names[i]) != 0) continue; /* refused here */
     taxi_proactor_destroy(q);
     CU_ASSERT_EQUAL(setenv("TAXI_PROACTOR", names[i], 1), 0);
     q = NULL;
@@ -166,11 +164,11 @@ static void test_backend_choice(void) {
   taxi_proactor_t *e = NULL;
   /* select: the readiness backend every system has (poll is not
    * Windows'). */
-  CU_ASSERT_EQUAL_FATAL(taxi_proactor_create(&e, "emulated:select"), 0);
+  CU_ASSERT_EQUAL_FATAL(util_proactor_create(&e, "emulated:select"), 0);
   CU_ASSERT_STRING_EQUAL(taxi_proactor_backend(e), "emulated:select");
   pt_destroy(e);
   e = NULL;
-  CU_ASSERT_EQUAL_FATAL(taxi_proactor_create(&e, "emulated"), 0);
+  CU_ASSERT_EQUAL_FATAL(util_proactor_create(&e, "emulated"), 0);
   const char *full = taxi_proactor_backend(e);
   CU_ASSERT(full && strncmp(full, "emulated:", 9) == 0 && full[9] != '\0');
   pt_destroy(e);
@@ -178,7 +176,7 @@ static void test_backend_choice(void) {
   /* An explicit name wins over the environment. */
   CU_ASSERT_EQUAL(setenv("TAXI_PROACTOR", "nonesuch", 1), 0);
   p = NULL;
-  CU_ASSERT_EQUAL(taxi_proactor_create(&p, pt_backend), 0);
+  CU_ASSERT_EQUAL(util_proactor_create(&p, pt_backend), 0);
   if (p) pt_destroy(p);
   unsetenv("TAXI_PROACTOR");
 }

@@ -101,12 +101,11 @@ static void em_limit_restore(void) {
 static void test_multishot_pauses_and_resumes(void) {
   static em_run_t run;
   memset(&run, 0, sizeof run);
-  taxi_proactor_options_t o;
-  memset(&o, 0, sizeof o);
+  taxi_proactor_options_t o = TAXI_PROACTOR_OPTIONS_INIT;
   o.backend = pt_backend;
   o.on_error = em_on_error;
   o.on_error_arg = &run;
-  CU_ASSERT_EQUAL_FATAL(taxi_proactor_create_ex(&run.p, &o), 0);
+  CU_ASSERT_EQUAL_FATAL(taxi_proactor_create(&run.p, &o), 0);
   int port = 0;
   int lfd = util_tcp_listener(&port);
   CU_ASSERT_FATAL(lfd >= 0);
@@ -188,12 +187,11 @@ static void test_multishot_pauses_and_resumes(void) {
 static void test_close_while_paused(void) {
   static em_run_t run;
   memset(&run, 0, sizeof run);
-  taxi_proactor_options_t o;
-  memset(&o, 0, sizeof o);
+  taxi_proactor_options_t o = TAXI_PROACTOR_OPTIONS_INIT;
   o.backend = pt_backend;
   o.on_error = em_on_error;
   o.on_error_arg = &run;
-  CU_ASSERT_EQUAL_FATAL(taxi_proactor_create_ex(&run.p, &o), 0);
+  CU_ASSERT_EQUAL_FATAL(taxi_proactor_create(&run.p, &o), 0);
   int port = 0;
   int lfd = util_tcp_listener(&port);
   CU_ASSERT_FATAL(lfd >= 0);

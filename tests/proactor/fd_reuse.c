@@ -202,8 +202,7 @@ static void fr_loop(bool pool) {
   CU_ASSERT_FATAL(conns != NULL);
   taxi_lf_pool_t *lf = NULL;
   if (pool) {
-    taxi_lf_options_t o;
-    memset(&o, 0, sizeof o);
+    taxi_lf_options_t o = TAXI_LF_OPTIONS_INIT;
     if (pt_backend_is("iocp")) o.leaders = TAXI_LEADERS_MANY;
     CU_ASSERT_EQUAL_FATAL(taxi_lf_create_proactor(&lf, run.p, &o), 0);
     CU_ASSERT_EQUAL_FATAL(taxi_lf_spawn(lf, FR_THREADS), 0);

@@ -63,7 +63,7 @@ unsigned pt_max_handles(void) {
 
 taxi_proactor_t *pt_proactor(void) {
   taxi_proactor_t *p = NULL;
-  int rc = taxi_proactor_create(&p, pt_backend);
+  int rc = util_proactor_create(&p, pt_backend);
   if (rc != 0 || !p)
     printf("\n    taxi_proactor_create(\"%s\") = %d (%s)\n", pt_backend, rc,
            taxi_error_name(rc));

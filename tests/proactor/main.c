@@ -39,7 +39,7 @@ static int pt_backend_unavailable(const char *backend) {
     return TAXI_TEST_SKIP_STATUS;
   }
   taxi_proactor_t *p = NULL;
-  int rc = taxi_proactor_create(&p, backend);
+  int rc = util_proactor_create(&p, backend);
   if (rc == 0) {
     taxi_proactor_destroy(p);
     return 0;

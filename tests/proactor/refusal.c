@@ -62,7 +62,7 @@ static int refused_child(int err, int expected) {
   if (deny_io_uring_setup(err) != 0) return RF_FILTER;
   int bad = 0;
   taxi_proactor_t *p = NULL;
-  if (taxi_proactor_create(&p, "uring") != expected) bad |= RF_NAMED;
+  if (util_proactor_create(&p, "uring") != expected) bad |= RF_NAMED;
   if (taxi_last_os_error() != err) bad |= RF_OS_ERROR;
   if (p) taxi_proactor_destroy(p);
   p = NULL;

@@ -516,8 +516,7 @@ static void test_pool_echo_exactly_once(void) {
   }
   /* Where the completion queue takes several waiters (IOCP), the pool runs
    * as the paper's multiple leaders on a concurrent handle set. */
-  taxi_lf_options_t o;
-  memset(&o, 0, sizeof o);
+  taxi_lf_options_t o = TAXI_LF_OPTIONS_INIT;
   if (pt_backend_is("iocp")) o.leaders = TAXI_LEADERS_MANY;
   CU_ASSERT_EQUAL_FATAL(taxi_lf_create_proactor(&run.pool, run.p, &o), 0);
   CU_ASSERT_EQUAL_FATAL(taxi_lf_spawn(run.pool, EC_THREADS), 0);
@@ -600,8 +599,7 @@ static void test_pool_echo_exactly_once(void) {
  * at once (IOCP); every other backend refuses it with TAXI_ENOTSUP. */
 static void test_pool_leaders_many(void) {
   taxi_proactor_t *p = pt_proactor();
-  taxi_lf_options_t o;
-  memset(&o, 0, sizeof o);
+  taxi_lf_options_t o = TAXI_LF_OPTIONS_INIT;
   o.leaders = TAXI_LEADERS_MANY;
   taxi_lf_pool_t *pool = NULL;
   int rc = taxi_lf_create_proactor(&pool, p, &o);

@@ -383,19 +383,17 @@ static void soak(const char *backend, int dispatcher) {
     atomic_init(&run->slots[i].state, SLOT_CLOSED);
     run->slots[i].run = run;
   }
-  CU_ASSERT_EQUAL_FATAL(taxi_reactor_create(&run->r, backend), 0);
+  CU_ASSERT_EQUAL_FATAL(util_reactor_create(&run->r, backend), 0);
 
   taxi_lf_pool_t *lf = NULL;
   taxi_hsha_pool_t *hsha = NULL;
   util_thread_t dispatch;
   if (dispatcher == DISPATCH_LF) {
-    taxi_lf_options_t o;
-    memset(&o, 0, sizeof o);
+    taxi_lf_options_t o = TAXI_LF_OPTIONS_INIT;
     CU_ASSERT_EQUAL_FATAL(taxi_lf_create(&lf, run->r, &o), 0);
     CU_ASSERT_EQUAL_FATAL(taxi_lf_spawn(lf, POOL_THREADS), 0);
   } else if (dispatcher == DISPATCH_HSHA) {
-    taxi_hsha_options_t o;
-    memset(&o, 0, sizeof o);
+    taxi_hsha_options_t o = TAXI_HSHA_OPTIONS_INIT;
     o.workers = POOL_THREADS;
     CU_ASSERT_EQUAL_FATAL(taxi_hsha_create(&hsha, run->r, &o), 0);
   } else {

@@ -202,7 +202,9 @@ static void test_bad_context_options(void) {
   taxi_io_options_init(&o);
   o.dispatcher = TAXI_IO_LF;
   o.backend = "poll";
-  o.lf.leaders = TAXI_LEADERS_MANY;
+  taxi_lf_options_t lo = TAXI_LF_OPTIONS_INIT;
+  lo.leaders = TAXI_LEADERS_MANY;
+  o.lf = &lo;
   int rc = taxi_io_create(&io, &o);
   CU_ASSERT(rc == TAXI_ENOTSUP || rc == TAXI_ENOBACKEND);
   /* A supplied object of the wrong kind. */

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * core/options.h - reading the options structures of the public API.
+ *
+ * Every taxi_*_options_t begins with `size_t size`, set by its *_init
+ * function and its *_OPTIONS_INIT initialiser to the size the program was
+ * compiled with.  A program built against an older, shorter structure
+ * passes its size and what it does not know keeps the defaults; one built
+ * against a newer, longer structure may pass the fields this version does
+ * not know only as zero (a non-zero one asks for something this version
+ * cannot do, so it is refused, not ignored).
+ */
+#ifndef TAXI_CORE_OPTIONS_H
+#define TAXI_CORE_OPTIONS_H
+
+#include <stddef.h>
+
+/* Copy the caller's options `in` (NULL: none) over `out`, which holds the
+ * defaults and is `out_size` bytes long; `min_size` is the size of the
+ * first published version of the structure.  Returns 0, or TAXI_EINVAL
+ * (size below min_size, or a non-zero byte beyond out_size).  Sets
+ * out's size to out_size. */
+int taxi__options_copy(void *out, size_t out_size, const void *in,
+                       size_t min_size);
+
+#endif /* TAXI_CORE_OPTIONS_H */

@@ -189,7 +189,6 @@ int taxi_io_create(taxi_io_t **out, const taxi_io_options_t *opts) {
   io->wake[0] = io->wake[1] = TAXI_INVALID_HANDLE;
   atomic_init(&io->stop_requested, 0);
   atomic_init(&io->wake_pending, 0);
-  atomic_init(&io->sig_closing, false);
   atomic_init(&io->hsha_live, o.hsha_pool);
   rc = check_threads(io, o.threads);
   if (rc < 0) goto fail_free;
@@ -271,11 +270,6 @@ static void real_stop(taxi_io_t *io) {
 void taxi__io_woken(taxi_io_t *io) {
   atomic_store(&io->wake_pending, 0);
   taxi__sock_drain(io->wake[0]);
-  for (int w = 0; w < TAXI__IO_SIGNALS / 64; w++) {
-    unsigned long long bits = atomic_exchange(&io->sig_pending[w], 0);
-    for (int b = 0; bits; b++, bits >>= 1)
-      if (bits & 1) taxi__io_signal(io, w * 64 + b);
-  }
   if (atomic_load(&io->stop_requested)) real_stop(io);
 }
 

@@ -124,17 +124,13 @@ struct taxi_io {
   taxi_op_t wake_op;     /* proactive */
   bool wake_reading;
 
-  /* Signals: the callbacks, and (proactive) the ones that arrived. */
+  /* Signals: the callbacks, and (proactive) those added to the proactor. */
   struct {
     taxi_io_signal_fn fn;
     void *arg;
   } sig[TAXI__IO_SIGNALS];
-  taxi_handler_t sig_h;
-  atomic_ullong sig_pending[TAXI__IO_SIGNALS / 64];
-  taxi_reactor_t *sig_reactor; /* proactive: where signals are caught */
-  taxi__thread_t sig_thread;
-  bool sig_thread_running;
-  atomic_bool sig_closing; /* the signal thread is being stopped */
+  taxi_handler_t sig_h;             /* reactive */
+  bool sig_added[TAXI__IO_SIGNALS]; /* proactive */
 
   taxi_stream_t *streams;
   taxi_listener_t *listeners;

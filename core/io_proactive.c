@@ -60,16 +60,12 @@ static int ctx_dispatch(taxi_io_t *io, int timeout_ms) {
 }
 
 static void ctx_close(taxi_io_t *io) {
-  if (io->sig_thread_running) {
-    atomic_store(&io->sig_closing, true);
-    taxi_reactor_stop(io->sig_reactor);
-    taxi__thread_join(io->sig_thread);
-    io->sig_thread_running = false;
-  }
-  if (io->sig_reactor) {
-    taxi_reactor_destroy(io->sig_reactor);
-    io->sig_reactor = NULL;
-  }
+  /* The signals the context added: the proactor may be the
+   * application's and outlive it. */
+  for (int signo = 1; signo < TAXI__IO_SIGNALS; signo++)
+    if (io->sig_added[signo])
+      (void)taxi_proactor_remove_signal(io->proactor, signo);
+  memset(io->sig_added, 0, sizeof io->sig_added);
   /* The read completes with TAXI_ECANCELED; wait for it, so the record is
    * idle before the context's memory goes. */
   taxi_proactor_close(io->proactor, io->wake[0]);
@@ -80,75 +76,23 @@ static void ctx_close(taxi_io_t *io) {
   }
 }
 
-/*
- * Signals.  The proactor has no signal source of its own (yet), so a
- * reactor catches them, run by a thread of the context that does nothing
- * else; its hook marks the signal and wakes the proactor through the
- * wake-up socket, and taxi__io_woken calls the application's callback in
- * a dispatching thread.
- */
-static void *sig_main(void *arg) {
-  taxi_io_t *io = arg;
-  /* The reactor retries transient wait errors itself; one it returns is
-   * persistent, and reported through taxi__io_on_error already.  With this
-   * thread gone the signals would stay blocked and unheard: the context
-   * stops instead. */
-  int rc = taxi_reactor_run(io->sig_reactor);
-  if (rc < 0 && rc != TAXI_ESTOPPED) taxi__io_fail(io, rc);
-  return NULL;
+/* Signals: the proactor's own (taxi_proactor_add_signal), told in a
+ * dispatching thread. */
+static void sig_caught(taxi_proactor_t *p, int signo, void *arg) {
+  (void)p;
+  taxi__io_signal(arg, signo);
 }
-
-static int sig_caught(taxi_handler_t *h, int signo) {
-  taxi_io_t *io = TAXI_CONTAINER_OF(h, taxi_io_t, sig_h);
-  atomic_fetch_or(&io->sig_pending[signo / 64], 1ull << (signo % 64));
-  /* This thread does nothing else, so it may wait: a kick that could not
-   * be sent (the wake-up socket refused for a while) is sent again after
-   * a growing pause, each failure reported - else the signal would wait
-   * for some other kick, and a stop might never come.  Past the back-off's
-   * limit it keeps trying at the longest pause, until the context closes
-   * this thread. */
-  taxi__backoff_t b = {0};
-  int rc;
-  while ((rc = taxi__io_kick(io)) < 0 && !atomic_load(&io->sig_closing)) {
-    taxi_time_t pause = taxi__backoff_failed(&b);
-    taxi__report_error(taxi__io_on_error, io, rc, "signal", TAXI_INVALID_HANDLE,
-                       b.failures, false);
-    taxi__sleep(pause < 0 ? TAXI__BACKOFF_MAX_NS : pause);
-  }
-  return 0;
-}
-
-static const taxi_handler_ops_t sig_ops = {.signal = sig_caught};
 
 static int ctx_add_signal(taxi_io_t *io, int signo) {
-  int rc;
-  if (!io->sig_reactor) {
-    taxi_reactor_options_t ro = TAXI_REACTOR_OPTIONS_INIT;
-    ro.on_error = taxi__io_on_error;
-    ro.on_error_arg = io;
-    rc = taxi_reactor_create(&io->sig_reactor, &ro);
-    if (rc < 0) return rc;
-    taxi_handler_init(&io->sig_h, &sig_ops);
-  }
-  /* In the caller's thread, which the rules of taxi_reactor_add_signal
-   * are about (the signal is blocked here, and in threads made later). */
-  rc = taxi_reactor_add_signal(io->sig_reactor, signo, &io->sig_h);
-  if (rc == 0 && !io->sig_thread_running) {
-    /* Masked: signals added after it starts are blocked only in the
-     * threads made after that, so this one must block them all from the
-     * first (its signal source reads them without their delivery). */
-    rc = taxi__thread_create_masked(&io->sig_thread, sig_main, io);
-    if (rc == 0)
-      io->sig_thread_running = true;
-    else
-      taxi_reactor_remove_signal(io->sig_reactor, signo);
-  }
+  int rc = taxi_proactor_add_signal(io->proactor, signo, sig_caught, io);
+  if (rc == 0) io->sig_added[signo] = true;
   return rc;
 }
 
 static int ctx_remove_signal(taxi_io_t *io, int signo) {
-  return io->sig_reactor ? taxi_reactor_remove_signal(io->sig_reactor, signo)
-                         : TAXI_ENOENT;
+  int rc = taxi_proactor_remove_signal(io->proactor, signo);
+  if (rc == 0) io->sig_added[signo] = false;
+  return rc;
 }
 
 /* ---- streams --------------------------------------------------------------

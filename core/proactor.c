@@ -313,6 +313,11 @@ int taxi_proactor_destroy(taxi_proactor_t *p) {
   p->destroying = true;
   p->has_owner = true;
   p->owner = taxi__thread_self();
+  /* The catching thread posts to the proactor: gone before it drains
+   * (posts are refused from now on). */
+  taxi__mutex_unlock(&p->lock);
+  taxi__proactor_signals_close(p);
+  taxi__mutex_lock(&p->lock);
   close_all_locked(p);
   taxi__proactor_drain_locked(p);
   /* Connections accepted while draining were attached after the first
@@ -322,6 +327,7 @@ int taxi_proactor_destroy(taxi_proactor_t *p) {
   taxi__mutex_unlock(&p->lock);
 
   p->ops->close(p->backend);
+  taxi__proactor_signals_free(p);
   taxi__handle_map_destroy(&p->map);
   taxi__mutex_destroy(&p->lock);
   taxi__free(p->rows);

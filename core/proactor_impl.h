@@ -191,6 +191,8 @@ typedef struct taxi__backlog {
   size_t cap, head, count;
 } taxi__backlog_t;
 
+typedef struct taxi__psig taxi__psig_t;
+
 struct taxi_proactor {
   taxi__mutex_t lock;
   const taxi__completion_ops_t *ops;
@@ -253,8 +255,21 @@ struct taxi_proactor {
   void *on_error_arg;
   taxi__backoff_t wait_backoff;
 
+  /* Signals (core/proactor_signal.c): made with the first one added. */
+  taxi__psig_t *sig;
+  bool sig_busy; /* an add or remove is under way outside the lock */
+
   taxi_proactor_stats_t stats; /* started, completed, cancelled, submissions */
 };
+
+/* ---- proactor_signal.c ------------------------------------------------- */
+
+/* Stop catching signals (join the catching thread, restore each signal's
+ * disposition); the record it posts may still be in flight.  Without the
+ * lock, before the proactor drains. */
+void taxi__proactor_signals_close(taxi_proactor_t *p);
+/* Free what is left, once nothing is in flight. */
+void taxi__proactor_signals_free(taxi_proactor_t *p);
 
 /* ---- proactor.c -------------------------------------------------------- */
 

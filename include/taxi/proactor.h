@@ -414,6 +414,44 @@ TAXI_EXTERN int taxi_proactor_stop(taxi_proactor_t *p);
  * handle_events dispatch again.  0, or TAXI_EINVAL. */
 TAXI_EXTERN int taxi_proactor_restart(taxi_proactor_t *p);
 
+/* ---- signals ------------------------------------------------------------ */
+
+/* Told of a signal, in a thread that dispatches the proactor. */
+typedef void (*taxi_proactor_signal_fn)(taxi_proactor_t *p, int signo,
+                                        void *arg);
+
+/*
+ * taxi_proactor_add_signal - call fn(p, signo, arg) in a dispatching
+ * thread, as a completion, each time POSIX signal `signo` arrives; no user
+ * code runs in the OS signal handler.  The signal is caught as
+ * taxi_reactor_add_signal() catches it (its rules on blocking apply: add
+ * signals before starting other threads, which inherit the mask), by a
+ * reactor and a thread of the proactor's own, made with the first signal
+ * added and kept until the proactor is destroyed; so a signal costs one
+ * hand-off between threads, and nothing is allocated per signal.  Signals
+ * arriving close together may be merged into one call.  One reactor or
+ * proactor per process may own a given signal.
+ * Returns 0, or TAXI_EINVAL (NULL p or fn, signo not a catchable signal),
+ * TAXI_EEXIST (p already delivers signo), TAXI_EBUSY (another reactor or
+ * proactor owns signo, or another thread is adding or removing a signal
+ * of p now), TAXI_ESTOPPED (being destroyed), TAXI_ENOTSUP (no POSIX
+ * signals: Windows), TAXI_ENOMEM, TAXI_ESYS.
+ * Threads: any (the mask rules above are about the calling thread).
+ */
+TAXI_EXTERN int taxi_proactor_add_signal(taxi_proactor_t *p, int signo,
+                                         taxi_proactor_signal_fn fn,
+                                         void *arg);
+
+/*
+ * taxi_proactor_remove_signal - stop delivering signo; its disposition and
+ * the mask of the thread that added it are restored.  A call to fn for a
+ * signal taken before may still be under way, or about to start, in a
+ * dispatching thread.
+ * Returns 0, TAXI_EINVAL, TAXI_ENOENT (p does not deliver signo),
+ * TAXI_EBUSY (another thread is adding or removing a signal of p now).
+ */
+TAXI_EXTERN int taxi_proactor_remove_signal(taxi_proactor_t *p, int signo);
+
 /*
  * taxi_lf_create_proactor - a Leader/Followers pool over the proactor's
  * completion queue: one leader reaps completions, promotes a follower, then

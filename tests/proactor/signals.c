@@ -1,0 +1,218 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * tests/proactor/signals.c - POSIX signals delivered by a proactor
+ * (taxi_proactor_add_signal): in the dispatching thread, under a pool,
+ * ownership across proactors, bad numbers, and what is restored by remove
+ * and destroy.
+ */
+#define _GNU_SOURCE 1
+
+#include "config.h"
+
+#include "suites.h"
+
+#if !defined(_WIN32)
+
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
+/* A handler the test installs for SIGUSR1/SIGUSR2: it runs only when a
+ * signal escapes the proactor, and keeps such a signal from killing the
+ * process. */
+static volatile sig_atomic_t stray;
+static void on_stray(int signo) {
+  (void)signo;
+  stray++;
+}
+
+static void set_disposition(int signo, void (*fn)(int)) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = fn;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigaction(signo, &sa, NULL);
+}
+
+static void unblock(int signo) {
+  sigset_t s;
+  sigemptyset(&s);
+  sigaddset(&s, signo);
+  pthread_sigmask(SIG_UNBLOCK, &s, NULL);
+}
+
+static void ps_setup(void) {
+  stray = 0;
+  set_disposition(SIGUSR1, on_stray);
+  set_disposition(SIGUSR2, on_stray);
+}
+
+static void ps_teardown(void) {
+  set_disposition(SIGUSR1, SIG_DFL);
+  set_disposition(SIGUSR2, SIG_DFL);
+  unblock(SIGUSR1);
+  unblock(SIGUSR2);
+}
+
+typedef struct got {
+  atomic_int usr1, usr2, other;
+  atomic_int wrong_proactor;
+  pthread_t thread;
+  taxi_proactor_t *p;
+} got_t;
+
+static void on_signal(taxi_proactor_t *p, int signo, void *arg) {
+  got_t *g = arg;
+  g->thread = pthread_self();
+  if (p != g->p) atomic_fetch_add(&g->wrong_proactor, 1);
+  if (signo == SIGUSR1)
+    atomic_fetch_add(&g->usr1, 1);
+  else if (signo == SIGUSR2)
+    atomic_fetch_add(&g->usr2, 1);
+  else
+    atomic_fetch_add(&g->other, 1);
+}
+
+/* Delivered, as a completion in the dispatching thread, with the right
+ * number; a burst is at least one call, never a stray. */
+static void test_delivered(void) {
+  ps_setup();
+  got_t g;
+  memset(&g, 0, sizeof g);
+  taxi_proactor_t *p = pt_proactor();
+  g.p = p;
+  CU_ASSERT_EQUAL_FATAL(taxi_proactor_add_signal(p, SIGUSR1, on_signal, &g), 0);
+  CU_ASSERT_EQUAL_FATAL(taxi_proactor_add_signal(p, SIGUSR2, on_signal, &g), 0);
+  kill(getpid(), SIGUSR1);
+  CU_ASSERT_EQUAL(pt_run_count(p, &g.usr1, 1), 1);
+  CU_ASSERT(pthread_equal(g.thread, pthread_self()));
+  for (int i = 0; i < 20; i++) kill(getpid(), i % 2 ? SIGUSR1 : SIGUSR2);
+  CU_ASSERT_EQUAL(pt_run_count(p, &g.usr2, 1), 1);
+  CU_ASSERT_EQUAL(pt_run_count(p, &g.usr1, 2), 1);
+  CU_ASSERT_EQUAL(atomic_load(&g.other), 0);
+  CU_ASSERT_EQUAL(atomic_load(&g.wrong_proactor), 0);
+  CU_ASSERT_EQUAL(stray, 0);
+  pt_destroy(p);
+  ps_teardown();
+}
+
+/* Under a Leader/Followers pool: delivered in one of its threads. */
+static void test_under_pool(void) {
+  ps_setup();
+  got_t g;
+  memset(&g, 0, sizeof g);
+  taxi_proactor_t *p = pt_proactor();
+  g.p = p;
+  /* Added before the pool's threads exist: they inherit the mask. */
+  CU_ASSERT_EQUAL_FATAL(taxi_proactor_add_signal(p, SIGUSR1, on_signal, &g), 0);
+  taxi_lf_pool_t *pool = NULL;
+  CU_ASSERT_EQUAL_FATAL(taxi_lf_create_proactor(&pool, p, NULL), 0);
+  CU_ASSERT_EQUAL_FATAL(taxi_lf_spawn(pool, 2), 0);
+  kill(getpid(), SIGUSR1);
+  int ms = 0;
+  while (atomic_load(&g.usr1) < 1 && ms < pt_wait_ms()) {
+    util_sleep_ms(5);
+    ms += 5;
+  }
+  CU_ASSERT_EQUAL(atomic_load(&g.usr1), 1);
+  CU_ASSERT(!pthread_equal(g.thread, pthread_self()));
+  CU_ASSERT_EQUAL(taxi_lf_destroy(pool), 0);
+  CU_ASSERT_EQUAL(stray, 0);
+  pt_destroy(p);
+  ps_teardown();
+}
+
+/* Bad input, twice the same, and a signal owned by another proactor. */
+static void test_refusals(void) {
+  ps_setup();
+  got_t g;
+  memset(&g, 0, sizeof g);
+  taxi_proactor_t *p = pt_proactor();
+  g.p = p;
+  CU_ASSERT_EQUAL(taxi_proactor_add_signal(NULL, SIGUSR1, on_signal, &g),
+                  TAXI_EINVAL);
+  CU_ASSERT_EQUAL(taxi_proactor_add_signal(p, SIGUSR1, NULL, &g), TAXI_EINVAL);
+  const int bad[] = {0, -1, 128, 1000, SIGKILL, SIGSTOP};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    CU_ASSERT_EQUAL(taxi_proactor_add_signal(p, bad[i], on_signal, &g),
+                    TAXI_EINVAL);
+  CU_ASSERT_EQUAL(taxi_proactor_remove_signal(p, SIGUSR1), TAXI_ENOENT);
+  CU_ASSERT_EQUAL(taxi_proactor_remove_signal(NULL, SIGUSR1), TAXI_EINVAL);
+  CU_ASSERT_EQUAL(taxi_proactor_remove_signal(p, 0), TAXI_EINVAL);
+
+  CU_ASSERT_EQUAL(taxi_proactor_add_signal(p, SIGUSR1, on_signal, &g), 0);
+  CU_ASSERT_EQUAL(taxi_proactor_add_signal(p, SIGUSR1, on_signal, &g),
+                  TAXI_EEXIST);
+  taxi_proactor_t *q = pt_proactor();
+  CU_ASSERT_EQUAL(taxi_proactor_add_signal(q, SIGUSR1, on_signal, &g),
+                  TAXI_EBUSY);
+  /* Once p lets it go, q may have it. */
+  CU_ASSERT_EQUAL(taxi_proactor_remove_signal(p, SIGUSR1), 0);
+  CU_ASSERT_EQUAL(taxi_proactor_remove_signal(p, SIGUSR1), TAXI_ENOENT);
+  got_t h;
+  memset(&h, 0, sizeof h);
+  h.p = q;
+  CU_ASSERT_EQUAL(taxi_proactor_add_signal(q, SIGUSR1, on_signal, &h), 0);
+  kill(getpid(), SIGUSR1);
+  CU_ASSERT_EQUAL(pt_run_count(q, &h.usr1, 1), 1);
+  CU_ASSERT_EQUAL(pt_settle(p, 20) >= 0, 1);
+  CU_ASSERT_EQUAL(atomic_load(&g.usr1), 0);
+  pt_destroy(q);
+  pt_destroy(p);
+  CU_ASSERT_EQUAL(stray, 0);
+  ps_teardown();
+}
+
+/* Remove and destroy give the signal back: its disposition (the test's
+ * handler) takes it again once it is unblocked. */
+static void test_given_back(void) {
+  ps_setup();
+  got_t g;
+  memset(&g, 0, sizeof g);
+  taxi_proactor_t *p = pt_proactor();
+  g.p = p;
+  CU_ASSERT_EQUAL_FATAL(taxi_proactor_add_signal(p, SIGUSR1, on_signal, &g), 0);
+  CU_ASSERT_EQUAL_FATAL(taxi_proactor_add_signal(p, SIGUSR2, on_signal, &g), 0);
+  CU_ASSERT_EQUAL(taxi_proactor_remove_signal(p, SIGUSR1), 0);
+  unblock(SIGUSR1);
+  raise(SIGUSR1);
+  CU_ASSERT_EQUAL(stray, 1);
+  /* Destroyed with SIGUSR2 still added. */
+  pt_destroy(p);
+  unblock(SIGUSR2);
+  raise(SIGUSR2);
+  CU_ASSERT_EQUAL(stray, 2);
+  CU_ASSERT_EQUAL(atomic_load(&g.usr1) + atomic_load(&g.usr2), 0);
+  ps_teardown();
+}
+
+static CU_TestInfo signal_tests[] = {
+    {"delivered in the dispatching thread", test_delivered},
+    {"delivered under a pool", test_under_pool},
+    {"refusals and ownership", test_refusals},
+    {"remove and destroy give the signal back", test_given_back},
+    CU_TEST_INFO_NULL,
+};
+
+#else /* _WIN32 */
+
+/* No POSIX signals: refused, clearly. */
+static void test_not_supported(void) {
+  taxi_proactor_t *p = pt_proactor();
+  CU_ASSERT_EQUAL(taxi_proactor_add_signal(p, 2, NULL, NULL), TAXI_EINVAL);
+  int rc = taxi_proactor_add_signal(p, 2, (taxi_proactor_signal_fn)1, NULL);
+  CU_ASSERT(rc == TAXI_ENOTSUP || rc == TAXI_EINVAL);
+  CU_ASSERT_EQUAL(taxi_proactor_remove_signal(p, 2), TAXI_ENOENT);
+  pt_destroy(p);
+}
+
+static CU_TestInfo signal_tests[] = {
+    {"no POSIX signals: refused", test_not_supported},
+    CU_TEST_INFO_NULL,
+};
+
+#endif
+
+const taxi_test_suite_t pt_suite_signals = {"signals", signal_tests, 60, NULL};

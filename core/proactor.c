@@ -73,6 +73,7 @@ int taxi_proactor_create(taxi_proactor_t **out,
            under);
   p->free_head = TAXI__ROW_NIL;
   taxi__handle_map_init(&p->map);
+  taxi__timer_heap_init(&p->timers, &taxi__proactor_timer_ops);
   *out = p;
   return 0;
 
@@ -331,7 +332,7 @@ int taxi_proactor_destroy(taxi_proactor_t *p) {
   taxi__handle_map_destroy(&p->map);
   taxi__mutex_destroy(&p->lock);
   taxi__free(p->rows);
-  taxi__free(p->timers);
+  taxi__timer_heap_destroy(&p->timers);
   taxi__free(p->backlog.items);
   taxi__free(p->wait_buf);
   taxi__free(p);

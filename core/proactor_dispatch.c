@@ -115,71 +115,41 @@ void taxi__proactor_complete_locked(taxi_proactor_t *p, taxi_op_t *op,
 
 /* ---- timers ------------------------------------------------------------- */
 
-static bool earlier(const taxi_op_t *a, const taxi_op_t *b) {
-  if (a->internal_.deadline != b->internal_.deadline)
-    return a->internal_.deadline < b->internal_.deadline;
-  return a->internal_.offset < b->internal_.offset;
+/* The timer heap's view of a timer operation: by deadline, then as
+ * scheduled (the sequence is kept in `offset`, unused by timers).  Out of
+ * the heap its index is TAXI__NOT_IN_HEAP, the same value as TAXI__NO_ROW
+ * (heap_index is the row of the operations that are not timers). */
+static bool op_before(const void *a, const void *b) {
+  const taxi_op_t *x = a, *y = b;
+  if (x->internal_.deadline != y->internal_.deadline)
+    return x->internal_.deadline < y->internal_.deadline;
+  return x->internal_.offset < y->internal_.offset;
 }
 
-static void heap_set(taxi_proactor_t *p, size_t i, taxi_op_t *op) {
-  p->timers[i] = op;
-  op->internal_.heap_index = i;
+static size_t *op_index(void *op) {
+  return &((taxi_op_t *)op)->internal_.heap_index;
 }
 
-static void sift_up(taxi_proactor_t *p, size_t i) {
-  taxi_op_t *op = p->timers[i];
-  while (i > 0) {
-    size_t parent = (i - 1) / 2;
-    if (!earlier(op, p->timers[parent])) break;
-    heap_set(p, i, p->timers[parent]);
-    i = parent;
-  }
-  heap_set(p, i, op);
-}
-
-static void sift_down(taxi_proactor_t *p, size_t i) {
-  taxi_op_t *op = p->timers[i];
-  for (;;) {
-    size_t c = 2 * i + 1;
-    if (c >= p->ntimers) break;
-    if (c + 1 < p->ntimers && earlier(p->timers[c + 1], p->timers[c])) c++;
-    if (!earlier(p->timers[c], op)) break;
-    heap_set(p, i, p->timers[c]);
-    i = c;
-  }
-  heap_set(p, i, op);
-}
-
-int taxi__proactor_timer_reserve_locked(taxi_proactor_t *p) {
-  if (p->ntimers < p->timers_cap) return 0;
-  size_t ncap = p->timers_cap ? p->timers_cap * 2 : 16;
-  taxi_op_t **n = taxi__reallocarray(p->timers, ncap, sizeof *n);
-  if (!n) return TAXI_ENOMEM;
-  p->timers = n;
-  p->timers_cap = ncap;
-  return 0;
-}
+const taxi__timer_heap_ops_t taxi__proactor_timer_ops = {op_before, op_index};
 
 void taxi__proactor_timer_push_locked(taxi_proactor_t *p, taxi_op_t *op) {
   taxi__op_set_phase(op, TAXI__OP_TIMER);
-  p->timers[p->ntimers] = op;
-  sift_up(p, p->ntimers++);
+  taxi__timer_heap_push(&p->timers, op);
 }
 
 void taxi__proactor_timer_remove_locked(taxi_proactor_t *p, taxi_op_t *op) {
-  size_t i = op->internal_.heap_index;
-  taxi_op_t *last = p->timers[--p->ntimers];
-  op->internal_.heap_index = TAXI__NO_ROW;
-  if (i == p->ntimers) return;
-  heap_set(p, i, last);
-  sift_up(p, i);
-  sift_down(p, last->internal_.heap_index);
+  taxi__timer_heap_remove(&p->timers, op); /* index: TAXI__NOT_IN_HEAP */
+}
+
+static taxi_op_t *first_timer(const taxi_proactor_t *p) {
+  return taxi__timer_heap_top(&p->timers);
 }
 
 /* The earliest of the timers and of the ends of accept pauses (few: one
  * per listener at most). */
 static taxi_time_t next_deadline(const taxi_proactor_t *p) {
-  taxi_time_t d = p->ntimers ? p->timers[0]->internal_.deadline : INT64_MAX;
+  const taxi_op_t *t = first_timer(p);
+  taxi_time_t d = t ? t->internal_.deadline : INT64_MAX;
   for (const taxi_op_t *op = p->paused.head; op; op = op->internal_.next)
     if (op->internal_.deadline < d) d = op->internal_.deadline;
   return d;
@@ -190,8 +160,8 @@ static void resume_accepts_locked(taxi_proactor_t *p, taxi_time_t now);
 /* Move the timers due by `now` to the completion queue, earliest first,
  * and resume the accepts whose pause is over. */
 static void expire_locked(taxi_proactor_t *p, taxi_time_t now) {
-  while (p->ntimers && p->timers[0]->internal_.deadline <= now) {
-    taxi_op_t *op = p->timers[0];
+  taxi_op_t *op;
+  while ((op = first_timer(p)) && op->internal_.deadline <= now) {
     taxi__proactor_timer_remove_locked(p, op);
     finish_locked(p, op, 0);
   }
@@ -672,8 +642,8 @@ static void abandon_locked(taxi_proactor_t *p) {
 }
 
 void taxi__proactor_drain_locked(taxi_proactor_t *p) {
-  while (p->ntimers) {
-    taxi_op_t *op = p->timers[0];
+  taxi_op_t *op;
+  while ((op = first_timer(p))) {
     taxi__proactor_timer_remove_locked(p, op);
     taxi__proactor_complete_locked(p, op, TAXI_ECANCELED);
   }

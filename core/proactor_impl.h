@@ -88,6 +88,7 @@
 #include "backends/completion.h"
 #include "core/handle_map.h"
 #include "core/reactor_impl.h"
+#include "core/timer_heap.h"
 #include "core/backoff.h"
 #include "ports/port.h"
 
@@ -210,9 +211,8 @@ struct taxi_proactor {
   taxi__opq_t ready;
   size_t ready_count;
 
-  /* Timers: a binary min-heap of TIMER ops by (deadline, sequence). */
-  taxi_op_t **timers;
-  size_t ntimers, timers_cap;
+  /* Timers: TIMER ops by (deadline, sequence); taxi__proactor_timer_ops. */
+  taxi__timer_heap_t timers;
   int64_t timer_seq;
 
   taxi__backlog_t backlog;
@@ -304,9 +304,9 @@ void taxi__proactor_complete_locked(taxi_proactor_t *p, taxi_op_t *op,
 /* Process what a backend wait reported.  p->lock held. */
 void taxi__proactor_process_locked(taxi_proactor_t *p,
                                    const taxi__completion_t *c);
-/* Timers.  p->lock held.  reserve (room for one more, so that push
- * cannot fail): 0 or TAXI_ENOMEM. */
-int taxi__proactor_timer_reserve_locked(taxi_proactor_t *p);
+/* Timers.  p->lock held; taxi__timer_heap_reserve(&p->timers) first, so
+ * that push cannot fail. */
+extern const taxi__timer_heap_ops_t taxi__proactor_timer_ops;
 void taxi__proactor_timer_push_locked(taxi_proactor_t *p, taxi_op_t *op);
 void taxi__proactor_timer_remove_locked(taxi_proactor_t *p, taxi_op_t *op);
 /* Wake the waiting threads if something is ready for them or the earliest

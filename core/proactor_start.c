@@ -320,7 +320,7 @@ int taxi_proactor_timer(taxi_proactor_t *p, taxi_op_t *op, taxi_time_t delay,
   uint32_t row;
   int rc = admit_locked(p, op, &s, &row);
   /* Room in the heap first: a refusal leaves the record as it was. */
-  if (rc == 0) rc = taxi__proactor_timer_reserve_locked(p);
+  if (rc == 0) rc = taxi__timer_heap_reserve(&p->timers);
   if (rc == 0) {
     fill(p, op, &s);
     op->internal_.deadline = deadline;

@@ -51,6 +51,21 @@ static void set_changed_locked(taxi_reactor_t *r) {
 
 /* ---- creation ---------------------------------------------------------- */
 
+/* The timer heap's view of taxi_timer_t: by deadline, then as scheduled. */
+static bool timer_before(const void *a, const void *b) {
+  const taxi_timer_t *x = a, *y = b;
+  if (x->internal_.deadline != y->internal_.deadline)
+    return x->internal_.deadline < y->internal_.deadline;
+  return x->internal_.seq < y->internal_.seq;
+}
+
+static size_t *timer_index(void *t) {
+  return &((taxi_timer_t *)t)->internal_.heap_index;
+}
+
+static const taxi__timer_heap_ops_t timer_heap_ops = {timer_before,
+                                                      timer_index};
+
 static int open_internal_handles(taxi_reactor_t *r) {
   return taxi__rwake_open(r, make_token(TAXI__ROW_WAKEUP, 0));
 }
@@ -92,7 +107,7 @@ int taxi_reactor_create(taxi_reactor_t **out,
 
   r->free_head = TAXI__ROW_NONE;
   taxi__handle_map_init(&r->map);
-  taxi__timer_heap_init(&r->timers);
+  taxi__timer_heap_init(&r->timers, &timer_heap_ops);
   taxi__notify_queue_init(&r->notes);
   r->notes_limit = notes_limit;
   r->on_error = opts->on_error;

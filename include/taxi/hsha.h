@@ -73,17 +73,9 @@ typedef struct taxi_hsha_options {
 TAXI_EXTERN void taxi_hsha_options_init(taxi_hsha_options_t *o);
 
 /* TAXI_HSHA_OPTIONS_INIT - an initialiser with the defaults. */
-#ifndef __cplusplus
+TAXI__OPTIONS_DEFAULT(taxi_hsha_options_t, taxi_hsha_options_init)
 #define TAXI_HSHA_OPTIONS_INIT \
-  { .size = sizeof(taxi_hsha_options_t) }
-#else
-static inline taxi_hsha_options_t taxi_hsha_options_default_() {
-  taxi_hsha_options_t o;
-  taxi_hsha_options_init(&o);
-  return o;
-}
-#define TAXI_HSHA_OPTIONS_INIT (taxi_hsha_options_default_())
-#endif
+  TAXI__OPTIONS_INIT(taxi_hsha_options_t, taxi_hsha_options_init)
 
 /* The most worker threads, and the largest queue. */
 #define TAXI_HSHA_MAX_WORKERS 1024u

@@ -130,18 +130,9 @@ TAXI_EXTERN void taxi_io_options_init(taxi_io_options_t *o);
 
 /* TAXI_IO_OPTIONS_INIT - an initialiser with the defaults, as the *_init
  * function sets them. */
-#ifndef __cplusplus
+TAXI__OPTIONS_DEFAULT(taxi_io_options_t, taxi_io_options_init)
 #define TAXI_IO_OPTIONS_INIT \
-  { .size = sizeof(taxi_io_options_t), .dispatcher = TAXI_IO_REACTOR }
-#else
-/* C++ (before designated initialisers): the same defaults, by value. */
-static inline taxi_io_options_t taxi_io_options_default_() {
-  taxi_io_options_t o;
-  taxi_io_options_init(&o);
-  return o;
-}
-#define TAXI_IO_OPTIONS_INIT (taxi_io_options_default_())
-#endif
+  TAXI__OPTIONS_INIT(taxi_io_options_t, taxi_io_options_init)
 
 /*
  * taxi_io_create - make a context with the dispatcher the options ask for

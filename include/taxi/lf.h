@@ -103,17 +103,9 @@ typedef struct taxi_lf_options {
 TAXI_EXTERN void taxi_lf_options_init(taxi_lf_options_t *o);
 
 /* TAXI_LF_OPTIONS_INIT - an initialiser with the defaults. */
-#ifndef __cplusplus
+TAXI__OPTIONS_DEFAULT(taxi_lf_options_t, taxi_lf_options_init)
 #define TAXI_LF_OPTIONS_INIT \
-  { .size = sizeof(taxi_lf_options_t) }
-#else
-static inline taxi_lf_options_t taxi_lf_options_default_() {
-  taxi_lf_options_t o;
-  taxi_lf_options_init(&o);
-  return o;
-}
-#define TAXI_LF_OPTIONS_INIT (taxi_lf_options_default_())
-#endif
+  TAXI__OPTIONS_INIT(taxi_lf_options_t, taxi_lf_options_init)
 
 /* The most threads one pool may have. */
 #define TAXI_LF_MAX_THREADS 1024u

@@ -51,17 +51,9 @@ typedef struct taxi_lf_sets_options {
 TAXI_EXTERN void taxi_lf_sets_options_init(taxi_lf_sets_options_t *o);
 
 /* TAXI_LF_SETS_OPTIONS_INIT - an initialiser with the defaults. */
-#ifndef __cplusplus
+TAXI__OPTIONS_DEFAULT(taxi_lf_sets_options_t, taxi_lf_sets_options_init)
 #define TAXI_LF_SETS_OPTIONS_INIT \
-  { .size = sizeof(taxi_lf_sets_options_t) }
-#else
-static inline taxi_lf_sets_options_t taxi_lf_sets_options_default_() {
-  taxi_lf_sets_options_t o;
-  taxi_lf_sets_options_init(&o);
-  return o;
-}
-#define TAXI_LF_SETS_OPTIONS_INIT (taxi_lf_sets_options_default_())
-#endif
+  TAXI__OPTIONS_INIT(taxi_lf_sets_options_t, taxi_lf_sets_options_init)
 
 /* The most sets. */
 #define TAXI_LF_SETS_MAX 256u

@@ -68,6 +68,28 @@ typedef int64_t taxi_time_t;
  */
 TAXI_EXTERN taxi_time_t taxi_now(void);
 
+/*
+ * The initialisers of the options structures (TAXI_REACTOR_OPTIONS_INIT
+ * and the others): the size set, every other field zero, which is each
+ * structure's default.  In C a designated initialiser; in C++ (before
+ * designated initialisers) a call to the structure's *_init function,
+ * defined once per structure by TAXI__OPTIONS_DEFAULT.
+ */
+#ifndef __cplusplus
+#define TAXI__OPTIONS_INIT(type, init) \
+  { .size = sizeof(type) }
+/* In C nothing: the initialiser needs no function. */
+#define TAXI__OPTIONS_DEFAULT(type, init)
+#else
+#define TAXI__OPTIONS_INIT(type, init) (init##_default_())
+#define TAXI__OPTIONS_DEFAULT(type, init) \
+  static inline type init##_default_() {  \
+    type o;                               \
+    init(&o);                             \
+    return o;                             \
+  }
+#endif
+
 #ifdef __cplusplus
 }
 #endif

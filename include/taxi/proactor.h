@@ -217,17 +217,9 @@ typedef struct taxi_proactor_options {
 TAXI_EXTERN void taxi_proactor_options_init(taxi_proactor_options_t *o);
 
 /* TAXI_PROACTOR_OPTIONS_INIT - an initialiser with the defaults. */
-#ifndef __cplusplus
+TAXI__OPTIONS_DEFAULT(taxi_proactor_options_t, taxi_proactor_options_init)
 #define TAXI_PROACTOR_OPTIONS_INIT \
-  { .size = sizeof(taxi_proactor_options_t) }
-#else
-static inline taxi_proactor_options_t taxi_proactor_options_default_() {
-  taxi_proactor_options_t o;
-  taxi_proactor_options_init(&o);
-  return o;
-}
-#define TAXI_PROACTOR_OPTIONS_INIT (taxi_proactor_options_default_())
-#endif
+  TAXI__OPTIONS_INIT(taxi_proactor_options_t, taxi_proactor_options_init)
 
 /*
  * taxi_proactor_create - make a proactor with the options `opts` (NULL:
@@ -439,8 +431,7 @@ typedef void (*taxi_proactor_signal_fn)(taxi_proactor_t *p, int signo,
  * Threads: any (the mask rules above are about the calling thread).
  */
 TAXI_EXTERN int taxi_proactor_add_signal(taxi_proactor_t *p, int signo,
-                                         taxi_proactor_signal_fn fn,
-                                         void *arg);
+                                         taxi_proactor_signal_fn fn, void *arg);
 
 /*
  * taxi_proactor_remove_signal - stop delivering signo; its disposition and

@@ -63,18 +63,9 @@ TAXI_EXTERN void taxi_reactor_options_init(taxi_reactor_options_t *o);
 
 /* TAXI_REACTOR_OPTIONS_INIT - an initialiser with the defaults, as
  * taxi_reactor_options_init() sets them. */
-#ifndef __cplusplus
+TAXI__OPTIONS_DEFAULT(taxi_reactor_options_t, taxi_reactor_options_init)
 #define TAXI_REACTOR_OPTIONS_INIT \
-  { .size = sizeof(taxi_reactor_options_t) }
-#else
-/* C++ (before designated initialisers): the same defaults, by value. */
-static inline taxi_reactor_options_t taxi_reactor_options_default_() {
-  taxi_reactor_options_t o;
-  taxi_reactor_options_init(&o);
-  return o;
-}
-#define TAXI_REACTOR_OPTIONS_INIT (taxi_reactor_options_default_())
-#endif
+  TAXI__OPTIONS_INIT(taxi_reactor_options_t, taxi_reactor_options_init)
 
 /*
  * taxi_reactor_create - create a reactor with the options `opts` (NULL:

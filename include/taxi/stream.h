@@ -244,18 +244,9 @@ TAXI_EXTERN void taxi_listener_options_init(taxi_listener_options_t *o);
 
 /* TAXI_LISTENER_OPTIONS_INIT - an initialiser with the defaults, as the *_init
  * function sets them. */
-#ifndef __cplusplus
+TAXI__OPTIONS_DEFAULT(taxi_listener_options_t, taxi_listener_options_init)
 #define TAXI_LISTENER_OPTIONS_INIT \
-  { .size = sizeof(taxi_listener_options_t) }
-#else
-/* C++ (before designated initialisers): the same defaults, by value. */
-static inline taxi_listener_options_t taxi_listener_options_default_() {
-  taxi_listener_options_t o;
-  taxi_listener_options_init(&o);
-  return o;
-}
-#define TAXI_LISTENER_OPTIONS_INIT (taxi_listener_options_default_())
-#endif
+  TAXI__OPTIONS_INIT(taxi_listener_options_t, taxi_listener_options_init)
 
 /*
  * taxi_listener_create - listen on `address` (see taxi_addr_parse) and call

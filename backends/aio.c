@@ -233,8 +233,8 @@ struct aio_state {
   taxi__wakeup_t wakeup;
   bool wakeup_open;
   taxi_handler_t wake_h;
-  bool waiting;    /* a thread is in wait()'s reactor call */
-  bool wake_asked; /* wake() was called: the wait returns */
+  bool waiting;           /* a thread is in wait()'s reactor call */
+  atomic_bool wake_asked; /* wake() was called: the wait returns */
 
   /* Socket operations whose aio_read/aio_write the system refused for
    * want of resources (EAGAIN), tried again when retry_timer fires on
@@ -1191,8 +1191,7 @@ static int aio_wait(void *state, taxi__completion_t *out, size_t max,
     taxi__mutex_lock(&s->lock);
     s->waiting = false;
     int n = take_locked(s, out, max);
-    bool woken = s->wake_asked;
-    s->wake_asked = false;
+    bool woken = atomic_exchange(&s->wake_asked, false);
     bool done = n > 0 || woken || (waited && now >= deadline);
     if (!done) s->waiting = true;
     taxi__mutex_unlock(&s->lock);
@@ -1216,10 +1215,12 @@ static int aio_wait(void *state, taxi__completion_t *out, size_t max,
 static void aio_wake(void *state, int all) {
   aio_state_t *s = state;
   (void)all; /* one waiter at a time: no TAXI__PCAP_MULTI_WAIT */
-  taxi__mutex_lock(&s->lock);
-  s->wake_asked = true;
-  kick_locked(s);
-  taxi__mutex_unlock(&s->lock);
+  /* No lock: callable from a signal handler (by taxi_proactor_stop).  The
+   * channel is signalled whether or not a thread waits: a wait about to
+   * start returns at once (it sees wake_asked); a stale signal costs the
+   * next wait one empty turn. */
+  atomic_store(&s->wake_asked, true);
+  if (taxi__wakeup_signal(&s->wakeup) > 0) count(s, 1);
 }
 
 static const char *aio_reactor_backend(void *state) {

@@ -38,7 +38,9 @@
  *    backend keeps its own state consistent (its own lock where needed).
  *  - Only backends with TAXI__PCAP_MULTI_WAIT are waited on by several
  *    threads at once.
- *  - wake may be called from any thread, with or without the lock.
+ *  - wake may be called from any thread, with or without the lock, and
+ *    from a signal handler (taxi_proactor_stop): it takes no lock and
+ *    allocates nothing.
  *  - Every submitted operation yields exactly one completion from wait
  *    (a multishot accept yields several, all but the last flagged MORE),
  *    whether it succeeded, failed or was cancelled; the core relies on it

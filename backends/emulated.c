@@ -52,6 +52,7 @@
 #include "core/alloc.h"
 #include "core/handle_map.h"
 #include "core/proactor_op.h"
+#include "core/reactor_interrupt.h"
 #include "ports/port.h"
 #include "taxi/backend.h"
 #include "taxi/reactor.h"
@@ -102,7 +103,6 @@ struct emu {
 
   taxi_op_t *done_head, *done_tail; /* completions not yet reaped */
   bool in_wait;                     /* a thread runs the reactor */
-  atomic_bool wake_pending;         /* a wake-up notification is queued */
 
   /* The reactor's counters at the last wait (read by the waiter only). */
   uint64_t seen_waits, seen_wakeups;
@@ -145,19 +145,12 @@ static size_t take_done(emu_t *e, taxi__completion_t *out, size_t max) {
   return n;
 }
 
-static void noop_note(void *arg) {
-  emu_t *e = arg;
-  atomic_store(&e->wake_pending, false);
-}
-
 static void emu_wake(void *state, int all) {
   emu_t *e = state;
   (void)all; /* one thread waits at a time */
-  if (atomic_exchange(&e->wake_pending, true)) return;
-  /* A notification makes taxi_reactor_handle_events return after running
-   * it; once the reactor's queue has grown, posting allocates nothing. */
-  if (taxi_reactor_notify(e->reactor, noop_note, e) < 0)
-    atomic_store(&e->wake_pending, false);
+  /* No lock, nothing allocated: callable from a signal handler (by
+   * taxi_proactor_stop).  Wake-ups coalesce in the reactor's channel. */
+  (void)taxi__reactor_interrupt(e->reactor);
 }
 
 /* A completion listed from outside the waiting thread must wake it.
@@ -503,7 +496,6 @@ static int emu_open(void **state, const char *variant,
   taxi__reactor_pass_wait_errors(e->reactor);
   e->counters = counters;
   e->live_update = (taxi_reactor_caps(e->reactor) & TAXI_CAP_LIVE_UPDATE) != 0;
-  atomic_init(&e->wake_pending, false);
   taxi__handle_map_init(&e->map);
   *state = e;
   return 0;

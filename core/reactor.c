@@ -113,6 +113,7 @@ int taxi_reactor_create(taxi_reactor_t **out,
   r->on_error = opts->on_error;
   r->on_error_arg = opts->on_error_arg;
   atomic_init(&r->stopped, false);
+  atomic_init(&r->interrupted, false);
   *out = r;
   return 0;
 
@@ -533,6 +534,12 @@ int taxi_reactor_stop(taxi_reactor_t *r) {
    * is about to wait then returns at once and sees the stop; if none
    * comes, the next wait drains a stale wake-up and goes on. */
   atomic_store(&r->stopped, true);
+  int rc = taxi__rwake_signal(r);
+  return rc < 0 ? rc : 0;
+}
+
+int taxi__reactor_interrupt(taxi_reactor_t *r) {
+  atomic_store(&r->interrupted, true);
   int rc = taxi__rwake_signal(r);
   return rc < 0 ? rc : 0;
 }
@@ -1074,6 +1081,7 @@ static int dispatch_loop(taxi_reactor_t *r, int timeout_ms, int limit) {
       continue;
     }
     if (dispatched > 0 || (waited && now >= deadline)) break;
+    if (atomic_exchange(&r->interrupted, false)) break;
     rc = taxi__reactor_wait_locked(r, r->wait_buf, r->max_events, deadline,
                                    &now);
     waited = true;

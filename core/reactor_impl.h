@@ -16,6 +16,7 @@
 #include "core/backoff.h"
 #include "core/handle_map.h"
 #include "core/notify_queue.h"
+#include "core/reactor_interrupt.h"
 #include "core/timer_heap.h"
 #include "ports/port.h"
 
@@ -140,6 +141,7 @@ struct taxi_reactor {
   unsigned waiters;             /* threads blocked in the backend's wait */
   taxi_time_t waiters_deadline; /* the latest deadline among them */
   atomic_bool stopped;
+  atomic_bool interrupted; /* taxi__reactor_interrupt() since the last return */
 
   /* Pool dispatch (taxi__reactor_attach_pool_locked): handles are
    * deactivated when their event is taken and reactivated after its hooks

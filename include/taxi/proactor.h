@@ -400,7 +400,9 @@ TAXI_EXTERN int taxi_proactor_handle_events(taxi_proactor_t *p, int timeout_ms);
 TAXI_EXTERN int taxi_proactor_run(taxi_proactor_t *p);
 
 /* taxi_proactor_stop - make run (and a handle_events in progress) return;
- * stays stopped until taxi_proactor_restart().  Any thread. */
+ * stays stopped until taxi_proactor_restart().  0, or TAXI_EINVAL.
+ * Threads: any, and a signal handler (an atomic store and a wake-up that
+ * takes no lock). */
 TAXI_EXTERN int taxi_proactor_stop(taxi_proactor_t *p);
 /* taxi_proactor_restart - undo taxi_proactor_stop(): run and
  * handle_events dispatch again.  0, or TAXI_EINVAL. */

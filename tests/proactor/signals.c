@@ -188,8 +188,62 @@ static void test_given_back(void) {
   ps_teardown();
 }
 
+/* taxi_proactor_stop from an OS signal handler (it takes no lock): run
+ * returns.  Another thread sends the signal to the dispatching thread
+ * until run has returned (the first may come before the wait), at most
+ * for the bound, after which it stops the proactor itself and the test
+ * fails. */
+static taxi_proactor_t *stop_target;
+static void stop_from_handler(int signo) {
+  (void)signo;
+  taxi_proactor_stop(stop_target);
+}
+
+typedef struct sender {
+  pthread_t target;
+  atomic_int returned, sent, gave_up;
+} sender_t;
+
+static void *send_until_returned(void *arg) {
+  sender_t *x = arg;
+  for (int ms = 0; !atomic_load(&x->returned); ms += 20) {
+    if (ms > pt_wait_ms()) {
+      atomic_store(&x->gave_up, 1);
+      taxi_proactor_stop(stop_target);
+      break;
+    }
+    pthread_kill(x->target, SIGUSR1);
+    atomic_fetch_add(&x->sent, 1);
+    util_sleep_ms(20);
+  }
+  return NULL;
+}
+
+static void test_stop_from_signal_handler(void) {
+  taxi_proactor_t *p = pt_proactor();
+  stop_target = p;
+  set_disposition(SIGUSR1, stop_from_handler);
+  unblock(SIGUSR1);
+  sender_t x;
+  memset(&x, 0, sizeof x);
+  x.target = pthread_self();
+  pthread_t t;
+  CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, send_until_returned, &x), 0);
+  int rc = taxi_proactor_run(p);
+  atomic_store(&x.returned, 1);
+  pthread_join(t, NULL);
+  CU_ASSERT_EQUAL(rc, 0);
+  CU_ASSERT_EQUAL(atomic_load(&x.gave_up), 0);
+  CU_ASSERT(atomic_load(&x.sent) >= 1);
+  /* Stopped stays stopped until restarted. */
+  CU_ASSERT_EQUAL(taxi_proactor_handle_events(p, 0), 0);
+  set_disposition(SIGUSR1, SIG_DFL);
+  pt_destroy(p);
+}
+
 static CU_TestInfo signal_tests[] = {
     {"delivered in the dispatching thread", test_delivered},
+    {"stop from a signal handler", test_stop_from_signal_handler},
     {"delivered under a pool", test_under_pool},
     {"refusals and ownership", test_refusals},
     {"remove and destroy give the signal back", test_given_back},

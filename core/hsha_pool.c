@@ -56,6 +56,9 @@ struct taxi_hsha_pool {
   taxi_error_fn on_error;
   void *on_error_arg;
   unsigned nworkers, capacity, high_water;
+  bool reject; /* TAXI_HSHA_FULL_REJECT */
+  taxi_hsha_busy_fn busy;
+  void *busy_arg;
 
   /* The request queue: a ring (head, count) or, with a priority function,
    * a heap in items[0..count). */
@@ -284,16 +287,26 @@ static void reactor_loop_locked(taxi_hsha_pool_t *p) {
    * loop does, so that timers due since then wait for the next round
    * instead of overtaking what that wait reported. */
   taxi_time_t now = taxi_now();
+  /* Rejecting, requests are taken at any depth (the busy hook answers
+   * those beyond high water) and only a full queue stops the thread. */
+  unsigned stop_at = p->reject ? p->capacity : p->high_water;
   while (!p->shutdown) {
-    if (p->count >= p->high_water) {
+    if (p->count >= stop_at) {
       p->stats.full_stalls++;
       p->stalled = true;
-      while (p->count >= p->high_water && !p->shutdown)
+      while (p->count >= stop_at && !p->shutdown)
         taxi__cond_wait(&p->not_full, &r->lock);
       p->stalled = false;
       continue;
     }
     if (taxi__reactor_take_locked(r, now, &ev)) {
+      if (p->reject && p->count >= p->high_water && ev.kind == TAXI__EV_IO) {
+        /* The busy path, here in the reactor thread; the handle is
+         * re-armed after it as after any hook. */
+        p->stats.rejected++;
+        taxi__reactor_run_hook_locked(r, &ev, p->busy, p->busy_arg);
+        continue;
+      }
       int priority = 0;
       if (p->priority && ev.kind == TAXI__EV_IO) {
         /* Application code: never under the lock.  The handle stays
@@ -335,7 +348,8 @@ static void worker_loop_locked(taxi_hsha_pool_t *p) {
     }
     if (p->shutdown) break;
     queue_pop_locked(p, &ev);
-    if (p->stalled && p->count < p->high_water) taxi__cond_signal(&p->not_full);
+    if (p->stalled && p->count < (p->reject ? p->capacity : p->high_water))
+      taxi__cond_signal(&p->not_full);
     if (taxi__reactor_run_locked(r, &ev)) p->stats.events++;
   }
 }
@@ -448,6 +462,9 @@ int taxi_hsha_create(taxi_hsha_pool_t **out, taxi_reactor_t *r,
   if (o.queue_capacity == 0) o.queue_capacity = 1024;
   if (o.high_water > o.queue_capacity) return TAXI_EINVAL;
   if (o.high_water == 0) o.high_water = o.queue_capacity;
+  if ((unsigned)o.full > TAXI_HSHA_FULL_REJECT ||
+      (o.full == TAXI_HSHA_FULL_REJECT && !o.busy))
+    return TAXI_EINVAL;
 
   taxi_hsha_pool_t *p = taxi__calloc(1, sizeof *p);
   if (!p) return TAXI_ENOMEM;
@@ -459,6 +476,9 @@ int taxi_hsha_create(taxi_hsha_pool_t **out, taxi_reactor_t *r,
   p->nworkers = o.workers;
   p->capacity = o.queue_capacity;
   p->high_water = o.high_water;
+  p->reject = o.full == TAXI_HSHA_FULL_REJECT;
+  p->busy = o.busy;
+  p->busy_arg = o.busy_arg;
   /* max_events is fixed when the reactor is created. */
   p->wait_cap = r->max_events;
   p->items = taxi__calloc(p->capacity, sizeof *p->items);

@@ -809,6 +809,14 @@ static bool still_live_locked(taxi_reactor_t *r, taxi__event_t *ev) {
 }
 
 bool taxi__reactor_run_locked(taxi_reactor_t *r, taxi__event_t *ev) {
+  return taxi__reactor_run_hook_locked(r, ev, NULL, NULL);
+}
+
+bool taxi__reactor_run_hook_locked(taxi_reactor_t *r, taxi__event_t *ev,
+                                   int (*hook)(taxi_handler_t *h,
+                                               taxi_handle_t handle,
+                                               unsigned events, void *arg),
+                                   void *arg) {
   int rc = 0;
   if (!still_live_locked(r, ev)) {
     taxi_reactor_t *move_to = NULL;
@@ -830,7 +838,8 @@ bool taxi__reactor_run_locked(taxi_reactor_t *r, taxi__event_t *ev) {
     case TAXI__EV_COMPLETION: /* a proactor's; never taken here */
       break;
     case TAXI__EV_IO:
-      rc = run_io_hooks(ev);
+      rc = hook ? hook(ev->handler, ev->handle, ev->events, arg)
+                : run_io_hooks(ev);
       break;
     case TAXI__EV_TIMER:
       rc = ev->handler->ops->timeout(ev->handler, ev->timer, ev->act);

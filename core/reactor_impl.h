@@ -203,6 +203,14 @@ bool taxi__reactor_take_locked(taxi_reactor_t *r, taxi_time_t now,
  * or signal removed since it was taken is dropped instead (the handle is
  * reactivated all the same): returns false then, true if it ran. */
 bool taxi__reactor_run_locked(taxi_reactor_t *r, taxi__event_t *ev);
+/* The same, but a handle event is given to `hook` instead of the
+ * handler's I/O hooks (the half-sync/half-async pool's busy path); other
+ * events run as taxi__reactor_run_locked runs them. */
+bool taxi__reactor_run_hook_locked(taxi_reactor_t *r, taxi__event_t *ev,
+                                   int (*hook)(taxi_handler_t *h,
+                                               taxi_handle_t handle,
+                                               unsigned events, void *arg),
+                                   void *arg);
 /* Give back an event taken but never run (a pool shutting down with
  * events queued): the handle is reactivated, a timer re-armed at its
  * deadline, a signal marked pending again, a notification put back at the

@@ -44,6 +44,31 @@ extern "C" {
 typedef struct taxi_hsha_pool
     taxi_hsha_pool_t; /* a half-sync/half-async pool */
 
+/* What the reactor thread does with a request (a handle event) that
+ * finds the queue at high water. */
+typedef enum taxi_hsha_full {
+  /* Stop taking events until the workers have made room: readiness stays
+   * in the kernel and the peers are held back by their socket buffers
+   * (flow control).  The default. */
+  TAXI_HSHA_FULL_WAIT = 0,
+  /* Hand the event to the `busy` hook instead of queueing it: the
+   * application answers "busy" (HTTP 503, say) at once, in the reactor
+   * thread, and the connection stays usable - its handle is re-armed
+   * after the hook as after any hook.  Timers, signals and notifications
+   * are still queued (up to queue_capacity; beyond it the reactor thread
+   * waits).  Counted in taxi_hsha_stats_t.rejected. */
+  TAXI_HSHA_FULL_REJECT = 1
+} taxi_hsha_full_t;
+
+/* The busy path of TAXI_HSHA_FULL_REJECT: called in the reactor thread,
+ * without the pool's lock, with the handler, its handle and the reported
+ * TAXI_EV_* bits, as an input hook would be.  It must not block (every
+ * other connection waits for it): read the request, queue or send a short
+ * refusal, return.  A negative return removes the handler, as from a
+ * hook. */
+typedef int (*taxi_hsha_busy_fn)(taxi_handler_t *h, taxi_handle_t handle,
+                                 unsigned events, void *arg);
+
 /* Options for taxi_hsha_create(): start from TAXI_HSHA_OPTIONS_INIT or
  * taxi_hsha_options_init(), then set what differs. */
 typedef struct taxi_hsha_options {
@@ -54,8 +79,14 @@ typedef struct taxi_hsha_options {
   unsigned workers;
   /* Room in the request queue; 0 means 1024. */
   unsigned queue_capacity;
-  /* Stop taking events at this many queued; 0 means queue_capacity. */
+  /* Stop taking events (or reject requests) at this many queued; 0 means
+   * queue_capacity. */
   unsigned high_water;
+  /* What a request that finds the queue at high water gets (see
+   * taxi_hsha_full_t); TAXI_HSHA_FULL_REJECT needs `busy`. */
+  taxi_hsha_full_t full;
+  taxi_hsha_busy_fn busy;
+  void *busy_arg; /* passed to busy */
   /* If set, the queue is a priority queue: events with a higher value run
    * first (equal values in arrival order).  Called by the reactor thread
    * with the handler and the reported TAXI_EV_* bits of a handle event;
@@ -87,7 +118,8 @@ TAXI__OPTIONS_DEFAULT(taxi_hsha_options_t, taxi_hsha_options_init)
  * TAXI_EBUSY.
  * Returns 0 and sets *out, or TAXI_EINVAL (NULL; opts not set by an
  * initialiser, or naming unknown fields with non-zero values; workers or
- * queue beyond the limits, high_water > queue_capacity), TAXI_EBUSY (r
+ * queue beyond the limits, high_water > queue_capacity, an unknown
+ * `full`, TAXI_HSHA_FULL_REJECT without `busy`), TAXI_EBUSY (r
  * already has a pool or is being dispatched), TAXI_ENOMEM, TAXI_EAGAIN (the OS
  * could not start a thread now: none is left running), TAXI_ESYS.
  */
@@ -132,6 +164,7 @@ typedef struct taxi_hsha_stats {
   uint64_t enqueued;    /* events put in the queue */
   uint64_t waits;       /* waits on the handle set (system calls) */
   uint64_t full_stalls; /* times the reactor thread stopped at high water */
+  uint64_t rejected;    /* requests given to the busy hook (REJECT) */
   uint64_t transient_errors; /* failed waits retried after a pause */
   int error;                 /* the failure that stopped the pool, or 0 */
   unsigned queued;           /* in the queue now */

@@ -3,7 +3,8 @@
  * tests/pools/hsha.c - the half-sync/half-async pool (taxi/hsha.h): hooks
  * run by workers (never the main thread, never the reactor thread), one
  * thread per handle at a time, flow control at high water, the priority
- * queue, shutdown (busy, with events queued, idle, from a hook), the
+ * queue, the busy path of a full queue (reject), shutdown (busy, with
+ * events queued, idle, from a hook), the
  * counters, allocations per event, and bad input.
  */
 #define _GNU_SOURCE 1
@@ -34,6 +35,7 @@ typedef struct hs_conn {
   atomic_int busy;
   atomic_int overlaps;
   atomic_int hook_done;
+  atomic_int rejected; /* calls of the busy hook */
 } hs_conn_t;
 
 struct hs_test {
@@ -99,6 +101,7 @@ static void hs_conns(hs_test_t *t, int n, const taxi_handler_ops_t *ops) {
     atomic_init(&c->busy, 0);
     atomic_init(&c->overlaps, 0);
     atomic_init(&c->hook_done, 0);
+    atomic_init(&c->rejected, 0);
     CU_ASSERT_EQUAL_FATAL(taxi_handler_init(&c->h, ops), 0);
     CU_ASSERT_EQUAL_FATAL(
         taxi_reactor_register(t->r, c->sv[0], &c->h, TAXI_EV_READ), 0);
@@ -464,6 +467,76 @@ static void test_flow_control(void) {
   hs_free(t);
 }
 
+/* TAXI_HSHA_FULL_REJECT: with the one worker blocked and the queue at high
+ * water, each further request goes to the busy hook in the reactor thread
+ * (never a worker, never the main thread), which answers at once; the
+ * queued requests run when the worker is free, and a rejected connection
+ * stays usable: its next request is served. */
+static atomic_int busy_on_worker, busy_calls;
+static int hs_busy(taxi_handler_t *h, taxi_handle_t fd, unsigned ev,
+                   void *arg) {
+  hs_conn_t *c = HS_CONN(h);
+  (void)ev;
+  if (arg != c->t) return -1;
+  pthread_mutex_lock(&c->t->mu);
+  for (int i = 0; i < c->t->nworkers_seen; i++)
+    if (pthread_equal(c->t->workers[i], pthread_self()))
+      atomic_fetch_add(&busy_on_worker, 1);
+  pthread_mutex_unlock(&c->t->mu);
+  if (pthread_equal(pthread_self(), c->t->main_tid))
+    atomic_fetch_add(&busy_on_worker, 1);
+  pools_drain(fd);
+  atomic_fetch_add(&c->rejected, 1);
+  atomic_fetch_add(&busy_calls, 1);
+  return util_write_byte(fd) == 1 ? 0 : -1; /* the answer: "busy" */
+}
+
+static void test_reject_when_full(void) {
+  enum { N = 12, HIGH = 2 };
+  atomic_store(&busy_on_worker, 0);
+  atomic_store(&busy_calls, 0);
+  hs_test_t *t = hs_new();
+  hs_conns(t, N, &hs_mixed_ops);
+  taxi_hsha_options_t o = TAXI_HSHA_OPTIONS_INIT;
+  o.workers = 1;
+  o.queue_capacity = 8;
+  o.high_water = HIGH;
+  o.full = TAXI_HSHA_FULL_REJECT;
+  o.busy = hs_busy;
+  o.busy_arg = t;
+  hs_create(t, &o);
+  util_write_byte(t->conn[0].sv[1]);
+  CU_ASSERT(pools_wait_count(&t->gate.entered, 1, POOLS_WAIT_MS));
+  for (int i = 1; i < N; i++) util_write_byte(t->conn[i].sv[1]);
+  CU_ASSERT(pools_wait_count(&busy_calls, N - 1 - HIGH, POOLS_WAIT_MS));
+  taxi_hsha_stats_t s = hs_stats(t->p);
+  CU_ASSERT_EQUAL(s.rejected, (uint64_t)(N - 1 - HIGH));
+  CU_ASSERT_EQUAL(s.queued, (unsigned)HIGH);
+  CU_ASSERT_EQUAL(s.full_stalls, 0u); /* rejecting, it never stopped */
+  CU_ASSERT_EQUAL(atomic_load(&busy_on_worker), 0);
+  /* Each rejected peer got its answer; nobody else did. */
+  for (int i = 1; i < N; i++) {
+    int rejected = atomic_load(&t->conn[i].rejected);
+    CU_ASSERT(rejected == 0 || rejected == 1);
+    if (rejected) CU_ASSERT_EQUAL(util_read_byte(t->conn[i].sv[1]), 1);
+  }
+  pools_gate_open(&t->gate);
+  CU_ASSERT(hs_wait_bytes(t, 1 + HIGH));
+  /* The rejected connections still work: their next request is served
+   * (one at a time, so that the queue does not fill again). */
+  long served = 1 + HIGH;
+  for (int i = 1; i < N; i++) {
+    if (!atomic_load(&t->conn[i].rejected)) continue;
+    util_write_byte(t->conn[i].sv[1]);
+    CU_ASSERT(hs_wait_bytes(t, ++served));
+  }
+  CU_ASSERT_EQUAL(served, N);
+  for (int i = 0; i < N; i++)
+    CU_ASSERT_EQUAL(atomic_load(&t->conn[i].inputs), 1);
+  CU_ASSERT_EQUAL(atomic_load(&busy_calls), N - 1 - HIGH);
+  hs_free(t);
+}
+
 /* ---- priority ------------------------------------------------------------ */
 
 /* One worker blocked; handles with priorities 1, 5, 3, 1 become ready one
@@ -823,6 +896,13 @@ static void test_bad_limits(void) {
   taxi_hsha_options_init(&o);
   o.high_water = 1025;
   CU_ASSERT_EQUAL(taxi_hsha_create(&p, t->r, &o), TAXI_EINVAL);
+  /* A full-queue policy unknown, or rejecting with no busy path. */
+  taxi_hsha_options_init(&o);
+  o.full = (taxi_hsha_full_t)7;
+  CU_ASSERT_EQUAL(taxi_hsha_create(&p, t->r, &o), TAXI_EINVAL);
+  o.full = TAXI_HSHA_FULL_REJECT;
+  CU_ASSERT_EQUAL(taxi_hsha_create(&p, t->r, &o), TAXI_EINVAL);
+  CU_ASSERT_PTR_NULL(p);
   /* The refusals left the reactor free. */
   CU_ASSERT_EQUAL(taxi_reactor_handle_events(t->r, 0), 0);
   taxi_hsha_options_init(&o);
@@ -1036,6 +1116,7 @@ static CU_TestInfo hs_tests[] = {
     {"defaults: 4 workers", test_defaults},
     {"one thread per handle at a time", test_one_thread_per_handle},
     {"flow control: high water", test_flow_control},
+    {"full queue: reject, the busy path", test_reject_when_full},
     {"priority queue order", test_priority_order},
     {"timers and notifications run by workers", test_timers_and_notifications},
     {"shutdown while every worker is busy", test_shutdown_busy},

@@ -80,6 +80,10 @@ typedef struct taxi__completion {
 typedef struct taxi__completion_counters {
   atomic_uint_fast64_t syscalls; /* every system call made for the ops */
   atomic_uint_fast64_t waits;    /* of which waits for completions */
+  /* io_uring only (0 elsewhere): */
+  atomic_uint_fast64_t enters; /* io_uring_enter calls */
+  atomic_uint_fast64_t sqes;   /* submission entries the kernel took */
+  atomic_uint_fast64_t cqes;   /* completion entries reaped */
 } taxi__completion_counters_t;
 
 typedef struct taxi__completion_ops {

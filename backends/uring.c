@@ -349,9 +349,15 @@ static int ring_enter(uring_state_t *s, unsigned to_submit,
   count_syscall(s);
   if (is_wait)
     atomic_fetch_add_explicit(&s->counters->waits, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&s->counters->enters, 1, memory_order_relaxed);
   r = syscall(__NR_io_uring_enter, s->ring.ring_fd, to_submit, min_complete,
               flags, arg, argsz);
-  return r < 0 ? -errno : (int)r;
+  if (r < 0) return -errno;
+  /* What it returns is the number of SQEs the kernel consumed. */
+  if (to_submit && r > 0)
+    atomic_fetch_add_explicit(&s->counters->sqes, (uint64_t)r,
+                              memory_order_relaxed);
+  return (int)r;
 }
 
 /*
@@ -1000,6 +1006,8 @@ static void reap(uring_state_t *s, sink_t *k, bool *woken) {
     seen++;
   }
   io_uring_cq_advance(&s->ring, seen);
+  if (seen)
+    atomic_fetch_add_explicit(&s->counters->cqes, seen, memory_order_relaxed);
 }
 
 /* Retry what waits on the backlog, oldest first, until the SQ is full. */

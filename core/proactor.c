@@ -63,6 +63,9 @@ int taxi_proactor_create(taxi_proactor_t **out,
   if (rc < 0) goto fail_free;
   atomic_init(&p->counters.syscalls, 0);
   atomic_init(&p->counters.waits, 0);
+  atomic_init(&p->counters.enters, 0);
+  atomic_init(&p->counters.sqes, 0);
+  atomic_init(&p->counters.cqes, 0);
   atomic_init(&p->stopped, false);
   rc = taxi__proactor_backend_open(o.backend, &o, &p->counters, &p->ops,
                                    &p->backend);
@@ -290,6 +293,10 @@ int taxi_proactor_stats(taxi_proactor_t *p, taxi_proactor_stats_t *out) {
   out->syscalls =
       atomic_load_explicit(&p->counters.syscalls, memory_order_relaxed);
   out->waits = atomic_load_explicit(&p->counters.waits, memory_order_relaxed);
+  out->ring_enters =
+      atomic_load_explicit(&p->counters.enters, memory_order_relaxed);
+  out->sqes = atomic_load_explicit(&p->counters.sqes, memory_order_relaxed);
+  out->cqes = atomic_load_explicit(&p->counters.cqes, memory_order_relaxed);
   return 0;
 }
 

@@ -477,9 +477,16 @@ typedef struct taxi_proactor_stats {
                                 TAXI_ACCEPT_MULTISHOT) */
   uint64_t accept_throttles; /* stops of a multishot accept whose handler
                                 fell behind (TAXI_ACCEPT_MULTISHOT) */
+  /* io_uring only (0 on the other backends): */
+  uint64_t ring_enters; /* io_uring_enter calls (of the syscalls above) */
+  uint64_t sqes;        /* submission entries the kernel took */
+  uint64_t cqes;        /* completion entries reaped */
 } taxi_proactor_stats_t;
 
-/* taxi_proactor_stats - copy the counters.  0, or TAXI_EINVAL. */
+/* taxi_proactor_stats - copy the counters (relaxed reads: each is exact,
+ * the set is not a snapshot while threads dispatch; keeping them costs an
+ * atomic add each, nothing when not read).  0, or TAXI_EINVAL.  Any
+ * thread. */
 TAXI_EXTERN int taxi_proactor_stats(taxi_proactor_t *p,
                                     taxi_proactor_stats_t *out);
 

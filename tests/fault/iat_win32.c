@@ -27,10 +27,13 @@
  *                     a plain send or recv rule fails only the others;
  *   WHAT   a Winsock or Win32 error name (WSAEINTR, WSAEWOULDBLOCK,
  *          WSAENOBUFS, WSAECONNRESET, ERROR_NOT_ENOUGH_MEMORY, ...; see
- *          `errnames`; default WSAEINTR) or "short" for send, recv,
- *          WSASend and WSARecv.  A Winsock call then returns SOCKET_ERROR
- *          (INVALID_SOCKET, or FALSE) with WSASetLastError(WHAT); a kernel32
- *          call returns FALSE (NULL for CreateIoCompletionPort) with
+ *          `errnames`; default WSAEINTR), or one of fault.c's errno names
+ *          (ENOMEM, EINVAL, EMFILE, ...), which stands for the error of
+ *          that meaning in the call's family (ENOMEM: WSAENOBUFS for
+ *          Winsock, ERROR_NOT_ENOUGH_MEMORY for kernel32), or "short" for
+ *          send, recv, WSASend and WSARecv.  A Winsock call then returns
+ * SOCKET_ERROR (INVALID_SOCKET, or FALSE) with WSASetLastError(WHAT); a
+ * kernel32 call returns FALSE (NULL for CreateIoCompletionPort) with
  *          SetLastError(WHAT); GetQueuedCompletionStatusEx also reports no
  *          entries removed (with WAIT_TIMEOUT: a wait that timed out).
  * The environment variables of fault.c (TAXI_FAULT, ..._AFTER, ...) are
@@ -87,6 +90,9 @@ static const char *const site_names[NSITES] = {
 #undef AS_NAME
 };
 
+/* Above every Winsock and Win32 error: the errno names' values. */
+#define POSIX 0x40000000
+
 #define E(name) \
   { #name, name }
 static const fault_errname_t errnames[] = {
@@ -109,8 +115,53 @@ static const fault_errname_t errnames[] = {
     E(ERROR_NETNAME_DELETED),
     E(ERROR_BROKEN_PIPE),
     E(WAIT_TIMEOUT),
+    /* The errno names of fault.c, each the error of its meaning in the
+     * family of the call failed (see posix_error): a test written for the
+     * module runs here as it is. */
+    {"EINTR", POSIX + EINTR},
+    {"EAGAIN", POSIX + EAGAIN},
+    {"ENOMEM", POSIX + ENOMEM},
+    {"ENOBUFS", POSIX + ENOBUFS},
+    {"EMFILE", POSIX + EMFILE},
+    {"ENFILE", POSIX + ENFILE},
+    {"ECONNRESET", POSIX + ECONNRESET},
+    {"ECONNABORTED", POSIX + ECONNABORTED},
+    {"EPIPE", POSIX + EPIPE},
+    {"EBADF", POSIX + EBADF},
+    {"EINVAL", POSIX + EINVAL},
+    {"ETIMEDOUT", POSIX + ETIMEDOUT},
 };
 #undef E
+
+/* A POSIX errno name as the Winsock (winsock true) or Win32 error. */
+static int posix_error(int what, bool winsock) {
+  if (what < POSIX) return what;
+  switch (what - POSIX) {
+    case EINTR:
+      return winsock ? WSAEINTR : ERROR_OPERATION_ABORTED;
+    case EAGAIN:
+      return winsock ? WSAEWOULDBLOCK : ERROR_NO_SYSTEM_RESOURCES;
+    case ENOMEM:
+      return winsock ? WSAENOBUFS : ERROR_NOT_ENOUGH_MEMORY;
+    case ENOBUFS:
+      return winsock ? WSAENOBUFS : ERROR_NO_SYSTEM_RESOURCES;
+    case EMFILE:
+    case ENFILE:
+      return winsock ? WSAEMFILE : ERROR_TOO_MANY_OPEN_FILES;
+    case ECONNRESET:
+      return winsock ? WSAECONNRESET : ERROR_NETNAME_DELETED;
+    case ECONNABORTED:
+      return winsock ? WSAECONNABORTED : ERROR_CONNECTION_ABORTED;
+    case EPIPE:
+      return winsock ? WSAESHUTDOWN : ERROR_BROKEN_PIPE;
+    case EBADF:
+      return winsock ? WSAENOTSOCK : ERROR_INVALID_HANDLE;
+    case ETIMEDOUT:
+      return winsock ? WSAETIMEDOUT : WAIT_TIMEOUT;
+    default: /* EINVAL */
+      return winsock ? WSAEINVAL : ERROR_INVALID_PARAMETER;
+  }
+}
 
 _Static_assert(NSITES <= FAULT_MAX_SITES, "FAULT_MAX_SITES is too small");
 
@@ -220,15 +271,15 @@ static readfile_fn real_ReadFile;
 static writefile_fn real_WriteFile;
 
 /* A Winsock failure: the error, and the call's failure value. */
-#define WSA_FAIL(what, value) \
-  do {                        \
-    WSASetLastError(what);    \
-    return (value);           \
+#define WSA_FAIL(what, value)                 \
+  do {                                        \
+    WSASetLastError(posix_error(what, true)); \
+    return (value);                           \
   } while (0)
-#define WIN_FAIL(what, value)    \
-  do {                           \
-    SetLastError((DWORD)(what)); \
-    return (value);              \
+#define WIN_FAIL(what, value)                      \
+  do {                                             \
+    SetLastError((DWORD)posix_error(what, false)); \
+    return (value);                                \
   } while (0)
 
 static int shorter(int len) { return len > 1 ? len / 2 : len; }

@@ -25,6 +25,7 @@ static const char *wait_call(void) {
   if (strcmp(b, "epoll") == 0 || strcmp(b, "apr") == 0) return "epoll_wait";
   if (strcmp(b, "poll") == 0 || strcmp(b, "apr:poll") == 0) return "poll";
   if (strcmp(b, "select") == 0 || strcmp(b, "apr:select") == 0) return "select";
+  if (strcmp(b, "wsapoll") == 0) return "WSAPoll"; /* tests/fault/iat_win32.c */
   return NULL;
 }
 

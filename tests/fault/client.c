@@ -16,6 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* On Windows these are in iat_win32.c, which patches libtaxi's imports. */
+#ifndef _WIN32
+
 #if defined(__linux__) && defined(__GLIBC__)
 #include <dlfcn.h>
 #include <unistd.h>
@@ -91,3 +94,8 @@ void fault_reexec_preloaded(int argc, char **argv) {
   reason = "fault injection needs Linux with glibc";
 #endif
 }
+
+#else
+/* ISO C wants at least one declaration in a translation unit. */
+typedef int taxi_tests_fault_client_absent;
+#endif /* !_WIN32 */

@@ -30,6 +30,8 @@
  *          own count), so a test can fail a pool thread's poll() while it
  *          polls itself.
  * Example: TAXI_FAULT=epoll_wait:3:ENOMEM,epoll_ctl:1:ENOMEM:2
+ * (The rules are parsed and applied by rules.c, which the Windows layer,
+ * iat_win32.c, shares.)
  *
  * How each kind of call fails: calls that return -1 and set errno do so
  * without being made; pthread_create returns the error; malloc, calloc and
@@ -93,6 +95,7 @@
 #if defined(__linux__) && defined(__GLIBC__)
 
 #include "fault.h"
+#include "rules.h"
 
 #include <aio.h>
 #include <dlfcn.h>
@@ -189,47 +192,11 @@ static const char *const wrapped[NCALLS] = {
 #undef AS_NAME
 };
 
-/* ---- rules ------------------------------------------------------------- */
+/* ---- rules (tests/fault/rules.c) --------------------------------------- */
 
-#define MAX_RULES 16
-#define WHAT_SHORT (-1) /* a short transfer instead of an error */
+#define WHAT_SHORT FAULT_WHAT_SHORT
 
-typedef struct rule {
-  int call;            /* CALL_* */
-  unsigned long nth;   /* first failing call, from 1 */
-  unsigned long count; /* 0: for ever */
-  int what;            /* errno value, or WHAT_SHORT */
-  bool others;         /* SCOPE "others": the armer's calls do not count */
-  atomic_ulong seen;   /* SCOPE "others": the calls that counted */
-} rule_t;
-
-/* Rules are replaced as a whole under `arming`; wrappers read them without
- * a lock: a test arms before the calls it means to fail, so a wrapper racing
- * with arm sees either set, both valid (`nrules` is published last). */
-static rule_t rules[MAX_RULES];
-static atomic_int nrules;
-static pthread_t armer; /* the thread that armed the rules */
-static atomic_flag arming = ATOMIC_FLAG_INIT;
-
-/* calls: every call since arm; counted: the calls the rules count (after
- * the gate, from the chosen objects). */
-static atomic_ulong calls[NCALLS];
-static atomic_ulong counted[NCALLS];
-static atomic_ulong injected[NCALLS];
-
-/* TAXI_FAULT_AFTER: the gate is open once one of `gate` was called. */
-static bool gate[NCALLS];
-static atomic_bool gate_open = true;
-
-/* TAXI_FAULT_CALLER: the code ranges whose calls the rules count. */
-#define MAX_RANGES 16
-static struct { uintptr_t lo, hi; } ranges[MAX_RANGES];
-static int nranges = -1; /* -1: every caller */
-
-static const struct {
-  const char *name;
-  int value;
-} errnos[] = {
+static const fault_errname_t errnos[] = {
     {"EINTR", EINTR},
     {"EAGAIN", EAGAIN},
     {"ENOMEM", ENOMEM},
@@ -251,112 +218,40 @@ static const struct {
     {"ECANCELED", ECANCELED},
 };
 
+_Static_assert(NCALLS <= FAULT_MAX_SITES, "FAULT_MAX_SITES is too small");
+
+static fault_rules_t set = {
+    .sites = wrapped,
+    .nsites = NCALLS,
+    .errors = errnos,
+    .nerrors = sizeof errnos / sizeof errnos[0],
+    .default_what = EINTR,
+    .arming = ATOMIC_FLAG_INIT,
+};
+
 static int call_index(const char *name, size_t len) {
-  for (int i = 0; i < NCALLS; i++)
-    if (strlen(wrapped[i]) == len && memcmp(wrapped[i], name, len) == 0)
-      return i;
-  return -1;
+  return fault_rules_site(&set, name, len);
 }
 
-static int errno_value(const char *name, size_t len) {
-  if (len == 5 && memcmp(name, "short", 5) == 0) return WHAT_SHORT;
-  for (size_t i = 0; i < sizeof errnos / sizeof errnos[0]; i++)
-    if (strlen(errnos[i].name) == len && memcmp(errnos[i].name, name, len) == 0)
-      return errnos[i].value;
-  return 0;
-}
+/* TAXI_FAULT_AFTER: the gate is open once one of `gate` was called. */
+static bool gate[NCALLS];
+static atomic_bool gate_open = true;
 
-static bool parse_number(const char *s, size_t len, unsigned long *out) {
-  if (len == 0) return false;
-  unsigned long v = 0;
-  for (size_t i = 0; i < len; i++) {
-    if (s[i] < '0' || s[i] > '9') return false;
-    v = v * 10 + (unsigned long)(s[i] - '0');
-  }
-  *out = v;
-  return true;
-}
-
-/* One rule from [s, s + len).  0 or -EINVAL. */
-static int parse_rule(const char *s, size_t len, rule_t *r) {
-  const char *field[5] = {0};
-  size_t flen[5] = {0};
-  int nf = 0;
-  const char *start = s;
-  for (size_t i = 0; i <= len; i++) {
-    if (i == len || s[i] == ':') {
-      if (nf == 5) return -EINVAL;
-      field[nf] = start;
-      flen[nf] = (size_t)(s + i - start);
-      nf++;
-      start = s + i + 1;
-    }
-  }
-  if (nf < 2) return -EINVAL;
-  r->call = call_index(field[0], flen[0]);
-  if (r->call < 0) return -EINVAL;
-  if (!parse_number(field[1], flen[1], &r->nth) || r->nth == 0) return -EINVAL;
-  r->what = EINTR;
-  if (nf >= 3 && !(r->what = errno_value(field[2], flen[2]))) return -EINVAL;
-  r->count = 1;
-  if (nf >= 4 && !parse_number(field[3], flen[3], &r->count)) return -EINVAL;
-  r->others = false;
-  if (nf == 5) {
-    if (flen[4] == 6 && memcmp(field[4], "others", 6) == 0)
-      r->others = true;
-    else if (!(flen[4] == 3 && memcmp(field[4], "any", 3) == 0))
-      return -EINVAL;
-  }
-  return 0;
-}
+/* TAXI_FAULT_CALLER: the code ranges whose calls the rules count. */
+#define MAX_RANGES 16
+static struct { uintptr_t lo, hi; } ranges[MAX_RANGES];
+static int nranges = -1; /* -1: every caller */
 
 int taxi_fault_arm(const char *spec) {
-  rule_t parsed[MAX_RULES];
-  int n = 0;
-  if (!spec) spec = "";
-  const char *s = spec;
-  while (*s) {
-    const char *end = strchr(s, ',');
-    size_t len = end ? (size_t)(end - s) : strlen(s);
-    if (len > 0) {
-      if (n == MAX_RULES || parse_rule(s, len, &parsed[n]) < 0) return -EINVAL;
-      n++;
-    }
-    s += len + (end ? 1 : 0);
-  }
-  while (atomic_flag_test_and_set(&arming)) {
-  }
-  atomic_store(&nrules, 0);
-  for (int i = 0; i < NCALLS; i++) {
-    atomic_store(&calls[i], 0);
-    atomic_store(&counted[i], 0);
-    atomic_store(&injected[i], 0);
-  }
-  for (int i = 0; i < n; i++) {
-    rules[i].call = parsed[i].call;
-    rules[i].nth = parsed[i].nth;
-    rules[i].count = parsed[i].count;
-    rules[i].what = parsed[i].what;
-    rules[i].others = parsed[i].others;
-    atomic_store(&rules[i].seen, 0);
-  }
-  armer = pthread_self();
-  atomic_store(&nrules, n);
-  atomic_flag_clear(&arming);
-  return 0;
-}
-
-static unsigned long counter(atomic_ulong *table, const char *name) {
-  int i = name ? call_index(name, strlen(name)) : -1;
-  return i < 0 ? 0 : atomic_load(&table[i]);
+  return fault_rules_arm(&set, spec) < 0 ? -EINVAL : 0;
 }
 
 unsigned long taxi_fault_calls(const char *name) {
-  return counter(calls, name);
+  return fault_rules_calls(&set, name);
 }
 
 unsigned long taxi_fault_injected(const char *name) {
-  return counter(injected, name);
+  return fault_rules_injected(&set, name);
 }
 
 /* ---- set-up from the environment ----------------------------------------
@@ -418,12 +313,12 @@ static void write_stats(void) {
   int fd = open(stats_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) return;
   for (int i = 0; i < NCALLS; i++) {
-    unsigned long c = atomic_load(&calls[i]);
+    unsigned long c = atomic_load(&set.calls[i]);
     if (!c) continue;
     char line[160];
     int n = snprintf(line, sizeof line, "%s %s %lu %lu\n",
                      program_invocation_short_name, wrapped[i], c,
-                     atomic_load(&injected[i]));
+                     atomic_load(&set.injected[i]));
     ssize_t ignored = write(fd, line, (size_t)n);
     (void)ignored;
   }
@@ -466,29 +361,13 @@ static bool from_chosen_code(const void *caller) {
 /* Count a call to `call` made from `caller`; returns the rule's WHAT if
  * this call must fail, else 0. */
 static int decide(int call, const void *caller) {
-  atomic_fetch_add_explicit(&calls[call], 1, memory_order_relaxed);
+  fault_rules_count(&set, call);
   if (!atomic_load_explicit(&gate_open, memory_order_acquire)) {
     if (!gate[call]) return 0;
     atomic_store_explicit(&gate_open, true, memory_order_release);
   }
   if (!from_chosen_code(caller)) return 0;
-  unsigned long n =
-      atomic_fetch_add_explicit(&counted[call], 1, memory_order_relaxed) + 1;
-  int nr = atomic_load_explicit(&nrules, memory_order_acquire);
-  for (int i = 0; i < nr; i++) {
-    rule_t *r = &rules[i];
-    if (r->call != call) continue;
-    unsigned long k = n;
-    if (r->others) {
-      if (pthread_equal(pthread_self(), armer)) continue;
-      k = atomic_fetch_add_explicit(&r->seen, 1, memory_order_relaxed) + 1;
-    }
-    if (k < r->nth) continue;
-    if (r->count && k >= r->nth + r->count) continue;
-    atomic_fetch_add_explicit(&injected[call], 1, memory_order_relaxed);
-    return r->what;
-  }
-  return 0;
+  return fault_rules_decide(&set, call);
 }
 
 #define CALLER __builtin_return_address(0)
@@ -543,7 +422,7 @@ static int write_site(int fd) {
  * call's.  So "write:1:EPIPE" fails a socket's write, never the wake-up's. */
 static int decide_rw(int call, int site, const void *caller) {
   if (site < 0) return decide(call, caller);
-  atomic_fetch_add_explicit(&calls[call], 1, memory_order_relaxed);
+  fault_rules_count(&set, call);
   return decide(site, caller);
 }
 

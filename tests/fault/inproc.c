@@ -26,8 +26,11 @@
  * (write@eventfd / read@eventfd, or the pipe where there is no eventfd);
  * and by way of taxi's allocator hook (taxi_set_allocator, no module
  * needed): "alloc", every allocation the reactor makes while the case runs.
- * Only "alloc" runs where the module cannot be loaded (Windows, under
- * wine): that is the part of the fault sweep that applies there.
+ * On Windows, where nothing can be preloaded, the same calls reach the
+ * fault layer that patches libtaxi's import table (tests/fault/iat_win32.c),
+ * with Windows sites and errors: the waits (select, WSAPoll) and the
+ * wake-up channel, a loopback socket pair (send@wakeup / recv@wakeup).
+ * Only "alloc" runs where neither can be had.
  */
 #define _GNU_SOURCE 1
 
@@ -298,6 +301,12 @@ typedef struct site {
 } site_t;
 
 static const site_t sites[] = {
+#ifdef _WIN32
+    {"select", {"WSAEINTR", "WSAENOBUFS", NULL}, 1},
+    {"WSAPoll", {"WSAEINTR", "WSAENOBUFS", NULL}, 1},
+    {"send@wakeup", {"WSAEINTR", "WSAEWOULDBLOCK", "WSAENOBUFS", NULL}, 1},
+    {"recv@wakeup", {"WSAEINTR", "WSAEWOULDBLOCK", "WSAENOBUFS", NULL}, 1},
+#else
     {"epoll_wait", {"EINTR", "EAGAIN", "ENOMEM", NULL}, 1},
     {"poll", {"EINTR", "EAGAIN", "ENOMEM", NULL}, 1},
     {"select", {"EINTR", "ENOMEM", NULL}, 1},
@@ -306,6 +315,7 @@ static const site_t sites[] = {
     {"read@eventfd", {"EINTR", "EAGAIN", "ENOMEM", NULL}, 1},
     {"write@pipe", {"EINTR", "EAGAIN", NULL}, 1},
     {"read@pipe", {"EINTR", "EAGAIN", NULL}, 1},
+#endif
     {"alloc", {"ENOMEM", NULL}, 0},
 };
 
@@ -332,8 +342,34 @@ static const char *known_reason(const char *site, const char *err) {
 }
 
 static int transient(const char *err) {
-  return strcmp(err, "EINTR") == 0 || strcmp(err, "EAGAIN") == 0 ||
-         strcmp(err, "ENOMEM") == 0 || strcmp(err, "ENOBUFS") == 0;
+  static const char *const names[] = {"EINTR",
+                                      "EAGAIN",
+                                      "ENOMEM",
+                                      "ENOBUFS",
+                                      "WSAEINTR",
+                                      "WSAEWOULDBLOCK",
+                                      "WSAENOBUFS",
+                                      "ERROR_NOT_ENOUGH_MEMORY",
+                                      "ERROR_NO_SYSTEM_RESOURCES"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (strcmp(err, names[i]) == 0) return 1;
+  return 0;
+}
+
+/* The wait and control sites, each a call of one backend only: another
+ * backend not reaching it is no finding. */
+static int other_backends_site(const char *site, const char *backend) {
+  static const struct {
+    const char *site, *backend;
+  } own[] = {{"epoll_wait", "epoll"},
+             {"epoll_ctl", "epoll"},
+             {"poll", "poll"},
+             {"select", "select"},
+             {"WSAPoll", "wsapoll"}};
+  for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
+    if (strcmp(site, own[i].site) == 0)
+      return !backend || strcmp(backend, own[i].backend) != 0;
+  return 0;
 }
 
 #define MAX_BACKENDS 8
@@ -378,7 +414,7 @@ static int libkqueue_own(const char *reactor_backend, const char *site) {
 
 static void sweep(const char *backend) {
   int cases = 0, reached = 0;
-  printf("\n    %-8s %-14s %-7s %-9s %-16s %-16s %s\n", "backend", "site",
+  printf("\n    %-8s %-14s %-14s %-9s %-16s %-16s %s\n", "backend", "site",
          "error", "injected", "handle_events", "other calls", "outcome");
   for (size_t s = 0; s < sizeof sites / sizeof sites[0]; s++) {
     if (sites[s].needs_module && !fault_available()) continue;
@@ -386,7 +422,7 @@ static void sweep(const char *backend) {
       const char *site = sites[s].name, *err = sites[s].errors[e];
       result_t res;
       if (libkqueue_own(backend, site)) {
-        printf("    %-8s %-14s %-7s skipped on libkqueue: its own call\n",
+        printf("    %-8s %-14s %-14s skipped on libkqueue: its own call\n",
                backend, site, err);
         continue;
       }
@@ -394,10 +430,7 @@ static void sweep(const char *backend) {
       cases++;
       reached += res.injected;
       /* Another backend's wait or control call: not a site here. */
-      if (!res.injected && strcmp(site, backend) != 0 &&
-          (strcmp(site, "epoll_wait") == 0 || strcmp(site, "poll") == 0 ||
-           strcmp(site, "select") == 0 || strcmp(site, "epoll_ctl") == 0))
-        continue;
+      if (!res.injected && other_backends_site(site, backend)) continue;
       int lost = !res.recovered || !res.exact || !res.again;
       int returned = res.injected && transient(err) && res.first_rc < 0 &&
                      strcmp(site, "alloc") != 0;
@@ -411,7 +444,7 @@ static void sweep(const char *backend) {
         verdict = why ? "XFAIL" : "FAIL";
       else if (why)
         verdict = "XPASS";
-      printf("    %-8s %-14s %-7s %-9s %-16s %-16s %s%s%s%s\n", backend, site,
+      printf("    %-8s %-14s %-14s %-9s %-16s %-16s %s%s%s%s\n", backend, site,
              err, res.injected ? "yes" : "no",
              res.first_rc ? taxi_error_name(res.first_rc) : "-",
              res.control_rc ? taxi_error_name(res.control_rc) : "-", verdict,

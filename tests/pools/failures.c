@@ -41,6 +41,8 @@ static const char *wait_call(void) {
   if (strcmp(pools_backend, "select") == 0 ||
       strcmp(pools_backend, "apr:select") == 0)
     return "select";
+  if (strcmp(pools_backend, "wsapoll") == 0)
+    return "WSAPoll"; /* tests/fault/iat_win32.c */
   return NULL;
 }
 

@@ -91,7 +91,7 @@ static void advance_locked(taxi_proactor_t *p, size_t row, unsigned di) {
       continue;
     }
     d->cur = op;
-    int rc = taxi__proactor_submit_locked(p, op);
+    int rc = taxi__proactor_submit_or_pause_locked(p, op);
     if (rc < 0) {
       d->cur = NULL;
       finish_locked(p, op, rc);
@@ -222,7 +222,7 @@ static void go_on_locked(taxi_proactor_t *p, taxi_op_t *op) {
     taxi__proactor_complete_locked(p, op, TAXI_ECANCELED);
     return;
   }
-  int rc = taxi__proactor_submit_locked(p, op);
+  int rc = taxi__proactor_submit_or_pause_locked(p, op);
   if (rc < 0) taxi__proactor_complete_locked(p, op, rc);
 }
 
@@ -279,7 +279,7 @@ static void deliver_more_locked(taxi_proactor_t *p, taxi_op_t *op) {
   ready_push_locked(p, op);
 }
 
-/* ---- accept pauses ----------------------------------------------------- */
+/* ---- pauses: accepts out of descriptors, refused submissions ------------ */
 
 void taxi__proactor_unpause_locked(taxi_proactor_t *p, taxi_op_t *op) {
   taxi_op_t *prev = NULL;
@@ -296,13 +296,10 @@ void taxi__proactor_unpause_locked(taxi_proactor_t *p, taxi_op_t *op) {
   taxi__op_set_phase(op, TAXI__OP_SUBMITTED);
 }
 
-/* A multishot accept failed for a cause that passes (descriptors or memory
- * freed as connections end): stop accepting on its listener for a while
- * rather than end, or retry at once and spin.  Its report waits for the
- * lock to be released (taxi__proactor_wait_locked). */
-static void pause_accept_locked(taxi_proactor_t *p, taxi_op_t *op, int code) {
-  taxi_time_t pause = taxi__backoff_failed(&p->accept_backoff);
-  if (pause < 0) pause = TAXI__BACKOFF_MAX_NS; /* never gives up */
+/* Put op on the paused list for `pause`; its report waits for the lock to
+ * be released (taxi__proactor_wait_locked). */
+static void pause_locked(taxi_proactor_t *p, taxi_op_t *op, taxi_time_t pause,
+                         const char *where, int code, unsigned attempt) {
   op->internal_.deadline = taxi__time_add(taxi_now(), pause);
   taxi__op_set_phase(op, TAXI__OP_PAUSED);
   op->internal_.next = NULL;
@@ -311,11 +308,39 @@ static void pause_accept_locked(taxi_proactor_t *p, taxi_op_t *op, int code) {
   else
     p->paused.head = op;
   p->paused.tail = op;
+  p->pause_report = true;
+  p->pause_report_where = where;
+  p->pause_report_code = code;
+  p->pause_report_handle = op->handle;
+  p->pause_report_attempt = attempt;
+}
+
+/* A multishot accept failed for a cause that passes (descriptors or memory
+ * freed as connections end): stop accepting on its listener for a while
+ * rather than end, or retry at once and spin. */
+static void pause_accept_locked(taxi_proactor_t *p, taxi_op_t *op, int code) {
+  taxi_time_t pause = taxi__backoff_failed(&p->accept_backoff);
+  if (pause < 0) pause = TAXI__BACKOFF_MAX_NS; /* never gives up */
   p->stats.accept_pauses++;
-  p->accept_report = true;
-  p->accept_report_code = code;
-  p->accept_report_handle = op->handle;
-  p->accept_report_attempt = p->accept_backoff.failures;
+  pause_locked(p, op, pause, "accept", code, p->accept_backoff.failures);
+}
+
+int taxi__proactor_submit_or_pause_locked(taxi_proactor_t *p, taxi_op_t *op) {
+  int rc = taxi__proactor_submit_locked(p, op);
+  if (rc == 0) {
+    taxi__backoff_reset(&p->submit_backoff);
+    return 0;
+  }
+  if (rc != TAXI_EAGAIN) return rc;
+  taxi_time_t pause = taxi__backoff_failed(&p->submit_backoff);
+  if (pause < 0) {
+    /* Refused too long: the refusal is the operation's result. */
+    taxi__backoff_reset(&p->submit_backoff);
+    return rc;
+  }
+  p->stats.submit_pauses++;
+  pause_locked(p, op, pause, "submit", rc, p->submit_backoff.failures);
+  return 0;
 }
 
 static void resume_accepts_locked(taxi_proactor_t *p, taxi_time_t now) {
@@ -324,24 +349,25 @@ static void resume_accepts_locked(taxi_proactor_t *p, taxi_time_t now) {
     taxi_op_t *next = op->internal_.next;
     if (op->internal_.deadline <= now) {
       taxi__proactor_unpause_locked(p, op);
-      int rc = taxi__proactor_submit_locked(p, op);
+      int rc = taxi__proactor_submit_or_pause_locked(p, op);
       if (rc < 0) taxi__proactor_complete_locked(p, op, rc);
     }
     op = next;
   }
 }
 
-/* Tell the error callback of the latest accept pause, if any.  p->lock
- * held; released meanwhile. */
-static void report_accept_pause_locked(taxi_proactor_t *p) {
-  if (!p->accept_report) return;
-  p->accept_report = false;
-  int code = p->accept_report_code;
-  taxi_handle_t h = p->accept_report_handle;
-  unsigned attempt = p->accept_report_attempt;
+/* Tell the error callback of the latest pause, if any.  p->lock held;
+ * released meanwhile. */
+static void report_pause_locked(taxi_proactor_t *p) {
+  if (!p->pause_report) return;
+  p->pause_report = false;
+  int code = p->pause_report_code;
+  const char *where = p->pause_report_where;
+  taxi_handle_t h = p->pause_report_handle;
+  unsigned attempt = p->pause_report_attempt;
   if (!p->on_error) return;
   taxi__mutex_unlock(&p->lock);
-  taxi__report_error(p->on_error, p->on_error_arg, code, "accept", h, attempt,
+  taxi__report_error(p->on_error, p->on_error_arg, code, where, h, attempt,
                      false);
   taxi__mutex_lock(&p->lock);
 }
@@ -371,7 +397,7 @@ static void accept_result_locked(taxi_proactor_t *p, taxi_op_t *op,
      * backlog): accept again. */
     taxi__op_state_store(op, st & ~TAXI__OP_THROTTLED);
     if (!(st & TAXI__OP_CANCEL) && result == TAXI_ECANCELED) {
-      int rc = taxi__proactor_submit_locked(p, op);
+      int rc = taxi__proactor_submit_or_pause_locked(p, op);
       if (rc < 0) taxi__proactor_complete_locked(p, op, rc);
       return;
     }
@@ -455,7 +481,7 @@ static void multishot_next_locked(taxi_proactor_t *p, taxi_op_t *op) {
     taxi__proactor_complete_locked(p, op, TAXI_ECANCELED);
     return;
   }
-  int rc = taxi__proactor_submit_locked(p, op);
+  int rc = taxi__proactor_submit_or_pause_locked(p, op);
   if (rc < 0) taxi__proactor_complete_locked(p, op, rc);
 }
 
@@ -522,7 +548,7 @@ int taxi__proactor_wait_locked(taxi_proactor_t *p, taxi__completion_t *buf,
   *now = taxi_now();
   if (n < 0) return n;
   for (int i = 0; i < n; i++) taxi__proactor_process_locked(p, &buf[i]);
-  report_accept_pause_locked(p);
+  report_pause_locked(p);
   return n;
 }
 

@@ -104,10 +104,11 @@
 #define TAXI__OP_TIMER 3u
 #define TAXI__OP_READY 4u
 #define TAXI__OP_TAKEN 5u
-/* A multishot accept that failed for lack of descriptors (or another
- * transient cause), waiting out a pause before it is submitted again: on
- * the proactor's `paused` list, resumed at internal_.deadline; still the
- * head of its listener's queue (heap_index keeps its row). */
+/* Waiting out a pause before it is submitted again: a multishot accept
+ * that failed for lack of descriptors (or another transient cause), or an
+ * operation whose submission the OS refused for now.  On the proactor's
+ * `paused` list, resumed at internal_.deadline; still the head of its
+ * handle's queue (heap_index keeps its row). */
 #define TAXI__OP_PAUSED 6u
 #define TAXI__OP_STATE 0xffu
 /* Flags kept with the state. */
@@ -217,17 +218,21 @@ struct taxi_proactor {
 
   taxi__backlog_t backlog;
 
-  /* Multishot accepts pausing after a transient failure (TAXI__OP_PAUSED),
-   * linked through internal_.next; a pause grows while accepting keeps
-   * failing and starts again from the shortest after a success.  The
-   * report of the latest pause waits here for the lock to be released
-   * (taxi__proactor_wait_locked). */
+  /* Operations pausing after a transient failure (TAXI__OP_PAUSED), linked
+   * through internal_.next: multishot accepts out of descriptors, and
+   * submissions the OS refused for now (IOCP's WSAEWOULDBLOCK: too many
+   * overlapped requests).  A pause grows while the failures go on and
+   * starts again from the shortest after a success (one backoff for the
+   * accepts, one for the submissions).  The report of the latest pause
+   * waits here for the lock to be released (taxi__proactor_wait_locked). */
   taxi__opq_t paused;
   taxi__backoff_t accept_backoff;
-  bool accept_report;
-  int accept_report_code;
-  taxi_handle_t accept_report_handle;
-  unsigned accept_report_attempt;
+  taxi__backoff_t submit_backoff;
+  bool pause_report;
+  const char *pause_report_where; /* "accept", "submit" */
+  int pause_report_code;
+  taxi_handle_t pause_report_handle;
+  unsigned pause_report_attempt;
 
   /* Operations the backend owes a completion for (SUBMITTED). */
   size_t in_backend;
@@ -294,6 +299,12 @@ void taxi__proactor_row_release_locked(taxi_proactor_t *p, size_t row);
  * the backend refused it with: then op is as before the call and the
  * caller completes it with that code.  p->lock held. */
 int taxi__proactor_submit_locked(taxi_proactor_t *p, taxi_op_t *op);
+/* Submit op (the head of its handle's queue, or a handle-less op): a
+ * refusal that may pass (TAXI_EAGAIN) pauses it and it is submitted again
+ * after a growing pause, up to TAXI__BACKOFF_LIMIT refusals in a row;
+ * returns 0 then, or when submitted.  Any other refusal, or the last, is
+ * returned for the caller to complete op with. */
+int taxi__proactor_submit_or_pause_locked(taxi_proactor_t *p, taxi_op_t *op);
 
 /* ---- proactor_dispatch.c ----------------------------------------------- */
 

@@ -92,7 +92,7 @@ static void enqueue_locked(taxi_proactor_t *p, taxi_op_t *op, uint32_t row) {
     return;
   }
   d->cur = op;
-  int rc = taxi__proactor_submit_locked(p, op);
+  int rc = taxi__proactor_submit_or_pause_locked(p, op);
   if (rc < 0) taxi__proactor_complete_locked(p, op, rc);
 }
 

@@ -477,6 +477,12 @@ typedef struct taxi_proactor_stats {
                                 TAXI_ACCEPT_MULTISHOT) */
   uint64_t accept_throttles; /* stops of a multishot accept whose handler
                                 fell behind (TAXI_ACCEPT_MULTISHOT) */
+  uint64_t submit_pauses;    /* requests the OS refused for now (TAXI_EAGAIN:
+                                IOCP's too many overlapped requests), tried
+                                again after a growing pause (reported to
+                                on_error, where "submit"); about 2 s of
+                                refusals in a row complete the operation
+                                with TAXI_EAGAIN */
   /* io_uring only (0 on the other backends): */
   uint64_t ring_enters; /* io_uring_enter calls (of the syscalls above) */
   uint64_t sqes;        /* submission entries the kernel took */

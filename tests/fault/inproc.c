@@ -324,18 +324,13 @@ static const site_t sites[] = {
 static const struct {
   const char *site, *err, *reason;
 } known[] = {
-    {"epoll_wait", "ENOMEM",
-     "handle_events returns a transient wait error instead of retrying"},
-    {"epoll_wait", "EAGAIN",
-     "handle_events returns a transient wait error instead of retrying"},
-    {"poll", "ENOMEM",
-     "handle_events returns a transient wait error instead of retrying"},
-    {"select", "ENOMEM",
-     "handle_events returns a transient wait error instead of retrying"},
+    /* None today: the waits' transient errors, listed here once, are
+     * retried inside handle_events now. */
+    {NULL, NULL, NULL},
 };
 
 static const char *known_reason(const char *site, const char *err) {
-  for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+  for (size_t i = 0; known[i].site; i++)
     if (strcmp(known[i].site, site) == 0 && strcmp(known[i].err, err) == 0)
       return known[i].reason;
   return NULL;
@@ -451,7 +446,7 @@ static void sweep(const char *backend) {
              lost ? " (lost or not recovered)" : "",
              res.bad ? " (a return that is no code)" : "",
              strcmp(verdict, "XFAIL") == 0 ? " " : "");
-      if (strcmp(verdict, "XFAIL") == 0) printf("      [%s]\n", why);
+      if (why && strcmp(verdict, "XFAIL") == 0) printf("      [%s]\n", why);
       CU_ASSERT_FALSE(lost);
       CU_ASSERT_FALSE(res.bad);
       CU_ASSERT_EQUAL(res.destroy_rc, 0);

@@ -332,14 +332,8 @@ static const struct {
 static const struct {
   const char *backend, *site, *err, *reason;
 } pknown[] = {
-#ifdef _WIN32
-    {"iocp", "WSASend", "WSAEWOULDBLOCK",
-     "an overlapped call refused for now (too many requests outstanding) "
-     "fails its operation with TAXI_EAGAIN instead of being tried again"},
-    {"iocp", "WSARecv", "WSAEWOULDBLOCK",
-     "an overlapped call refused for now (too many requests outstanding) "
-     "fails its operation with TAXI_EAGAIN instead of being tried again"},
-#endif
+    /* None today.  (IOCP's overlapped calls refused for now, WSAEWOULDBLOCK,
+     * listed here once, are paused and submitted again by the core.) */
     {"-", "-", "-", "-"},
 };
 

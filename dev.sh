@@ -59,7 +59,8 @@ autogen() {
 
 # After `make check` in the current directory: on failure show every
 # failing test's log and fail; else add up the "N passed, N failed" line
-# each CUnit program ends its log with.
+# each CUnit program ends its log with (the logs of tests/ and of its
+# subdirectories: a family's log per backend, a stream pair's).
 check_and_total() {
   if ! make -j"$jobs" check "$@"; then
     # Each failed program's whole log, then (last, where a short view of
@@ -77,9 +78,9 @@ check_and_total() {
     exit 1
   fi
   total_pass=0 total_fail=0
-  for log in tests/*.log; do
+  for log in $(find tests -name '*.log' | LC_ALL=C sort); do
     line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1) || continue
-    echo "$(basename "$log" .log): $line"
+    echo "${log#tests/}: $line"
     set -- $line
     total_pass=$((total_pass + $1)) total_fail=$((total_fail + $3))
   done
@@ -137,8 +138,9 @@ kqueue() {
     export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
     export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
     export TAXI_TEST_TIMEOUT_SCALE=${TAXI_TEST_TIMEOUT_SCALE:-3}
-    check_and_total TESTS="tests/reactor_kqueue tests/pools_kqueue \
-      tests/proactor_emulated tests/proactor_aio tests/stream/reactor-kqueue.pair \
+    check_and_total TESTS="tests/conformance/kqueue.backend tests/pools/kqueue.backend \
+      tests/proactor/emulated.backend tests/proactor/aio.backend \
+      tests/stream/reactor-kqueue.pair \
       tests/stream/lf-kqueue.pair tests/stream/hsha-kqueue.pair \
       tests/stream/proactor-emulated+kqueue.pair"
   else
@@ -148,10 +150,10 @@ kqueue() {
     if grep -q '^#define TAXI_HAVE_KQUEUE_\(USER\|SIGNAL\) 1' config.h; then
       echo "again with TAXI_WAKEUP_CHANNEL=1 TAXI_SIGNAL_SOURCE=port" \
         "(an eventfd and a signalfd instead of EVFILT_USER and EVFILT_SIGNAL):"
-      for t in reactor_kqueue pools_kqueue; do
-        TAXI_WAKEUP_CHANNEL=1 TAXI_SIGNAL_SOURCE=port "tests/$t" \
-          >"tests/$t-port.out" 2>&1 || { cat "tests/$t-port.out"; exit 1; }
-        echo "$t: $(grep -E '^[0-9]+ passed' "tests/$t-port.out" | tail -n 1)"
+      for t in conformance/test_reactor pools/test_pools; do
+        TAXI_WAKEUP_CHANNEL=1 TAXI_SIGNAL_SOURCE=port "tests/$t" kqueue \
+          >"tests/$t-kqueue-port.out" 2>&1 || { cat "tests/$t-kqueue-port.out"; exit 1; }
+        echo "$t kqueue: $(grep -E '^[0-9]+ passed' "tests/$t-kqueue-port.out" | tail -n 1)"
       done
     fi
   fi

@@ -7,6 +7,7 @@
 #include "runner.h"
 
 #include "taxi/taxi.h"
+#include "util.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -420,6 +421,9 @@ static void run_suite(const taxi_test_suite_t *suite, outcome_t *o) {
 }
 #endif /* POSIX */
 
+/* Every taxi_test_run() of this process, for the total of "all". */
+static unsigned grand_passed, grand_failed;
+
 static int suites_skipped(const outcome_t *o) {
   return o->verdict && strcmp(o->verdict, "SKIPPED") == 0;
 }
@@ -486,6 +490,8 @@ int taxi_test_run(const char *title, const taxi_test_suite_t *const *suites,
     printf("%u tests in suites skipped on this platform (reasons above)\n",
            skipped);
   printf("%u passed, %u failed\n", passed, failed);
+  grand_passed += passed;
+  grand_failed += failed;
   free(out);
   return (failed > 0 || not_run > 0) ? 1 : 0;
 }
@@ -506,4 +512,129 @@ int taxi_test_backend_unavailable(const char *prefix, const char *backend) {
          compiled ? "is compiled in but does not work on this machine"
                   : "is not compiled into this build of taxi");
   return TAXI_TEST_SKIP_STATUS;
+}
+
+/* ---- test families ---------------------------------------------------- */
+
+/* The readiness backends of every system taxi runs on. */
+static const char *const known_readiness[] = {
+    "epoll",     "kqueue",     "poll",     "select",   "wsapoll",    "apr",
+    "apr:epoll", "apr:kqueue", "apr:port", "apr:poll", "apr:select",
+};
+/* The completion backends, each alone or over a readiness backend. */
+static const char *const known_completion[] = {"uring", "iocp", "aio",
+                                               "emulated"};
+
+int taxi_test_known_readiness(const char *name) {
+  for (size_t i = 0; i < sizeof known_readiness / sizeof known_readiness[0];
+       i++)
+    if (strcmp(known_readiness[i], name) == 0) return 1;
+  return 0;
+}
+
+int taxi_test_known_completion(const char *name) {
+  size_t n = strcspn(name, ":");
+  for (size_t i = 0; i < sizeof known_completion / sizeof known_completion[0];
+       i++) {
+    if (strlen(known_completion[i]) != n ||
+        strncmp(known_completion[i], name, n) != 0)
+      continue;
+    return name[n] == '\0' || taxi_test_known_readiness(name + n + 1);
+  }
+  return 0;
+}
+
+size_t taxi_test_readiness_backends(const char **out, size_t cap) {
+  int n = taxi_backend_names(out, cap);
+  if (n < 0) return 0;
+  return (size_t)n < cap ? (size_t)n : cap;
+}
+
+static void add_name(const char **out, size_t cap, size_t *n,
+                     const char *name) {
+  if (*n < cap) out[*n] = name;
+  (*n)++;
+}
+
+size_t taxi_test_completion_backends(const char **out, size_t cap) {
+  /* "emulated:R" strings live as long as the program. */
+  static char variants[16][32];
+  size_t n = 0, nv = 0;
+  const char *const *names = taxi_proactor_backend_names();
+  for (size_t i = 0; names && names[i]; i++) {
+    taxi_proactor_t *p = NULL;
+    if (util_proactor_create(&p, names[i]) != 0) continue;
+    taxi_proactor_destroy(p);
+    add_name(out, cap, &n, names[i]);
+  }
+  /* The plain emulated Proactor runs over the best readiness backend: the
+   * others once each.  APR's methods stay out (its own family, the
+   * reactor's, covers them). */
+  const char *r[32];
+  size_t nr = taxi_test_readiness_backends(r, 32);
+  for (size_t i = 1; i < nr && nv < 16; i++) {
+    if (strchr(r[i], ':') || strncmp(r[i], "apr", 3) == 0) continue;
+    snprintf(variants[nv], sizeof variants[nv], "emulated:%s", r[i]);
+    taxi_proactor_t *p = NULL;
+    if (util_proactor_create(&p, variants[nv]) != 0) continue;
+    taxi_proactor_destroy(p);
+    add_name(out, cap, &n, variants[nv++]);
+  }
+  return n < cap ? n : cap;
+}
+
+int taxi_test_family_main(const char *family, const char *env,
+                          int (*known)(const char *name),
+                          size_t (*list)(const char **out, size_t cap),
+                          taxi_test_family_run_fn run, int argc, char **argv) {
+  const char *names[64];
+  size_t n = list(names, sizeof names / sizeof names[0]);
+  const char *arg = argc > 1 ? argv[1] : NULL;
+  char *sub[3] = {argv[0], argc > 2 ? argv[2] : NULL, NULL};
+  int sub_argc = argc > 2 ? 2 : 1;
+
+  if (arg && strcmp(arg, "--list") == 0) {
+    sub[1] = argv[1];
+    sub_argc = 2;
+    arg = NULL;
+  }
+  if (arg && strcmp(arg, "all") == 0) {
+    if (n == 0) {
+      printf("%s: no backend works here: skipped\n", family);
+      return TAXI_TEST_SKIP_STATUS;
+    }
+    int status = TAXI_TEST_SKIP_STATUS;
+    for (size_t i = 0; i < n; i++) {
+      int rc = run(names[i], sub_argc, sub);
+      if (rc == TAXI_TEST_SKIP_STATUS) continue;
+      if (rc != 0)
+        status = 1;
+      else if (status == TAXI_TEST_SKIP_STATUS)
+        status = 0;
+    }
+    printf("\n==== %s over %u backends ====\n%u passed, %u failed\n", family,
+           (unsigned)n, grand_passed, grand_failed);
+    return status;
+  }
+  const char *backend = arg && strcmp(arg, "-") != 0 ? arg : NULL;
+  if (!backend) {
+    const char *e = getenv(env);
+    if (e && *e) backend = e;
+  }
+  if (!backend) {
+    if (n == 0) {
+      printf("%s: no backend works here: skipped\n", family);
+      return TAXI_TEST_SKIP_STATUS;
+    }
+    backend = names[0];
+  }
+  if (!known(backend)) {
+    fprintf(stderr, "%s: unknown backend \"%s\"; this build has:", family,
+            backend);
+    for (size_t i = 0; i < n; i++) fprintf(stderr, " %s", names[i]);
+    fprintf(stderr, " (or \"all\")\nusage: %s [BACKEND|all [FILTER]]\n",
+            argv[0]);
+    return 2;
+  }
+  return run(backend, sub_argc, sub);
 }

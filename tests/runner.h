@@ -20,7 +20,9 @@
  *   TAXI_TEST_SKIP=1            skip everything (exit status 77)
  *   TAXI_TEST_TIMEOUT_SCALE=k   multiply every suite's time limit by k
  *                               (for sanitizer or valgrind runs)
- * Arguments: an optional substring; only suites whose name contains it run.
+ * Arguments: an optional substring; only suites whose name contains it run
+ * ("--list" lists the suites).  A family's program takes a backend first
+ * (taxi_test_family_main below).
  *
  * Exit status of taxi_test_run(): 0 when every test passed, 1 when any
  * failed (or a suite timed out or crashed), 77 when told to skip or when no
@@ -57,10 +59,47 @@ typedef struct {
 
 /* 0 if the readiness backend `backend` works here; otherwise prints
  * "<prefix>[<backend>]: SKIP: ..." saying whether it is compiled in and
- * returns TAXI_TEST_SKIP_STATUS, for a per-backend program to exit with. */
+ * returns TAXI_TEST_SKIP_STATUS, for a family program to exit with. */
 int taxi_test_backend_unavailable(const char *prefix, const char *backend);
 
 int taxi_test_run(const char *title, const taxi_test_suite_t *const *suites,
                   size_t n, int argc, char **argv);
+
+/*
+ * One test family's program (the reactor conformance suites, the pools,
+ * the proactor), which runs its suites over any of the backends:
+ *
+ *   PROG [BACKEND|all [FILTER]]
+ *
+ * BACKEND names the backend; with none (or "-") the family's variable
+ * `env` (TAXI_BACKEND, TAXI_PROACTOR) names it, else the best one that
+ * works here.  "all" runs the suites over every backend `list` gives, one
+ * after the other, and ends with the grand total.  FILTER selects suites
+ * as taxi_test_run() does ("--list" in place of BACKEND lists the suites
+ * of the default backend).  `known` says whether a name is one taxi has
+ * on some system: any other name is refused with exit status 2, while a
+ * known backend that is not compiled in or does not work here is skipped
+ * by `run` (77), saying why.  `run` runs the family over one backend,
+ * with argv[1] (if any) the filter, and returns taxi_test_run()'s status.
+ */
+typedef int (*taxi_test_family_run_fn)(const char *backend, int argc,
+                                       char **argv);
+int taxi_test_family_main(const char *family, const char *env,
+                          int (*known)(const char *name),
+                          size_t (*list)(const char **out, size_t cap),
+                          taxi_test_family_run_fn run, int argc, char **argv);
+
+/* The readiness backends compiled in and working here, best first; how
+ * many (at most cap are stored).  The names are static strings. */
+size_t taxi_test_readiness_backends(const char **out, size_t cap);
+/* The completion backends compiled in and working here, best first, then
+ * the emulated Proactor over each other readiness backend that works
+ * ("emulated:poll", ...); as above. */
+size_t taxi_test_completion_backends(const char **out, size_t cap);
+/* 1 when `name` is a readiness backend taxi has on some system ("epoll",
+ * "apr:poll", ...), a completion backend ("uring", "emulated", ...), or a
+ * completion backend over a readiness backend ("emulated:select"). */
+int taxi_test_known_readiness(const char *name);
+int taxi_test_known_completion(const char *name);
 
 #endif /* TAXI_TESTS_RUNNER_H */

@@ -1,7 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * tests/conformance/main.c - run every conformance suite on one backend, and
- * the fixtures the suites share.
+ * tests/conformance/main.c - the reactor conformance program, and the
+ * fixtures the suites share.
+ *
+ *   test_reactor [BACKEND|all [FILTER]]
+ *
+ * runs every conformance suite over one readiness backend ("epoll",
+ * "apr:poll", ...; by default TAXI_BACKEND, else the best that works
+ * here) or over each that works here ("all"); see taxi_test_family_main.
  */
 #define _GNU_SOURCE 1
 
@@ -197,8 +203,7 @@ static const taxi_test_suite_t *const base_suites[] = {
 };
 #define N_SUITES (sizeof base_suites / sizeof base_suites[0])
 
-int taxi_conformance_main(const char *backend, int argc, char **argv) {
-  fault_reexec_preloaded(argc, argv);
+static int run_backend(const char *backend, int argc, char **argv) {
   int skip = taxi_test_backend_unavailable("reactor", backend);
   if (skip) return skip;
   taxi_test_backend = backend;
@@ -217,4 +222,12 @@ int taxi_conformance_main(const char *backend, int argc, char **argv) {
   snprintf(title, sizeof title, "taxi reactor conformance: backend %s",
            backend);
   return taxi_test_run(title, list, N_SUITES, argc, argv);
+}
+
+int main(int argc, char **argv) {
+  /* Before the arguments are read: it runs the program again, as given. */
+  fault_reexec_preloaded(argc, argv);
+  return taxi_test_family_main(
+      "reactor", "TAXI_BACKEND", taxi_test_known_readiness,
+      taxi_test_readiness_backends, run_backend, argc, argv);
 }

@@ -4,8 +4,8 @@
  *
  * Every suite runs against the backend named by taxi_test_backend: each test
  * creates its reactors with taxi_reactor_create(&r, taxi_test_backend) (or
- * conf_reactor(), which asserts that it worked).  One program per backend
- * (backend_*.c) calls taxi_conformance_main() with that backend's name.
+ * conf_reactor(), which asserts that it worked).  One program,
+ * test_reactor (main.c), runs them over the backend it is given.
  */
 #ifndef TAXI_TESTS_CONFORMANCE_SUITES_H
 #define TAXI_TESTS_CONFORMANCE_SUITES_H
@@ -18,8 +18,6 @@
 #include "../util.h"
 
 extern const char *taxi_test_backend;
-
-int taxi_conformance_main(const char *backend, int argc, char **argv);
 
 extern const taxi_test_suite_t conf_suite_io;
 extern const taxi_test_suite_t conf_suite_lifetime;

@@ -1,7 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * tests/pools/main.c - run every pool suite on one backend, and the
- * fixtures the suites share.
+ * tests/pools/main.c - the thread pools' test program, and the fixtures
+ * the suites share.
+ *
+ *   test_pools [BACKEND|all [FILTER]]
+ *
+ * runs every pool suite over one readiness backend (by default
+ * TAXI_BACKEND, else the best that works here) or over each that works
+ * here ("all"); see taxi_test_family_main.
  */
 #define _GNU_SOURCE 1
 
@@ -191,8 +197,7 @@ static const taxi_test_suite_t *const pools_base_suites[] = {
 };
 #define POOLS_N_SUITES (sizeof pools_base_suites / sizeof pools_base_suites[0])
 
-int taxi_pools_main(const char *backend, int argc, char **argv) {
-  fault_reexec_preloaded(argc, argv);
+static int run_backend(const char *backend, int argc, char **argv) {
   int skip = taxi_test_backend_unavailable("pools", backend);
   if (skip) return skip;
   pools_backend = backend;
@@ -214,4 +219,12 @@ int taxi_pools_main(const char *backend, int argc, char **argv) {
   snprintf(title, sizeof title, "taxi thread pools: backend %s%s", backend,
            pools_small() ? " (TAXI_TEST_SMALL: reduced stress sizes)" : "");
   return taxi_test_run(title, list, n_list, argc, argv);
+}
+
+int main(int argc, char **argv) {
+  /* Before the arguments are read: it runs the program again, as given. */
+  fault_reexec_preloaded(argc, argv);
+  return taxi_test_family_main(
+      "pools", "TAXI_BACKEND", taxi_test_known_readiness,
+      taxi_test_readiness_backends, run_backend, argc, argv);
 }

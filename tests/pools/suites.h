@@ -4,12 +4,13 @@
  * (taxi/lf.h), the half-sync/half-async pool (taxi/hsha.h), and the
  * exactly-once stress test over both.
  *
- * Every suite runs against the backend named by pools_backend.  One program
- * per backend (backend_*.c) calls taxi_pools_main() with that backend's
- * name; it exits 77 (skip) when the backend does not work here.
+ * Every suite runs against the backend named by pools_backend.  One
+ * program, test_pools (main.c), runs them over the backend it is given; it
+ * exits 77 (skip) when the backend does not work here.
  *
- * The suites share the objects of tests/libtaxitest.la with the reactor
- * conformance suites, so every global symbol here starts with pools_.
+ * What main.c shares with every suite starts with pools_; the files of one
+ * theme share their fixtures through a header of their own (lf_helpers.h,
+ * hsha_helpers.h, sets_helpers.h).
  *
  * Waits.  Tests never assert on time; every wait for another thread is
  * bounded (POOLS_WAIT_MS), and a thread that does not finish within its
@@ -31,8 +32,6 @@
 #define POOLS_WAIT_MS 10000
 
 extern const char *pools_backend;
-
-int taxi_pools_main(const char *backend, int argc, char **argv);
 
 extern const taxi_test_suite_t pools_suite_lf;
 extern const taxi_test_suite_t pools_suite_lf_shutdown;

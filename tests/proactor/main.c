@@ -1,7 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * tests/proactor/main.c - run every proactor suite on one completion
- * backend.
+ * tests/proactor/main.c - the proactor conformance program.
+ *
+ *   test_proactor [BACKEND|all [FILTER]]
+ *
+ * runs every proactor suite over one completion backend ("uring",
+ * "emulated:poll", ...; by default TAXI_PROACTOR, else the best that
+ * works here) or over each that works here ("all"); see
+ * taxi_test_family_main.
  */
 #define _GNU_SOURCE 1
 
@@ -63,7 +69,7 @@ static int pt_backend_unavailable(const char *backend) {
   return TAXI_TEST_SKIP_STATUS;
 }
 
-int taxi_proactor_main(const char *backend, int argc, char **argv) {
+static int run_backend(const char *backend, int argc, char **argv) {
   int skip = pt_backend_unavailable(backend);
   if (skip) return skip;
   pt_backend = backend;
@@ -82,4 +88,10 @@ int taxi_proactor_main(const char *backend, int argc, char **argv) {
   snprintf(title, sizeof title, "taxi proactor conformance: backend %s%s",
            backend, pt_small() ? " (TAXI_TEST_SMALL: reduced sizes)" : "");
   return taxi_test_run(title, list, PT_N_SUITES, argc, argv);
+}
+
+int main(int argc, char **argv) {
+  return taxi_test_family_main(
+      "proactor", "TAXI_PROACTOR", taxi_test_known_completion,
+      taxi_test_completion_backends, run_backend, argc, argv);
 }

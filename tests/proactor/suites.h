@@ -3,10 +3,10 @@
  * tests/proactor/suites.h - the proactor conformance suites (taxi/proactor.h).
  *
  * Every suite runs against the completion backend named by pt_backend.  One
- * program per backend (backend_*.c) calls taxi_proactor_main() with that
- * backend's name ("emulated", "emulated:poll", "emulated:select", "uring",
- * "aio"); it exits 77 (skip) and prints why when the backend is not
- * compiled in or this system refuses it (io_uring under a seccomp policy).
+ * program, test_proactor (main.c), runs them over the backend it is given
+ * ("emulated", "emulated:poll", "emulated:select", "uring", "aio"); it
+ * exits 77 (skip) and prints why when the backend is not compiled in or
+ * this system refuses it (io_uring under a seccomp policy).
  *
  * The tests use the public API only.  They assert behaviour, never time:
  * every wait is bounded only to turn a lost completion into a failure.
@@ -17,8 +17,6 @@
 #define TAXI_TESTS_PROACTOR_SUITES_H
 
 #include "helpers.h"
-
-int taxi_proactor_main(const char *backend, int argc, char **argv);
 
 extern const taxi_test_suite_t pt_suite_stream;    /* stream.c */
 extern const taxi_test_suite_t pt_suite_files;     /* files.c */

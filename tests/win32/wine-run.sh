@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # tests/win32/wine-run.sh - run one Windows program under wine, headless;
 # the LOG_COMPILER of `make check` in a MinGW cross build, also usable by
-# hand:  tests/win32/wine-run.sh tests/reactor_select.exe [suite filter]
+# hand:  tests/win32/wine-run.sh tests/conformance/test_reactor.exe select [filter]
 #
 # Environment (all optional):
 #   WINE         the wine loader (default: wine64, else /usr/lib/wine/wine64)

@@ -46,16 +46,19 @@ int taxi__io_span_check(taxi_time_t span) {
 
 /* Copy the caller's options over the defaults (see taxi_io_options_t). */
 /* What the dispatcher the context made reports: passed on to the
- * application; a failure that stopped a pool also ends taxi_io_run, which
- * could not otherwise learn of it from a half-sync/half-async pool (its
- * threads are gone, and with them whoever would dispatch taxi_io_stop's
- * wake-up). */
+ * application; a failure that stopped something of the context ends
+ * taxi_io_run with that error: a pool that stopped (taxi_io_run could not
+ * otherwise learn of it from a half-sync/half-async pool: its threads are
+ * gone, and with them whoever would dispatch taxi_io_stop's wake-up), or
+ * the proactor's signal catcher (taxi_proactor_add_signal), without which
+ * the application's signals would go unheard. */
 static void io_note_fatal(taxi_io_t *io, const taxi_error_report_t *r) {
   if (!r->fatal) return;
   taxi__mutex_lock(&io->lock);
   io->failed = true;
   taxi__cond_broadcast(&io->cond);
   taxi__mutex_unlock(&io->lock);
+  taxi__io_fail(io, r->code);
 }
 
 static void io_failure(const taxi_error_report_t *r, void *arg) {

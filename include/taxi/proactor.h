@@ -424,7 +424,10 @@ typedef void (*taxi_proactor_signal_fn)(taxi_proactor_t *p, int signo,
  * added and kept until the proactor is destroyed; so a signal costs one
  * hand-off between threads, and nothing is allocated per signal.  Signals
  * arriving close together may be merged into one call.  One reactor or
- * proactor per process may own a given signal.
+ * proactor per process may own a given signal.  The catching reactor's
+ * failed waits are retried and reported as the proactor's own (on_error,
+ * where "wait"); one that persists is reported fatal and ends the
+ * catching: signals are no longer delivered, the proactor goes on.
  * Returns 0, or TAXI_EINVAL (NULL p or fn, signo not a catchable signal),
  * TAXI_EEXIST (p already delivers signo), TAXI_EBUSY (another reactor or
  * proactor owns signo, or another thread is adding or removing a signal

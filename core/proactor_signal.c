@@ -53,10 +53,12 @@ static void psig_done(taxi_op_t *op, int status, size_t bytes, void *act) {
       if (!(bits & 1)) continue;
       int signo = (int)(w * 64 + b);
       taxi__mutex_lock(&s->p->lock);
-      taxi_proactor_signal_fn fn = s->to[signo].fn;
+      /* Removed meanwhile, or the proactor is being destroyed (its signals
+       * given back already): dropped. */
+      taxi_proactor_signal_fn fn = s->p->destroying ? NULL : s->to[signo].fn;
       void *arg = s->to[signo].arg;
       taxi__mutex_unlock(&s->p->lock);
-      if (fn) fn(s->p, signo, arg); /* removed meanwhile: dropped */
+      if (fn) fn(s->p, signo, arg);
     }
   }
 }

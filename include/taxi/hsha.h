@@ -85,8 +85,8 @@ typedef struct taxi_hsha_options {
   /* What a request that finds the queue at high water gets (see
    * taxi_hsha_full_t); TAXI_HSHA_FULL_REJECT needs `busy`. */
   taxi_hsha_full_t full;
-  taxi_hsha_busy_fn busy;
-  void *busy_arg; /* passed to busy */
+  taxi_hsha_busy_fn busy; /* the busy path of TAXI_HSHA_FULL_REJECT */
+  void *busy_arg;         /* passed to busy */
   /* If set, the queue is a priority queue: events with a higher value run
    * first (equal values in arrival order).  Called by the reactor thread
    * with the handler and the reported TAXI_EV_* bits of a handle event;

@@ -42,6 +42,10 @@ typedef struct taxi__source_ops {
   /* While sticky, a waiter returns at once (a pool shutting down); turning
    * it off consumes the wake-ups left over. */
   void (*set_sticky_locked)(void *self, bool sticky);
+  /* The source itself was asked to stop (taxi_reactor_stop,
+   * taxi_proactor_stop: atomics only, so a signal handler may ask): the
+   * pool over it stops as its own stop would. */
+  bool (*stop_asked)(const void *self);
 } taxi__source_ops_t;
 
 typedef struct taxi__source {

@@ -291,6 +291,12 @@ static void reactor_loop_locked(taxi_hsha_pool_t *p) {
    * those beyond high water) and only a full queue stops the thread. */
   unsigned stop_at = p->reject ? p->capacity : p->high_water;
   while (!p->shutdown) {
+    /* The reactor was stopped (perhaps from a signal handler, which
+     * cannot call taxi_hsha_stop): the pool stops with it. */
+    if (taxi_reactor_stopped(r)) {
+      stop_locked(p);
+      break;
+    }
     if (p->count >= stop_at) {
       p->stats.full_stalls++;
       p->stalled = true;

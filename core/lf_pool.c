@@ -310,6 +310,9 @@ static int pool_loop(taxi_lf_pool_t *p, lf_thread_t *t, taxi_time_t deadline) {
   bool fresh = false; /* the next take is from this thread's own wait */
   taxi__event_t ev;
   for (;;) {
+    /* The reactor or proactor was stopped (perhaps from a signal handler,
+     * which cannot call taxi_lf_stop): the pool stops with it. */
+    if (!p->shutdown && p->src.ops->stop_asked(p->src.self)) stop_locked(p);
     if (p->shutdown || t->leave) break;
     taxi_time_t now = taxi_now();
     if (now >= deadline) {

@@ -62,9 +62,13 @@ static void set_sticky(void *self, bool sticky) {
   p->sticky = sticky;
 }
 
+static bool stop_asked(const void *self) {
+  return atomic_load(&((taxi_proactor_t *)self)->stopped);
+}
+
 static const taxi__source_ops_t proactor_source_ops = {
-    take, run,         untake,      wait_for, has_work,
-    room, attach_pool, detach_pool, wake_all, set_sticky};
+    take,        run,         untake,   wait_for,   has_work,  room,
+    attach_pool, detach_pool, wake_all, set_sticky, stop_asked};
 
 static void proactor_source(taxi_proactor_t *p, taxi__source_t *out) {
   out->ops = &proactor_source_ops;

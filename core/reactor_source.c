@@ -47,9 +47,13 @@ static void set_sticky(void *self, bool sticky) {
   if (!sticky) taxi__rwake_drain(r);
 }
 
+static bool stop_asked(const void *self) {
+  return taxi_reactor_stopped(self) != 0;
+}
+
 static const taxi__source_ops_t reactor_source_ops = {
-    take, run,         untake,      wait_for, has_work,
-    room, attach_pool, detach_pool, wake_all, set_sticky};
+    take,        run,         untake,   wait_for,   has_work,  room,
+    attach_pool, detach_pool, wake_all, set_sticky, stop_asked};
 
 void taxi__reactor_source(taxi_reactor_t *r, taxi__source_t *out) {
   unsigned need = TAXI_CAP_MULTI_WAIT | TAXI_CAP_ONESHOT;

@@ -136,8 +136,11 @@ TAXI_EXTERN int taxi_hsha_create(taxi_hsha_pool_t **out, taxi_reactor_t *r,
  * or the persistent failure that stopped the pool by itself (see
  * "Failures"; every thread has left when it returns).
  * Threads: any, including a hook run by the pool; not a signal handler
- * (it locks and waits): to stop on a signal, add it to the reactor
- * (taxi_reactor_add_signal) and call this from its hook.
+ * (it locks and waits).  From a signal handler stop the pool's reactor
+ * instead (taxi_reactor_stop: lock-free): a pool whose reactor is stopped
+ * stops as this call would, without waiting, and taxi_hsha_wait() tells
+ * when every thread has left.  (So a pool made over a stopped reactor
+ * stops at once: restart it first.)
  */
 TAXI_EXTERN int taxi_hsha_stop(taxi_hsha_pool_t *p);
 

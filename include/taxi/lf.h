@@ -173,8 +173,11 @@ TAXI_EXTERN int taxi_lf_shrink(taxi_lf_pool_t *p, unsigned n);
  * down already), or the persistent failure that stopped the pool by itself
  * (see "Failures"; every thread has left when it returns).
  * Threads: any, including a hook run by the pool; not a signal handler
- * (it locks and waits): to stop on a signal, add it to the reactor
- * (taxi_reactor_add_signal) and call this from its hook.
+ * (it locks and waits).  From a signal handler stop the pool's reactor or
+ * proactor instead (taxi_reactor_stop, taxi_proactor_stop: lock-free): a
+ * pool whose source is stopped stops as this call would, without
+ * waiting, and taxi_lf_wait() tells when every thread has left.  (So a
+ * pool made over a stopped reactor stops at once: restart it first.)
  */
 TAXI_EXTERN int taxi_lf_stop(taxi_lf_pool_t *p);
 

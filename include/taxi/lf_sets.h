@@ -79,7 +79,10 @@ TAXI_EXTERN int taxi_lf_sets_destroy(taxi_lf_sets_t *s);
 /* taxi_lf_sets_stop - stop every pool (taxi_lf_stop(): each returns when
  * its threads have left).  Returns 0, TAXI_EINVAL, TAXI_ESTOPPED
  * (already), or the first failure that had stopped a pool by itself.
- * Threads: any; from a hook of one of the pools as taxi_lf_stop() says. */
+ * Threads: any; from a hook of one of the pools as taxi_lf_stop() says;
+ * not a signal handler, which stops each set's reactor instead
+ * (taxi_reactor_stop on taxi_lf_sets_reactor(s, i): each pool then stops
+ * with its reactor; taxi_lf_sets_wait tells when all have). */
 TAXI_EXTERN int taxi_lf_sets_stop(taxi_lf_sets_t *s);
 
 /* taxi_lf_sets_wait - wait until every pool has stopped (by

@@ -241,8 +241,31 @@ static void test_stop_from_signal_handler(void) {
   pt_destroy(p);
 }
 
+/* A Leader/Followers pool over the proactor stops when the proactor is
+ * stopped from a signal handler (the pool's own stop takes locks). */
+static void test_pool_stopped_by_signal_handler(void) {
+  taxi_proactor_t *p = pt_proactor();
+  stop_target = p;
+  taxi_lf_pool_t *pool = NULL;
+  CU_ASSERT_EQUAL_FATAL(taxi_lf_create_proactor(&pool, p, NULL), 0);
+  CU_ASSERT_EQUAL_FATAL(taxi_lf_spawn(pool, 2), 0);
+  set_disposition(SIGUSR1, stop_from_handler);
+  unblock(SIGUSR1);
+  util_sleep_ms(20); /* not needed; lets a leader be in its wait */
+  raise(SIGUSR1);
+  CU_ASSERT_EQUAL(taxi_lf_wait(pool, pt_wait_ms()), 0);
+  CU_ASSERT_EQUAL(taxi_lf_stop(pool), TAXI_ESTOPPED);
+  CU_ASSERT_EQUAL(taxi_lf_destroy(pool), 0);
+  set_disposition(SIGUSR1, SIG_DFL);
+  CU_ASSERT_EQUAL(taxi_proactor_restart(p), 0);
+  CU_ASSERT_EQUAL(taxi_proactor_handle_events(p, 0), 0);
+  pt_destroy(p);
+}
+
 static CU_TestInfo signal_tests[] = {
     {"delivered in the dispatching thread", test_delivered},
+    {"a pool stops when its proactor is stopped from a signal handler",
+     test_pool_stopped_by_signal_handler},
     {"stop from a signal handler", test_stop_from_signal_handler},
     {"delivered under a pool", test_under_pool},
     {"refusals and ownership", test_refusals},

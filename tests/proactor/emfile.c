@@ -212,12 +212,21 @@ static void test_close_while_paused(void) {
          util_elapsed_ms(start) < pt_wait_ms())
     taxi_proactor_handle_events(run.p, 20);
   CU_ASSERT(atomic_load(&run.reports) >= 1);
-  CU_ASSERT_EQUAL(atomic_load(&d.calls), 0);
+  /* Nothing can be accepted while there is no room, and there is none
+   * unless a descriptor is freed meanwhile (over libkqueue one is, after
+   * the first failed accept): each connection that lets in is a delivery
+   * (more set), never the end.  The end comes with the close, once. */
+  int before = atomic_load(&d.calls);
+  if (before > 0) {
+    printf("(a descriptor freed meanwhile let %d in) ", before);
+    CU_ASSERT_EQUAL(d.status, 0);
+    CU_ASSERT_EQUAL(d.more, 1);
+  }
   CU_ASSERT_EQUAL(taxi_proactor_close(run.p, lfd), 0);
-  CU_ASSERT(pt_run_done(run.p, &d, 1));
+  CU_ASSERT(pt_run_done(run.p, &d, before + 1));
   em_limit_restore();
   pt_settle(run.p, 20);
-  CU_ASSERT_EQUAL(atomic_load(&d.calls), 1);
+  CU_ASSERT_EQUAL(atomic_load(&d.calls), before + 1);
   CU_ASSERT_EQUAL(d.status, TAXI_ECANCELED);
   CU_ASSERT_EQUAL(d.more, 0);
   CU_ASSERT_EQUAL(taxi_op_in_flight(&op), 0);

@@ -558,9 +558,15 @@ int taxi_hsha_wait(taxi_hsha_pool_t *p, int timeout_ms) {
   int rc = 0;
   taxi__mutex_lock(&p->r->lock);
   while (rc == 0 && !(p->shutdown && p->running == 0)) {
-    if (taxi__cond_timedwait(&p->left, &p->r->lock, deadline) ==
-            TAXI_ETIMEDOUT &&
-        !(p->shutdown && p->running == 0))
+    /* Looked at every 10 ms: a stop of the reactor the reactor thread has
+     * not seen yet, and a wake-up of a stopping pool that was lost, are
+     * made good here as taxi_hsha_stop makes them good. */
+    if (!p->shutdown && taxi_reactor_stopped(p->r)) stop_locked(p);
+    if (p->shutdown && p->reactor_running) taxi__reactor_wake_all_locked(p->r);
+    taxi_time_t slice = taxi__time_add(taxi_now(), 10 * TAXI_NSEC_PER_MSEC);
+    taxi__cond_timedwait(&p->left, &p->r->lock,
+                         slice < deadline ? slice : deadline);
+    if (!(p->shutdown && p->running == 0) && taxi_now() >= deadline)
       rc = TAXI_ETIMEDOUT;
   }
   if (rc == 0) rc = p->error;

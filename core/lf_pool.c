@@ -714,10 +714,16 @@ int taxi_lf_wait(taxi_lf_pool_t *p, int timeout_ms) {
   taxi__mutex_lock(p->src.lock);
   if (in_pool(p)) rc = TAXI_EBUSY;
   while (rc == 0 && !stopped_and_left(p)) {
-    if (taxi__cond_timedwait(&p->left, p->src.lock, deadline) ==
-            TAXI_ETIMEDOUT &&
-        !stopped_and_left(p))
-      rc = TAXI_ETIMEDOUT;
+    /* Looked at every 10 ms, not only when a thread leaves: a stop of the
+     * source that no pool thread has seen yet, and the wake-ups of a
+     * stopping pool, which a kevent with several waiters may lose
+     * (libkqueue), are made good here as taxi_lf_stop makes them good. */
+    if (!p->shutdown && p->src.ops->stop_asked(p->src.self)) stop_locked(p);
+    if (p->shutdown) wake_everyone_locked(p);
+    taxi_time_t slice = taxi__time_add(taxi_now(), 10 * TAXI_NSEC_PER_MSEC);
+    taxi__cond_timedwait(&p->left, p->src.lock,
+                         slice < deadline ? slice : deadline);
+    if (!stopped_and_left(p) && taxi_now() >= deadline) rc = TAXI_ETIMEDOUT;
   }
   if (rc == 0) rc = p->error;
   taxi__mutex_unlock(p->src.lock);

@@ -530,11 +530,12 @@ int taxi_reactor_notify(taxi_reactor_t *r, void (*fn)(void *), void *arg) {
 int taxi_reactor_stop(taxi_reactor_t *r) {
   if (!r) return TAXI_EINVAL;
   /* No lock, only atomics and one write: callable from a signal handler.
-   * The channel is signalled whether or not a thread waits now: one that
-   * is about to wait then returns at once and sees the stop; if none
+   * The channel is written whether or not a thread waits now, and even if
+   * a wake-up seems pending already (it may be one a waiter is taking):
+   * a thread about to wait then returns at once and sees the stop; if none
    * comes, the next wait drains a stale wake-up and goes on. */
   atomic_store(&r->stopped, true);
-  int rc = taxi__rwake_signal(r);
+  int rc = taxi__rwake_force(r);
   return rc < 0 ? rc : 0;
 }
 

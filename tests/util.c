@@ -431,3 +431,59 @@ int util_bounded(int (*fn)(void *arg), void *arg, int max_ms,
   util_thread_join(&t, max_ms, what);
   return c.rc;
 }
+
+#if !defined(_WIN32)
+void util_signal_handle(int signo, void (*fn)(int)) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = fn;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigaction(signo, &sa, NULL);
+  sigset_t m;
+  sigemptyset(&m);
+  sigaddset(&m, signo);
+  pthread_sigmask(SIG_UNBLOCK, &m, NULL);
+}
+
+void util_signal_default(int signo) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = SIG_DFL;
+  sigemptyset(&sa.sa_mask);
+  sigaction(signo, &sa, NULL);
+}
+
+static void *signaller_main(void *arg) {
+  util_signaller_t *s = arg;
+  for (int ms = 0; !atomic_load(&s->done); ms += 20) {
+    if (ms > s->max_ms) {
+      atomic_store(&s->gave_up, 1);
+      s->give_up(s->arg);
+      break;
+    }
+    pthread_kill(s->target, s->signo);
+    atomic_fetch_add(&s->sent, 1);
+    util_sleep_ms(20);
+  }
+  return NULL;
+}
+
+int util_signaller_start(util_signaller_t *s, int signo, int max_ms,
+                         void (*give_up)(void *arg), void *arg) {
+  s->target = pthread_self();
+  s->signo = signo;
+  s->max_ms = max_ms;
+  s->give_up = give_up;
+  s->arg = arg;
+  atomic_init(&s->done, 0);
+  atomic_init(&s->sent, 0);
+  atomic_init(&s->gave_up, 0);
+  return pthread_create(&s->thread, NULL, signaller_main, s) == 0 ? 0 : -1;
+}
+
+void util_signaller_finish(util_signaller_t *s) {
+  atomic_store(&s->done, 1);
+  pthread_join(s->thread, NULL);
+}
+#endif

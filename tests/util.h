@@ -146,4 +146,27 @@ void util_hang(const char *what);
  * thread can be started, fn runs in the caller's. */
 int util_bounded(int (*fn)(void *arg), void *arg, int max_ms, const char *what);
 
+#if !defined(_WIN32)
+/* Run fn in the thread that takes signo (installed with sigaction), and
+ * unblock signo in the calling thread; util_signal_default puts the default
+ * disposition back. */
+void util_signal_handle(int signo, void (*fn)(int));
+void util_signal_default(int signo);
+
+/* A thread that sends `signo` to `target` every 20 ms until `done` is set
+ * (the first may come before the target waits), at most max_ms; past that
+ * it calls give_up(arg) once, so the target returns all the same, and
+ * records that it gave up.  util_signaller_finish sets done and joins it. */
+typedef struct util_signaller {
+  pthread_t target, thread;
+  int signo, max_ms;
+  void (*give_up)(void *arg);
+  void *arg;
+  atomic_int done, sent, gave_up;
+} util_signaller_t;
+int util_signaller_start(util_signaller_t *s, int signo, int max_ms,
+                         void (*give_up)(void *arg), void *arg);
+void util_signaller_finish(util_signaller_t *s);
+#endif
+
 #endif /* TAXI_TESTS_UTIL_H */

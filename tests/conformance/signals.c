@@ -407,52 +407,23 @@ static void stop_from_handler(int signo) {
   taxi_reactor_stop(stop_target);
 }
 
-typedef struct stop_sender {
-  pthread_t target;
-  atomic_int returned, sent, gave_up;
-} stop_sender_t;
-
-static void *send_until_returned(void *arg) {
-  stop_sender_t *x = arg;
-  for (int ms = 0; !atomic_load(&x->returned); ms += 20) {
-    if (ms > WAIT_MS) {
-      atomic_store(&x->gave_up, 1);
-      taxi_reactor_stop(stop_target);
-      break;
-    }
-    pthread_kill(x->target, SIGUSR1);
-    atomic_fetch_add(&x->sent, 1);
-    util_sleep_ms(20);
-  }
-  return NULL;
-}
+static void stop_anyway(void *arg) { taxi_reactor_stop(arg); }
 
 static void test_stop_from_signal_handler(void) {
   taxi_reactor_t *r = NULL;
   CU_ASSERT_EQUAL_FATAL(util_reactor_create(&r, taxi_test_backend), 0);
   stop_target = r;
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = stop_from_handler;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGUSR1, &sa, NULL);
-  sigset_t m;
-  sigemptyset(&m);
-  sigaddset(&m, SIGUSR1);
-  pthread_sigmask(SIG_UNBLOCK, &m, NULL);
-  stop_sender_t x;
-  memset(&x, 0, sizeof x);
-  x.target = pthread_self();
-  pthread_t t;
-  CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, send_until_returned, &x), 0);
+  util_signal_handle(SIGUSR1, stop_from_handler);
+  util_signaller_t x;
+  CU_ASSERT_EQUAL_FATAL(
+      util_signaller_start(&x, SIGUSR1, WAIT_MS, stop_anyway, r), 0);
   int rc = taxi_reactor_run(r);
-  atomic_store(&x.returned, 1);
-  pthread_join(t, NULL);
+  util_signaller_finish(&x);
   CU_ASSERT_EQUAL(rc, 0);
   CU_ASSERT_EQUAL(atomic_load(&x.gave_up), 0);
   CU_ASSERT(atomic_load(&x.sent) >= 1);
   CU_ASSERT_EQUAL(taxi_reactor_handle_events(r, 0), TAXI_ESTOPPED);
-  restore_default(SIGUSR1);
+  util_signal_default(SIGUSR1);
   CU_ASSERT_EQUAL(taxi_reactor_destroy(r), 0);
 }
 

@@ -24,25 +24,8 @@ static void stop_from_handler(int signo) {
 }
 
 /* SIGUSR1 runs stop_from_handler in the thread that raises it. */
-static void install(void) {
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = stop_from_handler;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGUSR1, &sa, NULL);
-  sigset_t m;
-  sigemptyset(&m);
-  sigaddset(&m, SIGUSR1);
-  pthread_sigmask(SIG_UNBLOCK, &m, NULL);
-}
-
-static void uninstall(void) {
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = SIG_DFL;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGUSR1, &sa, NULL);
-}
+static void install(void) { util_signal_handle(SIGUSR1, stop_from_handler); }
+static void uninstall(void) { util_signal_default(SIGUSR1); }
 
 static void stop_now(void) { raise(SIGUSR1); }
 

@@ -199,45 +199,23 @@ static void stop_from_handler(int signo) {
   taxi_proactor_stop(stop_target);
 }
 
-typedef struct sender {
-  pthread_t target;
-  atomic_int returned, sent, gave_up;
-} sender_t;
-
-static void *send_until_returned(void *arg) {
-  sender_t *x = arg;
-  for (int ms = 0; !atomic_load(&x->returned); ms += 20) {
-    if (ms > pt_wait_ms()) {
-      atomic_store(&x->gave_up, 1);
-      taxi_proactor_stop(stop_target);
-      break;
-    }
-    pthread_kill(x->target, SIGUSR1);
-    atomic_fetch_add(&x->sent, 1);
-    util_sleep_ms(20);
-  }
-  return NULL;
-}
+static void stop_anyway(void *arg) { taxi_proactor_stop(arg); }
 
 static void test_stop_from_signal_handler(void) {
   taxi_proactor_t *p = pt_proactor();
   stop_target = p;
-  set_disposition(SIGUSR1, stop_from_handler);
-  unblock(SIGUSR1);
-  sender_t x;
-  memset(&x, 0, sizeof x);
-  x.target = pthread_self();
-  pthread_t t;
-  CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, send_until_returned, &x), 0);
+  util_signal_handle(SIGUSR1, stop_from_handler);
+  util_signaller_t x;
+  CU_ASSERT_EQUAL_FATAL(
+      util_signaller_start(&x, SIGUSR1, pt_wait_ms(), stop_anyway, p), 0);
   int rc = taxi_proactor_run(p);
-  atomic_store(&x.returned, 1);
-  pthread_join(t, NULL);
+  util_signaller_finish(&x);
   CU_ASSERT_EQUAL(rc, 0);
   CU_ASSERT_EQUAL(atomic_load(&x.gave_up), 0);
   CU_ASSERT(atomic_load(&x.sent) >= 1);
   /* Stopped stays stopped until restarted. */
   CU_ASSERT_EQUAL(taxi_proactor_handle_events(p, 0), 0);
-  set_disposition(SIGUSR1, SIG_DFL);
+  util_signal_default(SIGUSR1);
   pt_destroy(p);
 }
 
@@ -249,14 +227,13 @@ static void test_pool_stopped_by_signal_handler(void) {
   taxi_lf_pool_t *pool = NULL;
   CU_ASSERT_EQUAL_FATAL(taxi_lf_create_proactor(&pool, p, NULL), 0);
   CU_ASSERT_EQUAL_FATAL(taxi_lf_spawn(pool, 2), 0);
-  set_disposition(SIGUSR1, stop_from_handler);
-  unblock(SIGUSR1);
+  util_signal_handle(SIGUSR1, stop_from_handler);
   util_sleep_ms(20); /* not needed; lets a leader be in its wait */
   raise(SIGUSR1);
   CU_ASSERT_EQUAL(taxi_lf_wait(pool, pt_wait_ms()), 0);
   CU_ASSERT_EQUAL(taxi_lf_stop(pool), TAXI_ESTOPPED);
   CU_ASSERT_EQUAL(taxi_lf_destroy(pool), 0);
-  set_disposition(SIGUSR1, SIG_DFL);
+  util_signal_default(SIGUSR1);
   CU_ASSERT_EQUAL(taxi_proactor_restart(p), 0);
   CU_ASSERT_EQUAL(taxi_proactor_handle_events(p, 0), 0);
   pt_destroy(p);

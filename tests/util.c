@@ -12,6 +12,8 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -182,7 +184,7 @@ long util_drain(int fd) {
 /* ---- the counting allocator -------------------------------------------- */
 
 static atomic_ullong n_mallocs, n_reallocs, n_frees, n_failed;
-static atomic_llong n_live;
+static atomic_llong n_live, n_live_here;
 static atomic_long fail_countdown = -1;
 /* Set by util_alloc_fail_after_here: only the arming thread counts down. */
 static atomic_int fail_one_thread;
@@ -199,33 +201,51 @@ static int should_fail(void) {
   return 0;
 }
 
-static void *count_malloc(size_t size) {
-  atomic_fetch_add(&n_mallocs, 1);
-  if (should_fail()) {
+/* Every block carries a header saying whether an armed thread allocated
+ * it (live_here); max_align_t keeps the caller's pointer aligned. */
+typedef union block_head {
+  int here;
+  max_align_t align;
+} block_head_t;
+
+/* A new block, tagged with the calling thread's arming; NULL when the
+ * failure countdown says so. */
+static void *new_block(size_t size) {
+  if (should_fail() || size > SIZE_MAX - sizeof(block_head_t)) {
     atomic_fetch_add(&n_failed, 1);
     return NULL;
   }
-  void *p = malloc(size);
-  if (p) atomic_fetch_add(&n_live, 1);
-  return p;
+  block_head_t *h = malloc(sizeof *h + size);
+  if (!h) return NULL;
+  h->here = fail_armed_here;
+  atomic_fetch_add(&n_live, 1);
+  if (h->here) atomic_fetch_add(&n_live_here, 1);
+  return h + 1;
+}
+
+static void *count_malloc(size_t size) {
+  atomic_fetch_add(&n_mallocs, 1);
+  return new_block(size);
 }
 
 static void *count_realloc(void *ptr, size_t size) {
   atomic_fetch_add(&n_reallocs, 1);
-  if (should_fail()) {
+  if (!ptr) return new_block(size);
+  if (should_fail() || size > SIZE_MAX - sizeof(block_head_t)) {
     atomic_fetch_add(&n_failed, 1);
     return NULL;
   }
-  void *p = realloc(ptr, size);
-  if (p && !ptr) atomic_fetch_add(&n_live, 1);
-  return p;
+  block_head_t *h = realloc((block_head_t *)ptr - 1, sizeof *h + size);
+  return h ? h + 1 : NULL;
 }
 
 static void count_free(void *ptr) {
   if (!ptr) return;
+  block_head_t *h = (block_head_t *)ptr - 1;
   atomic_fetch_add(&n_frees, 1);
   atomic_fetch_sub(&n_live, 1);
-  free(ptr);
+  if (h->here) atomic_fetch_sub(&n_live_here, 1);
+  free(h);
 }
 
 int util_alloc_install(void) {
@@ -240,6 +260,7 @@ util_alloc_counts_t util_alloc_counts(void) {
   c.reallocs = atomic_load(&n_reallocs);
   c.frees = atomic_load(&n_frees);
   c.live = atomic_load(&n_live);
+  c.live_here = atomic_load(&n_live_here);
   c.failed = atomic_load(&n_failed);
   return c;
 }
@@ -249,6 +270,7 @@ void util_alloc_reset(void) {
   atomic_store(&n_reallocs, 0);
   atomic_store(&n_frees, 0);
   atomic_store(&n_live, 0);
+  atomic_store(&n_live_here, 0);
   atomic_store(&n_failed, 0);
 }
 

@@ -53,6 +53,8 @@ typedef struct util_alloc_counts {
   uint64_t reallocs; /* calls to the realloc hook */
   uint64_t frees;    /* calls to the free hook with a non-NULL pointer */
   int64_t live;      /* blocks allocated and not yet freed */
+  int64_t live_here; /* of those, the ones allocated by a thread while
+                        util_alloc_fail_after_here had armed it */
   uint64_t failed;   /* allocations refused (see util_alloc_fail_after) */
 } util_alloc_counts_t;
 
@@ -71,7 +73,9 @@ void util_alloc_fail_after(long n);
  * for a call that starts threads whose own allocations would otherwise
  * race with the caller's for the failure (the pools' reactor threads
  * growing a backend's buffers).  util_alloc_fail_after(-1) or (-1) here
- * disables it. */
+ * disables it.  The blocks the arming thread allocates meanwhile are
+ * counted in live_here until freed, by whichever thread: a leak check of
+ * the armed call that other threads' buffer growth cannot disturb. */
 void util_alloc_fail_after_here(long n);
 
 /* ---- resources ---------------------------------------------------------- */

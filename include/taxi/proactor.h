@@ -210,7 +210,26 @@ typedef struct taxi_proactor_options {
    * in the dispatching thread, no lock held. */
   taxi_error_fn on_error;
   void *on_error_arg; /* passed to on_error */
+  /* TAXI_PROACTOR_* below, or 0. */
+  unsigned flags;
 } taxi_proactor_options_t;
+
+/* taxi_proactor_options_t.flags */
+/* One thread only ever dispatches the proactor (taxi_proactor_run,
+ * taxi_proactor_handle_events): the first that does; any thread may still
+ * start, cancel and close operations.  io_uring then gives the ring to that
+ * thread (IORING_SETUP_SINGLE_ISSUER with DEFER_TASKRUN, or COOP_TASKRUN
+ * where the kernel lacks it: see taxi_proactor_features), which spares the
+ * kernel the work of interrupting a thread for each completion; an
+ * operation started by another thread reaches the ring through that
+ * thread, woken for it.  A second dispatching thread is refused with
+ * TAXI_EBUSY, and so is a Leader/Followers pool (taxi_lf_create_proactor).
+ * Ignored by the other backends, beyond those two refusals.  One ring per
+ * thread for several threads: taxi/proactor_group.h. */
+#define TAXI_PROACTOR_ONE_THREAD 0x1u
+/* With TAXI_PROACTOR_ONE_THREAD: do without IORING_SETUP_DEFER_TASKRUN
+ * and SINGLE_ISSUER, as on a kernel before 6.1 (tests the fallback). */
+#define TAXI_PROACTOR_NO_DEFER_TASKRUN 0x2u
 
 /* taxi_proactor_options_init - the defaults (every field 0 or NULL, size
  * set).  Does nothing for NULL.  Any thread. */
@@ -255,6 +274,19 @@ TAXI_EXTERN int taxi_proactor_destroy(taxi_proactor_t *p);
  * until it is destroyed; NULL for NULL.  Threads: any. */
 TAXI_EXTERN const char *taxi_proactor_backend(const taxi_proactor_t *p);
 
+/* What the backend in use does natively (taxi_proactor_features). */
+#define TAXI_PFEAT_MULTISHOT_ACCEPT 0x01u /* one request accepts many */
+#define TAXI_PFEAT_SUBMIT_ALL 0x02u    /* io_uring: IORING_SETUP_SUBMIT_ALL */
+#define TAXI_PFEAT_SINGLE_ISSUER 0x04u /* io_uring: SINGLE_ISSUER */
+#define TAXI_PFEAT_DEFER_TASKRUN 0x08u /* io_uring: DEFER_TASKRUN */
+#define TAXI_PFEAT_COOP_TASKRUN 0x10u  /* io_uring: COOP_TASKRUN */
+#define TAXI_PFEAT_ONE_THREAD 0x20u    /* TAXI_PROACTOR_ONE_THREAD in force */
+
+/* taxi_proactor_features - which of the TAXI_PFEAT_* above the proactor
+ * uses, detected when it was created (a kernel without one falls back to
+ * what it has).  Stored in *out; 0, or TAXI_EINVAL (NULL).  Any thread. */
+TAXI_EXTERN int taxi_proactor_features(const taxi_proactor_t *p, unsigned *out);
+
 /* taxi_proactor_backend_names - the compiled-in completion backends, in
  * order of preference, NULL-terminated.  Static storage. */
 TAXI_EXTERN const char *const *taxi_proactor_backend_names(void);
@@ -290,6 +322,20 @@ TAXI_EXTERN int taxi_proactor_close(taxi_proactor_t *p, taxi_handle_t h);
  * close it before the handlers of its cancelled operations have run, for
  * the reason given above. */
 TAXI_EXTERN int taxi_proactor_detach(taxi_proactor_t *p, taxi_handle_t h);
+
+/*
+ * taxi_proactor_move - hand the attached handle `h` from proactor `from` to
+ * proactor `to` (attached there, forgotten here), so that its later
+ * operations run where `to` dispatches: how a group spreads connections
+ * over its threads' rings (taxi/proactor_group.h).  Only a handle with no
+ * operation in flight on `from` moves.  Returns 0, TAXI_EINVAL (NULL, or
+ * from == to), TAXI_ENOENT (not attached to `from`), TAXI_EBUSY (an
+ * operation on it is in flight), TAXI_EEXIST (attached to `to` already),
+ * TAXI_ENOMEM; on error the handle stays where it was.  Any thread, from
+ * a completion handler of either proactor too.
+ */
+TAXI_EXTERN int taxi_proactor_move(taxi_proactor_t *from, taxi_handle_t h,
+                                   taxi_proactor_t *to);
 
 /* ---- starting operations ------------------------------------------------ */
 /*
@@ -490,6 +536,7 @@ typedef struct taxi_proactor_stats {
   uint64_t ring_enters; /* io_uring_enter calls (of the syscalls above) */
   uint64_t sqes;        /* submission entries the kernel took */
   uint64_t cqes;        /* completion entries reaped */
+  uint64_t handles;     /* handles attached now (not a counter) */
 } taxi_proactor_stats_t;
 
 /* taxi_proactor_stats - copy the counters (relaxed reads: each is exact,

@@ -74,6 +74,13 @@ typedef struct taxi__completion {
 
 /* The operation stays in flight: more completions follow (multishot). */
 #define TAXI__CQ_MORE 0x1u
+/* A pooled read the backend chose the buffer for (TAXI__READ_SELECT): the
+ * bytes are in the buffer whose id is flags >> TAXI__CQ_BUF_SHIFT. */
+#define TAXI__CQ_BUFFER 0x2u
+/* A pooled read the backend ended because no buffer was left to choose
+ * (result TAXI_ENOMEM): the core waits for one, or grows the pool. */
+#define TAXI__CQ_NOBUFS 0x4u
+#define TAXI__CQ_BUF_SHIFT 16
 
 /* Counters a backend keeps (the core reports them in taxi_proactor_stats);
  * relaxed atomics, since wait runs without the proactor's lock. */
@@ -131,6 +138,19 @@ typedef struct taxi__completion_ops {
    * TAXI__PCAP_MULTI_WAIT, `all` asks that every waiter return.  Any
    * thread; never blocks. */
   void (*wake)(void *state, int all);
+  /* Optional: provided buffers.  buf_open, called once when the proactor
+   * is made with a pool of up to `max` buffers (ids 0..max-1) of `size`
+   * bytes, returns 0 when the backend will choose a buffer for each pooled
+   * read itself (TAXI__READ_SELECT; completions flagged TAXI__CQ_BUFFER),
+   * or TAXI_ENOTSUP when the core must choose (a plain READ into it).
+   * buf_give hands it buffer `id` at `addr`, free for choosing (each
+   * buffer once, until a completion names it).  Serialised like submit
+   * (the proactor's lock held). */
+  int (*buf_open)(void *state, unsigned max, size_t size);
+  void (*buf_give)(void *state, unsigned id, void *addr);
+  /* Optional: the TAXI_PFEAT_* the instance uses (taxi/proactor.h),
+   * TAXI_PFEAT_ONE_THREAD aside (the core adds it).  Any thread. */
+  unsigned (*features)(void *state);
 } taxi__completion_ops_t;
 
 /* For a backend that completes over readiness with a reactor of its own:

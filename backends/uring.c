@@ -177,10 +177,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -206,6 +208,24 @@
 #endif
 #ifndef IORING_OP_SOCKET
 #define IORING_OP_SOCKET 45
+#endif
+#ifndef IORING_SETUP_R_DISABLED
+#define IORING_SETUP_R_DISABLED (1U << 6)
+#endif
+#ifndef IORING_SETUP_COOP_TASKRUN
+#define IORING_SETUP_COOP_TASKRUN (1U << 8)
+#endif
+#ifndef IORING_SETUP_TASKRUN_FLAG
+#define IORING_SETUP_TASKRUN_FLAG (1U << 9)
+#endif
+#ifndef IORING_SETUP_SINGLE_ISSUER
+#define IORING_SETUP_SINGLE_ISSUER (1U << 12)
+#endif
+#ifndef IORING_SETUP_DEFER_TASKRUN
+#define IORING_SETUP_DEFER_TASKRUN (1U << 13)
+#endif
+#ifndef IORING_SQ_TASKRUN
+#define IORING_SQ_TASKRUN (1U << 2)
 #endif
 #ifndef IORING_SQ_CQ_OVERFLOW
 #define IORING_SQ_CQ_OVERFLOW (1U << 1)
@@ -310,6 +330,18 @@ typedef struct uring_state {
   taxi__completion_counters_t *counters;
   unsigned in_wait;      /* threads blocked in io_uring_enter (lock) */
   bool native_multishot; /* the kernel has multishot accept (lock) */
+  /* One-thread rings (see "One thread, one ring" above). */
+  unsigned setup_flags; /* the IORING_SETUP_* the ring was made with */
+  bool single;          /* only `owner` may enter the ring */
+  bool enabled;         /* owner set, ring enabled (lock) */
+  pthread_t owner;      /* the thread that enabled it (lock) */
+  pid_t owner_tid;      /* its kernel thread id, to tell whether it lives */
+  bool closed;          /* the ring closed by orphan_wait (lock) */
+  /* Provided buffers (see "Pooled reads" above). */
+  bool has_recv_multishot;      /* Linux 6.0 (IORING_OP_SEND_ZC tells) */
+  struct io_uring_buf_ring *br; /* buffer group 0, or NULL */
+  unsigned br_entries;
+  size_t br_bytes, buf_size;
   /* Wake-ups (see "Waking a wait" at the top of the file). */
   taxi__wakeup_t wakeup;  /* what wake() signals */
   int wake_poll;          /* WAKE_POLL_*: its poll request (lock) */
@@ -388,9 +420,15 @@ static unsigned sq_flush(uring_state_t *s) {
 }
 
 /* Completions wait in the kernel's overflow list (IORING_FEAT_NODROP);
- * an io_uring_enter with IORING_ENTER_GETEVENTS moves them to the CQ. */
-static bool cq_overflowed(uring_state_t *s) {
-  return IO_URING_READ_ONCE(*s->ring.sq.kflags) & IORING_SQ_CQ_OVERFLOW;
+ * an io_uring_enter with IORING_ENTER_GETEVENTS moves them to the CQ.
+ * The same enter runs the task work of a one-thread ring. */
+/* Completions that only an io_uring_enter with IORING_ENTER_GETEVENTS
+ * brings into the CQ: an overflow, or (COOP_TASKRUN, DEFER_TASKRUN) task
+ * work waiting for this ring's thread, which IORING_SETUP_TASKRUN_FLAG
+ * makes the kernel tell with IORING_SQ_TASKRUN. */
+static bool cq_needs_enter(uring_state_t *s) {
+  return IO_URING_READ_ONCE(*s->ring.sq.kflags) &
+         (IORING_SQ_CQ_OVERFLOW | IORING_SQ_TASKRUN);
 }
 
 static void wake_locked(uring_state_t *s);
@@ -399,10 +437,22 @@ static void wake_locked(uring_state_t *s);
  * EBUSY, ENOMEM: the kernel short of resources), they stay in the SQ, and
  * a thread blocked in wait() is woken to submit them with its next wait,
  * which reports a refusal that lasts (see uring_wait). */
+static bool may_enter(uring_state_t *s) {
+  return !s->single ||
+         (s->enabled && pthread_equal(s->owner, pthread_self()) != 0);
+}
+
 static void sq_submit_now(uring_state_t *s) {
   unsigned n = sq_flush(s);
   int r = 0;
   if (n == 0) return;
+  if (!may_enter(s)) {
+    /* A one-thread ring: its thread submits them with its next wait,
+     * woken now if it is blocked in one.  (The SQ full, the caller finds
+     * no room and puts its operation on the backlog.) */
+    if (s->in_wait > 0) wake_locked(s);
+    return;
+  }
   for (int i = 0; i < URING_WAKE_TRIES; i++) {
     r = ring_enter(s, n, 0, 0, NULL, 0, false);
     if (r != -EINTR) break;
@@ -670,10 +720,25 @@ static int prep_connect(uring_state_t *s, taxi_op_t *op) {
   return 0;
 }
 
+/* A pooled read: the kernel picks a buffer of group 0 for each arrival,
+ * and with TAXI_READ_MULTISHOT goes on receiving. */
+static int prep_recv_select(uring_state_t *s, taxi_op_t *op) {
+  struct io_uring_sqe *sqe = sqe_get(s);
+  if (!sqe) return TAXI_EAGAIN;
+  io_uring_prep_recv(sqe, op->handle, NULL, 0, 0);
+  sqe->flags |= IOSQE_BUFFER_SELECT;
+  sqe->buf_group = 0;
+  if (op->internal_.flags & TAXI_READ_MULTISHOT)
+    sqe->ioprio |= IORING_RECV_MULTISHOT;
+  sqe_tag(sqe, op, UD_MAIN);
+  return 0;
+}
+
 static int prep_recv(uring_state_t *s, taxi_op_t *op) {
   taxi_buf_t b;
   struct io_uring_sqe *sqe;
   int flags = (op->internal_.flags & TAXI_READ_EXACT) ? MSG_WAITALL : 0;
+  if (op->internal_.flags & TAXI__READ_SELECT) return prep_recv_select(s, op);
   if (taxi__op_remaining_bufs(op, &b, 1) != 1) return TAXI_EINVAL;
   sqe = sqe_get(s);
   if (!sqe) return TAXI_EAGAIN;
@@ -909,6 +974,29 @@ static void on_multishot(uring_state_t *s, sink_t *k, taxi_op_t *op, int res,
   emit(s, k, op, os_result(res), 0);
 }
 
+/* A pooled read's CQE: the buffer the kernel chose travels in the flags
+ * (backends/completion.h); -ENOBUFS, the group empty, ends the request
+ * and the core waits for a buffer or grows the pool. */
+static void on_pooled(uring_state_t *s, sink_t *k, taxi_op_t *op, int res,
+                      unsigned cflags) {
+  unsigned f = 0;
+  if (res > 0 && (cflags & IORING_CQE_F_BUFFER))
+    f = TAXI__CQ_BUFFER |
+        ((cflags >> IORING_CQE_BUFFER_SHIFT) << TAXI__CQ_BUF_SHIFT);
+  if (cflags & IORING_CQE_F_MORE) {
+    uop(op)->retries = 0;
+    emit(s, k, op, res, f | TAXI__CQ_MORE);
+    return;
+  }
+  if (res == -ENOBUFS) {
+    emit(s, k, op, TAXI_ENOMEM, TAXI__CQ_NOBUFS);
+    return;
+  }
+  if (retry_unrequested(s, k, op, res)) return;
+  uop(op)->retries = 0;
+  emit(s, k, op, os_result(res), f);
+}
+
 /* Transmit-file, file part: every request of the step has completed. */
 static void tx_step_done(uring_state_t *s, sink_t *k, taxi_op_t *op) {
   uring_op_t *u = uop(op);
@@ -990,6 +1078,8 @@ static void on_cqe(uring_state_t *s, sink_t *k, const struct io_uring_cqe *c,
   if (!(c->flags & IORING_CQE_F_MORE)) u->parts &= ~(1u << tag);
   if (op->kind == TAXI_OP_TRANSMIT_FILE && u->pipe)
     on_tx_file(s, k, op, tag, c->res);
+  else if (op->internal_.flags & TAXI__READ_SELECT)
+    on_pooled(s, k, op, c->res, c->flags);
   else if (u->state & UOP_MULTISHOT)
     on_multishot(s, k, op, c->res, c->flags);
   else
@@ -1053,7 +1143,8 @@ static const unsigned char uring_required_ops[] = {
 };
 
 /* Check the opcodes this file uses; *has_socket tells a 5.19 kernel. */
-static int check_ops(struct io_uring *ring, bool *has_socket) {
+static int check_ops(struct io_uring *ring, bool *has_socket,
+                     bool *has_send_zc) {
   union {
     struct io_uring_probe p;
     unsigned char room[sizeof(struct io_uring_probe) +
@@ -1064,29 +1155,47 @@ static int check_ops(struct io_uring *ring, bool *has_socket) {
   for (size_t i = 0; i < sizeof uring_required_ops; i++)
     if (!io_uring_opcode_supported(&u.p, uring_required_ops[i])) return ENOSYS;
   *has_socket = io_uring_opcode_supported(&u.p, IORING_OP_SOCKET);
+  *has_send_zc = io_uring_opcode_supported(&u.p, IORING_OP_SEND_ZC);
   return 0;
 }
 
-static int ring_setup(uring_state_t *s, unsigned depth, bool compat) {
-  struct io_uring_params p;
-  unsigned flags = IORING_SETUP_CQSIZE | IORING_SETUP_CLAMP;
-  int r;
-  if (!compat) flags |= IORING_SETUP_SUBMIT_ALL;
-  for (;;) {
+/* The setup flags to try, best first: each later entry drops what a
+ * kernel may not know.  One-thread rings start disabled, so that the
+ * thread that first waits becomes their issuer (io_uring_enable_rings). */
+static int ring_setup(uring_state_t *s, unsigned depth, bool compat,
+                      bool single, bool no_defer) {
+  const unsigned base = IORING_SETUP_CQSIZE | IORING_SETUP_CLAMP;
+  const unsigned one = IORING_SETUP_R_DISABLED | IORING_SETUP_TASKRUN_FLAG;
+  unsigned tries[5], n = 0;
+  int r = -EINVAL;
+  if (single && !compat) {
+    if (!no_defer)
+      tries[n++] = base | IORING_SETUP_SUBMIT_ALL | one |
+                   IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN;
+    tries[n++] = base | IORING_SETUP_SUBMIT_ALL | one |
+                 IORING_SETUP_COOP_TASKRUN; /* 5.19 */
+  }
+  if (single) tries[n++] = base | IORING_SETUP_R_DISABLED;
+  if (!compat) tries[n++] = base | IORING_SETUP_SUBMIT_ALL; /* 5.18 */
+  tries[n++] = base;
+  for (unsigned i = 0; i < n; i++) {
+    struct io_uring_params p;
     memset(&p, 0, sizeof p);
-    p.flags = flags;
+    p.flags = tries[i];
     p.cq_entries = depth * URING_CQ_FACTOR;
     r = io_uring_queue_init_params(depth, &s->ring, &p);
-    if (r != -EINVAL || !(flags & IORING_SETUP_SUBMIT_ALL)) break;
-    flags &= ~IORING_SETUP_SUBMIT_ALL; /* before 5.18 */
+    if (r == -EINVAL) continue;
+    if (r < 0) break;
+    if (!(p.features & IORING_FEAT_NODROP) ||
+        !(p.features & IORING_FEAT_EXT_ARG)) {
+      io_uring_queue_exit(&s->ring);
+      return open_error(ENOSYS); /* before 5.11 */
+    }
+    s->setup_flags = tries[i];
+    s->single = (tries[i] & IORING_SETUP_R_DISABLED) != 0;
+    return 0;
   }
-  if (r < 0) return open_error(-r);
-  if (!(p.features & IORING_FEAT_NODROP) ||
-      !(p.features & IORING_FEAT_EXT_ARG)) {
-    io_uring_queue_exit(&s->ring);
-    return open_error(ENOSYS); /* before 5.11 */
-  }
-  return 0;
+  return open_error(-r);
 }
 
 static int uring_open(void **state, const char *variant,
@@ -1116,9 +1225,11 @@ static int uring_open(void **state, const char *variant,
     return r;
   }
   s->counters = counters;
-  r = ring_setup(s, depth, compat);
+  r = ring_setup(s, depth, compat,
+                 opts && (opts->flags & TAXI_PROACTOR_ONE_THREAD),
+                 opts && (opts->flags & TAXI_PROACTOR_NO_DEFER_TASKRUN));
   if (r == 0) {
-    int err = check_ops(&s->ring, &has_socket);
+    int err = check_ops(&s->ring, &has_socket, &s->has_recv_multishot);
     if (err) {
       io_uring_queue_exit(&s->ring);
       r = open_error(err);
@@ -1137,6 +1248,7 @@ static int uring_open(void **state, const char *variant,
   /* IORING_OP_SOCKET and multishot accept both came with 5.19; a kernel
    * that has the one has the other (EINVAL is handled anyway). */
   s->native_multishot = !compat && has_socket;
+  if (compat) s->has_recv_multishot = false;
   atomic_init(&s->wake_asked, 0);
   atomic_init(&s->wake_broken, 0);
   page = sysconf(_SC_PAGESIZE);
@@ -1150,7 +1262,8 @@ static void uring_close(void *state) {
   if (!s) return;
   /* Every operation has completed (the core's promise), so the kernel
    * holds no request that points into a record; pipes are all free. */
-  io_uring_queue_exit(&s->ring);
+  if (!s->closed) io_uring_queue_exit(&s->ring);
+  if (s->br) munmap(s->br, s->br_bytes); /* the kernel let go with the ring */
   taxi__wakeup_close(&s->wakeup);
   count_syscall(s);
   while (s->free_pipes) {
@@ -1199,7 +1312,7 @@ static void uring_detach(void *state, taxi_handle_t h) {
   uring_state_t *s = state;
   (void)h;
   taxi__mutex_lock(&s->lock);
-  sq_submit_now(s);
+  if (!s->closed) sq_submit_now(s);
   taxi__mutex_unlock(&s->lock);
 }
 
@@ -1229,6 +1342,10 @@ static int uring_submit(void *state, taxi_op_t *op) {
   if (r < 0) return r;
   u = uop(op);
   taxi__mutex_lock(&s->lock);
+  if (s->closed) { /* see orphan_wait */
+    taxi__mutex_unlock(&s->lock);
+    return TAXI_ECANCELED;
+  }
   u->state = UOP_INFLIGHT;
   if (op->kind == TAXI_OP_ACCEPT &&
       (op->internal_.flags & TAXI_ACCEPT_MULTISHOT))
@@ -1269,7 +1386,7 @@ static int uring_cancel(void *state, taxi_op_t *op) {
   if (!s || !op) return TAXI_EINVAL;
   u = uop(op);
   taxi__mutex_lock(&s->lock);
-  if (!(u->state & UOP_INFLIGHT)) {
+  if (s->closed || !(u->state & UOP_INFLIGHT)) {
     taxi__mutex_unlock(&s->lock);
     return TAXI_ENOENT;
   }
@@ -1348,6 +1465,82 @@ static int enter_and_wait(uring_state_t *s, unsigned to_submit,
   return capped && r == -ETIME ? 0 : r;
 }
 
+/* A one-thread ring: the first thread that waits enables it and becomes
+ * its issuer.  1 when the calling thread is that thread, 0 when not, or
+ * the error enabling it (cannot happen to a ring made disabled; should
+ * it, the wait reports it and the proactor backs off). */
+static int own_ring(uring_state_t *s) {
+  if (!s->single) return 1;
+  if (s->enabled) return pthread_equal(s->owner, pthread_self()) != 0;
+  /* The system call itself: not every liburing exports the wrapper. */
+  count_syscall(s);
+  if (syscall(__NR_io_uring_register, s->ring.ring_fd,
+              IORING_REGISTER_ENABLE_RINGS, NULL, 0) < 0) {
+    int err = errno;
+    taxi__set_os_error(err);
+    return taxi__error_from_os(err);
+  }
+  s->enabled = true;
+  s->owner = pthread_self();
+  s->owner_tid = (pid_t)syscall(SYS_gettid);
+  return 1;
+}
+
+/* Complete, as cancelled, the requests still in the SQ: a ring whose
+ * thread has gone can submit nothing more.  The wake-up poll and cancel
+ * requests among them are just dropped. */
+static void orphan_cancel_sq(uring_state_t *s, sink_t *k, bool *woken) {
+  struct io_uring_sq *sq = &s->ring.sq;
+  unsigned head = io_uring_smp_load_acquire(sq->khead);
+  for (; head != sq->sqe_tail && k->n < k->max; head++) {
+    const struct io_uring_sqe *e = &sq->sqes[head & *sq->kring_mask];
+    struct io_uring_cqe c;
+    memset(&c, 0, sizeof c);
+    c.user_data = e->user_data;
+    c.res = -ECANCELED;
+    if (e->user_data == UD_WAKE) s->wake_poll = WAKE_POLL_OFF;
+    if (e->user_data == UD_WAKE || e->user_data == UD_CANCEL_ACK) continue;
+    on_cqe(s, k, &c, woken);
+  }
+  /* Marked consumed for this file; the kernel never looks again. */
+  io_uring_smp_store_release(sq->khead, head);
+  sq->sqe_head = head;
+}
+
+/*
+ * wait() in a thread that does not own the one-thread ring: taxi_proactor
+ * _destroy run by another thread than the one that dispatched, which the
+ * kernel does not let enter the ring (EEXIST).  What the CQ holds is read
+ * without a system call, and what is only in the SQ never reached the
+ * kernel: completed here as cancelled.  While the owner lives nothing more
+ * can be done from here: TAXI_EBUSY, which the proactor reports and backs
+ * off from.  Once it has exited, requests it left in the kernel (a receive
+ * waiting for data) would wait for good, since only the owner could
+ * cancel them: the ring is closed, which makes the kernel cancel them, and
+ * TAXI_ESTOPPED tells the proactor to complete them as cancelled.  (A
+ * cancelled socket request never touches its buffer; a regular-file read
+ * that an io-wq worker has already started may still finish after that,
+ * which is why taxi/proactor.h asks for the destroy in the owning thread.)
+ */
+static int orphan_wait(uring_state_t *s, sink_t *k) {
+  bool woken = false;
+  if (s->closed) return TAXI_ESTOPPED;
+  deferred_drain(s, k);
+  reap(s, k, &woken);
+  orphan_cancel_sq(s, k, &woken);
+  backlog_run(s, k);
+  orphan_cancel_sq(s, k, &woken);
+  if (k->n > 0) return (int)k->n;
+  if (s->owner_tid > 0 && syscall(SYS_tgkill, getpid(), s->owner_tid, 0) == 0) {
+    taxi__set_os_error(EEXIST);
+    return TAXI_EBUSY;
+  }
+  io_uring_queue_exit(&s->ring);
+  count_syscall(s);
+  s->closed = true;
+  return TAXI_ESTOPPED;
+}
+
 static int uring_wait(void *state, taxi__completion_t *out, size_t max,
                       int timeout_ms) {
   uring_state_t *s = state;
@@ -1359,6 +1552,12 @@ static int uring_wait(void *state, taxi__completion_t *out, size_t max,
   if (timeout_ms > 0)
     deadline = taxi_now() + (taxi_time_t)timeout_ms * TAXI_NSEC_PER_MSEC;
   taxi__mutex_lock(&s->lock);
+  r = own_ring(s);
+  if (r <= 0) {
+    if (r == 0) r = orphan_wait(s, &k);
+    taxi__mutex_unlock(&s->lock);
+    return r;
+  }
   for (;;) {
     unsigned to_submit;
     r = 0;
@@ -1369,7 +1568,7 @@ static int uring_wait(void *state, taxi__completion_t *out, size_t max,
         atomic_load(&s->wake_asked)) {
       /* Submit what is prepared and pick up completions the kernel kept
        * back (CQ overflow), without blocking. */
-      if (to_submit > 0 || cq_overflowed(s))
+      if (to_submit > 0 || cq_needs_enter(s))
         r = ring_enter(s, to_submit, 0, IORING_ENTER_GETEVENTS, NULL, 0, true);
     } else {
       r = enter_and_wait(s, to_submit, deadline);
@@ -1398,6 +1597,62 @@ static int uring_wait(void *state, taxi__completion_t *out, size_t max,
   return (int)k.n;
 }
 
+/* The ring of provided buffers, registered while the ring may still be
+ * registered with by any thread (before a one-thread ring is enabled:
+ * the proactor is being made).  Its memory must be page-aligned. */
+static int uring_buf_open(void *state, unsigned max, size_t size) {
+  uring_state_t *s = state;
+  if (!s->has_recv_multishot || s->br) return TAXI_ENOTSUP;
+  size_t bytes = (size_t)max * sizeof(struct io_uring_buf);
+  void *mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  count_syscall(s);
+  if (mem == MAP_FAILED) return TAXI_ENOTSUP; /* the core chooses then */
+  struct io_uring_buf_reg reg;
+  memset(&reg, 0, sizeof reg);
+  reg.ring_addr = (uint64_t)(uintptr_t)mem;
+  reg.ring_entries = max;
+  reg.bgid = 0;
+  io_uring_buf_ring_init(mem);
+  count_syscall(s);
+  if (io_uring_register_buf_ring(&s->ring, &reg, 0) < 0) {
+    munmap(mem, bytes);
+    count_syscall(s);
+    return TAXI_ENOTSUP;
+  }
+  s->br = mem;
+  s->br_entries = max;
+  s->br_bytes = bytes;
+  s->buf_size = size;
+  return 0;
+}
+
+/* Publish one free buffer to the kernel: memory only, so any thread may
+ * (under the mutex: the ring's tail has one producer). */
+static void uring_buf_give(void *state, unsigned id, void *addr) {
+  uring_state_t *s = state;
+  taxi__mutex_lock(&s->lock);
+  io_uring_buf_ring_add(s->br, addr, (unsigned)s->buf_size, (unsigned short)id,
+                        io_uring_buf_ring_mask(s->br_entries), 0);
+  io_uring_buf_ring_advance(s->br, 1);
+  taxi__mutex_unlock(&s->lock);
+}
+
+static unsigned uring_features(void *state) {
+  uring_state_t *s = state;
+  unsigned f = 0;
+  if (!s) return 0;
+  if (s->native_multishot) f |= TAXI_PFEAT_MULTISHOT_ACCEPT;
+  if (s->setup_flags & IORING_SETUP_SUBMIT_ALL) f |= TAXI_PFEAT_SUBMIT_ALL;
+  if (s->setup_flags & IORING_SETUP_SINGLE_ISSUER)
+    f |= TAXI_PFEAT_SINGLE_ISSUER;
+  if (s->setup_flags & IORING_SETUP_DEFER_TASKRUN)
+    f |= TAXI_PFEAT_DEFER_TASKRUN;
+  if (s->setup_flags & IORING_SETUP_COOP_TASKRUN) f |= TAXI_PFEAT_COOP_TASKRUN;
+  if (s->br) f |= TAXI_PFEAT_PROVIDED_BUFFERS;
+  return f;
+}
+
 const taxi__completion_ops_t taxi__completion_uring = {
     .name = "uring",
     .caps = TAXI__PCAP_MULTISHOT_ACCEPT,
@@ -1409,6 +1664,9 @@ const taxi__completion_ops_t taxi__completion_uring = {
     .cancel = uring_cancel,
     .wait = uring_wait,
     .wake = uring_wake,
+    .features = uring_features,
+    .buf_open = uring_buf_open,
+    .buf_give = uring_buf_give,
 };
 
 #else

@@ -132,6 +132,9 @@ static int dispatcher_create(taxi_io_t *io, const taxi_io_options_t *o) {
     po.backend = o->backend;
     po.on_error = io_failure;
     po.on_error_arg = io;
+    /* One dispatching thread: the proactor is that thread's alone (on
+     * io_uring, a ring it owns; taxi/proactor.h). */
+    if (io->threads <= 1) po.flags |= TAXI_PROACTOR_ONE_THREAD;
     int rc = taxi_proactor_create(&io->proactor, &po);
     io->own_proactor = rc == 0;
     return rc;

@@ -50,6 +50,10 @@ int taxi_proactor_create(taxi_proactor_t **out,
   taxi_proactor_options_t o;
   taxi_proactor_options_init(&o);
   if (taxi__options_copy(&o, sizeof o, opts, sizeof o) < 0) return TAXI_EINVAL;
+  if ((o.flags &
+       ~(TAXI_PROACTOR_ONE_THREAD | TAXI_PROACTOR_NO_DEFER_TASKRUN)) ||
+      taxi__pbufs_check(&o) < 0)
+    return TAXI_EINVAL;
 
   taxi_proactor_t *p = taxi__calloc(1, sizeof *p);
   if (!p) return TAXI_ENOMEM;
@@ -57,6 +61,7 @@ int taxi_proactor_create(taxi_proactor_t **out,
   p->max_events = MAX_EVENTS;
   p->on_error = o.on_error;
   p->on_error_arg = o.on_error_arg;
+  p->flags = o.flags;
   p->wait_buf = taxi__calloc(p->max_events, sizeof *p->wait_buf);
   if (!p->wait_buf) goto fail_free;
   rc = taxi__mutex_init(&p->lock);
@@ -77,8 +82,16 @@ int taxi_proactor_create(taxi_proactor_t **out,
   p->free_head = TAXI__ROW_NIL;
   taxi__handle_map_init(&p->map);
   taxi__timer_heap_init(&p->timers, &taxi__proactor_timer_ops);
+  rc = taxi__pbufs_open(p, &o);
+  if (rc < 0) goto fail_backend;
   *out = p;
   return 0;
+
+fail_backend:
+  p->ops->close(p->backend);
+  taxi__pbufs_close(p);
+  taxi__handle_map_destroy(&p->map);
+  taxi__timer_heap_destroy(&p->timers);
 
 fail_mutex:
   taxi__mutex_destroy(&p->lock);
@@ -90,6 +103,14 @@ fail_free:
 
 const char *taxi_proactor_backend(const taxi_proactor_t *p) {
   return p ? p->name : NULL;
+}
+
+int taxi_proactor_features(const taxi_proactor_t *p, unsigned *out) {
+  if (!p || !out) return TAXI_EINVAL;
+  unsigned f = p->ops->features ? p->ops->features(p->backend) : 0;
+  if (p->flags & TAXI_PROACTOR_ONE_THREAD) f |= TAXI_PFEAT_ONE_THREAD;
+  *out = f;
+  return 0;
 }
 
 /* ---- the table of handles ----------------------------------------------- */
@@ -289,6 +310,10 @@ int taxi_proactor_stats(taxi_proactor_t *p, taxi_proactor_stats_t *out) {
   if (!p || !out) return TAXI_EINVAL;
   taxi__mutex_lock(&p->lock);
   *out = p->stats;
+  if (p->bufs) {
+    out->buffers = p->bufs->count;
+    out->buffers_held = p->bufs->nheld;
+  }
   taxi__mutex_unlock(&p->lock);
   out->syscalls =
       atomic_load_explicit(&p->counters.syscalls, memory_order_relaxed);
@@ -335,6 +360,7 @@ int taxi_proactor_destroy(taxi_proactor_t *p) {
   taxi__mutex_unlock(&p->lock);
 
   p->ops->close(p->backend);
+  taxi__pbufs_close(p); /* after the backend: the kernel may point into it */
   taxi__proactor_signals_free(p);
   taxi__handle_map_destroy(&p->map);
   taxi__mutex_destroy(&p->lock);

@@ -325,10 +325,26 @@ static void pause_accept_locked(taxi_proactor_t *p, taxi_op_t *op, int code) {
   pause_locked(p, op, pause, "accept", code, p->accept_backoff.failures);
 }
 
+void taxi__proactor_starve_locked(taxi_proactor_t *p, taxi_op_t *op) {
+  op->internal_.deadline = INT64_MAX;
+  taxi__op_set_phase(op, TAXI__OP_PAUSED);
+  op->internal_.next = NULL;
+  if (p->paused.tail)
+    p->paused.tail->internal_.next = op;
+  else
+    p->paused.head = op;
+  p->paused.tail = op;
+  p->stats.buffer_waits++;
+}
+
 int taxi__proactor_submit_or_pause_locked(taxi_proactor_t *p, taxi_op_t *op) {
   int rc = taxi__proactor_submit_locked(p, op);
   if (rc == 0) {
     taxi__backoff_reset(&p->submit_backoff);
+    return 0;
+  }
+  if (rc == TAXI__NO_BUFFER) {
+    taxi__proactor_starve_locked(p, op);
     return 0;
   }
   if (rc != TAXI_EAGAIN) return rc;
@@ -411,8 +427,78 @@ static void accept_result_locked(taxi_proactor_t *p, taxi_op_t *op,
   taxi__proactor_complete_locked(p, op, (int)result);
 }
 
+/* Whether the backend has a buffer to choose: one neither held by the
+ * application nor waiting for delivery in the backlog.  The backend ran
+ * out when it said so, but its completions are processed in order, and
+ * buffers given back meanwhile, before anyone waited, woke nobody. */
+static bool backend_has_buffers_locked(const taxi_proactor_t *p) {
+  const taxi__backlog_t *b = &p->backlog;
+  unsigned pending = 0;
+  for (size_t i = 0; i < b->count; i++)
+    if (b->items[(b->head + i) % b->cap].flags & TAXI__CQ_BUFFER) pending++;
+  return p->bufs->nheld + pending < p->bufs->count;
+}
+
+/*
+ * A pooled read's completion.  Bytes: the buffer goes to the application
+ * with them (op->data at the handler), delivered as one of several when
+ * the read is multishot, which then goes on (the backend's request still
+ * running, or submitted again after the handler).  No buffer left to the
+ * backend: grow the pool or wait for a release, then read again.  End of
+ * stream or a failure: the buffer the core had chosen is free again.
+ */
+static void pooled_result_locked(taxi_proactor_t *p, taxi_op_t *op,
+                                 int64_t result, unsigned cflags) {
+  unsigned st = op->internal_.state;
+  bool chose = !(op->internal_.flags & TAXI__READ_SELECT);
+  if (result > 0 && (chose || (cflags & TAXI__CQ_BUFFER))) {
+    unsigned id =
+        chose ? (unsigned)op->internal_.offset : cflags >> TAXI__CQ_BUF_SHIFT;
+    taxi__pbufs_lend_locked(p, id);
+    op->internal_.offset = id;
+    op->internal_.done = (size_t)result;
+    if (op->internal_.flags & TAXI_READ_MULTISHOT)
+      deliver_more_locked(p, op);
+    else
+      taxi__proactor_complete_locked(p, op, 0);
+    return;
+  }
+  if (chose && op->internal_.nbufs)
+    taxi__pbufs_unused_locked(p, (unsigned)op->internal_.offset);
+  op->internal_.nbufs = 0;
+  op->internal_.done = 0;
+  if (st & TAXI__OP_THROTTLED) {
+    /* Stopped because its handler fell behind (see process_locked), and
+     * the handler has caught up: read again. */
+    taxi__op_state_store(op, st & ~TAXI__OP_THROTTLED);
+    if (!(st & TAXI__OP_CANCEL) && result == TAXI_ECANCELED) {
+      int rc = taxi__proactor_submit_or_pause_locked(p, op);
+      if (rc < 0) taxi__proactor_complete_locked(p, op, rc);
+      return;
+    }
+  }
+  if ((cflags & TAXI__CQ_NOBUFS) && !(st & TAXI__OP_CANCEL)) {
+    if (backend_has_buffers_locked(p) || taxi__pbufs_grow_locked(p) == 0) {
+      int rc = taxi__proactor_submit_or_pause_locked(p, op);
+      if (rc < 0) taxi__proactor_complete_locked(p, op, rc);
+    } else {
+      taxi__proactor_starve_locked(p, op);
+    }
+    return;
+  }
+  taxi__proactor_complete_locked(p, op,
+                                 result == 0 ? TAXI_EEOF
+                                 : result > 0 ? TAXI_ESYS
+                                              : (int)result);
+}
+
 static void result_locked(taxi_proactor_t *p, taxi_op_t *op, int64_t result,
-                          bool more) {
+                          unsigned cflags) {
+  bool more = (cflags & TAXI__CQ_MORE) != 0;
+  if (op->kind == TAXI_OP_READ && (op->internal_.flags & TAXI__READ_POOLED)) {
+    pooled_result_locked(p, op, result, cflags);
+    return;
+  }
   switch (op->kind) {
     case TAXI_OP_ACCEPT:
       accept_result_locked(p, op, result, more);
@@ -447,7 +533,10 @@ void taxi__proactor_process_locked(taxi_proactor_t *p,
   if (phase == TAXI__OP_READY || phase == TAXI__OP_TAKEN) {
     /* A multishot accept's previous connection is not delivered yet. */
     if (backlog_push_locked(p, c) < 0) {
-      if (c->result >= 0) taxi__close((taxi_handle_t)c->result);
+      if (c->flags & TAXI__CQ_BUFFER)
+        taxi__pbufs_unused_locked(p, c->flags >> TAXI__CQ_BUF_SHIFT);
+      else if (op->kind == TAXI_OP_ACCEPT && c->result >= 0)
+        taxi__close((taxi_handle_t)c->result);
       if (!more)
         taxi__op_state_store(op, op->internal_.state | TAXI__OP_CANCEL);
       return;
@@ -463,7 +552,7 @@ void taxi__proactor_process_locked(taxi_proactor_t *p,
     }
     return;
   }
-  result_locked(p, op, c->result, more);
+  result_locked(p, op, c->result, c->flags);
 }
 
 /* After a multishot delivery's handler: the next delivery, or go on
@@ -473,7 +562,7 @@ static void multishot_next_locked(taxi_proactor_t *p, taxi_op_t *op) {
   taxi__op_state_store(op, st | TAXI__OP_SUBMITTED);
   taxi__completion_t c;
   if (backlog_take_locked(p, op, &c)) {
-    result_locked(p, op, c.result, (c.flags & TAXI__CQ_MORE) != 0);
+    result_locked(p, op, c.result, c.flags);
     return;
   }
   if (st & TAXI__OP_INBACKEND) return; /* the kernel goes on accepting */
@@ -515,6 +604,13 @@ bool taxi__proactor_run_locked(taxi_proactor_t *p, taxi__event_t *ev) {
   size_t bytes = op->internal_.done;
   if (op->kind == TAXI_OP_ACCEPT)
     op->accepted = status == 0 ? op->internal_.file : TAXI_INVALID_HANDLE;
+  op->data = NULL;
+  if (op->internal_.flags & TAXI__READ_POOLED) {
+    if (status == 0 && bytes)
+      op->data = taxi__pbufs_addr(p, (unsigned)op->internal_.offset);
+    else
+      bytes = 0; /* an ending: no buffer, no bytes */
+  }
   op->more = more;
   p->stats.completed++;
   if (status == TAXI_ECANCELED) p->stats.cancelled++;
@@ -591,12 +687,18 @@ static int wait_failed_locked(taxi_proactor_t *p, int code,
 static int dispatch(taxi_proactor_t *p, int timeout_ms, bool forever) {
   if (!p) return TAXI_EINVAL;
   taxi__mutex_lock(&p->lock);
-  if (p->has_owner || p->pool) {
+  taxi__thread_id_t self = taxi__thread_self();
+  if (p->has_owner || p->pool ||
+      (p->bound && !taxi__thread_equal(p->bound_thread, self))) {
     taxi__mutex_unlock(&p->lock);
     return TAXI_EBUSY;
   }
+  if ((p->flags & TAXI_PROACTOR_ONE_THREAD) && !p->bound) {
+    p->bound = true;
+    p->bound_thread = self;
+  }
   p->has_owner = true;
-  p->owner = taxi__thread_self();
+  p->owner = self;
   taxi_time_t now = taxi_now();
   taxi_time_t deadline =
       forever ? INT64_MAX : taxi__deadline_after_ms(now, timeout_ms);
@@ -702,6 +804,13 @@ void taxi__proactor_drain_locked(taxi_proactor_t *p) {
                                        now + 100 * TAXI_NSEC_PER_MSEC, &now);
     if (n >= 0) {
       taxi__backoff_reset(&backoff);
+      continue;
+    }
+    if (n == TAXI_ESTOPPED) {
+      /* The backend can report nothing more, and the OS holds nothing of
+       * these operations any longer (a one-thread io_uring whose thread
+       * has gone: backends/uring.c). */
+      abandon_locked(p);
       continue;
     }
     taxi_time_t pause =

@@ -136,6 +136,10 @@
 
 #define TAXI__NO_ROW ((size_t)-1)
 
+/* taxi__proactor_submit_locked: a pooled read found no free buffer (never
+ * returned to the application). */
+#define TAXI__NO_BUFFER (-1000)
+
 /* The state word, read without the lock by taxi_op_in_flight() and by the
  * EBUSY check of a record perhaps in flight on another proactor. */
 static inline unsigned taxi__op_state_load(const taxi_op_t *op) {
@@ -195,6 +199,21 @@ typedef struct taxi__backlog {
 
 typedef struct taxi__psig taxi__psig_t;
 
+/* The buffer pool of pooled reads (core/proactor_buffers.c). */
+#define TAXI__PBUF_CHUNKS 16 /* doublings from the first size to the cap */
+typedef struct taxi__pbufs {
+  size_t size;         /* bytes per buffer */
+  unsigned count, max; /* buffers made; the cap */
+  bool native;         /* the backend chooses (buf_open said so) */
+  unsigned char *chunk[TAXI__PBUF_CHUNKS]; /* ids chunk_first[i].. */
+  unsigned chunk_first[TAXI__PBUF_CHUNKS];
+  unsigned nchunks;
+  unsigned char *held; /* [max]: 1 while the application holds it */
+  unsigned nheld;
+  uint32_t *free; /* [max]: free ids when the core chooses, a stack */
+  unsigned nfree;
+} taxi__pbufs_t;
+
 struct taxi_proactor {
   taxi__mutex_t lock;
   const taxi__completion_ops_t *ops;
@@ -252,6 +271,11 @@ struct taxi_proactor {
   unsigned waiters; /* threads blocked in the backend's wait */
   taxi_time_t waiters_deadline; /* the latest deadline among them */
   atomic_bool stopped;
+  unsigned flags; /* TAXI_PROACTOR_* of the options */
+  /* TAXI_PROACTOR_ONE_THREAD: the thread that dispatched first, the only
+   * one allowed to dispatch from then on. */
+  bool bound;
+  taxi__thread_id_t bound_thread;
   /* taxi_proactor_backend(): the backend's name, and the reactor backend
    * it runs over if any ("emulated:poll"). */
   char name[48];
@@ -264,8 +288,31 @@ struct taxi_proactor {
   taxi__psig_t *sig;
   bool sig_busy; /* an add or remove is under way outside the lock */
 
+  taxi__pbufs_t *bufs; /* NULL: no pool (options.buffer_count 0) */
+
   taxi_proactor_stats_t stats; /* started, completed, cancelled, submissions */
 };
+
+/* ---- proactor_buffers.c ------------------------------------------------ */
+
+/* The pool options are valid: 0 or TAXI_EINVAL. */
+int taxi__pbufs_check(const taxi_proactor_options_t *o);
+/* Make the pool the options ask for (none for buffer_count 0), after the
+ * backend is open.  0 or TAXI_ENOMEM (then taxi__pbufs_close cleans up). */
+int taxi__pbufs_open(taxi_proactor_t *p, const taxi_proactor_options_t *o);
+/* Free it, once the backend is closed (the kernel may point into it). */
+void taxi__pbufs_close(taxi_proactor_t *p);
+/* The address of buffer `id`. */
+void *taxi__pbufs_addr(const taxi_proactor_t *p, unsigned id);
+/* The core chooses: take a free buffer (growing the pool if it may);
+ * false when none is left.  p->lock held. */
+bool taxi__pbufs_take_locked(taxi_proactor_t *p, unsigned *id);
+/* Double the pool: 0, or TAXI_ENOMEM at the cap or out of memory. */
+int taxi__pbufs_grow_locked(taxi_proactor_t *p);
+/* A buffer a completion filled goes to the application / a buffer a read
+ * had and did not fill goes back.  p->lock held. */
+void taxi__pbufs_lend_locked(taxi_proactor_t *p, unsigned id);
+void taxi__pbufs_unused_locked(taxi_proactor_t *p, unsigned id);
 
 /* ---- proactor_signal.c ------------------------------------------------- */
 
@@ -286,6 +333,9 @@ int taxi__proactor_attach_locked(taxi_proactor_t *p, taxi_handle_t h);
  * TAXI_ENOENT. */
 int taxi__proactor_forget_locked(taxi_proactor_t *p, taxi_handle_t h,
                                  bool close_it);
+/* A pooled read waits for a buffer: on the paused list with no deadline
+ * until a release gives it one (core/proactor_buffers.c).  p->lock held. */
+void taxi__proactor_starve_locked(taxi_proactor_t *p, taxi_op_t *op);
 /* A PAUSED accept leaves the paused list.  p->lock held. */
 void taxi__proactor_unpause_locked(taxi_proactor_t *p, taxi_op_t *op);
 

@@ -23,6 +23,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Internal flags of a READ in internal_.flags, above the public ones. */
+/* Started by taxi_proactor_read_pooled. */
+#define TAXI__READ_POOLED 0x100u
+/* ... and the backend chooses the buffer from those given with buf_give
+ * (backends/completion.h): no buffer in bufs[], a multishot receive where
+ * TAXI_READ_MULTISHOT is set. */
+#define TAXI__READ_SELECT 0x200u
+
 /* Index of the transmit-file header and trailer in internal_.bufs. */
 #define TAXI__OP_HEADER TAXI_OP_MAX_BUFS
 #define TAXI__OP_TRAILER (TAXI_OP_MAX_BUFS + 1)

@@ -41,7 +41,10 @@ static size_t room(const void *self) {
 static int attach_pool(void *self, void *pool, size_t max_waiters) {
   taxi_proactor_t *p = self;
   (void)max_waiters; /* the completion queue is intrusive: no room to grow */
-  if (p->pool || p->has_owner) return TAXI_EBUSY;
+  /* A ONE_THREAD proactor belongs to one dispatching thread (its ring
+   * may refuse any other): a pool's threads take turns. */
+  if (p->pool || p->has_owner || (p->flags & TAXI_PROACTOR_ONE_THREAD))
+    return TAXI_EBUSY;
   if (p->destroying) return TAXI_ESTOPPED;
   p->pool = pool;
   return 0;

@@ -35,6 +35,12 @@ static int admit_locked(taxi_proactor_t *p, const taxi_op_t *op,
     return op->internal_.proactor == p ? TAXI_EBUSY : TAXI_EINVAL;
   if (s->dir == TAXI__DIR_NONE) return 0;
   if (taxi__handle_map_get(&p->map, s->handle, row) < 0) return TAXI_ENOENT;
+  /* A multishot read holds its handle's input until it ends: anything
+   * queued behind it would never run. */
+  const taxi_op_t *cur = p->rows[*row].dir[TAXI__DIR_IN - 1].cur;
+  if (s->dir == TAXI__DIR_IN && cur && cur->kind == TAXI_OP_READ &&
+      (cur->internal_.flags & TAXI_READ_MULTISHOT))
+    return TAXI_EBUSY;
   return 0;
 }
 
@@ -45,6 +51,7 @@ static void fill(taxi_proactor_t *p, taxi_op_t *op, const start_t *s) {
   op->accepted = TAXI_INVALID_HANDLE;
   op->peer_len = 0;
   op->more = 0;
+  op->data = NULL;
   op->internal_.proactor = p;
   op->internal_.next = NULL;
   op->internal_.fn = s->fn;
@@ -64,8 +71,29 @@ static void fill(taxi_proactor_t *p, taxi_op_t *op, const start_t *s) {
   taxi__op_state_store(op, TAXI__OP_IDLE);
 }
 
+/* A pooled read the core chooses the buffer for: a free one, as its one
+ * buffer (its id in internal_.offset, which a READ does not use).  false
+ * when none is left. */
+static bool pooled_take_locked(taxi_proactor_t *p, taxi_op_t *op) {
+  unsigned id;
+  if (!taxi__pbufs_take_locked(p, &id)) return false;
+  op->internal_.bufs[0].base = taxi__pbufs_addr(p, id);
+  op->internal_.bufs[0].len = p->bufs->size;
+  op->internal_.nbufs = 1;
+  op->internal_.total = p->bufs->size;
+  op->internal_.done = 0;
+  op->internal_.offset = id;
+  return true;
+}
+
 int taxi__proactor_submit_locked(taxi_proactor_t *p, taxi_op_t *op) {
   unsigned before = op->internal_.state;
+  bool took = false;
+  if ((op->internal_.flags & (TAXI__READ_POOLED | TAXI__READ_SELECT)) ==
+      TAXI__READ_POOLED) {
+    if (!pooled_take_locked(p, op)) return TAXI__NO_BUFFER;
+    took = true;
+  }
   taxi__op_state_store(
       op, (before & ~TAXI__OP_STATE) | TAXI__OP_SUBMITTED | TAXI__OP_INBACKEND);
   p->in_backend++;
@@ -74,6 +102,7 @@ int taxi__proactor_submit_locked(taxi_proactor_t *p, taxi_op_t *op) {
   if (rc == 0) return 0;
   taxi__op_state_store(op, before);
   p->in_backend--;
+  if (took) taxi__pbufs_unused_locked(p, (unsigned)op->internal_.offset);
   return rc < 0 ? rc : TAXI_ESYS;
 }
 
@@ -183,6 +212,23 @@ int taxi_proactor_read(taxi_proactor_t *p, taxi_op_t *op, taxi_handle_t h,
   start_t s = {TAXI_OP_READ, h, TAXI__DIR_IN, flags, fn, act};
   one_buf_t b = {buf, len, 0};
   return start_io(p, op, &s, setup_one, &b);
+}
+
+static void setup_pooled(taxi_op_t *op, const void *arg) {
+  const taxi_proactor_t *p = arg;
+  /* The buffer comes with the submission (core chooses) or the
+   * completion (the backend does). */
+  if (p->bufs->native) op->internal_.flags |= TAXI__READ_SELECT;
+}
+
+int taxi_proactor_read_pooled(taxi_proactor_t *p, taxi_op_t *op,
+                              taxi_handle_t h, unsigned flags,
+                              taxi_completion_fn fn, void *act) {
+  if (!common_ok(p, op, fn) || (flags & ~TAXI_READ_MULTISHOT) || !p->bufs)
+    return TAXI_EINVAL;
+  start_t s = {TAXI_OP_READ, h, TAXI__DIR_IN, flags | TAXI__READ_POOLED, fn,
+               act};
+  return start_io(p, op, &s, setup_pooled, p);
 }
 
 typedef struct gather {

@@ -535,13 +535,15 @@ int taxi_test_known_readiness(const char *name) {
 }
 
 int taxi_test_known_completion(const char *name) {
-  size_t n = strcspn(name, ":");
+  size_t n = strcspn(name, ":@");
   for (size_t i = 0; i < sizeof known_completion / sizeof known_completion[0];
        i++) {
     if (strlen(known_completion[i]) != n ||
         strncmp(known_completion[i], name, n) != 0)
       continue;
-    return name[n] == '\0' || taxi_test_known_readiness(name + n + 1);
+    /* "@mode": the family program checks the mode. */
+    return name[n] == '\0' || name[n] == '@' ||
+           taxi_test_known_readiness(name + n + 1);
   }
   return 0;
 }

@@ -30,9 +30,12 @@ int util_reactor_create(taxi_reactor_t **out, const char *backend) {
   return taxi_reactor_create(out, &o);
 }
 
+unsigned util_proactor_flags;
+
 int util_proactor_create(taxi_proactor_t **out, const char *backend) {
   taxi_proactor_options_t o = TAXI_PROACTOR_OPTIONS_INIT;
   o.backend = backend;
+  o.flags = util_proactor_flags;
   return taxi_proactor_create(out, &o);
 }
 

@@ -20,6 +20,9 @@
  * tests need.  Return what those return. */
 int util_reactor_create(taxi_reactor_t **out, const char *backend);
 int util_proactor_create(taxi_proactor_t **out, const char *backend);
+/* TAXI_PROACTOR_* flags util_proactor_create adds (the proactor family's
+ * "BACKEND@one" modes set them); 0 by default. */
+extern unsigned util_proactor_flags;
 
 /* A connected AF_UNIX stream socket pair, both ends non-blocking and
  * close-on-exec. */

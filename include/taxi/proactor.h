@@ -89,6 +89,16 @@ typedef enum taxi_op_kind {
  * the read completes with whatever arrived first (at least one byte). */
 #define TAXI_READ_EXACT 0x1u
 
+/* Flags for taxi_proactor_read_pooled(). */
+/* Keep reading: the handler is called once per arrival of bytes, each in
+ * a buffer of its own, with op->more set, until end of stream
+ * (TAXI_EEOF), an error, taxi_proactor_cancel() or taxi_proactor_close()
+ * ends it (that last call has op->more clear and no buffer).  io_uring
+ * does this with one multishot receive where the kernel has it (6.0);
+ * elsewhere taxi reads again after each handler.  Arrivals faster than the
+ * handler wait for it, in order, as a multishot accept's connections do. */
+#define TAXI_READ_MULTISHOT 0x2u
+
 /* Flags for taxi_proactor_accept(). */
 /* Keep accepting: the handler is called once per connection with op->more
  * set, until an error, taxi_proactor_cancel() or taxi_proactor_close() ends
@@ -129,9 +139,14 @@ struct taxi_op {
   taxi_handle_t accepted;
   unsigned peer_len;       /* bytes of peer */
   unsigned char peer[128]; /* the peer's struct sockaddr */
-  /* 1 when this completion is one of several of a multishot accept and
-   * the record stays in flight. */
+  /* 1 when this completion is one of several of a multishot accept or
+   * read and the record stays in flight. */
   int more;
+  /* TAXI_OP_READ started by taxi_proactor_read_pooled(), status 0: the
+   * bytes (the handler's `bytes` of them), in a buffer of the proactor's
+   * pool that the application now holds and hands back with
+   * taxi_proactor_buffer_release().  NULL otherwise. */
+  void *data;
 
   /* Private to taxi: the state of the operation while in flight. */
   struct {
@@ -212,6 +227,18 @@ typedef struct taxi_proactor_options {
   void *on_error_arg; /* passed to on_error */
   /* TAXI_PROACTOR_* below, or 0. */
   unsigned flags;
+  /* The buffer pool of taxi_proactor_read_pooled(): buffer_count buffers
+   * of buffer_size bytes (0: 4096; at most 1 MiB) made with the proactor,
+   * a power of two up to 32768 (0: no pool, and pooled reads are
+   * refused); when reads find none free, the pool doubles, up to
+   * buffer_max (a power of two, at least buffer_count; 0: buffer_count,
+   * no growth), and beyond that a read waits for a buffer to be released.
+   * On io_uring (Linux 6.0) the pool is a ring of provided buffers
+   * registered with the kernel (io_uring_register_buf_ring), from which
+   * the kernel picks one per arrival. */
+  size_t buffer_size;
+  unsigned buffer_count;
+  unsigned buffer_max;
 } taxi_proactor_options_t;
 
 /* taxi_proactor_options_t.flags */
@@ -281,6 +308,9 @@ TAXI_EXTERN const char *taxi_proactor_backend(const taxi_proactor_t *p);
 #define TAXI_PFEAT_DEFER_TASKRUN 0x08u /* io_uring: DEFER_TASKRUN */
 #define TAXI_PFEAT_COOP_TASKRUN 0x10u  /* io_uring: COOP_TASKRUN */
 #define TAXI_PFEAT_ONE_THREAD 0x20u    /* TAXI_PROACTOR_ONE_THREAD in force */
+/* io_uring: pooled reads are multishot receives into a registered ring of
+ * provided buffers (else taxi picks the buffer and reads into it). */
+#define TAXI_PFEAT_PROVIDED_BUFFERS 0x40u
 
 /* taxi_proactor_features - which of the TAXI_PFEAT_* above the proactor
  * uses, detected when it was created (a kernel without one falls back to
@@ -338,6 +368,30 @@ TAXI_EXTERN int taxi_proactor_move(taxi_proactor_t *from, taxi_handle_t h,
                                    taxi_proactor_t *to);
 
 /* ---- starting operations ------------------------------------------------ */
+
+/*
+ * taxi_proactor_read_pooled - read from socket `h` into a buffer of the
+ * proactor's pool (see taxi_proactor_options_t.buffer_count) instead of
+ * one of the caller's: the handler finds the bytes at op->data and gives
+ * the buffer back with taxi_proactor_buffer_release() when done with it
+ * (in the handler, or later from any thread).  Flags: TAXI_READ_MULTISHOT.
+ * End of stream completes with TAXI_EEOF and no buffer.  Errors besides
+ * those listed below: TAXI_EINVAL when the proactor has no pool; TAXI_EBUSY
+ * when a multishot read is in flight on `h` already (a later read on it
+ * could never run).  Threads: any.
+ */
+TAXI_EXTERN int taxi_proactor_read_pooled(taxi_proactor_t *p, taxi_op_t *op,
+                                          taxi_handle_t h, unsigned flags,
+                                          taxi_completion_fn fn, void *act);
+
+/*
+ * taxi_proactor_buffer_release - give back the buffer `data` a pooled read
+ * delivered (op->data), for another read to use.  Returns 0, TAXI_EINVAL
+ * (NULL, or not the start of a buffer of p's pool), TAXI_ENOENT (not held
+ * by the application: released already).  Any thread; allocates nothing.
+ * Buffers still held when the proactor is destroyed go with it.
+ */
+TAXI_EXTERN int taxi_proactor_buffer_release(taxi_proactor_t *p, void *data);
 /*
  * Every function below starts one operation and returns 0, after which the
  * completion handler `fn` is called exactly once (a multishot accept: once
@@ -537,6 +591,11 @@ typedef struct taxi_proactor_stats {
   uint64_t sqes;        /* submission entries the kernel took */
   uint64_t cqes;        /* completion entries reaped */
   uint64_t handles;     /* handles attached now (not a counter) */
+  /* The pool of pooled reads: */
+  uint64_t buffers;       /* buffers in the pool now (not a counter) */
+  uint64_t buffers_held;  /* of which held by the application now */
+  uint64_t buffer_waits;  /* reads that found no buffer and waited */
+  uint64_t buffer_grows;  /* times the pool doubled */
 } taxi_proactor_stats_t;
 
 /* taxi_proactor_stats - copy the counters (relaxed reads: each is exact,

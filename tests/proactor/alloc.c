@@ -230,6 +230,7 @@ static void al_on_post(taxi_op_t *op, int status, size_t bytes, void *act) {
 }
 
 static void test_pool_no_alloc(void) {
+  if (pt_skip_one_thread()) return;
   taxi_proactor_t *p = al_begin();
   taxi_lf_pool_t *pool = NULL;
   CU_ASSERT_EQUAL_FATAL(taxi_lf_create_proactor(&pool, p, NULL), 0);

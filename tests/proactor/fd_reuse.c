@@ -272,7 +272,10 @@ static void fr_loop(bool pool) {
 }
 
 static void test_loop_one_thread(void) { fr_loop(false); }
-static void test_loop_pool(void) { fr_loop(true); }
+static void test_loop_pool(void) {
+  if (pt_skip_one_thread()) return;
+  fr_loop(true);
+}
 
 static CU_TestInfo fd_reuse_tests[] = {
     {"a read of a closed handle never takes a new connection's bytes",

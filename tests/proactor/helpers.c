@@ -61,6 +61,12 @@ unsigned pt_max_handles(void) {
   return 0;
 }
 
+int pt_skip_one_thread(void) {
+  if (!(util_proactor_flags & TAXI_PROACTOR_ONE_THREAD)) return 0;
+  printf("(skipped: one dispatching thread per proactor in this mode) ");
+  return 1;
+}
+
 taxi_proactor_t *pt_proactor(void) {
   taxi_proactor_t *p = NULL;
   int rc = util_proactor_create(&p, pt_backend);

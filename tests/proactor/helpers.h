@@ -35,6 +35,10 @@ int pt_wait_ms(void);
 
 /* 1 when TAXI_TEST_SMALL is set (and not "0"). */
 int pt_small(void);
+/* With the "@one" modes (TAXI_PROACTOR_ONE_THREAD): print why and return
+ * 1, for a test that dispatches one proactor from several threads (a
+ * pool, or a thread after another); else 0. */
+int pt_skip_one_thread(void);
 
 /* 1 when pt_backend is `name` or a variant of it ("emulated:poll" is a
  * variant of "emulated"). */

@@ -7,7 +7,10 @@
  * runs every proactor suite over one completion backend ("uring",
  * "emulated:poll", ...; by default TAXI_PROACTOR, else the best that
  * works here) or over each that works here ("all"); see
- * taxi_test_family_main.
+ * taxi_test_family_main.  BACKEND may end in a mode: "@one" makes every
+ * proactor with TAXI_PROACTOR_ONE_THREAD (the suites that dispatch one
+ * proactor from several threads skip what needs them), "@one-nodefer"
+ * adds TAXI_PROACTOR_NO_DEFER_TASKRUN.
  */
 #define _GNU_SOURCE 1
 
@@ -17,11 +20,11 @@
 #include <string.h>
 
 static const taxi_test_suite_t *const pt_base_suites[] = {
-    &pt_suite_stream,   &pt_suite_files,  &pt_suite_cancel,
-    &pt_suite_timers,   &pt_suite_scale,  &pt_suite_dispatch,
-    &pt_suite_pool,     &pt_suite_alloc,  &pt_suite_bad_input,
-    &pt_suite_fd_reuse, &pt_suite_emfile, &pt_suite_signals,
-    &pt_suite_counters,
+    &pt_suite_stream,   &pt_suite_files,      &pt_suite_cancel,
+    &pt_suite_timers,   &pt_suite_scale,      &pt_suite_dispatch,
+    &pt_suite_pool,     &pt_suite_alloc,      &pt_suite_bad_input,
+    &pt_suite_fd_reuse, &pt_suite_emfile,     &pt_suite_signals,
+    &pt_suite_counters, &pt_suite_one_thread, &pt_suite_pooled,
 };
 #define PT_N_SUITES (sizeof pt_base_suites / sizeof pt_base_suites[0])
 
@@ -69,7 +72,32 @@ static int pt_backend_unavailable(const char *backend) {
   return TAXI_TEST_SKIP_STATUS;
 }
 
-static int run_backend(const char *backend, int argc, char **argv) {
+/* Split "BACKEND@MODE": the flags of the mode in util_proactor_flags, the
+ * backend's name in `base`.  -1 for an unknown mode. */
+static int pt_mode(const char *arg, char *base, size_t cap) {
+  const char *at = strchr(arg, '@');
+  size_t n = at ? (size_t)(at - arg) : strlen(arg);
+  if (n >= cap) return -1;
+  memcpy(base, arg, n);
+  base[n] = '\0';
+  util_proactor_flags = 0;
+  if (!at) return 0;
+  if (strcmp(at, "@one") == 0)
+    util_proactor_flags = TAXI_PROACTOR_ONE_THREAD;
+  else if (strcmp(at, "@one-nodefer") == 0)
+    util_proactor_flags =
+        TAXI_PROACTOR_ONE_THREAD | TAXI_PROACTOR_NO_DEFER_TASKRUN;
+  else
+    return -1;
+  return 0;
+}
+
+static int run_backend(const char *arg, int argc, char **argv) {
+  static char backend[64];
+  if (pt_mode(arg, backend, sizeof backend) < 0) {
+    printf("proactor[%s]: unknown backend mode (@one, @one-nodefer)\n", arg);
+    return 2;
+  }
   int skip = pt_backend_unavailable(backend);
   if (skip) return skip;
   pt_backend = backend;
@@ -79,14 +107,14 @@ static int run_backend(const char *backend, int argc, char **argv) {
   const taxi_test_suite_t *list[PT_N_SUITES];
   for (size_t i = 0; i < PT_N_SUITES; i++) {
     suites[i] = *pt_base_suites[i];
-    snprintf(suite_names[i], sizeof suite_names[i], "proactor[%s]: %s", backend,
+    snprintf(suite_names[i], sizeof suite_names[i], "proactor[%s]: %s", arg,
              pt_base_suites[i]->name);
     suites[i].name = suite_names[i];
     list[i] = &suites[i];
   }
   char title[160];
-  snprintf(title, sizeof title, "taxi proactor conformance: backend %s%s",
-           backend, pt_small() ? " (TAXI_TEST_SMALL: reduced sizes)" : "");
+  snprintf(title, sizeof title, "taxi proactor conformance: backend %s%s", arg,
+           pt_small() ? " (TAXI_TEST_SMALL: reduced sizes)" : "");
   return taxi_test_run(title, list, PT_N_SUITES, argc, argv);
 }
 

@@ -17,6 +17,7 @@
 /* TAXI_LEADERS_MANY needs a completion queue several threads may wait on
  * at once (IOCP); every other backend refuses it with TAXI_ENOTSUP. */
 static void test_pool_leaders_many(void) {
+  if (pt_skip_one_thread()) return;
   taxi_proactor_t *p = pt_proactor();
   taxi_lf_options_t o = TAXI_LF_OPTIONS_INIT;
   o.leaders = TAXI_LEADERS_MANY;
@@ -39,6 +40,7 @@ static void test_pool_leaders_many(void) {
 /* While a pool exists the proactor's own dispatch calls are refused, and
  * so is destroying it; afterwards they work again. */
 static void test_pool_excludes_handle_events(void) {
+  if (pt_skip_one_thread()) return;
   taxi_proactor_t *p = pt_proactor();
   taxi_lf_pool_t *pool = NULL;
   CU_ASSERT_EQUAL_FATAL(taxi_lf_create_proactor(&pool, p, NULL), 0);
@@ -96,6 +98,7 @@ static void pp_post_all(void *arg) {
 }
 
 static void test_pool_posts_from_threads(void) {
+  if (pt_skip_one_thread()) return;
   static pp_run_t r;
   memset(&r, 0, sizeof r);
   r.p = pt_proactor();
@@ -145,6 +148,7 @@ static void pb_on_read(taxi_op_t *op, int status, size_t bytes, void *act) {
 }
 
 static void test_pool_batches(void) {
+  if (pt_skip_one_thread()) return;
   static pb_run_t r;
   memset(&r, 0, sizeof r);
   taxi_proactor_t *p = pt_proactor();
@@ -243,6 +247,7 @@ static void pc_writer(void *arg) {
 }
 
 static void test_pool_close_cancel_from_threads(void) {
+  if (pt_skip_one_thread()) return;
   static pc_run_t r;
   memset(&r, 0, sizeof r);
   r.p = pt_proactor();

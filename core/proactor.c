@@ -289,6 +289,7 @@ int taxi_proactor_stats(taxi_proactor_t *p, taxi_proactor_stats_t *out) {
   if (!p || !out) return TAXI_EINVAL;
   taxi__mutex_lock(&p->lock);
   *out = p->stats;
+  out->handles = p->map.count; /* attached: zombie rows are not in the map */
   taxi__mutex_unlock(&p->lock);
   out->syscalls =
       atomic_load_explicit(&p->counters.syscalls, memory_order_relaxed);

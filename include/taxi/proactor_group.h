@@ -18,15 +18,18 @@
  *     o.count = 4;
  *     taxi_proactor_group_create(&g, &o);
  *     taxi_proactor_t *p0 = taxi_proactor_group_at(g, 0);
- *     ... attach the listener to p0, accept on it; in the accept handler:
+ *     ... attach the listener to p0, accept on it; in the accept handler
+ *     (the connection comes attached to p0):
  *         taxi_proactor_t *q = taxi_proactor_group_next(g);
- *         taxi_proactor_attach(q, op->accepted);
+ *         if (q != p0) taxi_proactor_move(p0, op->accepted, q);
  *         taxi_proactor_read(q, &c->rop, op->accepted, ...);
  *     taxi_proactor_group_run(g);    // until taxi_proactor_group_stop
  *     taxi_proactor_group_destroy(g);
  *
  * A handle moves between the group's proactors with taxi_proactor_move()
- * (taxi/proactor.h) while no operation on it is in flight.
+ * (taxi/proactor.h) while no operation on it is in flight.  IOCP cannot
+ * move one (a handle stays on its completion port until it is closed):
+ * there a connection stays with the proactor that accepted it.
  *
  * Errors: 0 (or a count) on success, a negative TAXI_E* code on failure.
  */

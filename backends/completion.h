@@ -64,6 +64,10 @@
 /* submit() honours TAXI_ACCEPT_MULTISHOT itself (else the core re-submits
  * a multishot accept after each connection). */
 #define TAXI__PCAP_MULTISHOT_ACCEPT 0x2u
+/* A handle attached here cannot be attached to another instance after
+ * detach (IOCP: a handle stays associated with its completion port until
+ * it is closed), so taxi_proactor_move() refuses it (TAXI_ENOTSUP). */
+#define TAXI__PCAP_NO_MOVE 0x4u
 
 /* One completion, as a wait reports it. */
 typedef struct taxi__completion {

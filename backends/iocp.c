@@ -498,7 +498,7 @@ static void iocp_wake(void *state, int all) {
 
 const taxi__completion_ops_t taxi__completion_iocp = {
     .name = "iocp",
-    .caps = TAXI__PCAP_MULTI_WAIT,
+    .caps = TAXI__PCAP_MULTI_WAIT | TAXI__PCAP_NO_MOVE,
     .open = iocp_open,
     .close = iocp_close,
     .attach = iocp_attach,

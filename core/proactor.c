@@ -314,6 +314,7 @@ int taxi_proactor_stats(taxi_proactor_t *p, taxi_proactor_stats_t *out) {
     out->buffers = p->bufs->count;
     out->buffers_held = p->bufs->nheld;
   }
+  out->handles = p->map.count; /* attached: zombie rows are not in the map */
   taxi__mutex_unlock(&p->lock);
   out->syscalls =
       atomic_load_explicit(&p->counters.syscalls, memory_order_relaxed);

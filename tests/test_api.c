@@ -344,6 +344,12 @@ static int sized_sets(const taxi_lf_sets_options_t *o) {
   if (rc == 0) CU_ASSERT_EQUAL(taxi_lf_sets_destroy(s), 0);
   return rc;
 }
+static int sized_group(const taxi_proactor_group_options_t *o) {
+  taxi_proactor_group_t *g = NULL;
+  int rc = taxi_proactor_group_create(&g, o);
+  if (rc == 0) CU_ASSERT_EQUAL(taxi_proactor_group_destroy(g), 0);
+  return rc;
+}
 static int sized_io(const taxi_io_options_t *o) {
   taxi_io_t *io = NULL;
   int rc = taxi_io_create(&io, o);
@@ -361,6 +367,8 @@ static void test_options_sized(void) {
   CU_ASSERT_EQUAL(taxi_reactor_destroy(sized_r), 0);
   SIZED_CHECK(taxi_lf_sets_options_t, taxi_lf_sets_options_init, sized_sets);
   SIZED_CHECK(taxi_io_options_t, taxi_io_options_init, sized_io);
+  SIZED_CHECK(taxi_proactor_group_options_t, taxi_proactor_group_options_init,
+              sized_group);
   /* The pool options an I/O context points to are read the same way. */
   taxi_io_options_t io = TAXI_IO_OPTIONS_INIT;
   taxi_lf_options_t lf = TAXI_LF_OPTIONS_INIT;

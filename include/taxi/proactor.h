@@ -361,8 +361,10 @@ TAXI_EXTERN int taxi_proactor_detach(taxi_proactor_t *p, taxi_handle_t h);
  * operation in flight on `from` moves.  Returns 0, TAXI_EINVAL (NULL, or
  * from == to), TAXI_ENOENT (not attached to `from`), TAXI_EBUSY (an
  * operation on it is in flight), TAXI_EEXIST (attached to `to` already),
- * TAXI_ENOMEM; on error the handle stays where it was.  Any thread, from
- * a completion handler of either proactor too.
+ * TAXI_ENOMEM, TAXI_ESTOPPED (either is being destroyed), TAXI_ENOTSUP
+ * (IOCP: a handle stays bound to its completion port until it is closed);
+ * on error the handle stays where it was.  Any thread, from a completion
+ * handler of either proactor too.
  */
 TAXI_EXTERN int taxi_proactor_move(taxi_proactor_t *from, taxi_handle_t h,
                                    taxi_proactor_t *to);

@@ -18,15 +18,18 @@
  *     o.count = 4;
  *     taxi_proactor_group_create(&g, &o);
  *     taxi_proactor_t *p0 = taxi_proactor_group_at(g, 0);
- *     ... attach the listener to p0, accept on it; in the accept handler:
+ *     ... attach the listener to p0, accept on it; in the accept handler
+ *     (the connection comes attached to p0):
  *         taxi_proactor_t *q = taxi_proactor_group_next(g);
- *         taxi_proactor_attach(q, op->accepted);
+ *         if (q != p0) taxi_proactor_move(p0, op->accepted, q);
  *         taxi_proactor_read(q, &c->rop, op->accepted, ...);
  *     taxi_proactor_group_run(g);    // until taxi_proactor_group_stop
  *     taxi_proactor_group_destroy(g);
  *
  * A handle moves between the group's proactors with taxi_proactor_move()
- * (taxi/proactor.h) while no operation on it is in flight.
+ * (taxi/proactor.h) while no operation on it is in flight.  IOCP cannot
+ * move one (a handle stays on its completion port until it is closed):
+ * there a connection stays with the proactor that accepted it.
  *
  * Errors: 0 (or a count) on success, a negative TAXI_E* code on failure.
  */
@@ -105,15 +108,18 @@ TAXI_EXTERN taxi_proactor_t *taxi_proactor_group_at(
 TAXI_EXTERN taxi_proactor_t *taxi_proactor_group_next(taxi_proactor_group_t *g);
 
 /*
- * taxi_proactor_group_run - dispatch every proactor of the group, the
- * first in the calling thread and each other in a thread started here,
- * until taxi_proactor_group_stop() (or until each proactor's
- * taxi_proactor_stop()).  Returns 0 when stopped, or the first error a
- * proactor's run ended with (the others are stopped then, and joined:
- * no thread outlives the call), TAXI_EBUSY (running already),
- * TAXI_EINVAL (NULL), or the error starting a thread (those started are
- * stopped and joined).  May be called again after it returned (each
- * proactor is restarted).  Not from a completion handler.
+ * taxi_proactor_group_run - dispatch every proactor of the group, each in
+ * a thread of the group's own, until taxi_proactor_group_stop() (or until
+ * each proactor's taxi_proactor_stop()); the caller waits.  The threads
+ * are made by the first run and kept, parked, between runs: a proactor
+ * made with TAXI_PROACTOR_ONE_THREAD stays with the thread that first
+ * dispatched it, which also destroys it (taxi_proactor_group_destroy).
+ * Returns 0 when stopped, or the first error a proactor's run ended with
+ * (the others are stopped then, and have returned), TAXI_EBUSY (running
+ * already), TAXI_EINVAL (NULL), or the error making a thread (nothing runs
+ * then; the next run makes the missing threads).  May be called again
+ * after it returned (each proactor is restarted).  Not from a completion
+ * handler.
  */
 TAXI_EXTERN int taxi_proactor_group_run(taxi_proactor_group_t *g);
 
@@ -123,8 +129,9 @@ TAXI_EXTERN int taxi_proactor_group_run(taxi_proactor_group_t *g);
 TAXI_EXTERN int taxi_proactor_group_stop(taxi_proactor_group_t *g);
 
 /* taxi_proactor_group_destroy - destroy every proactor (completing what is
- * still in flight with TAXI_ECANCELED, as taxi_proactor_destroy does) and
- * the group.  0, TAXI_EINVAL (NULL), TAXI_EBUSY (running: stop it and let
+ * still in flight with TAXI_ECANCELED, as taxi_proactor_destroy does, in
+ * the proactor's own thread), end the group's threads and free the
+ * group.  0, TAXI_EINVAL (NULL), TAXI_EBUSY (running: stop it and let
  * taxi_proactor_group_run return first).  Not from a completion handler. */
 TAXI_EXTERN int taxi_proactor_group_destroy(taxi_proactor_group_t *g);
 

@@ -18,6 +18,7 @@
 #include "lf_sets.h"
 #include "hsha.h"
 #include "proactor.h"
+#include "proactor_group.h"
 #include "io.h"
 #include "stream.h"
 #include "version.h"

@@ -31,13 +31,15 @@ int main() {
   taxi_lf_options_t lf_opts = TAXI_LF_OPTIONS_INIT;
   taxi_hsha_options_t hsha_opts = TAXI_HSHA_OPTIONS_INIT;
   taxi_lf_sets_options_t sets_opts = TAXI_LF_SETS_OPTIONS_INIT;
+  taxi_proactor_group_options_t group_opts = TAXI_PROACTOR_GROUP_OPTIONS_INIT;
   if (op.kind != TAXI_OP_NONE || io_opts.size != sizeof io_opts ||
       stream_opts.high_watermark == 0 ||
       listener_opts.size != sizeof listener_opts ||
       reactor_opts.size != sizeof reactor_opts ||
       proactor_opts.size != sizeof proactor_opts ||
       lf_opts.size != sizeof lf_opts || hsha_opts.size != sizeof hsha_opts ||
-      sets_opts.size != sizeof sets_opts) {
+      sets_opts.size != sizeof sets_opts ||
+      group_opts.size != sizeof group_opts) {
     std::fprintf(stderr, "consumer: an initialiser is wrong\n");
     return 1;
   }
@@ -64,6 +66,13 @@ int main() {
   std::printf("proactor on %s\n", taxi_proactor_backend(proactor));
   rc = taxi_proactor_destroy(proactor);
   if (rc < 0) return fail("taxi_proactor_destroy", rc);
+  taxi_proactor_group_t *group = nullptr;
+  group_opts.count = 2;
+  group_opts.proactor = &proactor_opts;
+  rc = taxi_proactor_group_create(&group, &group_opts);
+  if (rc < 0) return fail("taxi_proactor_group_create", rc);
+  rc = taxi_proactor_group_destroy(group);
+  if (rc < 0) return fail("taxi_proactor_group_destroy", rc);
   (void)hsha_opts;
   (void)sets_opts;
 

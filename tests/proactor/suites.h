@@ -33,6 +33,7 @@ extern const taxi_test_suite_t pt_suite_signals;    /* signals.c */
 extern const taxi_test_suite_t pt_suite_counters;   /* counters.c */
 extern const taxi_test_suite_t pt_suite_one_thread; /* one_thread.c */
 extern const taxi_test_suite_t pt_suite_pooled;     /* pooled.c */
+extern const taxi_test_suite_t pt_suite_group;      /* group.c */
 
 /* refusal.c: io_uring refused (seccomp ENOSYS/EPERM) -> clear error, the
  * automatic choice falls back.  Part of the bad input suite. */

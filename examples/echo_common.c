@@ -156,7 +156,7 @@ static int set_cloexec(taxi_handle_t s) {
 
 /* Echo traffic is small request/response exchanges: send each at once
  * rather than waiting to coalesce it with data that will never come. */
-static void set_nodelay(taxi_handle_t s) {
+void echo_nodelay(taxi_handle_t s) {
   int on = 1;
   /* Failure only costs latency, so it is not an error. */
   (void)setsockopt(s, IPPROTO_TCP, TCP_NODELAY, (const char *)&on, sizeof on);
@@ -333,7 +333,7 @@ echo_io_t echo_accept(taxi_handle_t listener, taxi_handle_t *out) {
       sock_close(s);
       return ECHO_IO_ERROR;
     }
-    set_nodelay(s);
+    echo_nodelay(s);
     *out = s;
     return ECHO_IO_OK;
   }
@@ -358,7 +358,7 @@ int echo_connect(const char *host, unsigned port, taxi_handle_t *out) {
   }
   freeaddrinfo(res);
   if (s == TAXI_INVALID_HANDLE) return -1;
-  set_nodelay(s);
+  echo_nodelay(s);
   *out = s;
   return 0;
 }

@@ -111,6 +111,10 @@ echo_io_t echo_send(taxi_handle_t s, const void *buf, size_t len,
 /* echo_close - close a socket; TAXI_INVALID_HANDLE is ignored. */
 void echo_close(taxi_handle_t s);
 
+/* echo_nodelay - send small writes at once (TCP_NODELAY); a failure only
+ * costs latency and is ignored. */
+void echo_nodelay(taxi_handle_t s);
+
 /* ---- the echo server's command line ------------------------------------- */
 
 /* Exit statuses of echo_server: 2 is the customary one for a bad command

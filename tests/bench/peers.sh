@@ -29,6 +29,10 @@
 #   hsha         taxi's half-sync/half-async pool over epoll, N workers
 #   uring        taxi's Proactor over io_uring, dispatched by 1 thread
 #   uring-Nt     the same, dispatched by N threads
+#   uring-pooled examples/proactor_echo: the Proactor alone, no stream layer;
+#                one multishot read per connection into the proactor's
+#                buffer pool, echoed from those buffers; 1 thread, 1 ring
+#   uring-pooled-Nt  the same, N threads, one ring (proactor) per thread
 #   aio          taxi's Proactor over POSIX aio, 1 thread
 #   emulated     taxi's Proactor emulated over the epoll Reactor, 1 thread
 #
@@ -78,7 +82,8 @@ usage: $0 [options]
   --duration SEC        measured seconds per run (default 5; --quick: 1)
   --only NAME           only this server (repeatable): asio libevent libuv
                         epoll-floor uring-floor reactor lf hsha uring
-                        uring-Nt aio emulated
+                        uring-Nt uring-pooled uring-pooled-Nt aio
+                        emulated
   --out DIR             results directory (default DIR/tests/bench/peers-results)
 EOF
 }
@@ -159,7 +164,9 @@ bench_setup
 
 # "name|what it is|how to run it": @N@ is --server-threads; "peer:PROG"
 # runs tests/bench/peers/PROG, "taxi:BACKEND" runs echo_server once it has
-# listed BACKEND (readiness or completion backend).
+# listed BACKEND (readiness or completion backend), "ex:PROG" runs
+# examples/PROG (one written against the Proactor alone, without the
+# stream layer echo_server is written against).
 n=$server_threads
 SERVERS=(
   "asio|Boost.Asio, io_context run by $n threads|peer:asio_echo --threads @N@"
@@ -172,6 +179,8 @@ SERVERS=(
   "hsha|taxi half-sync/half-async, epoll, $n workers|taxi:epoll --backend epoll --dispatcher hsha --threads @N@"
   "uring|taxi Proactor, io_uring, 1 thread|taxi:uring --dispatcher proactor --backend uring --threads 1"
   "uring-${n}t|taxi Proactor, io_uring, $n threads|taxi:uring --dispatcher proactor --backend uring --threads @N@"
+  "uring-pooled|taxi Proactor alone, io_uring, multishot pooled reads, 1 thread|ex:proactor_echo --backend uring --threads 1"
+  "uring-pooled-${n}t|the same, a ring per thread, $n threads|ex:proactor_echo --backend uring --threads @N@"
   "aio|taxi Proactor, POSIX aio, 1 thread|taxi:aio --dispatcher proactor --backend aio --threads 1"
   "emulated|taxi Proactor, emulated on epoll, 1 thread|taxi:emulated --dispatcher proactor --backend emulated --threads 1"
 )
@@ -203,6 +212,12 @@ for s in "${SERVERS[@]}"; do
       prog=$peers/${kind#peer:}
       if [ ! -x "$prog" ]; then
         echo "peers: skipping $name: ${kind#peer:} was not built (configure did not find ${NEEDS[${kind#peer:}]}; install it and run configure again)" >&2
+        continue
+      fi ;;
+    ex:*)
+      prog=$builddir/examples/${kind#ex:}
+      if [ ! -x "$prog" ]; then
+        echo "peers: skipping $name: examples/${kind#ex:} was not built" >&2
         continue
       fi ;;
     taxi:*)

@@ -17,8 +17,6 @@
 #include <CUnit/CUnit.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 static taxi_proactor_t *pl_proactor(unsigned count, unsigned max, size_t size) {
   taxi_proactor_options_t o = TAXI_PROACTOR_OPTIONS_INIT;

@@ -2,7 +2,9 @@
 /*
  * backends/uring.c - the Linux io_uring completion backend, over liburing.
  *
- * One ring per proactor.  submit() turns one step of an operation into one
+ * One ring per proactor (one ring per thread when the proactor has one
+ * dispatching thread; a group of them: taxi/proactor_group.h).  submit()
+ * turns one step of an operation into one
  * or two submission queue entries (SQEs) whose user_data is the operation
  * record, and wait() reaps completion queue entries (CQEs) into
  * {op, result}.  The kernel performs the operations; nothing here reads or
@@ -115,12 +117,42 @@
  * SQ (the number of operations in flight is not bounded by the SQ), and
  * IORING_FEAT_NODROP (5.5) keeps completions beyond even that in the
  * kernel instead of dropping them.  IORING_SETUP_SUBMIT_ALL (5.18, used
- * where accepted) keeps submitting a batch past an SQE that fails.  Not
- * used: SINGLE_ISSUER and DEFER_TASKRUN (any thread submits), COOP_TASKRUN
- * (a completion's task work runs in the submitting thread, and without the
- * interrupt it waits until that thread next enters the kernel, which a
- * follower asleep in the pool may not do for long), SQPOLL (a kernel
- * thread polling the SQ, a CPU busy for each ring).
+ * where accepted) keeps submitting a batch past an SQE that fails.  Each
+ * flag a kernel refuses (EINVAL) is dropped in turn (ring_setup), and
+ * taxi_proactor_features() tells what was kept.  Not used: SQPOLL (a
+ * kernel thread polling the SQ, a CPU busy for each ring).
+ *
+ * One thread, one ring (TAXI_PROACTOR_ONE_THREAD).  A ring shared by the
+ * threads of a pool can use none of the flags that make io_uring cheap
+ * per message, because each ties the ring to one task: with
+ * IORING_SETUP_SINGLE_ISSUER only that task may enter it, and with
+ * DEFER_TASKRUN (6.1) the work that turns a finished request into a CQE
+ * waits until that task asks for completions, instead of interrupting
+ * whatever thread submitted it; COOP_TASKRUN (5.19) is the older half-way
+ * (no interrupt, but the work runs at any entry of that task).  A
+ * proactor made for one dispatching thread gets them: the ring is made
+ * disabled (IORING_SETUP_R_DISABLED) and enabled by the first thread that
+ * waits, which becomes its only issuer (own_ring).  Another thread may
+ * still prepare SQEs under the mutex (starting, cancelling, closing), but
+ * never enters: it wakes the owner, whose next wait submits them
+ * (sq_submit_now), so such a request costs one eventfd write and no lock
+ * the owner waits on.  IORING_SETUP_TASKRUN_FLAG makes the kernel raise
+ * IORING_SQ_TASKRUN when task work waits, and a wait that would not block
+ * enters the kernel then (cq_needs_enter).  A destroy from another thread
+ * (the owner gone) is handled by orphan_wait.
+ *
+ * Pooled reads (taxi_proactor_read_pooled).  The proactor's buffer pool is
+ * registered as a ring of provided buffers, group 0
+ * (io_uring_register_buf_ring, 5.19), at creation, while any thread may
+ * still register; a pooled read is IORING_OP_RECV with IOSQE_BUFFER_SELECT
+ * and, multishot, IORING_RECV_MULTISHOT (6.0; IORING_OP_SEND_ZC, which came
+ * with it, tells the kernel has it), so one request receives every message
+ * of a connection into buffers the kernel picks, each CQE naming its
+ * buffer.  A buffer given back is published to the kernel again by
+ * buf_give (memory only: any thread).  The group running empty ends the
+ * request with -ENOBUFS, reported as TAXI__CQ_NOBUFS for the core to wait
+ * for a buffer or grow the pool and read again.  On older kernels the
+ * core picks the buffers and reads into them as ordinary receives.
  *
  * Variant "uring:compat" uses only what Linux 5.11 offers (single accepts
  * re-armed for TAXI_ACCEPT_MULTISHOT, no IORING_SETUP_SUBMIT_ALL), so the

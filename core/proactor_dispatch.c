@@ -487,7 +487,7 @@ static void pooled_result_locked(taxi_proactor_t *p, taxi_op_t *op,
     return;
   }
   taxi__proactor_complete_locked(p, op,
-                                 result == 0 ? TAXI_EEOF
+                                 result == 0  ? TAXI_EEOF
                                  : result > 0 ? TAXI_ESYS
                                               : (int)result);
 }

@@ -226,8 +226,8 @@ int taxi_proactor_read_pooled(taxi_proactor_t *p, taxi_op_t *op,
                               taxi_completion_fn fn, void *act) {
   if (!common_ok(p, op, fn) || (flags & ~TAXI_READ_MULTISHOT) || !p->bufs)
     return TAXI_EINVAL;
-  start_t s = {TAXI_OP_READ, h, TAXI__DIR_IN, flags | TAXI__READ_POOLED, fn,
-               act};
+  start_t s = {TAXI_OP_READ, h,  TAXI__DIR_IN, flags | TAXI__READ_POOLED,
+               fn,           act};
   return start_io(p, op, &s, setup_pooled, p);
 }
 

@@ -204,13 +204,14 @@ static void print_counters(const app_t *a) {
     sum.buffers += st.buffers;
     sum.buffer_waits += st.buffer_waits;
   }
-  printf("proactor_echo: %llu completions, %llu system calls (%llu "
-         "io_uring_enter, %llu SQEs, %llu CQEs), %llu buffers, %llu waits "
-         "for one\n",
-         (unsigned long long)sum.completed, (unsigned long long)sum.syscalls,
-         (unsigned long long)sum.ring_enters, (unsigned long long)sum.sqes,
-         (unsigned long long)sum.cqes, (unsigned long long)sum.buffers,
-         (unsigned long long)sum.buffer_waits);
+  printf(
+      "proactor_echo: %llu completions, %llu system calls (%llu "
+      "io_uring_enter, %llu SQEs, %llu CQEs), %llu buffers, %llu waits "
+      "for one\n",
+      (unsigned long long)sum.completed, (unsigned long long)sum.syscalls,
+      (unsigned long long)sum.ring_enters, (unsigned long long)sum.sqes,
+      (unsigned long long)sum.cqes, (unsigned long long)sum.buffers,
+      (unsigned long long)sum.buffer_waits);
 }
 
 static int usage(void) {
@@ -239,8 +240,7 @@ int main(int argc, char **argv) {
     } else if ((r = echo_option(argc, argv, &i, "--threads", &v)) != 0) {
       if (r < 0 || echo_parse_count(v, 1, 1024, &threads) < 0) return usage();
     } else if ((r = echo_option(argc, argv, &i, "--buffer-size", &v)) != 0) {
-      if (r < 0 || echo_parse_count(v, 64, 1u << 20, &size) < 0)
-        return usage();
+      if (r < 0 || echo_parse_count(v, 64, 1u << 20, &size) < 0) return usage();
     } else {
       return usage();
     }
@@ -288,9 +288,10 @@ int main(int argc, char **argv) {
   }
   unsigned features = 0;
   (void)taxi_proactor_features(a.p0, &features);
-  printf("proactor_echo: backend=%s threads=%lu features=0x%x listening on "
-         "%s\n",
-         taxi_proactor_backend(a.p0), threads, features, bound);
+  printf(
+      "proactor_echo: backend=%s threads=%lu features=0x%x listening on "
+      "%s\n",
+      taxi_proactor_backend(a.p0), threads, features, bound);
   fflush(stdout);
 
   rc = taxi_proactor_group_run(a.g);

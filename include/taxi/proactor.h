@@ -237,8 +237,8 @@ typedef struct taxi_proactor_options {
    * registered with the kernel (io_uring_register_buf_ring), from which
    * the kernel picks one per arrival. */
   size_t buffer_size;
-  unsigned buffer_count;
-  unsigned buffer_max;
+  unsigned buffer_count; /* buffers made with the proactor (see above) */
+  unsigned buffer_max;   /* the most the pool grows to (see above) */
 } taxi_proactor_options_t;
 
 /* taxi_proactor_options_t.flags */
@@ -594,10 +594,10 @@ typedef struct taxi_proactor_stats {
   uint64_t cqes;        /* completion entries reaped */
   uint64_t handles;     /* handles attached now (not a counter) */
   /* The pool of pooled reads: */
-  uint64_t buffers;       /* buffers in the pool now (not a counter) */
-  uint64_t buffers_held;  /* of which held by the application now */
-  uint64_t buffer_waits;  /* reads that found no buffer and waited */
-  uint64_t buffer_grows;  /* times the pool doubled */
+  uint64_t buffers;      /* buffers in the pool now (not a counter) */
+  uint64_t buffers_held; /* of which held by the application now */
+  uint64_t buffer_waits; /* reads that found no buffer and waited */
+  uint64_t buffer_grows; /* times the pool doubled */
 } taxi_proactor_stats_t;
 
 /* taxi_proactor_stats - copy the counters (relaxed reads: each is exact,

@@ -43,6 +43,7 @@
 extern "C" {
 #endif
 
+/* A group of proactors (opaque). */
 typedef struct taxi_proactor_group taxi_proactor_group_t;
 
 /* How taxi_proactor_group_next() picks a proactor for a new handle. */

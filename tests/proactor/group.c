@@ -723,8 +723,10 @@ static void test_least_loaded(void) {
   /* 0, 1, 1: p0 alone is least. */
   for (int i = 0; i < 3; i++) CU_ASSERT(taxi_proactor_group_next(g) == p[0]);
   /* 1, 1, 1: a tie again, so each in turn. */
-  CU_ASSERT_EQUAL(taxi_proactor_move(p[1], s3[0], p[0]), 0);
-  CU_ASSERT_EQUAL(taxi_proactor_move(p[0], s3[0], p[1]), 0);
+  if (!pt_backend_is("iocp")) { /* a handle that moves away and back */
+    CU_ASSERT_EQUAL(taxi_proactor_move(p[1], s3[0], p[0]), 0);
+    CU_ASSERT_EQUAL(taxi_proactor_move(p[0], s3[0], p[1]), 0);
+  }
   pt_close(&s0[1]);
   pt_pair(p[0], s0);
   a = taxi_proactor_group_next(g);

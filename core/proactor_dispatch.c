@@ -296,11 +296,10 @@ void taxi__proactor_unpause_locked(taxi_proactor_t *p, taxi_op_t *op) {
   taxi__op_set_phase(op, TAXI__OP_SUBMITTED);
 }
 
-/* Put op on the paused list for `pause`; its report waits for the lock to
- * be released (taxi__proactor_wait_locked). */
-static void pause_locked(taxi_proactor_t *p, taxi_op_t *op, taxi_time_t pause,
-                         const char *where, int code, unsigned attempt) {
-  op->internal_.deadline = taxi__time_add(taxi_now(), pause);
+/* op joins the paused list until `deadline`. */
+static void paused_push_locked(taxi_proactor_t *p, taxi_op_t *op,
+                               taxi_time_t deadline) {
+  op->internal_.deadline = deadline;
   taxi__op_set_phase(op, TAXI__OP_PAUSED);
   op->internal_.next = NULL;
   if (p->paused.tail)
@@ -308,6 +307,13 @@ static void pause_locked(taxi_proactor_t *p, taxi_op_t *op, taxi_time_t pause,
   else
     p->paused.head = op;
   p->paused.tail = op;
+}
+
+/* Put op on the paused list for `pause`; its report waits for the lock to
+ * be released (taxi__proactor_wait_locked). */
+static void pause_locked(taxi_proactor_t *p, taxi_op_t *op, taxi_time_t pause,
+                         const char *where, int code, unsigned attempt) {
+  paused_push_locked(p, op, taxi__time_add(taxi_now(), pause));
   p->pause_report = true;
   p->pause_report_where = where;
   p->pause_report_code = code;
@@ -326,14 +332,8 @@ static void pause_accept_locked(taxi_proactor_t *p, taxi_op_t *op, int code) {
 }
 
 void taxi__proactor_starve_locked(taxi_proactor_t *p, taxi_op_t *op) {
-  op->internal_.deadline = INT64_MAX;
-  taxi__op_set_phase(op, TAXI__OP_PAUSED);
-  op->internal_.next = NULL;
-  if (p->paused.tail)
-    p->paused.tail->internal_.next = op;
-  else
-    p->paused.head = op;
-  p->paused.tail = op;
+  /* No deadline: a release sets one (core/proactor_buffers.c). */
+  paused_push_locked(p, op, INT64_MAX);
   p->stats.buffer_waits++;
 }
 
@@ -388,6 +388,26 @@ static void report_pause_locked(taxi_proactor_t *p) {
   taxi__mutex_lock(&p->lock);
 }
 
+/* Submit op again; a refusal is its result. */
+static void resubmit_locked(taxi_proactor_t *p, taxi_op_t *op) {
+  int rc = taxi__proactor_submit_or_pause_locked(p, op);
+  if (rc < 0) taxi__proactor_complete_locked(p, op, rc);
+}
+
+/* The end of a multishot request the core asked for because its handler
+ * fell behind (see taxi__proactor_process_locked), the handler having
+ * caught up since: submitted again (true), unless cancelled meanwhile or
+ * the request ended otherwise. */
+static bool resume_throttled_locked(taxi_proactor_t *p, taxi_op_t *op,
+                                    int64_t result) {
+  unsigned st = op->internal_.state;
+  if (!(st & TAXI__OP_THROTTLED)) return false;
+  taxi__op_state_store(op, st & ~TAXI__OP_THROTTLED);
+  if ((st & TAXI__OP_CANCEL) || result != TAXI_ECANCELED) return false;
+  resubmit_locked(p, op);
+  return true;
+}
+
 static void accept_result_locked(taxi_proactor_t *p, taxi_op_t *op,
                                  int64_t result, bool more) {
   if (result >= 0) {
@@ -407,17 +427,7 @@ static void accept_result_locked(taxi_proactor_t *p, taxi_op_t *op,
   }
   /* The kernel goes on with a multishot accept after a failed one. */
   if (more) return;
-  unsigned st = op->internal_.state;
-  if (st & TAXI__OP_THROTTLED) {
-    /* The end the core asked for (the handler has caught up with the
-     * backlog): accept again. */
-    taxi__op_state_store(op, st & ~TAXI__OP_THROTTLED);
-    if (!(st & TAXI__OP_CANCEL) && result == TAXI_ECANCELED) {
-      int rc = taxi__proactor_submit_or_pause_locked(p, op);
-      if (rc < 0) taxi__proactor_complete_locked(p, op, rc);
-      return;
-    }
-  }
+  if (resume_throttled_locked(p, op, result)) return;
   if ((op->internal_.flags & TAXI_ACCEPT_MULTISHOT) &&
       !(op->internal_.state & TAXI__OP_CANCEL) &&
       (result == TAXI_ETOOMANY || result == TAXI_ENOMEM)) {
@@ -467,23 +477,12 @@ static void pooled_result_locked(taxi_proactor_t *p, taxi_op_t *op,
     taxi__pbufs_unused_locked(p, (unsigned)op->internal_.offset);
   op->internal_.nbufs = 0;
   op->internal_.done = 0;
-  if (st & TAXI__OP_THROTTLED) {
-    /* Stopped because its handler fell behind (see process_locked), and
-     * the handler has caught up: read again. */
-    taxi__op_state_store(op, st & ~TAXI__OP_THROTTLED);
-    if (!(st & TAXI__OP_CANCEL) && result == TAXI_ECANCELED) {
-      int rc = taxi__proactor_submit_or_pause_locked(p, op);
-      if (rc < 0) taxi__proactor_complete_locked(p, op, rc);
-      return;
-    }
-  }
+  if (resume_throttled_locked(p, op, result)) return;
   if ((cflags & TAXI__CQ_NOBUFS) && !(st & TAXI__OP_CANCEL)) {
-    if (backend_has_buffers_locked(p) || taxi__pbufs_grow_locked(p) == 0) {
-      int rc = taxi__proactor_submit_or_pause_locked(p, op);
-      if (rc < 0) taxi__proactor_complete_locked(p, op, rc);
-    } else {
+    if (backend_has_buffers_locked(p) || taxi__pbufs_grow_locked(p) == 0)
+      resubmit_locked(p, op);
+    else
       taxi__proactor_starve_locked(p, op);
-    }
     return;
   }
   taxi__proactor_complete_locked(p, op,

@@ -104,12 +104,14 @@ void *taxi__pbufs_addr(const taxi_proactor_t *p, unsigned id) {
 
 /* The id of the buffer starting at `addr`, or -1. */
 static long pool_id(const taxi__pbufs_t *b, const void *addr) {
-  const unsigned char *a = addr;
+  /* As integers: the pointer may be any object's, which C does not let
+   * one compare with a chunk's. */
+  uintptr_t a = (uintptr_t)addr;
   for (unsigned c = 0; c < b->nchunks; c++) {
     unsigned n = (c + 1 < b->nchunks ? b->chunk_first[c + 1] : b->count) -
                  b->chunk_first[c];
-    const unsigned char *lo = b->chunk[c];
-    if (a < lo || a >= lo + (size_t)n * b->size) continue;
+    uintptr_t lo = (uintptr_t)b->chunk[c];
+    if (a < lo || a - lo >= (uintptr_t)n * b->size) continue;
     size_t off = (size_t)(a - lo);
     if (off % b->size) return -1;
     return (long)(b->chunk_first[c] + off / b->size);

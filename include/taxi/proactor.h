@@ -230,7 +230,8 @@ typedef struct taxi_proactor_options {
   /* The buffer pool of taxi_proactor_read_pooled(): buffer_count buffers
    * of buffer_size bytes (0: 4096; at most 1 MiB) made with the proactor,
    * a power of two up to 32768 (0: no pool, and pooled reads are
-   * refused); when reads find none free, the pool doubles, up to
+   * refused; buffer_size or buffer_max set without it is TAXI_EINVAL);
+   * when reads find none free, the pool doubles, up to
    * buffer_max (a power of two, at least buffer_count; 0: buffer_count,
    * no growth), and beyond that a read waits for a buffer to be released.
    * On io_uring (Linux 6.0) the pool is a ring of provided buffers

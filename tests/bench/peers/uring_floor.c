@@ -11,6 +11,11 @@
  * has it (6.1), else with cooperative task work (5.19), else plainly.
  * Nothing else is done per message, so its CPU time per message is the
  * least a Proactor over io_uring can cost.
+ *
+ * With URING_FLOOR_SEND_ZC=1 in the environment the sends are zero-copy
+ * (IORING_OP_SEND_ZC, 6.0): a buffer goes back to the ring only with the
+ * send's notification CQE, once the kernel no longer reads it.  That is
+ * how the benchmark measures whether zero-copy sends pay on this machine.
  */
 #define _GNU_SOURCE 1
 
@@ -40,6 +45,8 @@ static struct io_uring_buf_ring *br;
 static unsigned char *bufs;
 static uint32_t sent_len[NBUF], sent_off[NBUF]; /* a buffer's send */
 static int returned;                            /* buffers since advance */
+static int send_zc;                             /* URING_FLOOR_SEND_ZC */
+static int32_t zc_res[NBUF]; /* a zero-copy send's result, until notified */
 static struct peer_options o;
 
 static uint64_t tag(int op, unsigned bid, int fd) {
@@ -71,8 +78,13 @@ static void arm_recv(int fd) {
 
 static void send_rest(int fd, unsigned bid) {
   struct io_uring_sqe *sqe = sqe_get();
-  io_uring_prep_send(sqe, fd, bufs + (size_t)bid * BUF_SIZE + sent_off[bid],
-                     sent_len[bid] - sent_off[bid], MSG_NOSIGNAL);
+  if (send_zc)
+    io_uring_prep_send_zc(sqe, fd,
+                          bufs + (size_t)bid * BUF_SIZE + sent_off[bid],
+                          sent_len[bid] - sent_off[bid], MSG_NOSIGNAL, 0);
+  else
+    io_uring_prep_send(sqe, fd, bufs + (size_t)bid * BUF_SIZE + sent_off[bid],
+                       sent_len[bid] - sent_off[bid], MSG_NOSIGNAL);
   io_uring_sqe_set_data64(sqe, tag(OP_SEND, bid, fd));
 }
 
@@ -111,6 +123,15 @@ static int complete(const struct io_uring_cqe *cqe) {
         close(fd);
       return 0;
     default: /* OP_SEND */
+      if (send_zc) {
+        /* The result first (F_MORE: a notification follows), then the
+         * notification (F_NOTIF): only then may the buffer be reused. */
+        if (!(cqe->flags & IORING_CQE_F_NOTIF)) {
+          zc_res[bid] = res;
+          if (more) return 0;
+        }
+        res = zc_res[bid];
+      }
       if (res > 0 && sent_off[bid] + (uint32_t)res < sent_len[bid]) {
         sent_off[bid] += (uint32_t)res; /* partial: send the rest */
         send_rest(fd, bid);
@@ -161,6 +182,8 @@ int main(int argc, char **argv) {
   int lfd, rc;
 
   peer_parse(argc, argv, "uring_floor", 0, 0, &o);
+  const char *zc = getenv("URING_FLOOR_SEND_ZC");
+  send_zc = zc && strcmp(zc, "1") == 0;
   peer_raise_fd_limit();
   peer_catch_stop_signals(&wait_mask);
   rc = setup_ring();

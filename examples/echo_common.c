@@ -423,7 +423,7 @@ static void server_usage(FILE *out) {
       "                   [--dispatcher reactor|lf|hsha|proactor]\n"
       "                   [--threads N] [--idle-timeout SECONDS]\n"
       "                   [--promotion lifo|fifo|priority|shared]\n"
-      "                   [--leaders one|many] [--report]\n"
+      "                   [--leaders one|many] [--report] [--counters]\n"
       "       echo_server --list-backends | --list-proactor-backends\n"
       "  --port P         TCP port to listen on (0: any free port)\n"
       "  --host ADDR      numeric address to listen on (default 127.0.0.1)\n"
@@ -450,6 +450,8 @@ static void server_usage(FILE *out) {
       "                   last line: echo_server: report: status=S\n"
       "                   connections=C bytes=B accept_errors=E\n"
       "                   accept_pauses=P\n"
+      "  --counters       print the dispatcher's counters on stderr each\n"
+      "                   time SIGUSR2 arrives (POSIX)\n"
       "  --list-backends  print the backends that work here, one a line\n"
       "  --list-proactor-backends  the same for completion backends\n"
       "exit status: 0 stopped by SIGINT/SIGTERM, 1 failure, 2 bad usage,\n"
@@ -538,6 +540,9 @@ int echo_server_args(int argc, char **argv, struct echo_server_config *cfg) {
       have_threads = 1;
     } else if (m == 0 && strcmp(argv[i], "--report") == 0) {
       cfg->report = true;
+      i++;
+    } else if (m == 0 && strcmp(argv[i], "--counters") == 0) {
+      cfg->counters = true;
       i++;
     } else if (m == 0 && (m = echo_option(argc, argv, &i, "--idle-timeout",
                                           &value)) > 0) {

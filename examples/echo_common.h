@@ -134,6 +134,7 @@ struct echo_server_config {
   taxi_stream_options_t stream;
   char address[300]; /* "HOST:PORT", "[HOST]:PORT" for IPv6 */
   bool report;       /* --report */
+  bool counters;     /* --counters: print them on SIGUSR2 */
 };
 
 /*

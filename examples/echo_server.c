@@ -40,6 +40,26 @@ static void on_signal(taxi_io_t *io, int signo, void *arg) {
   taxi_io_stop(io);
 }
 
+/* --counters: what the dispatcher did so far, on stderr; in a dispatching
+ * thread, like every signal callback of the context. */
+static void on_counters(taxi_io_t *io, int signo, void *arg) {
+  taxi_io_stats_t st;
+  (void)signo;
+  (void)arg;
+  if (taxi_io_stats(io, &st) == 0)
+    fprintf(stderr, "echo_server: counters: connections=%llu bytes=%llu\n",
+            (unsigned long long)st.accepts, (unsigned long long)st.bytes_out);
+  taxi_proactor_stats_t ps;
+  taxi_proactor_t *p = taxi_io_proactor(io);
+  if (p && taxi_proactor_stats(p, &ps) == 0)
+    fprintf(stderr,
+            "echo_server: counters: completed=%llu syscalls=%llu waits=%llu "
+            "io_uring_enter=%llu sqes=%llu cqes=%llu\n",
+            (unsigned long long)ps.completed, (unsigned long long)ps.syscalls,
+            (unsigned long long)ps.waits, (unsigned long long)ps.ring_enters,
+            (unsigned long long)ps.sqes, (unsigned long long)ps.cqes);
+}
+
 int main(int argc, char **argv) {
   static const int stop_signals[] = {SIGINT, SIGTERM};
   struct echo_server_config cfg;
@@ -68,6 +88,12 @@ int main(int argc, char **argv) {
       fprintf(stderr, "echo_server: no orderly stop on signal %d: %s\n",
               stop_signals[i], taxi_strerror(rc));
 
+#ifdef SIGUSR2
+  if (cfg.counters &&
+      (rc = taxi_io_on_signal(io, SIGUSR2, on_counters, NULL)) < 0)
+    fprintf(stderr, "echo_server: no counters on SIGUSR2: %s\n",
+            taxi_strerror(rc));
+#endif
   taxi_listener_address(l, &bound);
   taxi_addr_format(&bound, text, sizeof text);
   printf("echo_server: backend=%s dispatcher=%s threads=%u listening on %s\n",

@@ -32,8 +32,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define GR_MAX 4      /* proactors in the largest group tested */
-#define GR_CONNS 8    /* connections per echo run */
+#define GR_MAX 8      /* proactors in the largest group tested */
+#define GR_CONNS 16   /* connections per echo run */
 #define GR_CHUNK 4096 /* bytes per client write, and the server's buffer */
 
 static taxi_proactor_group_t *gr_group(unsigned count, taxi_group_spread_t s) {
@@ -353,6 +353,10 @@ static void test_echo_4(void) {
   gr_echo(4, TAXI_SPREAD_ROUND_ROBIN, 0);
   gr_echo(4, TAXI_SPREAD_ROUND_ROBIN, 1);
   gr_echo(4, TAXI_SPREAD_LEAST_LOADED, 1);
+}
+static void test_echo_8(void) {
+  gr_echo(8, TAXI_SPREAD_ROUND_ROBIN, 1);
+  gr_echo(8, TAXI_SPREAD_LEAST_LOADED, 0);
 }
 
 /* ---- starting an operation on another thread's handle ------------------- */
@@ -906,6 +910,7 @@ static CU_TestInfo group_tests[] = {
     {"echo over a group of 1", test_echo_1},
     {"echo over a group of 2", test_echo_2},
     {"echo over a group of 4", test_echo_4},
+    {"echo over a group of 8", test_echo_8},
     {"an operation started from another proactor's thread", test_cross_thread},
     {"a moved handle completes in its new proactor's thread", test_move_works},
     {"move: refusals, in flight, both directions", test_move_refused},

@@ -259,6 +259,14 @@
 #ifndef IORING_SQ_TASKRUN
 #define IORING_SQ_TASKRUN (1U << 2)
 #endif
+/* IORING_OP_SEND_ZC (6.0) in the kernel's numbering: older liburing
+ * headers lack the name; only its presence in the probe is asked. */
+#define URING_OP_SEND_ZC 47
+/* Provided-buffer rings and multishot receive need liburing 2.3's
+ * helpers; without them pooled reads are chosen by the core. */
+#if defined(IORING_RECV_MULTISHOT) && defined(IORING_CQE_BUFFER_SHIFT)
+#define URING_HAVE_BUF_RING 1
+#endif
 #ifndef IORING_SQ_CQ_OVERFLOW
 #define IORING_SQ_CQ_OVERFLOW (1U << 1)
 #endif
@@ -752,6 +760,7 @@ static int prep_connect(uring_state_t *s, taxi_op_t *op) {
   return 0;
 }
 
+#ifdef URING_HAVE_BUF_RING
 /* A pooled read: the kernel picks a buffer of group 0 for each arrival,
  * and with TAXI_READ_MULTISHOT goes on receiving. */
 static int prep_recv_select(uring_state_t *s, taxi_op_t *op) {
@@ -765,6 +774,13 @@ static int prep_recv_select(uring_state_t *s, taxi_op_t *op) {
   sqe_tag(sqe, op, UD_MAIN);
   return 0;
 }
+#else
+static int prep_recv_select(uring_state_t *s, taxi_op_t *op) {
+  (void)s;
+  (void)op;
+  return TAXI_ENOTSUP; /* never asked: buf_open said the core chooses */
+}
+#endif
 
 static int prep_recv(uring_state_t *s, taxi_op_t *op) {
   taxi_buf_t b;
@@ -1012,9 +1028,11 @@ static void on_multishot(uring_state_t *s, sink_t *k, taxi_op_t *op, int res,
 static void on_pooled(uring_state_t *s, sink_t *k, taxi_op_t *op, int res,
                       unsigned cflags) {
   unsigned f = 0;
+#ifdef URING_HAVE_BUF_RING
   if (res > 0 && (cflags & IORING_CQE_F_BUFFER))
     f = TAXI__CQ_BUFFER |
         ((cflags >> IORING_CQE_BUFFER_SHIFT) << TAXI__CQ_BUF_SHIFT);
+#endif
   if (cflags & IORING_CQE_F_MORE) {
     uop(op)->retries = 0;
     emit(s, k, op, res, f | TAXI__CQ_MORE);
@@ -1187,7 +1205,7 @@ static int check_ops(struct io_uring *ring, bool *has_socket,
   for (size_t i = 0; i < sizeof uring_required_ops; i++)
     if (!io_uring_opcode_supported(&u.p, uring_required_ops[i])) return ENOSYS;
   *has_socket = io_uring_opcode_supported(&u.p, IORING_OP_SOCKET);
-  *has_send_zc = io_uring_opcode_supported(&u.p, IORING_OP_SEND_ZC);
+  *has_send_zc = io_uring_opcode_supported(&u.p, URING_OP_SEND_ZC);
   return 0;
 }
 
@@ -1632,6 +1650,7 @@ static int uring_wait(void *state, taxi__completion_t *out, size_t max,
 /* The ring of provided buffers, registered while the ring may still be
  * registered with by any thread (before a one-thread ring is enabled:
  * the proactor is being made).  Its memory must be page-aligned. */
+#ifdef URING_HAVE_BUF_RING
 static int uring_buf_open(void *state, unsigned max, size_t size) {
   uring_state_t *s = state;
   if (!s->has_recv_multishot || s->br) return TAXI_ENOTSUP;
@@ -1669,6 +1688,20 @@ static void uring_buf_give(void *state, unsigned id, void *addr) {
   io_uring_buf_ring_advance(s->br, 1);
   taxi__mutex_unlock(&s->lock);
 }
+#else
+static int uring_buf_open(void *state, unsigned max, size_t size) {
+  (void)state;
+  (void)max;
+  (void)size;
+  return TAXI_ENOTSUP;
+}
+
+static void uring_buf_give(void *state, unsigned id, void *addr) {
+  (void)state;
+  (void)id;
+  (void)addr;
+}
+#endif
 
 static unsigned uring_features(void *state) {
   uring_state_t *s = state;

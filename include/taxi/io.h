@@ -14,8 +14,11 @@
  *                     a Reactor (its own reactor thread besides);
  *   TAXI_IO_PROACTOR  a Proactor over any completion backend (uring, aio,
  *                     iocp, emulated:...), dispatched by the caller of
- *                     taxi_io_run alone (threads 1) or by a Leader/Followers
- *                     pool of `threads` threads over its completion queue.
+ *                     taxi_io_run alone (threads 1: a proactor made with
+ *                     TAXI_PROACTOR_ONE_THREAD, so destroy the context in
+ *                     that thread or after it has exited) or by a
+ *                     Leader/Followers pool of `threads` threads over its
+ *                     completion queue.
  *
  * Handlers written against taxi/stream.h and this header run unchanged under
  * each: the callbacks of one stream never run in two threads at once, under

@@ -252,8 +252,11 @@ typedef struct taxi_proactor_options {
  * operation started by another thread reaches the ring through that
  * thread, woken for it.  A second dispatching thread is refused with
  * TAXI_EBUSY, and so is a Leader/Followers pool (taxi_lf_create_proactor).
- * Ignored by the other backends, beyond those two refusals.  One ring per
- * thread for several threads: taxi/proactor_group.h. */
+ * Ignored by the other backends, beyond those two refusals.  Destroy it
+ * in that thread, or once that thread has exited: only that thread can
+ * cancel what its ring still holds (a destroy elsewhere while it lives
+ * backs off for about 2 s, reports the failure to on_error and gives up).
+ * One ring per thread for several threads: taxi/proactor_group.h. */
 #define TAXI_PROACTOR_ONE_THREAD 0x1u
 /* With TAXI_PROACTOR_ONE_THREAD: do without IORING_SETUP_DEFER_TASKRUN
  * and SINGLE_ISSUER, as on a kernel before 6.1 (tests the fallback). */

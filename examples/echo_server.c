@@ -40,8 +40,10 @@ static void on_signal(taxi_io_t *io, int signo, void *arg) {
   taxi_io_stop(io);
 }
 
+#ifdef SIGUSR2
 /* --counters: what the dispatcher did so far, on stderr; in a dispatching
- * thread, like every signal callback of the context. */
+ * thread, like every signal callback of the context.  (Windows has no
+ * SIGUSR2, and the option does nothing there.) */
 static void on_counters(taxi_io_t *io, int signo, void *arg) {
   taxi_io_stats_t st;
   (void)signo;
@@ -59,6 +61,7 @@ static void on_counters(taxi_io_t *io, int signo, void *arg) {
             (unsigned long long)ps.waits, (unsigned long long)ps.ring_enters,
             (unsigned long long)ps.sqes, (unsigned long long)ps.cqes);
 }
+#endif
 
 int main(int argc, char **argv) {
   static const int stop_signals[] = {SIGINT, SIGTERM};

@@ -129,8 +129,8 @@ int taxi__pbufs_grow_locked(taxi_proactor_t *p) {
 
 bool taxi__pbufs_take_locked(taxi_proactor_t *p, unsigned *id) {
   taxi__pbufs_t *b = p->bufs;
+  /* A growth adds at least one free buffer. */
   if (b->nfree == 0 && taxi__pbufs_grow_locked(p) < 0) return false;
-  if (b->nfree == 0) return false;
   *id = b->free[--b->nfree];
   return true;
 }

@@ -27,6 +27,7 @@
 #include "ports/port.h"
 
 #include <stdatomic.h>
+#include <stdint.h>
 #include <string.h>
 
 /* The most proactors in a group (taxi_proactor_group_options_t.count). */
@@ -146,13 +147,17 @@ taxi_proactor_t *taxi_proactor_group_next(taxi_proactor_group_t *g) {
   /* The fewest handles; scanning from the turn's proactor and keeping the
    * first of equals sends ties round robin. */
   unsigned best = start;
-  uint64_t best_handles = UINT64_MAX;
+  size_t best_handles = SIZE_MAX;
   for (unsigned k = 0; k < g->count; k++) {
     unsigned i = (start + k) % g->count;
-    taxi_proactor_stats_t st;
-    if (taxi_proactor_stats(g->slots[i].p, &st) < 0) continue;
-    if (st.handles < best_handles) {
-      best_handles = st.handles;
+    /* The attached handles alone (what stats.handles reports), without
+     * copying every counter for each new connection. */
+    taxi_proactor_t *p = g->slots[i].p;
+    taxi__mutex_lock(&p->lock);
+    size_t handles = p->map.count;
+    taxi__mutex_unlock(&p->lock);
+    if (handles < best_handles) {
+      best_handles = handles;
       best = i;
     }
   }

@@ -93,6 +93,13 @@ static pl_sink_t *pl_sink(taxi_proactor_t *p) {
   return k;
 }
 
+/* Start the multishot pooled read on fd that feeds sink k. */
+static void pl_read(taxi_proactor_t *p, taxi_op_t *op, int fd, pl_sink_t *k) {
+  CU_ASSERT_EQUAL(
+      taxi_proactor_read_pooled(p, op, fd, TAXI_READ_MULTISHOT, pl_on_read, k),
+      0);
+}
+
 static void test_single(void) {
   taxi_proactor_t *p = pl_proactor(4, 0, 64);
   int sv[2];
@@ -169,9 +176,7 @@ static void test_multishot_order(void) {
   pt_pair(p, sv);
   pl_sink_t *k = pl_sink(p);
   taxi_op_t op = TAXI_OP_INIT;
-  CU_ASSERT_EQUAL(taxi_proactor_read_pooled(p, &op, sv[0], TAXI_READ_MULTISHOT,
-                                            pl_on_read, k),
-                  0);
+  pl_read(p, &op, sv[0], k);
   const size_t total = 60000;
   for (size_t off = 0; off < total; off += 6000) {
     pl_send(sv[1], 6000, off);
@@ -220,9 +225,7 @@ static void pl_dry(unsigned count, unsigned max) {
   pl_sink_t *k = pl_sink(p);
   k->hold = (int)max;
   taxi_op_t op = TAXI_OP_INIT;
-  CU_ASSERT_EQUAL(taxi_proactor_read_pooled(p, &op, sv[0], TAXI_READ_MULTISHOT,
-                                            pl_on_read, k),
-                  0);
+  pl_read(p, &op, sv[0], k);
   /* One piece per buffer and more: written one at a time, so that each
    * lands in a buffer of its own. */
   const size_t total = 16u * max * 3;
@@ -274,9 +277,7 @@ static void test_multishot_eof(void) {
   taxi_op_t op = TAXI_OP_INIT;
   pl_send(sv[1], 1000, 0);
   pt_close(&sv[1]);
-  CU_ASSERT_EQUAL(taxi_proactor_read_pooled(p, &op, sv[0], TAXI_READ_MULTISHOT,
-                                            pl_on_read, k),
-                  0);
+  pl_read(p, &op, sv[0], k);
   CU_ASSERT_EQUAL(pt_run_until(p, pl_ended, k, pt_wait_ms()), 1);
   CU_ASSERT_EQUAL(k->n, 1000);
   CU_ASSERT(pl_pattern_ok(k));
@@ -294,9 +295,7 @@ static void test_no_alloc(void) {
   pt_pair(p, sv);
   pl_sink_t *k = pl_sink(p);
   taxi_op_t op = TAXI_OP_INIT;
-  CU_ASSERT_EQUAL(taxi_proactor_read_pooled(p, &op, sv[0], TAXI_READ_MULTISHOT,
-                                            pl_on_read, k),
-                  0);
+  pl_read(p, &op, sv[0], k);
   const int warm = 50, rounds = 2000;
   util_alloc_counts_t before = {0};
   for (int i = 0; i < warm + rounds; i++) {

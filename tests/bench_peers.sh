@@ -31,10 +31,13 @@ failed=0
 # serve PROG SIZE: start the peer server, drive it, stop it.
 serve() {
   prog=$1 size=$2 name=$(basename "$1") port='' n=0
+  # Emptied here, not by the server's redirection: that runs in the child,
+  # and until it does the file still holds the last server's port.
+  : >"$tmp/out"
   "$prog" --port 0 >"$tmp/out" 2>"$tmp/err" </dev/null &
   server_pid=$!
   while [ "$n" -lt 100 ]; do # 10 s
-    port=$(sed -n 's/.* listening on .*:\([0-9][0-9]*\)$/\1/p' "$tmp/out")
+    port=$(sed -n "s/^$name: listening on .*:\\([0-9][0-9]*\\)\$/\\1/p" "$tmp/out")
     [ -n "$port" ] && break
     kill -0 "$server_pid" 2>/dev/null || break
     sleep 0.1

@@ -28,6 +28,7 @@ pass=0 fail=0
 # run BACKEND THREADS: one server, two loads, a stop.
 run() {
   out=$work/server.out
+  : >"$out" # now: the server's redirection may come after the loop's read
   "$server" --port 0 --backend "$1" --threads "$2" >"$out" 2>&1 &
   pid=$!
   port=''

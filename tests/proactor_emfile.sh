@@ -47,6 +47,7 @@ for b in uring aio emulated; do
   fi
   ran=$((ran + 1))
   : >"$tmp/stats"
+  : >"$tmp/out" # now: the server's own redirection may come after a read
   # A sanitizer build's server carries its runtime: the module, preloaded
   # before it, only forwards calls (as in tests/fault/sweep.sh).
   ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \

@@ -16,6 +16,7 @@
 #include "reactor.h"
 #include "lf.h"
 #include "lf_sets.h"
+#include "mqueue.h"
 #include "hsha.h"
 #include "proactor.h"
 #include "proactor_group.h"

@@ -196,10 +196,10 @@ void conf_settle(taxi_reactor_t *r, int rounds) {
 /* ---- main --------------------------------------------------------------- */
 
 static const taxi_test_suite_t *const base_suites[] = {
-    &conf_suite_io,       &conf_suite_lifetime, &conf_suite_timers,
-    &conf_suite_notify,   &conf_suite_signals,  &conf_suite_fork,
-    &conf_suite_scale,    &conf_suite_alloc,    &conf_suite_bad_input,
-    &conf_suite_failures,
+    &conf_suite_io,        &conf_suite_lifetime, &conf_suite_timers,
+    &conf_suite_notify,    &conf_suite_mqueue,   &conf_suite_signals,
+    &conf_suite_fork,      &conf_suite_scale,    &conf_suite_alloc,
+    &conf_suite_bad_input, &conf_suite_failures,
 };
 #define N_SUITES (sizeof base_suites / sizeof base_suites[0])
 

@@ -23,6 +23,7 @@ extern const taxi_test_suite_t conf_suite_io;
 extern const taxi_test_suite_t conf_suite_lifetime;
 extern const taxi_test_suite_t conf_suite_timers;
 extern const taxi_test_suite_t conf_suite_notify;
+extern const taxi_test_suite_t conf_suite_mqueue;
 extern const taxi_test_suite_t conf_suite_signals;
 extern const taxi_test_suite_t conf_suite_fork;
 extern const taxi_test_suite_t conf_suite_scale;

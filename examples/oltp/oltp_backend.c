@@ -137,7 +137,7 @@ int main(int argc, char **argv) {
       if (m < 0 || echo_parse_count(v, 2, 1ul << 24, &accounts) < 0)
         return usage(stderr, 2);
     } else if ((m = echo_option(argc, argv, &i, "--initial", &v)) != 0) {
-      if (m < 0 || echo_parse_count(v, 0, 1ul << 40, &initial) < 0)
+      if (m < 0 || echo_parse_count(v, 0, 1000000000ul, &initial) < 0)
         return usage(stderr, 2);
     } else if ((m = echo_option(argc, argv, &i, "--work", &v)) != 0) {
       if (m < 0 || echo_parse_count(v, 0, 1000000, &work) < 0)

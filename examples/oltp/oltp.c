@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 
 static void put32(unsigned char *p, uint32_t v) {
   p[0] = (unsigned char)(v >> 24);
@@ -66,6 +67,25 @@ void oltp_reply_decode(const unsigned char in[OLTP_FRAME],
   r->status = get32(in + 12);
   r->a = (int64_t)get64(in + 16);
   r->b = (int64_t)get64(in + 24);
+}
+
+int oltp_framer_feed(struct oltp_framer *f, const void *data, size_t len,
+                     int (*fn)(void *arg, const unsigned char *frame),
+                     void *arg) {
+  const unsigned char *p = data;
+  while (len > 0) {
+    size_t take = OLTP_FRAME - f->have;
+    if (take > len) take = len;
+    memcpy(f->frame + f->have, p, take);
+    f->have += take;
+    p += take;
+    len -= take;
+    if (f->have < OLTP_FRAME) break;
+    f->have = 0;
+    int rc = fn(arg, f->frame);
+    if (rc != 0) return rc;
+  }
+  return 0;
 }
 
 /* ---- the table ---------------------------------------------------------- */

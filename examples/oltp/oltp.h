@@ -68,6 +68,22 @@ void oltp_reply_encode(const struct oltp_reply *r,
 void oltp_reply_decode(const unsigned char in[OLTP_FRAME],
                        struct oltp_reply *r);
 
+/* ---- framing ------------------------------------------------------------ */
+
+/* The frame a connection is receiving: reads end anywhere. */
+struct oltp_framer {
+  unsigned char frame[OLTP_FRAME];
+  size_t have;
+};
+
+/* Feed `len` bytes of a connection to its framer, calling fn(arg, frame)
+ * for each complete frame, in order, until fn returns non-zero (returned
+ * then; the bytes after that frame are dropped).  Returns 0 when every
+ * byte was taken. */
+int oltp_framer_feed(struct oltp_framer *f, const void *data, size_t len,
+                     int (*fn)(void *arg, const unsigned char *frame),
+                     void *arg);
+
 /* ---- the table of accounts (the back end's database) -------------------- */
 
 struct oltp_table;

@@ -29,18 +29,14 @@
 
 static struct oltp_table *table;
 
-/* A connection's partial frame: reads end anywhere. */
-struct conn {
-  unsigned char frame[OLTP_FRAME];
-  size_t have;
-};
-
 static void on_close(taxi_stream_t *s, int status) {
   (void)status;
   free(taxi_stream_data(s));
 }
 
-static int serve(taxi_stream_t *s, const unsigned char *frame) {
+/* One request: run it, queue its reply. */
+static int serve(void *arg, const unsigned char *frame) {
+  taxi_stream_t *s = arg;
   struct oltp_request req;
   struct oltp_reply rep;
   unsigned char out[OLTP_FRAME];
@@ -52,32 +48,16 @@ static int serve(taxi_stream_t *s, const unsigned char *frame) {
 
 static void on_read(taxi_stream_t *s, int status, const void *data,
                     size_t len) {
-  struct conn *c = taxi_stream_data(s);
-  const unsigned char *p = data;
-  if (status < 0) {
+  if (status < 0)
     taxi_stream_end(s);
-    return;
-  }
-  while (len > 0) {
-    size_t take = OLTP_FRAME - c->have;
-    if (take > len) take = len;
-    memcpy(c->frame + c->have, p, take);
-    c->have += take;
-    p += take;
-    len -= take;
-    if (c->have < OLTP_FRAME) break;
-    c->have = 0;
-    if (serve(s, c->frame) < 0) {
-      taxi_stream_close(s);
-      return;
-    }
-  }
+  else if (oltp_framer_feed(taxi_stream_data(s), data, len, serve, s) < 0)
+    taxi_stream_close(s);
 }
 
 static void on_accept(taxi_listener_t *l, taxi_stream_t *s, void *arg) {
   (void)l;
   (void)arg;
-  struct conn *c = calloc(1, sizeof *c); /* per connection, not per request */
+  struct oltp_framer *c = calloc(1, sizeof *c); /* per connection */
   if (!c) {
     taxi_stream_close(s);
     return;

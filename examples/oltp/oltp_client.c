@@ -42,8 +42,7 @@ struct conn {
   unsigned long done_n; /* transactions of the load completed */
   struct oltp_request sent;
   taxi_time_t sent_at;
-  unsigned char frame[OLTP_FRAME];
-  size_t have;
+  struct oltp_framer framer;
   uint64_t rng;
   bool done;
 };
@@ -160,27 +159,21 @@ static void check_reply(struct conn *c, const struct oltp_reply *rep) {
     conn_finished(c);
 }
 
+static int on_frame(void *arg, const unsigned char *frame) {
+  struct conn *c = arg;
+  struct oltp_reply rep;
+  oltp_reply_decode(frame, &rep);
+  check_reply(c, &rep);
+  return c->cl->failed;
+}
+
 static void on_read(taxi_stream_t *s, int status, const void *data,
                     size_t len) {
   struct conn *c = taxi_stream_data(s);
-  const unsigned char *p = data;
-  if (status < 0) {
+  if (status < 0)
     fail(c->cl, "the server closed the connection", c);
-    return;
-  }
-  while (len > 0 && !c->cl->failed) {
-    size_t take = OLTP_FRAME - c->have;
-    if (take > len) take = len;
-    memcpy(c->frame + c->have, p, take);
-    c->have += take;
-    p += take;
-    len -= take;
-    if (c->have < OLTP_FRAME) break;
-    c->have = 0;
-    struct oltp_reply rep;
-    oltp_reply_decode(c->frame, &rep);
-    check_reply(c, &rep);
-  }
+  else
+    oltp_framer_feed(&c->framer, data, len, on_frame, c);
 }
 
 static void on_close(taxi_stream_t *s, int reason) {

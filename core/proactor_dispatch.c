@@ -540,13 +540,17 @@ void taxi__proactor_process_locked(taxi_proactor_t *p,
         taxi__op_state_store(op, op->internal_.state | TAXI__OP_CANCEL);
       return;
     }
-    /* The handler falls behind: stop the kernel accepting until it has
-     * caught up (a few more may arrive before the cancel takes effect). */
+    /* The handler falls behind: stop the kernel accepting (or reading)
+     * until it has caught up (a few more may arrive before the cancel
+     * takes effect). */
     unsigned now_st = op->internal_.state;
     if (more && p->backlog.count >= TAXI__ACCEPT_BACKLOG_MAX &&
         !(now_st & (TAXI__OP_THROTTLED | TAXI__OP_CANCEL))) {
       taxi__op_state_store(op, now_st | TAXI__OP_THROTTLED);
-      p->stats.accept_throttles++;
+      if (op->kind == TAXI_OP_ACCEPT)
+        p->stats.accept_throttles++;
+      else
+        p->stats.read_throttles++;
       p->ops->cancel(p->backend, op);
     }
     return;

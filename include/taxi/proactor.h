@@ -598,10 +598,12 @@ typedef struct taxi_proactor_stats {
   uint64_t cqes;        /* completion entries reaped */
   uint64_t handles;     /* handles attached now (not a counter) */
   /* The pool of pooled reads: */
-  uint64_t buffers;      /* buffers in the pool now (not a counter) */
-  uint64_t buffers_held; /* of which held by the application now */
-  uint64_t buffer_waits; /* reads that found no buffer and waited */
-  uint64_t buffer_grows; /* times the pool doubled */
+  uint64_t buffers;        /* buffers in the pool now (not a counter) */
+  uint64_t buffers_held;   /* of which held by the application now */
+  uint64_t buffer_waits;   /* reads that found no buffer and waited */
+  uint64_t buffer_grows;   /* times the pool doubled */
+  uint64_t read_throttles; /* stops of a multishot pooled read whose
+                              handler fell behind, as accept_throttles */
 } taxi_proactor_stats_t;
 
 /* taxi_proactor_stats - copy the counters (relaxed reads: each is exact,

@@ -42,7 +42,7 @@
 extern "C" {
 #endif
 
-typedef struct taxi_mq taxi_mq_t;
+typedef struct taxi_mq taxi_mq_t; /* a message queue */
 
 /* The part of an item that is taxi's while the item is queued.  Zero it
  * (TAXI_MQ_ITEM_INIT or memset) before its first push; taxi leaves it so
@@ -90,8 +90,10 @@ typedef struct taxi_mq_options {
   void *arg; /* passed to run and drop */
 } taxi_mq_options_t;
 
+/* The default bound on queued items, and the largest accepted. */
 #define TAXI_MQ_DEFAULT_CAPACITY 1024u
-#define TAXI_MQ_MAX_CAPACITY (1u << 24)
+#define TAXI_MQ_MAX_CAPACITY (1u << 24) /* see the default above */
+/* The most items one turn may run (taxi_mq_options_t.batch). */
 #define TAXI_MQ_MAX_BATCH 1024u
 
 /* taxi_mq_options_init - the defaults (every field 0 or NULL, size set).

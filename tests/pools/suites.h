@@ -37,6 +37,8 @@ extern const taxi_test_suite_t pools_suite_lf;
 extern const taxi_test_suite_t pools_suite_lf_shutdown;
 extern const taxi_test_suite_t pools_suite_lf_bad_input;
 extern const taxi_test_suite_t pools_suite_lf_alloc;
+extern const taxi_test_suite_t pools_suite_bound;
+extern const taxi_test_suite_t pools_suite_bound_bad_input;
 extern const taxi_test_suite_t pools_suite_hsha;
 extern const taxi_test_suite_t pools_suite_hsha_bad_input;
 extern const taxi_test_suite_t pools_suite_hsha_alloc;

@@ -1,0 +1,348 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * tests/pools/bound.c - bound and hybrid handle/thread associations
+ * (taxi/lf_bound.h): replies handed to the thread that asked, early and
+ * late replies, giving up, every pool thread waiting at once, and no
+ * allocation per reply.
+ */
+#define _GNU_SOURCE 1
+
+#include "bound_helpers.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---- many threads, one connection ---------------------------------------- */
+
+typedef struct bd_asker {
+  bd_test_t *t;
+  unsigned index;
+  int requests;
+  atomic_int wrong; /* replies with the wrong id or body */
+  atomic_int failed;
+  int first_error;
+  /* Warm-up first: so many requests, then wait for *go. */
+  int warmup;
+  atomic_int *warmed, *go;
+} bd_asker_t;
+
+/* One round trip: expect, send, await, check.  0, 1 (wrong reply), or the
+ * error. */
+static int bd_ask(bd_test_t *t, uint64_t id) {
+  unsigned char want[BD_MAX_BODY], got[BD_MAX_BODY];
+  size_t len = bd_len(id);
+  bd_fill(id, want, len);
+  taxi_lf_expect_t e;
+  int rc = taxi_lf_expect_init(&e, id, got, sizeof got);
+  if (rc == 0) rc = taxi_lf_mux_expect(t->m, &e);
+  if (rc == 0) rc = bd_send(t->m, id, 0, want, len);
+  if (rc < 0) {
+    taxi_lf_mux_forget(t->m, &e);
+    return rc;
+  }
+  rc = taxi_lf_mux_await(t->m, &e, POOLS_WAIT_MS);
+  if (rc < 0) return rc;
+  return (size_t)rc == len && e.length == len && memcmp(got, want, len) == 0
+             ? 0
+             : 1;
+}
+
+static void bd_asker_main(void *arg) {
+  bd_asker_t *a = arg;
+  bool reached = false;
+  for (int i = 0; i < a->warmup + a->requests; i++) {
+    if (i == a->warmup && a->warmed) {
+      reached = true;
+      atomic_fetch_add(a->warmed, 1);
+      util_wait_flag(a->go, 1, 20 * POOLS_WAIT_MS);
+    }
+    uint64_t id = ((uint64_t)a->index << 32) | (uint64_t)i;
+    int rc = bd_ask(a->t, id);
+    if (rc == 1) atomic_fetch_add(&a->wrong, 1);
+    if (rc < 0) {
+      if (!atomic_fetch_add(&a->failed, 1)) a->first_error = rc;
+      break;
+    }
+  }
+  /* One that failed in its warm-up must not hold the others up. */
+  if (a->warmed && !reached) atomic_fetch_add(a->warmed, 1);
+}
+
+/* What happens between the askers' warm-up and the rest. */
+typedef struct bd_phase {
+  int warmup;
+  util_alloc_counts_t before, after;
+} bd_phase_t;
+
+/* Run n askers of `requests` each (after ph->warmup each, if ph: the
+ * allocation counts are taken around the rest); returns the failures,
+ * printing the first. */
+static int bd_run_askers(bd_test_t *t, unsigned n, int requests,
+                         bd_phase_t *ph) {
+  atomic_int warmed, go;
+  atomic_init(&warmed, 0);
+  atomic_init(&go, 0);
+  bd_asker_t a[8];
+  util_thread_t th[8];
+  memset(a, 0, sizeof a);
+  for (unsigned i = 0; i < n; i++) {
+    a[i].t = t;
+    a[i].index = i + 1;
+    a[i].requests = requests;
+    if (ph) {
+      a[i].warmup = ph->warmup;
+      a[i].warmed = &warmed;
+      a[i].go = &go;
+    }
+    CU_ASSERT_EQUAL_FATAL(util_thread_start(&th[i], bd_asker_main, &a[i]), 0);
+  }
+  if (ph) {
+    CU_ASSERT(util_wait_flag(&warmed, (int)n, 20 * POOLS_WAIT_MS));
+    ph->before = util_alloc_counts();
+    atomic_store(&go, 1);
+  }
+  int bad = 0;
+  for (unsigned i = 0; i < n; i++) {
+    util_thread_join(&th[i], 20 * POOLS_WAIT_MS, "bound asker");
+    if (a[i].failed) {
+      printf("\n    asker %u: %s\n", i, taxi_error_name(a[i].first_error));
+      bad++;
+    }
+    if (a[i].wrong) {
+      printf("\n    asker %u: %d wrong replies\n", i, (int)a[i].wrong);
+      bad++;
+    }
+  }
+  if (ph) ph->after = util_alloc_counts();
+  return bad;
+}
+
+/* 8 threads x 10,000 requests over one connection, answered in a random
+ * order: each reply reaches the thread that asked, with its body. */
+static void test_many_threads_one_connection(void) {
+  const int requests = pools_small() ? 2000 : 10000;
+  bd_test_t *t = bd_new(2, 1, 6, 0);
+  CU_ASSERT_EQUAL(bd_run_askers(t, 8, requests, NULL), 0);
+  CU_ASSERT_EQUAL(atomic_load(&t->replies), 8L * requests);
+  CU_ASSERT_EQUAL(atomic_load(&t->unknown), 0);
+  CU_ASSERT_EQUAL(taxi_lf_mux_error(t->m), 0);
+  bd_free(t);
+}
+
+/* ---- early and late replies ---------------------------------------------- */
+
+/* A reply that comes before await waits in its record. */
+static void test_reply_before_await(void) {
+  bd_test_t *t = bd_new(1, 0, 1, 0);
+  unsigned char buf[16];
+  taxi_lf_expect_t e;
+  CU_ASSERT_EQUAL(taxi_lf_expect_init(&e, 42, buf, sizeof buf), 0);
+  CU_ASSERT_EQUAL(taxi_lf_mux_expect(t->m, &e), 0);
+  CU_ASSERT_EQUAL(bd_write_frame(t->sv[1], 42, 0, "early", 5), 0);
+  /* Frames are read in order: once the next one reached the unknown-id
+   * hook, the first was delivered. */
+  CU_ASSERT_EQUAL(bd_write_frame(t->sv[1], 43, 0, "x", 1), 0);
+  CU_ASSERT(bd_wait_unknown(t, 1));
+  CU_ASSERT_EQUAL(atomic_load(&t->unknown_id), 43);
+  CU_ASSERT_EQUAL(taxi_lf_mux_await(t->m, &e, 0), 5);
+  CU_ASSERT_EQUAL(memcmp(buf, "early", 5), 0);
+  /* Consumed: no longer registered. */
+  CU_ASSERT_EQUAL(taxi_lf_mux_await(t->m, &e, 0), TAXI_ENOENT);
+  bd_free(t);
+}
+
+/* A time-out leaves no entry behind: the late reply goes to the unknown-id
+ * hook, and the id may be expected again. */
+static void test_timeout_then_late_reply(void) {
+  bd_test_t *t = bd_new(1, 0, 1, 0);
+  unsigned char buf[16];
+  taxi_lf_expect_t e;
+  CU_ASSERT_EQUAL(taxi_lf_expect_init(&e, 7, buf, sizeof buf), 0);
+  CU_ASSERT_EQUAL(taxi_lf_mux_expect(t->m, &e), 0);
+  CU_ASSERT_EQUAL(taxi_lf_mux_await(t->m, &e, 20), TAXI_ETIMEDOUT);
+  CU_ASSERT_EQUAL(taxi_lf_mux_forget(t->m, &e), TAXI_ENOENT);
+  CU_ASSERT_EQUAL(bd_write_frame(t->sv[1], 7, 0, "late", 4), 0);
+  CU_ASSERT(bd_wait_unknown(t, 1));
+  CU_ASSERT_EQUAL(atomic_load(&t->unknown_id), 7);
+  CU_ASSERT_EQUAL(atomic_load(&t->unknown_len), 4);
+  /* Expected again, and this time answered. */
+  CU_ASSERT_EQUAL(taxi_lf_mux_expect(t->m, &e), 0);
+  CU_ASSERT_EQUAL(bd_write_frame(t->sv[1], 7, 0, "again", 5), 0);
+  CU_ASSERT_EQUAL(taxi_lf_mux_await(t->m, &e, POOLS_WAIT_MS), 5);
+  CU_ASSERT_EQUAL(atomic_load(&t->unknown), 1);
+  bd_free(t);
+}
+
+/* ---- giving up while others wait ----------------------------------------- */
+
+typedef struct bd_waiter {
+  bd_test_t *t;
+  uint64_t id;
+  int timeout_ms;
+  atomic_int registered;
+  int rc;
+  unsigned char buf[16];
+} bd_waiter_t;
+
+static void bd_waiter_main(void *arg) {
+  bd_waiter_t *w = arg;
+  taxi_lf_expect_t e;
+  taxi_lf_expect_init(&e, w->id, w->buf, sizeof w->buf);
+  w->rc = taxi_lf_mux_expect(w->t->m, &e);
+  atomic_store(&w->registered, 1);
+  if (w->rc == 0) w->rc = taxi_lf_mux_await(w->t->m, &e, w->timeout_ms);
+}
+
+static void test_give_up_while_others_wait(void) {
+  bd_test_t *t = bd_new(1, 0, 1, 0);
+  bd_waiter_t w[3];
+  util_thread_t th[3];
+  memset(w, 0, sizeof w);
+  for (int i = 0; i < 3; i++) {
+    w[i].t = t;
+    w[i].id = 100 + (uint64_t)i;
+    w[i].timeout_ms = i == 1 ? 20 : POOLS_WAIT_MS;
+    CU_ASSERT_EQUAL_FATAL(util_thread_start(&th[i], bd_waiter_main, &w[i]), 0);
+  }
+  for (int i = 0; i < 3; i++)
+    CU_ASSERT(util_wait_flag(&w[i].registered, 1, POOLS_WAIT_MS));
+  /* The second gives up; the others still wait. */
+  util_thread_join(&th[1], POOLS_WAIT_MS, "giving-up waiter");
+  CU_ASSERT_EQUAL(w[1].rc, TAXI_ETIMEDOUT);
+  /* A forgotten record: nothing left behind either. */
+  taxi_lf_expect_t f;
+  taxi_lf_expect_init(&f, 200, NULL, 0);
+  CU_ASSERT_EQUAL(taxi_lf_mux_expect(t->m, &f), 0);
+  CU_ASSERT_EQUAL(taxi_lf_mux_forget(t->m, &f), 0);
+  CU_ASSERT_EQUAL(taxi_lf_mux_forget(t->m, &f), TAXI_ENOENT);
+  for (int i = 2; i >= 0; i--)
+    CU_ASSERT_EQUAL(bd_write_frame(t->sv[1], 100 + (uint64_t)i, 0, "r", 1), 0);
+  CU_ASSERT_EQUAL(bd_write_frame(t->sv[1], 200, 0, "f", 1), 0);
+  util_thread_join(&th[0], POOLS_WAIT_MS, "waiter 0");
+  util_thread_join(&th[2], POOLS_WAIT_MS, "waiter 2");
+  CU_ASSERT_EQUAL(w[0].rc, 1);
+  CU_ASSERT_EQUAL(w[2].rc, 1);
+  CU_ASSERT(bd_wait_unknown(t, 2)); /* 101 and 200 */
+  bd_free(t);
+}
+
+/* ---- every pool thread waiting ------------------------------------------- */
+
+/* A front-end connection: a request is one byte; its handler calls out to
+ * the back end over the mux, awaits the answer, then answers one byte. */
+typedef struct bd_front {
+  taxi_handler_t h;
+  int sv[2];
+  bd_test_t *t;
+  unsigned index;
+  unsigned seq;
+  atomic_int *waiting, *most_waiting, *errors;
+} bd_front_t;
+
+static int bd_front_input(taxi_handler_t *h, taxi_handle_t fd, unsigned ev) {
+  bd_front_t *c = TAXI_CONTAINER_OF(h, bd_front_t, h);
+  (void)ev;
+  while (util_read_byte(fd) == 1) {
+    uint64_t id = ((uint64_t)c->index << 40) | c->seq++;
+    int now = atomic_fetch_add(c->waiting, 1) + 1;
+    int most = atomic_load(c->most_waiting);
+    while (now > most &&
+           !atomic_compare_exchange_weak(c->most_waiting, &most, now)) {
+    }
+    int rc = bd_ask(c->t, id);
+    atomic_fetch_sub(c->waiting, 1);
+    if (rc != 0) atomic_fetch_add(c->errors, 1);
+    util_write_byte(fd);
+  }
+  return 0;
+}
+
+static void bd_front_close(taxi_handler_t *h, taxi_handle_t fd) {
+  (void)h;
+  (void)fd;
+}
+
+static const taxi_handler_ops_t bd_front_ops = {.input = bd_front_input,
+                                                .close = bd_front_close};
+
+/* 4 threads, 8 front-end connections, and a back end that answers only
+ * when 8 requests wait: every round has all 4 threads awaiting (some
+ * nested, each having taken more requests while it awaited), and still
+ * requests and replies flow. */
+static void test_all_threads_waiting(void) {
+  enum { CLIENTS = 8 };
+  const int rounds = pools_small() ? 50 : 300;
+  bd_test_t *t = bd_new(4, 1, CLIENTS, 1);
+  bd_front_t c[CLIENTS];
+  atomic_int waiting, most, errors;
+  atomic_init(&waiting, 0);
+  atomic_init(&most, 0);
+  atomic_init(&errors, 0);
+  int peers[CLIENTS];
+  for (unsigned i = 0; i < CLIENTS; i++) {
+    memset(&c[i], 0, sizeof c[i]);
+    pools_pair(c[i].sv);
+    c[i].t = t;
+    c[i].index = i + 1;
+    c[i].waiting = &waiting;
+    c[i].most_waiting = &most;
+    c[i].errors = &errors;
+    taxi_handler_init(&c[i].h, &bd_front_ops);
+    CU_ASSERT_EQUAL_FATAL(
+        taxi_reactor_register(t->r, c[i].sv[0], &c[i].h, TAXI_EV_READ), 0);
+    peers[i] = c[i].sv[1];
+  }
+  int failed = 0;
+  for (int i = 0; i < rounds && !failed; i++)
+    if (pools_ping_all(peers, CLIENTS) != 0) failed = i + 1;
+  if (failed) printf("\n    round %d did not complete\n", failed);
+  CU_ASSERT_EQUAL(failed, 0);
+  CU_ASSERT_EQUAL(atomic_load(&errors), 0);
+  /* The back end answers only a full batch, so all were waiting. */
+  CU_ASSERT_EQUAL(atomic_load(&most), CLIENTS);
+  CU_ASSERT_EQUAL(atomic_load(&t->replies), (long)rounds * CLIENTS);
+  for (unsigned i = 0; i < CLIENTS; i++) {
+    CU_ASSERT_EQUAL(taxi_reactor_remove(t->r, &c[i].h), 0);
+    pools_close_pair(c[i].sv);
+  }
+  bd_free(t);
+}
+
+/* ---- allocations --------------------------------------------------------- */
+
+/* After a warm-up, round trips allocate nothing: not the expectation, not
+ * the hand-off, not the reading. */
+static void test_zero_alloc_per_reply(void) {
+  const int requests = pools_small() ? 2000 : 10000;
+  CU_ASSERT_EQUAL_FATAL(util_alloc_install(), 0);
+  util_alloc_reset();
+  bd_test_t *t = bd_new(2, 1, 3, 0);
+  CU_ASSERT(util_alloc_counts().mallocs > 0); /* the hook is used */
+  bd_phase_t ph = {.warmup = 50};
+  CU_ASSERT_EQUAL(bd_run_askers(t, 4, requests / 4, &ph), 0);
+  uint64_t mallocs = ph.after.mallocs - ph.before.mallocs;
+  uint64_t reallocs = ph.after.reallocs - ph.before.reallocs;
+  printf("(%d round trips, %llu malloc, %llu realloc) ", requests,
+         (unsigned long long)mallocs, (unsigned long long)reallocs);
+  CU_ASSERT_EQUAL(mallocs, 0);
+  CU_ASSERT_EQUAL(reallocs, 0);
+  bd_free(t);
+  CU_ASSERT_EQUAL(util_alloc_counts().live, 0);
+  CU_ASSERT_EQUAL(util_alloc_uninstall(), 0);
+}
+
+static CU_TestInfo bound_tests[] = {
+    {"8 threads, one connection, replies in random order",
+     test_many_threads_one_connection},
+    {"a reply before await waits in its record", test_reply_before_await},
+    {"a time-out, then the late reply to the unknown-id hook",
+     test_timeout_then_late_reply},
+    {"a thread gives up while others wait", test_give_up_while_others_wait},
+    {"every pool thread awaiting: no deadlock", test_all_threads_waiting},
+    {"zero allocations per reply", test_zero_alloc_per_reply},
+    CU_TEST_INFO_NULL,
+};
+const taxi_test_suite_t pools_suite_bound = {"bound", bound_tests, 300, NULL};

@@ -172,7 +172,10 @@ static int mux_input(taxi_handler_t *h, taxi_handle_t handle, unsigned ev) {
   role_t me = {m, reading};
   reading = &me;
   int rc = 0;
-  for (;;) {
+  /* A bounded number of reads per event, so that a connection that never
+   * runs dry does not keep its thread from the pool; the handle is
+   * re-armed and reports the rest. */
+  for (int reads = 0; reads < 16; reads++) {
     int64_t n =
         taxi__sock_recv(handle, m->rbuf + m->rlen, m->o.read_buffer - m->rlen);
     if (n == TAXI_EAGAIN) break;

@@ -26,7 +26,9 @@ bool taxi__lf_stopped_locked(const taxi_lf_pool_t *p);
  * Take part in the pool (lead, process, follow) until until(arg) holds
  * (0), `deadline` passes (TAXI_ETIMEDOUT) or the pool stops (its failure,
  * or TAXI_ESTOPPED).  A thread of the pool does so where it is (from a
- * hook: nested); any other joins for the time being.  *slot names the
+ * hook: nested); any other joins for the time being.  TAXI_EBUSY from the
+ * pool's on_error callback run by a leader pausing after a failed wait
+ * (it would wait for itself).  *slot names the
  * calling thread meanwhile (NULL before and after), for
  * taxi__lf_kick_locked.  until() is called with the lock held.
  */

@@ -68,8 +68,9 @@ struct lf_thread {
    * returns as soon as until(until_arg) holds. */
   bool (*until)(void *arg);
   void *until_arg;
-  bool leading; /* in a wait on the handle set */
-  bool kicked;  /* a hand-off for it arrived: stop following or leading */
+  bool leading;   /* in a wait on the handle set */
+  bool kicked;    /* a hand-off for it arrived: stop following or leading */
+  bool reporting; /* in the on_error callback, counted as a leader */
   taxi_lf_thread_stats_t stats;
 };
 
@@ -194,10 +195,13 @@ static void stop_locked(taxi_lf_pool_t *p) {
 static void report_locked(taxi_lf_pool_t *p, int code, const char *where,
                           unsigned attempt, bool fatal) {
   if (!p->opts.on_error) return;
+  lf_thread_t *me = in_pool(p) ? current : NULL;
+  if (me) me->reporting = true;
   taxi__mutex_unlock(p->src.lock);
   taxi__report_error(p->opts.on_error, p->opts.on_error_arg, code, where,
                      TAXI_INVALID_HANDLE, attempt, fatal);
   taxi__mutex_lock(p->src.lock);
+  if (me) me->reporting = false;
 }
 
 /* A failure the pool cannot go on after: keep it as the pool's error (the
@@ -790,6 +794,9 @@ int taxi__lf_participate_locked(taxi_lf_pool_t *p, bool (*until)(void *),
   bool nested = in_pool(p);
   if (nested) {
     t = current;
+    /* A leader telling of a failed wait still holds the leader's role:
+     * taking part now, it would follow a leader that is itself. */
+    if (t->reporting) return TAXI_EBUSY;
   } else {
     /* A thread from outside joins for as long as it waits: it cannot
      * count on the pool's threads, all of which may be waiting too. */

@@ -311,6 +311,90 @@ static void test_all_threads_waiting(void) {
   bd_free(t);
 }
 
+/* ---- writes larger than the socket takes at once ------------------------ */
+
+#define BD_BIG (256 * 1024)
+
+typedef struct bd_big_sender {
+  bd_test_t *t;
+  unsigned index;
+  int frames;
+  int rc;
+} bd_big_sender_t;
+
+static void bd_big_sender_main(void *arg) {
+  bd_big_sender_t *s = arg;
+  unsigned char *buf = malloc(BD_BIG);
+  if (!buf) {
+    s->rc = TAXI_ENOMEM;
+    return;
+  }
+  bd_header_t h = {BD_BIG, BD_NOREPLY, s->index};
+  memcpy(buf, &h, BD_HEADER);
+  memset(buf + BD_HEADER, (int)s->index, BD_BIG - BD_HEADER);
+  for (int i = 0; i < s->frames && s->rc == 0; i++)
+    s->rc = taxi_lf_mux_send(s->t->m, buf, BD_BIG, 2 * POOLS_WAIT_MS);
+  free(buf);
+}
+
+/* Read frames from fd until `frames` came whole: each a header and a body
+ * of its sender's byte, never another's in the middle.  The bad ones. */
+static int bd_read_big(int fd, int frames) {
+  unsigned char chunk[4096];
+  size_t in_frame = 0; /* bytes of the current frame seen */
+  bd_header_t h;
+  unsigned char hb[BD_HEADER];
+  int bad = 0;
+  taxi_time_t start = taxi_now();
+  while (frames > 0 && util_elapsed_ms(start) < 4 * POOLS_WAIT_MS) {
+    /* Small reads, so that the senders meet a full socket. */
+    ssize_t n = read(fd, chunk, sizeof chunk);
+    if (n <= 0) {
+      util_sleep_ms(1);
+      continue;
+    }
+    for (ssize_t i = 0; i < n; i++) {
+      if (in_frame < BD_HEADER) {
+        hb[in_frame] = chunk[i];
+        if (++in_frame == BD_HEADER) {
+          memcpy(&h, hb, BD_HEADER);
+          if (h.size != BD_BIG) bad++;
+        }
+        continue;
+      }
+      if (chunk[i] != (unsigned char)h.id) bad++;
+      if (++in_frame == BD_BIG) {
+        in_frame = 0;
+        frames--;
+      }
+    }
+  }
+  return frames > 0 ? bad + 1 : bad;
+}
+
+/* Four threads write requests of 256 KiB at once: each goes out whole,
+ * the writer waiting for room without spinning (it takes part in the
+ * pool meanwhile). */
+static void test_big_writes_whole(void) {
+  enum { SENDERS = 4 };
+  const int frames = pools_small() ? 4 : 16;
+  bd_test_t *t = bd_new(1, 0, 1, 0);
+  bd_big_sender_t s[SENDERS];
+  util_thread_t th[SENDERS];
+  for (unsigned i = 0; i < SENDERS; i++) {
+    s[i] = (bd_big_sender_t){t, i + 1, frames, 0};
+    CU_ASSERT_EQUAL_FATAL(util_thread_start(&th[i], bd_big_sender_main, &s[i]),
+                          0);
+  }
+  CU_ASSERT_EQUAL(bd_read_big(t->sv[1], SENDERS * frames), 0);
+  for (unsigned i = 0; i < SENDERS; i++) {
+    util_thread_join(&th[i], 4 * POOLS_WAIT_MS, "big sender");
+    CU_ASSERT_EQUAL(s[i].rc, 0);
+  }
+  CU_ASSERT_EQUAL(taxi_lf_mux_error(t->m), 0);
+  bd_free(t);
+}
+
 /* ---- allocations --------------------------------------------------------- */
 
 /* After a warm-up, round trips allocate nothing: not the expectation, not
@@ -342,6 +426,8 @@ static CU_TestInfo bound_tests[] = {
      test_timeout_then_late_reply},
     {"a thread gives up while others wait", test_give_up_while_others_wait},
     {"every pool thread awaiting: no deadlock", test_all_threads_waiting},
+    {"requests larger than the socket takes are written whole",
+     test_big_writes_whole},
     {"zero allocations per reply", test_zero_alloc_per_reply},
     CU_TEST_INFO_NULL,
 };

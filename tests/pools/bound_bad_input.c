@@ -8,6 +8,7 @@
 #define _GNU_SOURCE 1
 
 #include "bound_helpers.h"
+#include "../fault/fault.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -276,6 +277,64 @@ static void test_pool_stop_wakes_all(void) {
   bd_free(t);
 }
 
+/* ---- from the pool's error callback -------------------------------------- */
+
+static _Atomic(bd_test_t *) report_test;
+static atomic_int report_rc;
+
+/* A leader that tells of a failed wait keeps the leader's role meanwhile:
+ * an await from there would follow a leader that is itself. */
+static void bd_on_error(const taxi_error_report_t *r, void *arg) {
+  (void)arg;
+  /* Published after the mux was made: that is what orders the two. */
+  bd_test_t *t = atomic_load(&report_test);
+  if (!t || r->fatal || atomic_load(&report_rc) != 1) return;
+  taxi_lf_expect_t e;
+  taxi_lf_expect_init(&e, 0xabcull, NULL, 0);
+  int rc = taxi_lf_mux_expect(t->m, &e);
+  if (rc == 0) rc = taxi_lf_mux_await(t->m, &e, 1000);
+  taxi_lf_mux_forget(t->m, &e);
+  atomic_store(&report_rc, rc);
+}
+
+static const char *bd_wait_call(void) {
+  if (strcmp(pools_backend, "epoll") == 0) return "epoll_wait";
+  if (strcmp(pools_backend, "poll") == 0) return "poll";
+  if (strcmp(pools_backend, "select") == 0) return "select";
+  return NULL;
+}
+
+static void test_from_error_callback(void) {
+  const char *call = bd_wait_call();
+  if (!fault_available() || !call) {
+    printf(
+        "\n    not run: needs the fault-injection module and epoll, poll "
+        "or select ");
+    return;
+  }
+  taxi_lf_options_t o = TAXI_LF_OPTIONS_INIT;
+  o.on_error = bd_on_error;
+  atomic_store(&report_rc, 1);
+  bd_test_t *t = bd_new_with(1, 0, 1, 0, &o);
+  atomic_store(&report_test, t);
+  char spec[96];
+  snprintf(spec, sizeof spec, "%s:1:ENOMEM:1:others", call);
+  CU_ASSERT_EQUAL_FATAL(fault_arm(spec), 0);
+  /* Wake the leader: its next wait is the one that fails. */
+  CU_ASSERT_EQUAL(bd_write_frame(t->sv[1], 1, 0, "w", 1), 0);
+  CU_ASSERT(bd_wait_unknown(t, 1));
+  taxi_time_t start = taxi_now();
+  while (atomic_load(&report_rc) == 1 && util_elapsed_ms(start) < POOLS_WAIT_MS)
+    util_sleep_ms(1);
+  CU_ASSERT_EQUAL(atomic_load(&report_rc), TAXI_EBUSY);
+  fault_arm("");
+  /* The pool goes on. */
+  CU_ASSERT_EQUAL(bd_write_frame(t->sv[1], 2, 0, "w", 1), 0);
+  CU_ASSERT(bd_wait_unknown(t, 2));
+  bd_free(t);
+  atomic_store(&report_test, NULL);
+}
+
 static CU_TestInfo bound_bad_input_tests[] = {
     {"NULLs and bad options: TAXI_EINVAL", test_nulls},
     {"a duplicate id: TAXI_EEXIST", test_duplicate_id},
@@ -288,6 +347,8 @@ static CU_TestInfo bound_bad_input_tests[] = {
     {"end of stream wakes every waiter", test_eof_wakes_all},
     {"destroy wakes every waiter", test_destroy_wakes_all},
     {"a pool stop wakes every waiter", test_pool_stop_wakes_all},
+    {"await from the pool's error callback: TAXI_EBUSY",
+     test_from_error_callback},
     CU_TEST_INFO_NULL,
 };
 const taxi_test_suite_t pools_suite_bound_bad_input = {

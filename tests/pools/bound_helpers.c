@@ -210,10 +210,15 @@ static int bd_do_destroy_mux(void *m) { return taxi_lf_mux_destroy(m); }
 static int bd_do_destroy_pool(void *p) { return taxi_lf_destroy(p); }
 
 bd_test_t *bd_new(unsigned threads, int backend, int batch, int strict) {
+  return bd_new_with(threads, backend, batch, strict, NULL);
+}
+
+bd_test_t *bd_new_with(unsigned threads, int backend, int batch, int strict,
+                       const taxi_lf_options_t *po) {
   bd_test_t *t = calloc(1, sizeof *t);
   CU_ASSERT_PTR_NOT_NULL_FATAL(t);
   t->r = pools_reactor();
-  CU_ASSERT_EQUAL_FATAL(taxi_lf_create(&t->p, t->r, NULL), 0);
+  CU_ASSERT_EQUAL_FATAL(taxi_lf_create(&t->p, t->r, po), 0);
   if (threads) CU_ASSERT_EQUAL_FATAL(taxi_lf_spawn(t->p, threads), 0);
   pools_pair(t->sv);
   taxi_lf_mux_options_t o = bd_options(t);

@@ -56,6 +56,9 @@ typedef struct bd_test {
  * a socketpair.  With backend, a back end thread serves sv[1] (batch and
  * strict as above); without, the test writes sv[1] itself. */
 bd_test_t *bd_new(unsigned threads, int backend, int batch, int strict);
+/* The same, the pool made with options o (NULL: the defaults). */
+bd_test_t *bd_new_with(unsigned threads, int backend, int batch, int strict,
+                       const taxi_lf_options_t *o);
 /* Stop the back end, destroy the mux, the pool and the reactor. */
 void bd_free(bd_test_t *t);
 

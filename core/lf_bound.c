@@ -346,12 +346,13 @@ int taxi_lf_mux_await(taxi_lf_mux_t *m, taxi_lf_expect_t *e, int timeout_ms) {
                                      &e->internal_.waiter);
     if (e->internal_.state == E_DONE) {
       rc = e->internal_.result;
-    } else {
+      e->internal_.state = E_IDLE;
+    } else if (rc != TAXI_EBUSY) {
       /* Timed out, or the pool stopped: no stale entry is left, and a
        * late reply goes to the unknown-id hook. */
       unlink_locked(m, e);
+      e->internal_.state = E_IDLE;
     }
-    e->internal_.state = E_IDLE;
     leave_locked(m);
   }
   taxi__mutex_unlock(m->lock);

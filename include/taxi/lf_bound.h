@@ -37,9 +37,12 @@
  *
  * Where a wait could never end, the call refuses with TAXI_EBUSY instead:
  * from the connection's own hooks (its parse and unknown-id hooks run in
- * the thread reading the connection, which is then not reading), and a
+ * the thread reading the connection, which is then not reading); a
  * send on a connection from a hook the same thread runs while it is
- * already sending on that connection (it owns the write lock).
+ * already sending on that connection (it owns the write lock); and an
+ * await or a send that must wait, from the pool's on_error callback (the
+ * thread telling of a failed wait still holds the leader's role).  A
+ * thread outside the pool never meets that: it joins for its wait.
  *
  * Failure.  A parse hook error, the end of the stream, a read or write
  * error, or a partial send that could not be finished closes the
@@ -187,8 +190,9 @@ TAXI_EXTERN int taxi_lf_mux_expect(taxi_lf_mux_t *m, taxi_lf_expect_t *e);
  * TAXI_ETIMEDOUT.
  * Returns 0, TAXI_EINVAL (NULL m, data NULL with len > 0), TAXI_EBUSY
  * (from the connection's own hooks, or from a hook run while this thread
- * sends on it), TAXI_ETIMEDOUT, or the error that closed the connection
- * (a write error closes it).
+ * sends on it; from the pool's on_error callback when the socket is full,
+ * which closes the connection if part of the data went), TAXI_ETIMEDOUT,
+ * or the error that closed the connection (a write error closes it).
  */
 TAXI_EXTERN int taxi_lf_mux_send(taxi_lf_mux_t *m, const void *data, size_t len,
                                  int timeout_ms);
@@ -206,8 +210,9 @@ TAXI_EXTERN int taxi_lf_mux_send(taxi_lf_mux_t *m, const void *data, size_t len,
  *                   reply coming later goes to the unknown-id hook;
  *   TAXI_ENOENT     e is not registered with m;
  *   TAXI_EINVAL     NULL;
- *   TAXI_EBUSY      from the connection's own hooks (it would wait for
- *                   itself), or another thread awaits e;
+ *   TAXI_EBUSY      from the connection's own hooks or the pool's
+ *                   on_error callback (it would wait for itself), or
+ *                   another thread awaits e (e stays registered);
  *   TAXI_ESTOPPED   the pool stopped first (e is no longer registered);
  *   the error that closed the connection (or TAXI_ECANCELED: destroyed).
  */

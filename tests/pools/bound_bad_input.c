@@ -293,7 +293,8 @@ static void bd_on_error(const taxi_error_report_t *r, void *arg) {
   taxi_lf_expect_init(&e, 0xabcull, NULL, 0);
   int rc = taxi_lf_mux_expect(t->m, &e);
   if (rc == 0) rc = taxi_lf_mux_await(t->m, &e, 1000);
-  taxi_lf_mux_forget(t->m, &e);
+  /* Refused, not given up: still registered. */
+  if (taxi_lf_mux_forget(t->m, &e) != 0) rc = TAXI_ENOENT;
   atomic_store(&report_rc, rc);
 }
 

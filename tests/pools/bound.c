@@ -132,6 +132,36 @@ static void test_many_threads_one_connection(void) {
   bd_free(t);
 }
 
+/* The hand-off under every promotion order, and with several leaders
+ * where the backend allows: a thread woken for its reply leaves the
+ * followers (or its wait) without taking a promotion from anybody. */
+static void test_every_promotion_order(void) {
+  const int requests = pools_small() ? 300 : 1500;
+  const taxi_promotion_t orders[] = {TAXI_PROMOTE_LIFO, TAXI_PROMOTE_FIFO,
+                                     TAXI_PROMOTE_PRIORITY,
+                                     TAXI_PROMOTE_SHARED};
+  for (int many = 0; many < 2; many++) {
+    for (size_t i = 0; i < sizeof orders / sizeof orders[0]; i++) {
+      taxi_lf_options_t o = TAXI_LF_OPTIONS_INIT;
+      o.promotion = orders[i];
+      if (many) {
+        taxi_reactor_t *r = pools_reactor();
+        int can = pools_can_many_leaders(r);
+        CU_ASSERT_EQUAL(taxi_reactor_destroy(r), 0);
+        if (!can) break;
+        o.leaders = TAXI_LEADERS_MANY;
+        o.max_leaders = i == 0 ? 0 : 2;
+      }
+      bd_test_t *t = bd_new_with(3, 1, 4, 0, &o);
+      int bad = bd_run_askers(t, 4, requests, NULL);
+      if (bad) printf("\n    promotion %d, many leaders %d\n", (int)i, many);
+      CU_ASSERT_EQUAL(bad, 0);
+      CU_ASSERT_EQUAL(atomic_load(&t->unknown), 0);
+      bd_free(t);
+    }
+  }
+}
+
 /* ---- early and late replies ---------------------------------------------- */
 
 /* A reply that comes before await waits in its record. */
@@ -421,6 +451,7 @@ static void test_zero_alloc_per_reply(void) {
 static CU_TestInfo bound_tests[] = {
     {"8 threads, one connection, replies in random order",
      test_many_threads_one_connection},
+    {"every promotion order, one or many leaders", test_every_promotion_order},
     {"a reply before await waits in its record", test_reply_before_await},
     {"a time-out, then the late reply to the unknown-id hook",
      test_timeout_then_late_reply},

@@ -42,6 +42,8 @@ struct taxi_lf_mux {
   bool closed;         /* its close hook ran */
   bool sending;        /* a sender holds the write lock */
   bool writable;       /* the output hook saw room to write */
+  bool in_send;        /* a sender is in a send call on the handle */
+  bool handle_closed;  /* the handle was closed (by the close hook or it) */
   void *send_waiter;   /* the holder, while it waits for room */
   unsigned users;      /* calls in progress (awaits, sends) */
   taxi__cond_t change; /* the write lock freed, closed, a user left */
@@ -219,12 +221,22 @@ static void mux_error(taxi_handler_t *h, taxi_handle_t handle, int code) {
   taxi__mutex_unlock(m->lock);
 }
 
+/* Close the handle unless a sender is in a call on it: a descriptor
+ * closed under it could be reused by then for something else.  That
+ * sender closes it when its call returns.  The lock held. */
+static void close_handle_locked(taxi_lf_mux_t *m) {
+  if (!m->closed || m->in_send || m->handle_closed) return;
+  m->handle_closed = true;
+  taxi__close(m->handle);
+}
+
 static void mux_close(taxi_handler_t *h, taxi_handle_t handle) {
   taxi_lf_mux_t *m = TAXI_CONTAINER_OF(h, taxi_lf_mux_t, h);
-  taxi__close(handle);
+  (void)handle;
   taxi__mutex_lock(m->lock);
   fail_locked(m, TAXI_ECONNRESET); /* removed from outside: nobody waits */
   m->closed = true;
+  close_handle_locked(m);
   taxi__cond_broadcast(&m->change);
   taxi__mutex_unlock(m->lock);
 }
@@ -396,6 +408,7 @@ static int send_all_locked(taxi_lf_mux_t *m, const char *data, size_t len,
     if (m->error) return m->error;
     /* A room reported before this attempt says nothing about after it. */
     m->writable = false;
+    m->in_send = true;
     taxi__mutex_unlock(m->lock);
     taxi_buf_t b = {(void *)(data + *sent), len - *sent};
     int64_t n = taxi__sock_sendv(m->handle, &b, 1);
@@ -403,6 +416,8 @@ static int send_all_locked(taxi_lf_mux_t *m, const char *data, size_t len,
     if (n == TAXI_EAGAIN)
       rc = taxi_reactor_modify(m->r, &m->h, TAXI_EV_READ | TAXI_EV_WRITE);
     taxi__mutex_lock(m->lock);
+    m->in_send = false;
+    close_handle_locked(m); /* closed meanwhile */
     if (n > 0) {
       *sent += (size_t)n;
       continue;

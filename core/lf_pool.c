@@ -84,6 +84,10 @@ struct taxi_lf_pool {
   unsigned nthreads, threads_cap;
 
   unsigned active, leaders, followers, spawned_active;
+  /* Leaders taking part for a caller (an await): with several leaders on
+   * one handle set, the wake-up that ends such a thread's wait could be
+   * taken by another, so such a thread leads alone (see may_lead). */
+  unsigned bound_leaders;
   lf_thread_t *head, *tail; /* followers, next to promote at head */
   taxi__cond_t shared;      /* TAXI_PROMOTE_SHARED followers wait here */
   unsigned shared_tokens;   /* promotions not yet claimed */
@@ -286,9 +290,11 @@ static int lead(taxi_lf_pool_t *p, lf_thread_t *t, taxi_time_t deadline,
    * does.  With a limit, followers are promoted to take the rest. */
   size_t cap = p->max_leaders == UINT_MAX ? 1 : p->src.max_events;
   p->leaders++;
+  p->bound_leaders += t->until != NULL;
   t->leading = true;
   int n = p->src.ops->wait_locked(p->src.self, t->buf, cap, deadline, now);
   t->leading = false;
+  p->bound_leaders -= t->until != NULL;
   p->leaders--;
   p->stats.waits++;
   account(&p->stats.leader_ns, &t->stats.leader_ns, since, *now);
@@ -314,6 +320,18 @@ static int wait_failed_locked(taxi_lf_pool_t *p, lf_thread_t *t, int code) {
     taxi__cond_timedwait(&p->pause, p->src.lock, until);
   p->leaders--;
   return 0;
+}
+
+/* Whether t may wait on the handle set now.  A thread waiting for its
+ * reply is woken from the handle set through the source's wake-up, which
+ * one waiter takes: with several leaders it could be another's.  So where
+ * several may lead, such a thread leads only alone, and nobody joins it
+ * (the others follow meanwhile, woken as usual). */
+static bool may_lead(const taxi_lf_pool_t *p, const lf_thread_t *t) {
+  if (p->leaders >= p->max_leaders || !p->src.ops->room_locked(p->src.self))
+    return false;
+  if (p->max_leaders == 1) return true;
+  return t->until ? p->leaders == 0 : p->bound_leaders == 0;
 }
 
 /* The life of a thread in the pool: the source's lock held throughout, except
@@ -348,7 +366,7 @@ static int pool_loop(taxi_lf_pool_t *p, lf_thread_t *t, taxi_time_t deadline) {
     /* Without room for what a wait reports (the waits in progress have
      * taken it all), waiting now would return at once with nothing:
      * follow instead, until a thread that took events promotes us. */
-    if (p->leaders < p->max_leaders && p->src.ops->room_locked(p->src.self)) {
+    if (may_lead(p, t)) {
       int n = lead(p, t, deadline, &now);
       if (n < 0) {
         rc = wait_failed_locked(p, t, n);
@@ -826,6 +844,9 @@ void taxi__lf_kick_locked(taxi_lf_pool_t *p, void *thread) {
   if (!t) return;
   t->kicked = true;
   if (t->following) {
+    /* Out of the followers at once, so that no promotion is handed to a
+     * thread that is about to return to its caller (it would be lost). */
+    unfollow_locked(p, t);
     if (p->opts.promotion == TAXI_PROMOTE_SHARED)
       taxi__cond_broadcast(&p->shared);
     else

@@ -31,9 +31,20 @@
  * bound replies at once, and a handler's hook may itself call out over a
  * connection and await: the pool does not run out of threads when every
  * one of them waits for a reply.  A thread outside the pool that awaits
- * joins it for the time of the wait.  Awaits nest: a thread that processes,
- * while it awaits, a hook that awaits too, comes back to the first wait
- * only when the second is over.
+ * joins it for the time of the wait (counted in taxi_lf_stats().threads
+ * meanwhile; its record, as a thread that joined, is kept until the pool
+ * is destroyed).  Awaits nest: a thread that processes, while it awaits, a
+ * hook that awaits too, comes back to the first wait only when the second
+ * is over.  A pool thread asked to leave (taxi_lf_shrink) while it awaits
+ * leaves once its wait is over.  With several leaders
+ * (TAXI_LEADERS_MANY) a thread that awaits leads only alone, since the
+ * wake-up that ends its wait on the handle set could be taken by another.
+ *
+ * Promotion.  The hand-off is the paper's specific notification: the
+ * thread that delivers a reply signals the synchronizer of the one thread
+ * whose record it filled, whatever the pool's promotion order, which goes
+ * on choosing who leads next.  A thread so woken does not lead; it
+ * returns to its caller.
  *
  * Where a wait could never end, the call refuses with TAXI_EBUSY instead:
  * from the connection's own hooks (its parse and unknown-id hooks run in

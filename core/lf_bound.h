@@ -16,7 +16,8 @@
 /* The pool's lock (its source's): it also guards what waits on it. */
 taxi__mutex_t *taxi__lf_lock(taxi_lf_pool_t *p);
 
-/* What the pool dispatches (a taxi_reactor_t *, or a proactor). */
+/* What the pool dispatches (a taxi_reactor_t *, or a proactor); NULL for
+ * a pool that does not exist (destroyed). */
 void *taxi__lf_source_self(taxi_lf_pool_t *p);
 
 /* The pool is shutting down or stopped.  The lock held. */

@@ -800,7 +800,12 @@ int taxi_lf_current_thread(taxi_lf_pool_t *p) {
 
 taxi__mutex_t *taxi__lf_lock(taxi_lf_pool_t *p) { return p->src.lock; }
 
-void *taxi__lf_source_self(taxi_lf_pool_t *p) { return p->src.self; }
+void *taxi__lf_source_self(taxi_lf_pool_t *p) {
+  if (!pin(p)) return NULL;
+  void *self = p->src.self;
+  taxi__registry_unpin(&p->reg);
+  return self;
+}
 
 bool taxi__lf_stopped_locked(const taxi_lf_pool_t *p) { return p->shutdown; }
 

@@ -171,7 +171,7 @@ TAXI__OPTIONS_DEFAULT(taxi_lf_mux_options_t, taxi_lf_mux_options_init)
  * connected, non-blocking stream socket), registered with reactor r for
  * reading.  r must be the reactor pool p dispatches.
  * Returns 0 and sets *out, or TAXI_EINVAL (NULL, no parse or unknown
- * hook, bad options, r not p's reactor), TAXI_ENOMEM, or what
+ * hook, bad options, p destroyed, r not p's reactor), TAXI_ENOMEM, or what
  * taxi_reactor_register() returns (TAXI_EBADF, TAXI_EEXIST, ...).
  * Ownership: the caller owns the mux and destroys it (before the pool);
  * the mux owns the handle from a successful call on and closes it when

@@ -78,6 +78,11 @@ static void test_nulls(void) {
   CU_ASSERT_EQUAL(taxi_lf_mux_create(&m, t->p, t->r, sv[0], &bad), TAXI_EINVAL);
   taxi_reactor_t *other = pools_reactor();
   CU_ASSERT_EQUAL(taxi_lf_mux_create(&m, t->p, other, sv[0], &o), TAXI_EINVAL);
+  /* A pool that is gone. */
+  taxi_lf_pool_t *gone = NULL;
+  CU_ASSERT_EQUAL_FATAL(taxi_lf_create(&gone, other, NULL), 0);
+  CU_ASSERT_EQUAL(taxi_lf_destroy(gone), 0);
+  CU_ASSERT_EQUAL(taxi_lf_mux_create(&m, gone, other, sv[0], &o), TAXI_EINVAL);
   CU_ASSERT_EQUAL(taxi_reactor_destroy(other), 0);
   /* A handle the reactor has already. */
   CU_ASSERT_EQUAL(taxi_lf_mux_create(&m, t->p, t->r, t->sv[0], &o),

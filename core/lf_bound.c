@@ -1,17 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * core/lf_bound.c - the multiplexed connection of taxi/lf_bound.h: replies
- * demultiplexed by id and handed to the thread that expects each.
+ * core/lf_bound.c - the table of expected replies of taxi/lf_bound.h: the
+ * records of the threads that wait, by id, and the hand-off of a reply to
+ * exactly the thread awaiting it.
  *
- * Everything shared lives under the pool's lock (core/lf_bound.h): the
- * table of expected ids, the write lock's owner, the connection's error.
- * The read buffer is touched only by the input hook, which the reactor
- * never runs in two threads at once for one handle.  Reactor calls are
- * made without the pool's lock (it is the reactor's own).
- *
- * Which thread is in which of the connection's roles is kept per thread
- * (a list of the roles it holds, on its stack): that is how a call that
- * would wait for its own thread is told, and refused, cheaply.
+ * The table lives under the pool's lock (core/lf_bound.h), so a record's
+ * state, its waiter and the pool's notion of which thread is where change
+ * together.  A table stands alone (taxi_lf_bound_t: replies delivered by
+ * the application's own code, over any pool, a proactor's too) or inside
+ * a multiplexed connection (core/lf_mux.c).
  */
 #include "config.h"
 
@@ -19,232 +16,166 @@
 #include "taxi/error.h"
 #include "core/alloc.h"
 #include "core/lf_bound.h"
-#include "core/options.h"
 #include "core/time_math.h"
-#include "ports/sock.h"
 
 #include <limits.h>
 #include <string.h>
 
 enum { E_IDLE = 0, E_EXPECTED = 1, E_DONE = 2 };
 
-struct taxi_lf_mux {
-  taxi_handler_t h;
-  taxi_lf_pool_t *pool;
-  taxi_reactor_t *r;
-  taxi_handle_t handle;
-  taxi__mutex_t *lock; /* the pool's */
-  taxi_lf_mux_options_t o;
-  /* Under the lock. */
-  taxi_lf_expect_t **rows;
-  size_t mask;
-  int error;           /* what closed it, or 0 */
-  bool closed;         /* its close hook ran */
-  bool sending;        /* a sender holds the write lock */
-  bool writable;       /* the output hook saw room to write */
-  bool in_send;        /* a sender is in a send call on the handle */
-  bool handle_closed;  /* the handle was closed (by the close hook or it) */
-  void *send_waiter;   /* the holder, while it waits for room */
-  unsigned users;      /* calls in progress (awaits, sends) */
-  taxi__cond_t change; /* the write lock freed, closed, a user left */
-  /* The input hook's alone. */
-  char *rbuf;
-  size_t rlen;
-};
-
-/* A role a thread holds on a connection: reading it, or holding its write
- * lock.  A list on the thread's stack. */
-typedef struct role {
-  const taxi_lf_mux_t *m;
-  struct role *prev;
-} role_t;
-
-static _Thread_local role_t *reading, *writing;
-
-static bool holds(const role_t *list, const taxi_lf_mux_t *m) {
-  for (; list; list = list->prev)
-    if (list->m == m) return true;
-  return false;
+static size_t row_of(const taxi_lf_bound_t *b, uint64_t id) {
+  return (size_t)((id * 0x9e3779b97f4a7c15ull) >> 32) & b->mask;
 }
 
-static size_t row_of(const taxi_lf_mux_t *m, uint64_t id) {
-  return (size_t)((id * 0x9e3779b97f4a7c15ull) >> 32) & m->mask;
-}
-
-/* ---- the table of expected ids (the lock held) --------------------------- */
-
-static taxi_lf_expect_t **find_locked(taxi_lf_mux_t *m, uint64_t id) {
-  taxi_lf_expect_t **at = &m->rows[row_of(m, id)];
+static taxi_lf_expect_t **find_locked(taxi_lf_bound_t *b, uint64_t id) {
+  taxi_lf_expect_t **at = &b->rows[row_of(b, id)];
   while (*at && (*at)->id != id) at = &(*at)->internal_.next;
   return at;
 }
 
-static void unlink_locked(taxi_lf_mux_t *m, taxi_lf_expect_t *e) {
-  taxi_lf_expect_t **at = find_locked(m, e->id);
+static void unlink_locked(taxi_lf_bound_t *b, taxi_lf_expect_t *e) {
+  taxi_lf_expect_t **at = find_locked(b, e->id);
   if (*at == e) *at = e->internal_.next;
   e->internal_.next = NULL;
 }
 
-/* e's reply came (or its connection closed): done with `result`; its
- * awaiting thread, if any, is woken - that thread alone. */
-static void finish_locked(taxi_lf_mux_t *m, taxi_lf_expect_t *e, int result) {
+/* e's reply came (or its table ended): done with `result`; its awaiting
+ * thread, if any, is woken - that thread alone. */
+static void finish_locked(taxi_lf_bound_t *b, taxi_lf_expect_t *e, int result) {
   e->internal_.state = E_DONE;
   e->internal_.result = result;
-  taxi__lf_kick_locked(m->pool, e->internal_.waiter);
+  taxi__lf_kick_locked(b->pool, e->internal_.waiter);
 }
 
-/* Close the connection's state with `code`: every record is finished with
- * it and every waiter woken.  The caller removes the handle. */
-static void fail_locked(taxi_lf_mux_t *m, int code) {
-  if (m->error) return;
-  m->error = code;
-  for (size_t i = 0; i <= m->mask; i++) {
-    while (m->rows[i]) {
-      taxi_lf_expect_t *e = m->rows[i];
-      m->rows[i] = e->internal_.next;
+int taxi__bound_init(taxi_lf_bound_t *b, taxi_lf_pool_t *p, unsigned buckets) {
+  memset(b, 0, sizeof *b);
+  if (buckets > (1u << 24) || !taxi__lf_source_self(p)) return TAXI_EINVAL;
+  size_t rows = 1;
+  while (rows < (buckets ? buckets : 256u)) rows <<= 1;
+  b->rows = taxi__calloc(rows, sizeof *b->rows);
+  if (!b->rows) return TAXI_ENOMEM;
+  int rc = taxi__cond_init(&b->change);
+  if (rc < 0) {
+    taxi__free(b->rows);
+    return rc;
+  }
+  b->mask = rows - 1;
+  b->pool = p;
+  b->lock = taxi__lf_lock(p);
+  return 0;
+}
+
+void taxi__bound_fini(taxi_lf_bound_t *b) {
+  taxi__cond_destroy(&b->change);
+  taxi__free(b->rows);
+}
+
+void taxi__bound_fail_locked(taxi_lf_bound_t *b, int code) {
+  if (b->error) return;
+  b->error = code;
+  for (size_t i = 0; i <= b->mask; i++) {
+    while (b->rows[i]) {
+      taxi_lf_expect_t *e = b->rows[i];
+      b->rows[i] = e->internal_.next;
       e->internal_.next = NULL;
-      finish_locked(m, e, code);
+      finish_locked(b, e, code);
     }
   }
-  taxi__lf_kick_locked(m->pool, m->send_waiter);
-  taxi__cond_broadcast(&m->change);
+  taxi__cond_broadcast(&b->change);
 }
 
-static void fail(taxi_lf_mux_t *m, int code) {
-  taxi__mutex_lock(m->lock);
-  fail_locked(m, code);
-  taxi__mutex_unlock(m->lock);
-  taxi_reactor_remove(m->r, &m->h); /* TAXI_ENOENT if removed already */
+void taxi__bound_leave_locked(taxi_lf_bound_t *b) {
+  b->users--;
+  taxi__cond_broadcast(&b->change);
 }
 
-/* ---- the handle's hooks -------------------------------------------------- */
-
-/* One frame: to the record expecting its id, or to the unknown-id hook. */
-static void deliver(taxi_lf_mux_t *m, const taxi_lf_frame_t *f,
-                    const char *frame) {
-  const char *body = frame + f->body;
-  taxi__mutex_lock(m->lock);
-  taxi_lf_expect_t **at = find_locked(m, f->id);
+int taxi__bound_deliver(taxi_lf_bound_t *b, uint64_t id, const void *body,
+                        size_t len) {
+  taxi__mutex_lock(b->lock);
+  taxi_lf_expect_t **at = find_locked(b, id);
   taxi_lf_expect_t *e = *at;
   if (e) {
     *at = e->internal_.next;
     e->internal_.next = NULL;
-    size_t n = f->body_len < e->cap ? f->body_len : e->cap;
+    size_t n = len < e->cap ? len : e->cap;
     if (n) memcpy(e->buf, body, n);
-    e->length = f->body_len;
-    finish_locked(m, e,
-                  f->body_len > e->cap ? TAXI_EMSGSIZE : (int)f->body_len);
+    e->length = len;
+    finish_locked(b, e, len > e->cap ? TAXI_EMSGSIZE : (int)len);
   }
-  taxi__mutex_unlock(m->lock);
-  if (!e) m->o.unknown(m->o.arg, f->id, body, f->body_len);
+  taxi__mutex_unlock(b->lock);
+  return e ? 0 : TAXI_ENOENT;
 }
 
-/* Cut the bytes read into frames and deliver them.  0, or the error that
- * closes the connection. */
-static int parse_all(taxi_lf_mux_t *m) {
-  size_t at = 0;
+int taxi__bound_expect(taxi_lf_bound_t *b, taxi_lf_expect_t *e) {
   int rc = 0;
-  while (at < m->rlen) {
-    taxi_lf_frame_t f;
-    memset(&f, 0, sizeof f);
-    size_t left = m->rlen - at;
-    rc = m->o.parse(m->o.arg, m->rbuf + at, left, &f);
-    if (rc <= 0) break;
-    if (f.size == 0 || f.size > left || f.body > f.size ||
-        f.body_len > f.size - f.body) {
-      rc = TAXI_EINVAL;
-      break;
+  taxi__mutex_lock(b->lock);
+  if (e->internal_.state == E_EXPECTED || e->internal_.waiter) {
+    rc = TAXI_EBUSY;
+  } else if (b->error) {
+    rc = b->error;
+  } else {
+    taxi_lf_expect_t **at = find_locked(b, e->id);
+    if (*at) {
+      rc = TAXI_EEXIST;
+    } else {
+      e->internal_.next = NULL;
+      e->internal_.owner = b;
+      e->internal_.state = E_EXPECTED;
+      e->internal_.result = 0;
+      e->length = 0;
+      *at = e;
     }
-    deliver(m, &f, m->rbuf + at);
-    at += f.size;
-    rc = 0;
   }
-  if (rc > 0) rc = 0;
-  if (at) {
-    memmove(m->rbuf, m->rbuf + at, m->rlen - at);
-    m->rlen -= at;
-  }
-  if (rc == 0 && m->rlen == m->o.read_buffer) rc = TAXI_EMSGSIZE;
+  taxi__mutex_unlock(b->lock);
   return rc;
 }
 
-static int mux_input(taxi_handler_t *h, taxi_handle_t handle, unsigned ev) {
-  taxi_lf_mux_t *m = TAXI_CONTAINER_OF(h, taxi_lf_mux_t, h);
-  (void)ev;
-  role_t me = {m, reading};
-  reading = &me;
-  int rc = 0;
-  /* A bounded number of reads per event, so that a connection that never
-   * runs dry does not keep its thread from the pool; the handle is
-   * re-armed and reports the rest. */
-  for (int reads = 0; reads < 16; reads++) {
-    int64_t n =
-        taxi__sock_recv(handle, m->rbuf + m->rlen, m->o.read_buffer - m->rlen);
-    if (n == TAXI_EAGAIN) break;
-    if (n == 0) rc = TAXI_EEOF;
-    if (n <= 0) {
-      if (n < 0) rc = (int)n;
-      break;
+static bool e_done(void *arg) {
+  const taxi_lf_expect_t *e = arg;
+  return e->internal_.state == E_DONE;
+}
+
+int taxi__bound_await(taxi_lf_bound_t *b, taxi_lf_expect_t *e, int timeout_ms) {
+  taxi_time_t deadline = taxi__deadline_after_ms(taxi_now(), timeout_ms);
+  int rc;
+  taxi__mutex_lock(b->lock);
+  if (e->internal_.owner != b || e->internal_.state == E_IDLE) {
+    rc = TAXI_ENOENT;
+  } else if (e->internal_.waiter) {
+    rc = TAXI_EBUSY;
+  } else {
+    b->users++;
+    rc = taxi__lf_participate_locked(b->pool, e_done, e, deadline,
+                                     &e->internal_.waiter);
+    if (e->internal_.state == E_DONE) {
+      rc = e->internal_.result;
+      e->internal_.state = E_IDLE;
+    } else if (rc != TAXI_EBUSY) {
+      /* Timed out, or the pool stopped: no stale entry is left, and a
+       * late reply finds nobody expecting it. */
+      unlink_locked(b, e);
+      e->internal_.state = E_IDLE;
     }
-    m->rlen += (size_t)n;
-    rc = parse_all(m);
-    if (rc < 0) break;
+    taxi__bound_leave_locked(b);
   }
-  reading = me.prev;
-  if (rc == 0) return 0;
-  taxi__mutex_lock(m->lock);
-  fail_locked(m, rc);
-  taxi__mutex_unlock(m->lock);
-  return -1; /* the reactor removes the handler */
+  taxi__mutex_unlock(b->lock);
+  return rc;
 }
 
-/* Room to write: tell the sender waiting for it. */
-static int mux_output(taxi_handler_t *h, taxi_handle_t handle, unsigned ev) {
-  taxi_lf_mux_t *m = TAXI_CONTAINER_OF(h, taxi_lf_mux_t, h);
-  (void)handle;
-  (void)ev;
-  /* Watch for room no more until a sender asks again, so that a
-   * writable socket does not keep the pool busy. */
-  taxi_reactor_modify(m->r, &m->h, TAXI_EV_READ);
-  taxi__mutex_lock(m->lock);
-  m->writable = true;
-  taxi__lf_kick_locked(m->pool, m->send_waiter);
-  taxi__mutex_unlock(m->lock);
-  return 0;
+int taxi__bound_forget(taxi_lf_bound_t *b, taxi_lf_expect_t *e) {
+  int rc = 0;
+  taxi__mutex_lock(b->lock);
+  if (e->internal_.owner != b || e->internal_.state == E_IDLE) {
+    rc = TAXI_ENOENT;
+  } else if (e->internal_.waiter) {
+    rc = TAXI_EBUSY;
+  } else {
+    if (e->internal_.state == E_EXPECTED) unlink_locked(b, e);
+    e->internal_.state = E_IDLE;
+  }
+  taxi__mutex_unlock(b->lock);
+  return rc;
 }
-
-static void mux_error(taxi_handler_t *h, taxi_handle_t handle, int code) {
-  taxi_lf_mux_t *m = TAXI_CONTAINER_OF(h, taxi_lf_mux_t, h);
-  (void)handle;
-  taxi__mutex_lock(m->lock);
-  fail_locked(m, code);
-  taxi__mutex_unlock(m->lock);
-}
-
-/* Close the handle unless a sender is in a call on it: a descriptor
- * closed under it could be reused by then for something else.  That
- * sender closes it when its call returns.  The lock held. */
-static void close_handle_locked(taxi_lf_mux_t *m) {
-  if (!m->closed || m->in_send || m->handle_closed) return;
-  m->handle_closed = true;
-  taxi__close(m->handle);
-}
-
-static void mux_close(taxi_handler_t *h, taxi_handle_t handle) {
-  taxi_lf_mux_t *m = TAXI_CONTAINER_OF(h, taxi_lf_mux_t, h);
-  (void)handle;
-  taxi__mutex_lock(m->lock);
-  fail_locked(m, TAXI_ECONNRESET); /* removed from outside: nobody waits */
-  m->closed = true;
-  close_handle_locked(m);
-  taxi__cond_broadcast(&m->change);
-  taxi__mutex_unlock(m->lock);
-}
-
-static const taxi_handler_ops_t mux_ops = {.input = mux_input,
-                                           .output = mux_output,
-                                           .error = mux_error,
-                                           .close = mux_close};
 
 /* ---- the public calls ---------------------------------------------------- */
 
@@ -258,241 +189,58 @@ int taxi_lf_expect_init(taxi_lf_expect_t *e, uint64_t id, void *buf,
   return 0;
 }
 
-void taxi_lf_mux_options_init(taxi_lf_mux_options_t *o) {
-  if (!o) return;
-  memset(o, 0, sizeof *o);
-  o->size = sizeof *o;
-}
-
-int taxi_lf_mux_create(taxi_lf_mux_t **out, taxi_lf_pool_t *p,
-                       taxi_reactor_t *r, taxi_handle_t handle,
-                       const taxi_lf_mux_options_t *opts) {
+int taxi_lf_bound_create(taxi_lf_bound_t **out, taxi_lf_pool_t *p,
+                         unsigned buckets) {
   if (!out) return TAXI_EINVAL;
   *out = NULL;
-  if (!p || !r) return TAXI_EINVAL;
-  taxi_lf_mux_options_t o;
-  taxi_lf_mux_options_init(&o);
-  if (taxi__options_copy(&o, sizeof o, opts, sizeof o) < 0 || !o.parse ||
-      !o.unknown || o.buckets > (1u << 24))
-    return TAXI_EINVAL;
-  /* The pool's own reactor: the pool's lock is then the reactor's. */
-  if (taxi__lf_source_self(p) != (void *)r) return TAXI_EINVAL;
-  if (!o.read_buffer) o.read_buffer = 64 * 1024;
-  size_t rows = 1;
-  while (rows < (o.buckets ? o.buckets : 256u)) rows <<= 1;
-
-  taxi_lf_mux_t *m = taxi__calloc(1, sizeof *m);
-  if (!m) return TAXI_ENOMEM;
-  m->rows = taxi__calloc(rows, sizeof *m->rows);
-  m->rbuf = taxi__malloc(o.read_buffer);
-  int rc = m->rows && m->rbuf ? taxi__cond_init(&m->change) : TAXI_ENOMEM;
-  if (rc < 0) goto fail;
-  m->mask = rows - 1;
-  m->pool = p;
-  m->r = r;
-  m->handle = handle;
-  m->lock = taxi__lf_lock(p);
-  m->o = o;
-  taxi_handler_init(&m->h, &mux_ops);
-  rc = taxi_reactor_register(r, handle, &m->h, TAXI_EV_READ);
-  if (rc == 0) {
-    *out = m;
-    return 0;
+  if (!p) return TAXI_EINVAL;
+  taxi_lf_bound_t *b = taxi__malloc(sizeof *b);
+  if (!b) return TAXI_ENOMEM;
+  int rc = taxi__bound_init(b, p, buckets);
+  if (rc < 0) {
+    taxi__free(b);
+    return rc;
   }
-  taxi__cond_destroy(&m->change);
-fail:
-  taxi__free(m->rbuf);
-  taxi__free(m->rows);
-  taxi__free(m);
-  return rc;
-}
-
-int taxi_lf_mux_expect(taxi_lf_mux_t *m, taxi_lf_expect_t *e) {
-  if (!m || !e) return TAXI_EINVAL;
-  int rc = 0;
-  taxi__mutex_lock(m->lock);
-  if (e->internal_.state == E_EXPECTED || e->internal_.waiter) {
-    rc = TAXI_EBUSY;
-  } else if (m->error) {
-    rc = m->error;
-  } else {
-    taxi_lf_expect_t **at = find_locked(m, e->id);
-    if (*at) {
-      rc = TAXI_EEXIST;
-    } else {
-      e->internal_.next = NULL;
-      e->internal_.mux = m;
-      e->internal_.state = E_EXPECTED;
-      e->internal_.result = 0;
-      e->length = 0;
-      *at = e;
-    }
-  }
-  taxi__mutex_unlock(m->lock);
-  return rc;
-}
-
-static bool e_done(void *arg) {
-  const taxi_lf_expect_t *e = arg;
-  return e->internal_.state == E_DONE;
-}
-
-static void leave_locked(taxi_lf_mux_t *m) {
-  m->users--;
-  taxi__cond_broadcast(&m->change);
-}
-
-int taxi_lf_mux_await(taxi_lf_mux_t *m, taxi_lf_expect_t *e, int timeout_ms) {
-  if (!m || !e) return TAXI_EINVAL;
-  if (holds(reading, m)) return TAXI_EBUSY;
-  taxi_time_t deadline = taxi__deadline_after_ms(taxi_now(), timeout_ms);
-  int rc;
-  taxi__mutex_lock(m->lock);
-  if (e->internal_.mux != m || e->internal_.state == E_IDLE) {
-    rc = TAXI_ENOENT;
-  } else if (e->internal_.waiter) {
-    rc = TAXI_EBUSY;
-  } else {
-    m->users++;
-    rc = taxi__lf_participate_locked(m->pool, e_done, e, deadline,
-                                     &e->internal_.waiter);
-    if (e->internal_.state == E_DONE) {
-      rc = e->internal_.result;
-      e->internal_.state = E_IDLE;
-    } else if (rc != TAXI_EBUSY) {
-      /* Timed out, or the pool stopped: no stale entry is left, and a
-       * late reply goes to the unknown-id hook. */
-      unlink_locked(m, e);
-      e->internal_.state = E_IDLE;
-    }
-    leave_locked(m);
-  }
-  taxi__mutex_unlock(m->lock);
-  return rc;
-}
-
-int taxi_lf_mux_forget(taxi_lf_mux_t *m, taxi_lf_expect_t *e) {
-  if (!m || !e) return TAXI_EINVAL;
-  int rc = 0;
-  taxi__mutex_lock(m->lock);
-  if (e->internal_.mux != m || e->internal_.state == E_IDLE) {
-    rc = TAXI_ENOENT;
-  } else if (e->internal_.waiter) {
-    rc = TAXI_EBUSY;
-  } else {
-    if (e->internal_.state == E_EXPECTED) unlink_locked(m, e);
-    e->internal_.state = E_IDLE;
-  }
-  taxi__mutex_unlock(m->lock);
-  return rc;
-}
-
-int taxi_lf_mux_error(taxi_lf_mux_t *m) {
-  if (!m) return TAXI_EINVAL;
-  taxi__mutex_lock(m->lock);
-  int rc = m->error;
-  taxi__mutex_unlock(m->lock);
-  return rc;
-}
-
-static bool room_or_closed(void *arg) {
-  const taxi_lf_mux_t *m = arg;
-  return m->writable || m->error;
-}
-
-/* Write all of data while holding the write lock; *sent says how much
- * went.  0 or an error; the lock held on entry and on return. */
-static int send_all_locked(taxi_lf_mux_t *m, const char *data, size_t len,
-                           taxi_time_t deadline, size_t *sent) {
-  while (*sent < len) {
-    if (m->error) return m->error;
-    /* A room reported before this attempt says nothing about after it. */
-    m->writable = false;
-    m->in_send = true;
-    taxi__mutex_unlock(m->lock);
-    taxi_buf_t b = {(void *)(data + *sent), len - *sent};
-    int64_t n = taxi__sock_sendv(m->handle, &b, 1);
-    int rc = 0;
-    if (n == TAXI_EAGAIN)
-      rc = taxi_reactor_modify(m->r, &m->h, TAXI_EV_READ | TAXI_EV_WRITE);
-    taxi__mutex_lock(m->lock);
-    m->in_send = false;
-    close_handle_locked(m); /* closed meanwhile */
-    if (n > 0) {
-      *sent += (size_t)n;
-      continue;
-    }
-    if (n != TAXI_EAGAIN) return n == 0 ? TAXI_EPIPE : (int)n;
-    if (rc < 0) return m->error ? m->error : rc;
-    rc = taxi__lf_participate_locked(m->pool, room_or_closed, m, deadline,
-                                     &m->send_waiter);
-    if (rc < 0) return rc;
-  }
+  *out = b;
   return 0;
 }
 
-static bool unlocked_or_closed(void *arg) {
-  const taxi_lf_mux_t *m = arg;
-  return !m->sending || m->error;
+int taxi_lf_bound_expect(taxi_lf_bound_t *b, taxi_lf_expect_t *e) {
+  return b && e ? taxi__bound_expect(b, e) : TAXI_EINVAL;
 }
 
-int taxi_lf_mux_send(taxi_lf_mux_t *m, const void *data, size_t len,
-                     int timeout_ms) {
-  if (!m || (!data && len)) return TAXI_EINVAL;
-  if (holds(reading, m) || holds(writing, m)) return TAXI_EBUSY;
-  taxi_time_t deadline = taxi__deadline_after_ms(taxi_now(), timeout_ms);
-  int rc = 0;
-  taxi__mutex_lock(m->lock);
-  m->users++;
-  /* The holder of the write lock makes progress by itself (it takes part
-   * in the pool while it waits for room), so those queued behind it may
-   * simply sleep. */
-  while (!unlocked_or_closed(m) && rc == 0) {
-    if (deadline == INT64_MAX)
-      taxi__cond_wait(&m->change, m->lock);
-    else if (taxi__cond_timedwait(&m->change, m->lock, deadline) ==
-                 TAXI_ETIMEDOUT &&
-             !unlocked_or_closed(m))
-      rc = TAXI_ETIMEDOUT;
-  }
-  if (rc == 0 && m->error) rc = m->error;
-  if (rc == 0) {
-    m->sending = true;
-    role_t me = {m, writing};
-    writing = &me;
-    size_t sent = 0;
-    rc = send_all_locked(m, data, len, deadline, &sent);
-    writing = me.prev;
-    m->sending = false;
-    taxi__cond_broadcast(&m->change);
-    if (rc < 0 && !m->error && (sent > 0 || rc != TAXI_ETIMEDOUT)) {
-      /* Part of the data may have gone: the stream cannot be trusted. */
-      fail_locked(m, rc);
-      leave_locked(m);
-      taxi__mutex_unlock(m->lock);
-      taxi_reactor_remove(m->r, &m->h);
-      return rc;
-    }
-  }
-  leave_locked(m);
-  taxi__mutex_unlock(m->lock);
-  return rc;
+int taxi_lf_bound_deliver(taxi_lf_bound_t *b, uint64_t id, const void *body,
+                          size_t len) {
+  if (!b || (!body && len)) return TAXI_EINVAL;
+  return taxi__bound_deliver(b, id, body, len);
 }
 
-static bool quiet(const taxi_lf_mux_t *m) { return m->closed && !m->users; }
+int taxi_lf_bound_await(taxi_lf_bound_t *b, taxi_lf_expect_t *e,
+                        int timeout_ms) {
+  return b && e ? taxi__bound_await(b, e, timeout_ms) : TAXI_EINVAL;
+}
 
-int taxi_lf_mux_destroy(taxi_lf_mux_t *m) {
-  if (!m) return TAXI_EINVAL;
-  if (holds(reading, m)) return TAXI_EBUSY;
-  fail(m, TAXI_ECANCELED);
-  taxi__mutex_lock(m->lock);
-  while (!quiet(m))
-    taxi__cond_timedwait(&m->change, m->lock,
-                         taxi_now() + 10 * TAXI_NSEC_PER_MSEC);
-  taxi__mutex_unlock(m->lock);
-  taxi__cond_destroy(&m->change);
-  taxi__free(m->rbuf);
-  taxi__free(m->rows);
-  taxi__free(m);
+int taxi_lf_bound_forget(taxi_lf_bound_t *b, taxi_lf_expect_t *e) {
+  return b && e ? taxi__bound_forget(b, e) : TAXI_EINVAL;
+}
+
+int taxi_lf_bound_fail(taxi_lf_bound_t *b, int code) {
+  if (!b || code >= 0) return TAXI_EINVAL;
+  taxi__mutex_lock(b->lock);
+  taxi__bound_fail_locked(b, code);
+  taxi__mutex_unlock(b->lock);
+  return 0;
+}
+
+static bool no_users(const taxi_lf_bound_t *b) { return b->users == 0; }
+
+int taxi_lf_bound_destroy(taxi_lf_bound_t *b) {
+  if (!b) return TAXI_EINVAL;
+  taxi__mutex_lock(b->lock);
+  taxi__bound_fail_locked(b, TAXI_ECANCELED);
+  while (!no_users(b)) taxi__cond_wait(&b->change, b->lock);
+  taxi__mutex_unlock(b->lock);
+  taxi__bound_fini(b);
+  taxi__free(b);
   return 0;
 }

@@ -15,7 +15,10 @@
  *     int n = taxi_lf_mux_await(m, &e, 1000);       // the reply's length
  *
  * Registering before sending means a reply that comes fast is never lost:
- * it waits in the record (its buffer) until await is called.
+ * it waits in the record (its buffer) until await is called.  Replies
+ * that come some other way (a proactor's completions, a library's
+ * callback) use the same records with a table of their own
+ * (taxi_lf_bound_t, below): the application's code delivers them.
  *
  * Bound hand-off.  The connection's handle is one more handle of the
  * pool's reactor.  Whichever pool thread runs its input hook (normally the
@@ -96,7 +99,7 @@ typedef struct taxi_lf_expect {
   /* Private to taxi, under the pool's lock. */
   struct {
     struct taxi_lf_expect *next; /* in the connection's table */
-    void *mux;                   /* the connection it is registered with */
+    void *owner;                 /* the table it is registered with */
     void *waiter;                /* the thread awaiting it, or NULL */
     int state;
     int result; /* once done: the length, or an error */
@@ -111,6 +114,71 @@ typedef struct taxi_lf_expect {
  */
 TAXI_EXTERN int taxi_lf_expect_init(taxi_lf_expect_t *e, uint64_t id, void *buf,
                                     size_t cap);
+
+/* ---- a table of expected replies -----------------------------------------
+ *
+ * The expect / await / deliver hand-off without a connection: for replies
+ * that arrive some other way (a proactor's completions, a protocol
+ * library's callback, another thread).  The code that receives a reply
+ * calls taxi_lf_bound_deliver(); everything else is as on a multiplexed
+ * connection, which embeds such a table.  Works over any
+ * Leader/Followers pool: one over a reactor or over a proactor
+ * (taxi_lf_create_proactor).
+ */
+typedef struct taxi_lf_bound taxi_lf_bound_t;
+
+/*
+ * taxi_lf_bound_create - a table of expected replies whose waiters take
+ * part in pool p.  `buckets`: rows of the table (rounded up to a power of
+ * two; 0: 256).  Returns 0 and sets *out, TAXI_EINVAL (NULL, p destroyed,
+ * buckets above 2^24), TAXI_ENOMEM.  The caller owns it and destroys it
+ * before the pool.
+ */
+TAXI_EXTERN int taxi_lf_bound_create(taxi_lf_bound_t **out, taxi_lf_pool_t *p,
+                                     unsigned buckets);
+
+/* taxi_lf_bound_expect - as taxi_lf_mux_expect(), on table b. */
+TAXI_EXTERN int taxi_lf_bound_expect(taxi_lf_bound_t *b, taxi_lf_expect_t *e);
+
+/*
+ * taxi_lf_bound_deliver - the reply `id` came: copy body[0..len) into the
+ * record expecting it (at most its cap bytes) and wake the thread
+ * awaiting it, that one only; the record is then no longer registered.
+ * Returns 0, TAXI_ENOENT (no record expects id: a late, forgotten or
+ * unknown reply, which is the caller's to handle), TAXI_EINVAL (b NULL,
+ * body NULL with len > 0).  Any thread, a hook of the pool included;
+ * never blocks but for the pool's lock.
+ */
+TAXI_EXTERN int taxi_lf_bound_deliver(taxi_lf_bound_t *b, uint64_t id,
+                                      const void *body, size_t len);
+
+/* taxi_lf_bound_await - as taxi_lf_mux_await(), on table b (TAXI_EBUSY
+ * only from the pool's on_error callback, or when another thread awaits
+ * e). */
+TAXI_EXTERN int taxi_lf_bound_await(taxi_lf_bound_t *b, taxi_lf_expect_t *e,
+                                    int timeout_ms);
+
+/* taxi_lf_bound_forget - as taxi_lf_mux_forget(), on table b. */
+TAXI_EXTERN int taxi_lf_bound_forget(taxi_lf_bound_t *b, taxi_lf_expect_t *e);
+
+/*
+ * taxi_lf_bound_fail - end table b with `code` (negative): every thread
+ * awaiting on it returns `code`, and so does every later expect.  What a
+ * transport calls when it can deliver no more (the first code stays).
+ * Returns 0, or TAXI_EINVAL (NULL, code >= 0).
+ */
+TAXI_EXTERN int taxi_lf_bound_fail(taxi_lf_bound_t *b, int code);
+
+/*
+ * taxi_lf_bound_destroy - end the table (TAXI_ECANCELED for those still
+ * awaiting), wait until they have returned, and free it.  Returns 0 or
+ * TAXI_EINVAL.  Threads: not one awaiting on b; no other call may be
+ * started on b once it is called.
+ */
+TAXI_EXTERN int taxi_lf_bound_destroy(taxi_lf_bound_t *b);
+
+/* ---- a multiplexed connection --------------------------------------------
+ */
 
 /* A complete frame at the front of the bytes read, as the parse hook
  * reports it. */

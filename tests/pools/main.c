@@ -189,6 +189,7 @@ static const taxi_test_suite_t *const pools_base_suites[] = {
     &pools_suite_lf_alloc,
     &pools_suite_bound,
     &pools_suite_bound_bad_input,
+    &pools_suite_bound_table,
     &pools_suite_hsha,
     &pools_suite_hsha_bad_input,
     &pools_suite_hsha_alloc,

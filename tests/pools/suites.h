@@ -39,6 +39,7 @@ extern const taxi_test_suite_t pools_suite_lf_bad_input;
 extern const taxi_test_suite_t pools_suite_lf_alloc;
 extern const taxi_test_suite_t pools_suite_bound;
 extern const taxi_test_suite_t pools_suite_bound_bad_input;
+extern const taxi_test_suite_t pools_suite_bound_table;
 extern const taxi_test_suite_t pools_suite_hsha;
 extern const taxi_test_suite_t pools_suite_hsha_bad_input;
 extern const taxi_test_suite_t pools_suite_hsha_alloc;

@@ -43,7 +43,7 @@ static void tb_start(tb_waiter_t *w, util_thread_t *th, taxi_lf_bound_t *b) {
     CU_ASSERT(util_wait_flag(&w[i].registered, 1, POOLS_WAIT_MS));
 }
 
-static void tb_join(tb_waiter_t *w, util_thread_t *th) {
+static void tb_join(util_thread_t *th) {
   for (int i = 0; i < TB_WAITERS; i++)
     util_thread_join(&th[i], POOLS_WAIT_MS, "table waiter");
 }
@@ -68,7 +68,7 @@ static void test_deliver_from_outside(void) {
         taxi_lf_bound_deliver(b, 1000 + (uint64_t)i, body, (size_t)n), 0);
   }
   CU_ASSERT_EQUAL(taxi_lf_bound_deliver(b, 1000, "again", 5), TAXI_ENOENT);
-  tb_join(w, th);
+  tb_join(th);
   for (int i = 0; i < TB_WAITERS; i++) {
     char want[8];
     int n = snprintf(want, sizeof want, "r%d", i);
@@ -93,7 +93,7 @@ static void test_fail_wakes_all(void) {
   tb_start(w, th, b); /* no pool thread: the waiters take part */
   CU_ASSERT_EQUAL(taxi_lf_bound_fail(b, TAXI_ECONNRESET), 0);
   CU_ASSERT_EQUAL(taxi_lf_bound_fail(b, TAXI_EPIPE), 0); /* the first stays */
-  tb_join(w, th);
+  tb_join(th);
   for (int i = 0; i < TB_WAITERS; i++)
     CU_ASSERT_EQUAL(w[i].rc, TAXI_ECONNRESET);
   taxi_lf_expect_t e;
@@ -190,7 +190,7 @@ static void test_under_proactor_pool(void) {
     CU_ASSERT_EQUAL(taxi_proactor_post(pr, &posts[i].op, tb_posted, &posts[i]),
                     0);
   }
-  tb_join(w, th);
+  tb_join(th);
   for (int i = 0; i < TB_WAITERS; i++) {
     char want[8];
     int n = snprintf(want, sizeof want, "p%d", i);

@@ -282,6 +282,79 @@ static void test_pool_stop_wakes_all(void) {
   bd_free(t);
 }
 
+/* ---- sends that time out ------------------------------------------------- */
+
+#define BD_HUGE (4 * 1024 * 1024) /* more than any socket buffer here */
+
+typedef struct bd_hog {
+  bd_test_t *t;
+  int timeout_ms;
+  atomic_int started;
+  int rc;
+} bd_hog_t;
+
+/* Send one huge frame nobody reads yet: the write lock stays taken. */
+static void bd_hog_main(void *arg) {
+  bd_hog_t *h = arg;
+  unsigned char *buf = calloc(1, BD_HUGE);
+  if (!buf) {
+    h->rc = TAXI_ENOMEM;
+    atomic_store(&h->started, 1);
+    return;
+  }
+  bd_header_t hd = {BD_HUGE, BD_NOREPLY, 1};
+  memcpy(buf, &hd, BD_HEADER);
+  atomic_store(&h->started, 1);
+  h->rc = taxi_lf_mux_send(h->t->m, buf, BD_HUGE, h->timeout_ms);
+  free(buf);
+}
+
+/* A sender that times out waiting for another's whole write leaves the
+ * connection as it was; the other's write then completes. */
+static void test_send_timeout_before_first_byte(void) {
+  bd_test_t *t = bd_new(1, 0, 1, 0);
+  bd_hog_t h = {t, 4 * POOLS_WAIT_MS, 0, 1};
+  util_thread_t th;
+  CU_ASSERT_EQUAL_FATAL(util_thread_start(&th, bd_hog_main, &h), 0);
+  CU_ASSERT(util_wait_flag(&h.started, 1, POOLS_WAIT_MS));
+  /* Until the hog holds the write lock, ours may go first: try until
+   * ours has to wait for it. */
+  int rc = 0;
+  for (int i = 0; i < 1000 && rc == 0; i++) {
+    rc = taxi_lf_mux_send(t->m, NULL, 0, 10);
+    if (rc == 0) util_sleep_ms(1);
+  }
+  CU_ASSERT_EQUAL(rc, TAXI_ETIMEDOUT);
+  CU_ASSERT_EQUAL(taxi_lf_mux_error(t->m), 0);
+  /* Read everything: the hog's frame arrives whole. */
+  long got = 0;
+  taxi_time_t start = taxi_now();
+  while (got < BD_HUGE && util_elapsed_ms(start) < 4 * POOLS_WAIT_MS) {
+    long n = pools_drain(t->sv[1]);
+    got += n;
+    if (n == 0) util_sleep_ms(1);
+  }
+  CU_ASSERT_EQUAL(got, BD_HUGE);
+  util_thread_join(&th, 4 * POOLS_WAIT_MS, "huge sender");
+  CU_ASSERT_EQUAL(h.rc, 0);
+  CU_ASSERT_EQUAL(taxi_lf_mux_error(t->m), 0);
+  bd_free(t);
+}
+
+/* A send that times out in the middle of its data has cut the stream:
+ * the connection closes with TAXI_ETIMEDOUT. */
+static void test_send_timeout_midway(void) {
+  bd_test_t *t = bd_new(1, 0, 1, 0);
+  bd_hog_t h = {t, 50, 0, 1};
+  util_thread_t th;
+  CU_ASSERT_EQUAL_FATAL(util_thread_start(&th, bd_hog_main, &h), 0);
+  util_thread_join(&th, 4 * POOLS_WAIT_MS, "huge sender");
+  CU_ASSERT_EQUAL(h.rc, TAXI_ETIMEDOUT);
+  CU_ASSERT_EQUAL(taxi_lf_mux_error(t->m), TAXI_ETIMEDOUT);
+  CU_ASSERT_EQUAL(taxi_lf_mux_send(t->m, "x", 1, 0), TAXI_ETIMEDOUT);
+  bd_free(t);
+}
+
 /* ---- from the pool's error callback -------------------------------------- */
 
 static _Atomic(bd_test_t *) report_test;
@@ -353,6 +426,10 @@ static CU_TestInfo bound_bad_input_tests[] = {
     {"end of stream wakes every waiter", test_eof_wakes_all},
     {"destroy wakes every waiter", test_destroy_wakes_all},
     {"a pool stop wakes every waiter", test_pool_stop_wakes_all},
+    {"a send timing out before its first byte changes nothing",
+     test_send_timeout_before_first_byte},
+    {"a send timing out midway closes the connection",
+     test_send_timeout_midway},
     {"await from the pool's error callback: TAXI_EBUSY",
      test_from_error_callback},
     CU_TEST_INFO_NULL,

@@ -22,7 +22,9 @@
  * system call.
  *
  * Threads join the pool either by being spawned by it (taxi_lf_spawn) or by
- * calling taxi_lf_join() themselves; both may be mixed.
+ * calling taxi_lf_join() themselves; both may be mixed.  A thread that
+ * awaits a reply (taxi/lf_bound.h) takes part in the pool for the time of
+ * its wait: from a hook, where it is; from outside, as if it had joined.
  *
  * Failures.  A wait on the handle set that the OS refuses for want of
  * memory or buffers (TAXI_ENOMEM, TAXI_EAGAIN) is retried by the same

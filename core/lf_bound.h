@@ -22,9 +22,6 @@ taxi__mutex_t *taxi__lf_lock(taxi_lf_pool_t *p);
  * a pool that does not exist (destroyed). */
 void *taxi__lf_source_self(taxi_lf_pool_t *p);
 
-/* The pool is shutting down or stopped.  The lock held. */
-bool taxi__lf_stopped_locked(const taxi_lf_pool_t *p);
-
 /*
  * Take part in the pool (lead, process, follow) until until(arg) holds
  * (0), `deadline` passes (TAXI_ETIMEDOUT) or the pool stops (its failure,

@@ -807,8 +807,6 @@ void *taxi__lf_source_self(taxi_lf_pool_t *p) {
   return self;
 }
 
-bool taxi__lf_stopped_locked(const taxi_lf_pool_t *p) { return p->shutdown; }
-
 int taxi__lf_participate_locked(taxi_lf_pool_t *p, bool (*until)(void *),
                                 void *arg, taxi_time_t deadline, void **slot) {
   if (until(arg)) return 0;

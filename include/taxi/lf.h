@@ -53,7 +53,10 @@ extern "C" {
 
 typedef struct taxi_lf_pool taxi_lf_pool_t; /* a Leader/Followers pool */
 
-/* Which follower a leader promotes. */
+/* Which follower a leader promotes.  (The paper's fifth order, "specific",
+ * hands an event to one designated thread rather than choosing a leader:
+ * that is the bound hand-off of taxi/lf_bound.h, which wakes the thread
+ * awaiting a reply through its own synchronizer under any of these.) */
 typedef enum taxi_promotion {
   /* The follower that waited the shortest time (a stack of per-thread
    * synchronizers): its cache is warmest.  The default. */

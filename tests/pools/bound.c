@@ -273,6 +273,7 @@ typedef struct bd_front {
   /* Pool threads awaiting now (bit per id), and the most at once. */
   atomic_ullong *threads;
   atomic_int *most_threads;
+  atomic_int closed; /* its close hook ran (and closed sv[0]) */
 } bd_front_t;
 
 static void bd_note_threads(bd_front_t *c, unsigned long long now) {
@@ -307,9 +308,12 @@ static int bd_front_input(taxi_handler_t *h, taxi_handle_t fd, unsigned ev) {
   return 0;
 }
 
+/* Its hook may still run in another thread when it is removed: the
+ * handle is closed here, after the last one returned. */
 static void bd_front_close(taxi_handler_t *h, taxi_handle_t fd) {
-  (void)h;
-  (void)fd;
+  bd_front_t *c = TAXI_CONTAINER_OF(h, bd_front_t, h);
+  close(fd);
+  atomic_store(&c->closed, 1);
 }
 
 static const taxi_handler_ops_t bd_front_ops = {.input = bd_front_input,
@@ -362,6 +366,8 @@ static void all_threads_waiting(int clients) {
   CU_ASSERT_EQUAL(atomic_load(&t->replies), (long)rounds * clients);
   for (int i = 0; i < clients; i++) {
     CU_ASSERT_EQUAL(taxi_reactor_remove(t->r, &c[i].h), 0);
+    CU_ASSERT(util_wait_flag(&c[i].closed, 1, POOLS_WAIT_MS));
+    c[i].sv[0] = -1;
     pools_close_pair(c[i].sv);
   }
   bd_free(t);

@@ -261,11 +261,19 @@ static void test_eof_wakes_all(void) {
   bd_free(t);
 }
 
+static int bd_four_threads(const taxi_lf_stats_t *s, void *arg) {
+  (void)arg;
+  return s->threads == 4;
+}
+
 /* Destroy while threads wait: they return TAXI_ECANCELED first. */
 static void test_destroy_wakes_all(void) {
   bd_test_t *t = bd_new(1, 0, 1, 0);
   bd_victims_t v;
   bd_victims_start(&v, t);
+  /* No call may start once destroy has: wait until all three await (a
+   * thread from outside is in the pool only while it awaits). */
+  CU_ASSERT(pools_lf_wait(t->p, bd_four_threads, NULL, POOLS_WAIT_MS, NULL));
   CU_ASSERT_EQUAL(taxi_lf_mux_destroy(t->m), 0);
   t->m = NULL;
   bd_victims_check(&v, TAXI_ECANCELED);

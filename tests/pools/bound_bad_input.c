@@ -7,7 +7,7 @@
  */
 #define _GNU_SOURCE 1
 
-#include "bound_helpers.h"
+#include "bound_fixture.h"
 #include "../fault/fault.h"
 
 #include <limits.h>

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * tests/pools/bound_helpers.h - what the bound-association test files
+ * tests/pools/bound_fixture.h - what the bound-association test files
  * share: a pool with one multiplexed connection (taxi/lf_bound.h) over a
  * socketpair, the frame format both ends speak, and a back end thread on
  * the other end that answers requests in a random order.
  */
-#ifndef TAXI_TESTS_POOLS_BOUND_HELPERS_H
-#define TAXI_TESTS_POOLS_BOUND_HELPERS_H
+#ifndef TAXI_TESTS_POOLS_BOUND_FIXTURE_H
+#define TAXI_TESTS_POOLS_BOUND_FIXTURE_H
 
 #include "suites.h"
 
@@ -78,4 +78,4 @@ int bd_wait_unknown(bd_test_t *t, int n);
 /* The mux's options with this file's hooks. */
 taxi_lf_mux_options_t bd_options(bd_test_t *t);
 
-#endif /* TAXI_TESTS_POOLS_BOUND_HELPERS_H */
+#endif /* TAXI_TESTS_POOLS_BOUND_FIXTURE_H */

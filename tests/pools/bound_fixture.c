@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * tests/pools/bound_helpers.c - the bound-association fixture: a pool, a
+ * tests/pools/bound_fixture.c - the bound-association fixture: a pool, a
  * multiplexed connection over a socketpair, its parse and unknown-id
  * hooks, and the back end thread that answers in a random order.
  */
 #define _GNU_SOURCE 1
 
-#include "bound_helpers.h"
+#include "bound_fixture.h"
 
 #include <errno.h>
 #include <poll.h>

@@ -126,6 +126,7 @@ static void test_many_threads_one_connection(void) {
   const int requests = pools_small() ? 2000 : 10000;
   bd_test_t *t = bd_new(2, 1, 6, 0);
   CU_ASSERT_EQUAL(bd_run_askers(t, 8, requests, NULL), 0);
+  bd_stop_backend(t);
   CU_ASSERT_EQUAL(atomic_load(&t->replies), 8L * requests);
   CU_ASSERT_EQUAL(atomic_load(&t->unknown), 0);
   CU_ASSERT_EQUAL(taxi_lf_mux_error(t->m), 0);
@@ -363,6 +364,7 @@ static void all_threads_waiting(int clients) {
    * not checked. */
   printf("(%d handlers awaiting at once, in up to %d of 4 threads) ",
          atomic_load(&most), atomic_load(&most_threads));
+  bd_stop_backend(t);
   CU_ASSERT_EQUAL(atomic_load(&t->replies), (long)rounds * clients);
   for (int i = 0; i < clients; i++) {
     CU_ASSERT_EQUAL(taxi_reactor_remove(t->r, &c[i].h), 0);

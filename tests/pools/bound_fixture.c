@@ -239,11 +239,16 @@ bd_test_t *bd_new_with(unsigned threads, int backend, int batch, int strict,
   return t;
 }
 
-void bd_free(bd_test_t *t) {
-  if (!t) return;
+void bd_stop_backend(bd_test_t *t) {
   atomic_store(&t->stop, 1);
   if (t->backend_running)
     util_thread_join(&t->backend, POOLS_WAIT_MS, "bound back end");
+  t->backend_running = 0;
+}
+
+void bd_free(bd_test_t *t) {
+  if (!t) return;
+  bd_stop_backend(t);
   CU_ASSERT_EQUAL(t->backend_failed, 0);
   if (t->m)
     CU_ASSERT_EQUAL(util_bounded(bd_do_destroy_mux, t->m, POOLS_WAIT_MS,

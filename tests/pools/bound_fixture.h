@@ -59,6 +59,9 @@ bd_test_t *bd_new(unsigned threads, int backend, int batch, int strict);
 /* The same, the pool made with options o (NULL: the defaults). */
 bd_test_t *bd_new_with(unsigned threads, int backend, int batch, int strict,
                        const taxi_lf_options_t *o);
+/* Stop the back end and join it: its counters are final afterwards (a
+ * reply may be read before the back end has counted it). */
+void bd_stop_backend(bd_test_t *t);
 /* Stop the back end, destroy the mux, the pool and the reactor. */
 void bd_free(bd_test_t *t);
 

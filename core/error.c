@@ -36,6 +36,7 @@ static const struct error_entry errors[] = {
     {TAXI_EADDRINUSE, "TAXI_EADDRINUSE", "address already in use"},
     {TAXI_EEOF, "TAXI_EEOF", "end of stream"},
     {TAXI_EBADADDR, "TAXI_EBADADDR", "malformed address"},
+    {TAXI_EMSGSIZE, "TAXI_EMSGSIZE", "message too long"},
 };
 
 static const struct error_entry *find(int code) {

@@ -35,6 +35,7 @@
 #include "core/alloc.h"
 #include "core/backoff.h"
 #include "core/dispatch_source.h"
+#include "core/lf_bound.h"
 #include "core/options.h"
 #include "core/registry.h"
 #include "core/time_math.h"
@@ -63,6 +64,13 @@ struct lf_thread {
   int priority;
   lf_thread_t *prev, *next; /* in the followers list */
   void *buf;                /* where its waits put what they report */
+  /* Taking part for a caller (taxi__lf_participate_locked): the loop
+   * returns as soon as until(until_arg) holds. */
+  bool (*until)(void *arg);
+  void *until_arg;
+  bool leading;   /* in a wait on the handle set */
+  bool kicked;    /* a hand-off for it arrived: stop following or leading */
+  bool reporting; /* in the on_error callback, counted as a leader */
   taxi_lf_thread_stats_t stats;
 };
 
@@ -76,6 +84,10 @@ struct taxi_lf_pool {
   unsigned nthreads, threads_cap;
 
   unsigned active, leaders, followers, spawned_active;
+  /* Leaders taking part for a caller (an await): with several leaders on
+   * one handle set, the wake-up that ends such a thread's wait could be
+   * taken by another, so such a thread leads alone (see may_lead). */
+  unsigned bound_leaders;
   lf_thread_t *head, *tail; /* followers, next to promote at head */
   taxi__cond_t shared;      /* TAXI_PROMOTE_SHARED followers wait here */
   unsigned shared_tokens;   /* promotions not yet claimed */
@@ -187,10 +199,13 @@ static void stop_locked(taxi_lf_pool_t *p) {
 static void report_locked(taxi_lf_pool_t *p, int code, const char *where,
                           unsigned attempt, bool fatal) {
   if (!p->opts.on_error) return;
+  lf_thread_t *me = in_pool(p) ? current : NULL;
+  if (me) me->reporting = true;
   taxi__mutex_unlock(p->src.lock);
   taxi__report_error(p->opts.on_error, p->opts.on_error_arg, code, where,
                      TAXI_INVALID_HANDLE, attempt, fatal);
   taxi__mutex_lock(p->src.lock);
+  if (me) me->reporting = false;
 }
 
 /* A failure the pool cannot go on after: keep it as the pool's error (the
@@ -221,7 +236,7 @@ static int follow(taxi_lf_pool_t *p, lf_thread_t *t, taxi_time_t deadline) {
   int rc = 0;
   follow_locked(p, t);
   for (;;) {
-    if (p->shutdown || t->leave) break;
+    if (p->shutdown || (t->leave && !t->until) || t->kicked) break;
     if (p->opts.promotion == TAXI_PROMOTE_SHARED) {
       if (p->shared_tokens) {
         p->shared_tokens--;
@@ -275,7 +290,11 @@ static int lead(taxi_lf_pool_t *p, lf_thread_t *t, taxi_time_t deadline,
    * does.  With a limit, followers are promoted to take the rest. */
   size_t cap = p->max_leaders == UINT_MAX ? 1 : p->src.max_events;
   p->leaders++;
+  p->bound_leaders += t->until != NULL;
+  t->leading = true;
   int n = p->src.ops->wait_locked(p->src.self, t->buf, cap, deadline, now);
+  t->leading = false;
+  p->bound_leaders -= t->until != NULL;
   p->leaders--;
   p->stats.waits++;
   account(&p->stats.leader_ns, &t->stats.leader_ns, since, *now);
@@ -297,10 +316,22 @@ static int wait_failed_locked(taxi_lf_pool_t *p, lf_thread_t *t, int code) {
   p->leaders++;
   report_locked(p, code, "wait", p->backoff.failures, false);
   taxi_time_t until = taxi__time_add(taxi_now(), pause);
-  while (!p->shutdown && !t->leave && taxi_now() < until)
+  while (!p->shutdown && !t->leave && !t->kicked && taxi_now() < until)
     taxi__cond_timedwait(&p->pause, p->src.lock, until);
   p->leaders--;
   return 0;
+}
+
+/* Whether t may wait on the handle set now.  A thread waiting for its
+ * reply is woken from the handle set through the source's wake-up, which
+ * one waiter takes: with several leaders it could be another's.  So where
+ * several may lead, such a thread leads only alone, and nobody joins it
+ * (the others follow meanwhile, woken as usual). */
+static bool may_lead(const taxi_lf_pool_t *p, const lf_thread_t *t) {
+  if (p->leaders >= p->max_leaders || !p->src.ops->room_locked(p->src.self))
+    return false;
+  if (p->max_leaders == 1) return true;
+  return t->until ? p->leaders == 0 : p->bound_leaders == 0;
 }
 
 /* The life of a thread in the pool: the source's lock held throughout, except
@@ -313,7 +344,11 @@ static int pool_loop(taxi_lf_pool_t *p, lf_thread_t *t, taxi_time_t deadline) {
     /* The reactor or proactor was stopped (perhaps from a signal handler,
      * which cannot call taxi_lf_stop): the pool stops with it. */
     if (!p->shutdown && p->src.ops->stop_asked(p->src.self)) stop_locked(p);
-    if (p->shutdown || t->leave) break;
+    /* A thread taking part for a caller (an await) returns once what it
+     * waits for has come, and a shrink does not cut that short. */
+    if (t->until && t->until(t->until_arg)) break;
+    t->kicked = false;
+    if (p->shutdown || (t->leave && !t->until)) break;
     taxi_time_t now = taxi_now();
     if (now >= deadline) {
       rc = TAXI_ETIMEDOUT;
@@ -331,7 +366,7 @@ static int pool_loop(taxi_lf_pool_t *p, lf_thread_t *t, taxi_time_t deadline) {
     /* Without room for what a wait reports (the waits in progress have
      * taken it all), waiting now would return at once with nothing:
      * follow instead, until a thread that took events promotes us. */
-    if (p->leaders < p->max_leaders && p->src.ops->room_locked(p->src.self)) {
+    if (may_lead(p, t)) {
       int n = lead(p, t, deadline, &now);
       if (n < 0) {
         rc = wait_failed_locked(p, t, n);
@@ -758,4 +793,70 @@ int taxi_lf_thread_stats(taxi_lf_pool_t *p, taxi_lf_thread_stats_t *out,
 int taxi_lf_current_thread(taxi_lf_pool_t *p) {
   return current && current->pool == p && current->active ? (int)current->id
                                                           : -1;
+}
+
+/* ---- taking part for a caller (core/lf_bound.h) ----------------------------
+ */
+
+taxi__mutex_t *taxi__lf_lock(taxi_lf_pool_t *p) { return p->src.lock; }
+
+void *taxi__lf_source_self(taxi_lf_pool_t *p) {
+  if (!pin(p)) return NULL;
+  void *self = p->src.self;
+  taxi__registry_unpin(&p->reg);
+  return self;
+}
+
+int taxi__lf_participate_locked(taxi_lf_pool_t *p, bool (*until)(void *),
+                                void *arg, taxi_time_t deadline, void **slot) {
+  if (until(arg)) return 0;
+  if (p->shutdown) return p->error ? p->error : TAXI_ESTOPPED;
+  lf_thread_t *t;
+  bool nested = in_pool(p);
+  if (nested) {
+    t = current;
+    /* A leader telling of a failed wait still holds the leader's role:
+     * taking part now, it would follow a leader that is itself. */
+    if (t->reporting) return TAXI_EBUSY;
+  } else {
+    /* A thread from outside joins for as long as it waits: it cannot
+     * count on the pool's threads, all of which may be waiting too. */
+    int rc = app_record_locked(p, &t);
+    if (rc < 0) return rc;
+    enter_locked(p, t);
+  }
+  bool (*outer_until)(void *) = t->until;
+  void *outer_arg = t->until_arg;
+  t->until = until;
+  t->until_arg = arg;
+  *slot = t;
+  int rc =
+      nested ? pool_loop(p, t, deadline) : member_run_locked(p, t, 0, deadline);
+  *slot = NULL;
+  t->until = outer_until;
+  t->until_arg = outer_arg;
+  /* An outer wait's hand-off that arrived meanwhile is seen by its loop,
+   * which looks at its own condition before it follows again. */
+  if (until(arg)) return 0;
+  if (rc == 0) rc = p->error ? p->error : TAXI_ESTOPPED;
+  return rc;
+}
+
+void taxi__lf_kick_locked(taxi_lf_pool_t *p, void *thread) {
+  lf_thread_t *t = thread;
+  if (!t) return;
+  t->kicked = true;
+  if (t->following) {
+    /* Out of the followers at once, so that no promotion is handed to a
+     * thread that is about to return to its caller (it would be lost). */
+    unfollow_locked(p, t);
+    if (p->opts.promotion == TAXI_PROMOTE_SHARED)
+      taxi__cond_broadcast(&p->shared);
+    else
+      taxi__cond_signal(&t->cond);
+  } else if (t->leading) {
+    p->src.ops->wake_all_locked(p->src.self);
+  } else {
+    taxi__cond_broadcast(&p->pause); /* pausing after a failed wait */
+  }
 }

@@ -239,6 +239,8 @@ apr_status_t taxi_apr_status(int code) {
       return APR_EOF;
     case TAXI_EBADADDR:
       return APR_EBADIP;
+    case TAXI_EMSGSIZE:
+      return APR_FROM_OS_ERROR(EMSGSIZE);
     default:
       return APR_EGENERAL;
   }
@@ -269,6 +271,7 @@ int taxi_apr_error(apr_status_t st) {
   if (st == APR_FROM_OS_ERROR(ESHUTDOWN)) return TAXI_ESTOPPED;
   if (st == APR_FROM_OS_ERROR(ECANCELED)) return TAXI_ECANCELED;
   if (st == APR_FROM_OS_ERROR(EADDRINUSE)) return TAXI_EADDRINUSE;
+  if (st == APR_FROM_OS_ERROR(EMSGSIZE)) return TAXI_EMSGSIZE;
   return TAXI_ESYS;
 }
 

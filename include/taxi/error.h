@@ -61,8 +61,12 @@ extern "C" {
 /* A malformed address string (see taxi_addr_parse() in taxi/stream.h). */
 #define TAXI_EBADADDR (-21)
 
+/* A message longer than the room given for it (a reply larger than its
+ * record's buffer, a frame larger than a read buffer: taxi/lf_bound.h). */
+#define TAXI_EMSGSIZE (-22)
+
 /* The most negative code: every code lies in [TAXI_ERROR_MIN, 0]. */
-#define TAXI_ERROR_MIN (-21)
+#define TAXI_ERROR_MIN (-22)
 
 /*
  * What a dispatcher (reactor, pool, proactor) tells its error callback.

@@ -22,7 +22,9 @@
  * system call.
  *
  * Threads join the pool either by being spawned by it (taxi_lf_spawn) or by
- * calling taxi_lf_join() themselves; both may be mixed.
+ * calling taxi_lf_join() themselves; both may be mixed.  A thread that
+ * awaits a reply (taxi/lf_bound.h) takes part in the pool for the time of
+ * its wait: from a hook, where it is; from outside, as if it had joined.
  *
  * Failures.  A wait on the handle set that the OS refuses for want of
  * memory or buffers (TAXI_ENOMEM, TAXI_EAGAIN) is retried by the same
@@ -51,7 +53,10 @@ extern "C" {
 
 typedef struct taxi_lf_pool taxi_lf_pool_t; /* a Leader/Followers pool */
 
-/* Which follower a leader promotes. */
+/* Which follower a leader promotes.  (The paper's fifth order, "specific",
+ * hands an event to one designated thread rather than choosing a leader:
+ * that is the bound hand-off of taxi/lf_bound.h, which wakes the thread
+ * awaiting a reply through its own synchronizer under any of these.) */
 typedef enum taxi_promotion {
   /* The follower that waited the shortest time (a stack of per-thread
    * synchronizers): its cache is warmest.  The default. */

@@ -15,6 +15,7 @@
 #include "handler.h"
 #include "reactor.h"
 #include "lf.h"
+#include "lf_bound.h"
 #include "lf_sets.h"
 #include "mqueue.h"
 #include "hsha.h"

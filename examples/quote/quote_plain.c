@@ -206,19 +206,35 @@ static int spawn(void *(*fn)(void *), long slot) {
 /* ---- iterative and thread-per-connection ----------------------------------
  */
 
-static void run_iterative(taxi_handle_t listener) {
+static void *iterative_thread(void *arg) {
+  taxi_handle_t listener = *(taxi_handle_t *)arg;
   while (!stopping()) {
     long slot = accept_one(listener);
     if (slot < 0) continue;
-    while (serve_one(reg.fd[slot])) {
+    while (!stopping() && serve_one(reg.fd[slot])) {
     }
     reg_close(slot);
   }
+  return NULL;
+}
+
+/* One thread accepts and serves; this one only waits for the stop, to
+ * shut down the connection that thread may be blocked reading. */
+static int run_iterative(taxi_handle_t listener) {
+  pthread_t t;
+  if (pthread_create(&t, NULL, iterative_thread, &listener) != 0) {
+    fprintf(stderr, "quote_server: cannot start the serving thread\n");
+    return -1;
+  }
+  while (!stopping()) pause_ms(50);
+  reg_shutdown_all();
+  pthread_join(t, NULL);
+  return 0;
 }
 
 static void *connection_thread(void *arg) {
   long slot = (long)(intptr_t)arg;
-  while (serve_one(reg.fd[slot])) {
+  while (!stopping() && serve_one(reg.fd[slot])) {
   }
   reg_close(slot);
   active_exit();
@@ -427,7 +443,7 @@ int quote_run_plain(struct quote_server *srv) {
 
   switch (m) {
     case ITERATIVE:
-      run_iterative(listener);
+      if (run_iterative(listener) != 0) status = QUOTE_EXIT_ERROR;
       break;
     case PER_CONNECTION:
       run_per_connection(listener);

@@ -22,7 +22,10 @@
  *
  * (requests: answered and verified; missing: requests sent and never
  * answered, or connections the server closed; starved: connections that
- * got no answer at all; refused: connections that could not be made).
+ * got no answer while the client was sending (with --duration, a model
+ * that serves one connection at a time answers the others' first request
+ * only in the grace period, if at all); refused: connections that could
+ * not be made).
  * Exit status: 0 all answered and right; 1 a wrong answer, or anything
  * missing with --requests, or the run exceeded --time-limit (default
  * 60 s); 2 a bad command line; 4 with --duration, all answers right but
@@ -227,7 +230,7 @@ static int connection_input(taxi_handler_t *h, taxi_handle_t fd,
   }
   cl->histogram[bucket_of((uint64_t)(taxi_now() - c->started) / 1000)]++;
   cl->answered++;
-  if (c->done++ == 0) cl->served++;
+  if (c->done++ == 0 && !cl->draining) cl->served++;
   if ((cl->requests && c->done == cl->requests) || cl->draining)
     return finish(c);
   prepare(c);

@@ -3,10 +3,11 @@
 # quote.sh - examples/quote as a test.  Every concurrency model of
 # quote_server (--threads 3) serves 20 connections x 200 requests of
 # quote_client, which checks every answer against the quote file (known,
-# unknown and malformed requests alike); then the server stops on SIGINT
-# with exit status 0 and its closing line.  Each model is also stopped
-# while a client is still connected and sending, and must neither hang
-# nor fail.  Bad command lines must be refused with status 2.
+# unknown and malformed requests alike), then 500 requests sent in two
+# pieces each; then the server stops on SIGINT with exit status 0 and its
+# closing line.  Each model is also stopped while a client is still
+# connected and sending, and must neither hang nor fail.  Bad command
+# lines must be refused with status 2.
 # Ends with "N passed, N failed"; exits 77 when nothing could run.
 
 : "${builddir:=.}"
@@ -94,8 +95,18 @@ for model in iterative thread-per-request thread-per-connection \
     if "$client" --port "$port" --quotes "$quotes" --connections 20 \
       --requests 200 --time-limit 120 >"$work/client.out" 2>&1 &&
       grep -q "requests=4000 .* wrong=0 missing=0" "$work/client.out"; then
-      stop "$model" && ok "$model: 4000 requests verified" ||
-        bad "$model: stop"
+      ok "$model: 4000 requests verified"
+      # Requests cut in two: the server must wait for the rest.
+      if "$client" --port "$port" --quotes "$quotes" --connections 5 \
+        --requests 100 --split --seed 7 --time-limit 120 \
+        >"$work/client.out" 2>&1 &&
+        grep -q "requests=500 .* wrong=0 missing=0" "$work/client.out"; then
+        ok "$model: 500 split requests verified"
+      else
+        cat "$work/client.out"
+        bad "$model: split requests"
+      fi
+      stop "$model" && ok "$model: stopped" || bad "$model: stop"
     else
       cat "$work/client.out"
       stop "$model"

@@ -94,9 +94,8 @@ unsigned quote_answer(const struct quote_table *t, const unsigned char *req,
 size_t quote_answer_all(const struct quote_table *t, const unsigned char *in,
                         size_t len, unsigned char *out);
 
-/* quote_request_make - encode a request for symbol (len bytes, at most
- * QUOTE_SYMBOL_MAX; longer is cut, which the client uses on purpose only
- * through quote_request_raw). */
+/* quote_request_make - encode a well-formed request for symbol (len
+ * bytes; more than QUOTE_SYMBOL_MAX are cut). */
 void quote_request_make(unsigned char *req, const char *symbol, size_t len);
 
 /* quote_request_raw - a request with length field `length` and the given

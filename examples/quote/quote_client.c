@@ -5,13 +5,15 @@
  *
  *     quote_client --port P --quotes FILE [--host ADDR] [--connections C]
  *                  [--requests R | --duration S] [--seed N]
- *                  [--time-limit S]
+ *                  [--time-limit S] [--split]
  *
  * Opens C connections (default 4); each sends one request at a time and
  * waits for its reply: a known symbol (80%), a random one, mostly unknown
  * (15%), or a request that breaks the format (5%, see quote.h).  Every
  * reply is compared, byte for byte, with what quote_answer() gives for
- * the same request over the same quote file.  With --requests (default
+ * the same request over the same quote file (--split: each request goes
+ * out in two sends, the second after a trip through the event loop, so
+ * that the server sees requests cut in two).  With --requests (default
  * 1000) each connection sends R requests; with --duration it sends until
  * S seconds have passed, then waits up to 2 s for the replies still due.
  *
@@ -81,6 +83,7 @@ struct client {
   unsigned long refused;       /* connections not made */
   int draining;                /* --duration over: send nothing more */
   int timed_out;
+  int split; /* --split: each request in two sends */
   uint64_t histogram[BUCKETS];
 };
 
@@ -92,6 +95,7 @@ struct connection {
   uint32_t rng;
   unsigned interest;
   size_t sent, received;
+  size_t limit; /* send up to here before waiting for the next event */
   taxi_time_t started;
   unsigned char req[QUOTE_REQUEST_SIZE];
   unsigned char want[QUOTE_REPLY_SIZE], got[QUOTE_REPLY_SIZE];
@@ -136,6 +140,9 @@ static void prepare(struct connection *c) {
   }
   quote_answer(t, c->req, c->want);
   c->sent = c->received = 0;
+  c->limit = QUOTE_REQUEST_SIZE;
+  if (c->client->split)
+    c->limit = 1 + next_random(c) % (QUOTE_REQUEST_SIZE - 1);
   c->started = taxi_now();
 }
 
@@ -173,8 +180,13 @@ static int follow(struct connection *c) {
 static int send_some(struct connection *c) {
   while (c->sent < QUOTE_REQUEST_SIZE) {
     size_t n;
-    switch (
-        echo_send(c->fd, c->req + c->sent, QUOTE_REQUEST_SIZE - c->sent, &n)) {
+    if (c->sent == c->limit) {
+      /* --split: the rest at the next writable event, after a trip
+       * through the reactor, so that it likely arrives on its own. */
+      c->limit = QUOTE_REQUEST_SIZE;
+      return follow(c);
+    }
+    switch (echo_send(c->fd, c->req + c->sent, c->limit - c->sent, &n)) {
       case ECHO_IO_OK:
         if (c->sent == 0) c->client->outstanding++;
         c->sent += n;
@@ -331,7 +343,7 @@ static void usage(FILE *out) {
           "usage: quote_client --port P --quotes FILE [--host ADDR]\n"
           "                    [--connections C] [--requests R | --duration "
           "S]\n"
-          "                    [--seed N] [--time-limit S]\n"
+          "                    [--seed N] [--time-limit S] [--split]\n"
           "  --port P          the quote server's port\n"
           "  --quotes FILE     the quote table the server was given\n"
           "  --host ADDR       the server's address (default 127.0.0.1)\n"
@@ -339,7 +351,8 @@ static void usage(FILE *out) {
           "  --requests R      requests per connection (default 1000)\n"
           "  --duration S      send for S seconds instead\n"
           "  --seed N          varies the requests (default 1)\n"
-          "  --time-limit S    with --requests: give up after S s (60)\n");
+          "  --time-limit S    with --requests: give up after S s (60)\n"
+          "  --split           send each request in two pieces\n");
 }
 
 static uint64_t percentile(const struct client *cl, double p) {
@@ -372,6 +385,11 @@ int main(int argc, char **argv) {
     if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
       usage(stdout);
       return EXIT_OK;
+    }
+    if (strcmp(argv[i], "--split") == 0) {
+      cl.split = 1;
+      i++;
+      continue;
     }
     if ((m = echo_option(argc, argv, &i, "--port", &value)) > 0) {
       if (echo_parse_port(value, &port) != 0 || port == 0) {

@@ -434,10 +434,10 @@ int quote_run_plain(struct quote_server *srv) {
       status = QUOTE_EXIT_ERROR;
     }
   }
-  printf("quote_server: model=%s threads=%u\n", srv->model,
-         m == ITERATIVE      ? 1u
-         : m == HANDLE_QUEUE ? srv->threads
-                             : 0u);
+  if (m == HANDLE_QUEUE)
+    printf("quote_server: model=%s threads=%u\n", srv->model, srv->threads);
+  else /* one thread, or one per connection or request */
+    printf("quote_server: model=%s\n", srv->model);
   printf("quote_server: listening on %s\n", bound);
   fflush(stdout); /* scripts wait for this line */
 

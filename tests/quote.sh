@@ -106,7 +106,11 @@ for model in iterative thread-per-request thread-per-connection \
         cat "$work/client.out"
         bad "$model: split requests"
       fi
-      stop "$model" && ok "$model: stopped" || bad "$model: stop"
+      if stop "$model"; then
+        ok "$model: stopped"
+      else
+        bad "$model: stop"
+      fi
     else
       cat "$work/client.out"
       stop "$model"

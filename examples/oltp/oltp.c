@@ -5,7 +5,14 @@
  */
 #include "oltp.h"
 
+#include <taxi/taxi.h>
+
+#ifdef _WIN32
+#include <windows.h>
+#endif
 #include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -205,3 +212,40 @@ void oltp_table_execute(struct oltp_table *t, const struct oltp_request *req,
 uint64_t oltp_table_transactions(struct oltp_table *t) {
   return atomic_load(&t->transactions);
 }
+
+/* ---- stopping ----------------------------------------------------------- */
+
+#ifdef _WIN32
+/* Windows has no SIGINT for taxi to deliver: the console's control
+ * events come in a thread of their own, and taxi_io_stop may be called
+ * from any thread. */
+static taxi_io_t *stop_io;
+
+static BOOL WINAPI on_console(DWORD type) {
+  (void)type;
+  if (stop_io) taxi_io_stop(stop_io);
+  return TRUE; /* handled: the process is not ended for us */
+}
+
+void oltp_stop_on_signals(struct taxi_io *io, const char *prog) {
+  stop_io = io;
+  if (!SetConsoleCtrlHandler(on_console, TRUE))
+    fprintf(stderr, "%s: no orderly stop on Ctrl-C\n", prog);
+}
+#else
+static void on_signal(taxi_io_t *io, int signo, void *arg) {
+  (void)signo;
+  (void)arg;
+  taxi_io_stop(io);
+}
+
+void oltp_stop_on_signals(struct taxi_io *io, const char *prog) {
+  static const int stop_signals[] = {SIGINT, SIGTERM};
+  for (size_t i = 0; i < sizeof stop_signals / sizeof *stop_signals; i++) {
+    int rc = taxi_io_on_signal(io, stop_signals[i], on_signal, NULL);
+    if (rc < 0)
+      fprintf(stderr, "%s: no orderly stop on signal %d: %s\n", prog,
+              stop_signals[i], taxi_strerror(rc));
+  }
+}
+#endif

@@ -105,6 +105,13 @@ uint64_t oltp_table_transactions(struct oltp_table *t);
 
 /* ---- command lines ------------------------------------------------------ */
 
+struct taxi_io;
+
+/* Stop io (taxi_io_stop) on SIGINT and SIGTERM - on Windows, on the
+ * console's Ctrl-C and Ctrl-Break events - saying on stderr, as `prog`,
+ * what cannot be had.  Call before taxi_io_run. */
+void oltp_stop_on_signals(struct taxi_io *io, const char *prog);
+
 /* Exit statuses: 2 a bad command line, 3 a configuration the library
  * refuses (as echo_server). */
 #define OLTP_EXIT_OK 0

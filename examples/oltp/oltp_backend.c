@@ -17,7 +17,6 @@
  *
  * serves until SIGINT or SIGTERM, then prints how many transactions it ran.
  */
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,12 +66,6 @@ static void on_accept(taxi_listener_t *l, taxi_stream_t *s, void *arg) {
   taxi_stream_read_start(s, on_read);
 }
 
-static void on_signal(taxi_io_t *io, int signo, void *arg) {
-  (void)signo;
-  (void)arg;
-  taxi_io_stop(io);
-}
-
 static int usage(FILE *out, int status) {
   fprintf(out,
           "usage: oltp_backend [--port P] [--host H] [--dispatcher "
@@ -84,7 +77,6 @@ static int usage(FILE *out, int status) {
 }
 
 int main(int argc, char **argv) {
-  static const int stop_signals[] = {SIGINT, SIGTERM};
   const char *host = "127.0.0.1", *v;
   unsigned port = 0;
   unsigned long accounts = 1000, initial = 1000000, work = 0, threads = 0;
@@ -168,10 +160,7 @@ int main(int argc, char **argv) {
     oltp_table_destroy(table);
     return OLTP_EXIT_ERROR;
   }
-  for (size_t i = 0; i < sizeof stop_signals / sizeof *stop_signals; i++)
-    if ((rc = taxi_io_on_signal(io, stop_signals[i], on_signal, NULL)) < 0)
-      fprintf(stderr, "oltp_backend: no orderly stop on signal %d: %s\n",
-              stop_signals[i], taxi_strerror(rc));
+  oltp_stop_on_signals(io, "oltp_backend");
   taxi_addr_t bound;
   taxi_listener_address(l, &bound);
   taxi_addr_format(&bound, text, sizeof text);

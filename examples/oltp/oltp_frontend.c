@@ -26,7 +26,6 @@
  * OLTP_UNAVAILABLE; a reply that comes after its time-out is counted and
  * dropped (the client has its answer already).
  */
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -135,12 +134,6 @@ static void on_accept(taxi_listener_t *l, taxi_stream_t *s, void *arg) {
   taxi_stream_read_start(s, on_read);
 }
 
-static void on_signal(taxi_io_t *io, int signo, void *arg) {
-  (void)signo;
-  (void)arg;
-  taxi_io_stop(io);
-}
-
 static int usage(FILE *out, int status) {
   fprintf(out,
           "usage: oltp_frontend --backend-port P [--backend-host H] "
@@ -171,7 +164,6 @@ static int finish(struct frontend *fe, int status) {
 }
 
 int main(int argc, char **argv) {
-  static const int stop_signals[] = {SIGINT, SIGTERM};
   const char *host = "127.0.0.1", *backend_host = "127.0.0.1", *v;
   const char *reactor_backend = NULL;
   unsigned port = 0, backend_port = 0;
@@ -265,10 +257,7 @@ int main(int argc, char **argv) {
             taxi_strerror(rc));
     return finish(&fe, OLTP_EXIT_ERROR);
   }
-  for (size_t i = 0; i < sizeof stop_signals / sizeof *stop_signals; i++)
-    if ((rc = taxi_io_on_signal(fe.io, stop_signals[i], on_signal, NULL)) < 0)
-      fprintf(stderr, "oltp_frontend: no orderly stop on signal %d: %s\n",
-              stop_signals[i], taxi_strerror(rc));
+  oltp_stop_on_signals(fe.io, "oltp_frontend");
   /* The pool's other threads; taxi_io_run's caller is the last one. */
   if (threads > 1 && (rc = taxi_lf_spawn(fe.pool, (unsigned)threads - 1)) < 0) {
     fprintf(stderr, "oltp_frontend: cannot start threads: %s\n",

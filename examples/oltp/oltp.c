@@ -213,6 +213,63 @@ uint64_t oltp_table_transactions(struct oltp_table *t) {
   return atomic_load(&t->transactions);
 }
 
+/* ---- serving frames ----------------------------------------------------- */
+
+/* Who takes the frames: one server per program. */
+static oltp_frame_fn served_fn;
+
+static int served_frame(void *arg, const unsigned char *frame) {
+  return served_fn(arg, frame);
+}
+
+static void served_read(taxi_stream_t *s, int status, const void *data,
+                        size_t len) {
+  if (status < 0)
+    taxi_stream_end(s);
+  else if (oltp_framer_feed(taxi_stream_data(s), data, len, served_frame, s) <
+           0)
+    taxi_stream_close(s);
+}
+
+static void served_close(taxi_stream_t *s, int status) {
+  (void)status;
+  free(taxi_stream_data(s));
+}
+
+static void served_accept(taxi_listener_t *l, taxi_stream_t *s, void *arg) {
+  (void)l;
+  (void)arg;
+  struct oltp_framer *f = calloc(1, sizeof *f); /* per connection */
+  if (!f) {
+    taxi_stream_close(s);
+    return;
+  }
+  taxi_stream_set_data(s, f);
+  taxi_stream_on_close(s, served_close);
+  taxi_stream_read_start(s, served_read);
+}
+
+int oltp_serve(struct taxi_io *io, const char *host, unsigned port,
+               oltp_frame_fn fn, const char *prog, char *bound, size_t size) {
+  char address[300];
+  snprintf(address, sizeof address, strchr(host, ':') ? "[%s]:%u" : "%s:%u",
+           host, port);
+  taxi_stream_options_t so = TAXI_STREAM_OPTIONS_INIT;
+  so.flags = TAXI_STREAM_PAUSE_READING | TAXI_STREAM_NODELAY;
+  taxi_listener_options_t lo = TAXI_LISTENER_OPTIONS_INIT;
+  lo.stream = &so;
+  taxi_listener_t *l;
+  taxi_addr_t a;
+  served_fn = fn;
+  int rc = taxi_listener_create(&l, io, address, &lo, served_accept, NULL);
+  if (rc == 0) rc = taxi_listener_address(l, &a);
+  if (rc == 0) rc = taxi_addr_format(&a, bound, size) < 0 ? TAXI_EINVAL : 0;
+  if (rc < 0)
+    fprintf(stderr, "%s: cannot listen on %s: %s\n", prog, address,
+            taxi_strerror(rc));
+  return rc;
+}
+
 /* ---- stopping ----------------------------------------------------------- */
 
 #ifdef _WIN32

@@ -106,6 +106,22 @@ uint64_t oltp_table_transactions(struct oltp_table *t);
 /* ---- command lines ------------------------------------------------------ */
 
 struct taxi_io;
+struct taxi_stream;
+
+/* What a server does with one complete frame from a connection; a
+ * negative return closes the connection. */
+typedef int (*oltp_frame_fn)(struct taxi_stream *s, const unsigned char *frame);
+
+/*
+ * oltp_serve - listen on host:port (port 0: any) in io and hand every
+ * frame of every connection, in order, to fn.  Reading pauses while a
+ * read's worth of replies would not fit the connection's output, so a
+ * reply as long as its request always finds room.  On success writes the
+ * address bound ("H:P") to bound[0..size) and returns 0; else prints why,
+ * as `prog`, and returns the taxi error.  One such server per program.
+ */
+int oltp_serve(struct taxi_io *io, const char *host, unsigned port,
+               oltp_frame_fn fn, const char *prog, char *bound, size_t size);
 
 /* Stop io (taxi_io_stop) on SIGINT and SIGTERM - on Windows, on the
  * console's Ctrl-C and Ctrl-Break events - saying on stderr, as `prog`,

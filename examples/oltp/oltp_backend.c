@@ -28,14 +28,8 @@
 
 static struct oltp_table *table;
 
-static void on_close(taxi_stream_t *s, int status) {
-  (void)status;
-  free(taxi_stream_data(s));
-}
-
 /* One request: run it, queue its reply. */
-static int serve(void *arg, const unsigned char *frame) {
-  taxi_stream_t *s = arg;
+static int serve(taxi_stream_t *s, const unsigned char *frame) {
   struct oltp_request req;
   struct oltp_reply rep;
   unsigned char out[OLTP_FRAME];
@@ -43,27 +37,6 @@ static int serve(void *arg, const unsigned char *frame) {
   oltp_table_execute(table, &req, &rep);
   oltp_reply_encode(&rep, out);
   return taxi_stream_write(s, out, sizeof out, NULL, NULL);
-}
-
-static void on_read(taxi_stream_t *s, int status, const void *data,
-                    size_t len) {
-  if (status < 0)
-    taxi_stream_end(s);
-  else if (oltp_framer_feed(taxi_stream_data(s), data, len, serve, s) < 0)
-    taxi_stream_close(s);
-}
-
-static void on_accept(taxi_listener_t *l, taxi_stream_t *s, void *arg) {
-  (void)l;
-  (void)arg;
-  struct oltp_framer *c = calloc(1, sizeof *c); /* per connection */
-  if (!c) {
-    taxi_stream_close(s);
-    return;
-  }
-  taxi_stream_set_data(s, c);
-  taxi_stream_on_close(s, on_close);
-  taxi_stream_read_start(s, on_read);
 }
 
 static int usage(FILE *out, int status) {
@@ -140,30 +113,14 @@ int main(int argc, char **argv) {
     return rc == TAXI_ENOTSUP || rc == TAXI_ENOBACKEND ? OLTP_EXIT_REFUSED
                                                        : OLTP_EXIT_ERROR;
   }
-  char address[300], text[TAXI_ADDR_STRLEN];
-  snprintf(address, sizeof address, strchr(host, ':') ? "[%s]:%u" : "%s:%u",
-           host, port);
-  /* A reply is as long as its request, so pausing reading while a read's
-   * worth of replies would not fit means a reply always finds room: no
-   * request waits in the program, none is refused.  (Peers that send
-   * without reading are held back by TCP.) */
-  taxi_stream_options_t so = TAXI_STREAM_OPTIONS_INIT;
-  so.flags = TAXI_STREAM_PAUSE_READING | TAXI_STREAM_NODELAY;
-  taxi_listener_options_t lo = TAXI_LISTENER_OPTIONS_INIT;
-  lo.stream = &so;
-  taxi_listener_t *l;
-  rc = taxi_listener_create(&l, io, address, &lo, on_accept, NULL);
-  if (rc < 0) {
-    fprintf(stderr, "oltp_backend: cannot listen on %s: %s\n", address,
-            taxi_strerror(rc));
+  char text[TAXI_ADDR_STRLEN];
+  if (oltp_serve(io, host, port, serve, "oltp_backend", text, sizeof text) <
+      0) {
     taxi_io_destroy(io);
     oltp_table_destroy(table);
     return OLTP_EXIT_ERROR;
   }
   oltp_stop_on_signals(io, "oltp_backend");
-  taxi_addr_t bound;
-  taxi_listener_address(l, &bound);
-  taxi_addr_format(&bound, text, sizeof text);
   printf(
       "oltp_backend: dispatcher=%s threads=%u accounts=%lu listening on %s\n",
       taxi_io_dispatcher_name(o.dispatcher), taxi_io_threads(io), accounts,

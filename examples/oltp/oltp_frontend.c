@@ -102,36 +102,10 @@ static void forward(const unsigned char *frame, unsigned char *out) {
   oltp_reply_encode(&rep, out);
 }
 
-static int relay(void *arg, const unsigned char *frame) {
+static int relay(taxi_stream_t *s, const unsigned char *frame) {
   unsigned char out[OLTP_FRAME];
   forward(frame, out);
-  return taxi_stream_write(arg, out, sizeof out, NULL, NULL);
-}
-
-static void on_read(taxi_stream_t *s, int status, const void *data,
-                    size_t len) {
-  if (status < 0)
-    taxi_stream_end(s);
-  else if (oltp_framer_feed(taxi_stream_data(s), data, len, relay, s) < 0)
-    taxi_stream_close(s);
-}
-
-static void on_close(taxi_stream_t *s, int status) {
-  (void)status;
-  free(taxi_stream_data(s));
-}
-
-static void on_accept(taxi_listener_t *l, taxi_stream_t *s, void *arg) {
-  (void)l;
-  (void)arg;
-  struct oltp_framer *f = calloc(1, sizeof *f); /* per connection */
-  if (!f) {
-    taxi_stream_close(s);
-    return;
-  }
-  taxi_stream_set_data(s, f);
-  taxi_stream_on_close(s, on_close);
-  taxi_stream_read_start(s, on_read);
+  return taxi_stream_write(s, out, sizeof out, NULL, NULL);
 }
 
 static int usage(FILE *out, int status) {
@@ -242,21 +216,12 @@ int main(int argc, char **argv) {
   o.reactor = fe.r;
   o.lf_pool = fe.pool;
   rc = taxi_io_create(&fe.io, &o);
-  char address[300], text[TAXI_ADDR_STRLEN];
-  snprintf(address, sizeof address, strchr(host, ':') ? "[%s]:%u" : "%s:%u",
-           host, port);
-  taxi_listener_t *l = NULL;
-  taxi_stream_options_t so = TAXI_STREAM_OPTIONS_INIT;
-  so.flags = TAXI_STREAM_PAUSE_READING | TAXI_STREAM_NODELAY;
-  taxi_listener_options_t lo = TAXI_LISTENER_OPTIONS_INIT;
-  lo.stream = &so;
-  if (rc == 0)
-    rc = taxi_listener_create(&l, fe.io, address, &lo, on_accept, NULL);
-  if (rc < 0) {
-    fprintf(stderr, "oltp_frontend: cannot listen on %s: %s\n", address,
-            taxi_strerror(rc));
+  char text[TAXI_ADDR_STRLEN];
+  if (rc < 0)
+    fprintf(stderr, "oltp_frontend: cannot start: %s\n", taxi_strerror(rc));
+  if (rc < 0 || oltp_serve(fe.io, host, port, relay, "oltp_frontend", text,
+                           sizeof text) < 0)
     return finish(&fe, OLTP_EXIT_ERROR);
-  }
   oltp_stop_on_signals(fe.io, "oltp_frontend");
   /* The pool's other threads; taxi_io_run's caller is the last one. */
   if (threads > 1 && (rc = taxi_lf_spawn(fe.pool, (unsigned)threads - 1)) < 0) {
@@ -264,9 +229,6 @@ int main(int argc, char **argv) {
             taxi_strerror(rc));
     return finish(&fe, OLTP_EXIT_ERROR);
   }
-  taxi_addr_t bound;
-  taxi_listener_address(l, &bound);
-  taxi_addr_format(&bound, text, sizeof text);
   printf("oltp_frontend: threads=%lu links=%lu listening on %s\n", threads,
          nlinks, text);
   fflush(stdout);

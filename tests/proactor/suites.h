@@ -34,9 +34,15 @@ extern const taxi_test_suite_t pt_suite_counters;   /* counters.c */
 extern const taxi_test_suite_t pt_suite_one_thread; /* one_thread.c */
 extern const taxi_test_suite_t pt_suite_pooled;     /* pooled.c */
 extern const taxi_test_suite_t pt_suite_group;      /* group.c */
+extern const taxi_test_suite_t pt_suite_group_api;  /* group_api.c */
 
 /* refusal.c: io_uring refused (seccomp ENOSYS/EPERM) -> clear error, the
  * automatic choice falls back.  Part of the bad input suite. */
 void pt_test_uring_refused(void);
+
+/* group.c: a group of `count` proactors on pt_backend (asserted made),
+ * and a run of it in a bounded thread until it stops (what run returned). */
+taxi_proactor_group_t *gr_group(unsigned count, taxi_group_spread_t s);
+int gr_run(taxi_proactor_group_t *g);
 
 #endif /* TAXI_TESTS_PROACTOR_SUITES_H */

@@ -230,6 +230,8 @@ typedef struct taxi_lf_mux_options {
  * set).  Does nothing for NULL.  Any thread. */
 TAXI_EXTERN void taxi_lf_mux_options_init(taxi_lf_mux_options_t *o);
 
+/* TAXI_LF_MUX_OPTIONS_INIT - an initialiser with the defaults, as
+ * taxi_lf_mux_options_init() sets them. */
 TAXI__OPTIONS_DEFAULT(taxi_lf_mux_options_t, taxi_lf_mux_options_init)
 #define TAXI_LF_MUX_OPTIONS_INIT \
   TAXI__OPTIONS_INIT(taxi_lf_mux_options_t, taxi_lf_mux_options_init)

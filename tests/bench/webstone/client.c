@@ -525,5 +525,15 @@ void *ws_thread_main(void *arg) {
       if (ev[i].tag < (uint32_t)t->nclients)
         on_event(t, &t->clients[ev[i].tag], ev[i].flags);
   }
+  {
+    int64_t now = ws_now_ns();
+    for (i = 0; i < t->nclients; i++) {
+      const struct ws_client *c = &t->clients[i];
+      if (c->state < C_CONNECTING) continue;
+      t->st->unfinished++;
+      if ((uint64_t)(now - c->t_start) > t->st->unfinished_max_ns)
+        t->st->unfinished_max_ns = (uint64_t)(now - c->t_start);
+    }
+  }
   return NULL;
 }

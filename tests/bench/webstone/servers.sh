@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
+# shellcheck shell=sh
 # servers.sh - start and stop a stock web server on a loopback port for the
 # web load generator (tests/bench/webstone): nginx or lighttpd, configured
 # in a scratch directory (one worker, sendfile on, no access log), or

@@ -90,6 +90,9 @@ void ws_stats_merge(struct ws_stats *into, const struct ws_stats *s) {
   into->warmup_requests += s->warmup_requests;
   into->reconnects += s->reconnects;
   into->rate_sum += s->rate_sum;
+  into->unfinished += s->unfinished;
+  if (s->unfinished_max_ns > into->unfinished_max_ns)
+    into->unfinished_max_ns = s->unfinished_max_ns;
   for (i = 0; i < WS_ERR_COUNT; i++) into->errors[i] += s->errors[i];
   ws_hist_merge(&into->first_byte, &s->first_byte);
   ws_hist_merge(&into->last_byte, &s->last_byte);
@@ -133,13 +136,15 @@ void ws_report(FILE *human, const struct ws_stats *s, double seconds,
           "webstone: %s, %ld clients, %ld threads, %s: %.2f s, %llu requests, "
           "%.0f req/s, %.2f Mbit/s received (headers+body), %.3f Mbit/s per "
           "request; first byte ms mean %.3f p50 %.3f p99 %.3f; last byte ms "
-          "mean %.3f p50 %.3f p99 %.3f; errors %llu\n",
+          "mean %.3f p50 %.3f p99 %.3f; unfinished %llu (oldest %.0f ms); "
+          "errors %llu\n",
           what, ws_opt.clients, ws_opt.threads,
           ws_opt.keep_alive ? "keep-alive" : "close", seconds,
           (unsigned long long)s->requests, rps, bps / 1e6, per_req / 1e6,
           ws_hist_mean(fb) / 1e6, ws_hist_quantile(fb, 0.5) / 1e6,
           ws_hist_quantile(fb, 0.99) / 1e6, ws_hist_mean(lb) / 1e6,
           ws_hist_quantile(lb, 0.5) / 1e6, ws_hist_quantile(lb, 0.99) / 1e6,
+          (unsigned long long)s->unfinished, (double)s->unfinished_max_ns / 1e6,
           (unsigned long long)errors);
   if (errors) {
     fprintf(human, "webstone: errors:");
@@ -164,7 +169,8 @@ void ws_report(FILE *human, const struct ws_stats *s, double seconds,
       "\"first_byte_mean_ms\":%.4f,\"first_byte_p50_ms\":%.4f,"
       "\"first_byte_p99_ms\":%.4f,\"last_byte_mean_ms\":%.4f,"
       "\"last_byte_p50_ms\":%.4f,\"last_byte_p99_ms\":%.4f,"
-      "\"last_byte_max_ms\":%.4f,\"errors\":%llu",
+      "\"last_byte_max_ms\":%.4f,\"unfinished\":%llu,"
+      "\"unfinished_oldest_ms\":%.1f,\"errors\":%llu",
       ws_opt.keep_alive ? "true" : "false", ws_opt.warmup, seconds,
       (unsigned long long)s->requests, (unsigned long long)s->warmup_requests,
       (unsigned long long)s->connects, (unsigned long long)s->reconnects,
@@ -172,7 +178,8 @@ void ws_report(FILE *human, const struct ws_stats *s, double seconds,
       per_req, ws_hist_mean(fb) / 1e6, ws_hist_quantile(fb, 0.5) / 1e6,
       ws_hist_quantile(fb, 0.99) / 1e6, ws_hist_mean(lb) / 1e6,
       ws_hist_quantile(lb, 0.5) / 1e6, ws_hist_quantile(lb, 0.99) / 1e6,
-      (double)lb->max / 1e6, (unsigned long long)errors);
+      (double)lb->max / 1e6, (unsigned long long)s->unfinished,
+      (double)s->unfinished_max_ns / 1e6, (unsigned long long)errors);
   for (i = 0; i < WS_ERR_COUNT; i++)
     printf(",\"%s\":%llu", json_names[i], (unsigned long long)s->errors[i]);
   printf(",\"ok\":%s}\n", failed ? "false" : "true");

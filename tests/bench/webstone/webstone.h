@@ -130,6 +130,10 @@ struct ws_stats {
   uint64_t warmup_requests;
   uint64_t reconnects; /* a kept-alive connection the server had closed */
   double rate_sum;     /* per request: bits / (close - request start) */
+  /* Requests still in flight when the measurement stopped, and the age of
+   * the oldest: a server that leaves some clients waiting (a full listen
+   * queue) shows here, not in the latencies of the completed ones. */
+  uint64_t unfinished, unfinished_max_ns;
   uint64_t errors[WS_ERR_COUNT];
   struct ws_histogram first_byte, last_byte;
 };

@@ -28,10 +28,11 @@
  * of the request (its connect included when it opens a connection), the
  * requests still in flight at the stop (with the oldest one's age: the
  * latencies are those of completed requests, so a server that starves some
- * clients shows there) and the errors by kind.  Any error, or the run exceeding --time-limit (default
- * 60 s), makes the exit status 1 (errors alone do not with --allow-errors);
- * bad usage exits 2.  The human line goes to stdout, or with --json to
- * stderr and one JSON object to stdout, as tests/bench/loadgen does.
+ * clients shows there) and the errors by kind.  Any error, or the run exceeding
+ * --time-limit (default 60 s), makes the exit status 1 (errors alone do not
+ * with --allow-errors); bad usage exits 2.  The human line goes to stdout, or
+ * with --json to stderr and one JSON object to stdout, as tests/bench/loadgen
+ * does.
  */
 #include "webstone.h"
 

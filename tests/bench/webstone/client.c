@@ -220,6 +220,7 @@ static void finish(struct ws_thread *t, struct ws_client *c, int64_t now) {
     ws_hist_record(&s->first_byte, (uint64_t)(c->t_first - c->t_start));
     ws_hist_record(&s->last_byte, (uint64_t)(c->t_last - c->t_start));
     s->rate_sum += (double)c->resp_bytes * 8.0 * 1e9 / (double)span;
+    s->last_done = now;
     if (ws_opt.requests > 0) atomic_fetch_add(&ws_finished, 1);
   } else if (atomic_load(&ws_phase) == WS_WARMUP) {
     t->st->warmup_requests++;

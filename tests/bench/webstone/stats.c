@@ -91,6 +91,7 @@ void ws_stats_merge(struct ws_stats *into, const struct ws_stats *s) {
   into->reconnects += s->reconnects;
   into->rate_sum += s->rate_sum;
   into->unfinished += s->unfinished;
+  if (s->last_done > into->last_done) into->last_done = s->last_done;
   if (s->unfinished_max_ns > into->unfinished_max_ns)
     into->unfinished_max_ns = s->unfinished_max_ns;
   for (i = 0; i < WS_ERR_COUNT; i++) into->errors[i] += s->errors[i];

@@ -29,10 +29,10 @@
  * requests still in flight at the stop (with the oldest one's age: the
  * latencies are those of completed requests, so a server that starves some
  * clients shows there) and the errors by kind.  Any error, or the run exceeding
- * --time-limit (default 60 s), makes the exit status 1 (errors alone do not
- * with --allow-errors); bad usage exits 2.  The human line goes to stdout, or
- * with --json to stderr and one JSON object to stdout, as tests/bench/loadgen
- * does.
+ * --time-limit (default 60 s, or warm-up + duration + 30 s if longer), makes
+ * the exit status 1 (errors alone do not with --allow-errors); bad usage
+ * exits 2.  The human line goes to stdout, or with --json to stderr and one
+ * JSON object to stdout, as tests/bench/loadgen does.
  */
 #include "webstone.h"
 
@@ -85,7 +85,8 @@ static void usage(FILE *out) {
           "  --seed N            the PRNG seed of the mix (default 1)\n"
           "  --timeout S         a request making no progress for S seconds\n"
           "                      is an error (default 10)\n"
-          "  --time-limit S      give up after S seconds in all (default 60)\n"
+          "  --time-limit S      give up after S seconds in all (default 60,\n"
+          "                      or warm-up + duration + 30 if longer)\n"
           "  --threads T         client threads (default 1)\n"
           "  --allow-errors      exit 0 even if requests failed\n"
           "  --json              print the result as one JSON object\n"
@@ -146,7 +147,7 @@ static int parse_seconds(const char *name, const char *text, double min,
 
 /* 1: --make-docroot was done (or failed: *status), 0: a run, -1: usage. */
 static int parse_args(int argc, char **argv, int *status) {
-  int i = 1, have_duration = 0;
+  int i = 1, have_duration = 0, have_limit = 0;
   long n;
   ws_opt.host = "127.0.0.1";
   ws_opt.clients = 10;
@@ -206,6 +207,7 @@ static int parse_args(int argc, char **argv, int *status) {
     } else if (m == 0 && (m = option(argc, argv, &i, "--time-limit", &v)) > 0) {
       if (parse_seconds("--time-limit", v, 0.001, &ws_opt.time_limit) < 0)
         return -1;
+      have_limit = 1;
     } else if (m == 0 && (m = option(argc, argv, &i, "--seed", &v)) > 0) {
       if (parse_long("--seed", v, 0, LONG_MAX, &n) < 0) return -1;
       ws_opt.seed = (uint64_t)n;
@@ -223,6 +225,10 @@ static int parse_args(int argc, char **argv, int *status) {
     return -1;
   }
   if (ws_opt.threads > ws_opt.clients) ws_opt.threads = ws_opt.clients;
+  /* A long --duration alone stretches the default limit. */
+  if (!have_limit && ws_opt.requests == 0 &&
+      ws_opt.warmup + ws_opt.duration + 30 > ws_opt.time_limit)
+    ws_opt.time_limit = ws_opt.warmup + ws_opt.duration + 30;
   return 0;
 }
 
@@ -329,6 +335,9 @@ int main(int argc, char **argv) {
     ws_thread_free(&threads[i]);
     free(threads[i].st);
   }
+  /* --requests: the measurement ends with the last request. */
+  if (ws_opt.requests > 0 && total->last_done > t_start)
+    t_stop = total->last_done;
   seconds =
       t_start > 0 && t_stop > t_start ? (double)(t_stop - t_start) / 1e9 : 0;
   if (ws_stats_errors(total) > 0 && !ws_opt.allow_errors) failed = 1;

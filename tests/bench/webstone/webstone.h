@@ -134,6 +134,7 @@ struct ws_stats {
    * the oldest: a server that leaves some clients waiting (a full listen
    * queue) shows here, not in the latencies of the completed ones. */
   uint64_t unfinished, unfinished_max_ns;
+  int64_t last_done; /* when the last counted request ended (ws_now_ns) */
   uint64_t errors[WS_ERR_COUNT];
   struct ws_histogram first_byte, last_byte;
 };

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# shellcheck disable=SC2059 # the printf formats are our own
+# shellcheck disable=SC2154 # ws_port is set by servers.sh
+# run.sh - the WebSTONE-like experiment against stock web servers: each
+# server (tests/bench/webstone/servers.sh) serves a fresh docroot and
+# webstone drives it with each number of clients and each file choice in
+# turn; a table on stdout and every run in OUT/results.csv.
+#
+#   tests/bench/webstone/run.sh [--builddir DIR] [--servers LIST]
+#       [--clients LIST] [--files LIST] [--warmup S] [--duration S]
+#       [--threads T] [--keep-alive] [--out DIR]
+#
+# LIST is space-separated.  Servers: nginx lighttpd python (the default:
+# all three; one not installed is skipped with a message).  Clients:
+# default "10 100 1000".  Files: "mix" (the paper's mix, the default) or a
+# size of /size/BYTES.bin: 500 5000 50000 500000 5000000, the paper's
+# Figures 6-10.  Errors are counted, not fatal (--allow-errors): the table
+# shows them.
+#
+# Columns: req/s; Mbit/s, the bits received per second (headers and
+# bodies) over the measurement; per-req Mbit/s, the average of each
+# request's own rate; first and last byte latency (mean and p99, ms) of the
+# completed requests; unfinished, the requests in flight at the stop and
+# the oldest one's age (ms), where a server that starves some clients
+# shows; errors.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+builddir=.
+servers="nginx lighttpd python"
+clients="10 100 1000"
+files=mix
+warmup=1
+duration=5
+threads=1
+keep=()
+out=''
+usage() { sed -n '/^#   tests/,/^#       \[--threads/p' "$0" | sed 's/^# //'; }
+while [ $# -gt 0 ]; do
+  case $1 in
+  --builddir) builddir=$2; shift 2 ;;
+  --servers) servers=$2; shift 2 ;;
+  --clients) clients=$2; shift 2 ;;
+  --files) files=$2; shift 2 ;;
+  --warmup) warmup=$2; shift 2 ;;
+  --duration) duration=$2; shift 2 ;;
+  --threads) threads=$2; shift 2 ;;
+  --keep-alive) keep=(--keep-alive); shift ;;
+  --out) out=$2; shift 2 ;;
+  -h | --help) usage; exit 0 ;;
+  *) echo "run.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
+  esac
+done
+webstone=$builddir/tests/bench/webstone/webstone
+if [ ! -x "$webstone" ]; then
+  echo "run.sh: $webstone not built (make it in $builddir)" >&2
+  exit 1
+fi
+[ -n "$out" ] || out=$builddir/tests/bench/webstone-results
+mkdir -p "$out" || exit 1
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/taxi-webstone.XXXXXX") || exit 1
+# shellcheck source=tests/bench/webstone/servers.sh disable=SC1091
+. "$here/servers.sh"
+# shellcheck disable=SC2317 # reached through the trap
+cleanup() {
+  ws_server_stop
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+chmod 755 "$tmp" # the servers' workers may run as another user
+"$webstone" --make-docroot "$tmp/docroot" >/dev/null || exit 1
+
+csv=$out/results.csv
+echo "server,file,clients,keep_alive,reqs_per_s,mbit_per_s,per_req_mbit_per_s,first_mean_ms,first_p99_ms,last_mean_ms,last_p99_ms,unfinished,unfinished_oldest_ms,errors" >"$csv"
+fmt='%-9s %-8s %6s %9s %9s %8s %8s %8s %8s %8s %11s %6s\n'
+printf "$fmt" server file clients req/s Mbit/s per-req first first-p99 last last-p99 unfinished errors
+# A field of webstone's JSON line.
+field() { sed -n "s/.*\"$1\":\\([^,}]*\\).*/\\1/p" "$tmp/run.json"; }
+for server in $servers; do
+  if ! ws_server_start "$server" "$tmp/docroot" "$tmp/$server" 2>"$tmp/start.log"; then
+    echo "run.sh: $server skipped: $(head -n 1 "$tmp/start.log")" >&2
+    continue
+  fi
+  for file in $files; do
+    choice=(--mix)
+    [ "$file" = mix ] || choice=(--size "$file")
+    for c in $clients; do
+      "$webstone" --port "$ws_port" --docroot "$tmp/docroot" --clients "$c" \
+        --threads "$threads" --warmup "$warmup" --duration "$duration" \
+        "${choice[@]}" "${keep[@]}" --allow-errors --json \
+        >"$tmp/run.json" 2>"$tmp/run.err"
+      status=$?
+      if [ "$status" -ne 0 ] || [ ! -s "$tmp/run.json" ]; then
+        printf "$fmt" "$server" "$file" "$c" failed '' '' '' '' '' '' '' ''
+        sed 's/^/  /' "$tmp/run.err" | tail -n 5 >&2
+        continue
+      fi
+      row=("$(field reqs_per_s)"
+        "$(awk -v b="$(field bits_per_s)" 'BEGIN { printf "%.1f", b / 1e6 }')"
+        "$(awk -v b="$(field per_request_bits_per_s)" 'BEGIN { printf "%.2f", b / 1e6 }')"
+        "$(field first_byte_mean_ms)" "$(field first_byte_p99_ms)"
+        "$(field last_byte_mean_ms)" "$(field last_byte_p99_ms)"
+        "$(field unfinished)" "$(field unfinished_oldest_ms)" "$(field errors)")
+      printf "$fmt" "$server" "$file" "$c" "${row[0]}" "${row[1]}" "${row[2]}" \
+        "${row[3]}" "${row[4]}" "${row[5]}" "${row[6]}" \
+        "${row[7]}/${row[8]}" "${row[9]}"
+      (IFS=,; echo "$server,$file,$c,${#keep[@]},${row[*]}") >>"$csv"
+    done
+  done
+  ws_server_stop
+done
+echo "run.sh: every run in $csv" >&2

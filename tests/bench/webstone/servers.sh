@@ -1,0 +1,154 @@
+# SPDX-License-Identifier: Apache-2.0
+# shellcheck shell=sh
+# servers.sh - start and stop a stock web server on a loopback port for the
+# web load generator (tests/bench/webstone): nginx or lighttpd, configured
+# in a scratch directory (one worker, sendfile on, no access log), or
+# python3's http.server.  Sourced (POSIX sh) by tests/bench_webstone.sh and
+# by whoever runs the benchmark by hand:
+#
+#     . tests/bench/webstone/servers.sh
+#     ws_server_start nginx DOCROOT SCRATCH && echo "port $ws_port"
+#     ...
+#     ws_server_stop
+#
+# ws_server_start returns 0 with ws_port and ws_pid set, or 1 with the
+# reason on stderr (not installed, did not start).  The server runs in the
+# foreground of a background job, so ws_pid is the server itself.
+
+ws_pid=''
+ws_port=''
+
+# A free loopback port (the kernel's choice; released before the server
+# binds it, so start retries should another program take it meanwhile).
+ws_free_port() {
+  python3 -c 'import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])'
+}
+
+# ws_wait_port PORT PID: 0 once PORT accepts connections, 1 if PID died or
+# 10 s passed.
+ws_wait_port() {
+  python3 -c 'import os, socket, sys, time
+port, pid = int(sys.argv[1]), int(sys.argv[2])
+for _ in range(200):
+    try:
+        socket.create_connection(("127.0.0.1", port), 0.5).close()
+        sys.exit(0)
+    except OSError:
+        pass
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        sys.exit(1)
+    time.sleep(0.05)
+sys.exit(1)' "$1" "$2"
+}
+
+ws_nginx_conf() { # PORT DOCROOT SCRATCH
+  cat <<EOF
+worker_processes 1;
+daemon off;
+master_process off;
+pid $3/nginx.pid;
+error_log $3/nginx-error.log warn;
+worker_rlimit_nofile 16384;
+events { worker_connections 8192; }
+http {
+  access_log off;
+  sendfile on;
+  tcp_nopush on;
+  keepalive_requests 1000000;
+  client_body_temp_path $3/nginx-tmp/body;
+  proxy_temp_path $3/nginx-tmp/proxy;
+  fastcgi_temp_path $3/nginx-tmp/fastcgi;
+  uwsgi_temp_path $3/nginx-tmp/uwsgi;
+  scgi_temp_path $3/nginx-tmp/scgi;
+  types { text/html html; application/octet-stream bin; }
+  server {
+    listen 127.0.0.1:$1 backlog=4096;
+    root $2;
+  }
+}
+EOF
+}
+
+ws_lighttpd_conf() { # PORT DOCROOT SCRATCH
+  cat <<EOF
+server.document-root = "$2"
+server.bind = "127.0.0.1"
+server.port = $1
+server.errorlog = "$3/lighttpd-error.log"
+server.pid-file = "$3/lighttpd.pid"
+server.network-backend = "sendfile"
+server.max-fds = 16384
+server.max-connections = 8192
+server.max-keep-alive-requests = 1000000
+server.listen-backlog = 4096
+mimetype.assign = (".html" => "text/html", ".bin" => "application/octet-stream")
+EOF
+}
+
+# ws_server_start KIND DOCROOT SCRATCH (KIND: nginx, lighttpd or python)
+ws_server_start() {
+  ws_kind=$1 ws_root=$2 ws_dir=$3 ws_try=0
+  case $ws_kind in
+  nginx | lighttpd)
+    if ! command -v "$ws_kind" >/dev/null 2>&1; then
+      echo "servers.sh: $ws_kind is not installed" >&2
+      return 1
+    fi
+    ;;
+  python)
+    if ! command -v python3 >/dev/null 2>&1; then
+      echo "servers.sh: python3 is not installed" >&2
+      return 1
+    fi
+    ;;
+  *)
+    echo "servers.sh: unknown server '$ws_kind'" >&2
+    return 1
+    ;;
+  esac
+  mkdir -p "$ws_dir" || return 1
+  while [ "$ws_try" -lt 5 ]; do
+    ws_try=$((ws_try + 1))
+    ws_port=$(ws_free_port) || return 1
+    case $ws_kind in
+    nginx)
+      mkdir -p "$ws_dir/nginx-tmp"
+      ws_nginx_conf "$ws_port" "$ws_root" "$ws_dir" >"$ws_dir/nginx.conf"
+      nginx -p "$ws_dir" -c "$ws_dir/nginx.conf" \
+        >"$ws_dir/server.log" 2>&1 </dev/null &
+      ;;
+    lighttpd)
+      ws_lighttpd_conf "$ws_port" "$ws_root" "$ws_dir" >"$ws_dir/lighttpd.conf"
+      lighttpd -D -f "$ws_dir/lighttpd.conf" \
+        >"$ws_dir/server.log" 2>&1 </dev/null &
+      ;;
+    python)
+      python3 -m http.server --bind 127.0.0.1 --directory "$ws_root" \
+        "$ws_port" >"$ws_dir/server.log" 2>&1 </dev/null &
+      ;;
+    esac
+    ws_pid=$!
+    if ws_wait_port "$ws_port" "$ws_pid"; then
+      return 0
+    fi
+    kill -KILL "$ws_pid" 2>/dev/null
+    wait "$ws_pid" 2>/dev/null
+    ws_pid=''
+  done
+  echo "servers.sh: $ws_kind did not start:" >&2
+  cat "$ws_dir/server.log" "$ws_dir"/*-error.log >&2 2>/dev/null
+  return 1
+}
+
+ws_server_stop() {
+  if [ -n "$ws_pid" ]; then
+    kill -TERM "$ws_pid" 2>/dev/null
+    wait "$ws_pid" 2>/dev/null
+    ws_pid=''
+  fi
+}

@@ -118,9 +118,15 @@ static void feed(struct trace *t, const struct http_limits *lim,
 
 int http_check_input(const unsigned char *data, size_t n, char *why,
                      size_t why_size) {
-  static const struct http_limits limits[] = {HTTP_LIMITS_DEFAULT, {40, 96, 3}};
   uint64_t h = 14695981039346656037u;
   for (size_t i = 0; i < n; i++) h = (h ^ data[i]) * 1099511628211u;
+  /* The defaults, small ones, and ones from the data, so that every bound
+   * is met at varying places. */
+  const struct http_limits limits[] = {
+      HTTP_LIMITS_DEFAULT,
+      {40, 96, 3},
+      {(size_t)(h >> 8) % 64, (size_t)(h >> 16) % 256, (unsigned)(h >> 24) % 6},
+  };
   for (size_t l = 0; l < sizeof limits / sizeof limits[0]; l++) {
     struct trace whole = {14695981039346656037u, 0, 0, why, why_size};
     feed(&whole, &limits[l], data, n, n, n);

@@ -12,11 +12,11 @@
 #include <stddef.h>
 
 /* Parses data (pipelined heads, one after the other) with the default
- * limits and with small ones, fed whole, split at a point derived from the
- * data, and byte by byte.  Returns 0 when every result is one of the
- * documented ones, consistent (consumed <= input, a clean path: starts with
- * '/', no NUL, no empty, "." or ".." segment) and the same for every
- * feeding; otherwise -1 with the reason in why. */
+ * limits, small ones and ones derived from the data, fed whole, split at a
+ * point derived from the data, and byte by byte.  Returns 0 when every
+ * result is one of the documented ones, consistent (consumed <= input, a
+ * clean path: starts with '/', no NUL, no empty, "." or ".." segment) and
+ * the same for every feeding; otherwise -1 with the reason in why. */
 int http_check_input(const unsigned char *data, size_t n, char *why,
                      size_t why_size);
 

@@ -47,6 +47,10 @@ static int ctx_open(taxi_io_t *io) {
 
 static void ctx_close(taxi_io_t *io) {
   taxi_reactor_remove(io->reactor, &io->wake_h);
+  /* Its signals are gone, but the handler stays attached until removed:
+   * a reactor the application supplied outlives the context (ENOENT when
+   * no signal was ever asked for). */
+  (void)taxi_reactor_remove(io->reactor, &io->sig_h);
   taxi__close(io->wake[0]);
 }
 

@@ -56,13 +56,14 @@ start() {
 
 # stop: SIGINT; the server must exit 0 with its closing line.
 stop() {
-  ok=1
+  stopped=1
   kill -INT "$pid" 2>/dev/null
-  wait "$pid" || ok=0
+  wait "$pid" || stopped=0
   pid=''
-  grep -q "^oltp_backend: stopped after [0-9]* transactions" "$out" || ok=0
-  [ $ok = 1 ] || cat "$out"
-  return $((1 - ok))
+  grep -q "^oltp_backend: stopped after [0-9]* transactions" "$out" ||
+    stopped=0
+  [ $stopped = 1 ] || cat "$out"
+  [ $stopped = 1 ]
 }
 
 for cfg in "lf 4" "hsha 4" "reactor 1" "proactor 3"; do
@@ -117,7 +118,11 @@ if [ -x "$frontend" ]; then
     [ $ok = 1 ] || cat "$work/client.out"
   fi
   kill -INT "$front_pid" 2>/dev/null
-  wait "$front_pid" || ok=0
+  wait "$front_pid" || {
+    status=$?
+    ok=0
+    echo "the front end's exit status: $status"
+  }
   grep -q "^oltp_frontend: stopped after 8002 transactions relayed, 0 unavailable" \
     "$fout" || { ok=0; cat "$fout"; }
   pid=$back_pid out=$back_out

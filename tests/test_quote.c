@@ -143,7 +143,9 @@ static void test_answer_all(void) {
   quote_request_make(in, "HP", 2);
   quote_request_raw(in + QUOTE_REQUEST_SIZE, 99, "HP", 2);
   quote_request_make(in + 2 * QUOTE_REQUEST_SIZE, "X-Y", 3);
-  quote_request_make(in + 3 * QUOTE_REQUEST_SIZE, "IBM", 3); /* cut */
+  unsigned char whole[QUOTE_REQUEST_SIZE];
+  quote_request_make(whole, "IBM", 3); /* its first 10 bytes only: cut */
+  memcpy(in + 3 * QUOTE_REQUEST_SIZE, whole, 10);
   CU_ASSERT_EQUAL(quote_answer_all(&t, in, sizeof in, out), 3);
   CU_ASSERT_EQUAL(value_of(out), 700);
   CU_ASSERT_EQUAL(status_of(out + QUOTE_REPLY_SIZE), QUOTE_MALFORMED);

@@ -17,9 +17,12 @@ ex=$builddir/examples/apr_port
 req=$srcdir/examples/apr_port/requests.txt
 want=$srcdir/examples/apr_port/answers.txt
 work=$(mktemp -d "${TMPDIR:-/tmp}/taxi-apr-port.XXXXXX") || exit 1
-pids=
+# The server running now, if any: a server once waited for is forgotten, as
+# its process id may since belong to another program.
+pid=''
+# shellcheck disable=SC2317 # reached through the trap
 cleanup() {
-  for p in $pids; do kill -KILL "$p" 2>/dev/null; done
+  [ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -38,7 +41,6 @@ start() {
   shift
   "$@" --port 0 --threads 3 >"$work/$name.out" 2>"$work/$name.err" &
   pid=$!
-  pids="$pids $pid"
   port=
   i=0
   while [ $i -lt 200 ]; do
@@ -50,6 +52,9 @@ start() {
   done
   echo "apr_port: $name did not start:"
   cat "$work/$name.out" "$work/$name.err"
+  kill -KILL "$pid" 2>/dev/null
+  wait "$pid" 2>/dev/null
+  pid=''
   return 1
 }
 
@@ -63,10 +68,14 @@ stop() {
   done
   if kill -0 "$pid" 2>/dev/null; then
     echo "apr_port: $1 did not stop on SIGINT"
+    kill -KILL "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    pid=''
     return 1
   fi
   wait "$pid"
   status=$?
+  pid=''
   if [ "$status" -ne 0 ] || ! grep -q ': stopped after' "$work/$1.out"; then
     echo "apr_port: $1 exited with status $status:"
     cat "$work/$1.out" "$work/$1.err"

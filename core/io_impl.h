@@ -66,6 +66,9 @@ typedef struct taxi__io_driver {
   void (*defer)(taxi_stream_t *s);  /* an I/O event found it busy */
   int (*kick)(taxi_stream_t *s);    /* an event soon, in a dispatcher */
   void (*arm)(taxi_stream_t *s, taxi_time_t deadline);
+  /* Released for a detach: bytes a completed read brought in go to rbuf
+   * (NULL: reads complete only in a round). */
+  void (*unread)(taxi_stream_t *s);
   /* Lock not held: stop every source of events; P_RELEASED follows when
    * none can come any more (and the handle is closed). */
   void (*teardown)(taxi_stream_t *s);
@@ -205,6 +208,7 @@ typedef struct taxi__wrec {
 #define TAXI__S_NEED_DRAIN 0x4000u /* tell drain_fn at the low watermark */
 #define TAXI__S_WFAIL 0x8000u      /* the head write failed (its error) */
 #define TAXI__S_END_REQ 0x10000u   /* close once flushed and shut down */
+#define TAXI__S_DETACH 0x20000u    /* closing by taxi_stream_detach */
 
 /* Events (s->pending). */
 #define TAXI__P_WORK 0x01u     /* the application changed something */
@@ -229,6 +233,11 @@ struct taxi_stream {
   taxi_stream_drain_fn drain_fn;
   taxi_stream_connect_fn connect_fn;
   void *connect_arg;
+  /* taxi_stream_detach: written once, before the teardown, under the lock;
+   * keep_handle is read by the drivers' teardown and close hooks. */
+  taxi_stream_detach_fn detach_fn;
+  void *detach_arg;
+  bool keep_handle;
   /* read_into */
   unsigned char *ri_buf;
   size_t ri_len, ri_done;

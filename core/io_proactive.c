@@ -241,13 +241,26 @@ static void s_teardown(taxi_stream_t *s) {
   taxi__mutex_lock(&s->lock);
   /* Completes what is pending on the handle with TAXI_ECANCELED, then
    * closes it once no operation can name it any more. */
-  if (s->d.p.attached)
+  if (s->d.p.attached && s->keep_handle)
+    taxi_proactor_detach(p, s->fd); /* the caller's once released */
+  else if (s->d.p.attached)
     taxi_proactor_close(p, s->fd);
-  else
+  else if (!s->keep_handle)
     taxi__close(s->fd);
   if (s->d.p.t_busy) taxi_proactor_cancel(p, &s->d.p.top);
   if (s->d.p.inflight == 0) s->pending |= TAXI__P_RELEASED;
   taxi__mutex_unlock(&s->lock);
+}
+
+/* Released for a detach: a read that completed with bytes while the
+ * stream was being torn down brought them into rbuf (at its start: a read
+ * is only started on an empty buffer). */
+static void s_unread(taxi_stream_t *s) {
+  if (!s->d.p.r_done || s->d.p.r_status != 0 || s->rlen != 0) return;
+  s->d.p.r_done = false;
+  s->rpos = 0;
+  s->rlen = s->d.p.r_bytes;
+  TAXI__IO_COUNT(s->io, bytes_in, (uint64_t)s->rlen);
 }
 
 /* ---- listeners ------------------------------------------------------------
@@ -444,6 +457,7 @@ const taxi__io_driver_t taxi__io_proactive = {
     .kick = s_kick,
     .arm = s_arm,
     .teardown = s_teardown,
+    .unread = s_unread,
     .max_bufs = TAXI_OP_MAX_BUFS,
     .listener_open = l_open,
     .listener_close = l_close_req,

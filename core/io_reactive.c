@@ -94,7 +94,7 @@ static int s_timeout(taxi_handler_t *h, taxi_timer_t *t, void *act) {
 static void s_close(taxi_handler_t *h, taxi_handle_t fd) {
   taxi_stream_t *s = STREAM_OF(h);
   (void)fd;
-  taxi__close(s->fd);
+  if (!s->keep_handle) taxi__close(s->fd); /* else detached: the caller's */
   taxi__stream_event(s, TAXI__P_RELEASED);
 }
 
@@ -229,7 +229,7 @@ static void s_arm(taxi_stream_t *s, taxi_time_t deadline) {
 static void s_teardown(taxi_stream_t *s) {
   /* Called by the thread processing s: it alone reads these. */
   if (!s->d.r.attached) {
-    taxi__close(s->fd);
+    if (!s->keep_handle) taxi__close(s->fd);
     taxi__stream_event(s, TAXI__P_RELEASED);
     return;
   }

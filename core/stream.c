@@ -501,7 +501,13 @@ static void finish_locked(taxi_stream_t *s) {
   /* Counted first: whoever the close callback tells may read the counters
    * at once. */
   TAXI__IO_COUNT(io, streams_closed, 1);
-  if (fn) UNLOCKED(s, fn(s, s->reason));
+  if (s->flags & TAXI__S_DETACH) {
+    if (io->drv->unread) io->drv->unread(s);
+    UNLOCKED(s,
+             s->detach_fn(s, s->fd, s->rbuf + s->rpos, s->rlen, s->detach_arg));
+  } else if (fn) {
+    UNLOCKED(s, fn(s, s->reason));
+  }
   /* Without the stream's lock: taxi_io_destroy takes the context's lock,
    * then the streams'. */
   UNLOCKED(s, taxi__io_unlink_stream(io, s));
@@ -594,6 +600,28 @@ int taxi__stream_close(taxi_stream_t *s, int reason) {
 int taxi_stream_close(taxi_stream_t *s) {
   if (!s) return TAXI_EINVAL;
   return taxi__stream_close(s, 0);
+}
+
+int taxi_stream_detach(taxi_stream_t *s, taxi_stream_detach_fn fn, void *arg) {
+  if (!s || !fn) return TAXI_EINVAL;
+  taxi__mutex_lock(&s->lock);
+  int rc = 0;
+  if (s->flags & CLOSED_FLAGS) {
+    rc = TAXI_EBADF;
+  } else if (s->rcount > 0 ||
+             (s->flags &
+              (TAXI__S_READ_INTO | TAXI__S_CONNECTING | TAXI__S_END_REQ))) {
+    rc = TAXI_EBUSY;
+  } else {
+    s->detach_fn = fn;
+    s->detach_arg = arg;
+    s->keep_handle = true;
+    s->flags = (s->flags | TAXI__S_DETACH) & ~TAXI__S_READING;
+    fail_locked(s, 0);
+    kick_locked(s, true);
+  }
+  taxi__mutex_unlock(&s->lock);
+  return rc;
 }
 
 /* Take the lock of an open stream: 0, or TAXI_EINVAL / TAXI_EBADF (then

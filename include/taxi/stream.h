@@ -450,6 +450,46 @@ TAXI_EXTERN int taxi_stream_end(taxi_stream_t *s);
  */
 TAXI_EXTERN int taxi_stream_close(taxi_stream_t *s);
 
+/* The connection of a detached stream (see taxi_stream_detach): the
+ * handle, now the caller's (still non-blocking), and the bytes the stream
+ * had read from it but not delivered, valid during the call only.  The
+ * last callback of the stream, in place of the close callback; the stream
+ * is released when this returns. */
+typedef void (*taxi_stream_detach_fn)(taxi_stream_t *s, taxi_handle_t h,
+                                      const void *unread, size_t len,
+                                      void *arg);
+
+/*
+ * taxi_stream_detach - take the connection back from the stream without
+ * closing it, to serve it in another context (another dispatcher: how an
+ * adaptive server moves a connection from one concurrency strategy to
+ * another between requests, with taxi_stream_open) or outside taxi.
+ * Reading stops at once; no callback of the stream runs after this but
+ * fn.  Once nothing of the stream can run or touch the handle any more (a
+ * Proactor's read in flight has been cancelled and has completed: no
+ * request still names the descriptor), fn runs in a dispatching thread of
+ * the context, or in the thread of taxi_io_destroy, with the handle and
+ * the bytes that read had brought (usually none: the bytes already
+ * delivered to the read callback are the application's).  A direction
+ * shut down stays shut down.
+ *
+ * Only a stream with nothing of its own in flight may leave: no write
+ * queued, no read_into, no connect, no taxi_stream_end pending.  Detach
+ * from a write's completion callback or from on_drain once the queue is
+ * empty (taxi_stream_write_queued() is 0 and every write was told).
+ *
+ * Windows: a socket that an IOCP Proactor had stays bound to that
+ * completion port (the OS cannot undo it): a Reactor context can serve it,
+ * another Proactor cannot attach it (taxi_stream_open fails with TAXI_ESYS
+ * and the handle stays the caller's).
+ *
+ * Returns 0, TAXI_EINVAL (NULL s or fn), TAXI_EBADF (closing, closed or
+ * detaching already), TAXI_EBUSY (something of the stream is in flight,
+ * see above; nothing changed).  Any thread, the stream's callbacks too.
+ */
+TAXI_EXTERN int taxi_stream_detach(taxi_stream_t *s, taxi_stream_detach_fn fn,
+                                   void *arg);
+
 /* taxi_stream_ref / taxi_stream_unref - keep the stream's memory after its
  * close callback, until the matching unref (see Memory).  0, TAXI_EINVAL
  * (NULL; unref without a reference). */

@@ -30,6 +30,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -308,27 +309,51 @@ static void test_slow_handler_throttles(void) {
   pt_destroy(run.p); /* closes the accepted connections */
 }
 
-/* A single accept out of descriptors completes with TAXI_ETOOMANY. */
+/* Until the non-blocking connect of c is over (bounded): then its
+ * connection waits in the listen queue, and an accept tries it at once. */
+static void em_connected(int c) {
+  struct pollfd pfd = {.fd = c, .events = POLLOUT};
+  (void)poll(&pfd, 1, 5000);
+}
+
+/* A single accept out of descriptors completes with TAXI_ETOOMANY.  Over
+ * libkqueue a descriptor of the backend's may be freed meanwhile and let
+ * one connection in: that one is kept (it fills the room), and the accept
+ * tried again on the next connection, a bounded number of times. */
 static void test_single_accept_completes(void) {
   static em_run_t run;
+  enum { TRIES = 3 };
   memset(&run, 0, sizeof run);
   run.p = pt_proactor();
   int port = 0;
   int lfd = util_tcp_listener(&port);
   CU_ASSERT_FATAL(lfd >= 0);
   CU_ASSERT_EQUAL_FATAL(taxi_proactor_attach(run.p, lfd), 0);
-  int c = util_tcp_connect_nb(port);
-  CU_ASSERT_FATAL(c >= 0);
+  int c[TRIES];
+  for (int i = 0; i < TRIES; i++) {
+    c[i] = util_tcp_connect_nb(port);
+    CU_ASSERT_FATAL(c[i] >= 0);
+    em_connected(c[i]);
+  }
+  int kept[TRIES], nkept = 0, status = 0;
   em_limit(lfd, 0);
-  taxi_op_t op;
-  taxi_op_init(&op);
-  pt_done_t d;
-  pt_done_init(&d);
-  CU_ASSERT_EQUAL(taxi_proactor_accept(run.p, &op, lfd, 0, pt_on_done, &d), 0);
-  CU_ASSERT(pt_run_done(run.p, &d, 1));
+  for (int i = 0; i < TRIES; i++) {
+    taxi_op_t op;
+    taxi_op_init(&op);
+    pt_done_t d;
+    pt_done_init(&d);
+    CU_ASSERT_EQUAL(taxi_proactor_accept(run.p, &op, lfd, 0, pt_on_done, &d),
+                    0);
+    CU_ASSERT(pt_run_done(run.p, &d, 1));
+    status = d.status;
+    if (status != 0) break;
+    kept[nkept++] = d.accepted; /* a freed descriptor let it in */
+  }
   em_limit_restore();
-  CU_ASSERT_EQUAL(d.status, TAXI_ETOOMANY);
-  close(c);
+  if (nkept > 0) printf("(a descriptor freed meanwhile let %d in) ", nkept);
+  CU_ASSERT_EQUAL(status, TAXI_ETOOMANY);
+  for (int i = 0; i < nkept; i++) taxi_proactor_close(run.p, kept[i]);
+  for (int i = 0; i < TRIES; i++) close(c[i]);
   CU_ASSERT_EQUAL(taxi_proactor_close(run.p, lfd), 0);
   pt_destroy(run.p);
 }

@@ -12,7 +12,9 @@
 #       [--threads T] [--keep-alive] [--out DIR]
 #
 # LIST is space-separated.  Servers: nginx lighttpd python (the default:
-# all three; one not installed is skipped with a message).  Clients:
+# all three; one not installed is skipped with a message), and taxi's web
+# server in a strategy, jaws:STRATEGY[:BACKEND] (jaws:lf,
+# jaws:proactive:uring, jaws:adaptive; threads from WS_JAWS_THREADS).  Clients:
 # default "10 100 1000".  Files: "mix" (the paper's mix, the default) or a
 # size of /size/BYTES.bin: 500 5000 50000 500000 5000000, the paper's
 # Figures 6-10.  Errors are counted, not fatal (--allow-errors): the table
@@ -23,7 +25,8 @@
 # request's own rate; first and last byte latency (mean and p99, ms) of the
 # completed requests; unfinished, the requests in flight at the stop and
 # the oldest one's age (ms), where a server that starves some clients
-# shows; errors.
+# shows; errors.  With gnuplot, OUT/*.svg: throughput and latency against
+# the number of clients, one chart per file choice (charts.sh).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 builddir=.
@@ -52,6 +55,8 @@ while [ $# -gt 0 ]; do
   esac
 done
 webstone=$builddir/tests/bench/webstone/webstone
+# shellcheck disable=SC2034 # read by servers.sh
+ws_jaws=$builddir/examples/jaws/jaws
 if [ ! -x "$webstone" ]; then
   echo "run.sh: $webstone not built (make it in $builddir)" >&2
   exit 1
@@ -77,15 +82,24 @@ fmt='%-9s %-8s %6s %9s %9s %8s %8s %8s %8s %8s %11s %6s\n'
 printf "$fmt" server file clients req/s Mbit/s per-req first first-p99 last last-p99 unfinished errors
 # A field of webstone's JSON line.
 field() { sed -n "s/.*\"$1\":\\([^,}]*\\).*/\\1/p" "$tmp/run.json"; }
+# Progress on stderr: which run of how many.
+total=0
+for server in $servers; do for file in $files; do for c in $clients; do
+  total=$((total + 1))
+done; done; done
+run=0
 for server in $servers; do
   if ! ws_server_start "$server" "$tmp/docroot" "$tmp/$server" 2>"$tmp/start.log"; then
     echo "run.sh: $server skipped: $(head -n 1 "$tmp/start.log")" >&2
+    for file in $files; do for c in $clients; do run=$((run + 1)); done; done
     continue
   fi
   for file in $files; do
     choice=(--mix)
     [ "$file" = mix ] || choice=(--size "$file")
     for c in $clients; do
+      run=$((run + 1))
+      echo "run.sh: [$run/$total] $server, $file, $c clients" >&2
       "$webstone" --port "$ws_port" --docroot "$tmp/docroot" --clients "$c" \
         --threads "$threads" --warmup "$warmup" --duration "$duration" \
         "${choice[@]}" "${keep[@]}" --allow-errors --json \
@@ -111,3 +125,4 @@ for server in $servers; do
   ws_server_stop
 done
 echo "run.sh: every run in $csv" >&2
+bash "$here/charts.sh" "$csv" "$out"

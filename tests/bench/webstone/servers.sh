@@ -90,10 +90,47 @@ mimetype.assign = (".html" => "text/html", ".bin" => "application/octet-stream")
 EOF
 }
 
-# ws_server_start KIND DOCROOT SCRATCH (KIND: nginx, lighttpd or python)
+# ws_jaws_start STRATEGY[:BACKEND] DOCROOT SCRATCH: taxi's web server
+# (examples/jaws/jaws, path in $ws_jaws) with that concurrency strategy,
+# $WS_JAWS_THREADS threads (default 2) for the strategies that pool them;
+# it binds port 0 itself and says which port it got.
+ws_jaws_start() {
+  ws_strategy=${1%%:*} ws_backend='' ws_n=0
+  case $1 in *:*) ws_backend=${1#*:} ;; esac
+  if [ ! -x "${ws_jaws:-}" ]; then
+    echo "servers.sh: jaws not built (ws_jaws=${ws_jaws:-unset})" >&2
+    return 1
+  fi
+  mkdir -p "$3" || return 1
+  : >"$3/server.log"
+  # shellcheck disable=SC2086 # the backend option is one word or none
+  "$ws_jaws" --root "$2" --port 0 --strategy "$ws_strategy" \
+    ${ws_backend:+--backend "$ws_backend"} --threads "${WS_JAWS_THREADS:-2}" \
+    --max-connections 20000 >"$3/server.log" 2>&1 </dev/null &
+  ws_pid=$!
+  while [ "$ws_n" -lt 100 ]; do
+    ws_port=$(sed -n 's/^jaws: .* listening on .*:\([0-9][0-9]*\)$/\1/p' \
+      "$3/server.log")
+    [ -n "$ws_port" ] && return 0
+    kill -0 "$ws_pid" 2>/dev/null || break
+    sleep 0.1
+    ws_n=$((ws_n + 1))
+  done
+  echo "servers.sh: jaws ($1) did not start:" >&2
+  cat "$3/server.log" >&2
+  ws_server_stop
+  return 1
+}
+
+# ws_server_start KIND DOCROOT SCRATCH (KIND: nginx, lighttpd, python, or
+# jaws:STRATEGY[:BACKEND])
 ws_server_start() {
   ws_kind=$1 ws_root=$2 ws_dir=$3 ws_try=0
   case $ws_kind in
+  jaws:*)
+    ws_jaws_start "${ws_kind#jaws:}" "$ws_root" "$ws_dir"
+    return
+    ;;
   nginx | lighttpd)
     if ! command -v "$ws_kind" >/dev/null 2>&1; then
       echo "servers.sh: $ws_kind is not installed" >&2

@@ -383,12 +383,16 @@ run_case() {
         head -n 1)
     elif [ "$c1" = 1 ] || grep -q 'came back as' "$dir/c1.err"; then
       outcome=lost detail=$(grep -v dropped "$dir/c1.err" | head -n 1)
+    elif [ "$status" -ne 0 ] &&
+      grep -q 'echo_server: fatal: \|echo_server: stopped (' "$dir/err"; then
+      # It was stopping by itself, and said why, when SIGTERM came (a
+      # dispatcher that cannot wait cannot hear the signal either); its
+      # listener may have gone before the second client came, which is
+      # then refused: stopped, not deaf.
+      outcome=stopped
+      detail=$(grep -m1 'echo_server: fatal: \|echo_server: stopped (' "$dir/err")
     elif [ "$c2" != 0 ]; then
       outcome=deaf detail=$(grep -m1 'echo_client' "$dir/c2.err")
-    elif [ "$status" -ne 0 ] && grep -q 'echo_server: fatal: ' "$dir/err"; then
-      # It was stopping by itself, and said why, when SIGTERM came (a
-      # dispatcher that cannot wait cannot hear the signal either).
-      outcome=stopped detail=$(grep -m1 'echo_server: fatal: ' "$dir/err")
     elif [ "$status" -ne 0 ]; then
       outcome=silent detail="exit status $status after SIGTERM"
     elif [ "$c1" = 4 ]; then

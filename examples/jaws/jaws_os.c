@@ -11,7 +11,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <netdb.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -132,6 +134,15 @@ long jaws_sock_recv(taxi_handle_t s, void *buf, size_t cap) {
     if (n < 0 && errno == EINTR) continue;
     return n < 0 ? -1 : (long)n;
   }
+}
+
+void jaws_sock_peer(taxi_handle_t s, char *out, size_t cap) {
+  struct sockaddr_storage ss;
+  socklen_t len = sizeof ss;
+  if (getpeername(s, (struct sockaddr *)&ss, &len) != 0 ||
+      getnameinfo((struct sockaddr *)&ss, len, out, (socklen_t)cap, NULL, 0,
+                  NI_NUMERICHOST) != 0)
+    snprintf(out, cap, "-");
 }
 
 int jaws_sock_send(taxi_handle_t s, const void *buf, size_t len) {

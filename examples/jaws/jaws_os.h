@@ -53,6 +53,8 @@ int jaws_sock_blocking(taxi_handle_t s, unsigned send_timeout_ms);
 int jaws_sock_wait(taxi_handle_t s, int timeout_ms);
 /* One receive: bytes (> 0), 0 at end of stream, -1 on error. */
 long jaws_sock_recv(taxi_handle_t s, void *buf, size_t cap);
+/* The peer's numeric address (no port) into out[cap]; "-" when unknown. */
+void jaws_sock_peer(taxi_handle_t s, char *out, size_t cap);
 /* Send everything: 0, or -1 (error, send timeout). */
 int jaws_sock_send(taxi_handle_t s, const void *buf, size_t len);
 /* Send len bytes of file f from off: 0 or -1. */

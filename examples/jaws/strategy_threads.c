@@ -147,6 +147,7 @@ static int spawn(void *(*fn)(void *), void *arg) {
 static struct tconn *accept_one(taxi_handle_t listener) {
   taxi_handle_t fd;
   struct tconn *c;
+  char peer[64];
   if (echo_accept(listener, &fd) != ECHO_IO_OK) return NULL;
   if (jaws_sock_blocking(fd, server->cfg.idle_timeout_ms) != 0) {
     echo_close(fd);
@@ -159,8 +160,9 @@ static struct tconn *accept_one(taxi_handle_t listener) {
     return NULL;
   }
   echo_nodelay(fd);
+  jaws_sock_peer(fd, peer, sizeof peer);
   c = calloc(1, sizeof *c);
-  if (c) c->sess = http_session_new(server, &socket_sink, c, "-");
+  if (c) c->sess = http_session_new(server, &socket_sink, c, peer);
   if (c == NULL || c->sess == NULL) {
     free(c);
     echo_close(fd);

@@ -245,6 +245,7 @@ port, root = int(sys.argv[1]), sys.argv[2]
 s = socket.create_connection(("127.0.0.1", port), timeout=10)
 s.sendall(b"GET /sub/a.txt HTTP/1.1\r\nHost: x\r\n\r\n"
           b"HEAD /medium.bin HTTP/1.1\r\nHost: x\r\n\r\n"
+          b"HEAD /missing HTTP/1.1\r\nHost: x\r\n\r\n"
           b"GET /index.html HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
 data = b""
 while True:
@@ -255,15 +256,16 @@ while True:
 a = open(root + "/sub/a.txt", "rb").read()
 idx = open(root + "/index.html", "rb").read()
 parts = data.split(b"\r\n\r\n")
-assert len(parts) == 4, parts
+assert len(parts) == 5, parts
 assert parts[0].startswith(b"HTTP/1.1 200"), parts[0]
 assert parts[1].startswith(a + b"HTTP/1.1 200"), parts[1]
 assert b"Content-Length: 100000" in parts[1]
-assert parts[2].startswith(b"HTTP/1.1 200"), parts[2]  # no HEAD body
-assert b"Connection: close" in parts[2]
-assert parts[3] == idx, parts[3]
+assert parts[2].startswith(b"HTTP/1.1 404"), parts[2]  # no HEAD body
+assert parts[3].startswith(b"HTTP/1.1 200"), parts[3]  # nor here
+assert b"Connection: close" in parts[3]
+assert parts[4] == idx, parts[4]
 EOF
-    ok "$s: pipelined requests, HEAD without a body"
+    ok "$s: pipelined requests, HEAD (200 and 404) without a body"
   else
     bad "$s: pipelined requests"
   fi

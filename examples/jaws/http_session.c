@@ -153,21 +153,21 @@ static int send_out(struct http_session *s, int status, struct http_out *o,
   return rc;
 }
 
-/* An error answer with a small HTML body; `close` for errors after which
- * the stream cannot be trusted. */
+/* An error answer with a small HTML body (its length alone for HEAD);
+ * keep_alive false for errors after which the stream cannot be trusted. */
 static int send_error(struct http_session *s, int status, bool keep_alive,
-                      int version) {
+                      int version, bool head_only) {
   char h[HEAD_CAP], body[128];
   int blen =
       snprintf(body, sizeof body, "<html><body><h1>%d %s</h1></body></html>\n",
                status, reason(status));
   size_t n = head_start(h, status, keep_alive, version);
   struct http_out o = {.head = h, .close = !keep_alive};
-  n +=
-      (size_t)snprintf(h + n, HEAD_CAP - n,
-                       "%sContent-Type: text/html; charset=utf-8\r\n"
-                       "Content-Length: %d\r\n\r\n%s",
-                       status == 405 ? "Allow: GET, HEAD\r\n" : "", blen, body);
+  n += (size_t)snprintf(h + n, HEAD_CAP - n,
+                        "%sContent-Type: text/html; charset=utf-8\r\n"
+                        "Content-Length: %d\r\n\r\n%s",
+                        status == 405 ? "Allow: GET, HEAD\r\n" : "", blen,
+                        head_only ? "" : body);
   o.head_len = n;
   return send_out(s, status, &o, false);
 }
@@ -182,7 +182,7 @@ static int answer(struct http_session *s, const struct http_request *req) {
   struct http_out o = {.head = h, .close = !keep};
   size_t n;
 
-  if (status != 0) return send_error(s, status, keep, req->version);
+  if (status != 0) return send_error(s, status, keep, req->version, head_only);
   if (req->has_if_modified_since && f->mtime <= req->if_modified_since) {
     n = head_start(h, 304, keep, req->version);
     n += (size_t)snprintf(h + n, HEAD_CAP - n, "%.*s\r\n", (int)f->meta_len,
@@ -245,11 +245,11 @@ enum http_step http_session_process(struct http_session *s, int64_t now_ms) {
     rc = http_parse(&s->parser, s->buf, s->len, &req, &consumed);
     if (rc == 0) {
       if (s->len == BUFFER_CAP) /* cannot happen under the limits */
-        send_error(s, 431, false, 11);
+        send_error(s, 431, false, 11, false);
       break;
     }
     if (rc != 200) {
-      send_error(s, rc, false, 11);
+      send_error(s, rc, false, 11, false);
       break;
     }
     if (answer(s, &req) < 0) break;
@@ -257,7 +257,7 @@ enum http_step http_session_process(struct http_session *s, int64_t now_ms) {
     s->len -= consumed;
     s->head_started_ms = s->len ? now_ms : -1;
   }
-  return s->closing ? HTTP_CLOSE : s->len ? HTTP_MORE : HTTP_MORE;
+  return s->closing ? HTTP_CLOSE : HTTP_MORE;
 }
 
 enum http_step http_session_feed(struct http_session *s, const void *data,
@@ -272,5 +272,5 @@ enum http_step http_session_feed(struct http_session *s, const void *data,
 
 int http_session_timeout(struct http_session *s) {
   if (s->closing || s->len == 0) return 1;
-  return send_error(s, 408, false, 11);
+  return send_error(s, 408, false, 11, false);
 }

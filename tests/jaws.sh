@@ -7,8 +7,9 @@
 # files fetched byte for byte, HEAD, 304, 206 and 416, 404, 405, keep-alive
 # reuse and pipelining, traversal attempts (.., %2e%2e, a symbolic link
 # out of the root), an oversized request line (414) and header (431), a
-# slow client closed by the header timeout while others are served, 1000
-# idle connections held while requests succeed, the connection limit's
+# slow client closed by the header timeout while others are served, a
+# file replaced while it is being sent (never torn), 1000 idle
+# connections held while requests succeed, the connection limit's
 # 503, a short verified webstone run, and an orderly stop on SIGINT.
 # Bad command lines exit 2, a missing root exits 1.
 # Ends with "N passed, N failed"; exits 77 when nothing could run.
@@ -304,6 +305,56 @@ EOF
     cat "$work/slow.out"
     bad "$s: the slow client"
   fi
+  # A file replaced (renamed over) again and again while clients fetch
+  # it: every response is one version whole, never a mix.
+  if python3 - "$port" "$root" >"$work/swap.out" 2>&1 <<'EOF'; then
+import os, socket, sys, threading, time
+port, root = int(sys.argv[1]), sys.argv[2]
+versions = [bytes([65 + v]) * 1500000 for v in range(2)]
+for v in range(2):
+    with open("%s/swap%d.tmp" % (root, v), "wb") as f:
+        f.write(versions[v])
+if os.path.exists("%s/swap.bin" % root):
+    os.unlink("%s/swap.bin" % root)
+os.link("%s/swap0.tmp" % root, "%s/swap.bin" % root)
+stop = time.time() + 2.5
+seen = [0, 0]
+bad = []
+def client():
+    while time.time() < stop and not bad:
+        c = socket.create_connection(("127.0.0.1", port), timeout=10)
+        c.sendall(b"GET /swap.bin HTTP/1.0\r\n\r\n")
+        data = b""
+        while True:
+            chunk = c.recv(1 << 16)
+            if not chunk:
+                break
+            data += chunk
+        c.close()
+        body = data.split(b"\r\n\r\n", 1)[1]
+        if body in versions:
+            seen[versions.index(body)] += 1
+        else:
+            bad.append(len(body))
+threads = [threading.Thread(target=client) for _ in range(4)]
+for t in threads:
+    t.start()
+v = 0
+while time.time() < stop:
+    v ^= 1
+    os.link("%s/swap%d.tmp" % (root, v), "%s/swap.new" % root)
+    os.rename("%s/swap.new" % root, "%s/swap.bin" % root)
+    time.sleep(0.05)
+for t in threads:
+    t.join()
+assert not bad, "torn responses: %r" % bad[:5]
+print("versions seen", seen)
+EOF
+    ok "$s: a file replaced while being sent is never torn ($(cat "$work/swap.out"))"
+  else
+    cat "$work/swap.out"
+    bad "$s: a file replaced while being sent"
+  fi
   # Idle connections held open while requests go on.
   if python3 - "$port" "$idle_conns" >"$work/idle.out" 2>&1 <<'EOF'; then
 import select, socket, sys
@@ -374,19 +425,28 @@ EOF
   fi
 }
 
+# STRATEGY[:BACKEND[:THREADS]]
 runs="reactive lf hsha"
 for b in uring aio emulated; do
   runs="$runs proactive:$b"
 done
+runs="$runs proactive:uring:3"
 runs="$runs thread-per-connection thread-per-request"
 # JAWS_RUNS: a subset, for a closer look.
 runs=${JAWS_RUNS:-$runs}
 for run in $runs; do
   strategy=${run%%:*}
-  backend=''
+  backend='' threads=''
   [ "$run" != "$strategy" ] && backend=${run#*:}
+  case $backend in
+    *:*)
+      threads=${backend#*:}
+      backend=${backend%%:*}
+      ;;
+  esac
   set -- --strategy "$strategy" --root "$root" --header-timeout 500
   [ -n "$backend" ] && set -- "$@" --backend "$backend"
+  [ -n "$threads" ] && set -- "$@" --threads "$threads"
   if ! start "$run" "$@" --access-log "$work/access.log"; then
     if [ -n "$backend" ] && grep -qi 'backend\|support' "$out"; then
       echo "note: $run does not work here"
@@ -399,13 +459,14 @@ for run in $runs; do
   if [ -n "$docroot" ]; then
     stop "$run" || bad "$run: stop"
     if start "$run" --strategy "$strategy" --root "$docroot" \
-      ${backend:+--backend "$backend"}; then
+      ${backend:+--backend "$backend"} ${threads:+--threads "$threads"}; then
       check_webstone "$run"
     fi
   fi
   if stop "$run"; then ok "$run: stopped"; else bad "$run: stop"; fi
   set -- --strategy "$strategy" --root "$root" --max-connections 3
   [ -n "$backend" ] && set -- "$@" --backend "$backend"
+  [ -n "$threads" ] && set -- "$@" --threads "$threads"
   if start "$run" "$@"; then
     check_limit "$run"
     if stop "$run"; then ok "$run: stopped"; else bad "$run: stop"; fi

@@ -30,16 +30,33 @@ struct http_session {
   bool closing;
   int64_t head_started_ms; /* when this request's first byte came; -1 none */
   char peer[64];
-  char path[REQUEST_LINE_MAX + 1];
   size_t len;
-  char buf[BUFFER_CAP];
+  /* The request bytes (BUFFER_CAP) and the parser's decoded path after
+   * them: allocated when a request starts arriving and freed when no byte
+   * of one is left, so an idle kept-alive connection costs little. */
+  char *buf;
 };
+
+#define PATH_CAP (REQUEST_LINE_MAX + 1)
+
+/* Give s its buffer, or false when out of memory. */
+static bool get_buffer(struct http_session *s) {
+  static const struct http_limits limits = {REQUEST_LINE_MAX,
+                                            HEADER_SECTION_MAX, 100};
+  if (s->buf) return true;
+  if ((s->buf = malloc(BUFFER_CAP + PATH_CAP)) == NULL) return false;
+  http_parser_init(&s->parser, &limits, s->buf + BUFFER_CAP, PATH_CAP);
+  return true;
+}
+
+static void drop_buffer(struct http_session *s) {
+  free(s->buf);
+  s->buf = NULL;
+}
 
 struct http_session *http_session_new(struct jaws_server *srv,
                                       const struct http_sink_ops *ops,
                                       void *sink, const char *peer) {
-  static const struct http_limits limits = {REQUEST_LINE_MAX,
-                                            HEADER_SECTION_MAX, 100};
   struct http_session *s = malloc(sizeof *s);
   if (s == NULL) return NULL;
   s->srv = srv;
@@ -50,11 +67,15 @@ struct http_session *http_session_new(struct jaws_server *srv,
   s->head_started_ms = -1;
   s->len = 0;
   snprintf(s->peer, sizeof s->peer, "%s", peer ? peer : "-");
-  http_parser_init(&s->parser, &limits, s->path, sizeof s->path);
+  s->buf = NULL;
   return s;
 }
 
-void http_session_free(struct http_session *s) { free(s); }
+void http_session_free(struct http_session *s) {
+  if (s == NULL) return;
+  drop_buffer(s);
+  free(s);
+}
 
 size_t http_session_room(const struct http_session *s) {
   return s->closing ? BUFFER_CAP : BUFFER_CAP - s->len;
@@ -135,10 +156,11 @@ static size_t request_line(const struct http_session *s) {
   return eol ? (size_t)(eol - s->buf) : s->len;
 }
 
+/* Log, count and hand o to the sink; body: the body's bytes, for the log
+ * (the file's range is dropped for HEAD). */
 static int send_out(struct http_session *s, int status, struct http_out *o,
-                    bool head_only) {
+                    bool head_only, uint64_t body) {
   int rc;
-  uint64_t body = o->file ? o->len : 0;
   atomic_fetch_add(&s->srv->requests, 1);
   if (s->srv->log)
     access_log_add(s->srv->log, s->peer, s->buf, request_line(s), status,
@@ -169,7 +191,7 @@ static int send_error(struct http_session *s, int status, bool keep_alive,
                         status == 405 ? "Allow: GET, HEAD\r\n" : "", blen,
                         head_only ? "" : body);
   o.head_len = n;
-  return send_out(s, status, &o, false);
+  return send_out(s, status, &o, head_only, (uint64_t)blen);
 }
 
 /* Answer one parsed request. */
@@ -189,7 +211,7 @@ static int answer(struct http_session *s, const struct http_request *req) {
                           f->meta);
     o.head_len = n;
     vfs_release(f);
-    return send_out(s, 304, &o, true);
+    return send_out(s, 304, &o, true, 0);
   }
   status = 200;
   o.off = 0;
@@ -214,7 +236,7 @@ static int answer(struct http_session *s, const struct http_request *req) {
                             extra);
       o.head_len = n;
       vfs_release(f);
-      return send_out(s, 416, &o, true);
+      return send_out(s, 416, &o, true, 0);
     }
     status = 206;
     o.off = first;
@@ -233,7 +255,7 @@ static int answer(struct http_session *s, const struct http_request *req) {
   o.head_len = n;
   o.file = o.len ? f : NULL;
   if (!o.file) vfs_release(f);
-  return send_out(s, status, &o, head_only);
+  return send_out(s, status, &o, head_only, o.len);
 }
 
 enum http_step http_session_process(struct http_session *s, int64_t now_ms) {
@@ -257,6 +279,10 @@ enum http_step http_session_process(struct http_session *s, int64_t now_ms) {
     s->len -= consumed;
     s->head_started_ms = s->len ? now_ms : -1;
   }
+  if (s->len == 0 || s->closing) {
+    drop_buffer(s);
+    s->len = 0;
+  }
   return s->closing ? HTTP_CLOSE : HTTP_MORE;
 }
 
@@ -264,7 +290,12 @@ enum http_step http_session_feed(struct http_session *s, const void *data,
                                  size_t len, int64_t now_ms) {
   if (s->closing) return HTTP_CLOSE;
   if (len > BUFFER_CAP - s->len) len = BUFFER_CAP - s->len;
-  if (s->len == 0 && len) s->head_started_ms = now_ms;
+  if (len == 0) return http_session_process(s, now_ms);
+  if (!get_buffer(s)) {
+    s->closing = true; /* out of memory: drop the connection */
+    return HTTP_CLOSE;
+  }
+  if (s->len == 0) s->head_started_ms = now_ms;
   memcpy(s->buf + s->len, data, len);
   s->len += len;
   return http_session_process(s, now_ms);

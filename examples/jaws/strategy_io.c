@@ -282,6 +282,11 @@ int jaws_run_io(struct jaws_server *srv, const struct jaws_strategy *self) {
   }
   pthread_mutex_init(&ios.list_lock, NULL);
   so.read_buffer = READ_BUFFER;
+  /* Only headers and error pages are copied (bodies go by reference or
+   * from the file), at most HTTP_SESSION_INFLIGHT of them at once: a
+   * small output buffer keeps idle connections cheap. */
+  so.high_watermark = 8192;
+  so.low_watermark = 2048;
   so.flags = TAXI_STREAM_NODELAY;
   so.idle_timeout = (taxi_time_t)srv->cfg.idle_timeout_ms * TAXI_NSEC_PER_MSEC;
   lo.stream = &so;

@@ -490,6 +490,25 @@ status=0
 "$server" --port 0 >"$work/bad.out" 2>&1 || status=$?
 expect "no root: status 2" 2 $status
 status=0
+"$server" --root "$root" --port 0 --backend nosuch >"$work/bad.out" 2>&1 ||
+  status=$?
+expect "an unknown backend: status 2" 2 $status
+status=0
+"$server" --root "$root" --port 0 --strategy thread-per-request \
+  --backend epoll >"$work/bad.out" 2>&1 || status=$?
+expect "a backend for a blocking strategy: status 2" 2 $status
+status=0
+"$server" --root "$root" --port 0 --threads 0 >"$work/bad.out" 2>&1 ||
+  status=$?
+expect "threads 0: status 2" 2 $status
+status=0
+"$server" --root "$root" --bogus >"$work/bad.out" 2>&1 || status=$?
+if [ $status -eq 2 ] && grep -q '^usage: jaws' "$work/bad.out"; then
+  ok "an unknown flag: usage, status 2"
+else
+  bad "an unknown flag: status $status"
+fi
+status=0
 "$server" --root "$work/none" --port 0 >"$work/bad.out" 2>&1 || status=$?
 if [ $status -eq 1 ] && grep -q 'document root' "$work/bad.out"; then
   ok "a missing root: status 1 with a message"

@@ -14,7 +14,7 @@
  * once ready (threads=0: a thread per connection or per request), serves
  * until SIGINT or SIGTERM, then prints "jaws: stopped after N requests".
  * Exit status: 0, 1 (an error: a missing root, a port in use), 2 (bad
- * command line).
+ * command line, a backend that does not exist here).
  */
 #include "jaws.h"
 
@@ -136,6 +136,10 @@ static int parse_args(int argc, char **argv, struct jaws_config *cfg) {
       fprintf(stderr, "jaws: bad value for %s\n", name);
       return usage(stderr, 2);
     }
+  }
+  if (cfg->backend && jaws_strategy_find(cfg->strategy)->run != jaws_run_io) {
+    fprintf(stderr, "jaws: --backend applies to the taxi strategies only\n");
+    return usage(stderr, 2);
   }
   if (cfg->root == NULL) {
     fprintf(stderr, "jaws: --root is required\n");

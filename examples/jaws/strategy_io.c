@@ -278,7 +278,7 @@ int jaws_run_io(struct jaws_server *srv, const struct jaws_strategy *self) {
     fprintf(stderr, "jaws: cannot start strategy %s%s%s: %s\n", self->name,
             srv->cfg.backend ? " on backend " : "",
             srv->cfg.backend ? srv->cfg.backend : "", taxi_strerror(rc));
-    return 1;
+    return rc == TAXI_ENOBACKEND ? 2 : 1; /* no such backend here: usage */
   }
   pthread_mutex_init(&ios.list_lock, NULL);
   so.read_buffer = READ_BUFFER;

@@ -2,15 +2,17 @@
 # SPDX-License-Identifier: Apache-2.0
 # jaws.sh - examples/jaws (the static-file web server) as a test.  Every
 # strategy (reactive, lf, hsha, proactive on each completion backend that
-# works here, thread-per-connection, thread-per-request) is started on a
-# free port and checked with curl and small python3 clients: a tree of
-# files fetched byte for byte, HEAD, 304, 206 and 416, 404, 405, keep-alive
-# reuse and pipelining, traversal attempts (.., %2e%2e, a symbolic link
-# out of the root), an oversized request line (414) and header (431), a
-# slow client closed by the header timeout while others are served, a
-# file replaced while it is being sent (never torn), 1000 idle
-# connections held while requests succeed, the connection limit's
-# 503, a short verified webstone run, and an orderly stop on SIGINT.
+# works here and with a pool, thread-per-connection, thread-per-request)
+# is started on a free port and checked with curl and small python3
+# clients: a tree of files fetched byte for byte, HEAD, 304, 206 and 416,
+# 404, 405, keep-alive reuse and pipelining, traversal attempts (..,
+# %2e%2e, a symbolic link out of the root), an oversized request line
+# (414) and header (431), a slow client closed by the header timeout while
+# others are served, a file replaced while it is being sent (never torn),
+# 1000 idle connections held while requests succeed, the connection
+# limit's 503, the idle timeout, a short verified webstone run, and an
+# orderly stop on SIGINT.  JAWS_RUNS="reactive proactive:uring:3" picks
+# runs (STRATEGY[:BACKEND[:THREADS]]).
 # Bad command lines exit 2, a missing root exits 1.
 # Ends with "N passed, N failed"; exits 77 when nothing could run.
 
@@ -426,6 +428,27 @@ EOF
 }
 
 # STRATEGY[:BACKEND[:THREADS]]
+# An idle connection (no request begun) is closed silently after the idle
+# timeout (700 ms here).
+check_idle() {
+  if python3 - "$port" >"$work/idle1.out" 2>&1 <<'EOF'; then
+import select, socket, sys, time
+c = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
+readable, _, _ = select.select([c], [], [], 10)
+assert readable, "still open after 10 s"
+try:
+    data = c.recv(4096)
+except ConnectionResetError:
+    data = b""
+assert data == b"", data
+EOF
+    ok "$1: an idle connection closed after the idle timeout"
+  else
+    cat "$work/idle1.out"
+    bad "$1: idle timeout"
+  fi
+}
+
 runs="reactive lf hsha"
 for b in uring aio emulated; do
   runs="$runs proactive:$b"
@@ -464,11 +487,13 @@ for run in $runs; do
     fi
   fi
   if stop "$run"; then ok "$run: stopped"; else bad "$run: stop"; fi
-  set -- --strategy "$strategy" --root "$root" --max-connections 3
+  set -- --strategy "$strategy" --root "$root" --max-connections 3 \
+    --idle-timeout 700
   [ -n "$backend" ] && set -- "$@" --backend "$backend"
   [ -n "$threads" ] && set -- "$@" --threads "$threads"
   if start "$run" "$@"; then
     check_limit "$run"
+    check_idle "$run"
     if stop "$run"; then ok "$run: stopped"; else bad "$run: stop"; fi
   fi
 done

@@ -63,7 +63,8 @@ bad() {
 # The document root: a tree of files, small (memory) and large (sent from
 # the file), a symbolic link out of the root, a secret outside it.
 root=$work/root
-mkdir -p "$root/sub/deeper" "$root/emptydir" "$work/outside"
+mkdir -p "$root/sub/deeper" "$root/emptydir" "$root/with dir" \
+  "$work/outside"
 echo "secret" >"$work/outside/secret.txt"
 printf '<html>home</html>\n' >"$root/index.html"
 printf 'a text file\n' >"$root/sub/a.txt"
@@ -169,6 +170,12 @@ check_http() {
   else
     bad "$s: an escaped name"
   fi
+  expect "$s: 301 to a directory's slash" "301 $url/sub/deeper/?q=1" \
+    "$(curl -s -o /dev/null -m 10 -w '%{http_code} %{redirect_url}' \
+      "$url/sub/deeper?q=1")"
+  expect "$s: 301 with the name encoded again" "301 $url/with%20dir/" \
+    "$(curl -s -o /dev/null -m 10 -w '%{http_code} %{redirect_url}' \
+      "$url/with%20dir")"
   curl -s -m 10 -o "$work/got" "$url/sub/deeper/"
   if cmp -s "$work/got" "$root/sub/deeper/index.html"; then
     ok "$s: a directory's index.html"

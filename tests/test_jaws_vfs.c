@@ -252,6 +252,7 @@ static void test_boundary(void) {
   CU_ASSERT_EQUAL(vfs_lookup(v, "/missing", &f), 404);
   CU_ASSERT_EQUAL(vfs_lookup(v, "/sub/index.html/x", &f), 404);
   CU_ASSERT_EQUAL(vfs_lookup(v, "/", &f), 404); /* no index.html */
+  CU_ASSERT_EQUAL(vfs_lookup(v, "/sub", &f), 301);
   CU_ASSERT_EQUAL(vfs_lookup(v, "/sub/", &f), 0);
   CU_ASSERT_EQUAL(f->size, 13);
   vfs_release(f);

@@ -105,6 +105,8 @@ static const char *reason(int status) {
       return "OK";
     case 206:
       return "Partial Content";
+    case 301:
+      return "Moved Permanently";
     case 304:
       return "Not Modified";
     case 400:
@@ -194,6 +196,41 @@ static int send_error(struct http_session *s, int status, bool keep_alive,
   return send_out(s, status, &o, head_only, (uint64_t)blen);
 }
 
+/* 301 to the directory's path with its slash: the decoded path encoded
+ * again (only unreserved characters and '/' as they are), the query as
+ * it came (the parser allows no controls in it). */
+static int send_redirect(struct http_session *s, const struct http_request *req,
+                         bool keep, bool head_only) {
+  static const char hex[] = "0123456789ABCDEF";
+  char h[HEAD_CAP], loc[HEAD_CAP / 2];
+  size_t n = 0;
+  for (const char *p = req->path; *p && n + 4 < sizeof loc; p++) {
+    unsigned char c = (unsigned char)*p;
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+        (c >= '0' && c <= '9') || strchr("/-._~", c)) {
+      loc[n++] = (char)c;
+    } else {
+      loc[n++] = '%';
+      loc[n++] = hex[c >> 4];
+      loc[n++] = hex[c & 15];
+    }
+  }
+  if (n + 2 + req->query_len >= sizeof loc || n + 4 >= sizeof loc)
+    return send_error(s, 414, keep, req->version, head_only);
+  loc[n++] = '/';
+  if (req->query) {
+    loc[n++] = '?';
+    memcpy(loc + n, req->query, req->query_len);
+    n += req->query_len;
+  }
+  loc[n] = '\0';
+  n = head_start(h, 301, keep, req->version);
+  n += (size_t)snprintf(h + n, HEAD_CAP - n,
+                        "Location: %s\r\nContent-Length: 0\r\n\r\n", loc);
+  struct http_out o = {.head = h, .head_len = n, .close = !keep};
+  return send_out(s, 301, &o, head_only, 0);
+}
+
 /* Answer one parsed request. */
 static int answer(struct http_session *s, const struct http_request *req) {
   char h[HEAD_CAP];
@@ -204,6 +241,7 @@ static int answer(struct http_session *s, const struct http_request *req) {
   struct http_out o = {.head = h, .close = !keep};
   size_t n;
 
+  if (status == 301) return send_redirect(s, req, keep, head_only);
   if (status != 0) return send_error(s, status, keep, req->version, head_only);
   if (req->has_if_modified_since && f->mtime <= req->if_modified_since) {
     n = head_start(h, 304, keep, req->version);

@@ -163,6 +163,8 @@ static int resolve(const struct vfs *v, const char *path, char *real,
   if (!inside(v, real)) return 403;
   if ((rc = jaws_stat(real, st)) != 0) return http_status(rc);
   if (st->kind == JAWS_DIRECTORY) {
+    /* Relative links in its index resolve against the slash. */
+    if (path[strlen(path) - 1] != '/') return 301;
     if ((size_t)snprintf(full, sizeof full, "%s/index.html", real) >=
         sizeof full)
       return 404;

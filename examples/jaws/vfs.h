@@ -64,8 +64,9 @@ int vfs_create(struct vfs **out, const char *root, size_t max_bytes,
 void vfs_destroy(struct vfs *v);
 
 /* The file for a decoded, normalised request path ("/a/b.html").
- * Returns 0 and a reference in *out, or an HTTP status: 403 (outside the
- * root, not a regular file, no permission), 404, 500. */
+ * Returns 0 and a reference in *out, or an HTTP status: 301 (a directory
+ * named without its trailing slash), 403 (outside the root, not a regular
+ * file, no permission), 404, 500. */
 int vfs_lookup(struct vfs *v, const char *path, struct vfs_file **out);
 void vfs_release(struct vfs_file *f);
 

@@ -9,7 +9,8 @@
  *        [--idle-timeout MS] [--cache-bytes N] [--access-log FILE]
  *
  * Strategies: reactive, lf, hsha, proactive (strategy_io.c),
- * thread-per-connection, thread-per-request (strategy_threads.c).  It
+ * thread-per-connection, thread-per-request, thread-pool
+ * (strategy_threads.c).  It
  * prints "jaws: strategy=S backend=B threads=N listening on HOST:PORT"
  * once ready (threads=0: a thread per connection or per request), serves
  * until SIGINT or SIGTERM, then prints "jaws: stopped after N requests".
@@ -40,6 +41,7 @@ static const struct jaws_strategy strategies[] = {
     {"proactive", jaws_run_io, TAXI_IO_PROACTOR},
     {"thread-per-connection", jaws_run_threads, 0},
     {"thread-per-request", jaws_run_threads, 1},
+    {"thread-pool", jaws_run_threads, 2},
 };
 
 const struct jaws_strategy *jaws_strategy_find(const char *name) {
@@ -73,7 +75,8 @@ static int usage(FILE *to, int status) {
           "            [--header-timeout MS] [--idle-timeout MS]\n"
           "            [--cache-bytes N] [--access-log FILE]\n"
           "strategies: reactive (default), lf, hsha, proactive,\n"
-          "            thread-per-connection, thread-per-request\n"
+          "            thread-per-connection, thread-per-request,\n"
+          "            thread-pool\n"
           "defaults: --host 127.0.0.1 --port 8080 --max-connections 10000\n"
           "          --header-timeout 10000 --idle-timeout 30000\n"
           "          --cache-bytes 67108864\n");

@@ -9,6 +9,11 @@
  *                          connection; a connection with bytes to read gets
  *                          a new thread, which reads and answers its
  *                          request(s), then hands it back to the poller.
+ *   thread-pool            the JAWS paper's synchronous Thread Pool
+ *                          (its figure 2): --threads threads each accept a
+ *                          connection and serve it to its end, so at most
+ *                          that many are served at once (idle kept-alive
+ *                          ones included: the model's known weakness).
  *
  * The sink sends synchronously.  Waits are at most WAIT_MS long, so every
  * thread sees the stop and its deadlines (header and idle timeouts)
@@ -33,7 +38,9 @@
 #define STACK_SIZE (256 * 1024)
 #define STOP_WAIT_MS 5000
 
-enum model { PER_CONNECTION, PER_REQUEST };
+enum model { PER_CONNECTION, PER_REQUEST, POOL };
+
+#define POOL_THREADS 4 /* thread-pool without --threads */
 
 struct tconn {
   taxi_handle_t fd;
@@ -174,7 +181,7 @@ static struct tconn *accept_one(taxi_handle_t listener) {
   return c;
 }
 
-/* ---- thread-per-connection ----------------------------------------------- */
+/* ---- thread-per-connection ---------------------------------------------- */
 
 static void *connection_thread(void *arg) {
   struct tconn *c = arg;
@@ -193,8 +200,38 @@ static void run_per_connection(taxi_handle_t listener) {
   }
 }
 
-/* ---- thread-per-request ---------------------------------------------------
- */
+/* ---- thread-pool -------------------------------------------------------- */
+
+/* Threads race for each connection on the (non-blocking) listener: the
+ * losers' accepts find nothing and they wait again. */
+static void *pool_thread(void *arg) {
+  taxi_handle_t listener = *(const taxi_handle_t *)arg;
+  while (!atomic_load(&server->stopping)) {
+    struct tconn *c;
+    if (jaws_sock_wait(listener, WAIT_MS) != 1) continue;
+    if ((c = accept_one(listener)) == NULL) continue;
+    serve(c, false);
+    conn_free(c);
+  }
+  return NULL;
+}
+
+static int run_pool(taxi_handle_t listener, unsigned n) {
+  pthread_t *threads = calloc(n, sizeof *threads);
+  unsigned started = 0;
+  for (; threads && started < n; started++)
+    if (pthread_create(&threads[started], NULL, pool_thread, &listener) != 0)
+      break;
+  if (started < n) {
+    fprintf(stderr, "jaws: cannot start %u pool threads\n", n);
+    atomic_store(&server->stopping, 1);
+  }
+  for (unsigned i = 0; i < started; i++) pthread_join(threads[i], NULL);
+  free(threads);
+  return started < n ? 1 : 0;
+}
+
+/* ---- thread-per-request ------------------------------------------------- */
 
 static struct {
   pthread_mutex_t lock;
@@ -306,8 +343,11 @@ int jaws_run_threads(struct jaws_server *srv,
   }
   if (quote_on_stop(on_stop) != 0)
     fprintf(stderr, "jaws: no orderly stop on SIGINT/SIGTERM\n");
-  jaws_print_listening(srv, "blocking", 0, bound);
-  if (self->kind == PER_CONNECTION) {
+  unsigned pool = srv->cfg.threads ? srv->cfg.threads : POOL_THREADS;
+  jaws_print_listening(srv, "blocking", self->kind == POOL ? pool : 0, bound);
+  if (self->kind == POOL) {
+    status = run_pool(listener, pool);
+  } else if (self->kind == PER_CONNECTION) {
     run_per_connection(listener);
     if (!active_wait())
       fprintf(stderr, "jaws: connection threads still busy at exit\n");

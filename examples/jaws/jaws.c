@@ -175,7 +175,10 @@ int main(int argc, char **argv) {
   rc = strategy->run(&srv, strategy);
   printf("jaws: stopped after %llu requests\n",
          (unsigned long long)atomic_load(&srv.requests));
-  access_log_close(srv.log);
+  unsigned long long dropped = access_log_close(srv.log);
+  if (dropped)
+    fprintf(stderr, "jaws: the access log dropped %llu lines (disk too slow)\n",
+            dropped);
   vfs_destroy(srv.vfs);
   echo_net_cleanup();
   return rc;

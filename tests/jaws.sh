@@ -548,6 +548,16 @@ status=0
 "$server" --root "$root" --port 0 --threads 0 >"$work/bad.out" 2>&1 ||
   status=$?
 expect "threads 0: status 2" 2 $status
+# --threads is ignored where it does not apply (harnesses pass it to all).
+if start "reactive --threads 2" --root "$root" --strategy reactive \
+  --threads 2; then
+  expect "reactive ignores --threads" 200 "$(code "$url/index.html")"
+  if stop reactive; then ok "reactive --threads 2: stopped"; else
+    bad "reactive --threads 2: stop"
+  fi
+else
+  bad "reactive --threads 2: start"
+fi
 status=0
 "$server" --root "$root" --bogus >"$work/bad.out" 2>&1 || status=$?
 if [ $status -eq 2 ] && grep -q '^usage: jaws' "$work/bad.out"; then

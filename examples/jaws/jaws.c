@@ -61,11 +61,12 @@ void jaws_leave(struct jaws_server *srv) {
   atomic_fetch_sub(&srv->connections, 1);
 }
 
-void jaws_print_listening(const struct jaws_server *srv, const char *backend,
+void jaws_print_listening(struct jaws_server *srv, const char *backend,
                           unsigned threads, const char *bound) {
   printf("jaws: strategy=%s backend=%s threads=%u listening on %s\n",
          srv->cfg.strategy, backend ? backend : "-", threads, bound);
   fflush(stdout); /* scripts wait for this line */
+  srv->started = true;
 }
 
 static int usage(FILE *to, int status) {
@@ -173,8 +174,9 @@ int main(int argc, char **argv) {
     return 1;
   }
   rc = strategy->run(&srv, strategy);
-  printf("jaws: stopped after %llu requests\n",
-         (unsigned long long)atomic_load(&srv.requests));
+  if (srv.started)
+    printf("jaws: stopped after %llu requests\n",
+           (unsigned long long)atomic_load(&srv.requests));
   unsigned long long dropped = access_log_close(srv.log);
   if (dropped)
     fprintf(stderr, "jaws: the access log dropped %llu lines (disk too slow)\n",

@@ -46,6 +46,7 @@ struct jaws_server {
   atomic_uint connections; /* open and admitted */
   atomic_ullong refused;   /* turned away with 503 */
   atomic_int stopping;
+  bool started; /* the listening line was printed */
 };
 
 /* A way of moving bytes (the State of the design: one per strategy). */
@@ -70,7 +71,7 @@ bool jaws_admit(struct jaws_server *srv);
 void jaws_leave(struct jaws_server *srv);
 
 /* The line scripts wait for. */
-void jaws_print_listening(const struct jaws_server *srv, const char *backend,
+void jaws_print_listening(struct jaws_server *srv, const char *backend,
                           unsigned threads, const char *bound);
 
 /* The fixed 503 answer (a static string). */

@@ -273,7 +273,9 @@ int jaws_run_io(struct jaws_server *srv, const struct jaws_strategy *self) {
 
   o.dispatcher = (taxi_io_dispatcher_t)self->kind;
   o.backend = srv->cfg.backend;
-  o.threads = srv->cfg.threads;
+  /* One thread is what reactive means; --threads is for the pools (a
+   * harness may pass it to every strategy alike). */
+  o.threads = self->kind == TAXI_IO_REACTOR ? 1 : srv->cfg.threads;
   if ((rc = taxi_io_create(&ios.io, &o)) < 0) {
     fprintf(stderr, "jaws: cannot start strategy %s%s%s: %s\n", self->name,
             srv->cfg.backend ? " on backend " : "",

@@ -30,7 +30,7 @@ jobs=${JOBS:-$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)}
 
 # Debian packages the build and the tests need.
 packages=(build-essential autoconf automake libtool pkg-config libcunit1-dev liburing-dev
-  libapr1-dev libaprutil1-dev)
+  libapr1-dev libaprutil1-dev curl)
 
 # What `make bench-peers` needs beyond those: the peers' libraries (and a
 # C++ compiler for Boost.Asio), perf for system calls, gnuplot for charts.

@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * examples/jaws/access_log.c - the buffered access log (access_log.h): two
+ * buffers, one filled by the dispatching threads under a lock, the other
+ * written by the writer thread without it; they swap when the writer
+ * wakes (a line arrived in an empty buffer, or every 200 ms).
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include "access_log.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define BUFFER_BYTES (256 * 1024)
+#define LINE_MAX_BYTES 1024
+
+struct access_log {
+  FILE *file;
+  pthread_t writer;
+  pthread_mutex_t lock;
+  pthread_cond_t wake;
+  char *fill, *drain; /* BUFFER_BYTES each */
+  size_t used;
+  bool closing;
+  uint64_t dropped;
+};
+
+static void *writer_main(void *arg) {
+  struct access_log *log = arg;
+  pthread_mutex_lock(&log->lock);
+  for (;;) {
+    while (log->used == 0 && !log->closing)
+      pthread_cond_wait(&log->wake, &log->lock);
+    if (log->used == 0 && log->closing) break;
+    char *full = log->fill;
+    size_t n = log->used;
+    log->fill = log->drain;
+    log->drain = full;
+    log->used = 0;
+    pthread_mutex_unlock(&log->lock);
+    fwrite(full, 1, n, log->file);
+    fflush(log->file);
+    pthread_mutex_lock(&log->lock);
+  }
+  pthread_mutex_unlock(&log->lock);
+  return NULL;
+}
+
+struct access_log *access_log_open(const char *path) {
+  struct access_log *log = calloc(1, sizeof *log);
+  if (log == NULL) return NULL;
+  log->fill = malloc(BUFFER_BYTES);
+  log->drain = malloc(BUFFER_BYTES);
+  log->file = fopen(path, "a");
+  if (log->file == NULL) perror(path);
+  if (log->file == NULL || log->fill == NULL || log->drain == NULL) goto fail;
+  pthread_mutex_init(&log->lock, NULL);
+  pthread_cond_init(&log->wake, NULL);
+  /* The writer takes no signals: the dispatcher reads SIGINT and SIGTERM
+   * from a signalfd, which only works while every thread blocks them (a
+   * thread that does not would take and drop them when they are ignored,
+   * as in a background job of a shell). */
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &old);
+  int rc = pthread_create(&log->writer, NULL, writer_main, log);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (rc != 0) {
+    fprintf(stderr, "jaws: cannot start the access log's writer\n");
+    pthread_mutex_destroy(&log->lock);
+    pthread_cond_destroy(&log->wake);
+    goto fail;
+  }
+  return log;
+fail:
+  if (log->file) fclose(log->file);
+  free(log->fill);
+  free(log->drain);
+  free(log);
+  return NULL;
+}
+
+void access_log_add(struct access_log *log, const char *host,
+                    const char *request_line, size_t request_len, int status,
+                    uint64_t bytes) {
+  static const char *const months[] = {"Jan", "Feb", "Mar", "Apr",
+                                       "May", "Jun", "Jul", "Aug",
+                                       "Sep", "Oct", "Nov", "Dec"};
+  char line[LINE_MAX_BYTES];
+  struct tm tm;
+  time_t now = time(NULL);
+  int n;
+  gmtime_r(&now, &tm);
+  if (request_len > 512) request_len = 512;
+  n = snprintf(line, sizeof line,
+               "%s - - [%02d/%s/%04d:%02d:%02d:%02d +0000] \"%.*s\" %d %llu\n",
+               host, tm.tm_mday, months[tm.tm_mon], tm.tm_year + 1900,
+               tm.tm_hour, tm.tm_min, tm.tm_sec, (int)request_len,
+               request_line ? request_line : "-", status,
+               (unsigned long long)bytes);
+  if (n < 0) return;
+  if ((size_t)n >= sizeof line) n = (int)sizeof line - 1;
+  /* Control bytes of a hostile request line would forge log lines. */
+  for (int i = 0; i < n - 1; i++)
+    if ((unsigned char)line[i] < 0x20) line[i] = '?';
+  pthread_mutex_lock(&log->lock);
+  if (log->used + (size_t)n > BUFFER_BYTES) {
+    log->dropped++;
+  } else {
+    memcpy(log->fill + log->used, line, (size_t)n);
+    if (log->used == 0) pthread_cond_signal(&log->wake);
+    log->used += (size_t)n;
+  }
+  pthread_mutex_unlock(&log->lock);
+}
+
+uint64_t access_log_close(struct access_log *log) {
+  uint64_t dropped;
+  if (log == NULL) return 0;
+  pthread_mutex_lock(&log->lock);
+  log->closing = true;
+  pthread_cond_signal(&log->wake);
+  pthread_mutex_unlock(&log->lock);
+  pthread_join(log->writer, NULL);
+  dropped = log->dropped;
+  fclose(log->file);
+  pthread_mutex_destroy(&log->lock);
+  pthread_cond_destroy(&log->wake);
+  free(log->fill);
+  free(log->drain);
+  free(log);
+  return dropped;
+}

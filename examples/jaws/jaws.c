@@ -1,0 +1,187 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * examples/jaws/jaws.c - a JAWS-like static-file HTTP server on taxi: the
+ * command line, the strategy table, and the parts of the server every
+ * strategy shares (admission, the listening line).
+ *
+ *   jaws --root DIR [--port P] [--host H] [--strategy S] [--backend B]
+ *        [--threads N] [--max-connections N] [--header-timeout MS]
+ *        [--idle-timeout MS] [--cache-bytes N] [--access-log FILE]
+ *
+ * Strategies: reactive, lf, hsha, proactive (strategy_io.c),
+ * thread-per-connection, thread-per-request, thread-pool
+ * (strategy_threads.c).  It
+ * prints "jaws: strategy=S backend=B threads=N listening on HOST:PORT"
+ * once ready (threads=0: a thread per connection or per request), serves
+ * until SIGINT or SIGTERM, then prints "jaws: stopped after N requests".
+ * Exit status: 0, 1 (an error: a missing root, a port in use), 2 (bad
+ * command line, a backend that does not exist here).
+ */
+#include "jaws.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../echo_common.h"
+#include "access_log.h"
+#include "vfs.h"
+
+#define MAX_ENTRIES 512
+
+const char jaws_busy_response[] =
+    "HTTP/1.1 503 Service Unavailable\r\nServer: jaws\r\n"
+    "Content-Type: text/plain\r\nContent-Length: 20\r\n"
+    "Connection: close\r\n\r\nToo many connections";
+
+static const struct jaws_strategy strategies[] = {
+    {"reactive", jaws_run_io, TAXI_IO_REACTOR},
+    {"lf", jaws_run_io, TAXI_IO_LF},
+    {"hsha", jaws_run_io, TAXI_IO_HSHA},
+    {"proactive", jaws_run_io, TAXI_IO_PROACTOR},
+    {"thread-per-connection", jaws_run_threads, 0},
+    {"thread-per-request", jaws_run_threads, 1},
+    {"thread-pool", jaws_run_threads, 2},
+};
+
+const struct jaws_strategy *jaws_strategy_find(const char *name) {
+  for (size_t i = 0; i < sizeof strategies / sizeof *strategies; i++)
+    if (strcmp(name, strategies[i].name) == 0) return &strategies[i];
+  return NULL;
+}
+
+bool jaws_admit(struct jaws_server *srv) {
+  unsigned n = atomic_fetch_add(&srv->connections, 1);
+  if (n < srv->cfg.max_connections) return true;
+  atomic_fetch_sub(&srv->connections, 1);
+  return false;
+}
+
+void jaws_leave(struct jaws_server *srv) {
+  atomic_fetch_sub(&srv->connections, 1);
+}
+
+void jaws_print_listening(struct jaws_server *srv, const char *backend,
+                          unsigned threads, const char *bound) {
+  printf("jaws: strategy=%s backend=%s threads=%u listening on %s\n",
+         srv->cfg.strategy, backend ? backend : "-", threads, bound);
+  fflush(stdout); /* scripts wait for this line */
+  srv->started = true;
+}
+
+static int usage(FILE *to, int status) {
+  fprintf(to,
+          "usage: jaws --root DIR [--port P] [--host H] [--strategy S]\n"
+          "            [--backend B] [--threads N] [--max-connections N]\n"
+          "            [--header-timeout MS] [--idle-timeout MS]\n"
+          "            [--cache-bytes N] [--access-log FILE]\n"
+          "strategies: reactive (default), lf, hsha, proactive,\n"
+          "            thread-per-connection, thread-per-request,\n"
+          "            thread-pool\n"
+          "defaults: --host 127.0.0.1 --port 8080 --max-connections 10000\n"
+          "          --header-timeout 10000 --idle-timeout 30000\n"
+          "          --cache-bytes 67108864\n");
+  return status;
+}
+
+/* 0 and cfg filled, or the exit status. */
+static int parse_args(int argc, char **argv, struct jaws_config *cfg) {
+  unsigned long v;
+  cfg->host = "127.0.0.1";
+  cfg->port = 8080;
+  cfg->strategy = "reactive";
+  cfg->max_connections = 10000;
+  cfg->header_timeout_ms = 10000;
+  cfg->idle_timeout_ms = 30000;
+  cfg->cache_bytes = 64u << 20;
+  for (int i = 1; i < argc;) {
+    const char *val, *name = argv[i];
+    int rc;
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+      return usage(stdout, 0) + 100;
+#define OPT(name) ((rc = echo_option(argc, argv, &i, name, &val)) != 0)
+    if (OPT("--root")) {
+      cfg->root = val;
+    } else if (OPT("--host")) {
+      cfg->host = val;
+    } else if (OPT("--port")) {
+      if (rc > 0 && echo_parse_port(val, &cfg->port) != 0) rc = -1;
+    } else if (OPT("--strategy")) {
+      cfg->strategy = val;
+      if (rc > 0 && jaws_strategy_find(val) == NULL) {
+        fprintf(stderr, "jaws: unknown strategy %s\n", val);
+        rc = -1;
+      }
+    } else if (OPT("--backend")) {
+      cfg->backend = val;
+    } else if (OPT("--threads")) {
+      if (rc > 0 && echo_parse_count(val, 1, 1024, &v) != 0) rc = -1;
+      cfg->threads = (unsigned)v;
+    } else if (OPT("--max-connections")) {
+      if (rc > 0 && echo_parse_count(val, 1, 1000000, &v) != 0) rc = -1;
+      cfg->max_connections = (unsigned)v;
+    } else if (OPT("--header-timeout")) {
+      if (rc > 0 && echo_parse_count(val, 1, 3600000, &v) != 0) rc = -1;
+      cfg->header_timeout_ms = (unsigned)v;
+    } else if (OPT("--idle-timeout")) {
+      if (rc > 0 && echo_parse_count(val, 1, 3600000, &v) != 0) rc = -1;
+      cfg->idle_timeout_ms = (unsigned)v;
+    } else if (OPT("--cache-bytes")) {
+      if (rc > 0 && echo_parse_count(val, 0, 1ul << 40, &v) != 0) rc = -1;
+      cfg->cache_bytes = (size_t)v;
+    } else if (OPT("--access-log")) {
+      cfg->access_log = val;
+    } else {
+      fprintf(stderr, "jaws: unknown argument %s\n", argv[i]);
+      return usage(stderr, 2);
+    }
+#undef OPT
+    if (rc < 0) {
+      fprintf(stderr, "jaws: bad value for %s\n", name);
+      return usage(stderr, 2);
+    }
+  }
+  if (cfg->backend && jaws_strategy_find(cfg->strategy)->run != jaws_run_io) {
+    fprintf(stderr, "jaws: --backend applies to the taxi strategies only\n");
+    return usage(stderr, 2);
+  }
+  if (cfg->root == NULL) {
+    fprintf(stderr, "jaws: --root is required\n");
+    return usage(stderr, 2);
+  }
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  static struct jaws_server srv; /* signal handlers reach it */
+  const struct jaws_strategy *strategy;
+  int rc = parse_args(argc, argv, &srv.cfg);
+  if (rc) return rc >= 100 ? rc - 100 : rc;
+  strategy = jaws_strategy_find(srv.cfg.strategy);
+  if (echo_net_init() != 0) {
+    fprintf(stderr, "jaws: %s\n", echo_last_error());
+    return 1;
+  }
+  if ((rc = vfs_create(&srv.vfs, srv.cfg.root, srv.cfg.cache_bytes,
+                       MAX_ENTRIES)) != 0) {
+    fprintf(stderr, "jaws: document root %s: %s\n", srv.cfg.root,
+            rc == -1 ? "no such directory" : "cannot be opened");
+    return 1;
+  }
+  if (srv.cfg.access_log &&
+      (srv.log = access_log_open(srv.cfg.access_log)) == NULL) {
+    vfs_destroy(srv.vfs);
+    return 1;
+  }
+  rc = strategy->run(&srv, strategy);
+  if (srv.started)
+    printf("jaws: stopped after %llu requests\n",
+           (unsigned long long)atomic_load(&srv.requests));
+  unsigned long long dropped = access_log_close(srv.log);
+  if (dropped)
+    fprintf(stderr, "jaws: the access log dropped %llu lines (disk too slow)\n",
+            dropped);
+  vfs_destroy(srv.vfs);
+  echo_net_cleanup();
+  return rc;
+}

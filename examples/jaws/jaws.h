@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * examples/jaws/jaws.h - what the parts of the JAWS-like static-file
+ * server share: its configuration, the server object every strategy runs,
+ * and the strategy interface.
+ *
+ * The HTTP logic (http_session.c) is written once; a strategy
+ * (strategy_io.c over taxi's I/O context, strategy_threads.c over blocking
+ * sockets) only moves bytes between sockets and sessions.  A strategy is
+ * an object with one operation, run, so adding one (an adaptive strategy
+ * choosing per connection) means adding a table entry, not touching the
+ * sessions.
+ */
+#ifndef JAWS_H
+#define JAWS_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <taxi/taxi.h>
+
+struct vfs;
+struct access_log;
+
+struct jaws_config {
+  const char *root;
+  const char *host;
+  unsigned port;
+  const char *strategy;
+  const char *backend; /* NULL: taxi's choice */
+  unsigned threads;    /* 0: the strategy's default */
+  unsigned max_connections;
+  unsigned header_timeout_ms; /* first byte of a request to its empty line */
+  unsigned idle_timeout_ms;   /* nothing moved on a connection */
+  size_t cache_bytes;
+  const char *access_log; /* NULL: none */
+};
+
+struct jaws_server {
+  struct jaws_config cfg;
+  struct vfs *vfs;
+  struct access_log *log;  /* NULL without --access-log */
+  atomic_ullong requests;  /* answered, whatever the status */
+  atomic_uint connections; /* open and admitted */
+  atomic_ullong refused;   /* turned away with 503 */
+  atomic_int stopping;
+  bool started; /* the listening line was printed */
+};
+
+/* A way of moving bytes (the State of the design: one per strategy). */
+struct jaws_strategy {
+  const char *name;
+  /* Listen, print the listening line, serve until stopped.  Returns the
+   * exit status (0, or 1 after an error it reported). */
+  int (*run)(struct jaws_server *srv, const struct jaws_strategy *self);
+  /* For strategy_io.c: the taxi dispatcher; for the threads, the model. */
+  int kind;
+};
+
+const struct jaws_strategy *jaws_strategy_find(const char *name);
+
+/* The strategies (strategy_io.c and strategy_threads.c). */
+int jaws_run_io(struct jaws_server *srv, const struct jaws_strategy *self);
+int jaws_run_threads(struct jaws_server *srv, const struct jaws_strategy *self);
+
+/* Admission under --max-connections: true and counted, or false (answer
+ * 503 and close).  jaws_leave undoes a successful jaws_admit. */
+bool jaws_admit(struct jaws_server *srv);
+void jaws_leave(struct jaws_server *srv);
+
+/* The line scripts wait for. */
+void jaws_print_listening(struct jaws_server *srv, const char *backend,
+                          unsigned threads, const char *bound);
+
+/* The fixed 503 answer (a static string). */
+extern const char jaws_busy_response[];
+
+#endif /* JAWS_H */

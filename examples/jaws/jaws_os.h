@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * examples/jaws/jaws_os.h - the operating-system calls the server needs
+ * beyond taxi and examples/echo_common.h: files (resolve, stat, open,
+ * read), blocking socket I/O for the thread strategies, and a monotonic
+ * clock.  jaws_os.c is the only server file that includes system headers;
+ * it is written for POSIX (the server is not built on Windows yet: files
+ * there would need CreateFile and TransmitFile handles here).
+ */
+#ifndef JAWS_OS_H
+#define JAWS_OS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <taxi/taxi.h>
+
+enum jaws_kind { JAWS_OTHER, JAWS_REGULAR, JAWS_DIRECTORY };
+
+struct jaws_stat {
+  enum jaws_kind kind;
+  uint64_t size, dev, ino;
+  int64_t mtime; /* seconds since the epoch */
+};
+
+/* Outcomes of the file calls. */
+#define JAWS_OS_OK 0
+#define JAWS_OS_NOENT (-1)  /* missing, or a component not a directory */
+#define JAWS_OS_DENIED (-2) /* permission denied, a loop */
+#define JAWS_OS_ERROR (-3)  /* anything else (out of descriptors, I/O) */
+
+/* Milliseconds of a monotonic clock. */
+int64_t jaws_now_ms(void);
+/* Seconds since the epoch, UTC. */
+int64_t jaws_wall_s(void);
+
+/* The canonical absolute path of `path` (symbolic links, "." and ".."
+ * resolved) into out[cap]. */
+int jaws_resolve(const char *path, char *out, size_t cap);
+/* stat(2), following links. */
+int jaws_stat(const char *path, struct jaws_stat *st);
+/* Open a file for reading, not following a link in its last component,
+ * and stat the open file. */
+int jaws_open(const char *path, taxi_handle_t *out, struct jaws_stat *st);
+void jaws_close(taxi_handle_t f);
+/* Read exactly len bytes at off; 0, or -1 (error or the file shrank). */
+int jaws_read_at(taxi_handle_t f, void *buf, size_t len, uint64_t off);
+
+/* Blocking sockets (the thread strategies): make s blocking with sends
+ * that give up after send_timeout_ms.  0 or -1. */
+int jaws_sock_blocking(taxi_handle_t s, unsigned send_timeout_ms);
+/* Wait up to timeout_ms for s to be readable: 1, 0 (timed out), -1. */
+int jaws_sock_wait(taxi_handle_t s, int timeout_ms);
+/* One receive: bytes (> 0), 0 at end of stream, -1 on error. */
+long jaws_sock_recv(taxi_handle_t s, void *buf, size_t cap);
+/* The peer's numeric address (no port) into out[cap]; "-" when unknown. */
+void jaws_sock_peer(taxi_handle_t s, char *out, size_t cap);
+/* Send everything: 0, or -1 (error, send timeout). */
+int jaws_sock_send(taxi_handle_t s, const void *buf, size_t len);
+/* Send len bytes of file f from off: 0 or -1. */
+int jaws_sock_send_file(taxi_handle_t s, taxi_handle_t f, uint64_t off,
+                        uint64_t len);
+
+#endif /* JAWS_OS_H */

@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * examples/jaws/vfs.h - the JAWS paper's cached virtual filesystem: a
+ * request path maps to an open file with its size, modification time,
+ * Content-Type and a prebuilt part of its response header.
+ *
+ * Safety: a path is resolved (links, "." and "..") and must stay inside
+ * the document root, else 403; missing files are 404.  Directories serve
+ * their index.html.
+ *
+ * Cache: bounded by entries (open handles) and by bytes (the contents of
+ * small files, kept in memory); least recently used entries go first.
+ * An entry is checked against the file system at most once per second
+ * (path resolved again, then device, inode, size and mtime compared) and
+ * replaced when the file changed.
+ *
+ * Threads: every call may come from any thread.  Entries are reference
+ * counted: vfs_lookup returns one reference, vfs_release drops it, and an
+ * entry evicted or replaced while a response still sends it stays open
+ * until that reference is dropped, so a response is never torn.
+ */
+#ifndef JAWS_VFS_H
+#define JAWS_VFS_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <taxi/taxi.h>
+
+struct vfs;
+
+struct vfs_file {
+  taxi_handle_t fd; /* open while the entry lives, TAXI_INVALID_HANDLE when
+                       the contents are in memory */
+  const char *data; /* the contents (small files), else NULL */
+  uint64_t size;
+  int64_t mtime;
+  /* "Content-Type: ...\r\nLast-Modified: ...\r\n" */
+  char meta[192];
+  size_t meta_len;
+  /* the cache's own */
+  atomic_uint refs;
+  uint64_t dev, ino;
+  int64_t checked_ms;
+  bool cached;
+  uint32_t hash;
+  char *key;
+  struct vfs_file *hnext, *prev, *next;
+};
+
+struct vfs_stats {
+  uint64_t hits, misses, evictions, invalidations;
+  unsigned entries;
+  size_t bytes;
+};
+
+/* max_bytes: memory for contents; max_entries: entries (open files).
+ * Returns 0, or a JAWS_OS_* code for a root that cannot be resolved or is
+ * not a directory (JAWS_OS_NOENT). */
+int vfs_create(struct vfs **out, const char *root, size_t max_bytes,
+               unsigned max_entries);
+void vfs_destroy(struct vfs *v);
+
+/* The file for a decoded, normalised request path ("/a/b.html").
+ * Returns 0 and a reference in *out, or an HTTP status: 301 (a directory
+ * named without its trailing slash), 403 (outside the root, not a regular
+ * file, no permission), 404, 500. */
+int vfs_lookup(struct vfs *v, const char *path, struct vfs_file **out);
+void vfs_release(struct vfs_file *f);
+
+void vfs_get_stats(struct vfs *v, struct vfs_stats *out);
+
+/* Tests: the clock the cache reads (NULL: the monotonic one). */
+void vfs_set_clock(struct vfs *v, int64_t (*now_ms)(void));
+
+/* An HTTP-date of t into out (30 bytes at least). */
+void vfs_format_date(int64_t t, char *out);
+
+#endif /* JAWS_VFS_H */

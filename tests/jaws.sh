@@ -1,0 +1,577 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# jaws.sh - examples/jaws (the static-file web server) as a test.  Every
+# strategy (reactive, lf, hsha, proactive on each completion backend that
+# works here and with a pool, thread-per-connection, thread-per-request,
+# thread-pool)
+# is started on a free port and checked with curl and small python3
+# clients: a tree of files fetched byte for byte, HEAD, 304, 206 and 416,
+# 404, 405, keep-alive reuse and pipelining, traversal attempts (..,
+# %2e%2e, a symbolic link out of the root), an oversized request line
+# (414) and header (431), a slow client closed by the header timeout while
+# others are served, a file replaced while it is being sent (never torn),
+# 1000 idle connections held while requests succeed, the connection
+# limit's 503, the idle timeout, a short verified webstone run, and an
+# orderly stop on SIGINT.  JAWS_RUNS="reactive proactive:uring:3" picks
+# runs (STRATEGY[:BACKEND[:THREADS]]).
+# Bad command lines exit 2, a missing root exits 1.
+# Ends with "N passed, N failed"; exits 77 when nothing could run.
+
+: "${builddir:=.}"
+: "${srcdir:=.}"
+server=$builddir/examples/jaws/jaws
+webstone=$builddir/tests/bench/webstone/webstone
+if [ ! -x "$server" ]; then
+  echo "jaws.sh: SKIP: $server is not built"
+  exit 77
+fi
+for tool in curl python3; do
+  if ! command -v "$tool" >/dev/null 2>&1; then
+    echo "jaws.sh: SKIP: $tool is missing"
+    exit 77
+  fi
+done
+# 1000 idle connections on each side need more descriptors than the
+# usual 1024; the hard limit decides whether the test can run.
+# shellcheck disable=SC3045 # ulimit -n: dash, bash and busybox sh have it
+{ ulimit -n 4096 || ulimit -n "$(ulimit -H -n)"; } 2>/dev/null
+# shellcheck disable=SC3045
+nofile=$(ulimit -n)
+idle_conns=1000
+if [ "$nofile" != unlimited ] && [ "$nofile" -lt 2200 ]; then
+  idle_conns=$((nofile / 2 - 100))
+  echo "note: descriptors limited to $nofile: $idle_conns idle connections"
+fi
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/taxi-jaws.XXXXXX") || exit 1
+pid=''
+cleanup() {
+  [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+pass=0 fail=0
+ok() {
+  echo "ok: $1"
+  pass=$((pass + 1))
+}
+bad() {
+  echo "FAIL: $1"
+  fail=$((fail + 1))
+}
+
+# The document root: a tree of files, small (memory) and large (sent from
+# the file), a symbolic link out of the root, a secret outside it.
+root=$work/root
+mkdir -p "$root/sub/deeper" "$root/emptydir" "$root/with dir" \
+  "$work/outside"
+echo "secret" >"$work/outside/secret.txt"
+printf '<html>home</html>\n' >"$root/index.html"
+printf 'a text file\n' >"$root/sub/a.txt"
+printf '<html>deeper</html>\n' >"$root/sub/deeper/index.html"
+: >"$root/empty.txt"
+printf 'spaced\n' >"$root/with space.txt"
+python3 -c '
+import sys
+for name, size in (("medium.bin", 100000), ("big.bin", 3000000)):
+    with open(sys.argv[1] + "/" + name, "wb") as f:
+        f.write(bytes((i * 7 + (i >> 10)) & 255 for i in range(size)))
+' "$root"
+ln -s "$work/outside" "$root/escape"
+ln -s "$work/outside/secret.txt" "$root/secret-link.txt"
+tree="index.html sub/a.txt sub/deeper/index.html empty.txt medium.bin big.bin"
+docroot=$work/webstone
+if [ -x "$webstone" ]; then
+  "$webstone" --make-docroot "$docroot" >/dev/null 2>&1 || docroot=''
+else
+  docroot=''
+fi
+
+# start NAME ARGS...: a server on a free port; sets pid, port and url.
+start() {
+  name=$1
+  shift
+  out=$work/server.out
+  : >"$out"
+  "$server" --port 0 "$@" >"$out" 2>&1 &
+  pid=$!
+  port=''
+  i=0
+  while [ $i -lt 100 ] && [ -z "$port" ]; do
+    port=$(sed -n 's/^jaws: .* listening on .*:\([0-9][0-9]*\)$/\1/p' "$out")
+    [ -z "$port" ] && sleep 0.1
+    i=$((i + 1))
+  done
+  url=http://127.0.0.1:$port
+  [ -n "$port" ] && return 0
+  echo "the $name server did not start:"
+  cat "$out"
+  kill -9 "$pid" 2>/dev/null
+  wait "$pid" 2>/dev/null
+  pid=''
+  return 1
+}
+
+# stop NAME: SIGINT; within 10 s, exit status 0 and the closing line.
+stop() {
+  kill -INT "$pid" 2>/dev/null
+  i=0
+  while [ $i -lt 100 ] && kill -0 "$pid" 2>/dev/null; do
+    sleep 0.1
+    i=$((i + 1))
+  done
+  if kill -0 "$pid" 2>/dev/null; then
+    echo "the $1 server did not stop within 10 s of SIGINT"
+    kill -9 "$pid"
+    wait "$pid"
+    pid=''
+    return 1
+  fi
+  status=0
+  wait "$pid" || status=$?
+  pid=''
+  if [ $status -ne 0 ] ||
+    ! grep -q "^jaws: stopped after [0-9]* requests" "$out"; then
+    echo "the $1 server stopped with status $status:"
+    cat "$out"
+    return 1
+  fi
+  return 0
+}
+
+# code URL [CURL ARGS]: the status curl got (000: none).
+code() {
+  u=$1
+  shift
+  curl -s -o /dev/null -m 10 -w '%{http_code}' "$@" "$u"
+}
+
+# expect NAME WANT GOT
+expect() {
+  if [ "$2" = "$3" ]; then ok "$1"; else bad "$1: got $3, expected $2"; fi
+}
+
+# The HTTP checks against the server at $url.
+check_http() {
+  s=$1
+  good=1
+  for f in $tree; do
+    rm -f "$work/got"
+    if ! curl -s -f -m 30 -o "$work/got" "$url/$f" ||
+      ! cmp -s "$work/got" "$root/$f"; then
+      good=0
+      echo "$s: $f differs"
+    fi
+  done
+  expect "$s: tree fetched byte for byte" 1 $good
+  curl -s -m 10 -o "$work/got" "$url/with%20space.txt"
+  if cmp -s "$work/got" "$root/with space.txt"; then
+    ok "$s: an escaped name"
+  else
+    bad "$s: an escaped name"
+  fi
+  expect "$s: 301 to a directory's slash" "301 $url/sub/deeper/?q=1" \
+    "$(curl -s -o /dev/null -m 10 -w '%{http_code} %{redirect_url}' \
+      "$url/sub/deeper?q=1")"
+  expect "$s: 301 with the name encoded again" "301 $url/with%20dir/" \
+    "$(curl -s -o /dev/null -m 10 -w '%{http_code} %{redirect_url}' \
+      "$url/with%20dir")"
+  curl -s -m 10 -o "$work/got" "$url/sub/deeper/"
+  if cmp -s "$work/got" "$root/sub/deeper/index.html"; then
+    ok "$s: a directory's index.html"
+  else
+    bad "$s: a directory's index.html"
+  fi
+  # HEAD: the headers of a GET and no body (a raw client sees the end).
+  curl -s -I -m 10 "$url/medium.bin" | tr -d '\r' >"$work/head"
+  if grep -q '^HTTP/1.1 200' "$work/head" &&
+    grep -qi '^Content-Length: 100000$' "$work/head" &&
+    grep -qi '^Last-Modified: ' "$work/head" &&
+    grep -qi '^Date: ' "$work/head" && grep -qi '^Server: jaws' "$work/head"
+  then
+    ok "$s: HEAD headers"
+  else
+    cat "$work/head"
+    bad "$s: HEAD headers"
+  fi
+  ctype=$(curl -s -I -m 10 "$url/index.html" | tr -d '\r' |
+    sed -n 's/^Content-Type: //Ip')
+  expect "$s: Content-Type of .html" "text/html; charset=utf-8" "$ctype"
+  lm=$(sed -n 's/^Last-Modified: //Ip' "$work/head")
+  expect "$s: 304 after If-Modified-Since" 304 \
+    "$(code "$url/medium.bin" -H "If-Modified-Since: $lm")"
+  expect "$s: 200 for an older If-Modified-Since" 200 \
+    "$(code "$url/medium.bin" \
+      -H "If-Modified-Since: Thu, 01 Jan 1970 00:00:00 GMT")"
+  # Ranges.
+  curl -s -m 10 -r 1000-1999 -o "$work/got" "$url/big.bin"
+  dd if="$root/big.bin" of="$work/want" bs=1000 skip=1 count=1 2>/dev/null
+  if [ "$(code "$url/big.bin" -r 1000-1999)" = 206 ] &&
+    cmp -s "$work/got" "$work/want"; then
+    ok "$s: 206 with the range's bytes"
+  else
+    bad "$s: 206"
+  fi
+  curl -s -m 10 -r -10 -o "$work/got" "$url/medium.bin"
+  tail -c 10 "$root/medium.bin" >"$work/want"
+  if cmp -s "$work/got" "$work/want"; then
+    ok "$s: a suffix range"
+  else
+    bad "$s: a suffix range"
+  fi
+  expect "$s: 416 past the end" 416 "$(code "$url/index.html" -r 5000-)"
+  expect "$s: 404" 404 "$(code "$url/no/such/file")"
+  expect "$s: 405 for POST" 405 "$(code "$url/index.html" -X POST)"
+  # Keep-alive: two URLs over one connection.
+  if curl -s -v -m 10 -o /dev/null -o /dev/null "$url/index.html" \
+    "$url/sub/a.txt" 2>&1 | grep -q 'Re-using existing connection'; then
+    ok "$s: keep-alive reuse"
+  else
+    bad "$s: keep-alive reuse"
+  fi
+  # Traversal: all refused, never the secret.
+  trav=1
+  for p in /../outside/secret.txt /sub/../../outside/secret.txt \
+    /%2e%2e/outside/secret.txt /sub/%2E%2E/%2e%2e/outside/secret.txt \
+    /escape/secret.txt /secret-link.txt /emptydir/; do
+    c=$(code "$url$p" --path-as-is)
+    case $c in
+      403 | 404 | 400) ;;
+      *)
+        trav=0
+        echo "$s: $p answered $c"
+        ;;
+    esac
+  done
+  expect "$s: traversal attempts refused" 1 $trav
+  long=$(python3 -c 'print("a" * 9000)')
+  expect "$s: 414 for a long request line" 414 "$(code "$url/$long")"
+  expect "$s: 431 for a long header" 431 \
+    "$(code "$url/" -H "X-Big: $(python3 -c 'print("b" * 20000)')")"
+  # Pipelining and HEAD without body, on a raw connection.
+  if python3 - "$port" "$root" <<'EOF'; then
+import socket, sys
+port, root = int(sys.argv[1]), sys.argv[2]
+s = socket.create_connection(("127.0.0.1", port), timeout=10)
+s.sendall(b"GET /sub/a.txt HTTP/1.1\r\nHost: x\r\n\r\n"
+          b"HEAD /medium.bin HTTP/1.1\r\nHost: x\r\n\r\n"
+          b"HEAD /missing HTTP/1.1\r\nHost: x\r\n\r\n"
+          b"GET /index.html HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+data = b""
+while True:
+    chunk = s.recv(65536)
+    if not chunk:
+        break
+    data += chunk
+a = open(root + "/sub/a.txt", "rb").read()
+idx = open(root + "/index.html", "rb").read()
+parts = data.split(b"\r\n\r\n")
+assert len(parts) == 5, parts
+assert parts[0].startswith(b"HTTP/1.1 200"), parts[0]
+assert parts[1].startswith(a + b"HTTP/1.1 200"), parts[1]
+assert b"Content-Length: 100000" in parts[1]
+assert parts[2].startswith(b"HTTP/1.1 404"), parts[2]  # no HEAD body
+assert parts[3].startswith(b"HTTP/1.1 200"), parts[3]  # nor here
+assert b"Connection: close" in parts[3]
+assert parts[4] == idx, parts[4]
+EOF
+    ok "$s: pipelined requests, HEAD (200 and 404) without a body"
+  else
+    bad "$s: pipelined requests"
+  fi
+  # A slow client (a byte a second) is closed by the header timeout
+  # (500 ms) long before its request is complete, with 408, while a
+  # normal request is served meanwhile.
+  python3 - "$port" >"$work/slow.out" 2>&1 <<'EOF' &
+import select, socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=15)
+req = b"GET /index.html HTTP/1.1\r\nHost: slow\r\nX-Slow: zzzz"
+got = b""
+for i in range(len(req)):
+    try:
+        s.sendall(req[i:i + 1])
+    except OSError:
+        break
+    readable, _, _ = select.select([s], [], [], 1.0)
+    if readable:
+        try:
+            chunk = s.recv(4096)
+        except OSError:
+            chunk = b""
+        got += chunk
+        if not chunk or b"\r\n\r\n" in got:
+            break
+print("closed" if i < len(req) - 1 else "served", got[:12].decode(errors="replace"))
+EOF
+  slow=$!
+  sleep 0.2
+  expect "$s: a normal client served beside a slow one" 200 \
+    "$(code "$url/index.html")"
+  wait "$slow"
+  if grep -q '^closed HTTP/1.1 408' "$work/slow.out"; then
+    ok "$s: a slow client got 408 and was closed"
+  else
+    cat "$work/slow.out"
+    bad "$s: the slow client"
+  fi
+  # A file replaced (renamed over) again and again while clients fetch
+  # it: every response is one version whole, never a mix.
+  if python3 - "$port" "$root" >"$work/swap.out" 2>&1 <<'EOF'; then
+import os, socket, sys, threading, time
+port, root = int(sys.argv[1]), sys.argv[2]
+versions = [bytes([65 + v]) * 1500000 for v in range(2)]
+for v in range(2):
+    with open("%s/swap%d.tmp" % (root, v), "wb") as f:
+        f.write(versions[v])
+if os.path.exists("%s/swap.bin" % root):
+    os.unlink("%s/swap.bin" % root)
+os.link("%s/swap0.tmp" % root, "%s/swap.bin" % root)
+stop = time.time() + 2.5
+seen = [0, 0]
+bad = []
+def client():
+    while time.time() < stop and not bad:
+        c = socket.create_connection(("127.0.0.1", port), timeout=10)
+        c.sendall(b"GET /swap.bin HTTP/1.0\r\n\r\n")
+        data = b""
+        while True:
+            chunk = c.recv(1 << 16)
+            if not chunk:
+                break
+            data += chunk
+        c.close()
+        body = data.split(b"\r\n\r\n", 1)[1]
+        if body in versions:
+            seen[versions.index(body)] += 1
+        else:
+            bad.append(len(body))
+threads = [threading.Thread(target=client) for _ in range(4)]
+for t in threads:
+    t.start()
+v = 0
+while time.time() < stop:
+    v ^= 1
+    os.link("%s/swap%d.tmp" % (root, v), "%s/swap.new" % root)
+    os.rename("%s/swap.new" % root, "%s/swap.bin" % root)
+    time.sleep(0.05)
+for t in threads:
+    t.join()
+assert not bad, "torn responses: %r" % bad[:5]
+print("versions seen", seen)
+EOF
+    ok "$s: a file replaced while being sent is never torn ($(cat "$work/swap.out"))"
+  else
+    cat "$work/swap.out"
+    bad "$s: a file replaced while being sent"
+  fi
+  # Idle connections held open while requests go on (not in a pool of
+  # blocking threads, where each idle connection holds a thread).
+  case $s in
+    thread-pool*)
+      echo "note: $s: no idle connections check (each would hold a thread)"
+      return
+      ;;
+  esac
+  if python3 - "$port" "$idle_conns" >"$work/idle.out" 2>&1 <<'EOF'; then
+import select, socket, sys
+port, n = int(sys.argv[1]), int(sys.argv[2])
+idle = [socket.create_connection(("127.0.0.1", port), timeout=10)
+        for _ in range(n)]
+for _ in range(20):
+    c = socket.create_connection(("127.0.0.1", port), timeout=10)
+    c.sendall(b"GET /sub/a.txt HTTP/1.0\r\n\r\n")
+    data = b""
+    while True:
+        chunk = c.recv(4096)
+        if not chunk:
+            break
+        data += chunk
+    c.close()
+    assert data.startswith(b"HTTP/1.1 200") and data.endswith(b"a text file\n"), data
+readable, _, _ = select.select(idle, [], [], 0)
+assert not readable, "%d idle connections closed or answered" % len(readable)
+print("held", n)
+EOF
+    ok "$s: $idle_conns idle connections held while requests succeed"
+  else
+    cat "$work/idle.out"
+    bad "$s: idle connections"
+  fi
+}
+
+# The webstone run needs its own document root.
+check_webstone() {
+  if "$webstone" --port "$port" --docroot "$docroot" --clients 20 --mix \
+    --warmup 0 --duration 1 --time-limit 60 >"$work/ws.out" 2>&1; then
+    ok "$1: webstone --mix, every byte verified"
+  else
+    cat "$work/ws.out"
+    bad "$1: webstone"
+  fi
+}
+
+# The connection limit: with 3 connections open the fourth gets 503.
+check_limit() {
+  if python3 - "$port" >"$work/limit.out" 2>&1 <<'EOF'; then
+import socket, sys
+port = int(sys.argv[1])
+held = [socket.create_connection(("127.0.0.1", port), timeout=10)
+        for _ in range(3)]
+# An answer on each shows it accepted (the limit counts accepted ones).
+for h in held:
+    h.sendall(b"GET /sub/a.txt HTTP/1.1\r\nHost: x\r\n\r\n")
+    data = b""
+    while not data.endswith(b"a text file\n"):
+        chunk = h.recv(4096)
+        assert chunk, data
+        data += chunk
+c = socket.create_connection(("127.0.0.1", port), timeout=10)
+try:
+    c.sendall(b"GET /index.html HTTP/1.0\r\n\r\n")
+except OSError:
+    pass
+data = b""
+try:
+    while True:
+        chunk = c.recv(4096)
+        if not chunk:
+            break
+        data += chunk
+except ConnectionResetError:
+    pass
+assert data.startswith(b"HTTP/1.1 503"), data
+EOF
+    ok "$1: 503 beyond --max-connections"
+  else
+    cat "$work/limit.out"
+    bad "$1: connection limit"
+  fi
+}
+
+# STRATEGY[:BACKEND[:THREADS]]
+# An idle connection (no request begun) is closed silently after the idle
+# timeout (2 s here).
+check_idle() {
+  if python3 - "$port" >"$work/idle1.out" 2>&1 <<'EOF'; then
+import select, socket, sys, time
+c = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
+readable, _, _ = select.select([c], [], [], 10)
+assert readable, "still open after 10 s"
+try:
+    data = c.recv(4096)
+except ConnectionResetError:
+    data = b""
+assert data == b"", data
+EOF
+    ok "$1: an idle connection closed after the idle timeout"
+  else
+    cat "$work/idle1.out"
+    bad "$1: idle timeout"
+  fi
+}
+
+runs="reactive lf hsha"
+for b in uring aio emulated; do
+  runs="$runs proactive:$b"
+done
+runs="$runs proactive:uring:3"
+runs="$runs thread-per-connection thread-per-request thread-pool"
+# JAWS_RUNS: a subset, for a closer look.
+runs=${JAWS_RUNS:-$runs}
+for run in $runs; do
+  strategy=${run%%:*}
+  backend='' threads=''
+  [ "$run" != "$strategy" ] && backend=${run#*:}
+  case $backend in
+    *:*)
+      threads=${backend#*:}
+      backend=${backend%%:*}
+      ;;
+  esac
+  set -- --strategy "$strategy" --root "$root" --header-timeout 500
+  [ -n "$backend" ] && set -- "$@" --backend "$backend"
+  [ -n "$threads" ] && set -- "$@" --threads "$threads"
+  if ! start "$run" "$@" --access-log "$work/access.log"; then
+    if [ -n "$backend" ] && grep -qi 'backend\|support' "$out"; then
+      echo "note: $run does not work here"
+      continue
+    fi
+    bad "$run: start"
+    continue
+  fi
+  check_http "$run"
+  if [ -n "$docroot" ]; then
+    stop "$run" || bad "$run: stop"
+    if start "$run" --strategy "$strategy" --root "$docroot" \
+      ${backend:+--backend "$backend"} ${threads:+--threads "$threads"}; then
+      check_webstone "$run"
+    fi
+  fi
+  if stop "$run"; then ok "$run: stopped"; else bad "$run: stop"; fi
+  set -- --strategy "$strategy" --root "$root" --max-connections 3 \
+    --idle-timeout 2000
+  [ -n "$backend" ] && set -- "$@" --backend "$backend"
+  [ -n "$threads" ] && set -- "$@" --threads "$threads"
+  if start "$run" "$@"; then
+    check_limit "$run"
+    check_idle "$run"
+    if stop "$run"; then ok "$run: stopped"; else bad "$run: stop"; fi
+  fi
+done
+if grep -q '"GET /sub/a.txt HTTP/1.1" 200 12$' "$work/access.log"; then
+  ok "access log in common log format"
+else
+  head -5 "$work/access.log"
+  bad "access log"
+fi
+
+# Bad input: status 2 with usage; a missing root: 1 with a message.
+status=0
+"$server" --root "$root" --strategy nosuch >"$work/bad.out" 2>&1 || status=$?
+expect "an unknown strategy: status 2" 2 $status
+status=0
+"$server" --root "$root" --port 70000 >"$work/bad.out" 2>&1 || status=$?
+expect "a bad port: status 2" 2 $status
+status=0
+"$server" --port 0 >"$work/bad.out" 2>&1 || status=$?
+expect "no root: status 2" 2 $status
+status=0
+"$server" --root "$root" --port 0 --backend nosuch >"$work/bad.out" 2>&1 ||
+  status=$?
+expect "an unknown backend: status 2" 2 $status
+status=0
+"$server" --root "$root" --port 0 --strategy thread-per-request \
+  --backend epoll >"$work/bad.out" 2>&1 || status=$?
+expect "a backend for a blocking strategy: status 2" 2 $status
+status=0
+"$server" --root "$root" --port 0 --threads 0 >"$work/bad.out" 2>&1 ||
+  status=$?
+expect "threads 0: status 2" 2 $status
+# --threads is ignored where it does not apply (harnesses pass it to all).
+if start "reactive --threads 2" --root "$root" --strategy reactive \
+  --threads 2; then
+  expect "reactive ignores --threads" 200 "$(code "$url/index.html")"
+  if stop reactive; then ok "reactive --threads 2: stopped"; else
+    bad "reactive --threads 2: stop"
+  fi
+else
+  bad "reactive --threads 2: start"
+fi
+status=0
+"$server" --root "$root" --bogus >"$work/bad.out" 2>&1 || status=$?
+if [ $status -eq 2 ] && grep -q '^usage: jaws' "$work/bad.out"; then
+  ok "an unknown flag: usage, status 2"
+else
+  bad "an unknown flag: status $status"
+fi
+status=0
+"$server" --root "$work/none" --port 0 >"$work/bad.out" 2>&1 || status=$?
+if [ $status -eq 1 ] && grep -q 'document root' "$work/bad.out"; then
+  ok "a missing root: status 1 with a message"
+else
+  bad "a missing root: status $status"
+fi
+
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]

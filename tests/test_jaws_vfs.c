@@ -1,0 +1,293 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * tests/test_jaws_vfs.c - the JAWS example's cached virtual filesystem
+ * (examples/jaws/vfs.c): hits and misses, LRU eviction by entries and by
+ * bytes, invalidation when a file changes (under a clock the test moves),
+ * a replaced file kept alive by the reference a response holds, and the
+ * document root's boundary (links out of it, missing files, directories).
+ * POSIX only, as the server is.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "examples/jaws/jaws_os.h"
+#include "examples/jaws/vfs.h"
+#include "runner.h"
+
+static char dir[256];
+static int64_t fake_now = 1000000;
+
+static int64_t fake_clock(void) { return fake_now; }
+
+static void put(const char *name, const char *text, size_t repeat) {
+  char path[512];
+  FILE *f;
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  f = fopen(path, "w");
+  CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+  for (size_t i = 0; i < repeat; i++) fputs(text, f);
+  fclose(f);
+}
+
+static void make_dir(void) {
+  snprintf(dir, sizeof dir, "%s/taxi-vfs.XXXXXX",
+           getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+  CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+}
+
+static void remove_dir(void) {
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  CU_ASSERT_EQUAL(system(cmd), 0);
+}
+
+static struct vfs *make_vfs(size_t bytes, unsigned entries) {
+  struct vfs *v = NULL;
+  CU_ASSERT_EQUAL_FATAL(vfs_create(&v, dir, bytes, entries), 0);
+  vfs_set_clock(v, fake_clock);
+  return v;
+}
+
+static void test_hits(void) {
+  struct vfs *v;
+  struct vfs_file *a, *b, *big;
+  struct vfs_stats st;
+  make_dir();
+  put("a.html", "hello\n", 1);
+  put("big.bin", "0123456789", 10000); /* 100000 bytes: not in memory */
+  v = make_vfs(1 << 20, 16);
+  CU_ASSERT_EQUAL(vfs_lookup(v, "/a.html", &a), 0);
+  CU_ASSERT_EQUAL(vfs_lookup(v, "/a.html", &b), 0);
+  CU_ASSERT_PTR_EQUAL(a, b);
+  CU_ASSERT_EQUAL(a->size, 6);
+  CU_ASSERT_PTR_NOT_NULL(a->data);
+  if (a->data) CU_ASSERT_EQUAL(memcmp(a->data, "hello\n", 6), 0);
+  CU_ASSERT_PTR_NOT_NULL(strstr(a->meta, "Content-Type: text/html"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(a->meta, "Last-Modified: "));
+  CU_ASSERT_EQUAL(vfs_lookup(v, "/big.bin", &big), 0);
+  CU_ASSERT_EQUAL(big->size, 100000);
+  CU_ASSERT_PTR_NULL(big->data);
+  CU_ASSERT_NOT_EQUAL(big->fd, TAXI_INVALID_HANDLE);
+  vfs_get_stats(v, &st);
+  CU_ASSERT_EQUAL(st.hits, 1);
+  CU_ASSERT_EQUAL(st.misses, 2);
+  CU_ASSERT_EQUAL(st.entries, 2);
+  CU_ASSERT_EQUAL(st.bytes, 6);
+  vfs_release(a);
+  vfs_release(b);
+  vfs_release(big);
+  vfs_destroy(v);
+  remove_dir();
+}
+
+static void test_lru_entries(void) {
+  struct vfs *v;
+  struct vfs_file *f, *a;
+  struct vfs_stats st;
+  make_dir();
+  put("a", "a", 1);
+  put("b", "b", 1);
+  put("c", "c", 1);
+  v = make_vfs(1 << 20, 2);
+  CU_ASSERT_EQUAL(vfs_lookup(v, "/a", &a), 0);
+  CU_ASSERT_EQUAL(vfs_lookup(v, "/b", &f), 0);
+  vfs_release(f);
+  vfs_release(a);
+  CU_ASSERT_EQUAL(vfs_lookup(v, "/a", &f), 0); /* a is the most recent */
+  vfs_release(f);
+  CU_ASSERT_EQUAL(vfs_lookup(v, "/c", &f), 0); /* evicts b */
+  vfs_release(f);
+  vfs_get_stats(v, &st);
+  CU_ASSERT_EQUAL(st.entries, 2);
+  CU_ASSERT_EQUAL(st.evictions, 1);
+  CU_ASSERT_EQUAL(st.misses, 3);
+  CU_ASSERT_EQUAL(vfs_lookup(v, "/a", &f), 0); /* still cached */
+  vfs_release(f);
+  vfs_get_stats(v, &st);
+  CU_ASSERT_EQUAL(st.misses, 3);
+  CU_ASSERT_EQUAL(vfs_lookup(v, "/b", &f), 0); /* was evicted */
+  vfs_release(f);
+  vfs_get_stats(v, &st);
+  CU_ASSERT_EQUAL(st.misses, 4);
+  vfs_destroy(v);
+  remove_dir();
+}
+
+static void test_lru_bytes(void) {
+  struct vfs *v;
+  struct vfs_file *f;
+  struct vfs_stats st;
+  char name[16];
+  make_dir();
+  for (int i = 0; i < 10; i++) {
+    snprintf(name, sizeof name, "f%d", i);
+    put(name, "0123456789", 100); /* 1000 bytes */
+  }
+  v = make_vfs(8000, 100); /* eight of them in memory */
+  for (int i = 0; i < 10; i++) {
+    snprintf(name, sizeof name, "/f%d", i);
+    CU_ASSERT_EQUAL(vfs_lookup(v, name, &f), 0);
+    CU_ASSERT_PTR_NOT_NULL(f->data);
+    vfs_release(f);
+  }
+  vfs_get_stats(v, &st);
+  CU_ASSERT(st.bytes <= 8000);
+  CU_ASSERT_EQUAL(st.entries, 8);
+  CU_ASSERT_EQUAL(st.evictions, 2);
+  vfs_destroy(v);
+  remove_dir();
+}
+
+static void test_invalidation(void) {
+  struct vfs *v;
+  struct vfs_file *f, *g;
+  struct vfs_stats st;
+  make_dir();
+  put("page.txt", "first\n", 1);
+  v = make_vfs(1 << 20, 16);
+  CU_ASSERT_EQUAL(vfs_lookup(v, "/page.txt", &f), 0);
+  vfs_release(f);
+  put("page.txt", "second version\n", 1);
+  /* Within a second of the last check the cache answers alone. */
+  fake_now += 500;
+  CU_ASSERT_EQUAL(vfs_lookup(v, "/page.txt", &g), 0);
+  CU_ASSERT_PTR_EQUAL(g, f);
+  CU_ASSERT_EQUAL(g->size, 6);
+  vfs_release(g);
+  /* After it, the change is seen. */
+  fake_now += 1000;
+  CU_ASSERT_EQUAL(vfs_lookup(v, "/page.txt", &g), 0);
+  CU_ASSERT_EQUAL(g->size, 15);
+  if (g->data) CU_ASSERT_EQUAL(memcmp(g->data, "second version\n", 15), 0);
+  vfs_release(g);
+  vfs_get_stats(v, &st);
+  CU_ASSERT_EQUAL(st.invalidations, 1);
+  /* A file that disappears is 404 once checked again. */
+  CU_ASSERT_EQUAL(vfs_lookup(v, "/page.txt", &g), 0);
+  vfs_release(g);
+  {
+    char path[512];
+    snprintf(path, sizeof path, "%s/page.txt", dir);
+    CU_ASSERT_EQUAL(unlink(path), 0);
+  }
+  fake_now += 1001;
+  CU_ASSERT_EQUAL(vfs_lookup(v, "/page.txt", &g), 404);
+  vfs_destroy(v);
+  remove_dir();
+}
+
+/* A response holds the old file while it is replaced: its bytes stay the
+ * old ones until it lets go, from memory and from an open handle alike. */
+static void test_refcount(void) {
+  struct vfs *v;
+  struct vfs_file *small, *big, *g;
+  char from[512], to[512], buf[10];
+  make_dir();
+  put("s.txt", "old\n", 1);
+  put("b.bin", "OLDOLDOLD!", 10000);
+  v = make_vfs(1 << 20, 16);
+  CU_ASSERT_EQUAL_FATAL(vfs_lookup(v, "/s.txt", &small), 0);
+  CU_ASSERT_EQUAL_FATAL(vfs_lookup(v, "/b.bin", &big), 0);
+  put("s.new", "new content\n", 1);
+  put("b.new", "NEWNEWNEW!", 20000);
+  snprintf(from, sizeof from, "%s/s.new", dir);
+  snprintf(to, sizeof to, "%s/s.txt", dir);
+  CU_ASSERT_EQUAL(rename(from, to), 0);
+  snprintf(from, sizeof from, "%s/b.new", dir);
+  snprintf(to, sizeof to, "%s/b.bin", dir);
+  CU_ASSERT_EQUAL(rename(from, to), 0);
+  fake_now += 2000;
+  CU_ASSERT_EQUAL(vfs_lookup(v, "/s.txt", &g), 0);
+  CU_ASSERT_PTR_NOT_EQUAL(g, small);
+  CU_ASSERT_EQUAL(g->size, 12);
+  vfs_release(g);
+  CU_ASSERT_EQUAL(vfs_lookup(v, "/b.bin", &g), 0);
+  CU_ASSERT_PTR_NOT_EQUAL(g, big);
+  CU_ASSERT_EQUAL(g->size, 200000);
+  vfs_release(g);
+  /* The old ones, out of the cache, still whole. */
+  CU_ASSERT_EQUAL(small->size, 4);
+  CU_ASSERT_EQUAL(memcmp(small->data, "old\n", 4), 0);
+  CU_ASSERT_EQUAL(big->size, 100000);
+  CU_ASSERT_EQUAL(jaws_read_at(big->fd, buf, sizeof buf, 99990), 0);
+  CU_ASSERT_EQUAL(memcmp(buf, "OLDOLDOLD!", 10), 0);
+  vfs_release(small);
+  vfs_release(big);
+  vfs_destroy(v);
+  remove_dir();
+}
+
+static void test_boundary(void) {
+  struct vfs *v;
+  struct vfs_file *f;
+  char inside[300], target[600], link[600];
+  make_dir();
+  put("secret.txt", "secret\n", 1);
+  /* The root is a subdirectory; the secret is beside it. */
+  snprintf(inside, sizeof inside, "%s/root", dir);
+  CU_ASSERT_EQUAL_FATAL(mkdir(inside, 0755), 0);
+  snprintf(target, sizeof target, "%s/secret.txt", dir);
+  snprintf(link, sizeof link, "%s/link.txt", inside);
+  CU_ASSERT_EQUAL(symlink(target, link), 0);
+  snprintf(link, sizeof link, "%s/up", inside);
+  CU_ASSERT_EQUAL(symlink(dir, link), 0);
+  snprintf(link, sizeof link, "%s/sub", inside);
+  CU_ASSERT_EQUAL(mkdir(link, 0755), 0);
+  snprintf(link, sizeof link, "%s/sub/index.html", inside);
+  {
+    FILE *o = fopen(link, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+    fputs("<p>index</p>\n", o);
+    fclose(o);
+  }
+  CU_ASSERT_EQUAL_FATAL(vfs_create(&v, inside, 1 << 20, 16), 0);
+  CU_ASSERT_EQUAL(vfs_lookup(v, "/link.txt", &f), 403);
+  CU_ASSERT_EQUAL(vfs_lookup(v, "/up/secret.txt", &f), 403);
+  CU_ASSERT_EQUAL(vfs_lookup(v, "/../secret.txt", &f), 403);
+  CU_ASSERT_EQUAL(vfs_lookup(v, "/missing", &f), 404);
+  CU_ASSERT_EQUAL(vfs_lookup(v, "/sub/index.html/x", &f), 404);
+  CU_ASSERT_EQUAL(vfs_lookup(v, "/", &f), 404); /* no index.html */
+  CU_ASSERT_EQUAL(vfs_lookup(v, "/sub", &f), 301);
+  CU_ASSERT_EQUAL(vfs_lookup(v, "/sub/", &f), 0);
+  CU_ASSERT_EQUAL(f->size, 13);
+  vfs_release(f);
+  vfs_destroy(v);
+  snprintf(target, sizeof target, "%s/none", dir);
+  CU_ASSERT_EQUAL(vfs_create(&v, target, 1 << 20, 16), JAWS_OS_NOENT);
+  CU_ASSERT_EQUAL(vfs_create(&v, link, 1 << 20, 16), JAWS_OS_NOENT);
+  remove_dir();
+}
+
+static void test_date(void) {
+  char d[32];
+  vfs_format_date(0, d);
+  CU_ASSERT_STRING_EQUAL(d, "Thu, 01 Jan 1970 00:00:00 GMT");
+  vfs_format_date(784111777, d);
+  CU_ASSERT_STRING_EQUAL(d, "Sun, 06 Nov 1994 08:49:37 GMT");
+  vfs_format_date(951782400, d); /* a leap day */
+  CU_ASSERT_STRING_EQUAL(d, "Tue, 29 Feb 2000 00:00:00 GMT");
+}
+
+static CU_TestInfo vfs_tests[] = {
+    {"hits, memory and handle entries", test_hits},
+    {"LRU eviction by entries", test_lru_entries},
+    {"LRU eviction by bytes", test_lru_bytes},
+    {"invalidation when a file changes", test_invalidation},
+    {"a replaced file stays whole while referenced", test_refcount},
+    {"the document root's boundary", test_boundary},
+    {"HTTP dates", test_date},
+    CU_TEST_INFO_NULL,
+};
+
+static const taxi_test_suite_t vfs_suite = {"jaws: cached virtual filesystem",
+                                            vfs_tests, 60, NULL};
+
+int main(int argc, char **argv) {
+  const taxi_test_suite_t *const suites[] = {&vfs_suite};
+  return taxi_test_run("jaws VFS cache", suites, 1, argc, argv);
+}

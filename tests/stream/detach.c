@@ -205,6 +205,9 @@ static void fl_detached(taxi_stream_t *s, taxi_handle_t h, const void *unread,
                         size_t len, void *arg) {
   struct flow *f = arg;
   (void)s;
+  /* First: once the stream below is open, the other context may serve the
+   * whole exchange before this thread goes on. */
+  atomic_store(&f->moved, 1);
   if (f->have + len <= FLOW_TOTAL) {
     memcpy(f->got + f->have, unread, len);
     f->have += len;
@@ -217,7 +220,6 @@ static void fl_detached(taxi_stream_t *s, taxi_handle_t h, const void *unread,
   } else {
     close(h);
   }
-  atomic_store(&f->moved, 1);
 }
 
 /* The first bytes: leave at once, while the client goes on sending. */

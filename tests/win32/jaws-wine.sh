@@ -5,10 +5,12 @@
 # hsha, proactive (the IOCP Proactor), thread-per-connection,
 # thread-per-request and thread-pool, each checked by clients that run on
 # Linux (curl, python3): a tree of files byte for byte (small ones from
-# memory, large ones sent from the file handle), HEAD, a range (206), 404,
-# keep-alive reuse, the names Windows reads its own way (a device name, an
-# alternate data stream, backslashes, a symbolic link out of the root),
-# then an orderly stop on SIGINT (a console Ctrl-C event under wine).
+# memory, large ones sent from the file handle), HEAD, Last-Modified and
+# 304, a range (206), 404, keep-alive reuse, one file sent to 8 clients
+# at once (one cached handle, different offsets), the names Windows reads its
+# own way (a device name, an alternate data stream, backslashes, symbolic
+# links out of the root), then an orderly stop on SIGINT (a console Ctrl-C
+# event under wine).
 # With WEBSTONE naming a native build's tests/bench/webstone/webstone, a
 # short webstone run too (the load generator is Linux-only).
 # Ends with "N passed, N failed"; exits 77 when nothing could run.
@@ -147,6 +149,15 @@ check_http() {
     cat "$work/head"
     bad "$s: HEAD"
   fi
+  # Last-Modified is the file's time (FILETIME to the epoch), and a
+  # request with it as If-Modified-Since is answered 304.
+  lm=$(sed -n 's/^Last-Modified: //Ip' "$work/head")
+  want=$(python3 -c '
+import email.utils, os, sys
+print(email.utils.formatdate(os.stat(sys.argv[1]).st_mtime, usegmt=True))
+' "$root/big.bin")
+  expect "$s: Last-Modified" "$want" "$lm"
+  expect "$s: 304" 304 "$(code big.bin -H "If-Modified-Since: $lm")"
   # A range of the large file (sent from the handle at an offset) and of a
   # small one (from memory).
   good=1
@@ -191,6 +202,40 @@ EOF
   else
     cat "$work/keep.out"
     bad "$s: keep-alive reuse"
+  fi
+  # One cached handle, many sends at once: whole files and ranges at
+  # different offsets, none may take another's file position.
+  if python3 - "$port" "$root/big.bin" >"$work/many.out" 2>&1 <<'EOF'; then
+import socket, sys, threading
+port, want = int(sys.argv[1]), open(sys.argv[2], "rb").read()
+bad = []
+def client(k):
+    for j in range(3):
+        first = (k * 100003 + j * 7919) % 2000000
+        last = first + 900000 if (k + j) % 2 else len(want) - 1
+        s = socket.create_connection(("127.0.0.1", port), timeout=60)
+        s.sendall(b"GET /big.bin HTTP/1.1\r\nHost: x\r\nRange: bytes=%d-%d\r\n"
+                  b"Connection: close\r\n\r\n" % (first, last))
+        data = b""
+        while True:
+            d = s.recv(1 << 16)
+            if not d:
+                break
+            data += d
+        s.close()
+        if data.partition(b"\r\n\r\n")[2] != want[first:last + 1]:
+            bad.append((k, j))
+threads = [threading.Thread(target=client, args=(k,)) for k in range(8)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+sys.exit(1 if bad else 0)
+EOF
+    ok "$s: 8 clients sending one file at once, byte for byte"
+  else
+    cat "$work/many.out"
+    bad "$s: 8 clients sending one file at once"
   fi
   # Names Windows reads its own way: none may reach a file it should not.
   expect "$s: a symbolic link out of the root" 403 \

@@ -126,10 +126,12 @@ static DWORD to_wide(const char *path, wchar_t *out) {
   return 0;
 }
 
-/* CreateFileW for reading attributes or data, sharing everything (a file
- * may be replaced or deleted while it is sent, as on POSIX), directories
- * too (FILE_FLAG_BACKUP_SEMANTICS).  Only disk files: a device name
- * ("CON", "NUL") in the path opens a device, which is no file to serve. */
+/* CreateFileW for reading attributes or data, sharing everything: a file
+ * being sent may be written, deleted or moved aside and another put in
+ * its place, the handle reading on (Windows refuses to rename a file over
+ * an open one, even one shared so).  Directories too
+ * (FILE_FLAG_BACKUP_SEMANTICS).  Only disk files: a device name ("CON",
+ * "NUL") in the path opens a device, which is no file to serve. */
 static HANDLE open_path(const char *path, DWORD access, DWORD flags,
                         DWORD *err) {
   wchar_t w[WPATH_CAP];

@@ -10,12 +10,13 @@
 #include "access_log.h"
 
 #include <pthread.h>
-#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "jaws_os.h"
 
 #define BUFFER_BYTES (256 * 1024)
 #define LINE_MAX_BYTES 1024
@@ -62,15 +63,8 @@ struct access_log *access_log_open(const char *path) {
   if (log->file == NULL || log->fill == NULL || log->drain == NULL) goto fail;
   pthread_mutex_init(&log->lock, NULL);
   pthread_cond_init(&log->wake, NULL);
-  /* The writer takes no signals: the dispatcher reads SIGINT and SIGTERM
-   * from a signalfd, which only works while every thread blocks them (a
-   * thread that does not would take and drop them when they are ignored,
-   * as in a background job of a shell). */
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_BLOCK, &all, &old);
-  int rc = pthread_create(&log->writer, NULL, writer_main, log);
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  /* The writer takes no signals (see jaws_thread_start). */
+  int rc = jaws_thread_start(&log->writer, writer_main, log);
   if (rc != 0) {
     fprintf(stderr, "jaws: cannot start the access log's writer\n");
     pthread_mutex_destroy(&log->lock);

@@ -19,6 +19,7 @@
  */
 #include "jaws.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,14 @@
 #include "../echo_common.h"
 #include "access_log.h"
 #include "vfs.h"
+
+/* --cache-bytes: up to 1 TiB, or what an unsigned long holds where it has
+ * 32 bits (Windows). */
+#if ULONG_MAX > 0xffffffffu
+#define CACHE_BYTES_MAX (1ul << 40)
+#else
+#define CACHE_BYTES_MAX ULONG_MAX
+#endif
 
 #define MAX_ENTRIES 512
 
@@ -127,7 +136,7 @@ static int parse_args(int argc, char **argv, struct jaws_config *cfg) {
       if (rc > 0 && echo_parse_count(val, 1, 3600000, &v) != 0) rc = -1;
       cfg->idle_timeout_ms = (unsigned)v;
     } else if (OPT("--cache-bytes")) {
-      if (rc > 0 && echo_parse_count(val, 0, 1ul << 40, &v) != 0) rc = -1;
+      if (rc > 0 && echo_parse_count(val, 0, CACHE_BYTES_MAX, &v) != 0) rc = -1;
       cfg->cache_bytes = (size_t)v;
     } else if (OPT("--access-log")) {
       cfg->access_log = val;

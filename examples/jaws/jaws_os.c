@@ -1,25 +1,43 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * examples/jaws/jaws_os.c - the POSIX side of jaws_os.h: the only file of
- * the server that includes operating-system headers.
+ * examples/jaws/jaws_os.c - jaws_os.h for POSIX and for Windows: the only
+ * file of the server that includes operating-system headers.  Each side
+ * is one #if block below (as examples/quote/quote_net.c does it); the
+ * send of a file range, written with the others, follows both.
+ *
+ * Windows: files are CreateFileW handles opened overlapped, read at an
+ * offset with an event of the read's own; paths are UTF-8 with '/' (what
+ * vfs.c compares), resolved by opening them and asking the handle for its
+ * final path, so a symbolic link or junction is resolved as the system
+ * follows it; sockets are Winsock's.
  */
+#if !defined(_WIN32)
 #define _POSIX_C_SOURCE 200809L
 #define _DEFAULT_SOURCE /* O_NOFOLLOW, O_CLOEXEC on older C libraries */
+#endif
 
 #include "jaws_os.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
-#include <netdb.h>
-#include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+#if defined(_WIN32)
+#include <winsock2.h>
+#include <ws2tcpip.h>
+#include <windows.h>
+#else
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
-#include <time.h>
 #include <unistd.h>
 
 #ifndef O_CLOEXEC
@@ -28,6 +46,284 @@
 #ifndef MSG_NOSIGNAL
 #define MSG_NOSIGNAL 0 /* SIGPIPE is ignored (echo_net_init) */
 #endif
+#endif
+
+#if defined(_WIN32)
+/* ---- Windows --------------------------------------------------------- */
+
+/* Wide path buffers: as long as vfs.c's paths (PATH_CAP bytes). */
+#define WPATH_CAP 4096
+
+int64_t jaws_now_ms(void) { return (int64_t)GetTickCount64(); }
+
+int64_t jaws_wall_s(void) { return (int64_t)time(NULL); }
+
+static int os_status(DWORD err) {
+  switch (err) {
+    case ERROR_FILE_NOT_FOUND:
+    case ERROR_PATH_NOT_FOUND:
+    case ERROR_INVALID_NAME:
+    case ERROR_BAD_PATHNAME:
+    case ERROR_DIRECTORY:
+    case ERROR_FILENAME_EXCED_RANGE:
+    case ERROR_INVALID_DRIVE:
+    case ERROR_BAD_NETPATH:
+    case ERROR_NOT_READY:
+      return JAWS_OS_NOENT;
+    case ERROR_ACCESS_DENIED:
+    case ERROR_SHARING_VIOLATION:
+    case ERROR_CANT_ACCESS_FILE:      /* a reparse point it cannot follow */
+    case ERROR_CANT_RESOLVE_FILENAME: /* too many reparse points: a loop */
+      return JAWS_OS_DENIED;
+    default:
+      return JAWS_OS_ERROR;
+  }
+}
+
+/* Is the last component of path a DOS device name (CON, NUL, COM1, ...,
+ * with or without an extension: "con.txt" is the console to Win32 too)?
+ * Opening one opens the device, or fails in ways no missing file does. */
+static bool is_device_name(const char *path) {
+  static const char *const names[] = {"CON", "PRN",    "AUX",
+                                      "NUL", "CONIN$", "CONOUT$"};
+  const char *last = path;
+  for (const char *c = path; *c; c++)
+    if (*c == '/' || *c == '\\') last = c + 1;
+  size_t len = strcspn(last, ".:");
+  while (len > 0 && last[len - 1] == ' ') len--;
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+    if (len == strlen(names[i]) && _strnicmp(last, names[i], len) == 0)
+      return true;
+  return len == 4 &&
+         (_strnicmp(last, "COM", 3) == 0 || _strnicmp(last, "LPT", 3) == 0) &&
+         last[3] >= '0' && last[3] <= '9';
+}
+
+/* path (UTF-8, '/' or '\\' separators) as a wide path with '\\' into
+ * out[WPATH_CAP]; 0 or the error that says why it cannot be one.  A ':'
+ * is allowed only after a drive letter: anywhere else it names an
+ * alternate data stream ("index.html::$DATA"), another view of a file
+ * than the one the server means to give. */
+static DWORD to_wide(const char *path, wchar_t *out) {
+  const char *name = path;
+  if ((path[0] == '\\' || path[0] == '/') &&
+      (path[1] == '\\' || path[1] == '/') && path[2] == '?' &&
+      (path[3] == '\\' || path[3] == '/'))
+    name += 4; /* a "\\?\" path: its drive letter comes after */
+  for (const char *c = name; *c; c++)
+    if (*c == ':' && c != name + 1) return ERROR_INVALID_NAME;
+  if (is_device_name(name)) return ERROR_FILE_NOT_FOUND;
+  int n = MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, path, -1, out,
+                              WPATH_CAP - 1);
+  if (n == 0)
+    return GetLastError() == ERROR_INSUFFICIENT_BUFFER
+               ? ERROR_FILENAME_EXCED_RANGE
+               : ERROR_INVALID_NAME;
+  for (wchar_t *c = out; *c; c++)
+    if (*c == L'/') *c = L'\\';
+  /* "C:" alone is the current directory of drive C, not its root. */
+  if (n == 3 && out[1] == L':') out[2] = L'\\', out[3] = L'\0';
+  return 0;
+}
+
+/* CreateFileW for reading attributes or data, sharing everything: a file
+ * being sent may be written, deleted or moved aside and another put in
+ * its place, the handle reading on (Windows refuses to rename a file over
+ * an open one, even one shared so).  Directories too
+ * (FILE_FLAG_BACKUP_SEMANTICS).  Only disk files: a device name ("CON",
+ * "NUL") in the path opens a device, which is no file to serve. */
+static HANDLE open_path(const char *path, DWORD access, DWORD flags,
+                        DWORD *err) {
+  wchar_t w[WPATH_CAP];
+  if ((*err = to_wide(path, w)) != 0) return INVALID_HANDLE_VALUE;
+  HANDLE h = CreateFileW(
+      w, access, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL,
+      OPEN_EXISTING, FILE_FLAG_BACKUP_SEMANTICS | flags, NULL);
+  if (h == INVALID_HANDLE_VALUE) {
+    *err = GetLastError();
+    return h;
+  }
+  if (GetFileType(h) != FILE_TYPE_DISK) {
+    CloseHandle(h);
+    *err = ERROR_FILE_NOT_FOUND;
+    return INVALID_HANDLE_VALUE;
+  }
+  return h;
+}
+
+int jaws_resolve(const char *path, char *out, size_t cap) {
+  wchar_t w[WPATH_CAP];
+  DWORD err;
+  /* The path of the file actually opened, every reparse point (symbolic
+   * link, junction) followed: what the root check in vfs.c compares. */
+  HANDLE h = open_path(path, FILE_READ_ATTRIBUTES, 0, &err);
+  if (h == INVALID_HANDLE_VALUE) return os_status(err);
+  DWORD n = GetFinalPathNameByHandleW(h, w, WPATH_CAP,
+                                      FILE_NAME_NORMALIZED | VOLUME_NAME_DOS);
+  err = GetLastError();
+  CloseHandle(h);
+  if (n == 0) return os_status(err);
+  if (n >= WPATH_CAP) return JAWS_OS_NOENT;
+  const wchar_t *p = w;
+  if (wcsncmp(w, L"\\\\?\\UNC\\", 8) == 0) {
+    p = w + 6; /* \\?\UNC\server\share -> \\server\share */
+    w[6] = L'\\';
+  } else if (wcsncmp(w, L"\\\\?\\", 4) == 0) {
+    p = w + 4; /* \\?\C:\dir -> C:\dir */
+  }
+  if (WideCharToMultiByte(CP_UTF8, 0, p, -1, out,
+                          (int)(cap < INT_MAX ? cap : INT_MAX), NULL,
+                          NULL) == 0)
+    return JAWS_OS_NOENT;
+  /* vfs.c compares with '/' separators; a drive's root loses its trailing
+   * one ("C:/" -> "C:") so that "C:" + "/x" is below it. */
+  for (char *c = out; *c; c++)
+    if (*c == '\\') *c = '/';
+  size_t len = strlen(out);
+  if (len > 1 && out[len - 1] == '/') out[len - 1] = '\0';
+  return JAWS_OS_OK;
+}
+
+static void fill(struct jaws_stat *st, const BY_HANDLE_FILE_INFORMATION *bi) {
+  uint64_t ticks = (uint64_t)bi->ftLastWriteTime.dwHighDateTime << 32 |
+                   bi->ftLastWriteTime.dwLowDateTime;
+  st->kind = (bi->dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY) ? JAWS_DIRECTORY
+                                                               : JAWS_REGULAR;
+  st->size = (uint64_t)bi->nFileSizeHigh << 32 | bi->nFileSizeLow;
+  st->dev = bi->dwVolumeSerialNumber;
+  st->ino = (uint64_t)bi->nFileIndexHigh << 32 | bi->nFileIndexLow;
+  /* 100 ns ticks since 1601 to seconds since 1970. */
+  st->mtime = (int64_t)(ticks / 10000000u) - INT64_C(11644473600);
+}
+
+int jaws_stat(const char *path, struct jaws_stat *st) {
+  BY_HANDLE_FILE_INFORMATION bi;
+  DWORD err;
+  HANDLE h = open_path(path, FILE_READ_ATTRIBUTES, 0, &err);
+  if (h == INVALID_HANDLE_VALUE) return os_status(err);
+  BOOL ok = GetFileInformationByHandle(h, &bi);
+  err = GetLastError();
+  CloseHandle(h);
+  if (!ok) return os_status(err);
+  fill(st, &bi);
+  return JAWS_OS_OK;
+}
+
+int jaws_open(const char *path, taxi_handle_t *out, struct jaws_stat *st) {
+  BY_HANDLE_FILE_INFORMATION bi;
+  DWORD err;
+  /* FILE_FLAG_OPEN_REPARSE_POINT: the last component itself, not what a
+   * link names (O_NOFOLLOW); a reparse point is refused below.
+   * FILE_FLAG_OVERLAPPED: reads at an offset that share no file pointer,
+   * which the IOCP Proactor's ReadFile and TransmitFile need of a handle
+   * several connections send from at once. */
+  HANDLE h = open_path(path, GENERIC_READ,
+                       FILE_FLAG_OPEN_REPARSE_POINT | FILE_FLAG_OVERLAPPED |
+                           FILE_FLAG_SEQUENTIAL_SCAN,
+                       &err);
+  if (h == INVALID_HANDLE_VALUE) return os_status(err);
+  if (!GetFileInformationByHandle(h, &bi)) {
+    err = GetLastError();
+    CloseHandle(h);
+    return os_status(err);
+  }
+  if (bi.dwFileAttributes & FILE_ATTRIBUTE_REPARSE_POINT) {
+    CloseHandle(h);
+    return JAWS_OS_DENIED; /* as ELOOP from O_NOFOLLOW */
+  }
+  fill(st, &bi);
+  *out = (taxi_handle_t)(uintptr_t)h;
+  return JAWS_OS_OK;
+}
+
+void jaws_close(taxi_handle_t f) {
+  if (f != TAXI_INVALID_HANDLE) CloseHandle((HANDLE)(uintptr_t)f);
+}
+
+int jaws_read_at(taxi_handle_t f, void *buf, size_t len, uint64_t off) {
+  HANDLE h = (HANDLE)(uintptr_t)f;
+  /* The handle is overlapped: each read waits on an event of its own, not
+   * on the handle, which another thread's read may signal. */
+  HANDLE ev = CreateEventW(NULL, TRUE, FALSE, NULL);
+  char *p = buf;
+  int rc = ev ? 0 : -1;
+  while (rc == 0 && len > 0) {
+    OVERLAPPED ov;
+    DWORD want = len > (1u << 30) ? (1u << 30) : (DWORD)len, got = 0;
+    memset(&ov, 0, sizeof ov);
+    ov.Offset = (DWORD)(off & 0xffffffffu);
+    ov.OffsetHigh = (DWORD)(off >> 32);
+    ov.hEvent = ev;
+    if ((!ReadFile(h, p, want, NULL, &ov) &&
+         GetLastError() != ERROR_IO_PENDING) ||
+        !GetOverlappedResult(h, &ov, &got, TRUE) || got == 0) {
+      rc = -1; /* an error, or the file shrank */
+      break;
+    }
+    p += got;
+    len -= got;
+    off += got;
+  }
+  if (ev) CloseHandle(ev);
+  return rc;
+}
+
+int jaws_sock_blocking(taxi_handle_t s, unsigned send_timeout_ms) {
+  u_long off = 0;
+  DWORD ms = send_timeout_ms;
+  if (ioctlsocket((SOCKET)s, FIONBIO, &off) != 0) return -1;
+  return setsockopt((SOCKET)s, SOL_SOCKET, SO_SNDTIMEO, (const char *)&ms,
+                    sizeof ms) == 0
+             ? 0
+             : -1;
+}
+
+int jaws_sock_wait(taxi_handle_t s, int timeout_ms) {
+  if (s == TAXI_INVALID_HANDLE) { /* a nap: WSAPoll wants a socket */
+    Sleep(timeout_ms > 0 ? (DWORD)timeout_ms : 0);
+    return 0;
+  }
+  WSAPOLLFD one = {.fd = (SOCKET)s, .events = POLLRDNORM};
+  int rc = WSAPoll(&one, 1, timeout_ms);
+  if (rc == SOCKET_ERROR) return WSAGetLastError() == WSAEINTR ? 0 : -1;
+  return rc > 0 ? 1 : 0;
+}
+
+long jaws_sock_recv(taxi_handle_t s, void *buf, size_t cap) {
+  for (;;) {
+    int n = recv((SOCKET)s, buf, cap > INT_MAX ? INT_MAX : (int)cap, 0);
+    if (n == SOCKET_ERROR && WSAGetLastError() == WSAEINTR) continue;
+    return n == SOCKET_ERROR ? -1 : (long)n;
+  }
+}
+
+void jaws_sock_peer(taxi_handle_t s, char *out, size_t cap) {
+  struct sockaddr_storage ss;
+  int len = sizeof ss;
+  if (getpeername((SOCKET)s, (struct sockaddr *)&ss, &len) != 0 ||
+      getnameinfo((struct sockaddr *)&ss, len, out, (DWORD)cap, NULL, 0,
+                  NI_NUMERICHOST) != 0)
+    snprintf(out, cap, "-");
+}
+
+int jaws_sock_send(taxi_handle_t s, const void *buf, size_t len) {
+  const char *p = buf;
+  while (len > 0) {
+    int n = send((SOCKET)s, p, len > INT_MAX ? INT_MAX : (int)len, 0);
+    if (n == SOCKET_ERROR && WSAGetLastError() == WSAEINTR) continue;
+    if (n <= 0) return -1; /* an error, or the send timeout */
+    p += n;
+    len -= (size_t)n;
+  }
+  return 0;
+}
+
+int jaws_thread_start(pthread_t *t, void *(*fn)(void *), void *arg) {
+  return pthread_create(t, NULL, fn, arg); /* no signal masks to set */
+}
+
+#else
+/* ---- POSIX ----------------------------------------------------------- */
 
 int64_t jaws_now_ms(void) {
   struct timespec ts;
@@ -156,6 +452,20 @@ int jaws_sock_send(taxi_handle_t s, const void *buf, size_t len) {
   }
   return 0;
 }
+
+int jaws_thread_start(pthread_t *t, void *(*fn)(void *), void *arg) {
+  /* The new thread takes no signals: the dispatcher reads SIGINT and
+   * SIGTERM from a signalfd, which only works while every thread blocks
+   * them (a thread that does not would take and drop them when they are
+   * ignored, as in a background job of a shell). */
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &old);
+  int rc = pthread_create(t, NULL, fn, arg);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  return rc;
+}
+#endif
 
 int jaws_sock_send_file(taxi_handle_t s, taxi_handle_t f, uint64_t off,
                         uint64_t len) {

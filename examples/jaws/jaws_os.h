@@ -3,15 +3,18 @@
  * examples/jaws/jaws_os.h - the operating-system calls the server needs
  * beyond taxi and examples/echo_common.h: files (resolve, stat, open,
  * read), blocking socket I/O for the thread strategies, and a monotonic
- * clock.  jaws_os.c is the only server file that includes system headers;
- * it is written for POSIX (the server is not built on Windows yet: files
- * there would need CreateFile and TransmitFile handles here).
+ * clock, a thread that takes no signals.  jaws_os.c is the only server
+ * file that includes system headers; it has a POSIX side and a Windows
+ * side.  A file handle is a file descriptor on POSIX, an overlapped
+ * CreateFileW handle on Windows: what taxi_stream_sendfile takes there.
  */
 #ifndef JAWS_OS_H
 #define JAWS_OS_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include <pthread.h>
 
 #include <taxi/taxi.h>
 
@@ -35,12 +38,13 @@ int64_t jaws_now_ms(void);
 int64_t jaws_wall_s(void);
 
 /* The canonical absolute path of `path` (symbolic links, "." and ".."
- * resolved) into out[cap]. */
+ * resolved) into out[cap], with '/' separators on every system (Windows:
+ * "C:/dir/file", no "\\?\" prefix, a drive's root as "C:"). */
 int jaws_resolve(const char *path, char *out, size_t cap);
 /* stat(2), following links. */
 int jaws_stat(const char *path, struct jaws_stat *st);
-/* Open a file for reading, not following a link in its last component,
- * and stat the open file. */
+/* Open a file for reading, not following a link (a reparse point) in its
+ * last component, and stat the open file. */
 int jaws_open(const char *path, taxi_handle_t *out, struct jaws_stat *st);
 void jaws_close(taxi_handle_t f);
 /* Read exactly len bytes at off; 0, or -1 (error or the file shrank). */
@@ -49,7 +53,8 @@ int jaws_read_at(taxi_handle_t f, void *buf, size_t len, uint64_t off);
 /* Blocking sockets (the thread strategies): make s blocking with sends
  * that give up after send_timeout_ms.  0 or -1. */
 int jaws_sock_blocking(taxi_handle_t s, unsigned send_timeout_ms);
-/* Wait up to timeout_ms for s to be readable: 1, 0 (timed out), -1. */
+/* Wait up to timeout_ms for s to be readable: 1, 0 (timed out), -1.
+ * With TAXI_INVALID_HANDLE, just wait timeout_ms and return 0. */
 int jaws_sock_wait(taxi_handle_t s, int timeout_ms);
 /* One receive: bytes (> 0), 0 at end of stream, -1 on error. */
 long jaws_sock_recv(taxi_handle_t s, void *buf, size_t cap);
@@ -60,5 +65,10 @@ int jaws_sock_send(taxi_handle_t s, const void *buf, size_t len);
 /* Send len bytes of file f from off: 0 or -1. */
 int jaws_sock_send_file(taxi_handle_t s, taxi_handle_t f, uint64_t off,
                         uint64_t len);
+
+/* pthread_create of a thread that takes no signals (POSIX: they are all
+ * blocked in it, so the dispatcher's signalfd sees them).  0 or an error
+ * number. */
+int jaws_thread_start(pthread_t *t, void *(*fn)(void *), void *arg);
 
 #endif /* JAWS_OS_H */

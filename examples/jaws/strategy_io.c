@@ -23,6 +23,7 @@
 #include "http_session.h"
 #include "jaws.h"
 #include "jaws_os.h"
+#include "../quote/quote_net.h"
 
 #define READ_BUFFER 8192
 #define SWEEP_BATCH 256
@@ -258,6 +259,17 @@ static void on_stop(taxi_io_t *io, int signo, void *arg) {
   taxi_io_stop(io);
 }
 
+/* Where the backend cannot take signals (Windows: no signal source), the
+ * stop comes from quote_on_stop's console handler, on its own thread:
+ * taxi_io_stop may be called from any thread. */
+static struct jaws_server *console_srv;
+static taxi_io_t *console_io;
+
+static void on_console_stop(void) {
+  atomic_store(&console_srv->stopping, 1);
+  taxi_io_stop(console_io);
+}
+
 int jaws_run_io(struct jaws_server *srv, const struct jaws_strategy *self) {
   static const int stop_signals[] = {SIGINT, SIGTERM};
   struct io_server ios = {.srv = srv};
@@ -304,9 +316,14 @@ int jaws_run_io(struct jaws_server *srv, const struct jaws_strategy *self) {
     return 1;
   }
   for (size_t i = 0; i < sizeof stop_signals / sizeof *stop_signals; i++)
-    if ((rc = taxi_io_on_signal(ios.io, stop_signals[i], on_stop, srv)) < 0)
-      fprintf(stderr, "jaws: no orderly stop on signal %d: %s\n",
-              stop_signals[i], taxi_strerror(rc));
+    if ((rc = taxi_io_on_signal(ios.io, stop_signals[i], on_stop, srv)) < 0) {
+      console_srv = srv;
+      console_io = ios.io;
+      if (quote_on_stop(on_console_stop) != 0) {
+        fprintf(stderr, "jaws: no orderly stop on signal %d: %s\n",
+                stop_signals[i], taxi_strerror(rc));
+      }
+    }
   period = (taxi_time_t)srv->cfg.header_timeout_ms * TAXI_NSEC_PER_MSEC / 5;
   if (period < 10 * TAXI_NSEC_PER_MSEC) period = 10 * TAXI_NSEC_PER_MSEC;
   if (period > TAXI_NSEC_PER_SEC) period = TAXI_NSEC_PER_SEC;

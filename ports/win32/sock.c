@@ -280,20 +280,28 @@ int64_t taxi__sock_sendfile(taxi_handle_t s, taxi_handle_t file, int64_t offset,
   memset(&ov, 0, sizeof ov);
   ov.Offset = (DWORD)((uint64_t)offset & 0xffffffffu);
   ov.OffsetHigh = (DWORD)((uint64_t)offset >> 32);
+  /* An event of this read's own: waiting on the file handle would wake on
+   * any overlapped operation of it, and other threads may be reading the
+   * same handle.  Its low bit set keeps the completion off a completion
+   * port the handle may be bound to. */
+  HANDLE ev = CreateEventW(NULL, TRUE, FALSE, NULL);
+  if (ev == NULL) return taxi__error_from_os((int)GetLastError());
+  ov.hEvent = (HANDLE)((uintptr_t)ev | 1);
+  int64_t rc = 0;
   if (!ReadFile((HANDLE)file, chunk, (DWORD)len, &got, &ov)) {
     DWORD e = GetLastError();
     if (e == ERROR_IO_PENDING) {
-      if (!GetOverlappedResult((HANDLE)file, &ov, &got, TRUE)) {
-        e = GetLastError();
-        if (e == ERROR_HANDLE_EOF) return TAXI_EEOF;
-        return taxi__error_from_os((int)e);
-      }
-    } else if (e == ERROR_HANDLE_EOF) {
-      return TAXI_EEOF;
-    } else {
-      return taxi__error_from_os((int)e);
+      (void)WaitForSingleObject(ev, INFINITE); /* the untagged handle */
+      e = GetOverlappedResult((HANDLE)file, &ov, &got, FALSE) ? 0
+                                                              : GetLastError();
     }
+    if (e == ERROR_HANDLE_EOF)
+      rc = TAXI_EEOF;
+    else if (e != 0)
+      rc = taxi__error_from_os((int)e);
   }
+  CloseHandle(ev);
+  if (rc < 0) return rc;
   if (got == 0) return TAXI_EEOF;
   taxi_buf_t b = {chunk, got};
   return taxi__sock_sendv(s, &b, 1);

@@ -14,7 +14,9 @@
 # reply in order on its connection, so a message lost, doubled, reordered
 # or delivered to another connection fails it; then the server, stopped
 # with SIGTERM, must report exactly the bytes the client sent (nothing
-# echoed twice, nothing dropped) and exit 0.
+# echoed twice, nothing dropped) and exit 0; a Proactor's count may lag by
+# completions not yet dispatched at the stop, at most a message per
+# connection (said in the output).
 #
 # Sizes: --big (or TAXI_SOAK_BIG=1): 1,000,000 messages per configuration;
 # otherwise 20,000 (TAXI_TEST_SMALL: 5,000); --messages N sets it.
@@ -112,7 +114,16 @@ for cfg in $configs; do
   if [ -z "$why" ] && [ "$status" -ne 0 ]; then
     why="exit status $status: $(grep -v report: "$tmp/err" | head -n 1)"
   fi
-  if [ -z "$why" ] && [ "$bytes" != "$want" ]; then
+  note=''
+  if [ -z "$why" ] && [ "${cfg%%:*}" = proactor ] && [ -n "$bytes" ] &&
+    [ "$bytes" -lt "$want" ] && [ $((want - bytes)) -le $((conns * size)) ]; then
+    # A Proactor counts a write when its completion is dispatched, and the
+    # stop may come before the last ones are (the client has verified
+    # every byte of every reply, so they were sent): at most one message
+    # per connection may be missing from the count, never more, and
+    # never an extra one.
+    note="(the server's count $((want - bytes)) bytes behind at the stop)"
+  elif [ -z "$why" ] && [ "$bytes" != "$want" ]; then
     why="the server echoed $bytes bytes, the client sent $want"
   fi
   if grep -q 'Sanitizer\|runtime error:' "$tmp/err"; then
@@ -125,7 +136,7 @@ for cfg in $configs; do
     fail=$((fail + 1))
   fi
   printf '%-20s %-4s %4ss  %s %s\n' "$cfg" "$verdict" "$secs" \
-    "$(sed -n 's/.*round trips, \([0-9]* round trips\/s\).*/\1/p' "$tmp/client")" "$why"
+    "$(sed -n 's/.*round trips, \([0-9]* round trips\/s\).*/\1/p' "$tmp/client")" "$why$note"
 done
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

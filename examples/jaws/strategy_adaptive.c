@@ -514,6 +514,7 @@ static void *run_async(void *arg) {
 
 /* The two contexts; 0, or the exit status after a message. */
 static int create_contexts(struct adaptive *ad) {
+  static const int stop_signals[] = {SIGINT, SIGTERM};
   const struct jaws_config *cfg = &ad->srv->cfg;
   taxi_io_options_t o = TAXI_IO_OPTIONS_INIT;
   int rc;
@@ -524,6 +525,13 @@ static int create_contexts(struct adaptive *ad) {
             taxi_strerror(rc));
     return 1;
   }
+  /* Before the proactor side exists (a backend may start threads): the
+   * signals are then blocked in every thread. */
+  for (size_t i = 0; i < sizeof stop_signals / sizeof *stop_signals; i++)
+    if ((rc = taxi_io_on_signal(ad->io[SYNC], stop_signals[i], on_stop, ad)) <
+        0)
+      fprintf(stderr, "jaws: no orderly stop on signal %d: %s\n",
+              stop_signals[i], taxi_strerror(rc));
   o = (taxi_io_options_t)TAXI_IO_OPTIONS_INIT;
   o.dispatcher = TAXI_IO_PROACTOR;
   o.threads = cfg->threads ? cfg->threads : 2;
@@ -554,7 +562,6 @@ static void start_timer(taxi_io_t *io, taxi_io_timer_fn fn, void *arg,
 
 int jaws_run_adaptive(struct jaws_server *srv,
                       const struct jaws_strategy *self) {
-  static const int stop_signals[] = {SIGINT, SIGTERM};
   struct adaptive *ad = calloc(1, sizeof *ad);
   taxi_listener_options_t lo = TAXI_LISTENER_OPTIONS_INIT;
   taxi_listener_t *l;
@@ -597,12 +604,6 @@ int jaws_run_adaptive(struct jaws_server *srv,
     free(ad);
     return 1;
   }
-  /* Before any thread starts: the signal is then blocked in all. */
-  for (size_t i = 0; i < sizeof stop_signals / sizeof *stop_signals; i++)
-    if ((rc = taxi_io_on_signal(ad->io[SYNC], stop_signals[i], on_stop, ad)) <
-        0)
-      fprintf(stderr, "jaws: no orderly stop on signal %d: %s\n",
-              stop_signals[i], taxi_strerror(rc));
   period = (taxi_time_t)srv->cfg.header_timeout_ms * TAXI_NSEC_PER_MSEC / 5;
   if (period < 10 * TAXI_NSEC_PER_MSEC) period = 10 * TAXI_NSEC_PER_MSEC;
   if (period > TAXI_NSEC_PER_SEC) period = TAXI_NSEC_PER_SEC;

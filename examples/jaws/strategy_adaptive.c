@@ -41,7 +41,10 @@
 
 #define READ_BUFFER 8192
 #define SWEEP_BATCH 256
-#define ADAPT_PERIOD (100 * TAXI_NSEC_PER_MSEC)
+#define ADAPT_PERIOD_MS 100u
+#define ADAPT_PERIOD ((taxi_time_t)ADAPT_PERIOD_MS * TAXI_NSEC_PER_MSEC)
+/* HYBRID is left once the load has been low for this many periods. */
+#define LEAVE_PERIODS 10u
 /* HYBRID needs large responses to make this share (percent) of the bytes
  * of a period; below a quarter of it the server goes back. */
 #define LARGE_SHARE_ENTER 20
@@ -92,6 +95,7 @@ struct adaptive {
   atomic_ullong bytes, large_bytes;
   atomic_ullong moves[2]; /* into SYNC, into ASYNC */
   atomic_ullong changes;
+  unsigned quiet_periods; /* in a row below the low marks (the timer's) */
   pthread_t async_thread;
   int async_rc;
 };
@@ -312,11 +316,13 @@ static int destination(const struct conn *c, const struct http_out *o) {
   struct adaptive *ad = c->ad;
   bool large = o->file != NULL && o->len >= ad->srv->cfg.adapt_large;
   bool hybrid = atomic_load(&ad->state) == HYBRID;
-  if (c->closed || c->eof || o->close || atomic_load(&ad->srv->stopping) ||
+  if (c->closed || c->eof || atomic_load(&ad->srv->stopping) ||
       http_session_inflight(c->sess) != 0)
     return -1;
+  /* A connection's last response moves too when it is large (one request
+   * per connection is the paper's load), never just to be closed. */
   if (c->where == SYNC && hybrid && large) return ASYNC;
-  if (c->where == ASYNC && !(hybrid && large)) return SYNC;
+  if (c->where == ASYNC && !(hybrid && large) && !o->close) return SYNC;
   return -1;
 }
 
@@ -481,15 +487,25 @@ static void on_adapt(taxi_io_timer_t *t, void *arg) {
     snprintf(why, sizeof why,
              "connections %u >= %u, large responses %u%% of bytes", conns,
              cfg->adapt_high, share);
-  } else if (state == HYBRID && conns < cfg->adapt_low) {
-    next = SYNC_ONLY;
-    snprintf(why, sizeof why, "connections %u < %u", conns, cfg->adapt_low);
-  } else if (state == HYBRID && bytes > 0 && share < LARGE_SHARE_LEAVE) {
-    next = SYNC_ONLY;
-    snprintf(why, sizeof why, "large responses %u%% of bytes < %u%%", share,
-             LARGE_SHARE_LEAVE);
+  } else if (state == HYBRID && (conns < cfg->adapt_low ||
+                                 (bytes > 0 && share < LARGE_SHARE_LEAVE))) {
+    /* Only after LEAVE_PERIODS in a row: clients that finish together
+     * (a fair server ends equal transfers at once) leave a moment with
+     * no connection between two busy ones. */
+    if (++ad->quiet_periods >= LEAVE_PERIODS) {
+      next = SYNC_ONLY;
+      if (conns < cfg->adapt_low)
+        snprintf(why, sizeof why, "connections %u < %u for %u ms", conns,
+                 cfg->adapt_low, LEAVE_PERIODS * ADAPT_PERIOD_MS);
+      else
+        snprintf(why, sizeof why, "large responses %u%% of bytes < %u%%", share,
+                 LARGE_SHARE_LEAVE);
+    }
+  } else {
+    ad->quiet_periods = 0;
   }
   if (next == state) return;
+  ad->quiet_periods = 0;
   atomic_store(&ad->state, next);
   atomic_fetch_add(&ad->changes, 1);
   fprintf(stderr, "jaws: adaptive: %s -> %s (%s)\n", state_names[state],

@@ -3,7 +3,7 @@
 # jaws.sh - examples/jaws (the static-file web server) as a test.  Every
 # strategy (reactive, lf, hsha, proactive on each completion backend that
 # works here and with a pool, thread-per-connection, thread-per-request,
-# thread-pool)
+# thread-pool, adaptive)
 # is started on a free port and checked with curl and small python3
 # clients: a tree of files fetched byte for byte, HEAD, 304, 206 and 416,
 # 404, 405, keep-alive reuse and pipelining, traversal attempts (..,
@@ -12,7 +12,10 @@
 # others are served, a file replaced while it is being sent (never torn),
 # 1000 idle connections held while requests succeed, the connection
 # limit's 503, the idle timeout, a short verified webstone run, and an
-# orderly stop on SIGINT.  JAWS_RUNS="reactive proactive:uring:3" picks
+# orderly stop on SIGINT.  The adaptive strategy is also driven past its
+# (lowered) thresholds by webstone, without and with keep-alive, so that it
+# changes state and moves connections both ways, every response verified.
+# JAWS_RUNS="reactive proactive:uring:3" picks
 # runs (STRATEGY[:BACKEND[:THREADS]]).
 # Bad command lines exit 2, a missing root exits 1.
 # Ends with "N passed, N failed"; exits 77 when nothing could run.
@@ -449,6 +452,57 @@ EOF
   fi
 }
 
+# The adaptive strategy with low marks (4 connections, 100 kB large): 50
+# webstone clients over the mix hold more than 4 connections open and
+# large files make most of the bytes, so it goes HYBRID and large
+# responses move connections to the Proactor; with keep-alive the small
+# responses that follow on the same connections move them back; once the
+# load is gone the connections fall below 2 and it goes back.  Every
+# response is verified by webstone.
+check_adaptive_switching() {
+  s=adaptive-switching
+  if ! start $s --strategy adaptive --root "$docroot" --threads 2 \
+    --adapt-connections 4:2 --adapt-large 100000; then
+    bad "$s: start"
+    return
+  fi
+  for mode in close keep-alive; do
+    set -- --port "$port" --docroot "$docroot" --clients 50 --mix \
+      --warmup 0 --duration 2 --time-limit 60
+    [ $mode = keep-alive ] && set -- "$@" --keep-alive
+    if "$webstone" "$@" >"$work/ws.out" 2>&1 &&
+      grep -q 'errors 0$' "$work/ws.out"; then
+      ok "$s: webstone --mix ($mode), every response verified"
+    else
+      cat "$work/ws.out"
+      bad "$s: webstone ($mode)"
+    fi
+  done
+  # The load is over: wait (bounded) for the way back to SYNC_ONLY.
+  i=0
+  while [ $i -lt 50 ] && ! grep -q 'HYBRID -> SYNC_ONLY' "$out"; do
+    sleep 0.1
+    i=$((i + 1))
+  done
+  if stop $s; then ok "$s: stopped"; else bad "$s: stop"; fi
+  if grep -q '^jaws: adaptive: SYNC_ONLY -> HYBRID (connections [0-9]* >= 4, large responses [0-9]*% of bytes)$' "$out" &&
+    grep -q '^jaws: adaptive: HYBRID -> SYNC_ONLY (' "$out"; then
+    ok "$s: state changes logged with their reasons"
+  else
+    cat "$out"
+    bad "$s: state changes"
+  fi
+  line=$(grep '^jaws: stopped after' "$out")
+  to_async=$(echo "$line" | sed -n 's/.* \([0-9][0-9]*\) moves to the proactor.*/\1/p')
+  to_sync=$(echo "$line" | sed -n 's/.* \([0-9][0-9]*\) back to the reactor.*/\1/p')
+  if [ "${to_async:-0}" -gt 0 ] && [ "${to_sync:-0}" -gt 0 ]; then
+    ok "$s: connections moved both ways ($to_async to the proactor, $to_sync back)"
+  else
+    echo "$line"
+    bad "$s: connections moved both ways"
+  fi
+}
+
 # STRATEGY[:BACKEND[:THREADS]]
 # An idle connection (no request begun) is closed silently after the idle
 # timeout (2 s here).
@@ -476,7 +530,7 @@ for b in uring aio emulated; do
   runs="$runs proactive:$b"
 done
 runs="$runs proactive:uring:3"
-runs="$runs thread-per-connection thread-per-request thread-pool"
+runs="$runs thread-per-connection thread-per-request thread-pool adaptive"
 # JAWS_RUNS: a subset, for a closer look.
 runs=${JAWS_RUNS:-$runs}
 for run in $runs; do
@@ -519,6 +573,11 @@ for run in $runs; do
     if stop "$run"; then ok "$run: stopped"; else bad "$run: stop"; fi
   fi
 done
+case " $runs " in
+  *" adaptive "* | *" adaptive:"*)
+    if [ -n "$docroot" ]; then check_adaptive_switching; fi
+    ;;
+esac
 if grep -q '"GET /sub/a.txt HTTP/1.1" 200 12$' "$work/access.log"; then
   ok "access log in common log format"
 else
@@ -544,6 +603,16 @@ status=0
 "$server" --root "$root" --port 0 --strategy thread-per-request \
   --backend epoll >"$work/bad.out" 2>&1 || status=$?
 expect "a backend for a blocking strategy: status 2" 2 $status
+for bad_marks in 0 4:5 4:0 x:1 4: ; do
+  status=0
+  "$server" --root "$root" --port 0 --strategy adaptive \
+    --adapt-connections "$bad_marks" >"$work/bad.out" 2>&1 || status=$?
+  expect "--adapt-connections $bad_marks: status 2" 2 $status
+done
+status=0
+"$server" --root "$root" --port 0 --strategy adaptive --adapt-large 0 \
+  >"$work/bad.out" 2>&1 || status=$?
+expect "--adapt-large 0: status 2" 2 $status
 status=0
 "$server" --root "$root" --port 0 --threads 0 >"$work/bad.out" 2>&1 ||
   status=$?

@@ -7,10 +7,11 @@
  *   jaws --root DIR [--port P] [--host H] [--strategy S] [--backend B]
  *        [--threads N] [--max-connections N] [--header-timeout MS]
  *        [--idle-timeout MS] [--cache-bytes N] [--access-log FILE]
+ *        [--adapt-connections H[:L]] [--adapt-large BYTES]
  *
  * Strategies: reactive, lf, hsha, proactive (strategy_io.c),
  * thread-per-connection, thread-per-request, thread-pool
- * (strategy_threads.c).  It
+ * (strategy_threads.c), adaptive (strategy_adaptive.c).  It
  * prints "jaws: strategy=S backend=B threads=N listening on HOST:PORT"
  * once ready (threads=0: a thread per connection or per request), serves
  * until SIGINT or SIGTERM, then prints "jaws: stopped after N requests".
@@ -51,6 +52,7 @@ static const struct jaws_strategy strategies[] = {
     {"thread-per-connection", jaws_run_threads, 0},
     {"thread-per-request", jaws_run_threads, 1},
     {"thread-pool", jaws_run_threads, 2},
+    {"adaptive", jaws_run_adaptive, 0},
 };
 
 const struct jaws_strategy *jaws_strategy_find(const char *name) {
@@ -84,13 +86,31 @@ static int usage(FILE *to, int status) {
           "            [--backend B] [--threads N] [--max-connections N]\n"
           "            [--header-timeout MS] [--idle-timeout MS]\n"
           "            [--cache-bytes N] [--access-log FILE]\n"
+          "            [--adapt-connections H[:L]] [--adapt-large BYTES]\n"
           "strategies: reactive (default), lf, hsha, proactive,\n"
           "            thread-per-connection, thread-per-request,\n"
-          "            thread-pool\n"
+          "            thread-pool, adaptive\n"
           "defaults: --host 127.0.0.1 --port 8080 --max-connections 10000\n"
           "          --header-timeout 10000 --idle-timeout 30000\n"
-          "          --cache-bytes 67108864\n");
+          "          --cache-bytes 67108864\n"
+          "          --adapt-connections 64:32 --adapt-large 262144\n");
   return status;
+}
+
+/* --adapt-connections H[:L], 1 <= L <= H: 0, or -1. */
+static int parse_marks(const char *val, struct jaws_config *cfg) {
+  char high[32];
+  const char *colon = strchr(val, ':');
+  unsigned long h, l = 0;
+  size_t n = colon ? (size_t)(colon - val) : strlen(val);
+  if (n == 0 || n >= sizeof high) return -1;
+  memcpy(high, val, n);
+  high[n] = '\0';
+  if (echo_parse_count(high, 1, 1000000, &h) != 0) return -1;
+  if (colon && echo_parse_count(colon + 1, 1, h, &l) != 0) return -1;
+  cfg->adapt_high = (unsigned)h;
+  cfg->adapt_low = (unsigned)l;
+  return 0;
 }
 
 /* 0 and cfg filled, or the exit status. */
@@ -103,6 +123,9 @@ static int parse_args(int argc, char **argv, struct jaws_config *cfg) {
   cfg->header_timeout_ms = 10000;
   cfg->idle_timeout_ms = 30000;
   cfg->cache_bytes = 64u << 20;
+  cfg->adapt_high = 64;
+  cfg->adapt_low = 0; /* 0: half the high mark */
+  cfg->adapt_large = 256u << 10;
   for (int i = 1; i < argc;) {
     const char *val, *name = argv[i];
     int rc;
@@ -140,6 +163,11 @@ static int parse_args(int argc, char **argv, struct jaws_config *cfg) {
       cfg->cache_bytes = (size_t)v;
     } else if (OPT("--access-log")) {
       cfg->access_log = val;
+    } else if (OPT("--adapt-connections")) {
+      if (rc > 0 && parse_marks(val, cfg) != 0) rc = -1;
+    } else if (OPT("--adapt-large")) {
+      if (rc > 0 && echo_parse_count(val, 1, 1ul << 40, &v) != 0) rc = -1;
+      cfg->adapt_large = v;
     } else {
       fprintf(stderr, "jaws: unknown argument %s\n", argv[i]);
       return usage(stderr, 2);
@@ -150,7 +178,9 @@ static int parse_args(int argc, char **argv, struct jaws_config *cfg) {
       return usage(stderr, 2);
     }
   }
-  if (cfg->backend && jaws_strategy_find(cfg->strategy)->run != jaws_run_io) {
+  if (cfg->adapt_low == 0) cfg->adapt_low = (cfg->adapt_high + 1) / 2;
+  if (cfg->backend && jaws_strategy_find(cfg->strategy)->run != jaws_run_io &&
+      jaws_strategy_find(cfg->strategy)->run != jaws_run_adaptive) {
     fprintf(stderr, "jaws: --backend applies to the taxi strategies only\n");
     return usage(stderr, 2);
   }
@@ -184,8 +214,8 @@ int main(int argc, char **argv) {
   }
   rc = strategy->run(&srv, strategy);
   if (srv.started)
-    printf("jaws: stopped after %llu requests\n",
-           (unsigned long long)atomic_load(&srv.requests));
+    printf("jaws: stopped after %llu requests%s\n",
+           (unsigned long long)atomic_load(&srv.requests), srv.stop_note);
   unsigned long long dropped = access_log_close(srv.log);
   if (dropped)
     fprintf(stderr, "jaws: the access log dropped %llu lines (disk too slow)\n",

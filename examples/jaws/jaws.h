@@ -6,10 +6,10 @@
  *
  * The HTTP logic (http_session.c) is written once; a strategy
  * (strategy_io.c over taxi's I/O context, strategy_threads.c over blocking
- * sockets) only moves bytes between sockets and sessions.  A strategy is
- * an object with one operation, run, so adding one (an adaptive strategy
- * choosing per connection) means adding a table entry, not touching the
- * sessions.
+ * sockets, strategy_adaptive.c over two contexts) only moves bytes between
+ * sockets and sessions.  A strategy is an object with one operation, run, so
+ * adding one (an adaptive strategy choosing per connection) means adding a
+ * table entry, not touching the sessions.
  */
 #ifndef JAWS_H
 #define JAWS_H
@@ -36,6 +36,10 @@ struct jaws_config {
   unsigned idle_timeout_ms;   /* nothing moved on a connection */
   size_t cache_bytes;
   const char *access_log; /* NULL: none */
+  /* adaptive: the open connections at which large responses go to the
+   * Proactor (high) and below which they stop (low), and what is large. */
+  unsigned adapt_high, adapt_low;
+  uint64_t adapt_large;
 };
 
 struct jaws_server {
@@ -46,7 +50,8 @@ struct jaws_server {
   atomic_uint connections; /* open and admitted */
   atomic_ullong refused;   /* turned away with 503 */
   atomic_int stopping;
-  bool started; /* the listening line was printed */
+  bool started;        /* the listening line was printed */
+  char stop_note[160]; /* the strategy's addition to the closing line */
 };
 
 /* A way of moving bytes (the State of the design: one per strategy). */
@@ -64,6 +69,9 @@ const struct jaws_strategy *jaws_strategy_find(const char *name);
 /* The strategies (strategy_io.c and strategy_threads.c). */
 int jaws_run_io(struct jaws_server *srv, const struct jaws_strategy *self);
 int jaws_run_threads(struct jaws_server *srv, const struct jaws_strategy *self);
+/* strategy_adaptive.c: both taxi models at once, chosen per response. */
+int jaws_run_adaptive(struct jaws_server *srv,
+                      const struct jaws_strategy *self);
 
 /* Admission under --max-connections: true and counted, or false (answer
  * 503 and close).  jaws_leave undoes a successful jaws_admit. */

@@ -9,7 +9,7 @@
 #
 #   tests/bench/webstone/run.sh [--builddir DIR] [--servers LIST]
 #       [--clients LIST] [--files LIST] [--warmup S] [--duration S]
-#       [--threads T] [--keep-alive] [--out DIR]
+#       [--threads T] [--keep-alive] [--interleave] [--out DIR]
 #
 # LIST is space-separated.  Servers: nginx lighttpd python (the default:
 # all three; one not installed is skipped with a message), and taxi's web
@@ -25,7 +25,11 @@
 # request's own rate; first and last byte latency (mean and p99, ms) of the
 # completed requests; unfinished, the requests in flight at the stop and
 # the oldest one's age (ms), where a server that starves some clients
-# shows; errors.  With gnuplot, OUT/*.svg: throughput and latency against
+# shows; errors.  --interleave goes round the servers for each file and
+# client count (a server started afresh each time) instead of measuring
+# one server after the other: on a machine shared with other work, a
+# change of load then does not favour the servers measured at a quiet
+# moment.  With gnuplot, OUT/*.svg: throughput and latency against
 # the number of clients, one chart per file choice (charts.sh).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -37,6 +41,7 @@ warmup=1
 duration=5
 threads=1
 keep=()
+interleave=''
 out=''
 usage() { sed -n '/^#   tests/,/^#       \[--threads/p' "$0" | sed 's/^# //'; }
 while [ $# -gt 0 ]; do
@@ -49,6 +54,7 @@ while [ $# -gt 0 ]; do
   --duration) duration=$2; shift 2 ;;
   --threads) threads=$2; shift 2 ;;
   --keep-alive) keep=(--keep-alive); shift ;;
+  --interleave) interleave=1; shift ;;
   --out) out=$2; shift 2 ;;
   -h | --help) usage; exit 0 ;;
   *) echo "run.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
@@ -88,41 +94,67 @@ for server in $servers; do for file in $files; do for c in $clients; do
   total=$((total + 1))
 done; done; done
 run=0
-for server in $servers; do
-  if ! ws_server_start "$server" "$tmp/docroot" "$tmp/$server" 2>"$tmp/start.log"; then
-    echo "run.sh: $server skipped: $(head -n 1 "$tmp/start.log")" >&2
-    for file in $files; do for c in $clients; do run=$((run + 1)); done; done
-    continue
+# measure SERVER FILE CLIENTS: one webstone run against the server
+# started, a row of the table and of the CSV.
+measure() {
+  local server=$1 file=$2 c=$3 choice=(--mix) status row
+  [ "$file" = mix ] || choice=(--size "$file")
+  run=$((run + 1))
+  echo "run.sh: [$run/$total] $server, $file, $c clients" >&2
+  "$webstone" --port "$ws_port" --docroot "$tmp/docroot" --clients "$c" \
+    --threads "$threads" --warmup "$warmup" --duration "$duration" \
+    "${choice[@]}" "${keep[@]}" --allow-errors --json \
+    >"$tmp/run.json" 2>"$tmp/run.err"
+  status=$?
+  if [ "$status" -ne 0 ] || [ ! -s "$tmp/run.json" ]; then
+    printf "$fmt" "$server" "$file" "$c" failed '' '' '' '' '' '' '' ''
+    sed 's/^/  /' "$tmp/run.err" | tail -n 5 >&2
+    return
   fi
+  row=("$(field reqs_per_s)"
+    "$(awk -v b="$(field bits_per_s)" 'BEGIN { printf "%.1f", b / 1e6 }')"
+    "$(awk -v b="$(field per_request_bits_per_s)" 'BEGIN { printf "%.2f", b / 1e6 }')"
+    "$(field first_byte_mean_ms)" "$(field first_byte_p99_ms)"
+    "$(field last_byte_mean_ms)" "$(field last_byte_p99_ms)"
+    "$(field unfinished)" "$(field unfinished_oldest_ms)" "$(field errors)")
+  printf "$fmt" "$server" "$file" "$c" "${row[0]}" "${row[1]}" "${row[2]}" \
+    "${row[3]}" "${row[4]}" "${row[5]}" "${row[6]}" \
+    "${row[7]}/${row[8]}" "${row[9]}"
+  (IFS=,; echo "$server,$file,$c,${#keep[@]},${row[*]}") >>"$csv"
+}
+# start SERVER: 0 with it listening, or 1 after saying why it is skipped.
+start() {
+  ws_server_start "$1" "$tmp/docroot" "$tmp/$1" 2>"$tmp/start.log" && return 0
+  echo "run.sh: $1 skipped: $(head -n 1 "$tmp/start.log")" >&2
+  return 1
+}
+if [ -n "$interleave" ]; then
+  # Each file and client count goes round every server (each started
+  # afresh), so that a change in the machine's load over the experiment
+  # falls on all servers alike rather than on those measured last.
   for file in $files; do
-    choice=(--mix)
-    [ "$file" = mix ] || choice=(--size "$file")
     for c in $clients; do
-      run=$((run + 1))
-      echo "run.sh: [$run/$total] $server, $file, $c clients" >&2
-      "$webstone" --port "$ws_port" --docroot "$tmp/docroot" --clients "$c" \
-        --threads "$threads" --warmup "$warmup" --duration "$duration" \
-        "${choice[@]}" "${keep[@]}" --allow-errors --json \
-        >"$tmp/run.json" 2>"$tmp/run.err"
-      status=$?
-      if [ "$status" -ne 0 ] || [ ! -s "$tmp/run.json" ]; then
-        printf "$fmt" "$server" "$file" "$c" failed '' '' '' '' '' '' '' ''
-        sed 's/^/  /' "$tmp/run.err" | tail -n 5 >&2
-        continue
-      fi
-      row=("$(field reqs_per_s)"
-        "$(awk -v b="$(field bits_per_s)" 'BEGIN { printf "%.1f", b / 1e6 }')"
-        "$(awk -v b="$(field per_request_bits_per_s)" 'BEGIN { printf "%.2f", b / 1e6 }')"
-        "$(field first_byte_mean_ms)" "$(field first_byte_p99_ms)"
-        "$(field last_byte_mean_ms)" "$(field last_byte_p99_ms)"
-        "$(field unfinished)" "$(field unfinished_oldest_ms)" "$(field errors)")
-      printf "$fmt" "$server" "$file" "$c" "${row[0]}" "${row[1]}" "${row[2]}" \
-        "${row[3]}" "${row[4]}" "${row[5]}" "${row[6]}" \
-        "${row[7]}/${row[8]}" "${row[9]}"
-      (IFS=,; echo "$server,$file,$c,${#keep[@]},${row[*]}") >>"$csv"
+      for server in $servers; do
+        if start "$server"; then
+          measure "$server" "$file" "$c"
+          ws_server_stop
+        else
+          run=$((run + 1))
+        fi
+      done
     done
   done
-  ws_server_stop
-done
+else
+  for server in $servers; do
+    if ! start "$server"; then
+      for file in $files; do for c in $clients; do run=$((run + 1)); done; done
+      continue
+    fi
+    for file in $files; do
+      for c in $clients; do measure "$server" "$file" "$c"; done
+    done
+    ws_server_stop
+  done
+fi
 echo "run.sh: every run in $csv" >&2
 bash "$here/charts.sh" "$csv" "$out"

@@ -29,8 +29,8 @@
 #include "access_log.h"
 #include "vfs.h"
 
-/* --cache-bytes: up to 1 TiB, or what an unsigned long holds where it has
- * 32 bits (Windows). */
+/* --cache-bytes and --adapt-large: up to 1 TiB, or what an unsigned long
+ * holds where it has 32 bits (Windows). */
 #if ULONG_MAX > 0xffffffffu
 #define CACHE_BYTES_MAX (1ul << 40)
 #else
@@ -166,7 +166,7 @@ static int parse_args(int argc, char **argv, struct jaws_config *cfg) {
     } else if (OPT("--adapt-connections")) {
       if (rc > 0 && parse_marks(val, cfg) != 0) rc = -1;
     } else if (OPT("--adapt-large")) {
-      if (rc > 0 && echo_parse_count(val, 1, 1ul << 40, &v) != 0) rc = -1;
+      if (rc > 0 && echo_parse_count(val, 1, CACHE_BYTES_MAX, &v) != 0) rc = -1;
       cfg->adapt_large = v;
     } else {
       fprintf(stderr, "jaws: unknown argument %s\n", argv[i]);

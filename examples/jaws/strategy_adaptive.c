@@ -96,6 +96,9 @@ struct adaptive {
   atomic_ullong moves[2]; /* into SYNC, into ASYNC */
   atomic_ullong changes;
   unsigned quiet_periods; /* in a row below the low marks (the timer's) */
+  /* Connections do not come back from ASYNC: IOCP keeps a socket bound to
+   * its completion port, which no other proactor can then attach. */
+  bool one_way;
   pthread_t async_thread;
   int async_rc;
 };
@@ -322,7 +325,8 @@ static int destination(const struct conn *c, const struct http_out *o) {
   /* A connection's last response moves too when it is large (one request
    * per connection is the paper's load), never just to be closed. */
   if (c->where == SYNC && hybrid && large) return ASYNC;
-  if (c->where == ASYNC && !(hybrid && large) && !o->close) return SYNC;
+  if (c->where == ASYNC && !(hybrid && large) && !o->close && !ad->one_way)
+    return SYNC;
   return -1;
 }
 
@@ -636,6 +640,8 @@ int jaws_run_adaptive(struct jaws_server *srv,
   }
   taxi_listener_address(l, &bound);
   taxi_addr_format(&bound, text, sizeof text);
+  const char *async_backend = taxi_io_backend(ad->io[ASYNC]);
+  ad->one_way = async_backend && strncmp(async_backend, "iocp", 4) == 0;
   snprintf(backends, sizeof backends, "%s+%s", taxi_io_backend(ad->io[SYNC]),
            taxi_io_backend(ad->io[ASYNC]));
   jaws_print_listening(srv, backends, taxi_io_threads(ad->io[SYNC]), text);

@@ -3,7 +3,7 @@
 # jaws-wine.sh - examples/jaws (the static-file web server) under wine, in
 # a Windows build's make check: jaws.exe in the strategies reactive, lf,
 # hsha, proactive (the IOCP Proactor), thread-per-connection,
-# thread-per-request and thread-pool, each checked by clients that run on
+# thread-per-request, thread-pool and adaptive, each checked by clients that run on
 # Linux (curl, python3): a tree of files byte for byte (small ones from
 # memory, large ones sent from the file handle), HEAD, Last-Modified and
 # 304, a range (206), 404, keep-alive reuse, one file sent to 8 clients
@@ -276,11 +276,14 @@ check_webstone() {
 }
 
 for s in reactive lf hsha proactive thread-per-connection \
-  thread-per-request thread-pool; do
+  thread-per-request thread-pool adaptive; do
   set -- "$s"
   case $s in
     lf | hsha | thread-pool) set -- "$@" --threads 3 ;;
     proactive) set -- "$@" --backend iocp ;;
+    # Low marks, so that the eight clients at once make it move
+    # connections to the IOCP side (one way: IOCP keeps them).
+    adaptive) set -- "$@" --threads 2 --adapt-connections 2:1 --adapt-large 100000 ;;
   esac
   if ! start "$@"; then
     bad "$s: the server did not start"

@@ -38,6 +38,7 @@
 #include "http_session.h"
 #include "jaws.h"
 #include "jaws_os.h"
+#include "../quote/quote_net.h"
 
 #define READ_BUFFER 8192
 #define SWEEP_BATCH 256
@@ -524,6 +525,16 @@ static void on_stop(taxi_io_t *io, int signo, void *arg) {
   taxi_io_stop(io);
 }
 
+/* Where the backend takes no signals (Windows), Ctrl-C comes through
+ * quote_on_stop's console handler, on a thread of its own. */
+static struct adaptive *console_ad;
+
+static void on_console_stop(void) {
+  atomic_store(&console_ad->srv->stopping, 1);
+  taxi_io_stop(console_ad->io[ASYNC]);
+  taxi_io_stop(console_ad->io[SYNC]);
+}
+
 static void *run_async(void *arg) {
   struct adaptive *ad = arg;
   ad->async_rc = taxi_io_run(ad->io[ASYNC]);
@@ -549,9 +560,12 @@ static int create_contexts(struct adaptive *ad) {
    * signals are then blocked in every thread. */
   for (size_t i = 0; i < sizeof stop_signals / sizeof *stop_signals; i++)
     if ((rc = taxi_io_on_signal(ad->io[SYNC], stop_signals[i], on_stop, ad)) <
-        0)
-      fprintf(stderr, "jaws: no orderly stop on signal %d: %s\n",
-              stop_signals[i], taxi_strerror(rc));
+        0) {
+      console_ad = ad;
+      if (quote_on_stop(on_console_stop) != 0)
+        fprintf(stderr, "jaws: no orderly stop on signal %d: %s\n",
+                stop_signals[i], taxi_strerror(rc));
+    }
   o = (taxi_io_options_t)TAXI_IO_OPTIONS_INIT;
   o.dispatcher = TAXI_IO_PROACTOR;
   o.threads = cfg->threads ? cfg->threads : 2;

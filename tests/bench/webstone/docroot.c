@@ -164,7 +164,10 @@ int ws_docroot_load(struct ws_docroot *d, const char *dir, long size) {
     if (d->files == NULL) return -1;
     size_path(path, sizeof path, (size_t)size);
     d->nfiles = 1;
-    if (load_file(&d->files[0], dir, path) < 0) return -1;
+    if (load_file(&d->files[0], dir, path) < 0) {
+      ws_docroot_free(d);
+      return -1;
+    }
     d->classes[0] = (struct ws_class){"size", (size_t)size, 100, 0, 1};
     d->nclasses = 1;
     d->total_weight = 100;
@@ -179,7 +182,10 @@ int ws_docroot_load(struct ws_docroot *d, const char *dir, long size) {
     d->total_weight += mix[c].weight;
     for (k = 0; k < mix[c].files; k++) {
       mix_path(path, sizeof path, c, k);
-      if (load_file(&d->files[d->nfiles++], dir, path) < 0) return -1;
+      if (load_file(&d->files[d->nfiles++], dir, path) < 0) {
+        ws_docroot_free(d);
+        return -1;
+      }
     }
   }
   d->nclasses = MIX_CLASSES;

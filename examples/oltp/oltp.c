@@ -97,8 +97,13 @@ int oltp_framer_feed(struct oltp_framer *f, const void *data, size_t len,
 
 /* ---- the table ---------------------------------------------------------- */
 
+/* Accounts are locked by stripe: account i by stripe i % OLTP_STRIPES.
+ * Transfers of different stripes never meet, and an audit holds a bounded
+ * number of locks however many accounts there are (a thread holding
+ * thousands of mutexes is more than lock checkers follow). */
+#define OLTP_STRIPES 32
+
 struct account {
-  pthread_mutex_t lock;
   int64_t balance;
 };
 
@@ -106,8 +111,13 @@ struct oltp_table {
   struct account *accounts;
   uint32_t count;
   unsigned work;
+  pthread_mutex_t stripes[OLTP_STRIPES];
   atomic_ullong transactions; /* no shared lock per transaction */
 };
+
+static pthread_mutex_t *stripe_of(struct oltp_table *t, uint32_t account) {
+  return &t->stripes[account % OLTP_STRIPES];
+}
 
 struct oltp_table *oltp_table_create(uint32_t count, int64_t initial,
                                      unsigned work) {
@@ -120,17 +130,16 @@ struct oltp_table *oltp_table_create(uint32_t count, int64_t initial,
   }
   t->count = count;
   t->work = work;
-  for (uint32_t i = 0; i < count; i++) {
-    pthread_mutex_init(&t->accounts[i].lock, NULL);
-    t->accounts[i].balance = initial;
-  }
+  for (uint32_t i = 0; i < OLTP_STRIPES; i++)
+    pthread_mutex_init(&t->stripes[i], NULL);
+  for (uint32_t i = 0; i < count; i++) t->accounts[i].balance = initial;
   return t;
 }
 
 void oltp_table_destroy(struct oltp_table *t) {
   if (!t) return;
-  for (uint32_t i = 0; i < t->count; i++)
-    pthread_mutex_destroy(&t->accounts[i].lock);
+  for (uint32_t i = 0; i < OLTP_STRIPES; i++)
+    pthread_mutex_destroy(&t->stripes[i]);
   free(t->accounts);
   free(t);
 }
@@ -145,23 +154,25 @@ static uint32_t busy_work(unsigned work, uint64_t seed) {
 
 static int64_t audit(struct oltp_table *t) {
   int64_t sum = 0;
-  /* Every lock, in order: the sum is of one moment, with no transfer
+  /* Every stripe, in order: the sum is of one moment, with no transfer
    * half done. */
-  for (uint32_t i = 0; i < t->count; i++)
-    pthread_mutex_lock(&t->accounts[i].lock);
+  for (uint32_t i = 0; i < OLTP_STRIPES; i++)
+    pthread_mutex_lock(&t->stripes[i]);
   for (uint32_t i = 0; i < t->count; i++) sum += t->accounts[i].balance;
-  for (uint32_t i = t->count; i-- > 0;)
-    pthread_mutex_unlock(&t->accounts[i].lock);
+  for (uint32_t i = OLTP_STRIPES; i-- > 0;)
+    pthread_mutex_unlock(&t->stripes[i]);
   return sum;
 }
 
 static void transfer(struct oltp_table *t, const struct oltp_request *req,
                      struct oltp_reply *rep) {
   struct account *from = &t->accounts[req->from], *to = &t->accounts[req->to];
-  struct account *first = req->from < req->to ? from : to;
-  struct account *second = first == from ? to : from;
-  pthread_mutex_lock(&first->lock);
-  if (second != first) pthread_mutex_lock(&second->lock);
+  /* The two stripes in stripe order, so that transfers never deadlock. */
+  uint32_t sf = req->from % OLTP_STRIPES, st = req->to % OLTP_STRIPES;
+  pthread_mutex_t *first = stripe_of(t, sf < st ? req->from : req->to);
+  pthread_mutex_t *second = stripe_of(t, sf < st ? req->to : req->from);
+  pthread_mutex_lock(first);
+  if (second != first) pthread_mutex_lock(second);
   if (from->balance < req->amount) {
     rep->status = OLTP_INSUFFICIENT;
   } else {
@@ -170,8 +181,8 @@ static void transfer(struct oltp_table *t, const struct oltp_request *req,
   }
   rep->a = from->balance;
   rep->b = to->balance;
-  if (second != first) pthread_mutex_unlock(&second->lock);
-  pthread_mutex_unlock(&first->lock);
+  if (second != first) pthread_mutex_unlock(second);
+  pthread_mutex_unlock(first);
 }
 
 void oltp_table_execute(struct oltp_table *t, const struct oltp_request *req,
@@ -189,10 +200,10 @@ void oltp_table_execute(struct oltp_table *t, const struct oltp_request *req,
   if (t->work && busy_work(t->work, req->id) == 0) rep->b = 1; /* never */
   switch (req->op) {
     case OLTP_READ: {
-      struct account *a = &t->accounts[req->from];
-      pthread_mutex_lock(&a->lock);
-      rep->a = a->balance;
-      pthread_mutex_unlock(&a->lock);
+      pthread_mutex_t *lock = stripe_of(t, req->from);
+      pthread_mutex_lock(lock);
+      rep->a = t->accounts[req->from].balance;
+      pthread_mutex_unlock(lock);
       break;
     }
     case OLTP_TRANSFER:

@@ -95,8 +95,9 @@ struct oltp_table *oltp_table_create(uint32_t count, int64_t initial,
                                      unsigned work);
 void oltp_table_destroy(struct oltp_table *t);
 
-/* Run one request against the table; any thread (one lock per account,
- * taken in account order, so transfers never deadlock). */
+/* Run one request against the table; any thread (the accounts locked by
+ * stripe, a transfer's two stripes in order, so transfers never
+ * deadlock). */
 void oltp_table_execute(struct oltp_table *t, const struct oltp_request *req,
                         struct oltp_reply *rep);
 

@@ -38,9 +38,9 @@
 #include "http_session.h"
 #include "jaws.h"
 #include "jaws_os.h"
+#include "stream_common.h"
 #include "../quote/quote_net.h"
 
-#define READ_BUFFER 8192
 #define SWEEP_BATCH 256
 #define ADAPT_PERIOD_MS 100u
 #define ADAPT_PERIOD ((taxi_time_t)ADAPT_PERIOD_MS * TAXI_NSEC_PER_MSEC)
@@ -178,7 +178,7 @@ static void settle(struct conn *c, enum http_step step) {
     return;
   }
   bool want = step != HTTP_BUSY && c->extra == NULL &&
-              http_session_room(c->sess) >= READ_BUFFER;
+              http_session_room(c->sess) >= JAWS_READ_BUFFER;
   if (want && !c->reading)
     c->reading = taxi_stream_read_start(c->stream, on_read) == 0;
   else if (!want && c->reading) {
@@ -387,38 +387,13 @@ static void on_read(taxi_stream_t *s, int status, const void *data,
   pthread_mutex_unlock(&c->lock);
 }
 
-static void peer_host(taxi_stream_t *s, char *out, size_t cap) {
-  taxi_addr_t a;
-  char text[TAXI_ADDR_STRLEN];
-  snprintf(out, cap, "-");
-  if (taxi_stream_peer(s, &a) != 0 ||
-      taxi_addr_format(&a, text, sizeof text) < 0)
-    return;
-  char *colon = strrchr(text, ':');
-  if (colon && a.family != TAXI_ADDR_UNIX) *colon = '\0';
-  if (text[0] == '[') {
-    size_t n = strlen(text);
-    if (n > 1 && text[n - 1] == ']') text[n - 1] = '\0';
-    snprintf(out, cap, "%s", text + 1);
-  } else {
-    snprintf(out, cap, "%s", text);
-  }
-}
-
 static void on_accept(taxi_listener_t *l, taxi_stream_t *s, void *arg) {
   struct adaptive *ad = arg;
   struct conn *c;
   char peer[TAXI_ADDR_STRLEN];
   (void)l;
-  if (!jaws_admit(ad->srv)) {
-    atomic_fetch_add(&ad->srv->refused, 1);
-    if (taxi_stream_write(s, jaws_busy_response, strlen(jaws_busy_response),
-                          NULL, NULL) < 0 ||
-        taxi_stream_end(s) < 0)
-      taxi_stream_close(s);
-    return;
-  }
-  peer_host(s, peer, sizeof peer);
+  if (!jaws_stream_admit(ad->srv, s)) return;
+  jaws_stream_peer(s, peer, sizeof peer);
   c = calloc(1, sizeof *c);
   if (c == NULL ||
       (c->sess = http_session_new(ad->srv, &adaptive_sink, c, peer)) == NULL) {
@@ -616,13 +591,7 @@ int jaws_run_adaptive(struct jaws_server *srv,
   pthread_mutex_init(&ad->ctx_lock, NULL);
   pthread_mutex_init(&ad->list_lock, NULL);
   ad->alive[SYNC] = ad->alive[ASYNC] = true;
-  ad->so = (taxi_stream_options_t)TAXI_STREAM_OPTIONS_INIT;
-  ad->so.read_buffer = READ_BUFFER;
-  ad->so.high_watermark = 8192; /* headers only: see strategy_io.c */
-  ad->so.low_watermark = 2048;
-  ad->so.flags = TAXI_STREAM_NODELAY;
-  ad->so.idle_timeout =
-      (taxi_time_t)srv->cfg.idle_timeout_ms * TAXI_NSEC_PER_MSEC;
+  jaws_stream_options(srv, &ad->so);
   lo.stream = &ad->so;
   snprintf(address, sizeof address,
            strchr(srv->cfg.host, ':') ? "[%s]:%u" : "%s:%u", srv->cfg.host,

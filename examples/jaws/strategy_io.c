@@ -23,9 +23,9 @@
 #include "http_session.h"
 #include "jaws.h"
 #include "jaws_os.h"
+#include "stream_common.h"
 #include "../quote/quote_net.h"
 
-#define READ_BUFFER 8192
 #define SWEEP_BATCH 256
 
 struct io_server;
@@ -75,7 +75,8 @@ static void settle(struct conn *c, enum http_step step) {
       taxi_stream_end(c->stream);
     return;
   }
-  bool want = step != HTTP_BUSY && http_session_room(c->sess) >= READ_BUFFER;
+  bool want =
+      step != HTTP_BUSY && http_session_room(c->sess) >= JAWS_READ_BUFFER;
   if (want && !c->reading)
     c->reading = taxi_stream_read_start(c->stream, on_read) == 0;
   else if (!want && c->reading) {
@@ -167,38 +168,13 @@ static void on_close(taxi_stream_t *s, int reason) {
   conn_unref(c);
 }
 
-static void peer_host(taxi_stream_t *s, char *out, size_t cap) {
-  taxi_addr_t a;
-  char text[TAXI_ADDR_STRLEN];
-  snprintf(out, cap, "-");
-  if (taxi_stream_peer(s, &a) != 0 ||
-      taxi_addr_format(&a, text, sizeof text) < 0)
-    return;
-  char *colon = strrchr(text, ':');
-  if (colon && a.family != TAXI_ADDR_UNIX) *colon = '\0';
-  if (text[0] == '[') {
-    size_t n = strlen(text);
-    if (n > 1 && text[n - 1] == ']') text[n - 1] = '\0';
-    snprintf(out, cap, "%s", text + 1);
-  } else {
-    snprintf(out, cap, "%s", text);
-  }
-}
-
 static void on_accept(taxi_listener_t *l, taxi_stream_t *s, void *arg) {
   struct io_server *ios = arg;
   struct conn *c;
   char peer[TAXI_ADDR_STRLEN];
   (void)l;
-  if (!jaws_admit(ios->srv)) {
-    atomic_fetch_add(&ios->srv->refused, 1);
-    if (taxi_stream_write(s, jaws_busy_response, strlen(jaws_busy_response),
-                          NULL, NULL) < 0 ||
-        taxi_stream_end(s) < 0)
-      taxi_stream_close(s);
-    return;
-  }
-  peer_host(s, peer, sizeof peer);
+  if (!jaws_stream_admit(ios->srv, s)) return;
+  jaws_stream_peer(s, peer, sizeof peer);
   c = calloc(1, sizeof *c);
   if (c == NULL ||
       (c->sess = http_session_new(ios->srv, &stream_sink, c, peer)) == NULL) {
@@ -295,14 +271,7 @@ int jaws_run_io(struct jaws_server *srv, const struct jaws_strategy *self) {
     return rc == TAXI_ENOBACKEND ? 2 : 1; /* no such backend here: usage */
   }
   pthread_mutex_init(&ios.list_lock, NULL);
-  so.read_buffer = READ_BUFFER;
-  /* Only headers and error pages are copied (bodies go by reference or
-   * from the file), at most HTTP_SESSION_INFLIGHT of them at once: a
-   * small output buffer keeps idle connections cheap. */
-  so.high_watermark = 8192;
-  so.low_watermark = 2048;
-  so.flags = TAXI_STREAM_NODELAY;
-  so.idle_timeout = (taxi_time_t)srv->cfg.idle_timeout_ms * TAXI_NSEC_PER_MSEC;
+  jaws_stream_options(srv, &so);
   lo.stream = &so;
   snprintf(address, sizeof address,
            strchr(srv->cfg.host, ':') ? "[%s]:%u" : "%s:%u", srv->cfg.host,

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * examples/jaws/stream_common.h - what the strategies over taxi's stream
+ * layer (strategy_io.c, strategy_adaptive.c) do alike: their streams'
+ * options, the connection limit's refusal, the peer's address for the log.
+ */
+#ifndef JAWS_STREAM_COMMON_H
+#define JAWS_STREAM_COMMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <taxi/taxi.h>
+
+#include "jaws.h"
+
+/* Bytes a stream reads at a time: reading goes on while the session has
+ * this much room. */
+#define JAWS_READ_BUFFER 8192
+
+/* The options of every connection's stream: the read buffer, a small
+ * output buffer (only headers and error pages are copied: bodies go by
+ * reference or from the file, at most HTTP_SESSION_INFLIGHT at once, so
+ * idle connections stay cheap), TCP_NODELAY, the idle timeout. */
+void jaws_stream_options(const struct jaws_server *srv,
+                         taxi_stream_options_t *so);
+
+/* Admit an accepted stream under the connection limit (jaws_admit), or
+ * answer it 503, end it and count the refusal: false then, and the
+ * stream is no longer the caller's. */
+bool jaws_stream_admit(struct jaws_server *srv, taxi_stream_t *s);
+
+/* The peer's numeric address without its port into out[cap] ("-" when
+ * unknown). */
+void jaws_stream_peer(taxi_stream_t *s, char *out, size_t cap);
+
+#endif /* JAWS_STREAM_COMMON_H */

@@ -263,8 +263,10 @@
  * headers lack the name; only its presence in the probe is asked. */
 #define URING_OP_SEND_ZC 47
 /* Provided-buffer rings and multishot receive need liburing 2.3's
- * helpers; without them pooled reads are chosen by the core. */
-#if defined(IORING_RECV_MULTISHOT) && defined(IORING_CQE_BUFFER_SHIFT)
+ * helpers, whose headers are the first to name IORING_RECV_MULTISHOT (a
+ * macro; IORING_CQE_BUFFER_SHIFT is an enumerator, invisible to #if);
+ * without them pooled reads are chosen by the core. */
+#if defined(IORING_RECV_MULTISHOT)
 #define URING_HAVE_BUF_RING 1
 #endif
 #ifndef IORING_SQ_CQ_OVERFLOW

@@ -18,11 +18,12 @@
 #include <string.h>
 
 static const char *const dispatcher_names[] = {"reactor", "lf", "hsha",
-                                               "proactor"};
+                                               "proactor", "proactors"};
+#define DISPATCHERS (sizeof dispatcher_names / sizeof dispatcher_names[0])
 
 int taxi_io_dispatcher_parse(const char *name, taxi_io_dispatcher_t *out) {
   if (!name || !out) return TAXI_EINVAL;
-  for (int i = 0; i < 4; i++)
+  for (unsigned i = 0; i < DISPATCHERS; i++)
     if (strcmp(name, dispatcher_names[i]) == 0) {
       *out = (taxi_io_dispatcher_t)i;
       return 0;
@@ -31,7 +32,7 @@ int taxi_io_dispatcher_parse(const char *name, taxi_io_dispatcher_t *out) {
 }
 
 const char *taxi_io_dispatcher_name(taxi_io_dispatcher_t d) {
-  return (unsigned)d < 4 ? dispatcher_names[d] : NULL;
+  return (unsigned)d < DISPATCHERS ? dispatcher_names[d] : NULL;
 }
 
 void taxi_io_options_init(taxi_io_options_t *o) {
@@ -99,6 +100,9 @@ static int options_copy(taxi_io_t *io, taxi_io_options_t *o,
 /* ---- creating -------------------------------------------------------------
  */
 
+/* The most proactors a group has (taxi/proactor_group.h). */
+#define GROUP_MAX 1024u
+
 static int check_threads(taxi_io_t *io, unsigned threads) {
   switch (io->kind) {
     case TAXI_IO_REACTOR:
@@ -114,12 +118,36 @@ static int check_threads(taxi_io_t *io, unsigned threads) {
     case TAXI_IO_PROACTOR:
       io->threads = threads ? threads : 1;
       return io->threads <= TAXI_LF_MAX_THREADS ? 0 : TAXI_EINVAL;
+    case TAXI_IO_PROACTORS:
+      io->threads = threads ? threads : 2;
+      return io->threads <= GROUP_MAX ? 0 : TAXI_EINVAL;
   }
   return TAXI_EINVAL;
 }
 
+/* A proactor per thread: the group, made with the context's own error
+ * callback; none of the objects an application may supply fits it. */
+static int group_create(taxi_io_t *io, const taxi_io_options_t *o) {
+  if (o->reactor || o->proactor || o->lf_pool || o->hsha_pool)
+    return TAXI_EINVAL;
+  io->drv = &taxi__io_proactive;
+  taxi_proactor_options_t po = TAXI_PROACTOR_OPTIONS_INIT;
+  po.backend = o->backend;
+  po.on_error = io_failure;
+  po.on_error_arg = io;
+  taxi_proactor_group_options_t go = TAXI_PROACTOR_GROUP_OPTIONS_INIT;
+  go.count = io->threads;
+  go.proactor = &po;
+  int rc = taxi_proactor_group_create(&io->group, &go);
+  if (rc < 0) return rc;
+  io->own_group = true;
+  io->proactor = taxi_proactor_group_at(io->group, 0);
+  return 0;
+}
+
 /* The reactor or proactor, made or taken from the options. */
 static int dispatcher_create(taxi_io_t *io, const taxi_io_options_t *o) {
+  if (io->kind == TAXI_IO_PROACTORS) return group_create(io, o);
   if (io->kind == TAXI_IO_PROACTOR) {
     if (o->reactor || o->hsha_pool) return TAXI_EINVAL;
     io->drv = &taxi__io_proactive;
@@ -161,7 +189,8 @@ static int dispatcher_create(taxi_io_t *io, const taxi_io_options_t *o) {
 static void dispatcher_destroy(taxi_io_t *io) {
   if (io->own_reactor) taxi_reactor_destroy(io->reactor);
   if (io->own_proactor) taxi_proactor_destroy(io->proactor);
-  io->own_reactor = io->own_proactor = false;
+  if (io->own_group) taxi_proactor_group_destroy(io->group);
+  io->own_reactor = io->own_proactor = io->own_group = false;
 }
 
 static int pool_create(taxi_io_t *io);
@@ -172,7 +201,7 @@ int taxi_io_create(taxi_io_t **out, const taxi_io_options_t *opts) {
   taxi_io_t *io = taxi__calloc(1, sizeof *io);
   if (!io) return TAXI_ENOMEM;
   int rc = options_copy(io, &o, opts);
-  if (rc == 0 && (unsigned)o.dispatcher > TAXI_IO_PROACTOR) rc = TAXI_EINVAL;
+  if (rc == 0 && (unsigned)o.dispatcher >= DISPATCHERS) rc = TAXI_EINVAL;
   if (rc < 0) {
     taxi__free(io);
     return rc;
@@ -265,6 +294,9 @@ static void real_stop(taxi_io_t *io) {
     }
     case TAXI_IO_PROACTOR:
       rc = io->lf ? taxi_lf_stop(io->lf) : taxi_proactor_stop(io->proactor);
+      break;
+    case TAXI_IO_PROACTORS:
+      rc = taxi_proactor_group_stop(io->group);
       break;
   }
   if (rc == TAXI_ESTOPPED) rc = 0;
@@ -441,6 +473,9 @@ int taxi_io_run(taxi_io_t *io) {
     case TAXI_IO_PROACTOR:
       rc = run_proactor(io);
       break;
+    case TAXI_IO_PROACTORS:
+      rc = taxi_proactor_group_run(io->group);
+      break;
     default:
       rc = run_reactor(io);
       break;
@@ -483,16 +518,52 @@ int taxi_io_wait(taxi_io_t *io, int timeout_ms) {
 /* ---- destroying -----------------------------------------------------------
  */
 
+static bool empty(taxi_io_t *io) {
+  taxi__mutex_lock(&io->lock);
+  bool e = !io->streams && !io->listeners && !io->timers;
+  taxi__mutex_unlock(&io->lock);
+  return e;
+}
+
+/* proactors: every 10 ms, in the first proactor's thread, whether the
+ * group may stop (see drain_op in core/io_impl.h). */
+static void drain_look(taxi_op_t *op, int status, size_t bytes, void *act) {
+  taxi_io_t *io = act;
+  (void)bytes;
+  if (status == TAXI_ECANCELED) return; /* the group is going */
+  if (empty(io) || taxi_now() > io->drain_give_up ||
+      taxi_proactor_timer(io->proactor, op, 10 * TAXI_NSEC_PER_MSEC, drain_look,
+                          io) < 0)
+    taxi_proactor_group_stop(io->group);
+}
+
+/* proactors: the group's threads dispatch the closes while this one waits
+ * in a run of the group that the look above ends.  A stop from elsewhere
+ * (taxi_io_stop before any run) must not keep the closes from running:
+ * the group is run again, the look still on its way. */
+static void drain_group(taxi_io_t *io) {
+  io->drain_give_up = taxi_now() + 10 * TAXI_NSEC_PER_SEC;
+  taxi_op_init(&io->drain_op);
+  while (!empty(io) && taxi_now() <= io->drain_give_up) {
+    if (!taxi_op_in_flight(&io->drain_op) &&
+        taxi_proactor_timer(io->proactor, &io->drain_op, 0, drain_look, io) < 0)
+      return;
+    int rc = taxi_proactor_group_run(io->group);
+    if (rc < 0 && rc != TAXI_ESTOPPED) return;
+  }
+}
+
 /* Dispatch in this thread until every stream, listener and timer is gone
  * (their close callbacks run here), or a pool the application supplied
  * does it. */
 static void drain(taxi_io_t *io) {
+  if (io->group) {
+    drain_group(io);
+    return;
+  }
   taxi_time_t give_up = taxi_now() + 10 * TAXI_NSEC_PER_SEC;
   for (;;) {
-    taxi__mutex_lock(&io->lock);
-    bool empty = !io->streams && !io->listeners && !io->timers;
-    taxi__mutex_unlock(&io->lock);
-    if (empty || taxi_now() > give_up) return;
+    if (empty(io) || taxi_now() > give_up) return;
     /* A stop (ours, or the application's) must not keep us from
      * dispatching the closes. */
     if (io->reactor) taxi_reactor_restart(io->reactor);
@@ -681,6 +752,10 @@ taxi_reactor_t *taxi_io_reactor(const taxi_io_t *io) {
 
 taxi_proactor_t *taxi_io_proactor(const taxi_io_t *io) {
   return io ? io->proactor : NULL;
+}
+
+taxi_proactor_group_t *taxi_io_proactor_group(const taxi_io_t *io) {
+  return io ? io->group : NULL;
 }
 
 int taxi_io_stats(const taxi_io_t *io, taxi_io_stats_t *out) {

@@ -99,11 +99,12 @@ struct taxi_io {
   taxi_lf_options_t lf_opts;
   taxi_hsha_options_t hsha_opts;
   taxi_reactor_t *reactor;
-  taxi_proactor_t *proactor;
+  taxi_proactor_t *proactor; /* with a group: its first */
+  taxi_proactor_group_t *group; /* proactors */
   taxi_lf_pool_t *lf;                    /* while running, or supplied */
   taxi_hsha_pool_t *hsha;                /* while running, or supplied */
   _Atomic(taxi_hsha_pool_t *) hsha_live; /* for the stop from a worker */
-  bool own_reactor, own_proactor, own_lf, own_hsha;
+  bool own_reactor, own_proactor, own_group, own_lf, own_hsha;
 
   taxi__mutex_t lock;     /* the state below and the lists */
   taxi__cond_t cond;      /* stopped, run returned, an object released */
@@ -126,6 +127,11 @@ struct taxi_io {
   taxi_handler_t wake_h; /* reactive */
   taxi_op_t wake_op;     /* proactive */
   bool wake_reading;
+  /* proactors: the destroying thread runs the group until every stream,
+   * listener and timer is gone; this timer, on the first proactor, looks
+   * every 10 ms and stops the group then (or at give_up). */
+  taxi_op_t drain_op;
+  taxi_time_t drain_give_up;
 
   /* Signals: the callbacks, and (proactive) those added to the proactor. */
   struct {
@@ -266,6 +272,7 @@ struct taxi_stream {
       bool registered, attached, suspended, readable, writable, wblocked;
     } r;
     struct {
+      taxi_proactor_t *px; /* the proactor it is attached to */
       taxi_op_t rop, wop, kop, top;
       unsigned inflight;
       bool attached, r_busy, r_done, w_busy, w_done, k_busy, t_busy;

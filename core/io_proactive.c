@@ -67,8 +67,11 @@ static void ctx_close(taxi_io_t *io) {
       (void)taxi_proactor_remove_signal(io->proactor, signo);
   memset(io->sig_added, 0, sizeof io->sig_added);
   /* The read completes with TAXI_ECANCELED; wait for it, so the record is
-   * idle before the context's memory goes. */
+   * idle before the context's memory goes.  A group's proactor is its
+   * thread's alone: the group's destroy completes it there, before the
+   * context's memory goes too. */
   taxi_proactor_close(io->proactor, io->wake[0]);
+  if (io->group) return;
   taxi_time_t give_up = taxi_now() + 5 * TAXI_NSEC_PER_SEC;
   while (io->wake_reading && taxi_now() < give_up) {
     taxi_proactor_restart(io->proactor);
@@ -128,12 +131,22 @@ static void s_done(taxi_op_t *op, int status, size_t bytes, void *act) {
   taxi__stream_event_locked(s, bits);
 }
 
+/* With a group, the stream goes to the proactor the group's spread picks;
+ * an accepted handle (attached: to the first proactor, which accepts)
+ * moves there.  A handle the backend cannot move (IOCP binds it to its
+ * port for good) stays where it is. */
 static int s_open(taxi_stream_t *s, bool attached) {
   taxi_op_init(&s->d.p.rop);
   taxi_op_init(&s->d.p.wop);
   taxi_op_init(&s->d.p.kop);
   taxi_op_init(&s->d.p.top);
-  int rc = attached ? 0 : taxi_proactor_attach(s->io->proactor, s->fd);
+  taxi_proactor_t *home = s->io->proactor;
+  taxi_proactor_t *px =
+      s->io->group ? taxi_proactor_group_next(s->io->group) : home;
+  if (attached && px != home && taxi_proactor_move(home, s->fd, px) < 0)
+    px = home;
+  s->d.p.px = px;
+  int rc = attached ? 0 : taxi_proactor_attach(px, s->fd);
   s->d.p.attached = rc == 0;
   return rc;
 }
@@ -146,8 +159,8 @@ static int64_t s_read(taxi_stream_t *s) {
     return st == TAXI_EEOF ? 0 : st;
   }
   if (s->d.p.r_busy) return TAXI_EAGAIN;
-  int rc = taxi_proactor_read(s->io->proactor, &s->d.p.rop, s->fd, s->rbuf,
-                              s->rcap, 0, s_done, s);
+  int rc = taxi_proactor_read(s->d.p.px, &s->d.p.rop, s->fd, s->rbuf, s->rcap,
+                              0, s_done, s);
   if (rc < 0) return rc;
   s->d.p.r_busy = true;
   s->d.p.inflight++;
@@ -166,8 +179,8 @@ static int64_t s_write(taxi_stream_t *s, const taxi_buf_t *bufs, size_t n) {
   if (s->d.p.w_done) return w_result(s);
   if (s->d.p.w_busy) return TAXI_EAGAIN;
   if (n > TAXI_OP_MAX_BUFS) n = TAXI_OP_MAX_BUFS;
-  int rc = taxi_proactor_write(s->io->proactor, &s->d.p.wop, s->fd, bufs, n,
-                               s_done, s);
+  int rc =
+      taxi_proactor_write(s->d.p.px, &s->d.p.wop, s->fd, bufs, n, s_done, s);
   if (rc < 0) return rc;
   s->d.p.w_busy = true;
   s->d.p.inflight++;
@@ -178,8 +191,8 @@ static int64_t s_sendfile(taxi_stream_t *s, taxi_handle_t file, int64_t off,
                           size_t len) {
   if (s->d.p.w_done) return w_result(s);
   if (s->d.p.w_busy) return TAXI_EAGAIN;
-  int rc = taxi_proactor_transmit_file(s->io->proactor, &s->d.p.wop, s->fd,
-                                       file, off, len, NULL, NULL, s_done, s);
+  int rc = taxi_proactor_transmit_file(s->d.p.px, &s->d.p.wop, s->fd, file, off,
+                                       len, NULL, NULL, s_done, s);
   if (rc < 0) return rc;
   s->d.p.w_busy = true;
   s->d.p.inflight++;
@@ -187,8 +200,8 @@ static int64_t s_sendfile(taxi_stream_t *s, taxi_handle_t file, int64_t off,
 }
 
 static int s_connect_start(taxi_stream_t *s, const taxi_addr_t *a) {
-  int rc = taxi_proactor_connect(s->io->proactor, &s->d.p.wop, s->fd,
-                                 a->sa.bytes, a->len, s_done, s);
+  int rc = taxi_proactor_connect(s->d.p.px, &s->d.p.wop, s->fd, a->sa.bytes,
+                                 a->len, s_done, s);
   if (rc < 0) return rc;
   s->d.p.w_busy = true;
   s->d.p.inflight++;
@@ -208,7 +221,7 @@ static void s_defer(taxi_stream_t *s) { (void)s; }
 
 static int s_kick(taxi_stream_t *s) {
   if (s->d.p.k_busy) return 0;
-  int rc = taxi_proactor_post(s->io->proactor, &s->d.p.kop, s_done, s);
+  int rc = taxi_proactor_post(s->d.p.px, &s->d.p.kop, s_done, s);
   if (rc == 0) {
     s->d.p.k_busy = true;
     s->d.p.inflight++;
@@ -221,13 +234,12 @@ static void s_arm(taxi_stream_t *s, taxi_time_t deadline) {
     /* A record in flight cannot be moved: cancel it; its completion
      * (P_DEADLINE) arms it again for the earlier deadline. */
     if (s->d.p.t_deadline > deadline)
-      taxi_proactor_cancel(s->io->proactor, &s->d.p.top);
+      taxi_proactor_cancel(s->d.p.px, &s->d.p.top);
     return;
   }
   taxi_time_t delay = deadline - taxi_now();
   if (delay < 0) delay = 0;
-  if (taxi_proactor_timer(s->io->proactor, &s->d.p.top, delay, s_done, s) ==
-      0) {
+  if (taxi_proactor_timer(s->d.p.px, &s->d.p.top, delay, s_done, s) == 0) {
     s->d.p.t_busy = true;
     s->d.p.t_deadline = deadline;
     s->d.p.inflight++;
@@ -237,7 +249,7 @@ static void s_arm(taxi_stream_t *s, taxi_time_t deadline) {
 }
 
 static void s_teardown(taxi_stream_t *s) {
-  taxi_proactor_t *p = s->io->proactor;
+  taxi_proactor_t *p = s->d.p.px;
   taxi__mutex_lock(&s->lock);
   /* Completes what is pending on the handle with TAXI_ECANCELED, then
    * closes it once no operation can name it any more. */

@@ -420,7 +420,7 @@ static void server_usage(FILE *out) {
   fprintf(
       out,
       "usage: echo_server --port P [--host ADDR] [--backend NAME]\n"
-      "                   [--dispatcher reactor|lf|hsha|proactor]\n"
+      "                   [--dispatcher reactor|lf|hsha|proactor|proactors]\n"
       "                   [--threads N] [--idle-timeout SECONDS]\n"
       "                   [--promotion lifo|fifo|priority|shared]\n"
       "                   [--leaders one|many] [--report] [--counters]\n"
@@ -428,15 +428,17 @@ static void server_usage(FILE *out) {
       "  --port P         TCP port to listen on (0: any free port)\n"
       "  --host ADDR      numeric address to listen on (default 127.0.0.1)\n"
       "  --backend NAME   event backend (default: the best available);\n"
-      "                   with --dispatcher proactor, the completion\n"
+      "                   with --dispatcher proactor(s), the completion\n"
       "                   backend (uring, aio, emulated, iocp, ...)\n"
       "  --dispatcher D   who runs the handlers: reactor (this thread,\n"
       "                   the default), lf (a Leader/Followers pool),\n"
       "                   hsha (a half-sync/half-async pool) or proactor\n"
       "                   (completion handlers; a Leader/Followers pool\n"
-      "                   when --threads is above 1)\n"
+      "                   when --threads is above 1) or proactors (a\n"
+      "                   proactor per thread, connections spread over\n"
+      "                   them: on io_uring a ring per thread)\n"
       "  --threads N      threads running handlers (default 4 for lf,\n"
-      "                   hsha and proactor; reactor: 1 only).  lf and\n"
+      "                   hsha, proactor(s); reactor: 1 only).  lf and\n"
       "                   proactor: the whole pool, main thread included;\n"
       "                   hsha: the workers, besides its reactor thread\n"
       "  --idle-timeout S close connections idle that long (default 300;\n"
@@ -524,7 +526,7 @@ int echo_server_args(int argc, char **argv, struct echo_server_config *cfg) {
       if (taxi_io_dispatcher_parse(value, &cfg->io.dispatcher) != 0) {
         fprintf(stderr,
                 "echo_server: invalid dispatcher '%s'; one of: reactor lf "
-                "hsha proactor\n",
+                "hsha proactor proactors\n",
                 value);
         return ECHO_EXIT_USAGE;
       }
@@ -615,7 +617,8 @@ int echo_server_args(int argc, char **argv, struct echo_server_config *cfg) {
 
 int echo_server_failed(const struct echo_server_config *cfg, const char *what,
                        int rc) {
-  bool proactor = cfg->io.dispatcher == TAXI_IO_PROACTOR;
+  bool proactor = cfg->io.dispatcher == TAXI_IO_PROACTOR ||
+                  cfg->io.dispatcher == TAXI_IO_PROACTORS;
   fprintf(stderr, "echo_server: %s (dispatcher %s, backend %s): %s\n", what,
           taxi_io_dispatcher_name(cfg->io.dispatcher),
           cfg->io.backend ? cfg->io.backend : "automatic", taxi_strerror(rc));

@@ -51,15 +51,23 @@ static void on_counters(taxi_io_t *io, int signo, void *arg) {
   if (taxi_io_stats(io, &st) == 0)
     fprintf(stderr, "echo_server: counters: connections=%llu bytes=%llu\n",
             (unsigned long long)st.accepts, (unsigned long long)st.bytes_out);
-  taxi_proactor_stats_t ps;
-  taxi_proactor_t *p = taxi_io_proactor(io);
-  if (p && taxi_proactor_stats(p, &ps) == 0)
-    fprintf(stderr,
-            "echo_server: counters: completed=%llu syscalls=%llu waits=%llu "
-            "io_uring_enter=%llu sqes=%llu cqes=%llu\n",
-            (unsigned long long)ps.completed, (unsigned long long)ps.syscalls,
-            (unsigned long long)ps.waits, (unsigned long long)ps.ring_enters,
-            (unsigned long long)ps.sqes, (unsigned long long)ps.cqes);
+  /* A proactor's, or each of a group's (--dispatcher proactors). */
+  taxi_proactor_group_t *g = taxi_io_proactor_group(io);
+  unsigned n = g ? taxi_proactor_group_count(g) : 1;
+  for (unsigned i = 0; i < n; i++) {
+    taxi_proactor_stats_t ps;
+    taxi_proactor_t *p =
+        g ? taxi_proactor_group_at(g, i) : taxi_io_proactor(io);
+    if (p && taxi_proactor_stats(p, &ps) == 0)
+      fprintf(stderr,
+              "echo_server: counters: proactor=%u completed=%llu "
+              "syscalls=%llu waits=%llu io_uring_enter=%llu sqes=%llu "
+              "cqes=%llu\n",
+              i, (unsigned long long)ps.completed,
+              (unsigned long long)ps.syscalls, (unsigned long long)ps.waits,
+              (unsigned long long)ps.ring_enters, (unsigned long long)ps.sqes,
+              (unsigned long long)ps.cqes);
+  }
 }
 #endif
 

@@ -18,7 +18,14 @@
  *                     TAXI_PROACTOR_ONE_THREAD, so destroy the context in
  *                     that thread or after it has exited) or by a
  *                     Leader/Followers pool of `threads` threads over its
- *                     completion queue.
+ *                     completion queue;
+ *   TAXI_IO_PROACTORS  `threads` proactors, one per thread and that thread's
+ *                     alone (a group: taxi/proactor_group.h; on io_uring a
+ *                     ring per thread, which no other thread locks): each
+ *                     stream belongs to one of them, in turn (round robin),
+ *                     and its completions run in that proactor's thread.
+ *                     The listener accepts in the first proactor's thread
+ *                     and hands each connection to the next proactor.
  *
  * Handlers written against taxi/stream.h and this header run unchanged under
  * each: the callbacks of one stream never run in two threads at once, under
@@ -52,6 +59,7 @@
 #include "lf.h"
 #include "hsha.h"
 #include "proactor.h"
+#include "proactor_group.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -65,19 +73,20 @@ typedef enum taxi_io_dispatcher {
   TAXI_IO_REACTOR = 0,
   TAXI_IO_LF = 1,
   TAXI_IO_HSHA = 2,
-  TAXI_IO_PROACTOR = 3
+  TAXI_IO_PROACTOR = 3,
+  TAXI_IO_PROACTORS = 4
 } taxi_io_dispatcher_t;
 
 /*
- * taxi_io_dispatcher_parse - the dispatcher named "reactor", "lf", "hsha"
- * or "proactor".  Returns 0 and sets *out, or TAXI_EINVAL (NULL, or another
+ * taxi_io_dispatcher_parse - the dispatcher named "reactor", "lf", "hsha",
+ * "proactor" or "proactors".  Returns 0 and sets *out, or TAXI_EINVAL (NULL, or another
  * name: *out is left alone).
  */
 TAXI_EXTERN int taxi_io_dispatcher_parse(const char *name,
                                          taxi_io_dispatcher_t *out);
 
-/* taxi_io_dispatcher_name - "reactor", "lf", "hsha", "proactor", or NULL
- * for a value that is none of them.  A static string. */
+/* taxi_io_dispatcher_name - "reactor", "lf", "hsha", "proactor",
+ * "proactors", or NULL for a value that is none of them.  A static string. */
 TAXI_EXTERN const char *taxi_io_dispatcher_name(taxi_io_dispatcher_t d);
 
 /*
@@ -91,13 +100,15 @@ typedef struct taxi_io_options {
   taxi_io_dispatcher_t dispatcher; /* default TAXI_IO_REACTOR */
   /* The readiness backend ("epoll", "poll", ...) for reactor, lf and hsha,
    * the completion backend ("uring", "aio", "emulated:poll", ...) for
-   * proactor; NULL: TAXI_BACKEND / TAXI_PROACTOR from the environment, else
+   * proactor and proactors; NULL: TAXI_BACKEND / TAXI_PROACTOR from the environment, else
    * the best that works.  Ignored when a reactor or proactor is supplied. */
   const char *backend;
   /* Threads that run callbacks: reactor 1 (0 means 1; more is
    * TAXI_EINVAL); lf the whole pool, taxi_io_run's caller included (0: 4);
    * hsha the workers (0: 4); proactor 1: taxi_io_run's caller alone, more:
-   * a Leader/Followers pool, the caller included (0: 1). */
+   * a Leader/Followers pool, the caller included (0: 1); proactors the
+   * proactors, each with a thread of the group's own while taxi_io_run's
+   * caller waits (0: 2; at most 1024). */
   unsigned threads;
   /* Options of the Leader/Followers pool (lf, and proactor with more than
    * one thread): promotion order, leaders.  NULL: the defaults.  Read by
@@ -107,7 +118,8 @@ typedef struct taxi_io_options {
    * `workers` is `threads`.  Read by taxi_io_create(), not kept. */
   const taxi_hsha_options_t *hsha;
   /* Supplied by the application instead of created (NULL: create).  A
-   * reactor serves reactor, lf and hsha; a proactor serves proactor.  A
+   * reactor serves reactor, lf and hsha; a proactor serves proactor;
+   * proactors makes its group and takes none of these.  A
    * pool (lf_pool over the supplied reactor or proactor, hsha_pool over
    * the supplied reactor) is then used instead of one the context would
    * make: taxi_io_run joins it (lf) or waits for it (hsha), taxi_io_stop
@@ -160,7 +172,9 @@ TAXI_EXTERN int taxi_io_create(taxi_io_t **out, const taxi_io_options_t *opts);
  * taxi_io_run - dispatch until taxi_io_stop(): the calling thread runs the
  * reactor or proactor (reactor, proactor with one thread), or starts the
  * pool and joins it (lf, proactor with more threads), or starts the
- * half-sync/half-async pool and waits for it (hsha).  When it returns, the
+ * half-sync/half-async pool and waits for it (hsha), or runs the group of
+ * proactors, each in a thread of its own, and waits (proactors: the group
+ * keeps its threads, parked, until the context is destroyed).  When it returns, the
  * pool it started has been shut down and joined.
  *
  * Returns 0 once stopped by taxi_io_stop(), or the first error that stopped
@@ -202,6 +216,8 @@ TAXI_EXTERN int taxi_io_wait(taxi_io_t *io, int timeout_ms);
  *
  * Returns 0, TAXI_EINVAL (NULL), TAXI_EBUSY (a thread is in taxi_io_run:
  * stop it and let it return first).  Threads: not from a callback of io.
+ * With proactors the close callbacks run in the group's threads, each in
+ * its stream's, while the calling thread waits for them.
  */
 TAXI_EXTERN int taxi_io_destroy(taxi_io_t *io);
 
@@ -220,8 +236,14 @@ TAXI_EXTERN unsigned taxi_io_threads(const taxi_io_t *io);
  * when the context has the other kind), for what this layer does not do.
  * Owned by the context unless it was supplied. */
 TAXI_EXTERN taxi_reactor_t *taxi_io_reactor(const taxi_io_t *io);
-/* taxi_io_proactor - see taxi_io_reactor. */
+/* taxi_io_proactor - see taxi_io_reactor.  With TAXI_IO_PROACTORS, the
+ * group's first proactor (the one that accepts, runs the application's
+ * timers and catches signals). */
 TAXI_EXTERN taxi_proactor_t *taxi_io_proactor(const taxi_io_t *io);
+/* taxi_io_proactor_group - the group of a TAXI_IO_PROACTORS context (its
+ * proactors' counters: taxi_proactor_group_at, taxi_proactor_stats), else
+ * NULL.  The context's: never run, stop or destroy it yourself. */
+TAXI_EXTERN taxi_proactor_group_t *taxi_io_proactor_group(const taxi_io_t *io);
 
 /* ---- signals ------------------------------------------------------------ */
 

@@ -28,7 +28,10 @@
 #   lf           taxi's Leader/Followers pool over epoll, N threads
 #   hsha         taxi's half-sync/half-async pool over epoll, N workers
 #   uring        taxi's Proactor over io_uring, dispatched by 1 thread
-#   uring-Nt     the same, dispatched by N threads
+#   uring-Nt     the same, dispatched by N threads (Leader/Followers, one
+#                ring)
+#   uring-rings-Nt  the same, a proactor per thread (--dispatcher
+#                proactors): N threads, a ring each
 #   uring-pooled examples/proactor_echo: the Proactor alone, no stream layer;
 #                one multishot read per connection into the proactor's
 #                buffer pool, echoed from those buffers; 1 thread, 1 ring
@@ -76,14 +79,15 @@ usage: $0 [options]
   --connections LIST    comma-separated connection counts (default 100,1000,10000)
   --sizes LIST          comma-separated message sizes (default 64,4096)
   --client-threads T    loadgen threads (default 1)
-  --server-threads N    threads of asio, lf, hsha and uring-Nt (default 2)
+  --server-threads N    threads of asio, lf, hsha and the -Nt servers
+                        (default 2)
   --warmup SEC          warm-up per run (default 1; doubled from 5000
                         connections on; --quick: 0.5)
   --duration SEC        measured seconds per run (default 5; --quick: 1)
   --only NAME           only this server (repeatable): asio libevent libuv
                         epoll-floor uring-floor reactor lf hsha uring
-                        uring-Nt uring-pooled uring-pooled-Nt aio
-                        emulated
+                        uring-Nt uring-rings-Nt uring-pooled
+                        uring-pooled-Nt aio emulated
   --out DIR             results directory (default DIR/tests/bench/peers-results)
 EOF
 }
@@ -179,6 +183,7 @@ SERVERS=(
   "hsha|taxi half-sync/half-async, epoll, $n workers|taxi:epoll --backend epoll --dispatcher hsha --threads @N@"
   "uring|taxi Proactor, io_uring, 1 thread|taxi:uring --dispatcher proactor --backend uring --threads 1"
   "uring-${n}t|taxi Proactor, io_uring, $n threads|taxi:uring --dispatcher proactor --backend uring --threads @N@"
+  "uring-rings-${n}t|taxi Proactor, io_uring, a ring per thread, $n threads|taxi:uring --dispatcher proactors --backend uring --threads @N@"
   "uring-pooled|taxi Proactor alone, io_uring, multishot pooled reads, 1 thread|ex:proactor_echo --backend uring --threads 1"
   "uring-pooled-${n}t|the same, a ring per thread, $n threads|ex:proactor_echo --backend uring --threads @N@"
   "aio|taxi Proactor, POSIX aio, 1 thread|taxi:aio --dispatcher proactor --backend aio --threads 1"

@@ -34,7 +34,7 @@ static size_t npairs;
 static void collect_tests(void) {
   CU_TestInfo *parts[] = {st_tests_echo,    st_tests_flow, st_tests_connect,
                           st_tests_threads, st_tests_misc, st_tests_bad_input,
-                          st_tests_detach};
+                          st_tests_detach,  st_tests_group};
   size_t n = 0;
   for (size_t p = 0; p < sizeof parts / sizeof parts[0]; p++)
     for (CU_TestInfo *t = parts[p]; t->pName && n < 63; t++)
@@ -122,8 +122,9 @@ int main(int argc, char **argv) {
           add_pair((taxi_io_dispatcher_t)k, rnames[i]);
     const char *const *pnames = taxi_proactor_backend_names();
     for (size_t i = 0; pnames && pnames[i]; i++)
-      if (!pair_unavailable(TAXI_IO_PROACTOR, pnames[i]))
-        add_pair(TAXI_IO_PROACTOR, pnames[i]);
+      for (int k = TAXI_IO_PROACTOR; k <= TAXI_IO_PROACTORS; k++)
+        if (!pair_unavailable((taxi_io_dispatcher_t)k, pnames[i]))
+          add_pair((taxi_io_dispatcher_t)k, pnames[i]);
   }
   return taxi_test_run("taxi stream layer", list, npairs, argc, argv);
 }

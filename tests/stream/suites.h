@@ -79,5 +79,6 @@ extern CU_TestInfo st_tests_threads[];
 extern CU_TestInfo st_tests_misc[];
 extern CU_TestInfo st_tests_bad_input[];
 extern CU_TestInfo st_tests_detach[];
+extern CU_TestInfo st_tests_group[];
 
 #endif /* TAXI_TESTS_STREAM_SUITES_H */

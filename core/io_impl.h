@@ -69,6 +69,11 @@ typedef struct taxi__io_driver {
   /* Released for a detach: bytes a completed read brought in go to rbuf
    * (NULL: reads complete only in a round). */
   void (*unread)(taxi_stream_t *s);
+  /* Closing: the result of an output operation that completed and was
+   * not yet taken (bytes, or its error), TAXI_EBUSY while one is still in
+   * flight, TAXI_EAGAIN when there is none; starts nothing (NULL: writes
+   * complete only in a round). */
+  int64_t (*written)(taxi_stream_t *s);
   /* Lock not held: stop every source of events; P_RELEASED follows when
    * none can come any more (and the handle is closed). */
   void (*teardown)(taxi_stream_t *s);
@@ -215,6 +220,7 @@ typedef struct taxi__wrec {
 #define TAXI__S_WFAIL 0x8000u      /* the head write failed (its error) */
 #define TAXI__S_END_REQ 0x10000u   /* close once flushed and shut down */
 #define TAXI__S_DETACH 0x20000u    /* closing by taxi_stream_detach */
+#define TAXI__S_OWE_WRITES 0x40000u /* write callbacks told at the release */
 
 /* Events (s->pending). */
 #define TAXI__P_WORK 0x01u     /* the application changed something */

@@ -175,6 +175,17 @@ static int64_t w_result(taxi_stream_t *s) {
   return st == 0 ? (int64_t)s->d.p.w_bytes : st;
 }
 
+/* Closing: a write cancelled (or failed) part way has sent its first
+ * w_bytes all the same, and they count. */
+static int64_t s_written(taxi_stream_t *s) {
+  if (s->d.p.w_done && s->d.p.w_status < 0 && s->d.p.w_bytes > 0) {
+    s->d.p.w_done = false;
+    return (int64_t)s->d.p.w_bytes;
+  }
+  if (s->d.p.w_done) return w_result(s);
+  return s->d.p.w_busy ? TAXI_EBUSY : TAXI_EAGAIN;
+}
+
 static int64_t s_write(taxi_stream_t *s, const taxi_buf_t *bufs, size_t n) {
   if (s->d.p.w_done) return w_result(s);
   if (s->d.p.w_busy) return TAXI_EAGAIN;
@@ -470,6 +481,7 @@ const taxi__io_driver_t taxi__io_proactive = {
     .arm = s_arm,
     .teardown = s_teardown,
     .unread = s_unread,
+    .written = s_written,
     .max_bufs = TAXI_OP_MAX_BUFS,
     .listener_open = l_open,
     .listener_close = l_close_req,

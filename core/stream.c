@@ -454,8 +454,49 @@ static void connect_locked(taxi_stream_t *s, taxi_time_t now) {
 /* ---- closing --------------------------------------------------------------
  */
 
-/* Every callback the stream still owes before its close callback. */
-static void owed_locked(taxi_stream_t *s) {
+/* The write callbacks owed at a close.  An output operation that completed
+ * (a Proactor's, not yet taken by a round) counts, and its records are
+ * told they were written; the rest TAXI_ECANCELED (the first the write's
+ * error, if one failed).  While an operation is still in flight
+ * (`released` false) nothing is told: it may yet complete, and it may
+ * still read the queued bytes and the caller's buffers of write_ref, so
+ * the records wait for the release (S_OWE_WRITES). */
+static void owed_writes_locked(taxi_stream_t *s, bool released) {
+  const taxi__io_driver_t *drv = s->io->drv;
+  int64_t n = drv->written && s->rcount > 0 ? drv->written(s) : TAXI_EAGAIN;
+  if (n == TAXI_EBUSY && !released) {
+    s->flags |= TAXI__S_OWE_WRITES;
+    return;
+  }
+  s->flags &= ~TAXI__S_OWE_WRITES;
+  int reason = s->reason;
+  bool failed = (s->flags & TAXI__S_WFAIL) != 0;
+  if (n > 0) {
+    done_call_t calls[17];
+    size_t k = consume_locked(s, (size_t)n, calls, 17);
+    TAXI__IO_COUNT(s->io, bytes_out, (uint64_t)n);
+    for (size_t i = 0; i < k; i++)
+      UNLOCKED(s, calls[i].fn(s, 0, calls[i].len, calls[i].arg));
+  } else if (n < 0 && n != TAXI_EAGAIN && n != TAXI_EBUSY && !failed) {
+    failed = true; /* the write in flight failed: its record is told why */
+    reason = (int)n;
+  }
+  while (s->rcount > 0) {
+    taxi__wrec_t r = s->recs[s->rhead];
+    s->rhead = (s->rhead + 1) % s->nrecs;
+    s->rcount--;
+    int status = failed && reason ? reason : TAXI_ECANCELED;
+    failed = false;
+    if (r.fn) UNLOCKED(s, r.fn(s, status, r.done, r.arg));
+  }
+  /* The ring may still be read by an operation in flight: it stays until
+   * the stream is released; nothing in it counts as queued any more. */
+  s->wused = s->whead = 0;
+}
+
+/* Every callback the stream still owes before its close callback
+ * (`released`: no operation of the driver's can be in flight). */
+static void owed_locked(taxi_stream_t *s, bool released) {
   s->flags |= TAXI__S_CLOSING;
   int reason = s->reason;
   if (s->flags & TAXI__S_CONNECTING) {
@@ -472,29 +513,19 @@ static void owed_locked(taxi_stream_t *s) {
     s->flags &= ~TAXI__S_READ_INTO;
     UNLOCKED(s, fn(s, TAXI_ECANCELED, done, arg));
   }
-  bool failed = (s->flags & TAXI__S_WFAIL) != 0;
-  while (s->rcount > 0) {
-    taxi__wrec_t r = s->recs[s->rhead];
-    s->rhead = (s->rhead + 1) % s->nrecs;
-    s->rcount--;
-    int status = failed ? reason : TAXI_ECANCELED;
-    failed = false;
-    if (r.fn) UNLOCKED(s, r.fn(s, status, r.done, r.arg));
-  }
-  /* The ring may still be read by an operation in flight: it stays until
-   * the stream is released; nothing in it counts as queued any more. */
-  s->wused = s->whead = 0;
+  owed_writes_locked(s, released);
 }
 
 /* The owed callbacks, then the driver's teardown. */
 static void teardown_locked(taxi_stream_t *s) {
-  owed_locked(s);
+  owed_locked(s, false);
   UNLOCKED(s, s->io->drv->teardown(s));
 }
 
 /* The dispatcher is done with s: the close callback, once. */
 static void finish_locked(taxi_stream_t *s) {
   if (s->flags & TAXI__S_DEAD) return;
+  if (s->flags & TAXI__S_OWE_WRITES) owed_writes_locked(s, true);
   s->flags |= TAXI__S_DEAD;
   taxi_stream_close_fn fn = s->close_fn;
   taxi_io_t *io = s->io;
@@ -534,7 +565,7 @@ static void round_locked(taxi_stream_t *s) {
   if (s->flags & TAXI__S_RELEASED) {
     /* Released without a teardown of ours (the reactor was destroyed
      * under it): the callbacks it owes come first all the same. */
-    if (!(s->flags & (TAXI__S_CLOSING | TAXI__S_DEAD))) owed_locked(s);
+    if (!(s->flags & (TAXI__S_CLOSING | TAXI__S_DEAD))) owed_locked(s, true);
     finish_locked(s);
     return;
   }

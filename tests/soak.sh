@@ -124,11 +124,13 @@ for cfg in $configs; do
   case $d in proactor | proactors) proactive=1 ;; *) proactive=0 ;; esac
   if [ -z "$why" ] && [ $proactive = 1 ] && [ -n "$bytes" ] &&
     [ "$bytes" -lt "$want" ] && [ $((want - bytes)) -le $((conns * size)) ]; then
-    # A Proactor counts a write when its completion is dispatched, and the
-    # stop may come before the last ones are (the client has verified
-    # every byte of every reply, so they were sent): at most one message
-    # per connection may be missing from the count, never more, and
-    # never an extra one.
+    # echo_server reads its counters when the run ends, before the
+    # destroy that closes the connections; a Proactor counts a write when
+    # its completion is dispatched, and the stop may come before the last
+    # ones are (the client has verified every byte of every reply, so
+    # they were sent; the stream suite checks that a close counts them):
+    # at most one message per connection may be missing from the count,
+    # never more, and never an extra one.
     note="(the server's count $((want - bytes)) bytes behind at the stop)"
   elif [ -z "$why" ] && [ "$bytes" != "$want" ]; then
     why="the server echoed $bytes bytes, the client sent $want"

@@ -41,7 +41,11 @@
  * write not yet done completes with TAXI_ECANCELED (the write that failed,
  * with its error), a pending taxi_stream_read_into with TAXI_ECANCELED, and
  * last the close callback runs, exactly once, with the reason: 0 after
- * taxi_stream_close(), else the error.  Calls on a closed stream that is
+ * taxi_stream_close(), else the error.  Under a Proactor, a write the OS
+ * was performing when the close came is told once that operation has
+ * ended (its buffer, write_ref's too, is not touched after that): 0 if
+ * all its bytes went out, else TAXI_ECANCELED with the bytes that did; the
+ * bytes that went out are counted (taxi_io_stats bytes_out) either way.  Calls on a closed stream that is
  * still referenced return TAXI_EBADF.
  *
  * Errors.  0 (or a count) on success, a negative TAXI_E* code on failure.

@@ -80,5 +80,6 @@ extern CU_TestInfo st_tests_misc[];
 extern CU_TestInfo st_tests_bad_input[];
 extern CU_TestInfo st_tests_detach[];
 extern CU_TestInfo st_tests_group[];
+extern CU_TestInfo st_tests_closing[];
 
 #endif /* TAXI_TESTS_STREAM_SUITES_H */

@@ -104,8 +104,8 @@ struct taxi_io {
   taxi_lf_options_t lf_opts;
   taxi_hsha_options_t hsha_opts;
   taxi_reactor_t *reactor;
-  taxi_proactor_t *proactor; /* with a group: its first */
-  taxi_proactor_group_t *group; /* proactors */
+  taxi_proactor_t *proactor;             /* with a group: its first */
+  taxi_proactor_group_t *group;          /* proactors */
   taxi_lf_pool_t *lf;                    /* while running, or supplied */
   taxi_hsha_pool_t *hsha;                /* while running, or supplied */
   _Atomic(taxi_hsha_pool_t *) hsha_live; /* for the stop from a worker */
@@ -212,14 +212,14 @@ typedef struct taxi__wrec {
 #define TAXI__S_EOF_TOLD 0x0080u   /* read_fn was told */
 #define TAXI__S_SHUT_REQ 0x0100u   /* shutdown asked for */
 #define TAXI__S_SHUT_DONE 0x0200u
-#define TAXI__S_CLOSE_REQ 0x0400u  /* close asked for (or an error) */
-#define TAXI__S_CLOSING 0x0800u    /* torn down; waiting for release */
-#define TAXI__S_RELEASED 0x1000u   /* no dispatcher event can come */
-#define TAXI__S_DEAD 0x2000u       /* the close callback has run */
-#define TAXI__S_NEED_DRAIN 0x4000u /* tell drain_fn at the low watermark */
-#define TAXI__S_WFAIL 0x8000u      /* the head write failed (its error) */
-#define TAXI__S_END_REQ 0x10000u   /* close once flushed and shut down */
-#define TAXI__S_DETACH 0x20000u    /* closing by taxi_stream_detach */
+#define TAXI__S_CLOSE_REQ 0x0400u   /* close asked for (or an error) */
+#define TAXI__S_CLOSING 0x0800u     /* torn down; waiting for release */
+#define TAXI__S_RELEASED 0x1000u    /* no dispatcher event can come */
+#define TAXI__S_DEAD 0x2000u        /* the close callback has run */
+#define TAXI__S_NEED_DRAIN 0x4000u  /* tell drain_fn at the low watermark */
+#define TAXI__S_WFAIL 0x8000u       /* the head write failed (its error) */
+#define TAXI__S_END_REQ 0x10000u    /* close once flushed and shut down */
+#define TAXI__S_DETACH 0x20000u     /* closing by taxi_stream_detach */
 #define TAXI__S_OWE_WRITES 0x40000u /* write callbacks told at the release */
 
 /* Events (s->pending). */

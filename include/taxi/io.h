@@ -79,8 +79,8 @@ typedef enum taxi_io_dispatcher {
 
 /*
  * taxi_io_dispatcher_parse - the dispatcher named "reactor", "lf", "hsha",
- * "proactor" or "proactors".  Returns 0 and sets *out, or TAXI_EINVAL (NULL, or another
- * name: *out is left alone).
+ * "proactor" or "proactors".  Returns 0 and sets *out, or TAXI_EINVAL (NULL, or
+ * another name: *out is left alone).
  */
 TAXI_EXTERN int taxi_io_dispatcher_parse(const char *name,
                                          taxi_io_dispatcher_t *out);
@@ -100,8 +100,9 @@ typedef struct taxi_io_options {
   taxi_io_dispatcher_t dispatcher; /* default TAXI_IO_REACTOR */
   /* The readiness backend ("epoll", "poll", ...) for reactor, lf and hsha,
    * the completion backend ("uring", "aio", "emulated:poll", ...) for
-   * proactor and proactors; NULL: TAXI_BACKEND / TAXI_PROACTOR from the environment, else
-   * the best that works.  Ignored when a reactor or proactor is supplied. */
+   * proactor and proactors; NULL: TAXI_BACKEND / TAXI_PROACTOR from the
+   * environment, else the best that works.  Ignored when a reactor or proactor
+   * is supplied. */
   const char *backend;
   /* Threads that run callbacks: reactor 1 (0 means 1; more is
    * TAXI_EINVAL); lf the whole pool, taxi_io_run's caller included (0: 4);
@@ -174,8 +175,8 @@ TAXI_EXTERN int taxi_io_create(taxi_io_t **out, const taxi_io_options_t *opts);
  * pool and joins it (lf, proactor with more threads), or starts the
  * half-sync/half-async pool and waits for it (hsha), or runs the group of
  * proactors, each in a thread of its own, and waits (proactors: the group
- * keeps its threads, parked, until the context is destroyed).  When it returns, the
- * pool it started has been shut down and joined.
+ * keeps its threads, parked, until the context is destroyed).  When it returns,
+ * the pool it started has been shut down and joined.
  *
  * Returns 0 once stopped by taxi_io_stop(), or the first error that stopped
  * the context (e.g. TAXI_ENOTSUP: the backend cannot have several leaders;

@@ -45,8 +45,8 @@
  * was performing when the close came is told once that operation has
  * ended (its buffer, write_ref's too, is not touched after that): 0 if
  * all its bytes went out, else TAXI_ECANCELED with the bytes that did; the
- * bytes that went out are counted (taxi_io_stats bytes_out) either way.  Calls on a closed stream that is
- * still referenced return TAXI_EBADF.
+ * bytes that went out are counted (taxi_io_stats bytes_out) either way.  Calls
+ * on a closed stream that is still referenced return TAXI_EBADF.
  *
  * Errors.  0 (or a count) on success, a negative TAXI_E* code on failure.
  */

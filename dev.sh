@@ -142,7 +142,8 @@ kqueue() {
       tests/proactor/emulated.backend tests/proactor/aio.backend \
       tests/stream/reactor-kqueue.pair \
       tests/stream/lf-kqueue.pair tests/stream/hsha-kqueue.pair \
-      tests/stream/proactor-emulated+kqueue.pair"
+      tests/stream/proactor-emulated+kqueue.pair \
+      tests/stream/proactors-emulated+kqueue.pair"
   else
     check_and_total
     # The port's wake-up channel and signal source too, where kqueue has

@@ -309,6 +309,9 @@ static const char *signal_name(int sig) {
   }
 }
 
+/* The lowest descriptor of the child's report pipe (see run_suite). */
+#define REPORT_FD_MIN 200
+
 static void run_suite(const taxi_test_suite_t *suite, outcome_t *o) {
   begin_outcome(suite, o);
 
@@ -318,6 +321,15 @@ static void run_suite(const taxi_test_suite_t *suite, outcome_t *o) {
     o->failed = 1;
     o->verdict = "HARNESS ERROR";
     return;
+  }
+  /* The child's end far above the descriptors a library may still think
+   * it owns: libkqueue's fork handler closes, in the child, the internal
+   * descriptors of kqueues the parent has closed but libkqueue has not yet
+   * noticed, numbers the kernel may since have given to this pipe. */
+  int high = fcntl(p[1], F_DUPFD, REPORT_FD_MIN);
+  if (high >= 0) {
+    close(p[1]);
+    p[1] = high;
   }
   fflush(stdout);
   fflush(stderr);

@@ -130,6 +130,13 @@ typedef struct taxi__completion_ops {
   /* Forget h; called after the core cancelled its operations (their
    * completions may still be on their way). */
   void (*detach)(void *state, taxi_handle_t h);
+  /* Optional: the attached h was made by the proactor - a connection its
+   * accept made, a socket connected through it (before the connect is
+   * submitted), or one moved from a proactor where it was either - and not
+   * merely handed over by the application.  (io_uring gives such handles
+   * a slot in its table of registered files; the application's own stay
+   * on their descriptors.)  Called with the proactor's lock held. */
+  void (*adopt)(void *state, taxi_handle_t h);
   /* Optional: an attachment of h is over for good - detached or closed
    * (then called just before the core closes it), and every operation on
    * it has completed, so nothing the backend holds names it any more.

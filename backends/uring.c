@@ -163,7 +163,15 @@
  * bigger table with EMFILE); the environment variable TAXI_URING_FILES
  * sets another (0: no table), for tests of a full table.  A table the
  * kernel refuses, or TAXI_PROACTOR_NO_REGISTERED_FILES, leaves every
- * handle on its fd.  Each attached handle is installed in a free slot
+ * handle on its fd.  Which handles: those the proactor made, which the
+ * core tells with adopt - connections its accepts made, sockets connected
+ * through it (adopted before the connect is submitted), and those moved
+ * from a proactor where they were either.  A handle the application
+ * merely attaches (a listener, a socket it connected itself, a pipe, a
+ * regular file) stays on its fd, so that what it does with its own
+ * descriptor behind taxi's back (closing it while still attached, say)
+ * has the effect it had without a table.  An adopted handle is installed
+ * in a free slot
  * when its first request is prepared: an IORING_OP_FILES_UPDATE SQE just
  * before that request's, entered with it, so installing costs no system
  * call (IOSQE_CQE_SKIP_SUCCESS, 5.17, spares its CQE too), and the kernel,
@@ -192,8 +200,12 @@
  * slot is free from then on: an install that reuses it is queued after
  * the removal, and the kernel runs them in SQ order, so no request ever
  * names a slot whose file changed under it.  Moving a handle to another
- * proactor releases it from the first ring's table; the other ring
- * installs it at its first request.  The synchronous update
+ * proactor releases it from the first ring's table; the other ring, told
+ * the handle was made by a proactor, installs it at its first request.
+ * A handle detached and attached again while the requests of the first
+ * attachment still run shares its slot with them (the descriptor number
+ * keys the entry), installed again first in case the number now names
+ * another file.  The synchronous update
  * (IORING_REGISTER_FILES_UPDATE) is not used: it would overtake FILES_
  * UPDATE SQEs still in the SQ for the same slot.  When no SQE can be had
  * (the SQ full, the kernel refusing), an install waits for the next
@@ -1487,11 +1499,21 @@ static int uring_attach(void *state, taxi_handle_t h) {
       if (fcntl(h, F_SETFL, fl | O_NONBLOCK) < 0) return taxi__last_error();
     }
   }
-  /* Its slot comes with its first request (see "Registered files"). */
+  /* Adopted, its slot comes with its first request ("Registered
+   * files"). */
   taxi__mutex_lock(&s->lock);
   r = uring_files_attach(&s->files, h);
   taxi__mutex_unlock(&s->lock);
   return r;
+}
+
+/* h is the proactor's own (see "Registered files"): its first request
+ * gives it a slot. */
+static void uring_adopt(void *state, taxi_handle_t h) {
+  uring_state_t *s = state;
+  taxi__mutex_lock(&s->lock);
+  uring_files_adopt(&s->files, h);
+  taxi__mutex_unlock(&s->lock);
 }
 
 static struct io_uring_sqe *no_sqe(void *ctx) {
@@ -1890,6 +1912,7 @@ const taxi__completion_ops_t taxi__completion_uring = {
     .close = uring_close,
     .attach = uring_attach,
     .detach = uring_detach,
+    .adopt = uring_adopt,
     .release = uring_release,
     .submit = uring_submit,
     .cancel = uring_cancel,

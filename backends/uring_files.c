@@ -27,7 +27,8 @@
 
 /* uring_file_ent_t.state */
 enum {
-  ENT_NEW,       /* attached, no slot yet: the first request installs it */
+  ENT_USER,      /* the application's: stays on its fd (no adopt) */
+  ENT_NEW,       /* adopted, no slot yet: the first request installs it */
   ENT_FIXED,     /* in `slot`, its install queued before any request */
   ENT_REINSTALL, /* in `slot`, attached again meanwhile: install it anew */
   ENT_PLAIN,     /* stays on its fd (the table was full) */
@@ -126,7 +127,7 @@ int uring_files_attach(uring_files_t *f, int fd) {
   e = &f->ent[fd];
   if (e->refs++ == 0) {
     e->slot = -1;
-    e->state = ENT_NEW;
+    e->state = ENT_USER;
   } else if (e->state == ENT_FIXED) {
     /* Attached again while a released attachment's requests still run
      * (detached, then attached at once).  The number may meanwhile name
@@ -136,6 +137,11 @@ int uring_files_attach(uring_files_t *f, int fd) {
     e->state = ENT_REINSTALL;
   }
   return 0;
+}
+
+void uring_files_adopt(uring_files_t *f, int fd) {
+  uring_file_ent_t *e = ent_of(f, fd);
+  if (e && e->state == ENT_USER) e->state = ENT_NEW;
 }
 
 static void prep_update(uring_files_t *f, struct io_uring_sqe *sqe,
@@ -216,7 +222,7 @@ bool uring_files_release(uring_files_t *f, int fd, uring_files_sqe_fn sqe_fn,
   if (e->state == ENT_FIXED || e->state == ENT_REINSTALL)
     count(&f->counters->files_registered, -1);
   e->slot = -1;
-  e->state = ENT_NEW;
+  e->state = ENT_USER;
   if (slot < 0) return false;
   return queue_removal(f, (uint32_t)slot, sqe_fn, ctx);
 }

@@ -5,7 +5,8 @@
  * backends/uring.c for why and when a handle gets a slot).
  *
  * The table is registered once, sparse, when the ring is made.  Every
- * attached handle has an entry here, keyed by its descriptor number; the
+ * attached handle has an entry here, keyed by its descriptor number; for
+ * one the proactor made (adopted: accepted, connected through it), the
  * first request prepared for it installs it into a free slot with an
  * IORING_OP_FILES_UPDATE SQE placed just before that request, and its
  * requests name the slot (IOSQE_FIXED_FILE) from then on.  When the
@@ -59,8 +60,12 @@ int uring_files_open(uring_files_t *f, int ring_fd, unsigned size,
 /* Free what open made (the ring's exit drops the kernel's table). */
 void uring_files_close(uring_files_t *f);
 
-/* A handle was attached: 0, or TAXI_ENOMEM. */
+/* A handle was attached: 0, or TAXI_ENOMEM.  It stays on its fd unless
+ * adopted. */
 int uring_files_attach(uring_files_t *f, int fd);
+/* The attached fd is the proactor's own (accepted, connected through it):
+ * its first request will install it. */
+void uring_files_adopt(uring_files_t *f, int fd);
 /* The slot a request on `fd` should name, installing fd first if it has
  * none yet (one SQE from sqe_fn, placed before the request's); -1: name
  * the descriptor itself (no table, the table full, no SQE to install it

@@ -172,6 +172,15 @@ fail_row:
   return rc;
 }
 
+void taxi__proactor_adopt_locked(taxi_proactor_t *p, taxi_handle_t h) {
+  uint32_t row;
+  if (taxi__handle_map_get(&p->map, h, &row) < 0) return;
+  taxi__prow_t *r = &p->rows[row];
+  if (r->made) return;
+  r->made = true;
+  if (p->ops->adopt) p->ops->adopt(p->backend, h);
+}
+
 int taxi_proactor_attach(taxi_proactor_t *p, taxi_handle_t h) {
   if (!p || h == TAXI_INVALID_HANDLE) return TAXI_EINVAL;
   taxi__mutex_lock(&p->lock);

@@ -320,12 +320,15 @@ TAXI_EXTERN const char *taxi_proactor_backend(const taxi_proactor_t *p);
 /* io_uring: pooled reads are multishot receives into a registered ring of
  * provided buffers (else taxi picks the buffer and reads into it). */
 #define TAXI_PFEAT_PROVIDED_BUFFERS 0x40u
-/* io_uring: the ring has a table of registered files.  Each attached
- * handle (accepted connections, and those the application attaches) gets
- * a slot of it when its first operation starts, and its requests name the
- * slot, which spares the kernel looking the descriptor up and taking a
- * reference to its file for each request.  A handle that finds the table
- * full stays on its descriptor, which works the same
+/* io_uring: the ring has a table of registered files.  Each handle the
+ * proactor made (a connection its accept made, a socket connected with
+ * taxi_proactor_connect, or one moved from a proactor where it was either)
+ * gets a slot of it when its first operation starts, and its requests
+ * name the slot, which spares the kernel looking the descriptor up and
+ * taking a reference to its file for each request.  Handles the
+ * application only attaches (listeners, its own sockets, files) stay on
+ * their descriptors.  A handle that finds the table full stays on its
+ * descriptor, which works the same
  * (taxi_proactor_stats_t.registered_handles, register_failures).  Off
  * with TAXI_PROACTOR_NO_REGISTERED_FILES.  Nothing changes for the
  * application: the handle is still its descriptor, and taxi_proactor_close

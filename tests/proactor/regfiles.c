@@ -4,18 +4,21 @@
  * (TAXI_PFEAT_REGISTERED_FILES): handles get slots, the slots change
  * nothing the application sees, and they never outlive their handles.
  *
- * What must hold where the feature is on: an accepted connection (and the
- * listener) is in a slot once an operation has started on it
- * (stats.registered_handles), and echoes byte for byte; a table too small
- * (TAXI_URING_FILES, the backend's test knob) leaves the other handles on
- * their descriptors (stats.register_failures), which work the same;
- * handles closed with operations pending, their numbers reused at once,
- * never see each other's bytes, and leave no slot behind; a handle
- * detached with a read pending and attached again at once works; a close
- * reaches the peer without a dispatch (the slot's reference to the socket
- * is dropped at once); a handle moved between a group's proactors leaves
- * one ring's table for the other's.  Where it is off (another backend, or
- * TAXI_PROACTOR_NO_REGISTERED_FILES), the counters stay 0.
+ * What must hold where the feature is on: a connection the proactor
+ * accepted is in a slot once an operation has started on it
+ * (stats.registered_handles), and echoes byte for byte, while handles the
+ * application attaches (a listener, its own sockets) stay on their
+ * descriptors; a table too small (TAXI_URING_FILES, the backend's test
+ * knob) leaves the other connections on their descriptors
+ * (stats.register_failures), which work the same; connections closed
+ * with reads pending, their numbers and slots reused at once, never see
+ * each other's bytes, and leave no slot behind; a connection detached
+ * with a read pending and attached again at once works; a close reaches
+ * the peer without a dispatch (the slot's reference to the socket is
+ * dropped at once); a socket connected through a group's proactor, then
+ * moved to another and back, leaves one ring's table for the other's.
+ * Where it is off (another backend, or TAXI_PROACTOR_NO_REGISTERED_FILES),
+ * the counters stay 0.
  */
 #define _GNU_SOURCE 1
 
@@ -26,6 +29,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 static taxi_proactor_stats_t rf_stats(taxi_proactor_t *p) {
   taxi_proactor_stats_t st;
@@ -113,85 +120,124 @@ done:
   return rc;
 }
 
-/* ---- accepted connections ----------------------------------------------- */
+/* ---- connections the proactor made -------------------------------------- */
+
+/* A listener attached to p (the application's own handle). */
+static taxi_handle_t rf_listener(taxi_proactor_t *p, int *port) {
+  int lfd = util_tcp_listener(port);
+  CU_ASSERT_FATAL(lfd >= 0);
+  CU_ASSERT_EQUAL_FATAL(taxi_proactor_attach(p, lfd), 0);
+  return lfd;
+}
+
+/* A connection accepted by p from lfd: sv[0] (attached, the proactor's
+ * own), its peer sv[1] (a plain non-blocking socket). */
+static void rf_accepted(taxi_proactor_t *p, taxi_handle_t lfd, int port,
+                        int sv[2]) {
+  taxi_op_t op;
+  pt_done_t d;
+  taxi_op_init(&op);
+  pt_done_init(&d);
+  sv[1] = util_tcp_connect_nb(port);
+  CU_ASSERT_FATAL(sv[1] >= 0);
+  CU_ASSERT_EQUAL_FATAL(taxi_proactor_accept(p, &op, lfd, 0, pt_on_done, &d),
+                        0);
+  CU_ASSERT_FATAL(pt_run_done(p, &d, 1));
+  CU_ASSERT_EQUAL_FATAL(d.status, 0);
+  sv[0] = d.accepted;
+}
 
 static void test_accepted(void) {
   taxi_proactor_t *p = pt_proactor();
   int on = rf_on(p);
-  int port = 0;
-  int lfd = util_tcp_listener(&port);
-  CU_ASSERT_FATAL(lfd >= 0);
-  CU_ASSERT_EQUAL_FATAL(taxi_proactor_attach(p, lfd), 0);
-  int peer = util_tcp_connect_nb(port);
-  CU_ASSERT_FATAL(peer >= 0);
-  taxi_op_t aop;
-  pt_done_t ad;
-  taxi_op_init(&aop);
-  pt_done_init(&ad);
-  CU_ASSERT_EQUAL_FATAL(taxi_proactor_accept(p, &aop, lfd, 0, pt_on_done, &ad),
-                        0);
-  CU_ASSERT_FATAL(pt_run_done(p, &ad, 1));
-  CU_ASSERT_EQUAL_FATAL(ad.status, 0);
-  taxi_handle_t h = ad.accepted;
-  /* The listener is in a slot since its accept; the connection gets one
+  int port = 0, sv[2];
+  taxi_handle_t lfd = rf_listener(p, &port);
+  rf_accepted(p, lfd, port, sv);
+  /* The listener is the application's: no slot; the connection gets one
    * with its first operation. */
-  if (on) CU_ASSERT_EQUAL(rf_stats(p).registered_handles, 1);
-  CU_ASSERT_EQUAL(rf_echo(p, h, peer, 256 * 1024, 16 * 1024, 7), 0);
+  if (on) CU_ASSERT_EQUAL(rf_stats(p).registered_handles, 0);
+  CU_ASSERT_EQUAL(rf_echo(p, sv[0], sv[1], 256 * 1024, 16 * 1024, 7), 0);
   if (on) {
     taxi_proactor_stats_t st = rf_stats(p);
-    CU_ASSERT_EQUAL(st.registered_handles, 2);
+    CU_ASSERT_EQUAL(st.registered_handles, 1);
     CU_ASSERT_EQUAL(st.register_failures, 0);
   }
-  CU_ASSERT_EQUAL(taxi_proactor_close(p, h), 0);
-  CU_ASSERT_EQUAL(pt_peer_read_to_eof(peer), 0);
-  if (on) CU_ASSERT_EQUAL(rf_stats(p).registered_handles, 1);
-  CU_ASSERT_EQUAL(taxi_proactor_close(p, lfd), 0);
+  CU_ASSERT_EQUAL(taxi_proactor_close(p, sv[0]), 0);
+  CU_ASSERT_EQUAL(pt_peer_read_to_eof(sv[1]), 0);
+  pt_close(&sv[1]);
   if (on) CU_ASSERT_EQUAL(rf_stats(p).registered_handles, 0);
-  pt_close(&peer);
+  CU_ASSERT_EQUAL(taxi_proactor_close(p, lfd), 0);
+  pt_destroy(p);
+}
+
+/* Handles the application attaches stay on their descriptors. */
+static void test_user_handles(void) {
+  taxi_proactor_t *p = pt_proactor();
+  int on = rf_on(p);
+  int sv[2], tv[2];
+  pt_pair(p, sv);
+  pt_tcp_pair(p, tv);
+  CU_ASSERT_EQUAL(rf_echo(p, sv[0], sv[1], 8192, 1000, 1), 0);
+  CU_ASSERT_EQUAL(rf_echo(p, tv[0], tv[1], 8192, 1000, 2), 0);
+  if (on) {
+    taxi_proactor_stats_t st = rf_stats(p);
+    CU_ASSERT_EQUAL(st.registered_handles, 0);
+    CU_ASSERT_EQUAL(st.register_failures, 0);
+  }
+  /* Detached, then closed by the application: the peer sees the end. */
+  CU_ASSERT_EQUAL(taxi_proactor_detach(p, tv[0]), 0);
+  pt_close(&tv[0]);
+  CU_ASSERT_EQUAL(pt_peer_read_to_eof(tv[1]), 0);
+  CU_ASSERT_EQUAL(taxi_proactor_close(p, sv[0]), 0);
+  CU_ASSERT_EQUAL(pt_peer_read_to_eof(sv[1]), 0);
+  pt_close(&sv[1]);
+  pt_close(&tv[1]);
   pt_destroy(p);
 }
 
 /* ---- a full table -------------------------------------------------------- */
 
-#define RF_FULL_PAIRS 5
+#define RF_FULL_CONNS 5
 
 static void test_table_full(void) {
   taxi_proactor_t *p = rf_proactor(2);
   int on = rf_on(p);
-  int sv[RF_FULL_PAIRS][2];
-  for (int i = 0; i < RF_FULL_PAIRS; i++) pt_pair(p, sv[i]);
+  int port = 0, sv[RF_FULL_CONNS][2];
+  taxi_handle_t lfd = rf_listener(p, &port);
+  for (int i = 0; i < RF_FULL_CONNS; i++) rf_accepted(p, lfd, port, sv[i]);
   /* Each echoes: the first two from slots, the others from their fds. */
-  for (int i = 0; i < RF_FULL_PAIRS; i++)
+  for (int i = 0; i < RF_FULL_CONNS; i++)
     CU_ASSERT_EQUAL(rf_echo(p, sv[i][0], sv[i][1], 8192, 1000, 100 + i), 0);
   if (on) {
     taxi_proactor_stats_t st = rf_stats(p);
     CU_ASSERT_EQUAL(st.registered_handles, 2);
-    CU_ASSERT_EQUAL(st.register_failures, RF_FULL_PAIRS - 2);
+    CU_ASSERT_EQUAL(st.register_failures, RF_FULL_CONNS - 2);
   }
-  /* A freed slot goes to the next new handle. */
+  /* A freed slot goes to the next new connection. */
   CU_ASSERT_EQUAL(taxi_proactor_close(p, sv[0][0]), 0);
   CU_ASSERT_EQUAL(pt_peer_read_to_eof(sv[0][1]), 0);
   pt_close(&sv[0][1]);
-  pt_pair(p, sv[0]);
+  rf_accepted(p, lfd, port, sv[0]);
   CU_ASSERT_EQUAL(rf_echo(p, sv[0][0], sv[0][1], 4096, 4096, 99), 0);
   if (on) {
     taxi_proactor_stats_t st = rf_stats(p);
     CU_ASSERT_EQUAL(st.registered_handles, 2);
-    CU_ASSERT_EQUAL(st.register_failures, RF_FULL_PAIRS - 2);
+    CU_ASSERT_EQUAL(st.register_failures, RF_FULL_CONNS - 2);
   }
-  /* Both kinds go the same way. */
-  for (int i = 0; i < RF_FULL_PAIRS; i++) {
+  /* Both kinds end the same way. */
+  for (int i = 0; i < RF_FULL_CONNS; i++) {
     CU_ASSERT_EQUAL(taxi_proactor_close(p, sv[i][0]), 0);
     CU_ASSERT_EQUAL(pt_peer_read_to_eof(sv[i][1]), 0);
     pt_close(&sv[i][1]);
   }
   if (on) CU_ASSERT_EQUAL(rf_stats(p).registered_handles, 0);
+  CU_ASSERT_EQUAL(taxi_proactor_close(p, lfd), 0);
   pt_destroy(p);
 }
 
 /* ---- closed with operations pending, numbers reused --------------------- */
 
-#define RF_ROUNDS 400
+#define RF_ROUNDS 300
 #define RF_MSG 16
 
 typedef struct rf_conn {
@@ -215,13 +261,21 @@ static void rf_on_read(taxi_op_t *op, int status, size_t bytes, void *act) {
   atomic_fetch_add(c->done, 1);
 }
 
-/* A table of a few slots, so that they are reused as often as the
- * numbers: each round opens a connection (perhaps on the number and the
- * slot of one just closed), starts a read whose peer writes at once, and
- * closes one connection, its read perhaps still pending. */
+static void rf_close_conn(taxi_proactor_t *p, rf_conn_t *c) {
+  CU_ASSERT_EQUAL(taxi_proactor_close(p, c->sv[0]), 0);
+  pt_close(&c->sv[1]);
+}
+
+/* A table of a few slots, so that slots are reused as often as numbers:
+ * each round accepts a connection (on the number, and perhaps the slot,
+ * of one closed before), starts a read on it and closes the one before;
+ * by turns the read's peer has written, or not (the read is pending when
+ * it is closed), or the new one is closed too before the next wait. */
 static void test_close_pending_reuse(void) {
   taxi_proactor_t *p = rf_proactor(4);
   int on = rf_on(p);
+  int port = 0;
+  taxi_handle_t lfd = rf_listener(p, &port);
   int rounds = pt_small() ? RF_ROUNDS / 4 : RF_ROUNDS;
   rf_conn_t *c = calloc((size_t)rounds, sizeof *c);
   CU_ASSERT_FATAL(c != NULL);
@@ -235,33 +289,33 @@ static void test_close_pending_reuse(void) {
     c[i].foreign = &foreign;
     c[i].done = &done;
     taxi_op_init(&c[i].rop);
-    CU_ASSERT_FATAL(util_socketpair(c[i].sv) == 0);
-    CU_ASSERT_EQUAL_FATAL(taxi_proactor_attach(p, c[i].sv[0]), 0);
+    rf_accepted(p, lfd, port, c[i].sv);
     CU_ASSERT_EQUAL_FATAL(
         taxi_proactor_read(p, &c[i].rop, c[i].sv[0], c[i].rbuf, RF_MSG,
                            TAXI_READ_EXACT, rf_on_read, &c[i]),
         0);
-    unsigned char out[RF_MSG];
-    memset(out, c[i].tag, sizeof out);
-    CU_ASSERT_EQUAL_FATAL(pt_peer_write(c[i].sv[1], out, sizeof out), 0);
+    if (i % 3 != 1) {
+      unsigned char out[RF_MSG];
+      memset(out, c[i].tag, sizeof out);
+      CU_ASSERT_EQUAL_FATAL(pt_peer_write(c[i].sv[1], out, sizeof out), 0);
+    }
     uint64_t r = rf_stats(p).registered_handles;
     if (r > max_registered) max_registered = r;
-    if (i % 3 == 0) taxi_proactor_handle_events(p, 0);
-    /* Close the previous one: its read done or pending. */
-    if (live >= 0) {
-      CU_ASSERT_EQUAL(taxi_proactor_close(p, c[live].sv[0]), 0);
-      pt_close(&c[live].sv[1]);
-    }
+    if (live >= 0) rf_close_conn(p, &c[live]);
     live = i;
+    if (i % 3 == 2) {
+      rf_close_conn(p, &c[i]);
+      live = -1;
+    }
   }
-  CU_ASSERT_EQUAL(taxi_proactor_close(p, c[live].sv[0]), 0);
-  pt_close(&c[live].sv[1]);
+  if (live >= 0) rf_close_conn(p, &c[live]);
   CU_ASSERT(pt_run_count(p, &done, rounds));
   CU_ASSERT_EQUAL(atomic_load(&foreign), 0);
   if (on) {
     CU_ASSERT(max_registered >= 1);
     CU_ASSERT_EQUAL(rf_stats(p).registered_handles, 0);
   }
+  CU_ASSERT_EQUAL(taxi_proactor_close(p, lfd), 0);
   free(c);
   pt_destroy(p);
 }
@@ -271,8 +325,9 @@ static void test_close_pending_reuse(void) {
 static void test_detach_reattach(void) {
   taxi_proactor_t *p = pt_proactor();
   int on = rf_on(p);
-  int sv[2];
-  pt_pair(p, sv);
+  int port = 0, sv[2];
+  taxi_handle_t lfd = rf_listener(p, &port);
+  rf_accepted(p, lfd, port, sv);
   char b1[8], b2[8];
   taxi_op_t o1, o2;
   pt_done_t d1, d2;
@@ -302,6 +357,7 @@ static void test_detach_reattach(void) {
   CU_ASSERT_EQUAL(pt_peer_read_to_eof(sv[1]), 0);
   if (on) CU_ASSERT_EQUAL(rf_stats(p).registered_handles, 0);
   pt_close(&sv[1]);
+  CU_ASSERT_EQUAL(taxi_proactor_close(p, lfd), 0);
   pt_destroy(p);
 }
 
@@ -309,33 +365,37 @@ static void test_detach_reattach(void) {
 
 static void test_close_without_dispatch(void) {
   taxi_proactor_t *p = pt_proactor();
-  (void)rf_on(p);
-  int sv[2];
-  pt_tcp_pair(p, sv);
+  int on = rf_on(p);
+  int port = 0, sv[2];
+  taxi_handle_t lfd = rf_listener(p, &port);
+  rf_accepted(p, lfd, port, sv);
   CU_ASSERT_EQUAL(rf_echo(p, sv[0], sv[1], 100, 100, 5), 0);
+  if (on) CU_ASSERT_EQUAL(rf_stats(p).registered_handles, 1);
   /* Nothing pending: the descriptor is closed in the call, and the slot,
    * which holds the socket too, is emptied in it. */
   CU_ASSERT_EQUAL(taxi_proactor_close(p, sv[0]), 0);
   CU_ASSERT_EQUAL(pt_peer_read_to_eof(sv[1]), 0);
   pt_close(&sv[1]);
   /* Detached: the application's close ends it the same way. */
-  pt_tcp_pair(p, sv);
+  rf_accepted(p, lfd, port, sv);
   CU_ASSERT_EQUAL(rf_echo(p, sv[0], sv[1], 100, 100, 6), 0);
   CU_ASSERT_EQUAL(taxi_proactor_detach(p, sv[0]), 0);
   pt_close(&sv[0]);
   CU_ASSERT_EQUAL(pt_peer_read_to_eof(sv[1]), 0);
   pt_close(&sv[1]);
+  CU_ASSERT_EQUAL(taxi_proactor_close(p, lfd), 0);
   pt_destroy(p);
 }
 
-/* ---- moved between a group's proactors ----------------------------------- */
+/* ---- connected, then moved between a group's proactors ------------------ */
 
 typedef struct rf_move {
   taxi_proactor_group_t *g;
+  int lfd;
   int sv[2];
-  taxi_op_t post, rop, wop;
+  taxi_op_t cop, rop;
   char in[2];
-  int rc[4], status[2];
+  int rc[4], status[3];
   uint64_t reg[2][2]; /* [step][proactor]: registered_handles */
 } rf_move_t;
 
@@ -353,7 +413,7 @@ static void rf_move_read2(taxi_op_t *op, int status, size_t bytes, void *act) {
   rf_move_t *m = act;
   (void)op;
   (void)bytes;
-  m->status[1] = status;
+  m->status[2] = status;
   rf_note(m, 1);
   taxi_proactor_group_stop(m->g);
 }
@@ -365,7 +425,7 @@ static void rf_move_read1(taxi_op_t *op, int status, size_t bytes, void *act) {
   (void)bytes;
   taxi_proactor_t *p0 = taxi_proactor_group_at(m->g, 0);
   taxi_proactor_t *p1 = taxi_proactor_group_at(m->g, 1);
-  m->status[0] = status;
+  m->status[1] = status;
   rf_note(m, 0);
   m->rc[2] = taxi_proactor_move(p1, m->sv[0], p0);
   m->rc[3] = taxi_proactor_read(p0, &m->rop, m->sv[0], &m->in[1], 1, 0,
@@ -374,31 +434,29 @@ static void rf_move_read1(taxi_op_t *op, int status, size_t bytes, void *act) {
     taxi_proactor_group_stop(m->g);
 }
 
-/* In proactor 0's thread: the handle, in 0's table since a read there,
- * moves to 1 and reads there. */
-static void rf_move_start(taxi_op_t *op, int status, size_t bytes, void *act) {
+/* In proactor 0's thread, connected (in 0's table since the connect):
+ * take the other end, move to 1 and read there. */
+static void rf_move_connected(taxi_op_t *op, int status, size_t bytes,
+                              void *act) {
   rf_move_t *m = act;
   (void)op;
-  (void)status;
   (void)bytes;
   taxi_proactor_t *p0 = taxi_proactor_group_at(m->g, 0);
   taxi_proactor_t *p1 = taxi_proactor_group_at(m->g, 1);
+  m->status[0] = status;
+  if (status == 0) {
+    m->sv[1] = accept(m->lfd, NULL, NULL);
+    if (m->sv[1] >= 0) (void)util_set_nonblock(m->sv[1]);
+  }
+  if (status != 0 || m->sv[1] < 0) {
+    taxi_proactor_group_stop(m->g);
+    return;
+  }
   m->rc[0] = taxi_proactor_move(p0, m->sv[0], p1);
   m->rc[1] = taxi_proactor_read(p1, &m->rop, m->sv[0], &m->in[0], 1, 0,
                                 rf_move_read1, m);
   if (m->rc[0] || m->rc[1] || pt_peer_write(m->sv[1], "a", 1))
     taxi_proactor_group_stop(m->g);
-}
-
-static void rf_move_first(taxi_op_t *op, int status, size_t bytes, void *act) {
-  rf_move_t *m = act;
-  (void)bytes;
-  /* The first read, on 0, done: move from this handler. */
-  if (status != 0) {
-    taxi_proactor_group_stop(m->g);
-    return;
-  }
-  rf_move_start(op, status, bytes, act);
 }
 
 static void test_move(void) {
@@ -408,25 +466,33 @@ static void test_move(void) {
   }
   static rf_move_t m;
   memset(&m, 0, sizeof m);
-  m.status[0] = m.status[1] = 1;
+  m.status[0] = m.status[1] = m.status[2] = 1;
+  m.sv[1] = -1;
   m.g = gr_group(2, TAXI_SPREAD_ROUND_ROBIN);
   taxi_proactor_t *p0 = taxi_proactor_group_at(m.g, 0);
   unsigned f = 0;
   CU_ASSERT_EQUAL(taxi_proactor_features(p0, &f), 0);
   int on = (f & TAXI_PFEAT_REGISTERED_FILES) != 0;
-  pt_tcp_pair(p0, m.sv);
-  taxi_op_init(&m.post);
+  int port = 0;
+  m.lfd = util_tcp_listener(&port);
+  CU_ASSERT_FATAL(m.lfd >= 0);
+  /* A socket of the application's, connected through proactor 0. */
+  struct sockaddr_in a;
+  memset(&a, 0, sizeof a);
+  a.sin_family = AF_INET;
+  a.sin_port = htons((uint16_t)port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  m.sv[0] = socket(AF_INET, SOCK_STREAM, 0);
+  CU_ASSERT_FATAL(m.sv[0] >= 0);
+  CU_ASSERT_EQUAL_FATAL(taxi_proactor_attach(p0, m.sv[0]), 0);
+  taxi_op_init(&m.cop);
   taxi_op_init(&m.rop);
-  static char first;
-  CU_ASSERT_EQUAL_FATAL(
-      taxi_proactor_read(p0, &m.post, m.sv[0], &first, 1, 0, rf_move_first, &m),
-      0);
-  CU_ASSERT_EQUAL_FATAL(pt_peer_write(m.sv[1], "0", 1), 0);
+  CU_ASSERT_EQUAL_FATAL(taxi_proactor_connect(p0, &m.cop, m.sv[0], &a, sizeof a,
+                                              rf_move_connected, &m),
+                        0);
   CU_ASSERT_EQUAL(gr_run(m.g), 0);
   for (int i = 0; i < 4; i++) CU_ASSERT_EQUAL(m.rc[i], 0);
-  CU_ASSERT_EQUAL(m.status[0], 0);
-  CU_ASSERT_EQUAL(m.status[1], 0);
-  CU_ASSERT_EQUAL(first, '0');
+  for (int i = 0; i < 3; i++) CU_ASSERT_EQUAL(m.status[i], 0);
   CU_ASSERT_EQUAL(m.in[0], 'a');
   CU_ASSERT_EQUAL(m.in[1], 'b');
   if (on) {
@@ -439,8 +505,9 @@ static void test_move(void) {
     printf("(no table of registered files here) ");
   }
   CU_ASSERT_EQUAL(taxi_proactor_group_destroy(m.g), 0);
-  CU_ASSERT_EQUAL(pt_peer_read_to_eof(m.sv[1]), 0);
+  if (m.sv[1] >= 0) CU_ASSERT_EQUAL(pt_peer_read_to_eof(m.sv[1]), 0);
   pt_close(&m.sv[1]);
+  pt_close(&m.lfd);
 }
 
 /* ---- turned off -----------------------------------------------------------
@@ -455,8 +522,9 @@ static void test_off(void) {
   unsigned f = 0;
   CU_ASSERT_EQUAL(taxi_proactor_features(p, &f), 0);
   CU_ASSERT_EQUAL(f & TAXI_PFEAT_REGISTERED_FILES, 0);
-  int sv[2];
-  pt_pair(p, sv);
+  int port = 0, sv[2];
+  taxi_handle_t lfd = rf_listener(p, &port);
+  rf_accepted(p, lfd, port, sv);
   CU_ASSERT_EQUAL(rf_echo(p, sv[0], sv[1], 4096, 1024, 11), 0);
   taxi_proactor_stats_t st = rf_stats(p);
   CU_ASSERT_EQUAL(st.registered_handles, 0);
@@ -464,11 +532,14 @@ static void test_off(void) {
   CU_ASSERT_EQUAL(taxi_proactor_close(p, sv[0]), 0);
   CU_ASSERT_EQUAL(pt_peer_read_to_eof(sv[1]), 0);
   pt_close(&sv[1]);
+  CU_ASSERT_EQUAL(taxi_proactor_close(p, lfd), 0);
   pt_destroy(p);
 }
 
 static CU_TestInfo regfiles_tests[] = {
     {"accepted connections get slots and echo byte for byte", test_accepted},
+    {"handles the application attaches stay on their descriptors",
+     test_user_handles},
     {"a full table leaves the rest on their descriptors, working the same",
      test_table_full},
     {"closed with reads pending, numbers and slots reused: no byte crosses",
@@ -477,7 +548,7 @@ static CU_TestInfo regfiles_tests[] = {
      test_detach_reattach},
     {"a close reaches the peer without a dispatch",
      test_close_without_dispatch},
-    {"a moved handle leaves one ring's table for the other's", test_move},
+    {"connected, then moved: one ring's table for the other's", test_move},
     {"TAXI_PROACTOR_NO_REGISTERED_FILES: no table", test_off},
     CU_TEST_INFO_NULL,
 };

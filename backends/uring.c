@@ -162,18 +162,19 @@
  * is URING_FILES_SLOTS, bounded by RLIMIT_NOFILE (the kernel refuses a
  * bigger table with EMFILE); the environment variable TAXI_URING_FILES
  * sets another (0: no table), for tests of a full table.  A table the
- * kernel refuses, or TAXI_PROACTOR_NO_REGISTERED_FILES, leaves every
- * handle on its fd.  Which handles: those the proactor made, which the
- * core tells with adopt - connections its accepts made, sockets connected
+ * kernel refuses, a probe without IORING_OP_FILES_UPDATE (5.6; a
+ * restricted ring may lack it), or TAXI_PROACTOR_NO_REGISTERED_FILES,
+ * leaves every handle on its fd.  Which handles: those the proactor made, which
+ * the core tells with adopt - connections its accepts made, sockets connected
  * through it (adopted before the connect is submitted), and those moved
  * from a proactor where they were either.  A handle the application
  * merely attaches (a listener, a socket it connected itself, a pipe, a
  * regular file) stays on its fd, so that what it does with its own
  * descriptor behind taxi's back (closing it while still attached, say)
  * has the effect it had without a table.  An adopted handle is installed
- * in a free slot
- * when its first request is prepared: an IORING_OP_FILES_UPDATE SQE just
- * before that request's, entered with it, so installing costs no system
+ * in a free slot when its first request is prepared: an
+ * IORING_OP_FILES_UPDATE SQE just before that request's, entered with it,
+ * so installing costs no system
  * call (IOSQE_CQE_SKIP_SUCCESS, 5.17, spares its CQE too), and the kernel,
  * which runs a FILES_UPDATE inline at submission, has installed it when
  * it reads the next SQE.  Installing at the first request rather than at
@@ -205,9 +206,9 @@
  * A handle detached and attached again while the requests of the first
  * attachment still run shares its slot with them (the descriptor number
  * keys the entry), installed again first in case the number now names
- * another file.  The synchronous update
- * (IORING_REGISTER_FILES_UPDATE) is not used: it would overtake FILES_
- * UPDATE SQEs still in the SQ for the same slot.  When no SQE can be had
+ * another file.  The synchronous update (IORING_REGISTER_FILES_UPDATE) is
+ * not used: it would overtake FILES_UPDATE SQEs still in the SQ for the
+ * same slot.  When no SQE can be had
  * (the SQ full, the kernel refusing), an install waits for the next
  * request and a removal for the next wait.
  *
@@ -1307,12 +1308,13 @@ static const unsigned char uring_required_ops[] = {
     IORING_OP_NOP,      IORING_OP_ACCEPT,       IORING_OP_CONNECT,
     IORING_OP_RECV,     IORING_OP_SEND,         IORING_OP_SENDMSG,
     IORING_OP_READ,     IORING_OP_WRITE,        IORING_OP_SPLICE,
-    IORING_OP_POLL_ADD, IORING_OP_ASYNC_CANCEL, IORING_OP_FILES_UPDATE,
+    IORING_OP_POLL_ADD, IORING_OP_ASYNC_CANCEL,
 };
 
-/* Check the opcodes this file uses; *has_socket tells a 5.19 kernel. */
-static int check_ops(struct io_uring *ring, bool *has_socket,
-                     bool *has_send_zc) {
+/* Check the opcodes this file uses; *has_socket tells a 5.19 kernel,
+ * *has_update whether the table of registered files can be used. */
+static int check_ops(struct io_uring *ring, bool *has_socket, bool *has_send_zc,
+                     bool *has_update) {
   union {
     struct io_uring_probe p;
     unsigned char room[sizeof(struct io_uring_probe) +
@@ -1324,6 +1326,7 @@ static int check_ops(struct io_uring *ring, bool *has_socket,
     if (!io_uring_opcode_supported(&u.p, uring_required_ops[i])) return ENOSYS;
   *has_socket = io_uring_opcode_supported(&u.p, IORING_OP_SOCKET);
   *has_send_zc = io_uring_opcode_supported(&u.p, URING_OP_SEND_ZC);
+  *has_update = io_uring_opcode_supported(&u.p, IORING_OP_FILES_UPDATE);
   return 0;
 }
 
@@ -1394,7 +1397,7 @@ static int uring_open(void **state, const char *variant,
   uring_state_t *s;
   unsigned depth =
       opts && opts->queue_depth ? opts->queue_depth : URING_DEFAULT_DEPTH;
-  bool compat = false, has_socket = false;
+  bool compat = false, has_socket = false, has_update = false;
   long page;
   int r;
   if (!state || !counters) return TAXI_EINVAL;
@@ -1419,7 +1422,8 @@ static int uring_open(void **state, const char *variant,
                  opts && (opts->flags & TAXI_PROACTOR_ONE_THREAD),
                  opts && (opts->flags & TAXI_PROACTOR_NO_DEFER_TASKRUN));
   if (r == 0) {
-    int err = check_ops(&s->ring, &has_socket, &s->has_recv_multishot);
+    int err =
+        check_ops(&s->ring, &has_socket, &s->has_recv_multishot, &has_update);
     if (err) {
       io_uring_queue_exit(&s->ring);
       r = open_error(err);
@@ -1433,7 +1437,8 @@ static int uring_open(void **state, const char *variant,
   if (r == 0) {
     /* Now, before a one-thread ring is enabled (see "Registered files").
      * Refused (memory, a limit), every handle stays on its fd. */
-    bool on = !(opts && (opts->flags & TAXI_PROACTOR_NO_REGISTERED_FILES));
+    bool on = has_update &&
+              !(opts && (opts->flags & TAXI_PROACTOR_NO_REGISTERED_FILES));
     (void)uring_files_open(&s->files, s->ring.ring_fd, on ? files_slots(s) : 0,
                            (s->ring_features & IORING_FEAT_CQE_SKIP) != 0,
                            counters);

@@ -361,6 +361,53 @@ static void test_detach_reattach(void) {
   pt_destroy(p);
 }
 
+/* ---- an install the kernel refuses -------------------------------------- */
+
+/* The application closes the descriptor behind taxi's back between the
+ * start of the first read (its install still only queued) and the next
+ * wait: the install fails, the handle is counted and goes back to its
+ * fd, and the read ends with an error, once. */
+static void test_install_refused(void) {
+  taxi_proactor_t *p = pt_proactor();
+  int on = rf_on(p);
+  if (!on) {
+    /* A closed descriptor's read may never complete elsewhere (the
+     * emulated proactor's reactor stops watching it): io_uring only. */
+    pt_destroy(p);
+    return;
+  }
+  int port = 0, sv[2];
+  taxi_handle_t lfd = rf_listener(p, &port);
+  rf_accepted(p, lfd, port, sv);
+  char buf[8];
+  taxi_op_t op;
+  pt_done_t d;
+  taxi_op_init(&op);
+  pt_done_init(&d);
+  CU_ASSERT_EQUAL_FATAL(
+      taxi_proactor_read(p, &op, sv[0], buf, sizeof buf, 0, pt_on_done, &d), 0);
+  int h = sv[0];
+  pt_close(&sv[0]);
+  CU_ASSERT(pt_run_done(p, &d, 1));
+  pt_settle(p, 20);
+  CU_ASSERT_EQUAL(atomic_load(&d.calls), 1);
+  CU_ASSERT(d.status < 0);
+  taxi_proactor_stats_t st = rf_stats(p);
+  CU_ASSERT_EQUAL(st.registered_handles, 0);
+  CU_ASSERT_EQUAL(st.register_failures, 1);
+  /* Detached, not closed: the number is no longer the proactor's. */
+  CU_ASSERT_EQUAL(taxi_proactor_detach(p, h), 0);
+  pt_settle(p, 20);
+  /* The slot is free again for the next connection. */
+  rf_accepted(p, lfd, port, sv);
+  CU_ASSERT_EQUAL(rf_echo(p, sv[0], sv[1], 1000, 100, 8), 0);
+  CU_ASSERT_EQUAL(rf_stats(p).registered_handles, 1);
+  CU_ASSERT_EQUAL(taxi_proactor_close(p, sv[0]), 0);
+  pt_close(&sv[1]);
+  CU_ASSERT_EQUAL(taxi_proactor_close(p, lfd), 0);
+  pt_destroy(p);
+}
+
 /* ---- a close reaches the peer without a dispatch ------------------------- */
 
 static void test_close_without_dispatch(void) {
@@ -546,6 +593,8 @@ static CU_TestInfo regfiles_tests[] = {
      test_close_pending_reuse},
     {"detached with a read pending and attached again at once",
      test_detach_reattach},
+    {"an install the kernel refuses: counted, back on the fd",
+     test_install_refused},
     {"a close reaches the peer without a dispatch",
      test_close_without_dispatch},
     {"connected, then moved: one ring's table for the other's", test_move},

@@ -95,6 +95,11 @@ typedef struct taxi__completion_counters {
   atomic_uint_fast64_t enters; /* io_uring_enter calls */
   atomic_uint_fast64_t sqes;   /* submission entries the kernel took */
   atomic_uint_fast64_t cqes;   /* completion entries reaped */
+  /* Registered files (io_uring only): handles in a slot of the ring's
+   * table now, and handles that stayed on their fd (the table full, an
+   * install the kernel refused). */
+  atomic_uint_fast64_t files_registered;
+  atomic_uint_fast64_t files_failed;
 } taxi__completion_counters_t;
 
 typedef struct taxi__completion_ops {
@@ -125,6 +130,19 @@ typedef struct taxi__completion_ops {
   /* Forget h; called after the core cancelled its operations (their
    * completions may still be on their way). */
   void (*detach)(void *state, taxi_handle_t h);
+  /* Optional: the attached h was made by the proactor - a connection its
+   * accept made, a socket connected through it (before the connect is
+   * submitted), or one moved from a proactor where it was either - and not
+   * merely handed over by the application.  (io_uring gives such handles
+   * a slot in its table of registered files; the application's own stay
+   * on their descriptors.)  Called with the proactor's lock held. */
+  void (*adopt)(void *state, taxi_handle_t h);
+  /* Optional: an attachment of h is over for good - detached or closed
+   * (then called just before the core closes it), and every operation on
+   * it has completed, so nothing the backend holds names it any more.
+   * Called once per successful attach, with the proactor's lock held.
+   * (io_uring empties the slot of its table of registered files here.) */
+  void (*release)(void *state, taxi_handle_t h);
 
   /* Start one step of op (see above).  0, or a TAXI_E* code if it could not
    * be started at all (the core then completes op with that code). */

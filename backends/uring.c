@@ -154,6 +154,64 @@
  * for a buffer or grow the pool and read again.  On older kernels the
  * core picks the buffers and reads into them as ordinary receives.
  *
+ * Registered files (backends/uring_files.c).  The ring gets a sparse table
+ * of registered files when it is made (IORING_REGISTER_FILES with every
+ * entry -1, which every kernel from 5.11 takes), before a one-thread ring
+ * is enabled, while any thread may still register with it: afterwards a
+ * SINGLE_ISSUER ring takes registrations from its owner only.  Its size
+ * is URING_FILES_SLOTS, bounded by RLIMIT_NOFILE (the kernel refuses a
+ * bigger table with EMFILE); the environment variable TAXI_URING_FILES
+ * sets another (0: no table), for tests of a full table.  A table the
+ * kernel refuses, a probe without IORING_OP_FILES_UPDATE (5.6; a
+ * restricted ring may lack it), or TAXI_PROACTOR_NO_REGISTERED_FILES,
+ * leaves every handle on its fd.  Which handles: those the proactor made, which
+ * the core tells with adopt - connections its accepts made, sockets connected
+ * through it (adopted before the connect is submitted), and those moved
+ * from a proactor where they were either.  A handle the application
+ * merely attaches (a listener, a socket it connected itself, a pipe, a
+ * regular file) stays on its fd, so that what it does with its own
+ * descriptor behind taxi's back (closing it while still attached, say)
+ * has the effect it had without a table.  An adopted handle is installed
+ * in a free slot when its first request is prepared: an
+ * IORING_OP_FILES_UPDATE SQE just before that request's, entered with it,
+ * so installing costs no system
+ * call (IOSQE_CQE_SKIP_SUCCESS, 5.17, spares its CQE too), and the kernel,
+ * which runs a FILES_UPDATE inline at submission, has installed it when
+ * it reads the next SQE.  Installing at the first request rather than at
+ * attach leaves out what never runs an operation here: a connection a
+ * group accepts on one ring and moves to another at once, a handle closed
+ * at once.  From then on every request on the handle names its slot
+ * (IOSQE_FIXED_FILE; the socket end of a transmit-file's splices too), so
+ * the kernel neither looks the descriptor up nor takes and drops a
+ * reference to its file per request.  Accepted connections could be made
+ * direct descriptors (slots with no fd at all) by the accept itself, but
+ * the application is given a descriptor (op->accepted): each handle keeps
+ * its fd, and the slot is an alias of it.  A handle that finds the table
+ * full stays on its fd for its life, and an install the kernel refuses
+ * (its fd closed before the submission) sends the handle back to its fd,
+ * the requests that named the slot meanwhile failing with EBADF prepared
+ * again on it; both are counted (register_failures).  Lifetime: the slot
+ * holds a reference to the file, so it must be emptied for a closed
+ * socket to go.  The core calls release once every request on the handle
+ * has completed (after the cancels of a close or detach, with the row of
+ * the handle: core/proactor_impl.h), just before it closes the fd; a
+ * FILES_UPDATE of -1 then empties the slot and is entered at once where
+ * this thread may enter the ring (else the owner of a one-thread ring is
+ * woken to), so the peer sees the close as soon as without a table.  The
+ * slot is free from then on: an install that reuses it is queued after
+ * the removal, and the kernel runs them in SQ order, so no request ever
+ * names a slot whose file changed under it.  Moving a handle to another
+ * proactor releases it from the first ring's table; the other ring, told
+ * the handle was made by a proactor, installs it at its first request.
+ * A handle detached and attached again while the requests of the first
+ * attachment still run shares its slot with them (the descriptor number
+ * keys the entry), installed again first in case the number now names
+ * another file.  The synchronous update (IORING_REGISTER_FILES_UPDATE) is
+ * not used: it would overtake FILES_UPDATE SQEs still in the SQ for the
+ * same slot.  When no SQE can be had
+ * (the SQ full, the kernel refusing), an install waits for the next
+ * request and a removal for the next wait.
+ *
  * Variant "uring:compat" uses only what Linux 5.11 offers (single accepts
  * re-armed for TAXI_ACCEPT_MULTISHOT, no IORING_SETUP_SUBMIT_ALL), so the
  * fallbacks can be tested on a newer kernel.
@@ -199,6 +257,7 @@
 #ifdef TAXI_HAVE_URING
 
 #include "completion.h"
+#include "uring_files.h"
 
 #include "core/alloc.h"
 #include "core/proactor_op.h"
@@ -212,9 +271,11 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -269,6 +330,9 @@
 #if defined(IORING_RECV_MULTISHOT)
 #define URING_HAVE_BUF_RING 1
 #endif
+#ifndef IORING_FEAT_CQE_SKIP
+#define IORING_FEAT_CQE_SKIP (1U << 11)
+#endif
 #ifndef IORING_SQ_CQ_OVERFLOW
 #define IORING_SQ_CQ_OVERFLOW (1U << 1)
 #endif
@@ -289,6 +353,10 @@
 #define URING_BACKLOG_RETRY_NS (10 * TAXI_NSEC_PER_MSEC)
 /* Unrequested cancellations resubmitted in a row before one is reported. */
 #define URING_MAX_RETRIES 8
+/* Slots of the table of registered files (see "Registered files"): the
+ * kernel keeps 8 bytes for each, 32 KiB per ring; handles beyond it (per
+ * ring: a group has a table per thread) stay on their fds. */
+#define URING_FILES_SLOTS 4096u
 /* Attempts at a submission that EINTR cuts. */
 #define URING_WAKE_TRIES 8
 
@@ -345,6 +413,7 @@ typedef struct uring_op {
   unsigned state;     /* UOP_* */
   unsigned parts;     /* bit per UD_* tag whose CQE is still due */
   unsigned retries;   /* unrequested cancellations resubmitted in a row */
+  int fixed;          /* the slot the step's request names, plus 1 (0: fd) */
   /* TRANSMIT_FILE, file part */
   uring_pipe_t *pipe;
   uint32_t in_pipe;     /* bytes spliced into the pipe, not yet sent */
@@ -373,12 +442,14 @@ typedef struct uring_state {
   unsigned in_wait;      /* threads blocked in io_uring_enter (lock) */
   bool native_multishot; /* the kernel has multishot accept (lock) */
   /* One-thread rings (see "One thread, one ring" above). */
-  unsigned setup_flags; /* the IORING_SETUP_* the ring was made with */
-  bool single;          /* only `owner` may enter the ring */
-  bool enabled;         /* owner set, ring enabled (lock) */
-  pthread_t owner;      /* the thread that enabled it (lock) */
-  pid_t owner_tid;      /* its kernel thread id, to tell whether it lives */
-  bool closed;          /* the ring closed by orphan_wait (lock) */
+  unsigned setup_flags;   /* the IORING_SETUP_* the ring was made with */
+  bool single;            /* only `owner` may enter the ring */
+  bool enabled;           /* owner set, ring enabled (lock) */
+  pthread_t owner;        /* the thread that enabled it (lock) */
+  pid_t owner_tid;        /* its kernel thread id, to tell whether it lives */
+  bool closed;            /* the ring closed by orphan_wait (lock) */
+  unsigned ring_features; /* IORING_FEAT_* the kernel told at setup */
+  uring_files_t files;    /* registered files (lock) */
   /* Provided buffers (see "Pooled reads" above). */
   bool has_recv_multishot;      /* Linux 6.0 (IORING_OP_SEND_ZC tells) */
   struct io_uring_buf_ring *br; /* buffer group 0, or NULL */
@@ -518,6 +589,25 @@ static bool sq_reserve(uring_state_t *s, unsigned n) {
 
 static struct io_uring_sqe *sqe_get(uring_state_t *s) {
   return sq_reserve(s, 1) ? io_uring_get_sqe(&s->ring) : NULL;
+}
+
+static struct io_uring_sqe *files_sqe(void *ctx) { return sqe_get(ctx); }
+
+/* The slot a request on op's handle names, or -1 for its fd (see
+ * "Registered files").  Called before the request's SQEs are taken: an
+ * install it queues comes first. */
+static int handle_slot(uring_state_t *s, taxi_op_t *op) {
+  return uring_files_use(&s->files, op->handle, files_sqe, s);
+}
+
+/* Make sqe, prepared on op->handle, name `slot` instead (-1: keep the
+ * fd).  sqe->fd is the handle in every request this applies to (the
+ * output end of a splice). */
+static void sqe_slot(struct io_uring_sqe *sqe, taxi_op_t *op, int slot) {
+  uop(op)->fixed = slot + 1;
+  if (slot < 0) return;
+  sqe->fd = slot;
+  sqe->flags |= IOSQE_FIXED_FILE;
 }
 
 /* ---- wake-ups ------------------------------------------------------------ */
@@ -732,6 +822,7 @@ static void sqe_tag(struct io_uring_sqe *sqe, taxi_op_t *op, unsigned tag) {
 
 static int prep_accept(uring_state_t *s, taxi_op_t *op) {
   uring_op_t *u = uop(op);
+  int slot = handle_slot(s, op);
   struct io_uring_sqe *sqe = sqe_get(s);
   const int flags = SOCK_NONBLOCK | SOCK_CLOEXEC;
   if (!sqe) return TAXI_EAGAIN;
@@ -748,16 +839,19 @@ static int prep_accept(uring_state_t *s, taxi_op_t *op) {
       u->state |= UOP_NATIVE;
     }
   }
+  sqe_slot(sqe, op, slot);
   sqe_tag(sqe, op, UD_MAIN);
   return 0;
 }
 
 static int prep_connect(uring_state_t *s, taxi_op_t *op) {
+  int slot = handle_slot(s, op);
   struct io_uring_sqe *sqe = sqe_get(s);
   if (!sqe) return TAXI_EAGAIN;
   io_uring_prep_connect(sqe, op->handle,
                         (const struct sockaddr *)op->internal_.addr,
                         (socklen_t)op->internal_.addr_len);
+  sqe_slot(sqe, op, slot);
   sqe_tag(sqe, op, UD_MAIN);
   return 0;
 }
@@ -766,9 +860,11 @@ static int prep_connect(uring_state_t *s, taxi_op_t *op) {
 /* A pooled read: the kernel picks a buffer of group 0 for each arrival,
  * and with TAXI_READ_MULTISHOT goes on receiving. */
 static int prep_recv_select(uring_state_t *s, taxi_op_t *op) {
+  int slot = handle_slot(s, op);
   struct io_uring_sqe *sqe = sqe_get(s);
   if (!sqe) return TAXI_EAGAIN;
   io_uring_prep_recv(sqe, op->handle, NULL, 0, 0);
+  sqe_slot(sqe, op, slot);
   sqe->flags |= IOSQE_BUFFER_SELECT;
   sqe->buf_group = 0;
   if (op->internal_.flags & TAXI_READ_MULTISHOT)
@@ -787,12 +883,14 @@ static int prep_recv_select(uring_state_t *s, taxi_op_t *op) {
 static int prep_recv(uring_state_t *s, taxi_op_t *op) {
   taxi_buf_t b;
   struct io_uring_sqe *sqe;
-  int flags = (op->internal_.flags & TAXI_READ_EXACT) ? MSG_WAITALL : 0;
+  int slot, flags = (op->internal_.flags & TAXI_READ_EXACT) ? MSG_WAITALL : 0;
   if (op->internal_.flags & TAXI__READ_SELECT) return prep_recv_select(s, op);
   if (taxi__op_remaining_bufs(op, &b, 1) != 1) return TAXI_EINVAL;
+  slot = handle_slot(s, op);
   sqe = sqe_get(s);
   if (!sqe) return TAXI_EAGAIN;
   io_uring_prep_recv(sqe, op->handle, b.base, clamp_len(b.len), flags);
+  sqe_slot(sqe, op, slot);
   sqe_tag(sqe, op, UD_MAIN);
   return 0;
 }
@@ -803,8 +901,9 @@ static int prep_send(uring_state_t *s, taxi_op_t *op, int extra_flags) {
   taxi_buf_t b[TAXI_OP_MAX_BUFS];
   size_t k = taxi__op_remaining_bufs(op, b, TAXI_OP_MAX_BUFS);
   struct io_uring_sqe *sqe;
-  int flags = MSG_NOSIGNAL | MSG_WAITALL | extra_flags;
+  int slot, flags = MSG_NOSIGNAL | MSG_WAITALL | extra_flags;
   if (k == 0) return TAXI_EINVAL;
+  slot = handle_slot(s, op);
   sqe = sqe_get(s);
   if (!sqe) return TAXI_EAGAIN;
   if (k == 1) {
@@ -819,6 +918,7 @@ static int prep_send(uring_state_t *s, taxi_op_t *op, int extra_flags) {
     u->msg.msg_iovlen = k;
     io_uring_prep_sendmsg(sqe, op->handle, &u->msg, (unsigned)flags);
   }
+  sqe_slot(sqe, op, slot);
   sqe_tag(sqe, op, UD_MAIN);
   return 0;
 }
@@ -827,13 +927,16 @@ static int prep_file_rw(uring_state_t *s, taxi_op_t *op) {
   taxi_buf_t b;
   struct io_uring_sqe *sqe;
   uint64_t off = (uint64_t)taxi__op_file_offset(op);
+  int slot;
   if (taxi__op_remaining_bufs(op, &b, 1) != 1) return TAXI_EINVAL;
+  slot = handle_slot(s, op);
   sqe = sqe_get(s);
   if (!sqe) return TAXI_EAGAIN;
   if (op->kind == TAXI_OP_READ_FILE)
     io_uring_prep_read(sqe, op->handle, b.base, clamp_len(b.len), off);
   else
     io_uring_prep_write(sqe, op->handle, b.base, clamp_len(b.len), off);
+  sqe_slot(sqe, op, slot);
   sqe_tag(sqe, op, UD_MAIN);
   return 0;
 }
@@ -844,6 +947,7 @@ static int prep_tx_fill(uring_state_t *s, taxi_op_t *op) {
   uring_op_t *u = uop(op);
   size_t left = taxi__op_tx_file_remaining(op), chunk;
   struct io_uring_sqe *fill, *drain;
+  int slot = handle_slot(s, op); /* before the linked pair's SQEs */
   /* A file range starting inside a page takes one more pipe slot than its
    * length suggests: ask a page less than the pipe holds. */
   chunk = u->pipe->cap > 2 * s->page_size ? u->pipe->cap - s->page_size
@@ -865,6 +969,7 @@ static int prep_tx_fill(uring_state_t *s, taxi_op_t *op) {
   drain = io_uring_get_sqe(&s->ring);
   io_uring_prep_splice(drain, u->pipe->fd[0], -1, op->handle, -1,
                        (unsigned)chunk, SPLICE_F_NONBLOCK | u->splice_more);
+  sqe_slot(drain, op, slot);
   sqe_tag(drain, op, UD_MAIN);
   return 0;
 }
@@ -874,14 +979,17 @@ static int prep_tx_fill(uring_state_t *s, taxi_op_t *op) {
 static int prep_tx_drain(uring_state_t *s, taxi_op_t *op) {
   uring_op_t *u = uop(op);
   struct io_uring_sqe *poll, *drain;
+  int slot = handle_slot(s, op); /* before the linked pair's SQEs */
   if (!sq_reserve(s, 2)) return TAXI_EAGAIN;
   poll = io_uring_get_sqe(&s->ring);
   io_uring_prep_poll_add(poll, op->handle, POLLOUT);
+  sqe_slot(poll, op, slot);
   poll->flags |= IOSQE_IO_LINK;
   sqe_tag(poll, op, UD_POLL);
   drain = io_uring_get_sqe(&s->ring);
   io_uring_prep_splice(drain, u->pipe->fd[0], -1, op->handle, -1, u->in_pipe,
                        SPLICE_F_NONBLOCK | u->splice_more);
+  sqe_slot(drain, op, slot);
   sqe_tag(drain, op, UD_MAIN);
   return 0;
 }
@@ -1116,10 +1224,14 @@ static void on_tx_file(uring_state_t *s, sink_t *k, taxi_op_t *op, unsigned tag,
 
 static void on_cqe(uring_state_t *s, sink_t *k, const struct io_uring_cqe *c,
                    bool *woken) {
-  taxi_op_t *op =
-      (taxi_op_t *)(uintptr_t)(c->user_data & ~(uint64_t)UD_TAG_MASK);
+  taxi_op_t *op;
   unsigned tag = (unsigned)(c->user_data & UD_TAG_MASK);
   uring_op_t *u;
+  if (c->user_data & URING_FILES_UD) {
+    uring_files_cqe(&s->files, c->user_data, c->res);
+    return;
+  }
+  op = (taxi_op_t *)(uintptr_t)(c->user_data & ~(uint64_t)UD_TAG_MASK);
   if (!op) {
     if (c->user_data == UD_WAKE) on_wake_cqe(s, c);
     (void)woken; /* told by wake_asked (uring_wait) */
@@ -1128,6 +1240,13 @@ static void on_cqe(uring_state_t *s, sink_t *k, const struct io_uring_cqe *c,
   u = uop(op);
   /* A multishot request stays in flight while its CQEs say MORE. */
   if (!(c->flags & IORING_CQE_F_MORE)) u->parts &= ~(1u << tag);
+  if (c->res == -EBADF && u->fixed && u->parts == 0 && !u->pipe &&
+      !(u->state & UOP_CANCEL) &&
+      uring_files_install_failed(&s->files, op->handle, u->fixed - 1)) {
+    /* The install before it failed: again, on the fd this time. */
+    requeue(s, k, op);
+    return;
+  }
   if (op->kind == TAXI_OP_TRANSMIT_FILE && u->pipe)
     on_tx_file(s, k, op, tag, c->res);
   else if (op->internal_.flags & TAXI__READ_SELECT)
@@ -1194,9 +1313,10 @@ static const unsigned char uring_required_ops[] = {
     IORING_OP_POLL_ADD, IORING_OP_ASYNC_CANCEL,
 };
 
-/* Check the opcodes this file uses; *has_socket tells a 5.19 kernel. */
-static int check_ops(struct io_uring *ring, bool *has_socket,
-                     bool *has_send_zc) {
+/* Check the opcodes this file uses; *has_socket tells a 5.19 kernel,
+ * *has_update whether the table of registered files can be used. */
+static int check_ops(struct io_uring *ring, bool *has_socket, bool *has_send_zc,
+                     bool *has_update) {
   union {
     struct io_uring_probe p;
     unsigned char room[sizeof(struct io_uring_probe) +
@@ -1208,6 +1328,7 @@ static int check_ops(struct io_uring *ring, bool *has_socket,
     if (!io_uring_opcode_supported(&u.p, uring_required_ops[i])) return ENOSYS;
   *has_socket = io_uring_opcode_supported(&u.p, IORING_OP_SOCKET);
   *has_send_zc = io_uring_opcode_supported(&u.p, URING_OP_SEND_ZC);
+  *has_update = io_uring_opcode_supported(&u.p, IORING_OP_FILES_UPDATE);
   return 0;
 }
 
@@ -1244,10 +1365,32 @@ static int ring_setup(uring_state_t *s, unsigned depth, bool compat,
       return open_error(ENOSYS); /* before 5.11 */
     }
     s->setup_flags = tries[i];
+    s->ring_features = p.features;
     s->single = (tries[i] & IORING_SETUP_R_DISABLED) != 0;
     return 0;
   }
   return open_error(-r);
+}
+
+/* The slots of the table of registered files (see "Registered files"):
+ * URING_FILES_SLOTS, or what TAXI_URING_FILES says (a test's knob; 0: no
+ * table), at most IORING_MAX_FIXED_FILES of 5.11 and RLIMIT_NOFILE. */
+static unsigned files_slots(uring_state_t *s) {
+  const char *env = getenv("TAXI_URING_FILES");
+  unsigned long n = URING_FILES_SLOTS;
+  struct rlimit rl;
+  if (env && *env) {
+    char *end;
+    errno = 0;
+    n = strtoul(env, &end, 10);
+    if (*end || errno) n = URING_FILES_SLOTS;
+  }
+  if (n > 32768) n = 32768;
+  count_syscall(s);
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+      rl.rlim_cur < n)
+    n = (unsigned long)rl.rlim_cur;
+  return (unsigned)n;
 }
 
 static int uring_open(void **state, const char *variant,
@@ -1256,7 +1399,7 @@ static int uring_open(void **state, const char *variant,
   uring_state_t *s;
   unsigned depth =
       opts && opts->queue_depth ? opts->queue_depth : URING_DEFAULT_DEPTH;
-  bool compat = false, has_socket = false;
+  bool compat = false, has_socket = false, has_update = false;
   long page;
   int r;
   if (!state || !counters) return TAXI_EINVAL;
@@ -1281,7 +1424,8 @@ static int uring_open(void **state, const char *variant,
                  opts && (opts->flags & TAXI_PROACTOR_ONE_THREAD),
                  opts && (opts->flags & TAXI_PROACTOR_NO_DEFER_TASKRUN));
   if (r == 0) {
-    int err = check_ops(&s->ring, &has_socket, &s->has_recv_multishot);
+    int err =
+        check_ops(&s->ring, &has_socket, &s->has_recv_multishot, &has_update);
     if (err) {
       io_uring_queue_exit(&s->ring);
       r = open_error(err);
@@ -1291,6 +1435,15 @@ static int uring_open(void **state, const char *variant,
     count_syscall(s);
     r = taxi__wakeup_open(&s->wakeup);
     if (r < 0) io_uring_queue_exit(&s->ring);
+  }
+  if (r == 0) {
+    /* Now, before a one-thread ring is enabled (see "Registered files").
+     * Refused (memory, a limit), every handle stays on its fd. */
+    bool on = has_update &&
+              !(opts && (opts->flags & TAXI_PROACTOR_NO_REGISTERED_FILES));
+    (void)uring_files_open(&s->files, s->ring.ring_fd, on ? files_slots(s) : 0,
+                           (s->ring_features & IORING_FEAT_CQE_SKIP) != 0,
+                           counters);
   }
   if (r < 0) {
     taxi__mutex_destroy(&s->lock);
@@ -1315,6 +1468,7 @@ static void uring_close(void *state) {
   /* Every operation has completed (the core's promise), so the kernel
    * holds no request that points into a record; pipes are all free. */
   if (!s->closed) io_uring_queue_exit(&s->ring);
+  uring_files_close(&s->files); /* the kernel's table went with the ring */
   if (s->br) munmap(s->br, s->br_bytes); /* the kernel let go with the ring */
   taxi__wakeup_close(&s->wakeup);
   count_syscall(s);
@@ -1340,17 +1494,50 @@ static void uring_close(void *state) {
 static int uring_attach(void *state, taxi_handle_t h) {
   uring_state_t *s = state;
   struct stat st;
-  int fl;
+  int fl, r;
   count_syscall(s);
   fl = fcntl(h, F_GETFL);
   if (fl < 0) return taxi__last_error(); /* EBADF: not open */
-  if (fl & O_NONBLOCK) return 0;
-  count_syscall(s);
-  if (fstat(h, &st) < 0) return taxi__last_error();
-  if (!S_ISSOCK(st.st_mode)) return 0;
-  count_syscall(s);
-  if (fcntl(h, F_SETFL, fl | O_NONBLOCK) < 0) return taxi__last_error();
-  return 0;
+  if (!(fl & O_NONBLOCK)) {
+    count_syscall(s);
+    if (fstat(h, &st) < 0) return taxi__last_error();
+    if (S_ISSOCK(st.st_mode)) {
+      count_syscall(s);
+      if (fcntl(h, F_SETFL, fl | O_NONBLOCK) < 0) return taxi__last_error();
+    }
+  }
+  /* Adopted, its slot comes with its first request ("Registered
+   * files"). */
+  taxi__mutex_lock(&s->lock);
+  r = uring_files_attach(&s->files, h);
+  taxi__mutex_unlock(&s->lock);
+  return r;
+}
+
+/* h is the proactor's own (see "Registered files"): its first request
+ * gives it a slot. */
+static void uring_adopt(void *state, taxi_handle_t h) {
+  uring_state_t *s = state;
+  taxi__mutex_lock(&s->lock);
+  uring_files_adopt(&s->files, h);
+  taxi__mutex_unlock(&s->lock);
+}
+
+static struct io_uring_sqe *no_sqe(void *ctx) {
+  (void)ctx;
+  return NULL;
+}
+
+/* Every request on h has completed: empty its slot, at once where this
+ * thread may enter the ring, so that a closed socket goes (the slot holds
+ * a reference to it) as soon as the core closes its fd. */
+static void uring_release(void *state, taxi_handle_t h) {
+  uring_state_t *s = state;
+  taxi__mutex_lock(&s->lock);
+  /* A ring closed by orphan_wait takes no SQE (its table went with it). */
+  if (uring_files_release(&s->files, h, s->closed ? no_sqe : files_sqe, s))
+    sq_submit_now(s);
+  taxi__mutex_unlock(&s->lock);
 }
 
 /*
@@ -1404,6 +1591,7 @@ static int uring_submit(void *state, taxi_op_t *op) {
     u->state |= UOP_MULTISHOT;
   u->parts = 0;
   u->retries = 0;
+  u->fixed = 0;
   u->pipe = NULL;
   u->bl_next = u->def_next = NULL;
   u->ndef = 0;
@@ -1551,7 +1739,9 @@ static void orphan_cancel_sq(uring_state_t *s, sink_t *k, bool *woken) {
     c.user_data = e->user_data;
     c.res = -ECANCELED;
     if (e->user_data == UD_WAKE) s->wake_poll = WAKE_POLL_OFF;
-    if (e->user_data == UD_WAKE || e->user_data == UD_CANCEL_ACK) continue;
+    if (e->user_data == UD_WAKE || e->user_data == UD_CANCEL_ACK ||
+        (e->user_data & URING_FILES_UD))
+      continue;
     on_cqe(s, k, &c, woken);
   }
   /* Marked consumed for this file; the kernel never looks again. */
@@ -1613,6 +1803,7 @@ static int uring_wait(void *state, taxi__completion_t *out, size_t max,
   for (;;) {
     unsigned to_submit;
     r = 0;
+    uring_files_flush(&s->files, files_sqe, s);
     backlog_run(s, &k);
     wake_poll_arm(s);
     to_submit = sq_flush(s);
@@ -1717,6 +1908,7 @@ static unsigned uring_features(void *state) {
     f |= TAXI_PFEAT_DEFER_TASKRUN;
   if (s->setup_flags & IORING_SETUP_COOP_TASKRUN) f |= TAXI_PFEAT_COOP_TASKRUN;
   if (s->br) f |= TAXI_PFEAT_PROVIDED_BUFFERS;
+  if (s->files.size) f |= TAXI_PFEAT_REGISTERED_FILES;
   return f;
 }
 
@@ -1727,6 +1919,8 @@ const taxi__completion_ops_t taxi__completion_uring = {
     .close = uring_close,
     .attach = uring_attach,
     .detach = uring_detach,
+    .adopt = uring_adopt,
+    .release = uring_release,
     .submit = uring_submit,
     .cancel = uring_cancel,
     .wait = uring_wait,

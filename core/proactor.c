@@ -50,8 +50,8 @@ int taxi_proactor_create(taxi_proactor_t **out,
   taxi_proactor_options_t o;
   taxi_proactor_options_init(&o);
   if (taxi__options_copy(&o, sizeof o, opts, sizeof o) < 0) return TAXI_EINVAL;
-  if ((o.flags &
-       ~(TAXI_PROACTOR_ONE_THREAD | TAXI_PROACTOR_NO_DEFER_TASKRUN)) ||
+  if ((o.flags & ~(TAXI_PROACTOR_ONE_THREAD | TAXI_PROACTOR_NO_DEFER_TASKRUN |
+                   TAXI_PROACTOR_NO_REGISTERED_FILES)) ||
       taxi__pbufs_check(&o) < 0)
     return TAXI_EINVAL;
 
@@ -71,6 +71,8 @@ int taxi_proactor_create(taxi_proactor_t **out,
   atomic_init(&p->counters.enters, 0);
   atomic_init(&p->counters.sqes, 0);
   atomic_init(&p->counters.cqes, 0);
+  atomic_init(&p->counters.files_registered, 0);
+  atomic_init(&p->counters.files_failed, 0);
   atomic_init(&p->stopped, false);
   rc = taxi__proactor_backend_open(o.backend, &o, &p->counters, &p->ops,
                                    &p->backend);
@@ -136,6 +138,9 @@ static int row_alloc_locked(taxi_proactor_t *p, uint32_t *row) {
 
 void taxi__proactor_row_release_locked(taxi_proactor_t *p, size_t row) {
   taxi__prow_t *r = &p->rows[row];
+  /* `used`: the backend's attach succeeded (a row given back by a failed
+   * attach never reached it). */
+  if (r->used && p->ops->release) p->ops->release(p->backend, r->handle);
   if (r->close_pending) taxi__close(r->handle);
   memset(r, 0, sizeof *r);
   r->handle = TAXI_INVALID_HANDLE;
@@ -165,6 +170,15 @@ fail_map:
 fail_row:
   taxi__proactor_row_release_locked(p, row);
   return rc;
+}
+
+void taxi__proactor_adopt_locked(taxi_proactor_t *p, taxi_handle_t h) {
+  uint32_t row;
+  if (taxi__handle_map_get(&p->map, h, &row) < 0) return;
+  taxi__prow_t *r = &p->rows[row];
+  if (r->made) return;
+  r->made = true;
+  if (p->ops->adopt) p->ops->adopt(p->backend, h);
 }
 
 int taxi_proactor_attach(taxi_proactor_t *p, taxi_handle_t h) {
@@ -323,6 +337,10 @@ int taxi_proactor_stats(taxi_proactor_t *p, taxi_proactor_stats_t *out) {
       atomic_load_explicit(&p->counters.enters, memory_order_relaxed);
   out->sqes = atomic_load_explicit(&p->counters.sqes, memory_order_relaxed);
   out->cqes = atomic_load_explicit(&p->counters.cqes, memory_order_relaxed);
+  out->registered_handles =
+      atomic_load_explicit(&p->counters.files_registered, memory_order_relaxed);
+  out->register_failures =
+      atomic_load_explicit(&p->counters.files_failed, memory_order_relaxed);
   return 0;
 }
 

@@ -414,6 +414,7 @@ static void accept_result_locked(taxi_proactor_t *p, taxi_op_t *op,
     taxi_handle_t h = (taxi_handle_t)result;
     int rc = taxi__proactor_attach_locked(p, h);
     if (rc == 0) {
+      taxi__proactor_adopt_locked(p, h);
       taxi__backoff_reset(&p->accept_backoff);
       op->internal_.file = h;
       if (op->internal_.flags & TAXI_ACCEPT_MULTISHOT)

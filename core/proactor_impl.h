@@ -46,7 +46,9 @@
  * and a number closed early can be given to a new connection at once,
  * whose bytes that request would then take or whose peer it would write
  * to.  Once every head has completed, nothing in any backend names the
- * number, whatever the backend.
+ * number, whatever the backend.  The backend's release is called then, just
+ * before the close (io_uring empties the handle's slot in its table of
+ * registered files, which holds the file too).
  *
  * Cancellation sets TAXI__OP_CANCEL.  A failure that arrives afterwards
  * is reported as TAXI_ECANCELED (the backend's own, or EBADF from a handle
@@ -184,6 +186,8 @@ typedef struct taxi__prow {
   bool used;
   bool zombie;         /* closed or detached, waiting for its heads */
   bool close_pending;  /* closed: close the descriptor with the row */
+  bool made;           /* accepted or connected here, or moved from a
+                          proactor where it was (the backend's adopt) */
   uint32_t next_free;  /* free-list link while unused */
   taxi__pdir_t dir[2]; /* [0] input, [1] output */
 } taxi__prow_t;
@@ -328,6 +332,10 @@ void taxi__proactor_signals_free(taxi_proactor_t *p);
 /* Attach h (backend attach + a row).  p->lock held.  0, TAXI_EEXIST,
  * TAXI_EBADF, TAXI_ENOMEM, or the backend's error. */
 int taxi__proactor_attach_locked(taxi_proactor_t *p, taxi_handle_t h);
+/* h (attached) was made by this proactor: an accepted connection, a
+ * socket being connected, one moved from a proactor where it was made.
+ * Tells the backend once.  p->lock held. */
+void taxi__proactor_adopt_locked(taxi_proactor_t *p, taxi_handle_t h);
 /* Cancel everything on h and forget it (close: also close it, once no
  * operation of the backend can name it any more).  p->lock held.  0 or
  * TAXI_ENOENT. */

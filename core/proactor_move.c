@@ -34,11 +34,13 @@ static int idle_row_locked(taxi_proactor_t *p, taxi_handle_t h, uint32_t *row) {
   return 0;
 }
 
-/* Check h on `from` under its lock, without changing anything. */
-static int check_from(taxi_proactor_t *from, taxi_handle_t h) {
+/* Check h on `from` under its lock, without changing anything; *made:
+ * whether `from` made it (it stays the proactors' own where it goes). */
+static int check_from(taxi_proactor_t *from, taxi_handle_t h, bool *made) {
   uint32_t row;
   taxi__mutex_lock(&from->lock);
   int rc = from->destroying ? TAXI_ESTOPPED : idle_row_locked(from, h, &row);
+  *made = rc == 0 && from->rows[row].made;
   taxi__mutex_unlock(&from->lock);
   return rc;
 }
@@ -54,11 +56,13 @@ int taxi_proactor_move(taxi_proactor_t *from, taxi_handle_t h,
 
   /* First look: the errors about `from` come before those about `to`, and
    * nothing is attached to `to` for a handle that cannot move. */
-  int rc = check_from(from, h);
+  bool made;
+  int rc = check_from(from, h, &made);
   if (rc < 0) return rc;
 
   taxi__mutex_lock(&to->lock);
   rc = to->destroying ? TAXI_ESTOPPED : taxi__proactor_attach_locked(to, h);
+  if (rc == 0 && made) taxi__proactor_adopt_locked(to, h);
   taxi__mutex_unlock(&to->lock);
   if (rc < 0) return rc;
 

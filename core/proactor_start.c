@@ -135,6 +135,9 @@ static int start_io(taxi_proactor_t *p, taxi_op_t *op, const start_t *s,
   taxi__mutex_lock(&p->lock);
   int rc = admit_locked(p, op, s, &row);
   if (rc == 0) {
+    /* A socket connected through the proactor is one of its own (see the
+     * backends' adopt), from before the connect is submitted. */
+    if (s->kind == TAXI_OP_CONNECT) taxi__proactor_adopt_locked(p, s->handle);
     fill(p, op, s);
     setup(op, arg);
     enqueue_locked(p, op, row);

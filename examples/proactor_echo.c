@@ -6,11 +6,14 @@
  * read per connection and echoed from those same buffers, with no copy.
  *
  *   proactor_echo --port P [--host ADDR] [--backend NAME] [--threads N]
- *                 [--buffer-size BYTES]
+ *                 [--buffer-size BYTES] [--no-registered-files]
  *
  * prints "proactor_echo: backend=B threads=N features=0xF listening on
  * HOST:PORT", echoes until SIGINT or SIGTERM, then prints the proactors'
  * counters and "proactor_echo: stopped after N connections".
+ * --no-registered-files makes the proactors with
+ * TAXI_PROACTOR_NO_REGISTERED_FILES (io_uring without its table of
+ * registered files), to compare.
  *
  * The path of one message: the kernel (io_uring 6.0) picks a buffer of the
  * pool and receives into it; the read's handler queues that buffer on its
@@ -203,21 +206,27 @@ static void print_counters(const app_t *a) {
     sum.cqes += st.cqes;
     sum.buffers += st.buffers;
     sum.buffer_waits += st.buffer_waits;
+    sum.registered_handles += st.registered_handles;
+    sum.register_failures += st.register_failures;
   }
   printf(
       "proactor_echo: %llu completions, %llu system calls (%llu "
       "io_uring_enter, %llu SQEs, %llu CQEs), %llu buffers, %llu waits "
-      "for one\n",
+      "for one, %llu handles in registered-file slots, %llu left on their "
+      "fds\n",
       (unsigned long long)sum.completed, (unsigned long long)sum.syscalls,
       (unsigned long long)sum.ring_enters, (unsigned long long)sum.sqes,
       (unsigned long long)sum.cqes, (unsigned long long)sum.buffers,
-      (unsigned long long)sum.buffer_waits);
+      (unsigned long long)sum.buffer_waits,
+      (unsigned long long)sum.registered_handles,
+      (unsigned long long)sum.register_failures);
 }
 
 static int usage(void) {
   fprintf(stderr,
           "usage: proactor_echo --port P [--host ADDR] [--backend NAME]\n"
-          "                     [--threads N] [--buffer-size BYTES]\n");
+          "                     [--threads N] [--buffer-size BYTES]\n"
+          "                     [--no-registered-files]\n");
   return 2;
 }
 
@@ -225,10 +234,13 @@ int main(int argc, char **argv) {
   const char *host = "127.0.0.1", *backend = NULL, *v;
   unsigned port = 0;
   unsigned long threads = 1, size = 4096;
-  int have_port = 0;
+  int have_port = 0, plain = 0;
   for (int i = 1; i < argc;) {
     int r;
-    if ((r = echo_option(argc, argv, &i, "--port", &v)) != 0) {
+    if (strcmp(argv[i], "--no-registered-files") == 0) {
+      plain = 1;
+      i++;
+    } else if ((r = echo_option(argc, argv, &i, "--port", &v)) != 0) {
       if (r < 0 || echo_parse_port(v, &port) < 0) return usage();
       have_port = 1;
     } else if ((r = echo_option(argc, argv, &i, "--host", &v)) != 0) {
@@ -258,6 +270,7 @@ int main(int argc, char **argv) {
   po.buffer_size = size;
   po.buffer_count = 1024;
   po.buffer_max = 16384;
+  if (plain) po.flags |= TAXI_PROACTOR_NO_REGISTERED_FILES;
   taxi_proactor_group_options_t go = TAXI_PROACTOR_GROUP_OPTIONS_INIT;
   go.count = (unsigned)threads;
   go.proactor = &po;

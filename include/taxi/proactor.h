@@ -262,6 +262,11 @@ typedef struct taxi_proactor_options {
  * and SINGLE_ISSUER, as on a kernel before 6.1 (tests the fallback). */
 #define TAXI_PROACTOR_NO_DEFER_TASKRUN 0x2u
 
+/* io_uring: every handle stays on its plain descriptor, as on a kernel
+ * where the ring has no table of registered files (tests and the
+ * benchmark compare with it; see TAXI_PFEAT_REGISTERED_FILES). */
+#define TAXI_PROACTOR_NO_REGISTERED_FILES 0x4u
+
 /* taxi_proactor_options_init - the defaults (every field 0 or NULL, size
  * set).  Does nothing for NULL.  Any thread. */
 TAXI_EXTERN void taxi_proactor_options_init(taxi_proactor_options_t *o);
@@ -315,6 +320,20 @@ TAXI_EXTERN const char *taxi_proactor_backend(const taxi_proactor_t *p);
 /* io_uring: pooled reads are multishot receives into a registered ring of
  * provided buffers (else taxi picks the buffer and reads into it). */
 #define TAXI_PFEAT_PROVIDED_BUFFERS 0x40u
+/* io_uring: the ring has a table of registered files.  Each handle the
+ * proactor made (a connection its accept made, a socket connected with
+ * taxi_proactor_connect, or one moved from a proactor where it was either)
+ * gets a slot of it when its first operation starts, and its requests
+ * name the slot, which spares the kernel looking the descriptor up and
+ * taking a reference to its file for each request.  Handles the
+ * application only attaches (listeners, its own sockets, files) stay on
+ * their descriptors.  A handle that finds the table full stays on its
+ * descriptor, which works the same
+ * (taxi_proactor_stats_t.registered_handles, register_failures).  Off
+ * with TAXI_PROACTOR_NO_REGISTERED_FILES.  Nothing changes for the
+ * application: the handle is still its descriptor, and taxi_proactor_close
+ * and detach still give it back or close it once nothing names it. */
+#define TAXI_PFEAT_REGISTERED_FILES 0x80u
 
 /* taxi_proactor_features - which of the TAXI_PFEAT_* above the proactor
  * uses, detected when it was created (a kernel without one falls back to
@@ -604,6 +623,12 @@ typedef struct taxi_proactor_stats {
   uint64_t buffer_grows;   /* times the pool doubled */
   uint64_t read_throttles; /* stops of a multishot pooled read whose
                               handler fell behind, as accept_throttles */
+  /* io_uring's table of registered files (TAXI_PFEAT_REGISTERED_FILES;
+   * 0 elsewhere): */
+  uint64_t registered_handles; /* handles in a slot now (not a counter) */
+  uint64_t register_failures;  /* handles that stayed on their descriptor:
+                                  the table was full, or the kernel
+                                  refused to install them */
 } taxi_proactor_stats_t;
 
 /* taxi_proactor_stats - copy the counters (relaxed reads: each is exact,

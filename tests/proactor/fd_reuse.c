@@ -10,7 +10,10 @@
  * number; and the connection opened afterwards gets all its own bytes.  The
  * exact case: the operation was started and the handle closed before the
  * next wait, with one dispatching thread.  Then the same in a tight loop,
- * with one thread and with a Leader/Followers pool dispatching.
+ * with one thread and with a Leader/Followers pool dispatching, over
+ * socket pairs the application attaches and over connections the
+ * proactor accepted (on io_uring those take slots in its table of
+ * registered files, reused as often as the numbers).
  */
 #define _GNU_SOURCE 1
 
@@ -140,6 +143,11 @@ typedef struct fr_conn {
 
 typedef struct fr_run {
   taxi_proactor_t *p;
+  bool pool;
+  int lfd, port; /* accepted connections: the listener, or -1 */
+  taxi_op_t aop; /* the accept (a pool thread may still hold it) */
+  pt_done_t ad;
+  uint64_t max_registered;
   atomic_int completions;
   atomic_int foreign; /* bytes of another connection seen */
   atomic_int bad_status;
@@ -190,14 +198,51 @@ static void fr_close(fr_run_t *run, fr_conn_t *c) {
   c->open = false;
 }
 
+/* A connection the proactor accepts: sv[0] its (attached), sv[1] the
+ * peer's.  The accept's completion is dispatched here, or by the pool. */
+static void fr_accepted(fr_run_t *run, int sv[2]) {
+  pt_done_t *d = &run->ad;
+  taxi_time_t start = taxi_now();
+  while (taxi_op_in_flight(&run->aop) && util_elapsed_ms(start) < pt_wait_ms())
+    pt_sleep_ms(1);
+  pt_done_init(d);
+  sv[1] = util_tcp_connect_nb(run->port);
+  CU_ASSERT_FATAL(sv[1] >= 0);
+  CU_ASSERT_EQUAL_FATAL(
+      taxi_proactor_accept(run->p, &run->aop, run->lfd, 0, pt_on_done, d), 0);
+  if (run->pool) {
+    start = taxi_now();
+    while (atomic_load(&d->calls) < 1 && util_elapsed_ms(start) < pt_wait_ms())
+      pt_sleep_ms(1);
+  } else {
+    pt_run_done(run->p, d, 1);
+  }
+  CU_ASSERT_EQUAL_FATAL(atomic_load(&d->calls), 1);
+  CU_ASSERT_EQUAL_FATAL(d->status, 0);
+  sv[0] = d->accepted;
+  taxi_proactor_stats_t st;
+  if (taxi_proactor_stats(run->p, &st) == 0 &&
+      st.registered_handles > run->max_registered)
+    run->max_registered = st.registered_handles;
+}
+
 /* Open, start a read and a write on, and close connections in a loop;
  * with `pool`, an L/F pool dispatches meanwhile, else this thread does,
  * now and then, so that most closes come before the next wait. */
-static void fr_loop(bool pool) {
+static void fr_loop(bool pool, bool accepted) {
   int rounds = pt_small() ? 300 : 2000;
+  if (accepted) rounds /= 2;
   fr_run_t run;
   memset(&run, 0, sizeof run);
   run.p = pt_proactor();
+  run.pool = pool;
+  run.lfd = -1;
+  taxi_op_init(&run.aop);
+  if (accepted) {
+    run.lfd = util_tcp_listener(&run.port);
+    CU_ASSERT_FATAL(run.lfd >= 0);
+    CU_ASSERT_EQUAL_FATAL(taxi_proactor_attach(run.p, run.lfd), 0);
+  }
   fr_conn_t *conns = calloc((size_t)rounds, sizeof *conns);
   CU_ASSERT_FATAL(conns != NULL);
   taxi_lf_pool_t *lf = NULL;
@@ -213,10 +258,14 @@ static void fr_loop(bool pool) {
     fr_conn_t *c = &conns[i];
     c->run = &run;
     c->tag = (unsigned char)(1 + i % 251);
-    if (util_socketpair(c->sv) != 0) {
-      CU_FAIL_FATAL("socketpair failed");
+    if (accepted) {
+      fr_accepted(&run, c->sv);
+    } else {
+      if (util_socketpair(c->sv) != 0) {
+        CU_FAIL_FATAL("socketpair failed");
+      }
+      CU_ASSERT_EQUAL_FATAL(taxi_proactor_attach(run.p, c->sv[0]), 0);
     }
-    CU_ASSERT_EQUAL_FATAL(taxi_proactor_attach(run.p, c->sv[0]), 0);
     c->open = true;
     memset(c->wbuf, c->tag, sizeof c->wbuf);
     taxi_op_init(&c->rop);
@@ -267,14 +316,29 @@ static void fr_loop(bool pool) {
   if (atomic_load(&run.foreign))
     printf("\n    %d completions or peers saw another connection's bytes\n",
            atomic_load(&run.foreign));
+  unsigned f = 0;
+  taxi_proactor_stats_t st;
+  if (accepted && taxi_proactor_features(run.p, &f) == 0 &&
+      (f & TAXI_PFEAT_REGISTERED_FILES) &&
+      taxi_proactor_stats(run.p, &st) == 0) {
+    /* The connections had slots; none is left with one. */
+    CU_ASSERT(run.max_registered >= 1);
+    CU_ASSERT_EQUAL(st.registered_handles, 0);
+  }
+  if (run.lfd >= 0) CU_ASSERT_EQUAL(taxi_proactor_close(run.p, run.lfd), 0);
   pt_destroy(run.p);
   free(conns);
 }
 
-static void test_loop_one_thread(void) { fr_loop(false); }
+static void test_loop_one_thread(void) { fr_loop(false, false); }
 static void test_loop_pool(void) {
   if (pt_skip_one_thread()) return;
-  fr_loop(true);
+  fr_loop(true, false);
+}
+static void test_loop_accepted(void) { fr_loop(false, true); }
+static void test_loop_accepted_pool(void) {
+  if (pt_skip_one_thread()) return;
+  fr_loop(true, true);
 }
 
 static CU_TestInfo fd_reuse_tests[] = {
@@ -286,6 +350,8 @@ static CU_TestInfo fd_reuse_tests[] = {
      test_loop_one_thread},
     {"open, start and close in a loop, L/F pool: no byte crosses",
      test_loop_pool},
+    {"the loop over accepted connections, one thread", test_loop_accepted},
+    {"the loop over accepted connections, L/F pool", test_loop_accepted_pool},
     CU_TEST_INFO_NULL,
 };
 

@@ -36,6 +36,7 @@
 taxi_proactor_group_t *gr_group(unsigned count, taxi_group_spread_t s) {
   taxi_proactor_options_t po = TAXI_PROACTOR_OPTIONS_INIT;
   po.backend = pt_backend;
+  po.flags = util_proactor_flags; /* the group adds TAXI_PROACTOR_ONE_THREAD */
   taxi_proactor_group_options_t o = TAXI_PROACTOR_GROUP_OPTIONS_INIT;
   o.count = count;
   o.spread = s;

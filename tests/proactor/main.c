@@ -10,7 +10,9 @@
  * taxi_test_family_main.  BACKEND may end in a mode: "@one" makes every
  * proactor with TAXI_PROACTOR_ONE_THREAD (the suites that dispatch one
  * proactor from several threads skip what needs them), "@one-nodefer"
- * adds TAXI_PROACTOR_NO_DEFER_TASKRUN.
+ * adds TAXI_PROACTOR_NO_DEFER_TASKRUN, "@plain" makes them with
+ * TAXI_PROACTOR_NO_REGISTERED_FILES (io_uring without its table of
+ * registered files).
  */
 #define _GNU_SOURCE 1
 
@@ -25,7 +27,7 @@ static const taxi_test_suite_t *const pt_base_suites[] = {
     &pt_suite_pool,     &pt_suite_alloc,      &pt_suite_bad_input,
     &pt_suite_fd_reuse, &pt_suite_emfile,     &pt_suite_signals,
     &pt_suite_counters, &pt_suite_one_thread, &pt_suite_pooled,
-    &pt_suite_group,    &pt_suite_group_api,
+    &pt_suite_group,    &pt_suite_group_api,  &pt_suite_regfiles,
 };
 #define PT_N_SUITES (sizeof pt_base_suites / sizeof pt_base_suites[0])
 
@@ -88,6 +90,8 @@ static int pt_mode(const char *arg, char *base, size_t cap) {
   else if (strcmp(at, "@one-nodefer") == 0)
     util_proactor_flags =
         TAXI_PROACTOR_ONE_THREAD | TAXI_PROACTOR_NO_DEFER_TASKRUN;
+  else if (strcmp(at, "@plain") == 0)
+    util_proactor_flags = TAXI_PROACTOR_NO_REGISTERED_FILES;
   else
     return -1;
   return 0;
@@ -96,7 +100,8 @@ static int pt_mode(const char *arg, char *base, size_t cap) {
 static int run_backend(const char *arg, int argc, char **argv) {
   static char backend[64];
   if (pt_mode(arg, backend, sizeof backend) < 0) {
-    printf("proactor[%s]: unknown backend mode (@one, @one-nodefer)\n", arg);
+    printf("proactor[%s]: unknown backend mode (@one, @one-nodefer, @plain)\n",
+           arg);
     return 2;
   }
   int skip = pt_backend_unavailable(backend);

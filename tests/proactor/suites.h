@@ -35,6 +35,7 @@ extern const taxi_test_suite_t pt_suite_one_thread; /* one_thread.c */
 extern const taxi_test_suite_t pt_suite_pooled;     /* pooled.c */
 extern const taxi_test_suite_t pt_suite_group;      /* group.c */
 extern const taxi_test_suite_t pt_suite_group_api;  /* group_api.c */
+extern const taxi_test_suite_t pt_suite_regfiles;   /* regfiles.c */
 
 /* refusal.c: io_uring refused (seccomp ENOSYS/EPERM) -> clear error, the
  * automatic choice falls back.  Part of the bad input suite. */

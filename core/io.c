@@ -138,6 +138,7 @@ static int group_create(taxi_io_t *io, const taxi_io_options_t *o) {
   taxi_proactor_group_options_t go = TAXI_PROACTOR_GROUP_OPTIONS_INIT;
   go.count = io->threads;
   go.proactor = &po;
+  go.spread = o->spread;
   int rc = taxi_proactor_group_create(&io->group, &go);
   if (rc < 0) return rc;
   io->own_group = true;

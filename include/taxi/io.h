@@ -138,6 +138,10 @@ typedef struct taxi_io_options {
    * failures are only counted and returned. */
   taxi_error_fn on_error;
   void *on_error_arg; /* passed to on_error */
+  /* proactors: which proactor a new stream goes to (taxi/proactor_group.h:
+   * TAXI_SPREAD_ROUND_ROBIN, the default, or TAXI_SPREAD_LEAST_LOADED);
+   * another value is TAXI_EINVAL.  Ignored by the other dispatchers. */
+  taxi_group_spread_t spread;
 } taxi_io_options_t;
 
 /* taxi_io_options_init - the defaults: reactor dispatcher, automatic

@@ -2,8 +2,9 @@
 /*
  * tests/stream/group.c - the proactors dispatcher (a proactor per thread):
  * accepted streams are spread over every proactor of the group, and each
- * stream's completions then run in one thread, its proactor's; the options
- * it refuses.  Over the other dispatchers the context has no group.
+ * stream's completions then run in one thread, its proactor's, round
+ * robin or least loaded first; the options it refuses.  Over the other
+ * dispatchers the context has no group.
  */
 #define _GNU_SOURCE 1
 
@@ -69,9 +70,9 @@ static int g_all_closed(void *arg) {
   return atomic_load(&srv->closed) == atomic_load(&srv->accepted);
 }
 
-static void test_spread(void) {
+static void spread(taxi_group_spread_t how) {
   st_io_t c;
-  if (st_io_create(&c) < 0) return;
+  if (st_io_create_spread(&c, how) < 0) return;
   taxi_proactor_group_t *g = taxi_io_proactor_group(c.io);
   if (st_dispatcher != TAXI_IO_PROACTORS) {
     CU_ASSERT_PTR_NULL(g);
@@ -126,6 +127,9 @@ static void test_spread(void) {
   free(srv);
 }
 
+static void test_spread(void) { spread(TAXI_SPREAD_ROUND_ROBIN); }
+static void test_spread_least_loaded(void) { spread(TAXI_SPREAD_LEAST_LOADED); }
+
 static void test_refusals(void) {
   taxi_io_dispatcher_t d;
   CU_ASSERT_EQUAL(taxi_io_dispatcher_parse("proactors", &d), 0);
@@ -149,6 +153,11 @@ static void test_refusals(void) {
   CU_ASSERT_EQUAL(taxi_io_create(&io, &o), TAXI_EINVAL);
   CU_ASSERT_PTR_NULL(io);
   CU_ASSERT_EQUAL(taxi_proactor_destroy(p), 0);
+  o.proactor = NULL;
+  o.spread = (taxi_group_spread_t)7; /* no such spread */
+  CU_ASSERT_EQUAL(taxi_io_create(&io, &o), TAXI_EINVAL);
+  CU_ASSERT_PTR_NULL(io);
+  o.spread = TAXI_SPREAD_ROUND_ROBIN;
   /* One proactor is a group too; created and destroyed unrun. */
   o.proactor = NULL;
   o.threads = 1;
@@ -160,6 +169,8 @@ static void test_refusals(void) {
 CU_TestInfo st_tests_group[] = {
     {"proactors: streams spread over the group, each in one thread",
      test_spread},
+    {"proactors: least loaded first, each stream in one thread",
+     test_spread_least_loaded},
     {"proactors: the dispatcher's name; options refused", test_refusals},
     CU_TEST_INFO_NULL,
 };

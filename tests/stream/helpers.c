@@ -42,10 +42,15 @@ static void pair_from_suite(void) {
 }
 
 int st_io_create(st_io_t *c) {
+  return st_io_create_spread(c, TAXI_SPREAD_ROUND_ROBIN);
+}
+
+int st_io_create_spread(st_io_t *c, taxi_group_spread_t spread) {
   memset(c, 0, sizeof *c);
   pair_from_suite();
   taxi_io_options_t o;
   taxi_io_options_init(&o);
+  o.spread = spread;
   o.dispatcher = st_dispatcher;
   o.backend = st_backend;
   o.threads = st_dispatcher == TAXI_IO_LF        ? 3

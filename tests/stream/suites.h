@@ -28,6 +28,8 @@ typedef struct st_io {
 /* Create the context for the pair (threads: 1 for reactor, 3 for lf,
  * 2 for hsha and proactor).  CU assertions; returns 0 or -1. */
 int st_io_create(st_io_t *c);
+/* The same, streams spread over a proactors group as `spread` says. */
+int st_io_create_spread(st_io_t *c, taxi_group_spread_t spread);
 /* Start taxi_io_run in a thread. */
 void st_io_run(st_io_t *c);
 /* taxi_io_stop, wait (bounded), join; returns what taxi_io_run returned. */

@@ -1008,6 +1008,13 @@ int taxi_stream_open(taxi_stream_t **out, taxi_io_t *io, taxi_handle_t h,
   taxi_addr_t peer;
   if (taxi__sock_peer_addr(h, &peer) == 0 && peer.family) s->peer = peer;
   *out = s;
-  taxi__stream_start(s, false);
+  /* No round yet: its first comes with the application's first call that
+   * needs one (read_start, a write, set_timeouts, close, ...), so that
+   * nothing - a timeout among them - can close the stream, and free it,
+   * before the caller has set its callbacks. */
+  taxi__mutex_lock(&s->lock);
+  s->pending |= TAXI__P_WORK;
+  s->flags &= ~TAXI__S_BUSY;
+  taxi__mutex_unlock(&s->lock);
   return 0;
 }

@@ -316,7 +316,11 @@ TAXI_EXTERN int taxi_stream_connect(taxi_stream_t **out, taxi_io_t *io,
 /*
  * taxi_stream_open - make a stream of a connected stream socket `h` (a
  * socket pair's end, a connection accepted elsewhere).  The stream takes
- * the handle and closes it when it closes.
+ * the handle and closes it when it closes.  It stays still - nothing is
+ * read, no timeout runs - until the first call that sets it going
+ * (taxi_stream_read_start, a read_into, a write, set_timeouts, shutdown,
+ * end, close, detach), so that nothing closes it before the caller has
+ * set its callbacks.
  * Returns 0 and sets *out, or TAXI_EINVAL (NULL, bad options), TAXI_EBADF
  * (h not open), TAXI_ESTOPPED, TAXI_ENOMEM, TAXI_ESYS (then h is still the
  * caller's).

@@ -4,7 +4,9 @@
  * by another thread while its writes are queued, in flight or completed
  * but not yet taken must count exactly the bytes its peer receives
  * (taxi_io_stats bytes_out), tell success only to writes whose bytes all
- * went out, and tell every write exactly once, before the close callback.
+ * went out, and tell every write exactly once, before the close callback;
+ * a stream made by taxi_stream_open is not closed (and freed) by a
+ * timeout before its callbacks are set.
  */
 #define _GNU_SOURCE 1
 
@@ -139,7 +141,60 @@ static void test_close_counts(void) {
   free(got);
 }
 
+/* ---- an opened stream waits for its callbacks ----------------------------
+ */
+
+static atomic_int op_closes, op_reason;
+
+static void op_on_close(taxi_stream_t *s, int reason) {
+  (void)s;
+  atomic_store(&op_reason, reason);
+  atomic_fetch_add(&op_closes, 1);
+}
+
+static void op_on_read(taxi_stream_t *s, int status, const void *data,
+                       size_t len) {
+  (void)s;
+  (void)status;
+  (void)data;
+  (void)len;
+}
+
+static int op_closed(void *arg) {
+  (void)arg;
+  return atomic_load(&op_closes) > 0;
+}
+
+/* An idle timeout far shorter than the set-up takes: the stream must not
+ * close (and be freed) before its callbacks are set, and then closes,
+ * once, telling the close callback why. */
+static void test_open_waits(void) {
+  st_io_t io;
+  if (st_io_create(&io) < 0) return;
+  st_io_run(&io);
+  int sv[2];
+  CU_ASSERT_EQUAL_FATAL(util_socketpair(sv), 0);
+  taxi_stream_options_t so;
+  taxi_stream_options_init(&so);
+  so.idle_timeout = 1; /* 1 ns */
+  taxi_stream_t *s = NULL;
+  atomic_store(&op_closes, 0);
+  CU_ASSERT_EQUAL_FATAL(taxi_stream_open(&s, io.io, sv[0], &so), 0);
+  util_sleep_ms(50); /* the dispatcher has had every chance to run it */
+  CU_ASSERT_EQUAL(atomic_load(&op_closes), 0);
+  CU_ASSERT_EQUAL(taxi_stream_on_close(s, op_on_close), 0);
+  CU_ASSERT_EQUAL(taxi_stream_read_start(s, op_on_read), 0);
+  CU_ASSERT(st_wait(op_closed, NULL, 10000));
+  CU_ASSERT_EQUAL(atomic_load(&op_reason), TAXI_ETIMEDOUT);
+  util_sleep_ms(10);
+  CU_ASSERT_EQUAL(atomic_load(&op_closes), 1);
+  close(sv[1]);
+  st_io_destroy(&io);
+}
+
 CU_TestInfo st_tests_closing[] = {
+    {"an opened stream waits for its callbacks before any timeout",
+     test_open_waits},
     {"a close counts exactly what went out; each write told once",
      test_close_counts},
     CU_TEST_INFO_NULL,

@@ -244,7 +244,7 @@ static void run_suite(const taxi_test_suite_t *suite, outcome_t *o) {
   fflush(stdout);
 }
 
-#else  /* POSIX: one child process per suite */
+#else /* POSIX: one child process per suite */
 
 static double now_s(void) {
   struct timespec ts;

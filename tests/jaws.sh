@@ -12,9 +12,13 @@
 # others are served, a file replaced while it is being sent (never torn),
 # 1000 idle connections held while requests succeed, the connection
 # limit's 503, the idle timeout, a short verified webstone run, and an
-# orderly stop on SIGINT.  The adaptive strategy is also driven past its
-# (lowered) thresholds by webstone, without and with keep-alive, so that it
-# changes state and moves connections both ways, every response verified.
+# orderly stop on SIGINT.  The adaptive strategy's threshold policy is also
+# driven past its (lowered) thresholds by webstone, without and with
+# keep-alive, so that it changes state and moves connections both ways,
+# every response verified; its measured policy (the default) is driven by
+# webstone with 5 MB files only, and must probe both states and log a
+# decision that its figures support, then by the mix with keep-alive,
+# moving connections both ways, then left idle, back to SYNC_ONLY.
 # JAWS_RUNS="reactive proactive:uring:3" picks
 # runs (STRATEGY[:BACKEND[:THREADS]]).
 # Bad command lines exit 2, a missing root exits 1.
@@ -452,7 +456,8 @@ EOF
   fi
 }
 
-# The adaptive strategy with low marks (4 connections, 100 kB large): 50
+# The adaptive strategy's threshold policy with low marks (4 connections,
+# 100 kB large): 50
 # webstone clients over the mix hold more than 4 connections open and
 # large files make most of the bytes, so it goes HYBRID and large
 # responses move connections to the Proactor; with keep-alive the small
@@ -462,7 +467,8 @@ EOF
 check_adaptive_switching() {
   s=adaptive-switching
   if ! start $s --strategy adaptive --root "$docroot" --threads 2 \
-    --adapt-connections 4:2 --adapt-large 100000; then
+    --adapt-policy threshold --adapt-connections 4:2 --adapt-large 100000
+  then
     bad "$s: start"
     return
   fi
@@ -499,6 +505,109 @@ check_adaptive_switching() {
     ok "$s: connections moved both ways ($to_async to the proactor, $to_sync back)"
   else
     echo "$line"
+    bad "$s: connections moved both ways"
+  fi
+}
+
+# The adaptive strategy's measured policy.  Under 5 MB files only (10
+# webstone clients, one request per connection, 3 s) it must enter a
+# regime of large files, probe HYBRID from SYNC_ONLY (where it starts,
+# moving connections to the Proactor), in two rounds of the two states,
+# and log a decision with both
+# states' figures that agrees with them (the state tried wins only if it
+# served 5% more bytes per second; a losing state tried is left again).  Then the mix with
+# keep-alive (20 clients: a new regime, probed again) moves connections
+# both ways; once idle for a second the server is back in SYNC_ONLY.
+# Every response is verified by webstone.
+check_adaptive_measured() {
+  s=adaptive-measured
+  if ! start $s --strategy adaptive --root "$docroot" --threads 2; then
+    bad "$s: start"
+    return
+  fi
+  if "$webstone" --port "$port" --docroot "$docroot" --clients 10 \
+    --size 5000000 --warmup 0 --duration 3 --time-limit 60 \
+    >"$work/ws.out" 2>&1 && grep -q 'errors 0$' "$work/ws.out"; then
+    ok "$s: webstone 5 MB files, every response verified"
+  else
+    cat "$work/ws.out"
+    bad "$s: webstone 5 MB files"
+  fi
+  cp "$out" "$work/large.out"
+  num='[0-9][0-9]*\.[0-9]'
+  figures="$num MB/s [0-9]* responses/s [0-9]* moves/s"
+  decision=$(grep -m 1 "^jaws: adaptive: decided [A-Z_]* for connections [^:]*, mean response >= 1 MB: held [A-Z_]* $figures, tried [A-Z_]* $figures ([-+]$num%, 5% needed to change)\$" "$work/large.out")
+  if grep -q '^jaws: adaptive: SYNC_ONLY -> HYBRID (probing connections [^,]*, mean response >= 1 MB, round 1 of 2)$' "$work/large.out" &&
+    grep -q '^jaws: adaptive: [A-Z_]* -> [A-Z_]* (probing connections [^,]*, mean response >= 1 MB, round 2 of 2)$' "$work/large.out" &&
+    [ -n "$decision" ]; then
+    ok "$s: both states probed, the decision logged with its figures"
+  else
+    cat "$work/large.out"
+    bad "$s: probing and decision"
+  fi
+  # The decision names both states and follows from its figures, the
+  # HYBRID probe moved connections (one request per connection: none move
+  # back), and a losing state tried was left again.
+  verdict=$(echo "$decision" | awk '{
+    for (i = 1; i <= NF; i++) {
+      if ($i == "held") { hs = $(i + 1); held = $(i + 2); hm = $(i + 6) }
+      if ($i == "tried") { ts = $(i + 1); tried = $(i + 2); tm = $(i + 6) }
+    }
+    want = tried >= held * 1.05 ? ts : hs
+    moves = hs == "HYBRID" ? hm : tm
+    if (hs == ts) print "one state twice"
+    else if ($4 != want) print "decided " $4 " on " held " against " tried
+    else if (moves + 0 <= 0) print "no moves while HYBRID was probed"
+    else if (want == hs) print "ok back " hs
+    else print "ok " want }')
+  case $verdict in
+    "ok back "*)
+      back=${verdict#ok back }
+      if grep -q "^jaws: adaptive: [A-Z_]* -> $back (decided: held $back " \
+        "$work/large.out"; then
+        ok "$s: $back decided on its figures, and gone back to"
+      else
+        cat "$work/large.out"
+        bad "$s: $back decided but not gone back to"
+      fi ;;
+    "ok "*)
+      ok "$s: ${verdict#ok } decided on its figures" ;;
+    *)
+      echo "$decision"
+      bad "$s: the decision: $verdict" ;;
+  esac
+  if "$webstone" --port "$port" --docroot "$docroot" --clients 20 --mix \
+    --keep-alive --warmup 0 --duration 3 --time-limit 60 \
+    >"$work/ws.out" 2>&1 && grep -q 'errors 0$' "$work/ws.out"; then
+    ok "$s: webstone --mix (keep-alive), every response verified"
+  else
+    cat "$work/ws.out"
+    bad "$s: webstone --mix (keep-alive)"
+  fi
+  # The load is over: wait (bounded) for the regime to be forgotten, in
+  # SYNC_ONLY.
+  i=0
+  while [ $i -lt 50 ] && ! tail -n 1 "$out" | grep -q '(\{0,1\}idle: '; do
+    sleep 0.1
+    i=$((i + 1))
+  done
+  if stop $s; then ok "$s: stopped"; else bad "$s: stop"; fi
+  last=$(grep '^jaws: adaptive: ' "$out" | tail -n 1)
+  case $last in
+    "jaws: adaptive: HYBRID -> SYNC_ONLY (idle: "* | \
+      "jaws: adaptive: idle: "*", regime forgotten")
+      ok "$s: SYNC_ONLY once idle ($last)" ;;
+    *)
+      cat "$out"
+      bad "$s: not SYNC_ONLY once idle" ;;
+  esac
+  line=$(grep '^jaws: stopped after' "$out")
+  to_async=$(echo "$line" | sed -n 's/.* \([0-9][0-9]*\) moves to the proactor.*/\1/p')
+  to_sync=$(echo "$line" | sed -n 's/.* \([0-9][0-9]*\) back to the reactor.*/\1/p')
+  if [ "${to_async:-0}" -gt 0 ] && [ "${to_sync:-0}" -gt 0 ]; then
+    ok "$s: connections moved both ways ($to_async to the proactor, $to_sync back)"
+  else
+    cat "$out"
     bad "$s: connections moved both ways"
   fi
 }
@@ -575,7 +684,10 @@ for run in $runs; do
 done
 case " $runs " in
   *" adaptive "* | *" adaptive:"*)
-    if [ -n "$docroot" ]; then check_adaptive_switching; fi
+    if [ -n "$docroot" ]; then
+      check_adaptive_switching
+      check_adaptive_measured
+    fi
     ;;
 esac
 if grep -q '"GET /sub/a.txt HTTP/1.1" 200 12$' "$work/access.log"; then
@@ -609,6 +721,10 @@ for bad_marks in 0 4:5 4:0 x:1 4: ; do
     --adapt-connections "$bad_marks" >"$work/bad.out" 2>&1 || status=$?
   expect "--adapt-connections $bad_marks: status 2" 2 $status
 done
+status=0
+"$server" --root "$root" --port 0 --strategy adaptive --adapt-policy guess \
+  >"$work/bad.out" 2>&1 || status=$?
+expect "--adapt-policy guess: status 2" 2 $status
 status=0
 "$server" --root "$root" --port 0 --strategy adaptive --adapt-large 0 \
   >"$work/bad.out" 2>&1 || status=$?

@@ -7,7 +7,8 @@
  *   jaws --root DIR [--port P] [--host H] [--strategy S] [--backend B]
  *        [--threads N] [--max-connections N] [--header-timeout MS]
  *        [--idle-timeout MS] [--cache-bytes N] [--access-log FILE]
- *        [--adapt-connections H[:L]] [--adapt-large BYTES]
+ *        [--adapt-policy measure|threshold] [--adapt-large BYTES]
+ *        [--adapt-connections H[:L]]
  *
  * Strategies: reactive, lf, hsha, proactive (strategy_io.c),
  * thread-per-connection, thread-per-request, thread-pool
@@ -86,14 +87,16 @@ static int usage(FILE *to, int status) {
           "            [--backend B] [--threads N] [--max-connections N]\n"
           "            [--header-timeout MS] [--idle-timeout MS]\n"
           "            [--cache-bytes N] [--access-log FILE]\n"
-          "            [--adapt-connections H[:L]] [--adapt-large BYTES]\n"
+          "            [--adapt-policy measure|threshold]\n"
+          "            [--adapt-large BYTES] [--adapt-connections H[:L]]\n"
           "strategies: reactive (default), lf, hsha, proactive,\n"
           "            thread-per-connection, thread-per-request,\n"
           "            thread-pool, adaptive\n"
           "defaults: --host 127.0.0.1 --port 8080 --max-connections 10000\n"
           "          --header-timeout 10000 --idle-timeout 30000\n"
           "          --cache-bytes 67108864\n"
-          "          --adapt-connections 64:32 --adapt-large 262144\n");
+          "          --adapt-policy measure --adapt-large 262144\n"
+          "          --adapt-connections 64:32 (threshold policy only)\n");
   return status;
 }
 
@@ -163,6 +166,13 @@ static int parse_args(int argc, char **argv, struct jaws_config *cfg) {
       cfg->cache_bytes = (size_t)v;
     } else if (OPT("--access-log")) {
       cfg->access_log = val;
+    } else if (OPT("--adapt-policy")) {
+      if (rc > 0 && strcmp(val, "measure") == 0)
+        cfg->adapt_threshold = false;
+      else if (rc > 0 && strcmp(val, "threshold") == 0)
+        cfg->adapt_threshold = true;
+      else if (rc > 0)
+        rc = -1;
     } else if (OPT("--adapt-connections")) {
       if (rc > 0 && parse_marks(val, cfg) != 0) rc = -1;
     } else if (OPT("--adapt-large")) {

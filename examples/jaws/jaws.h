@@ -36,10 +36,13 @@ struct jaws_config {
   unsigned idle_timeout_ms;   /* nothing moved on a connection */
   size_t cache_bytes;
   const char *access_log; /* NULL: none */
-  /* adaptive: the open connections at which large responses go to the
-   * Proactor (high) and below which they stop (low), and what is large. */
-  unsigned adapt_high, adapt_low;
+  /* adaptive: what is large; the policy (false: measure each state,
+   * true: the threshold rule), and for the threshold rule the open
+   * connections at which large responses go to the Proactor (high) and
+   * below which they stop (low). */
   uint64_t adapt_large;
+  bool adapt_threshold;
+  unsigned adapt_high, adapt_low;
 };
 
 struct jaws_server {

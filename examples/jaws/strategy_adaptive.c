@@ -10,9 +10,10 @@
  *   ASYNC  the Proactor (--backend; uring where it works, else taxi's
  *          default completion backend), with as many threads.
  *
- * The server is in one of two states, decided every ADAPT_PERIOD from the
- * open connections and the share of the bytes served that large responses
- * (>= --adapt-large) made, with hysteresis (--adapt-connections H[:L]):
+ * The server is in one of two states, decided every ADAPT_PERIOD by
+ * adapt_policy.c (by default from what each state is measured to serve
+ * in the regime of load the server is in; --adapt-policy threshold: from
+ * the open connections and the share of large responses alone):
  *
  *   SYNC_ONLY  every connection is served in SYNC;
  *   HYBRID     a large response goes out by the Proactor's transmit-file:
@@ -35,6 +36,7 @@
 
 #include <pthread.h>
 
+#include "adapt_policy.h"
 #include "http_session.h"
 #include "jaws.h"
 #include "jaws_os.h"
@@ -44,16 +46,12 @@
 #define SWEEP_BATCH 256
 #define ADAPT_PERIOD_MS 100u
 #define ADAPT_PERIOD ((taxi_time_t)ADAPT_PERIOD_MS * TAXI_NSEC_PER_MSEC)
-/* HYBRID is left once the load has been low for this many periods. */
-#define LEAVE_PERIODS 10u
-/* HYBRID needs large responses to make this share (percent) of the bytes
- * of a period; below a quarter of it the server goes back. */
-#define LARGE_SHARE_ENTER 20
-#define LARGE_SHARE_LEAVE (LARGE_SHARE_ENTER / 4)
+/* The open connections are sampled this often: a server ends a
+ * connection once its last bytes are in the socket's buffer, so one
+ * sample a period swings between none and all the clients. */
+#define COUNT_PERIOD (10 * TAXI_NSEC_PER_MSEC)
 
 enum { SYNC, ASYNC };
-enum { SYNC_ONLY, HYBRID };
-static const char *const state_names[] = {"SYNC_ONLY", "HYBRID"};
 
 struct adaptive;
 
@@ -92,11 +90,19 @@ struct adaptive {
   pthread_mutex_t list_lock;
   struct conn *list;
   atomic_int state;
-  /* Body bytes answered since the last look, and those of large ones. */
-  atomic_ullong bytes, large_bytes;
+  /* Responses with a body answered since the last look, their body
+   * bytes, and those of large ones. */
+  atomic_ullong responses, bytes, large_bytes;
+  /* Responses written whole since the last look, and their body bytes. */
+  atomic_ullong served, served_bytes;
   atomic_ullong moves[2]; /* into SYNC, into ASYNC */
   atomic_ullong changes;
-  unsigned quiet_periods; /* in a row below the low marks (the timer's) */
+  /* The timer's: the decisions, when it last looked, the moves then. */
+  struct adapt_policy policy;
+  atomic_ullong conn_sum; /* the samples of the open connections */
+  atomic_uint conn_samples;
+  int64_t last_ms;
+  unsigned long long last_moves;
   /* Connections do not come back from ASYNC: IOCP keeps a socket bound to
    * its completion port, which no other proactor can then attach. */
   bool one_way;
@@ -107,6 +113,7 @@ struct adaptive {
 struct sending {
   struct conn *c;
   struct vfs_file *file;
+  uint64_t len; /* of the body */
 };
 
 static void on_read(taxi_stream_t *s, int status, const void *data, size_t len);
@@ -192,6 +199,10 @@ static void on_sent(taxi_stream_t *s, int status, size_t bytes, void *arg) {
   struct conn *c = snd->c;
   (void)s;
   (void)bytes;
+  if (status == 0) {
+    atomic_fetch_add(&c->ad->served, 1);
+    atomic_fetch_add(&c->ad->served_bytes, snd->len);
+  }
   vfs_release(snd->file);
   free(snd);
   pthread_mutex_lock(&c->lock);
@@ -215,6 +226,7 @@ static int send_now(struct conn *c, const char *head, size_t head_len,
   }
   snd->c = c;
   snd->file = file;
+  snd->len = file ? len : 0;
   if (file == NULL) {
     rc = taxi_stream_write(c->stream, head, head_len, on_sent, snd);
   } else if ((rc = taxi_stream_write(c->stream, head, head_len, NULL, NULL)) ==
@@ -319,7 +331,7 @@ static void on_detached(taxi_stream_t *old, taxi_handle_t h, const void *unread,
 static int destination(const struct conn *c, const struct http_out *o) {
   struct adaptive *ad = c->ad;
   bool large = o->file != NULL && o->len >= ad->srv->cfg.adapt_large;
-  bool hybrid = atomic_load(&ad->state) == HYBRID;
+  bool hybrid = atomic_load(&ad->state) == ADAPT_HYBRID;
   if (c->closed || c->eof || atomic_load(&ad->srv->stopping) ||
       http_session_inflight(c->sess) != 0)
     return -1;
@@ -336,6 +348,7 @@ static int respond(void *sink, const struct http_out *o) {
   struct conn *c = sink;
   struct adaptive *ad = c->ad;
   if (o->file) {
+    atomic_fetch_add(&ad->responses, 1);
     atomic_fetch_add(&ad->bytes, o->len);
     if (o->len >= ad->srv->cfg.adapt_large)
       atomic_fetch_add(&ad->large_bytes, o->len);
@@ -449,47 +462,45 @@ static void on_sweep(taxi_io_timer_t *t, void *arg) {
   }
 }
 
-/* The State decision: every ADAPT_PERIOD, from the open connections and
- * the share of large responses in the bytes of the period. */
+static void say_stderr(void *arg, const char *line) {
+  (void)arg;
+  fprintf(stderr, "%s\n", line);
+}
+
+static void on_count(taxi_io_timer_t *t, void *arg) {
+  struct adaptive *ad = arg;
+  (void)t;
+  atomic_fetch_add(&ad->conn_sum, atomic_load(&ad->srv->connections));
+  atomic_fetch_add(&ad->conn_samples, 1);
+}
+
+/* The State decision: every ADAPT_PERIOD, adapt_policy.c from what the
+ * period saw. */
 static void on_adapt(taxi_io_timer_t *t, void *arg) {
   struct adaptive *ad = arg;
-  const struct jaws_config *cfg = &ad->srv->cfg;
-  unsigned conns = atomic_load(&ad->srv->connections);
-  unsigned long long bytes = atomic_exchange(&ad->bytes, 0);
-  unsigned long long large = atomic_exchange(&ad->large_bytes, 0);
-  unsigned share = bytes ? (unsigned)(large * 100 / bytes) : 0;
-  int state = atomic_load(&ad->state), next = state;
-  char why[160];
+  struct adapt_sample s;
+  int64_t now = jaws_now_ms();
+  unsigned long long moves =
+      atomic_load(&ad->moves[SYNC]) + atomic_load(&ad->moves[ASYNC]);
+  int state = atomic_load(&ad->state), next;
+  unsigned long long sum = atomic_exchange(&ad->conn_sum, 0);
+  unsigned samples = atomic_exchange(&ad->conn_samples, 0);
   (void)t;
-  if (state == SYNC_ONLY && conns >= cfg->adapt_high &&
-      share >= LARGE_SHARE_ENTER) {
-    next = HYBRID;
-    snprintf(why, sizeof why,
-             "connections %u >= %u, large responses %u%% of bytes", conns,
-             cfg->adapt_high, share);
-  } else if (state == HYBRID && (conns < cfg->adapt_low ||
-                                 (bytes > 0 && share < LARGE_SHARE_LEAVE))) {
-    /* Only after LEAVE_PERIODS in a row: clients that finish together
-     * (a fair server ends equal transfers at once) leave a moment with
-     * no connection between two busy ones. */
-    if (++ad->quiet_periods >= LEAVE_PERIODS) {
-      next = SYNC_ONLY;
-      if (conns < cfg->adapt_low)
-        snprintf(why, sizeof why, "connections %u < %u for %u ms", conns,
-                 cfg->adapt_low, LEAVE_PERIODS * ADAPT_PERIOD_MS);
-      else
-        snprintf(why, sizeof why, "large responses %u%% of bytes < %u%%", share,
-                 LARGE_SHARE_LEAVE);
-    }
-  } else {
-    ad->quiet_periods = 0;
-  }
+  s.connections = samples ? (unsigned)((sum + samples / 2) / samples)
+                          : atomic_load(&ad->srv->connections);
+  s.responses = atomic_exchange(&ad->responses, 0);
+  s.bytes = atomic_exchange(&ad->bytes, 0);
+  s.large_bytes = atomic_exchange(&ad->large_bytes, 0);
+  s.served = atomic_exchange(&ad->served, 0);
+  s.served_bytes = atomic_exchange(&ad->served_bytes, 0);
+  s.moves = moves - ad->last_moves;
+  s.ms = now - ad->last_ms;
+  ad->last_moves = moves;
+  ad->last_ms = now;
+  next = adapt_policy_step(&ad->policy, &s);
   if (next == state) return;
-  ad->quiet_periods = 0;
   atomic_store(&ad->state, next);
   atomic_fetch_add(&ad->changes, 1);
-  fprintf(stderr, "jaws: adaptive: %s -> %s (%s)\n", state_names[state],
-          state_names[next], why);
 }
 
 static void on_stop(taxi_io_t *io, int signo, void *arg) {
@@ -584,6 +595,10 @@ int jaws_run_adaptive(struct jaws_server *srv,
     return 1;
   }
   ad->srv = srv;
+  adapt_policy_init(&ad->policy,
+                    srv->cfg.adapt_threshold ? ADAPT_THRESHOLD : ADAPT_MEASURE,
+                    srv->cfg.adapt_high, srv->cfg.adapt_low, say_stderr, NULL);
+  ad->last_ms = jaws_now_ms();
   if ((rc = create_contexts(ad)) != 0) {
     free(ad);
     return rc;
@@ -611,6 +626,7 @@ int jaws_run_adaptive(struct jaws_server *srv,
   if (period < 10 * TAXI_NSEC_PER_MSEC) period = 10 * TAXI_NSEC_PER_MSEC;
   if (period > TAXI_NSEC_PER_SEC) period = TAXI_NSEC_PER_SEC;
   start_timer(ad->io[SYNC], on_sweep, ad, period, "header timeout");
+  start_timer(ad->io[SYNC], on_count, ad, COUNT_PERIOD, "connection count");
   start_timer(ad->io[SYNC], on_adapt, ad, ADAPT_PERIOD, "adaptation");
   if (pthread_create(&ad->async_thread, NULL, run_async, ad) != 0) {
     fprintf(stderr, "jaws: cannot start the proactor's thread\n");

@@ -281,9 +281,13 @@ for s in reactive lf hsha proactive thread-per-connection \
   case $s in
     lf | hsha | thread-pool) set -- "$@" --threads 3 ;;
     proactive) set -- "$@" --backend iocp ;;
-    # Low marks, so that the eight clients at once make it move
-    # connections to the IOCP side (one way: IOCP keeps them).
-    adaptive) set -- "$@" --threads 2 --adapt-connections 2:1 --adapt-large 100000 ;;
+    # The threshold policy with low marks, so that the eight clients at
+    # once make it move connections to the IOCP side (one way: IOCP
+    # keeps them).
+    adaptive)
+      set -- "$@" --threads 2 --adapt-policy threshold \
+        --adapt-connections 2:1 --adapt-large 100000
+      ;;
   esac
   if ! start "$@"; then
     bad "$s: the server did not start"

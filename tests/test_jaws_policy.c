@@ -1,0 +1,196 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * tests/test_jaws_policy.c - the JAWS example's adaptive policy
+ * (examples/jaws/adapt_policy.c) fed made-up periods: a server whose two
+ * states serve at rates the test sets, so that the decision is known.  The
+ * measured policy must probe both states, take the faster only past its
+ * margin, leave small-file loads in SYNC_ONLY without probing, probe again
+ * after the hold and in a new regime, not restart at a bound's noise, and
+ * forget the regime when idle; the threshold policy keeps its rule.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "examples/jaws/adapt_policy.h"
+#include "runner.h"
+
+/* The lines the policy said, one after the other. */
+static char said[8192];
+
+static void collect(void *arg, const char *line) {
+  (void)arg;
+  if (strlen(said) + strlen(line) + 2 < sizeof said) {
+    strcat(said, line);
+    strcat(said, "\n");
+  }
+}
+
+static unsigned count(const char *what) {
+  unsigned n = 0;
+  for (const char *p = said; (p = strstr(p, what)) != NULL; p++) n++;
+  return n;
+}
+
+static void init(struct adapt_policy *p, enum adapt_kind kind) {
+  said[0] = '\0';
+  adapt_policy_init(p, kind, 4, 2, collect, NULL);
+}
+
+/* n periods of `conns` connections, responses of 500 kB of which
+ * `large` percent of the bytes large, served at rate[state] responses
+ * (half as many MB) per period. */
+static int run(struct adapt_policy *p, unsigned n, unsigned conns,
+               unsigned large, const double rate[2]) {
+  int state = p->state;
+  for (unsigned i = 0; i < n; i++) {
+    struct adapt_sample s = {0};
+    s.connections = conns;
+    s.served = (uint64_t)rate[state];
+    s.served_bytes = s.served * 500000;
+    s.responses = s.served;
+    s.bytes = s.served_bytes;
+    s.large_bytes = s.bytes * large / 100;
+    s.moves = state == ADAPT_HYBRID ? s.served : 0;
+    s.ms = 100;
+    state = adapt_policy_step(p, &s);
+    CU_ASSERT_EQUAL(state, p->state);
+  }
+  return state;
+}
+
+static void test_hybrid_faster(void) {
+  struct adapt_policy p;
+  const double rate[2] = {100, 120};
+  init(&p, ADAPT_MEASURE);
+  CU_ASSERT_EQUAL(run(&p, 25, 10, 100, rate), ADAPT_HYBRID);
+  CU_ASSERT_EQUAL(count("SYNC_ONLY -> HYBRID (probing connections 4-15, "
+                        "mean response 100 kB-1 MB, round "),
+                  2);
+  CU_ASSERT_EQUAL(count("HYBRID -> SYNC_ONLY (probing"), 1);
+  CU_ASSERT_EQUAL(count("jaws: adaptive: probing connections 4-15, mean "
+                        "response 100 kB-1 MB: SYNC_ONLY first"),
+                  1);
+  CU_ASSERT_PTR_NOT_NULL(
+      strstr(said,
+             "decided HYBRID for connections 4-15, mean response "
+             "100 kB-1 MB: held SYNC_ONLY 500.0 MB/s 1000 responses/s 0 "
+             "moves/s, tried HYBRID 600.0 MB/s 1200 responses/s 1200 "
+             "moves/s (+20.0%, 5% needed to change)"));
+}
+
+static void test_margin(void) {
+  struct adapt_policy p;
+  const double slower[2] = {100, 80}, barely[2] = {100, 103};
+  init(&p, ADAPT_MEASURE);
+  CU_ASSERT_EQUAL(run(&p, 25, 10, 100, slower), ADAPT_SYNC_ONLY);
+  CU_ASSERT_EQUAL(count("decided SYNC_ONLY"), 1);
+  CU_ASSERT_EQUAL(count("HYBRID -> SYNC_ONLY (decided: held SYNC_ONLY"), 1);
+  /* 3% better is noise here: the incumbent stays. */
+  init(&p, ADAPT_MEASURE);
+  CU_ASSERT_EQUAL(run(&p, 25, 10, 100, barely), ADAPT_SYNC_ONLY);
+  CU_ASSERT_EQUAL(count("(+3.0%, 5% needed to change)"), 1);
+}
+
+static void test_small_files(void) {
+  struct adapt_policy p;
+  const double rate[2] = {100, 200};
+  init(&p, ADAPT_MEASURE);
+  CU_ASSERT_EQUAL(run(&p, 40, 10, 1, rate), ADAPT_SYNC_ONLY);
+  CU_ASSERT_EQUAL(count("probing"), 0);
+  CU_ASSERT_EQUAL(count("decided"), 0);
+}
+
+static void test_hold_and_reprobe(void) {
+  struct adapt_policy p;
+  const double rate[2] = {100, 120}, turned[2] = {100, 60};
+  init(&p, ADAPT_MEASURE);
+  CU_ASSERT_EQUAL(run(&p, 25, 10, 100, rate), ADAPT_HYBRID);
+  /* Held for the hold's length, with no line. */
+  CU_ASSERT_EQUAL(run(&p, 40, 10, 100, rate), ADAPT_HYBRID);
+  CU_ASSERT_EQUAL(count("probing again"), 0);
+  /* Then SYNC_ONLY is tried again: now it is the faster. */
+  CU_ASSERT_EQUAL(run(&p, 30, 10, 100, turned), ADAPT_SYNC_ONLY);
+  CU_ASSERT_EQUAL(count("probing again connections 4-15, mean response "
+                        "100 kB-1 MB: HYBRID first"),
+                  1);
+  CU_ASSERT_EQUAL(count("HYBRID -> SYNC_ONLY (probing again connections "
+                        "4-15, mean response 100 kB-1 MB, round 1 of 2)"),
+                  1);
+  CU_ASSERT_EQUAL(count("decided SYNC_ONLY for connections 4-15"), 1);
+  CU_ASSERT_EQUAL(count("tried SYNC_ONLY 500.0 MB/s"), 1);
+}
+
+static void test_new_regime(void) {
+  struct adapt_policy p;
+  const double rate[2] = {100, 120}, heavy[2] = {100, 50};
+  init(&p, ADAPT_MEASURE);
+  CU_ASSERT_EQUAL(run(&p, 25, 10, 100, rate), ADAPT_HYBRID);
+  CU_ASSERT_EQUAL(run(&p, 22, 200, 100, heavy), ADAPT_SYNC_ONLY);
+  CU_ASSERT_EQUAL(count("decided SYNC_ONLY for connections 64-255"), 1);
+  /* Back to the first load: its decision is fresh, no probing, and no
+   * regime on the way down entered. */
+  CU_ASSERT_EQUAL(run(&p, 15, 10, 100, rate), ADAPT_HYBRID);
+  CU_ASSERT_EQUAL(count("connections 16-63"), 0);
+  CU_ASSERT_EQUAL(count("decided HYBRID for connections 4-15"), 1);
+  CU_ASSERT_EQUAL(count("(connections 4-15, mean response 100 kB-1 MB: "
+                        "decided "),
+                  1);
+}
+
+static void test_bound_noise(void) {
+  struct adapt_policy p;
+  const double rate[2] = {100, 120};
+  init(&p, ADAPT_MEASURE);
+  /* 3 to 5 connections, round the bound of 4: one regime. */
+  for (unsigned i = 0; i < 30; i++) run(&p, 1, i % 2 ? 3 : 5, 100, rate);
+  CU_ASSERT_EQUAL(count("decided"), 1);
+  CU_ASSERT_EQUAL(p.state, ADAPT_HYBRID);
+}
+
+static void test_idle(void) {
+  struct adapt_policy p;
+  const double rate[2] = {100, 120}, none[2] = {0, 0};
+  init(&p, ADAPT_MEASURE);
+  CU_ASSERT_EQUAL(run(&p, 25, 10, 100, rate), ADAPT_HYBRID);
+  CU_ASSERT_EQUAL(run(&p, 9, 0, 100, none), ADAPT_HYBRID);
+  CU_ASSERT_EQUAL(run(&p, 1, 0, 100, none), ADAPT_SYNC_ONLY);
+  CU_ASSERT_EQUAL(count("HYBRID -> SYNC_ONLY (idle: nothing open or served "
+                        "for 10 periods)"),
+                  1);
+}
+
+static void test_threshold(void) {
+  struct adapt_policy p;
+  const double rate[2] = {100, 100};
+  init(&p, ADAPT_THRESHOLD);
+  CU_ASSERT_EQUAL(run(&p, 5, 3, 100, rate), ADAPT_SYNC_ONLY);
+  CU_ASSERT_EQUAL(run(&p, 1, 4, 30, rate), ADAPT_HYBRID);
+  CU_ASSERT_EQUAL(count("SYNC_ONLY -> HYBRID (connections 4 >= 4, large "
+                        "responses 30% of bytes)"),
+                  1);
+  CU_ASSERT_EQUAL(run(&p, 9, 1, 100, rate), ADAPT_HYBRID);
+  CU_ASSERT_EQUAL(run(&p, 1, 1, 100, rate), ADAPT_SYNC_ONLY);
+  CU_ASSERT_EQUAL(count("HYBRID -> SYNC_ONLY (connections 1 < 2 for 10 "
+                        "periods)"),
+                  1);
+}
+
+static CU_TestInfo policy_tests[] = {
+    {"HYBRID taken when it serves more", test_hybrid_faster},
+    {"the margin keeps the incumbent", test_margin},
+    {"small files: SYNC_ONLY, no probing", test_small_files},
+    {"held, then probed again", test_hold_and_reprobe},
+    {"a new regime is probed, an old one remembered", test_new_regime},
+    {"noise round a bound is one regime", test_bound_noise},
+    {"idle: back to SYNC_ONLY", test_idle},
+    {"the threshold rule", test_threshold},
+    CU_TEST_INFO_NULL,
+};
+
+static const taxi_test_suite_t policy_suite = {"jaws: adaptive policy",
+                                               policy_tests, 60, NULL};
+
+int main(int argc, char **argv) {
+  const taxi_test_suite_t *const suites[] = {&policy_suite};
+  return taxi_test_run("jaws adaptive policy", suites, 1, argc, argv);
+}

@@ -512,8 +512,8 @@ check_adaptive_switching() {
 # The adaptive strategy's measured policy.  Under 5 MB files only (10
 # webstone clients, one request per connection, 3 s) it must enter a
 # regime of large files, probe HYBRID from SYNC_ONLY (where it starts,
-# moving connections to the Proactor), in two rounds of the two states,
-# and log a decision with both
+# moving connections to the Proactor), in two rounds of the two states
+# unless the first showed a gap of 15%, and log a decision with both
 # states' figures that agrees with them (the state tried wins only if it
 # served 5% more bytes per second; a losing state tried is left again).  Then the mix with
 # keep-alive (20 clients: a new regime, probed again) moves connections
@@ -538,7 +538,6 @@ check_adaptive_measured() {
   figures="$num MB/s [0-9]* responses/s [0-9]* moves/s"
   decision=$(grep -m 1 "^jaws: adaptive: decided [A-Z_]* for connections [^:]*, mean response >= 1 MB: held [A-Z_]* $figures, tried [A-Z_]* $figures ([-+]$num%, 5% needed to change)\$" "$work/large.out")
   if grep -q '^jaws: adaptive: SYNC_ONLY -> HYBRID (probing connections [^,]*, mean response >= 1 MB, round 1 of 2)$' "$work/large.out" &&
-    grep -q '^jaws: adaptive: [A-Z_]* -> [A-Z_]* (probing connections [^,]*, mean response >= 1 MB, round 2 of 2)$' "$work/large.out" &&
     [ -n "$decision" ]; then
     ok "$s: both states probed, the decision logged with its figures"
   else
@@ -547,15 +546,22 @@ check_adaptive_measured() {
   fi
   # The decision names both states and follows from its figures, the
   # HYBRID probe moved connections (one request per connection: none move
-  # back), and a losing state tried was left again.
-  verdict=$(echo "$decision" | awk '{
+  # back), one round was enough only for a clear gap, and a losing state
+  # tried was left again.
+  rounds=$(grep -c 'mean response >= 1 MB, round 2 of 2)$' "$work/large.out")
+  verdict=$(echo "$decision" | awk -v rounds="$rounds" '{
     for (i = 1; i <= NF; i++) {
       if ($i == "held") { hs = $(i + 1); held = $(i + 2); hm = $(i + 6) }
       if ($i == "tried") { ts = $(i + 1); tried = $(i + 2); tm = $(i + 6) }
     }
-    want = tried >= held * 1.05 ? ts : hs
+    # (the figures are rounded: a hair from a bound either way is right)
+    gap = tried / held
+    want = gap >= 1.05 ? ts : hs
+    if (gap > 1.048 && gap < 1.052) want = $4
     moves = hs == "HYBRID" ? hm : tm
     if (hs == ts) print "one state twice"
+    else if (rounds == 0 && gap < 1.148 && gap > 0.852)
+      print "one round on a gap under 15%"
     else if ($4 != want) print "decided " $4 " on " held " against " tried
     else if (moves + 0 <= 0) print "no moves while HYBRID was probed"
     else if (want == hs) print "ok back " hs

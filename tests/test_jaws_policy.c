@@ -60,22 +60,38 @@ static int run(struct adapt_policy *p, unsigned n, unsigned conns,
 
 static void test_hybrid_faster(void) {
   struct adapt_policy p;
-  const double rate[2] = {100, 120};
+  const double rate[2] = {100, 110};
   init(&p, ADAPT_MEASURE);
   CU_ASSERT_EQUAL(run(&p, 25, 10, 100, rate), ADAPT_HYBRID);
-  CU_ASSERT_EQUAL(count("SYNC_ONLY -> HYBRID (probing connections 4-15, "
-                        "mean response 100 kB-1 MB, round "),
-                  2);
-  CU_ASSERT_EQUAL(count("HYBRID -> SYNC_ONLY (probing"), 1);
+  /* Two rounds: 10% is not a clear gap. */
   CU_ASSERT_EQUAL(count("jaws: adaptive: probing connections 4-15, mean "
                         "response 100 kB-1 MB: SYNC_ONLY first"),
+                  1);
+  CU_ASSERT_EQUAL(count("SYNC_ONLY -> HYBRID (probing connections 4-15, "
+                        "mean response 100 kB-1 MB, round 1 of 2)"),
+                  1);
+  CU_ASSERT_EQUAL(count("HYBRID -> SYNC_ONLY (probing connections 4-15, "
+                        "mean response 100 kB-1 MB, round 2 of 2)"),
+                  1);
+  CU_ASSERT_EQUAL(count("SYNC_ONLY -> HYBRID (probing connections 4-15, "
+                        "mean response 100 kB-1 MB, round 2 of 2)"),
                   1);
   CU_ASSERT_PTR_NOT_NULL(
       strstr(said,
              "decided HYBRID for connections 4-15, mean response "
              "100 kB-1 MB: held SYNC_ONLY 500.0 MB/s 1000 responses/s 0 "
-             "moves/s, tried HYBRID 600.0 MB/s 1200 responses/s 1200 "
-             "moves/s (+20.0%, 5% needed to change)"));
+             "moves/s, tried HYBRID 550.0 MB/s 1100 responses/s 1100 "
+             "moves/s (+10.0%, 5% needed to change)"));
+}
+
+static void test_clear_gap(void) {
+  struct adapt_policy p;
+  const double rate[2] = {100, 150};
+  init(&p, ADAPT_MEASURE);
+  /* 4 periods to enter the regime, 4 for each state once. */
+  CU_ASSERT_EQUAL(run(&p, 12, 10, 100, rate), ADAPT_HYBRID);
+  CU_ASSERT_EQUAL(count("decided HYBRID"), 1);
+  CU_ASSERT_EQUAL(count("round 2 of 2"), 0);
 }
 
 static void test_margin(void) {
@@ -104,9 +120,11 @@ static void test_hold_and_reprobe(void) {
   struct adapt_policy p;
   const double rate[2] = {100, 120}, turned[2] = {100, 60};
   init(&p, ADAPT_MEASURE);
-  CU_ASSERT_EQUAL(run(&p, 25, 10, 100, rate), ADAPT_HYBRID);
-  /* Held for the hold's length, with no line. */
-  CU_ASSERT_EQUAL(run(&p, 40, 10, 100, rate), ADAPT_HYBRID);
+  /* Decided after one round (a clear gap), at the 12th period. */
+  CU_ASSERT_EQUAL(run(&p, 12, 10, 100, rate), ADAPT_HYBRID);
+  CU_ASSERT_EQUAL(count("decided HYBRID"), 1);
+  /* Held for the hold's length (50 periods), with no line. */
+  CU_ASSERT_EQUAL(run(&p, 49, 10, 100, rate), ADAPT_HYBRID);
   CU_ASSERT_EQUAL(count("probing again"), 0);
   /* Then SYNC_ONLY is tried again: now it is the faster. */
   CU_ASSERT_EQUAL(run(&p, 30, 10, 100, turned), ADAPT_SYNC_ONLY);
@@ -177,6 +195,7 @@ static void test_threshold(void) {
 
 static CU_TestInfo policy_tests[] = {
     {"HYBRID taken when it serves more", test_hybrid_faster},
+    {"a clear gap decides after one round", test_clear_gap},
     {"the margin keeps the incumbent", test_margin},
     {"small files: SYNC_ONLY, no probing", test_small_files},
     {"held, then probed again", test_hold_and_reprobe},

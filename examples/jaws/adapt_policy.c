@@ -19,15 +19,16 @@
  *   - with large responses under 5% of the bytes, HYBRID would move
  *     nothing: SYNC_ONLY, no probing;
  *   - otherwise each state is probed in turn, the one the server is in
- *     (the incumbent) first: SETTLE_PERIODS for the responses begun before
+ *     (the incumbent) first, PROBE_ROUNDS times (so that a change in the
+ *     machine's load falls on both; a gap of CLEAR_PCT after the first
+ *     round is enough): SETTLE_PERIODS for the responses begun before
  *     the change to finish, then MEASURE_PERIODS counting the body bytes
  *     and responses that were written whole.  The challenger wins only if
  *     it served MARGIN_PCT more body bytes per second (so noise keeps the
  *     state rather than flapping it); the winner is held HOLD_PERIODS,
- *     then the other is probed again against the held state's last
- *     figures.  A regime keeps its decision while it is fresh, so a
- *     workload that goes back and forth between two regimes is not probed
- *     each time;
+ *     then both are probed again, the held one first.  A regime keeps its
+ * decision while it is fresh, so a workload that goes back and forth between
+ * two regimes is not probed each time;
  *   - after IDLE_PERIODS with nothing served and nothing open the regime
  *     is forgotten and the server goes back to SYNC_ONLY.
  */
@@ -51,7 +52,11 @@ const char *const adapt_state_names[2] = {"SYNC_ONLY", "HYBRID"};
 #define HOLD_PERIODS 50u
 #define IDLE_PERIODS 10u
 #define MARGIN_PCT 5
-/* The share buckets' bounds (percent of the bytes). */
+/* A gap this wide (percent, either way) after the first round decides
+ * without the second: the probe's cost is time in the worse state. */
+#define CLEAR_PCT 15
+/* The share of the bytes (percent) large responses must make for HYBRID
+ * to have anything to move. */
 #define SHARE_SOME 5
 
 enum { PH_NONE, PH_SMALL, PH_PROBE, PH_HOLD };
@@ -222,6 +227,19 @@ static void next_slot(struct adapt_policy *p) {
 
 static void hold(struct adapt_policy *p) { p->phase = PH_HOLD; }
 
+/* The challenger's gain on the incumbent so far, percent. */
+static double gain_pct(const struct adapt_policy *p) {
+  double a[3], b[3];
+  rates(&p->acc[0], a);
+  rates(&p->acc[1], b);
+  return a[0] > 0 ? (b[0] / a[0] - 1) * 100 : (b[0] > 0 ? 100 : 0);
+}
+
+static bool clear_gap(const struct adapt_policy *p) {
+  double g = gain_pct(p);
+  return g >= CLEAR_PCT || g <= -CLEAR_PCT;
+}
+
 /* Every slot measured: keep the incumbent unless the challenger served
  * MARGIN_PCT more body bytes per second. */
 static void decide(struct adapt_policy *p) {
@@ -230,7 +248,7 @@ static void decide(struct adapt_policy *p) {
   double a[3], b[3];
   rates(&p->acc[0], a);
   rates(&p->acc[1], b);
-  double gain = a[0] > 0 ? (b[0] / a[0] - 1) * 100 : (b[0] > 0 ? 100 : 0);
+  double gain = gain_pct(p);
   int winner = gain >= MARGIN_PCT ? ch : inc;
   char regime[120], line[600], why[400];
   regime_text(p, regime, sizeof regime);
@@ -340,15 +358,14 @@ static int measure_step(struct adapt_policy *p, const struct adapt_sample *s) {
       if (++p->slot_periods <= SETTLE_PERIODS) break;
       accumulate(p, s);
       if (p->slot_periods < SETTLE_PERIODS + MEASURE_PERIODS) break;
-      if (p->slot + 1 < 2 * PROBE_ROUNDS)
+      if (p->slot + 1 < 2 * PROBE_ROUNDS && !(p->slot == 1 && clear_gap(p)))
         next_slot(p);
       else
         decide(p);
       break;
     case PH_HOLD:
-      if (p->period - record(p)->decided_at >= HOLD_PERIODS) {
+      if (p->period - record(p)->decided_at >= HOLD_PERIODS)
         start_probe(p, true);
-      }
       break;
     default:
       break;

@@ -30,7 +30,9 @@
 # one server after the other: on a machine shared with other work, a
 # change of load then does not favour the servers measured at a quiet
 # moment.  With gnuplot, OUT/*.svg: throughput and latency against
-# the number of clients, one chart per file choice (charts.sh).
+# the number of clients, one chart per file choice (charts.sh).  With
+# WS_LOG_DIR set, each server's own output is kept there, a file per run
+# (with --interleave) or per server (jaws adaptive logs its decisions).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 builddir=.
@@ -122,6 +124,14 @@ measure() {
     "${row[7]}/${row[8]}" "${row[9]}"
   (IFS=,; echo "$server,$file,$c,${#keep[@]},${row[*]}") >>"$csv"
 }
+# keep_log SERVER FILE CLIENTS: with WS_LOG_DIR set, the server's own
+# output of that run (jaws adaptive's decisions) is kept there.
+keep_log() {
+  [ -n "${WS_LOG_DIR:-}" ] || return 0
+  mkdir -p "$WS_LOG_DIR" &&
+    cp "$tmp/$1/server.log" "$WS_LOG_DIR/${1//[:\/]/_}-$2-$3.log" 2>/dev/null
+  return 0
+}
 # start SERVER: 0 with it listening, or 1 after saying why it is skipped.
 start() {
   ws_server_start "$1" "$tmp/docroot" "$tmp/$1" 2>"$tmp/start.log" && return 0
@@ -138,6 +148,7 @@ if [ -n "$interleave" ]; then
         if start "$server"; then
           measure "$server" "$file" "$c"
           ws_server_stop
+          keep_log "$server" "$file" "$c"
         else
           run=$((run + 1))
         fi
@@ -154,6 +165,7 @@ else
       for c in $clients; do measure "$server" "$file" "$c"; done
     done
     ws_server_stop
+    keep_log "$server" all all
   done
 fi
 echo "run.sh: every run in $csv" >&2

@@ -456,6 +456,20 @@ EOF
   fi
 }
 
+# The server's last line says how many connections moved each way (STRATEGY
+# OUTPUT): both must have.
+check_moved_both_ways() {
+  line=$(grep '^jaws: stopped after' "$2")
+  to_async=$(echo "$line" | sed -n 's/.* \([0-9][0-9]*\) moves to the proactor.*/\1/p')
+  to_sync=$(echo "$line" | sed -n 's/.* \([0-9][0-9]*\) back to the reactor.*/\1/p')
+  if [ "${to_async:-0}" -gt 0 ] && [ "${to_sync:-0}" -gt 0 ]; then
+    ok "$1: connections moved both ways ($to_async to the proactor, $to_sync back)"
+  else
+    cat "$2"
+    bad "$1: connections moved both ways"
+  fi
+}
+
 # The adaptive strategy's threshold policy with low marks (4 connections,
 # 100 kB large): 50
 # webstone clients over the mix hold more than 4 connections open and
@@ -498,15 +512,7 @@ check_adaptive_switching() {
     cat "$out"
     bad "$s: state changes"
   fi
-  line=$(grep '^jaws: stopped after' "$out")
-  to_async=$(echo "$line" | sed -n 's/.* \([0-9][0-9]*\) moves to the proactor.*/\1/p')
-  to_sync=$(echo "$line" | sed -n 's/.* \([0-9][0-9]*\) back to the reactor.*/\1/p')
-  if [ "${to_async:-0}" -gt 0 ] && [ "${to_sync:-0}" -gt 0 ]; then
-    ok "$s: connections moved both ways ($to_async to the proactor, $to_sync back)"
-  else
-    echo "$line"
-    bad "$s: connections moved both ways"
-  fi
+  check_moved_both_ways "$s" "$out"
 }
 
 # The adaptive strategy's measured policy.  Under 5 MB files only (10
@@ -607,15 +613,7 @@ check_adaptive_measured() {
       cat "$out"
       bad "$s: not SYNC_ONLY once idle" ;;
   esac
-  line=$(grep '^jaws: stopped after' "$out")
-  to_async=$(echo "$line" | sed -n 's/.* \([0-9][0-9]*\) moves to the proactor.*/\1/p')
-  to_sync=$(echo "$line" | sed -n 's/.* \([0-9][0-9]*\) back to the reactor.*/\1/p')
-  if [ "${to_async:-0}" -gt 0 ] && [ "${to_sync:-0}" -gt 0 ]; then
-    ok "$s: connections moved both ways ($to_async to the proactor, $to_sync back)"
-  else
-    cat "$out"
-    bad "$s: connections moved both ways"
-  fi
+  check_moved_both_ways "$s" "$out"
 }
 
 # STRATEGY[:BACKEND[:THREADS]]

@@ -5,8 +5,9 @@
  * states serve at rates the test sets, so that the decision is known.  The
  * measured policy must probe both states, take the faster only past its
  * margin, leave small-file loads in SYNC_ONLY without probing, probe again
- * after the hold and in a new regime, not restart at a bound's noise, and
- * forget the regime when idle; the threshold policy keeps its rule.
+ * after the hold and in a new regime, not restart at a bound's noise or
+ * at a bursty load's swings, and forget the regime when idle; the
+ * threshold policy keeps its rule.
  */
 #include <stdio.h>
 #include <string.h>
@@ -165,6 +166,26 @@ static void test_bound_noise(void) {
   CU_ASSERT_EQUAL(p.state, ADAPT_HYBRID);
 }
 
+/* 200 clients of 5 MB files that finish together and come back once they
+ * have checked their bytes: the open connections swing from 0 to nearly
+ * 200 every few periods (as measured).  One regime, probed and decided. */
+static void test_bursty(void) {
+  static const unsigned conns[] = {
+      186, 78, 0,  2,   77, 158, 24, 0,   8,  137, 118, 0,  0,   27, 175, 83,
+      0,   1,  83, 144, 30, 0,   10, 151, 92, 3,   1,   45, 157, 45, 0,   3};
+  const double rate[2] = {50, 70}, none[2] = {0, 0};
+  struct adapt_policy p;
+  init(&p, ADAPT_MEASURE);
+  for (unsigned i = 0; i < 40; i++) { /* decided, and held (not probed) */
+    unsigned c = conns[i % 32];
+    run(&p, 1, c, 100, c > 100 ? rate : none);
+  }
+  CU_ASSERT_EQUAL(count("adaptive: probing connections 64-255"), 1);
+  CU_ASSERT_EQUAL(count("probing connections 16-63"), 0);
+  CU_ASSERT_EQUAL(count("decided HYBRID for connections 64-255"), 1);
+  CU_ASSERT_EQUAL(p.state, ADAPT_HYBRID);
+}
+
 static void test_idle(void) {
   struct adapt_policy p;
   const double rate[2] = {100, 120}, none[2] = {0, 0};
@@ -201,6 +222,7 @@ static CU_TestInfo policy_tests[] = {
     {"held, then probed again", test_hold_and_reprobe},
     {"a new regime is probed, an old one remembered", test_new_regime},
     {"noise round a bound is one regime", test_bound_noise},
+    {"a bursty load is one regime", test_bursty},
     {"idle: back to SYNC_ONLY", test_idle},
     {"the threshold rule", test_threshold},
     CU_TEST_INFO_NULL,

@@ -309,10 +309,17 @@ static int measure_step(struct adapt_policy *p, const struct adapt_sample *s) {
   p->ewma_bytes += ((double)s->bytes - p->ewma_bytes) / 4;
   p->ewma_large += ((double)s->large_bytes - p->ewma_large) / 4;
   p->ewma_responses += ((double)s->responses - p->ewma_responses) / 4;
-  /* The connections faster: a load that grows or falls fourfold should
-   * cross a bucket in fewer periods than STABLE_PERIODS, not enter the
-   * regimes between. */
-  p->ewma_conns += ((double)s->connections - p->ewma_conns) / 2;
+  /* The connections as the most seen in the last ADAPT_CONN_WINDOW
+   * periods: a load that grows crosses to its bucket at once, one that
+   * falls does when the window has passed, without entering the buckets
+   * between, and a bursty one (200 clients of 5 MB files that all finish
+   * together and leave nothing open until they have checked their bytes
+   * and come back) keeps the bucket of its bursts instead of crossing two
+   * buckets every period. */
+  p->conns_seen[p->conns_at++ % ADAPT_CONN_WINDOW] = s->connections;
+  p->ewma_conns = 0;
+  for (unsigned i = 0; i < ADAPT_CONN_WINDOW; i++)
+    if (p->conns_seen[i] > p->ewma_conns) p->ewma_conns = p->conns_seen[i];
   if (s->connections == 0 && s->served == 0 && s->bytes == 0) {
     /* Nothing to measure: an idle period is no one's figure. */
     if (++p->idle >= IDLE_PERIODS && p->phase != PH_NONE) {
@@ -322,6 +329,7 @@ static int measure_step(struct adapt_policy *p, const struct adapt_sample *s) {
       p->phase = PH_NONE;
       p->regime = p->candidate = -1;
       p->ewma_bytes = p->ewma_large = p->ewma_conns = p->ewma_responses = 0;
+      memset(p->conns_seen, 0, sizeof p->conns_seen);
       if (p->state == ADAPT_SYNC_ONLY) {
         char line[160];
         snprintf(line, sizeof line, "jaws: adaptive: %s, regime forgotten",

@@ -45,6 +45,8 @@ typedef void (*adapt_say_fn)(void *arg, const char *line);
  * make 5% of the bytes). */
 #define ADAPT_CONN_BUCKETS 5
 #define ADAPT_SIZE_BUCKETS 4
+/* Periods over which the open connections are taken at their most. */
+#define ADAPT_CONN_WINDOW 8u
 
 /* What a state served over the slots it was probed in. */
 struct adapt_acc {
@@ -71,7 +73,10 @@ struct adapt_policy {
   unsigned idle; /* periods in a row with nothing served */
   /* Smoothed over periods: the responses, bytes and large bytes handed
    * to the sink (for the mean size and the share), the open connections. */
+  /* Smoothed per period; ewma_conns is the most connections of the last
+   * ADAPT_CONN_WINDOW periods (conns_seen, measure_step). */
   double ewma_bytes, ewma_large, ewma_conns, ewma_responses;
+  unsigned conns_seen[ADAPT_CONN_WINDOW], conns_at;
   int regime, candidate; /* -1: none yet */
   unsigned candidate_periods;
   int phase;     /* see adapt_policy.c */

@@ -606,6 +606,8 @@ int taxi_io_destroy(taxi_io_t *io) {
     taxi__mutex_lock(&io->lock);
     if (n < 64) break;
   }
+  /* TAXI_EBADF only: closing already (its own close, an error), and
+   * released by the drain below all the same. */
   for (taxi_stream_t *s = io->streams; s; s = s->next)
     (void)taxi__stream_close(s, 0);
   taxi_io_timer_t *ts[64];

@@ -335,6 +335,16 @@ static size_t consume_locked(taxi_stream_t *s, size_t n, done_call_t *calls,
   return k;
 }
 
+/* n bytes of the queue went out: count them and tell the writes they
+ * completed. */
+static void sent_locked(taxi_stream_t *s, size_t n) {
+  done_call_t calls[17];
+  size_t k = consume_locked(s, n, calls, 17);
+  TAXI__IO_COUNT(s->io, bytes_out, (uint64_t)n);
+  for (size_t i = 0; i < k; i++)
+    UNLOCKED(s, calls[i].fn(s, 0, calls[i].len, calls[i].arg));
+}
+
 static void writes_locked(taxi_stream_t *s, taxi_time_t now) {
   const taxi__io_driver_t *drv = s->io->drv;
   while (s->rcount > 0 && !(s->flags & TAXI__S_CLOSE_REQ)) {
@@ -361,12 +371,8 @@ static void writes_locked(taxi_stream_t *s, taxi_time_t now) {
       fail_locked(s, (int)n);
       return;
     }
-    done_call_t calls[17];
-    size_t k = consume_locked(s, (size_t)n, calls, 17);
     s->t_write = s->t_active = now;
-    TAXI__IO_COUNT(s->io, bytes_out, (uint64_t)n);
-    for (size_t i = 0; i < k; i++)
-      UNLOCKED(s, calls[i].fn(s, 0, calls[i].len, calls[i].arg));
+    sent_locked(s, (size_t)n);
   }
   if (s->flags & TAXI__S_CLOSE_REQ) return;
   if (s->rcount == 0 &&
@@ -472,11 +478,7 @@ static void owed_writes_locked(taxi_stream_t *s, bool released) {
   int reason = s->reason;
   bool failed = (s->flags & TAXI__S_WFAIL) != 0;
   if (n > 0) {
-    done_call_t calls[17];
-    size_t k = consume_locked(s, (size_t)n, calls, 17);
-    TAXI__IO_COUNT(s->io, bytes_out, (uint64_t)n);
-    for (size_t i = 0; i < k; i++)
-      UNLOCKED(s, calls[i].fn(s, 0, calls[i].len, calls[i].arg));
+    sent_locked(s, (size_t)n);
   } else if (n < 0 && n != TAXI_EAGAIN && n != TAXI_EBUSY && !failed) {
     failed = true; /* the write in flight failed: its record is told why */
     reason = (int)n;

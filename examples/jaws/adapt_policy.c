@@ -317,9 +317,9 @@ static int measure_step(struct adapt_policy *p, const struct adapt_sample *s) {
    * and come back) keeps the bucket of its bursts instead of crossing two
    * buckets every period. */
   p->conns_seen[p->conns_at++ % ADAPT_CONN_WINDOW] = s->connections;
-  p->ewma_conns = 0;
+  p->peak_conns = 0;
   for (unsigned i = 0; i < ADAPT_CONN_WINDOW; i++)
-    if (p->conns_seen[i] > p->ewma_conns) p->ewma_conns = p->conns_seen[i];
+    if (p->conns_seen[i] > p->peak_conns) p->peak_conns = p->conns_seen[i];
   if (s->connections == 0 && s->served == 0 && s->bytes == 0) {
     /* Nothing to measure: an idle period is no one's figure. */
     if (++p->idle >= IDLE_PERIODS && p->phase != PH_NONE) {
@@ -328,7 +328,7 @@ static int measure_step(struct adapt_policy *p, const struct adapt_sample *s) {
                IDLE_PERIODS);
       p->phase = PH_NONE;
       p->regime = p->candidate = -1;
-      p->ewma_bytes = p->ewma_large = p->ewma_conns = p->ewma_responses = 0;
+      p->ewma_bytes = p->ewma_large = p->peak_conns = p->ewma_responses = 0;
       memset(p->conns_seen, 0, sizeof p->conns_seen);
       if (p->state == ADAPT_SYNC_ONLY) {
         char line[160];
@@ -342,7 +342,7 @@ static int measure_step(struct adapt_policy *p, const struct adapt_sample *s) {
   }
   p->idle = 0;
   cand = regime_of(
-      held_bucket(p->ewma_conns, p->regime < 0 ? -1 : REGIME_CONNS(p->regime),
+      held_bucket(p->peak_conns, p->regime < 0 ? -1 : REGIME_CONNS(p->regime),
                   4, 4, ADAPT_CONN_BUCKETS),
       held_bucket(p->ewma_responses > 0 ? p->ewma_bytes / p->ewma_responses : 0,
                   p->regime < 0 ? -1 : REGIME_SIZE(p->regime), 10000, 10,

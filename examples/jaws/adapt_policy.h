@@ -73,9 +73,9 @@ struct adapt_policy {
   unsigned idle; /* periods in a row with nothing served */
   /* Smoothed over periods: the responses, bytes and large bytes handed
    * to the sink (for the mean size and the share), the open connections. */
-  /* Smoothed per period; ewma_conns is the most connections of the last
+  /* Smoothed per period; peak_conns is the most connections of the last
    * ADAPT_CONN_WINDOW periods (conns_seen, measure_step). */
-  double ewma_bytes, ewma_large, ewma_conns, ewma_responses;
+  double ewma_bytes, ewma_large, peak_conns, ewma_responses;
   unsigned conns_seen[ADAPT_CONN_WINDOW], conns_at;
   int regime, candidate; /* -1: none yet */
   unsigned candidate_periods;

@@ -14,11 +14,13 @@
 #if !defined(_WIN32)
 #define _POSIX_C_SOURCE 200809L
 #define _DEFAULT_SOURCE /* O_NOFOLLOW, O_CLOEXEC on older C libraries */
+#define _GNU_SOURCE     /* accept4 */
 #endif
 
 #include "jaws_os.h"
 
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,10 +37,16 @@
 #include <netdb.h>
 #include <poll.h>
 #include <signal.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/time.h>
 #include <unistd.h>
+#if defined(__linux__)
+#include <sys/sendfile.h>
+#endif
 
 #ifndef O_CLOEXEC
 #define O_CLOEXEC 0
@@ -268,7 +276,8 @@ int jaws_read_at(taxi_handle_t f, void *buf, size_t len, uint64_t off) {
   return rc;
 }
 
-int jaws_sock_blocking(taxi_handle_t s, unsigned send_timeout_ms) {
+/* Make s blocking, with sends that give up after send_timeout_ms. */
+static int sock_blocking(taxi_handle_t s, unsigned send_timeout_ms) {
   u_long off = 0;
   DWORD ms = send_timeout_ms;
   if (ioctlsocket((SOCKET)s, FIONBIO, &off) != 0) return -1;
@@ -297,15 +306,6 @@ long jaws_sock_recv(taxi_handle_t s, void *buf, size_t cap) {
   }
 }
 
-void jaws_sock_peer(taxi_handle_t s, char *out, size_t cap) {
-  struct sockaddr_storage ss;
-  int len = sizeof ss;
-  if (getpeername((SOCKET)s, (struct sockaddr *)&ss, &len) != 0 ||
-      getnameinfo((struct sockaddr *)&ss, len, out, (DWORD)cap, NULL, 0,
-                  NI_NUMERICHOST) != 0)
-    snprintf(out, cap, "-");
-}
-
 int jaws_sock_send(taxi_handle_t s, const void *buf, size_t len) {
   const char *p = buf;
   while (len > 0) {
@@ -316,6 +316,62 @@ int jaws_sock_send(taxi_handle_t s, const void *buf, size_t len) {
     len -= (size_t)n;
   }
   return 0;
+}
+
+int jaws_sock_send2(taxi_handle_t s, const void *a, size_t alen, const void *b,
+                    size_t blen) {
+  return jaws_sock_send(s, a, alen) == 0 && jaws_sock_send(s, b, blen) == 0
+             ? 0
+             : -1;
+}
+
+/* Windows applies no receive timeout to accept(), and a blocking receive
+ * that times out leaves the socket in an undefined state (SO_RCVTIMEO in
+ * the Winsock documentation): the pool polls before each. */
+int jaws_sock_accept_waits(taxi_handle_t l, unsigned send_timeout_ms,
+                           int wait_ms) {
+  (void)l;
+  (void)send_timeout_ms;
+  (void)wait_ms;
+  return 0;
+}
+
+int jaws_sock_accept(taxi_handle_t l, bool prepared, taxi_handle_t *out,
+                     char *peer, size_t cap, unsigned send_timeout_ms,
+                     int wait_ms) {
+  struct sockaddr_storage ss;
+  int len = sizeof ss;
+  BOOL on = TRUE;
+  (void)prepared;
+  (void)wait_ms;
+  SOCKET s = accept((SOCKET)l, (struct sockaddr *)&ss, &len);
+  if (s == INVALID_SOCKET) {
+    int err = WSAGetLastError();
+    return err == WSAEWOULDBLOCK || err == WSAEINTR || err == WSAECONNRESET
+               ? 0
+               : -1;
+  }
+  if (getnameinfo((struct sockaddr *)&ss, len, peer, (DWORD)cap, NULL, 0,
+                  NI_NUMERICHOST) != 0)
+    snprintf(peer, cap, "-");
+  (void)setsockopt(s, IPPROTO_TCP, TCP_NODELAY, (const char *)&on, sizeof on);
+  if (sock_blocking((taxi_handle_t)s, send_timeout_ms) != 0) {
+    closesocket(s);
+    return -1;
+  }
+  *out = (taxi_handle_t)s;
+  return 1;
+}
+
+unsigned jaws_sock_backlog(taxi_handle_t l) {
+  (void)l;
+  return 0; /* Winsock does not say */
+}
+
+long jaws_sock_recv_timed(taxi_handle_t s, void *buf, size_t cap, int wait_ms) {
+  int rc = jaws_sock_wait(s, wait_ms);
+  if (rc <= 0) return rc < 0 ? -1 : JAWS_SOCK_TIMEOUT;
+  return jaws_sock_recv(s, buf, cap);
 }
 
 int jaws_thread_start(pthread_t *t, void *(*fn)(void *), void *arg) {
@@ -408,15 +464,6 @@ int jaws_read_at(taxi_handle_t f, void *buf, size_t len, uint64_t off) {
   return 0;
 }
 
-int jaws_sock_blocking(taxi_handle_t s, unsigned send_timeout_ms) {
-  struct timeval tv;
-  int flags = fcntl(s, F_GETFL);
-  if (flags == -1 || fcntl(s, F_SETFL, flags & ~O_NONBLOCK) == -1) return -1;
-  tv.tv_sec = (time_t)(send_timeout_ms / 1000);
-  tv.tv_usec = (suseconds_t)(send_timeout_ms % 1000) * 1000;
-  return setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv) == 0 ? 0 : -1;
-}
-
 int jaws_sock_wait(taxi_handle_t s, int timeout_ms) {
   struct pollfd one = {.fd = s, .events = POLLIN};
   int rc = poll(&one, 1, timeout_ms);
@@ -432,15 +479,6 @@ long jaws_sock_recv(taxi_handle_t s, void *buf, size_t cap) {
   }
 }
 
-void jaws_sock_peer(taxi_handle_t s, char *out, size_t cap) {
-  struct sockaddr_storage ss;
-  socklen_t len = sizeof ss;
-  if (getpeername(s, (struct sockaddr *)&ss, &len) != 0 ||
-      getnameinfo((struct sockaddr *)&ss, len, out, (socklen_t)cap, NULL, 0,
-                  NI_NUMERICHOST) != 0)
-    snprintf(out, cap, "-");
-}
-
 int jaws_sock_send(taxi_handle_t s, const void *buf, size_t len) {
   const char *p = buf;
   while (len > 0) {
@@ -451,6 +489,142 @@ int jaws_sock_send(taxi_handle_t s, const void *buf, size_t len) {
     len -= (size_t)n;
   }
   return 0;
+}
+
+int jaws_sock_send2(taxi_handle_t s, const void *a, size_t alen, const void *b,
+                    size_t blen) {
+  struct iovec iov[2] = {{(void *)a, alen}, {(void *)b, blen}};
+  struct msghdr m;
+  memset(&m, 0, sizeof m);
+  m.msg_iov = iov;
+  m.msg_iovlen = 2;
+  while (iov[0].iov_len + iov[1].iov_len > 0) {
+    ssize_t n = sendmsg(s, &m, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return -1; /* an error, or the send timeout */
+    size_t done = (size_t)n;
+    for (int i = 0; i < 2; i++) {
+      size_t d = done < iov[i].iov_len ? done : iov[i].iov_len;
+      iov[i].iov_base = (char *)iov[i].iov_base + d;
+      iov[i].iov_len -= d;
+      done -= d;
+    }
+  }
+  return 0;
+}
+
+static int set_timeout(taxi_handle_t s, int which, unsigned ms) {
+  struct timeval tv;
+  tv.tv_sec = (time_t)(ms / 1000);
+  tv.tv_usec = (suseconds_t)(ms % 1000) * 1000;
+  return setsockopt(s, SOL_SOCKET, which, &tv, sizeof tv);
+}
+
+int jaws_sock_accept_waits(taxi_handle_t l, unsigned send_timeout_ms,
+                           int wait_ms) {
+#if defined(__linux__)
+  /* Linux times a blocking accept() out by the listener's SO_RCVTIMEO
+   * (socket(7)), and an accepted socket starts with the listener's
+   * options; other systems may wait for ever. */
+  int flags = fcntl(l, F_GETFL), on = 1;
+  if (flags == -1 || set_timeout(l, SO_RCVTIMEO, (unsigned)wait_ms) != 0 ||
+      set_timeout(l, SO_SNDTIMEO, send_timeout_ms) != 0 ||
+      setsockopt(l, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on) != 0 ||
+      fcntl(l, F_SETFL, flags & ~O_NONBLOCK) == -1)
+    return 0;
+  return 1;
+#else
+  (void)l;
+  (void)send_timeout_ms;
+  (void)wait_ms;
+  return 0;
+#endif
+}
+
+/* Did s start with the options jaws_sock_accept_waits gave its listener?
+ * Asked once (Linux copies them to an accepted socket; should a kernel
+ * not, each socket gets them set). */
+static bool inherits_options(int s, int wait_ms) {
+  static atomic_int known = -1;
+  int k = atomic_load(&known);
+  if (k < 0) {
+    struct timeval tv;
+    socklen_t len = sizeof tv;
+    k = getsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, &len) == 0 &&
+        tv.tv_sec == wait_ms / 1000 && tv.tv_usec == wait_ms % 1000 * 1000;
+    atomic_store(&known, k);
+  }
+  return k == 1;
+}
+
+int jaws_sock_accept(taxi_handle_t l, bool prepared, taxi_handle_t *out,
+                     char *peer, size_t cap, unsigned send_timeout_ms,
+                     int wait_ms) {
+  struct sockaddr_storage ss;
+  socklen_t len = sizeof ss;
+  int on = 1, s;
+#if defined(__linux__)
+  /* Blocking (a Linux socket does not inherit O_NONBLOCK from its
+   * listener) and close-on-exec in the one call. */
+  while ((s = accept4(l, (struct sockaddr *)&ss, &len, SOCK_CLOEXEC)) < 0 &&
+         errno == EINTR) {
+  }
+#else
+  while ((s = accept(l, (struct sockaddr *)&ss, &len)) < 0 && errno == EINTR) {
+  }
+#endif
+  if (s < 0)
+    return errno == EAGAIN || errno == EWOULDBLOCK || errno == ECONNABORTED ||
+                   errno == EPROTO
+               ? 0
+               : -1;
+  if (getnameinfo((struct sockaddr *)&ss, len, peer, (socklen_t)cap, NULL, 0,
+                  NI_NUMERICHOST) != 0)
+    snprintf(peer, cap, "-");
+#if !defined(__linux__)
+  int flags = fcntl(s, F_GETFD), fl = fcntl(s, F_GETFL);
+  if (flags == -1 || fl == -1 || fcntl(s, F_SETFD, flags | FD_CLOEXEC) == -1 ||
+      fcntl(s, F_SETFL, fl & ~O_NONBLOCK) == -1) {
+    close(s);
+    return -1;
+  }
+#endif
+  if (prepared && inherits_options(s, wait_ms)) {
+    *out = s;
+    return 1;
+  }
+  (void)setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
+  if (set_timeout(s, SO_SNDTIMEO, send_timeout_ms) != 0 ||
+      set_timeout(s, SO_RCVTIMEO, (unsigned)wait_ms) != 0) {
+    close(s);
+    return -1;
+  }
+  *out = s;
+  return 1;
+}
+
+unsigned jaws_sock_backlog(taxi_handle_t l) {
+#if defined(__linux__)
+  /* For a listening socket tcpi_unacked is its accept queue's length. */
+  struct tcp_info ti;
+  socklen_t len = sizeof ti;
+  if (getsockopt(l, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0)
+    return ti.tcpi_unacked;
+#else
+  (void)l;
+#endif
+  return 0;
+}
+
+long jaws_sock_recv_timed(taxi_handle_t s, void *buf, size_t cap, int wait_ms) {
+  (void)wait_ms; /* the socket's SO_RCVTIMEO, set at the accept */
+  for (;;) {
+    ssize_t n = recv(s, buf, cap, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+      return JAWS_SOCK_TIMEOUT;
+    return n < 0 ? -1 : (long)n;
+  }
 }
 
 int jaws_thread_start(pthread_t *t, void *(*fn)(void *), void *arg) {
@@ -467,8 +641,12 @@ int jaws_thread_start(pthread_t *t, void *(*fn)(void *), void *arg) {
 }
 #endif
 
-int jaws_sock_send_file(taxi_handle_t s, taxi_handle_t f, uint64_t off,
-                        uint64_t len) {
+#if !defined(__linux__)
+/* The portable way: read the range and send it (used on Windows, where a
+ * blocking TransmitFile on an overlapped socket is not to be had, and on
+ * systems whose sendfile(2) differs from Linux's). */
+static int send_copy(taxi_handle_t s, taxi_handle_t f, uint64_t off,
+                     uint64_t len) {
   char buf[65536];
   while (len > 0) {
     size_t n = len < sizeof buf ? (size_t)len : sizeof buf;
@@ -478,4 +656,33 @@ int jaws_sock_send_file(taxi_handle_t s, taxi_handle_t f, uint64_t off,
     len -= n;
   }
   return 0;
+}
+#endif
+
+int jaws_sock_send_file(taxi_handle_t s, const void *head, size_t head_len,
+                        taxi_handle_t f, uint64_t off, uint64_t len) {
+#if defined(__linux__)
+  /* MSG_MORE holds the head back until the file's first bytes join it. */
+  const char *p = head;
+  while (head_len > 0) {
+    ssize_t n = send(s, p, head_len, MSG_NOSIGNAL | (len ? MSG_MORE : 0));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return -1;
+    p += n;
+    head_len -= (size_t)n;
+  }
+  while (len > 0) {
+    off_t o = (off_t)off;
+    size_t want = len > (1u << 30) ? (1u << 30) : (size_t)len;
+    ssize_t n = sendfile(s, f, &o, want);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return -1; /* an error, the send timeout, or a shrunk file */
+    off += (uint64_t)n;
+    len -= (uint64_t)n;
+  }
+  return 0;
+#else
+  if (jaws_sock_send(s, head, head_len) != 0) return -1;
+  return send_copy(s, f, off, len);
+#endif
 }

@@ -11,6 +11,7 @@
 #ifndef JAWS_OS_H
 #define JAWS_OS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -50,21 +51,54 @@ void jaws_close(taxi_handle_t f);
 /* Read exactly len bytes at off; 0, or -1 (error or the file shrank). */
 int jaws_read_at(taxi_handle_t f, void *buf, size_t len, uint64_t off);
 
-/* Blocking sockets (the thread strategies): make s blocking with sends
- * that give up after send_timeout_ms.  0 or -1. */
-int jaws_sock_blocking(taxi_handle_t s, unsigned send_timeout_ms);
+/* Blocking sockets (the thread strategies). */
 /* Wait up to timeout_ms for s to be readable: 1, 0 (timed out), -1.
  * With TAXI_INVALID_HANDLE, just wait timeout_ms and return 0. */
 int jaws_sock_wait(taxi_handle_t s, int timeout_ms);
 /* One receive: bytes (> 0), 0 at end of stream, -1 on error. */
 long jaws_sock_recv(taxi_handle_t s, void *buf, size_t cap);
-/* The peer's numeric address (no port) into out[cap]; "-" when unknown. */
-void jaws_sock_peer(taxi_handle_t s, char *out, size_t cap);
 /* Send everything: 0, or -1 (error, send timeout). */
 int jaws_sock_send(taxi_handle_t s, const void *buf, size_t len);
-/* Send len bytes of file f from off: 0 or -1. */
-int jaws_sock_send_file(taxi_handle_t s, taxi_handle_t f, uint64_t off,
-                        uint64_t len);
+/* Send head[head_len], then len bytes of file f from off, as few segments
+ * as the system allows (Linux: sendfile(2) after a head held back for the
+ * file's first bytes; elsewhere the file is read and sent): 0 or -1. */
+int jaws_sock_send_file(taxi_handle_t s, const void *head, size_t head_len,
+                        taxi_handle_t f, uint64_t off, uint64_t len);
+/* Send a[alen] then b[blen] in one call where the system gathers (one
+ * segment for a small response): 0, or -1 (error, send timeout). */
+int jaws_sock_send2(taxi_handle_t s, const void *a, size_t alen, const void *b,
+                    size_t blen);
+
+/* Accepts for the thread strategies, in as few system calls as the system
+ * allows.
+ *
+ * jaws_sock_accept_waits: give the (non-blocking) listener l what its
+ * connections need, where they inherit it, and make its accepts wait up
+ * to wait_ms themselves, so a pool thread needs no poll before each: 1
+ * done (Linux: a blocking listener with a receive timeout, TCP_NODELAY and
+ * the send timeout), 0 not possible here (the listener is left as it was;
+ * the caller waits with jaws_sock_wait, then accepts).
+ *
+ * jaws_sock_accept: accept one connection (`prepared`: from a listener
+ * jaws_sock_accept_waits said 1 to) as a blocking socket, not inherited
+ * by child processes, TCP_NODELAY, sends giving up after send_timeout_ms
+ * and (where jaws_sock_recv_timed relies on it) receives after wait_ms;
+ * its peer's numeric address into peer[cap] ("-" if unknown).  1
+ * accepted, 0 none waiting (or one that vanished), -1 error.  A socket it
+ * cannot set up is closed again. */
+int jaws_sock_accept_waits(taxi_handle_t l, unsigned send_timeout_ms,
+                           int wait_ms);
+int jaws_sock_accept(taxi_handle_t l, bool prepared, taxi_handle_t *out,
+                     char *peer, size_t cap, unsigned send_timeout_ms,
+                     int wait_ms);
+/* Connections waiting in listener l's accept queue (Linux: TCP_INFO of a
+ * listening socket); 0 where the system does not say. */
+unsigned jaws_sock_backlog(taxi_handle_t l);
+/* A receive on a socket from jaws_sock_accept that waits at most the
+ * wait_ms given there: bytes (> 0), 0 at end of stream, -1 on error,
+ * JAWS_SOCK_TIMEOUT when nothing came. */
+#define JAWS_SOCK_TIMEOUT (-2)
+long jaws_sock_recv_timed(taxi_handle_t s, void *buf, size_t cap, int wait_ms);
 
 /* pthread_create of a thread that takes no signals (POSIX: they are all
  * blocked in it, so the dispatcher's signalfd sees them).  0 or an error

@@ -2,32 +2,40 @@
 /*
  * examples/jaws/strategy_adaptive.c - the adaptive strategy: the paper's
  * conclusion (an optimal server adapts its concurrency strategy to load
- * and file size) as a State pattern over two I/O contexts in one process.
+ * and file size) as a State pattern over its two winning models in one
+ * process.
  *
- *   SYNC   Leader/Followers over the default reactor backend (--threads);
- *          it owns the listener, the header-timeout sweep and the load
- *          timer.
+ *   SYNC   the paper's synchronous Thread Pool (strategy_threads.c's
+ *          thread-pool): --threads threads (2 by default) block in
+ *          accept() and serve their connection with blocking calls, the
+ *          fewest system calls a request can cost.
  *   ASYNC  the Proactor (--backend; uring where it works, else taxi's
- *          default completion backend), with as many threads.
+ *          default completion backend), with as many threads; it also
+ *          runs the header-timeout sweep and the load timers.
  *
  * The server is in one of two states, decided every ADAPT_PERIOD by
  * adapt_policy.c (by default from what each state is measured to serve
  * in the regime of load the server is in; --adapt-policy threshold: from
  * the open connections and the share of large responses alone):
  *
- *   SYNC_ONLY  every connection is served in SYNC;
+ *   SYNC_ONLY  every response is sent by the pool thread that read its
+ *              request;
  *   HYBRID     a large response goes out by the Proactor's transmit-file:
- *              its connection moves to ASYNC for it; a small response
- *              moves it back.
+ *              its connection moves to ASYNC, and its thread goes back to
+ *              accept().
  *
- * A move happens only between responses: when the session hands the sink
- * a response that belongs in the other context and nothing is queued on
- * the stream, the sink keeps the response (and any pipelined one after
- * it), detaches the stream (taxi_stream_detach), and the detach callback
- * opens the connection in the other context, queues the kept responses
- * there, feeds it the bytes the old stream had read but not delivered and
- * reads on.  The session (with any pipelined requests in its buffer) and
- * the connection object outlive the streams that serve them.
+ * A connection also moves to ASYNC, in either state, once it has waited
+ * HANDOFF_MS for its next bytes: an idle keep-alive connection or a slow
+ * client must not hold one of the few pool threads (the synchronous
+ * pool's known weakness), while the Proactor waits for it at no cost.
+ * Moves go one way: a connection in ASYNC stays there to its end (its
+ * pool thread is serving others by then).
+ *
+ * A move happens between responses: the session hands the sink a
+ * response (and perhaps pipelined ones after it) that the sink keeps; the
+ * pool thread then opens the socket as a stream in ASYNC
+ * (taxi_stream_open), queues the kept responses there and reads on.  The
+ * session, with any pipelined requests in its buffer, goes with it.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -36,12 +44,13 @@
 
 #include <pthread.h>
 
+#include "../echo_common.h"
+#include "../quote/quote_net.h"
 #include "adapt_policy.h"
 #include "http_session.h"
 #include "jaws.h"
 #include "jaws_os.h"
 #include "stream_common.h"
-#include "../quote/quote_net.h"
 
 #define SWEEP_BATCH 256
 #define ADAPT_PERIOD_MS 100u
@@ -50,8 +59,18 @@
  * connection once its last bytes are in the socket's buffer, so one
  * sample a period swings between none and all the clients. */
 #define COUNT_PERIOD (10 * TAXI_NSEC_PER_MSEC)
+/* How long a pool thread waits for a connection's next bytes before the
+ * Proactor waits instead (and how long an accept() waits before the
+ * thread looks at the stop flag where accept() can wait by itself).  A
+ * client's request follows its connect, and a kept-alive client's next
+ * request its last response, well within it on a local network. */
+#define HANDOFF_MS 5
+#define WAIT_MS 200 /* a poll for the listener where accept() cannot wait */
+#define ACCEPT_NAP_MS 10
+#define POOL_THREADS 2
 
 enum { SYNC, ASYNC };
+enum { FOR_LARGE, FOR_WAITING }; /* why a connection moved */
 
 struct adaptive;
 
@@ -67,26 +86,27 @@ struct kept {
 struct conn {
   pthread_mutex_t lock;
   atomic_uint refs;      /* the connection's (until it is gone), sweeps' */
-  taxi_stream_t *stream; /* the stream serving it now */
   int where;             /* SYNC or ASYNC */
+  taxi_handle_t fd;      /* SYNC: the blocking socket */
+  taxi_stream_t *stream; /* ASYNC: the stream serving it */
   struct http_session *sess;
   struct adaptive *ad;
   bool reading, closed, eof, moving;
   struct kept kept[HTTP_SESSION_INFLIGHT];
   unsigned nkept;
-  char *extra; /* bytes handed over by a detach that did not fit yet */
-  size_t extra_len, extra_off;
-  struct conn *prev, *next; /* every open connection, for the sweep */
+  struct conn *prev, *next; /* every connection in ASYNC, for the sweep */
 };
 
 struct adaptive {
   struct jaws_server *srv;
-  taxi_io_t *io[2];
+  taxi_io_t *io; /* ASYNC */
   taxi_stream_options_t so;
-  /* Guards alive[]: a detach callback opens a stream in the other
-   * context only while that context is not being destroyed. */
+  taxi_handle_t listener;
+  bool accept_waits; /* accept() waits by itself (jaws_sock_accept_waits) */
+  /* Guards alive: a pool thread opens a stream in ASYNC only while the
+   * context is not being destroyed. */
   pthread_mutex_t ctx_lock;
-  bool alive[2];
+  bool alive;
   pthread_mutex_t list_lock;
   struct conn *list;
   atomic_int state;
@@ -95,7 +115,7 @@ struct adaptive {
   atomic_ullong responses, bytes, large_bytes;
   /* Responses written whole since the last look, and their body bytes. */
   atomic_ullong served, served_bytes;
-  atomic_ullong moves[2]; /* into SYNC, into ASYNC */
+  atomic_ullong moves[2]; /* FOR_LARGE, FOR_WAITING */
   atomic_ullong changes;
   /* The timer's: the decisions, when it last looked, the moves then. */
   struct adapt_policy policy;
@@ -103,11 +123,6 @@ struct adaptive {
   atomic_uint conn_samples;
   int64_t last_ms;
   unsigned long long last_moves;
-  /* Connections do not come back from ASYNC: IOCP keeps a socket bound to
-   * its completion port, which no other proactor can then attach. */
-  bool one_way;
-  pthread_t async_thread;
-  int async_rc;
 };
 
 struct sending {
@@ -122,7 +137,6 @@ static void conn_unref(struct conn *c) {
   if (atomic_fetch_sub(&c->refs, 1) != 1) return;
   pthread_mutex_destroy(&c->lock);
   http_session_free(c->sess);
-  free(c->extra);
   free(c);
 }
 
@@ -134,46 +148,30 @@ static void drop_kept(struct conn *c) {
   c->nkept = 0;
 }
 
-/* The connection is over (its last stream closed, or a move failed):
- * off the list, out of the count, the list's reference dropped. */
+/* The connection is over (its stream closed, its pool thread is done
+ * with it, or a move failed): off the list (ASYNC) or its socket closed
+ * (SYNC), out of the count, its reference dropped. */
 static void conn_gone(struct conn *c) {
   struct adaptive *ad = c->ad;
-  pthread_mutex_lock(&ad->list_lock);
-  if (c->prev)
-    c->prev->next = c->next;
-  else
-    ad->list = c->next;
-  if (c->next) c->next->prev = c->prev;
-  pthread_mutex_unlock(&ad->list_lock);
+  if (c->where == ASYNC) {
+    pthread_mutex_lock(&ad->list_lock);
+    if (c->prev)
+      c->prev->next = c->next;
+    else
+      ad->list = c->next;
+    if (c->next) c->next->prev = c->prev;
+    pthread_mutex_unlock(&ad->list_lock);
+  } else {
+    echo_close(c->fd);
+  }
   jaws_leave(ad->srv);
   conn_unref(c);
 }
 
-/* Under c->lock: hand the session bytes a detach brought that did not fit
- * its buffer before, as room appears. */
-static enum http_step feed_extra(struct conn *c, enum http_step step) {
-  while (step != HTTP_CLOSE && c->extra_off < c->extra_len) {
-    size_t room = http_session_room(c->sess);
-    size_t n = c->extra_len - c->extra_off;
-    if (step == HTTP_BUSY || room == 0) break;
-    if (n > room) n = room;
-    step =
-        http_session_feed(c->sess, c->extra + c->extra_off, n, jaws_now_ms());
-    c->extra_off += n;
-  }
-  if (c->extra && c->extra_off == c->extra_len) {
-    free(c->extra);
-    c->extra = NULL;
-    c->extra_len = c->extra_off = 0;
-  }
-  return step;
-}
-
-/* Under c->lock: after the session moved, read or not, end or not. */
+/* Under c->lock, in ASYNC: after the session moved, read or not, end or
+ * not. */
 static void settle(struct conn *c, enum http_step step) {
-  if (c->closed || c->moving) return;
-  step = feed_extra(c, step);
-  if (c->moving) return; /* the bytes fed made it move */
+  if (c->closed) return;
   if (step == HTTP_CLOSE) {
     if (c->reading) taxi_stream_read_stop(c->stream);
     c->reading = false;
@@ -184,8 +182,8 @@ static void settle(struct conn *c, enum http_step step) {
       taxi_stream_end(c->stream);
     return;
   }
-  bool want = step != HTTP_BUSY && c->extra == NULL &&
-              http_session_room(c->sess) >= JAWS_READ_BUFFER;
+  bool want =
+      step != HTTP_BUSY && http_session_room(c->sess) >= JAWS_READ_BUFFER;
   if (want && !c->reading)
     c->reading = taxi_stream_read_start(c->stream, on_read) == 0;
   else if (!want && c->reading) {
@@ -258,34 +256,99 @@ static void on_close(taxi_stream_t *s, int reason) {
   conn_gone(c);
 }
 
-/* The detach is over: serve the connection in the other context. */
-static void on_detached(taxi_stream_t *old, taxi_handle_t h, const void *unread,
-                        size_t len, void *arg) {
-  struct conn *c = arg;
+/* ---- SYNC: the pool ------------------------------------------------------
+ */
+
+/* Under c->lock (SYNC): send a response with blocking calls, as
+ * strategy_threads.c does; 1 (sent) or -1. */
+static int send_sync(struct conn *c, const struct http_out *o) {
+  int rc;
+  if (o->file == NULL)
+    rc = jaws_sock_send(c->fd, o->head, o->head_len);
+  else if (o->file->data)
+    rc = jaws_sock_send2(c->fd, o->head, o->head_len, o->file->data + o->off,
+                         (size_t)o->len);
+  else
+    rc = jaws_sock_send_file(c->fd, o->head, o->head_len, o->file->fd, o->off,
+                             o->len);
+  if (rc == 0) {
+    atomic_fetch_add(&c->ad->served, 1);
+    atomic_fetch_add(&c->ad->served_bytes, o->file ? o->len : 0);
+  }
+  vfs_release(o->file);
+  return rc == 0 ? 1 : -1;
+}
+
+/* Under c->lock (SYNC): keep a response for ASYNC; 0 (the session counts
+ * it in flight until ASYNC has sent it), or -1. */
+static int keep(struct conn *c, const struct http_out *o) {
+  struct kept *k = &c->kept[c->nkept];
+  if (c->nkept == HTTP_SESSION_INFLIGHT ||
+      (k->head = malloc(o->head_len)) == NULL) {
+    vfs_release(o->file);
+    return -1;
+  }
+  memcpy(k->head, o->head, o->head_len);
+  k->head_len = o->head_len;
+  k->file = o->file;
+  k->off = o->off;
+  k->len = o->len;
+  k->close = o->close;
+  c->nkept++;
+  return 0;
+}
+
+/* The sink: called by the session under c->lock. */
+static int respond(void *sink, const struct http_out *o) {
+  struct conn *c = sink;
+  struct adaptive *ad = c->ad;
+  bool large = o->file != NULL && o->len >= ad->srv->cfg.adapt_large;
+  if (o->file) {
+    atomic_fetch_add(&ad->responses, 1);
+    atomic_fetch_add(&ad->bytes, o->len);
+    if (large) atomic_fetch_add(&ad->large_bytes, o->len);
+  }
+  if (c->where == ASYNC)
+    return send_now(c, o->head, o->head_len, o->file, o->off, o->len, o->close);
+  /* A large response of a HYBRID server goes by transmit-file (one request
+   * per connection is the paper's load: its last response too). */
+  if (!c->moving && large && atomic_load(&ad->state) == ADAPT_HYBRID &&
+      !atomic_load(&ad->srv->stopping)) {
+    c->moving = true;
+    atomic_fetch_add(&ad->moves[FOR_LARGE], 1);
+  }
+  return c->moving ? keep(c, o) : send_sync(c, o);
+}
+
+static const struct http_sink_ops adaptive_sink = {respond};
+
+/* Move c from its pool thread to ASYNC: open its socket as a stream
+ * there, send what was kept, answer what is buffered, read on.  If ASYNC
+ * is going away (or out of memory), the connection ends here. */
+static void hand_off(struct conn *c) {
   struct adaptive *ad = c->ad;
   taxi_stream_t *s = NULL;
-  int to = c->where == SYNC ? ASYNC : SYNC;
   int rc = TAXI_ESTOPPED;
-  enum http_step step;
-  (void)old;
-  pthread_mutex_lock(&c->lock);
   pthread_mutex_lock(&ad->ctx_lock);
-  if (ad->alive[to]) rc = taxi_stream_open(&s, ad->io[to], h, &ad->so);
+  if (ad->alive) rc = taxi_stream_open(&s, ad->io, c->fd, &ad->so);
   pthread_mutex_unlock(&ad->ctx_lock);
+  pthread_mutex_lock(&c->lock);
   if (rc < 0) {
-    /* Stopping (or out of memory): the connection ends here. */
-    jaws_close(h);
     c->closed = true;
     drop_kept(c);
     pthread_mutex_unlock(&c->lock);
-    conn_gone(c);
+    conn_gone(c); /* closes the socket, still SYNC's */
     return;
   }
   c->stream = s;
-  c->where = to;
+  c->fd = TAXI_INVALID_HANDLE; /* the stream's now */
+  c->where = ASYNC;
   c->moving = false;
-  c->reading = false;
-  atomic_fetch_add(&ad->moves[to], 1);
+  pthread_mutex_lock(&ad->list_lock);
+  c->next = ad->list;
+  if (ad->list) ad->list->prev = c;
+  ad->list = c;
+  pthread_mutex_unlock(&ad->list_lock);
   taxi_stream_set_data(s, c);
   taxi_stream_on_close(s, on_close);
   /* The kept responses first: they answer the earlier requests. */
@@ -307,85 +370,100 @@ static void on_detached(taxi_stream_t *old, taxi_handle_t h, const void *unread,
     k->file = NULL;
   }
   c->nkept = 0;
-  if (len > 0) {
-    /* Bytes the old stream had read: usually none, and they fit. */
-    size_t room = http_session_room(c->sess), n = len < room ? len : room;
-    if (n < len && (c->extra = malloc(len - n)) != NULL) {
-      memcpy(c->extra, (const char *)unread + n, len - n);
-      c->extra_len = len - n;
-      c->extra_off = 0;
-    } else if (n < len) {
-      pthread_mutex_unlock(&c->lock);
-      taxi_stream_close(s); /* out of memory: cannot keep the bytes */
-      return;
-    }
-    step = http_session_feed(c->sess, unread, n, jaws_now_ms());
-  } else {
-    step = http_session_process(c->sess, jaws_now_ms());
-  }
-  settle(c, step);
+  settle(c, http_session_process(c->sess, jaws_now_ms()));
   pthread_mutex_unlock(&c->lock);
 }
 
-/* Where a response belongs: the other context's index, or -1 to stay. */
-static int destination(const struct conn *c, const struct http_out *o) {
-  struct adaptive *ad = c->ad;
-  bool large = o->file != NULL && o->len >= ad->srv->cfg.adapt_large;
-  bool hybrid = atomic_load(&ad->state) == ADAPT_HYBRID;
-  if (c->closed || c->eof || atomic_load(&ad->srv->stopping) ||
-      http_session_inflight(c->sess) != 0)
-    return -1;
-  /* A connection's last response moves too when it is large (one request
-   * per connection is the paper's load), never just to be closed. */
-  if (c->where == SYNC && hybrid && large) return ASYNC;
-  if (c->where == ASYNC && !(hybrid && large) && !o->close && !ad->one_way)
-    return SYNC;
-  return -1;
+/* Serve c on its pool thread.  true: move it to ASYNC (a large response
+ * is kept for the Proactor, or it waits for bytes); false: it is over. */
+static bool serve_sync(struct conn *c) {
+  struct jaws_server *srv = c->ad->srv;
+  char buf[8192];
+  for (;;) {
+    size_t room = http_session_room(c->sess);
+    enum http_step step;
+    long n;
+    if (atomic_load(&srv->stopping)) return false;
+    if (http_session_expired(c->sess, jaws_now_ms())) {
+      /* A client trickling its head in, a byte at a time. */
+      pthread_mutex_lock(&c->lock);
+      http_session_timeout(c->sess);
+      pthread_mutex_unlock(&c->lock);
+      return false;
+    }
+    if (room == 0) return true; /* cannot happen without a kept response */
+    n = jaws_sock_recv_timed(c->fd, buf, room < sizeof buf ? room : sizeof buf,
+                             HANDOFF_MS);
+    if (n == JAWS_SOCK_TIMEOUT) {
+      atomic_fetch_add(&c->ad->moves[FOR_WAITING], 1);
+      return true;
+    }
+    if (n <= 0) return false;
+    pthread_mutex_lock(&c->lock);
+    step = http_session_feed(c->sess, buf, (size_t)n, jaws_now_ms());
+    pthread_mutex_unlock(&c->lock);
+    if (c->moving) return true;
+    if (step == HTTP_CLOSE) return false;
+  }
 }
 
-/* The sink: called by the session under c->lock. */
-static int respond(void *sink, const struct http_out *o) {
-  struct conn *c = sink;
-  struct adaptive *ad = c->ad;
-  if (o->file) {
-    atomic_fetch_add(&ad->responses, 1);
-    atomic_fetch_add(&ad->bytes, o->len);
-    if (o->len >= ad->srv->cfg.adapt_large)
-      atomic_fetch_add(&ad->large_bytes, o->len);
+/* A new connection from the listener, admitted; NULL if none (a failing
+ * accept naps, so that a thread retrying does not spin). */
+static struct conn *accept_conn(struct adaptive *ad) {
+  struct jaws_server *srv = ad->srv;
+  taxi_handle_t fd;
+  char peer[64];
+  struct conn *c;
+  int rc = jaws_sock_accept(ad->listener, ad->accept_waits, &fd, peer,
+                            sizeof peer, srv->cfg.idle_timeout_ms, HANDOFF_MS);
+  if (rc < 0) jaws_sock_wait(TAXI_INVALID_HANDLE, ACCEPT_NAP_MS);
+  if (rc != 1) return NULL;
+  if (!jaws_admit(srv)) {
+    atomic_fetch_add(&srv->refused, 1);
+    (void)jaws_sock_send(fd, jaws_busy_response, strlen(jaws_busy_response));
+    echo_close(fd);
+    return NULL;
   }
-  if (!c->moving && destination(c, o) >= 0 &&
-      taxi_stream_detach(c->stream, on_detached, c) == 0) {
-    c->moving = true;
-    c->reading = false;
+  c = calloc(1, sizeof *c);
+  if (c == NULL ||
+      (c->sess = http_session_new(srv, &adaptive_sink, c, peer)) == NULL) {
+    free(c);
+    echo_close(fd);
+    jaws_leave(srv);
+    return NULL;
   }
-  if (!c->moving)
-    return send_now(c, o->head, o->head_len, o->file, o->off, o->len, o->close);
-  /* Moving: keep it for the other context (the session queues at most
-   * HTTP_SESSION_INFLIGHT, so it fits). */
-  struct kept *k = &c->kept[c->nkept];
-  if (c->nkept == HTTP_SESSION_INFLIGHT ||
-      (k->head = malloc(o->head_len)) == NULL) {
-    vfs_release(o->file);
-    return -1;
-  }
-  memcpy(k->head, o->head, o->head_len);
-  k->head_len = o->head_len;
-  k->file = o->file;
-  k->off = o->off;
-  k->len = o->len;
-  k->close = o->close;
-  c->nkept++;
-  return 0;
+  pthread_mutex_init(&c->lock, NULL);
+  atomic_init(&c->refs, 1);
+  c->fd = fd;
+  c->where = SYNC;
+  c->ad = ad;
+  return c;
 }
 
-static const struct http_sink_ops adaptive_sink = {respond};
+static void *pool_thread(void *arg) {
+  struct adaptive *ad = arg;
+  while (!atomic_load(&ad->srv->stopping)) {
+    struct conn *c;
+    if (!ad->accept_waits && jaws_sock_wait(ad->listener, WAIT_MS) != 1)
+      continue;
+    if ((c = accept_conn(ad)) == NULL) continue;
+    if (serve_sync(c))
+      hand_off(c);
+    else
+      conn_gone(c);
+  }
+  return NULL;
+}
+
+/* ---- ASYNC: the Proactor -------------------------------------------------
+ */
 
 static void on_read(taxi_stream_t *s, int status, const void *data,
                     size_t len) {
   struct conn *c = taxi_stream_data(s);
   enum http_step step;
   pthread_mutex_lock(&c->lock);
-  if (c->moving || c->closed) { /* cannot happen after detach: defensive */
+  if (c->closed) { /* cannot happen once closed: defensive */
     pthread_mutex_unlock(&c->lock);
     return;
   }
@@ -400,41 +478,6 @@ static void on_read(taxi_stream_t *s, int status, const void *data,
   pthread_mutex_unlock(&c->lock);
 }
 
-static void on_accept(taxi_listener_t *l, taxi_stream_t *s, void *arg) {
-  struct adaptive *ad = arg;
-  struct conn *c;
-  char peer[TAXI_ADDR_STRLEN];
-  (void)l;
-  if (!jaws_stream_admit(ad->srv, s)) return;
-  jaws_stream_peer(s, peer, sizeof peer);
-  c = calloc(1, sizeof *c);
-  if (c == NULL ||
-      (c->sess = http_session_new(ad->srv, &adaptive_sink, c, peer)) == NULL) {
-    free(c);
-    jaws_leave(ad->srv);
-    taxi_stream_close(s);
-    return;
-  }
-  pthread_mutex_init(&c->lock, NULL);
-  atomic_init(&c->refs, 1);
-  c->stream = s;
-  c->where = SYNC;
-  c->ad = ad;
-  taxi_stream_set_data(s, c);
-  taxi_stream_on_close(s, on_close);
-  pthread_mutex_lock(&ad->list_lock);
-  c->next = ad->list;
-  if (ad->list) ad->list->prev = c;
-  ad->list = c;
-  pthread_mutex_unlock(&ad->list_lock);
-  pthread_mutex_lock(&c->lock);
-  c->reading = taxi_stream_read_start(s, on_read) == 0;
-  if (!c->reading) taxi_stream_close(s);
-  pthread_mutex_unlock(&c->lock);
-}
-
-/* The header timeout (as in strategy_io.c), over both contexts'
- * connections; one moving has a response kept and is not waiting. */
 static void on_sweep(taxi_io_timer_t *t, void *arg) {
   struct adaptive *ad = arg;
   struct conn *late[SWEEP_BATCH];
@@ -470,7 +513,10 @@ static void say_stderr(void *arg, const char *line) {
 static void on_count(taxi_io_timer_t *t, void *arg) {
   struct adaptive *ad = arg;
   (void)t;
-  atomic_fetch_add(&ad->conn_sum, atomic_load(&ad->srv->connections));
+  /* The pool admits only as many connections as it has threads: the
+   * others wait in the listener's queue, and count. */
+  atomic_fetch_add(&ad->conn_sum, atomic_load(&ad->srv->connections) +
+                                      jaws_sock_backlog(ad->listener));
   atomic_fetch_add(&ad->conn_samples, 1);
 }
 
@@ -481,7 +527,7 @@ static void on_adapt(taxi_io_timer_t *t, void *arg) {
   struct adapt_sample s;
   int64_t now = jaws_now_ms();
   unsigned long long moves =
-      atomic_load(&ad->moves[SYNC]) + atomic_load(&ad->moves[ASYNC]);
+      atomic_load(&ad->moves[FOR_LARGE]) + atomic_load(&ad->moves[FOR_WAITING]);
   int state = atomic_load(&ad->state), next;
   unsigned long long sum = atomic_exchange(&ad->conn_sum, 0);
   unsigned samples = atomic_exchange(&ad->conn_samples, 0);
@@ -507,7 +553,6 @@ static void on_stop(taxi_io_t *io, int signo, void *arg) {
   struct adaptive *ad = arg;
   (void)signo;
   atomic_store(&ad->srv->stopping, 1);
-  taxi_io_stop(ad->io[ASYNC]);
   taxi_io_stop(io);
 }
 
@@ -517,57 +562,36 @@ static struct adaptive *console_ad;
 
 static void on_console_stop(void) {
   atomic_store(&console_ad->srv->stopping, 1);
-  taxi_io_stop(console_ad->io[ASYNC]);
-  taxi_io_stop(console_ad->io[SYNC]);
+  taxi_io_stop(console_ad->io);
 }
 
-static void *run_async(void *arg) {
-  struct adaptive *ad = arg;
-  ad->async_rc = taxi_io_run(ad->io[ASYNC]);
-  /* ASYNC failing alone would strand its connections: stop it all. */
-  if (ad->async_rc < 0) taxi_io_stop(ad->io[SYNC]);
-  return NULL;
-}
-
-/* The two contexts; 0, or the exit status after a message. */
-static int create_contexts(struct adaptive *ad) {
+/* The Proactor's context; 0, or the exit status after a message. */
+static int create_context(struct adaptive *ad) {
   static const int stop_signals[] = {SIGINT, SIGTERM};
   const struct jaws_config *cfg = &ad->srv->cfg;
   taxi_io_options_t o = TAXI_IO_OPTIONS_INIT;
   int rc;
-  o.dispatcher = TAXI_IO_LF;
-  o.threads = cfg->threads;
-  if ((rc = taxi_io_create(&ad->io[SYNC], &o)) < 0) {
-    fprintf(stderr, "jaws: cannot start the reactor side: %s\n",
-            taxi_strerror(rc));
-    return 1;
-  }
-  /* Before the proactor side exists (a backend may start threads): the
-   * signals are then blocked in every thread. */
-  for (size_t i = 0; i < sizeof stop_signals / sizeof *stop_signals; i++)
-    if ((rc = taxi_io_on_signal(ad->io[SYNC], stop_signals[i], on_stop, ad)) <
-        0) {
-      console_ad = ad;
-      if (quote_on_stop(on_console_stop) != 0)
-        fprintf(stderr, "jaws: no orderly stop on signal %d: %s\n",
-                stop_signals[i], taxi_strerror(rc));
-    }
-  o = (taxi_io_options_t)TAXI_IO_OPTIONS_INIT;
   o.dispatcher = TAXI_IO_PROACTOR;
-  o.threads = cfg->threads ? cfg->threads : 2;
+  o.threads = cfg->threads ? cfg->threads : POOL_THREADS;
   o.backend = cfg->backend ? cfg->backend : "uring";
-  rc = taxi_io_create(&ad->io[ASYNC], &o);
+  rc = taxi_io_create(&ad->io, &o);
   if (rc < 0 && cfg->backend == NULL) {
     o.backend = NULL; /* no io_uring here: the default completion backend */
-    rc = taxi_io_create(&ad->io[ASYNC], &o);
+    rc = taxi_io_create(&ad->io, &o);
   }
   if (rc < 0) {
     fprintf(stderr, "jaws: cannot start the proactor side%s%s: %s\n",
             cfg->backend ? " on backend " : "",
             cfg->backend ? cfg->backend : "", taxi_strerror(rc));
-    taxi_io_destroy(ad->io[SYNC]);
     return rc == TAXI_ENOBACKEND ? 2 : 1;
   }
+  for (size_t i = 0; i < sizeof stop_signals / sizeof *stop_signals; i++)
+    if ((rc = taxi_io_on_signal(ad->io, stop_signals[i], on_stop, ad)) < 0) {
+      console_ad = ad;
+      if (quote_on_stop(on_console_stop) != 0)
+        fprintf(stderr, "jaws: no orderly stop on signal %d: %s\n",
+                stop_signals[i], taxi_strerror(rc));
+    }
   return 0;
 }
 
@@ -580,18 +604,29 @@ static void start_timer(taxi_io_t *io, taxi_io_timer_fn fn, void *arg,
     fprintf(stderr, "jaws: no %s: %s\n", what, taxi_strerror(rc));
 }
 
+/* The pool's threads; how many started. */
+static unsigned start_pool(struct adaptive *ad, pthread_t *threads,
+                           unsigned n) {
+  unsigned started = 0;
+  for (; started < n; started++)
+    if (jaws_thread_start(&threads[started], pool_thread, ad) != 0) break;
+  return started;
+}
+
 int jaws_run_adaptive(struct jaws_server *srv,
                       const struct jaws_strategy *self) {
   struct adaptive *ad = calloc(1, sizeof *ad);
-  taxi_listener_options_t lo = TAXI_LISTENER_OPTIONS_INIT;
-  taxi_listener_t *l;
-  taxi_addr_t bound;
-  char address[300], text[TAXI_ADDR_STRLEN], backends[64];
+  unsigned n = srv->cfg.threads ? srv->cfg.threads : POOL_THREADS, started;
+  pthread_t *threads = calloc(n, sizeof *threads);
+  char bound[64], backends[64];
+  unsigned port;
   taxi_time_t period;
   int rc;
   (void)self;
-  if (ad == NULL) {
+  if (ad == NULL || threads == NULL) {
     fprintf(stderr, "jaws: out of memory\n");
+    free(ad);
+    free(threads);
     return 1;
   }
   ad->srv = srv;
@@ -599,74 +634,63 @@ int jaws_run_adaptive(struct jaws_server *srv,
                     srv->cfg.adapt_threshold ? ADAPT_THRESHOLD : ADAPT_MEASURE,
                     srv->cfg.adapt_high, srv->cfg.adapt_low, say_stderr, NULL);
   ad->last_ms = jaws_now_ms();
-  if ((rc = create_contexts(ad)) != 0) {
+  if ((rc = create_context(ad)) != 0) {
     free(ad);
+    free(threads);
     return rc;
   }
-  pthread_mutex_init(&ad->ctx_lock, NULL);
-  pthread_mutex_init(&ad->list_lock, NULL);
-  ad->alive[SYNC] = ad->alive[ASYNC] = true;
-  jaws_stream_options(srv, &ad->so);
-  lo.stream = &ad->so;
-  snprintf(address, sizeof address,
-           strchr(srv->cfg.host, ':') ? "[%s]:%u" : "%s:%u", srv->cfg.host,
-           srv->cfg.port);
-  if ((rc = taxi_listener_create(&l, ad->io[SYNC], address, &lo, on_accept,
-                                 ad)) < 0) {
-    fprintf(stderr, "jaws: cannot listen on %s: %s\n", address,
-            taxi_strerror(rc));
-    taxi_io_destroy(ad->io[ASYNC]);
-    taxi_io_destroy(ad->io[SYNC]);
-    pthread_mutex_destroy(&ad->ctx_lock);
-    pthread_mutex_destroy(&ad->list_lock);
+  if (echo_listen(srv->cfg.host, srv->cfg.port, &ad->listener, bound,
+                  sizeof bound, &port) != 0) {
+    fprintf(stderr, "jaws: %s\n", echo_last_error());
+    taxi_io_destroy(ad->io);
     free(ad);
+    free(threads);
     return 1;
   }
+  ad->accept_waits =
+      jaws_sock_accept_waits(ad->listener, srv->cfg.idle_timeout_ms,
+                             HANDOFF_MS) == 1;
+  pthread_mutex_init(&ad->ctx_lock, NULL);
+  pthread_mutex_init(&ad->list_lock, NULL);
+  ad->alive = true;
+  jaws_stream_options(srv, &ad->so);
   period = (taxi_time_t)srv->cfg.header_timeout_ms * TAXI_NSEC_PER_MSEC / 5;
   if (period < 10 * TAXI_NSEC_PER_MSEC) period = 10 * TAXI_NSEC_PER_MSEC;
   if (period > TAXI_NSEC_PER_SEC) period = TAXI_NSEC_PER_SEC;
-  start_timer(ad->io[SYNC], on_sweep, ad, period, "header timeout");
-  start_timer(ad->io[SYNC], on_count, ad, COUNT_PERIOD, "connection count");
-  start_timer(ad->io[SYNC], on_adapt, ad, ADAPT_PERIOD, "adaptation");
-  if (pthread_create(&ad->async_thread, NULL, run_async, ad) != 0) {
-    fprintf(stderr, "jaws: cannot start the proactor's thread\n");
-    taxi_io_destroy(ad->io[ASYNC]);
-    taxi_io_destroy(ad->io[SYNC]);
-    pthread_mutex_destroy(&ad->ctx_lock);
-    pthread_mutex_destroy(&ad->list_lock);
-    free(ad);
-    return 1;
+  start_timer(ad->io, on_sweep, ad, period, "header timeout");
+  start_timer(ad->io, on_count, ad, COUNT_PERIOD, "connection count");
+  start_timer(ad->io, on_adapt, ad, ADAPT_PERIOD, "adaptation");
+  if ((started = start_pool(ad, threads, n)) < n) {
+    fprintf(stderr, "jaws: cannot start %u pool threads\n", n);
+    atomic_store(&srv->stopping, 1);
+    rc = -1;
+  } else {
+    snprintf(backends, sizeof backends, "blocking+%s", taxi_io_backend(ad->io));
+    jaws_print_listening(srv, backends, n, bound);
+    rc = taxi_io_run(ad->io);
   }
-  taxi_listener_address(l, &bound);
-  taxi_addr_format(&bound, text, sizeof text);
-  const char *async_backend = taxi_io_backend(ad->io[ASYNC]);
-  ad->one_way = async_backend && strncmp(async_backend, "iocp", 4) == 0;
-  snprintf(backends, sizeof backends, "%s+%s", taxi_io_backend(ad->io[SYNC]),
-           taxi_io_backend(ad->io[ASYNC]));
-  jaws_print_listening(srv, backends, taxi_io_threads(ad->io[SYNC]), text);
-  rc = taxi_io_run(ad->io[SYNC]);
   atomic_store(&srv->stopping, 1);
-  taxi_io_stop(ad->io[ASYNC]);
-  pthread_join(ad->async_thread, NULL);
-  if (rc == 0) rc = ad->async_rc;
-  /* Neither context takes connections any more; moves in progress end
-   * their connections (see on_detached).  Then each closes its own. */
+  /* The pool takes no connection any more, and moves from now on end
+   * their connections (see hand_off); then the Proactor closes its own. */
   pthread_mutex_lock(&ad->ctx_lock);
-  ad->alive[SYNC] = ad->alive[ASYNC] = false;
+  ad->alive = false;
   pthread_mutex_unlock(&ad->ctx_lock);
-  taxi_io_destroy(ad->io[ASYNC]);
-  taxi_io_destroy(ad->io[SYNC]);
+  for (unsigned i = 0; i < started; i++) pthread_join(threads[i], NULL);
+  taxi_io_destroy(ad->io);
+  echo_close(ad->listener); /* after the timers that look at its queue */
   snprintf(srv->stop_note, sizeof srv->stop_note,
-           " (adaptive: %llu moves to the proactor, %llu back to the "
-           "reactor, %llu state changes)",
-           (unsigned long long)atomic_load(&ad->moves[ASYNC]),
-           (unsigned long long)atomic_load(&ad->moves[SYNC]),
+           " (adaptive: %llu moves to the proactor for large responses, %llu "
+           "while waiting, %llu state changes)",
+           (unsigned long long)atomic_load(&ad->moves[FOR_LARGE]),
+           (unsigned long long)atomic_load(&ad->moves[FOR_WAITING]),
            (unsigned long long)atomic_load(&ad->changes));
   pthread_mutex_destroy(&ad->ctx_lock);
   pthread_mutex_destroy(&ad->list_lock);
   free(ad);
+  free(threads);
   if (rc < 0) {
-    fprintf(stderr, "jaws: stopped by an error: %s\n", taxi_strerror(rc));
+    if (started == n)
+      fprintf(stderr, "jaws: stopped by an error: %s\n", taxi_strerror(rc));
     return 1;
   }
   return 0;

@@ -34,6 +34,7 @@
 #include "jaws_os.h"
 
 #define WAIT_MS 200
+#define ACCEPT_NAP_MS 10
 #define MAX_CONNS 16384
 #define STACK_SIZE (256 * 1024)
 #define STOP_WAIT_MS 5000
@@ -57,11 +58,16 @@ static unsigned active;
 
 static int respond(void *sink, const struct http_out *o) {
   struct tconn *c = sink;
-  int rc = jaws_sock_send(c->fd, o->head, o->head_len);
-  if (rc == 0 && o->file)
-    rc = o->file->data
-             ? jaws_sock_send(c->fd, o->file->data + o->off, (size_t)o->len)
-             : jaws_sock_send_file(c->fd, o->file->fd, o->off, o->len);
+  int rc;
+  /* The head and the body in one call: a small response is one segment. */
+  if (o->file == NULL)
+    rc = jaws_sock_send(c->fd, o->head, o->head_len);
+  else if (o->file->data)
+    rc = jaws_sock_send2(c->fd, o->head, o->head_len, o->file->data + o->off,
+                         (size_t)o->len);
+  else
+    rc = jaws_sock_send_file(c->fd, o->head, o->head_len, o->file->fd, o->off,
+                             o->len);
   vfs_release(o->file);
   c->last_ms = jaws_now_ms();
   return rc == 0 ? 1 : -1;
@@ -84,7 +90,6 @@ static int serve(struct tconn *c, bool per_request) {
   unsigned long long before = atomic_load(&server->requests);
   for (;;) {
     int64_t now = jaws_now_ms(), left;
-    int rc;
     if (atomic_load(&server->stopping)) return 0;
     if (http_session_partial(c->sess))
       left = (int64_t)server->cfg.header_timeout_ms -
@@ -96,14 +101,12 @@ static int serve(struct tconn *c, bool per_request) {
       return 0;
     }
     if (left <= 0 && !http_session_partial(c->sess)) return 0; /* idle */
-    rc = jaws_sock_wait(c->fd,
-                        left > WAIT_MS || left <= 0 ? WAIT_MS : (int)left);
-    if (rc < 0) return 0;
-    if (rc == 0) continue;
-    long n = jaws_sock_recv(c->fd, buf,
-                            sizeof buf < http_session_room(c->sess)
-                                ? sizeof buf
-                                : http_session_room(c->sess));
+    long n = jaws_sock_recv_timed(
+        c->fd, buf,
+        sizeof buf < http_session_room(c->sess) ? sizeof buf
+                                                : http_session_room(c->sess),
+        left > WAIT_MS || left <= 0 ? WAIT_MS : (int)left);
+    if (n == JAWS_SOCK_TIMEOUT) continue;
     if (n <= 0) return 0;
     if (!http_session_partial(c->sess)) c->last_ms = jaws_now_ms();
     if (http_session_feed(c->sess, buf, (size_t)n, jaws_now_ms()) == HTTP_CLOSE)
@@ -150,24 +153,27 @@ static int spawn(void *(*fn)(void *), void *arg) {
   return rc == 0 ? 0 : -1;
 }
 
-/* Accept one connection: a new tconn, or NULL (none waiting, refused). */
+/* The listener was set up by jaws_sock_accept_waits: accept() waits by
+ * itself (at most WAIT_MS) and its connections inherit their options. */
+static bool accept_waits;
+
+/* Accept one connection: a new tconn, or NULL (none waiting, refused).
+ * A failing accept (out of descriptors) naps, so that a thread retrying
+ * does not spin. */
 static struct tconn *accept_one(taxi_handle_t listener) {
   taxi_handle_t fd;
   struct tconn *c;
   char peer[64];
-  if (echo_accept(listener, &fd) != ECHO_IO_OK) return NULL;
-  if (jaws_sock_blocking(fd, server->cfg.idle_timeout_ms) != 0) {
-    echo_close(fd);
-    return NULL;
-  }
+  int rc = jaws_sock_accept(listener, accept_waits, &fd, peer, sizeof peer,
+                            server->cfg.idle_timeout_ms, WAIT_MS);
+  if (rc < 0) jaws_sock_wait(TAXI_INVALID_HANDLE, ACCEPT_NAP_MS);
+  if (rc != 1) return NULL;
   if (!jaws_admit(server)) {
     atomic_fetch_add(&server->refused, 1);
     (void)jaws_sock_send(fd, jaws_busy_response, strlen(jaws_busy_response));
     echo_close(fd);
     return NULL;
   }
-  echo_nodelay(fd);
-  jaws_sock_peer(fd, peer, sizeof peer);
   c = calloc(1, sizeof *c);
   if (c) c->sess = http_session_new(server, &socket_sink, c, peer);
   if (c == NULL || c->sess == NULL) {
@@ -202,13 +208,15 @@ static void run_per_connection(taxi_handle_t listener) {
 
 /* ---- thread-pool -------------------------------------------------------- */
 
-/* Threads race for each connection on the (non-blocking) listener: the
- * losers' accepts find nothing and they wait again. */
+/* Where accept() waits by itself, the threads block in it and the kernel
+ * hands each connection to one of them; elsewhere they race for each
+ * connection on the non-blocking listener: the losers' accepts find
+ * nothing and they wait again. */
 static void *pool_thread(void *arg) {
   taxi_handle_t listener = *(const taxi_handle_t *)arg;
   while (!atomic_load(&server->stopping)) {
     struct tconn *c;
-    if (jaws_sock_wait(listener, WAIT_MS) != 1) continue;
+    if (!accept_waits && jaws_sock_wait(listener, WAIT_MS) != 1) continue;
     if ((c = accept_one(listener)) == NULL) continue;
     serve(c, false);
     conn_free(c);
@@ -219,6 +227,8 @@ static void *pool_thread(void *arg) {
 static int run_pool(taxi_handle_t listener, unsigned n) {
   pthread_t *threads = calloc(n, sizeof *threads);
   unsigned started = 0;
+  accept_waits = jaws_sock_accept_waits(listener, server->cfg.idle_timeout_ms,
+                                        WAIT_MS) == 1;
   for (; threads && started < n; started++)
     if (pthread_create(&threads[started], NULL, pool_thread, &listener) != 0)
       break;

@@ -471,6 +471,19 @@ check_moved() {
   fi
 }
 
+# Adaptive's pool threads must not be held by connections that send
+# nothing: the idle connections of check_http each moved to the Proactor
+# once they had waited (the stop line of the run just stopped, in $out).
+check_waiters_moved() {
+  waiting=$(sed -n 's/^jaws: stopped after .* \([0-9][0-9]*\) while waiting.*/\1/p' "$out")
+  if [ "${waiting:-0}" -ge "$idle_conns" ]; then
+    ok "$1: connections that waited moved to the proactor ($waiting)"
+  else
+    cat "$out"
+    bad "$1: $idle_conns idle connections moved to the proactor (${waiting:-none})"
+  fi
+}
+
 # The adaptive strategy's threshold policy with low marks (4 connections,
 # 100 kB large): 50
 # webstone clients over the mix hold more than 4 connections open and
@@ -671,6 +684,7 @@ for run in $runs; do
   check_http "$run"
   if [ -n "$docroot" ]; then
     stop "$run" || bad "$run: stop"
+    [ "$strategy" = adaptive ] && check_waiters_moved "$run"
     if start "$run" --strategy "$strategy" --root "$docroot" \
       ${backend:+--backend "$backend"} ${threads:+--threads "$threads"}; then
       check_webstone "$run"

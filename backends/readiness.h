@@ -84,7 +84,10 @@ typedef struct taxi__readiness_ops {
   /* Watch `h` for `events` (a non-empty subset of TAXI_EV_INTEREST);
    * HUP and ERR are always reported.  Errors: TAXI_EBADF, TAXI_ETOOMANY
    * (handle beyond max_handles or FD_SETSIZE), TAXI_ENOTSUP (a kind of
-   * handle or event the mechanism cannot watch), TAXI_EEXIST, TAXI_ENOMEM. */
+   * handle or event the mechanism cannot watch), TAXI_EEXIST, TAXI_ENOMEM.
+   * A closed handle must fail (TAXI_EBADF): the core does not check it
+   * first, and a backend whose mechanism would notice only later (select,
+   * poll) checks it here. */
   int (*add)(void *state, taxi_handle_t h, uint64_t token, unsigned events,
              unsigned flags);
   /* Change what is watched.  `events` may be 0: the handle stays known to

@@ -214,14 +214,21 @@ int taxi_reactor_register(taxi_reactor_t *r, taxi_handle_t handle,
                           taxi_handler_t *h, unsigned events) {
   if (!r || !h || !h->ops || !valid_interest(events)) return TAXI_EINVAL;
   if (handle == TAXI_INVALID_HANDLE) return TAXI_EBADF;
-  int rc = taxi__handle_check(handle);
-  if (rc < 0) return rc;
+  int rc = 0;
   if ((events & TAXI_EV_EXCEPT) && !(r->ops->caps & TAXI_CAP_EXCEPT))
-    return TAXI_ENOTSUP;
-
-  taxi__mutex_lock(&r->lock);
-  rc = register_locked(r, handle, h, events);
-  taxi__mutex_unlock(&r->lock);
+    rc = TAXI_ENOTSUP;
+  if (rc == 0) {
+    taxi__mutex_lock(&r->lock);
+    rc = register_locked(r, handle, h, events);
+    taxi__mutex_unlock(&r->lock);
+  }
+  /* A closed handle is TAXI_EBADF whatever else is wrong.  The check is
+   * made only on failure: where it succeeds, every backend's add has
+   * found the handle open (the kernel's epoll_ctl or kevent, or the
+   * backend's own check where its mechanism would notice only later),
+   * and a registration per connection need not cost a system call more. */
+  if (rc < 0 && rc != TAXI_EBADF && taxi__handle_check(handle) < 0)
+    rc = TAXI_EBADF;
   return rc;
 }
 

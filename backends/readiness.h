@@ -62,6 +62,12 @@ typedef struct taxi__ready {
  * signalfd or a self-pipe, registered like any handle). */
 #define TAXI__EXT_SIGNAL 0x4u
 
+/* Closing the last descriptor of a socket removes its registration, as
+ * epoll's belong to the open file description (epoll(7)): the core may
+ * skip del for a handle it is about to close that shares its socket with
+ * no other descriptor (see close_ends_registration in core/reactor.c). */
+#define TAXI__EXT_CLOSE_DEREGISTERS 0x8u
+
 /* Flags for add and modify. */
 /* Report the handle once, then keep it registered but inactive until the
  * next modify (only asked of backends with TAXI_CAP_ONESHOT). */

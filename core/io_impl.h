@@ -261,6 +261,9 @@ struct taxi_stream {
    * descriptor shares its socket, so closing it is the socket's end - the
    * FIN goes out, and every epoll set forgets it.  Under the lock. */
   bool own_fd;
+  /* Set under the lock before the teardown (own_fd and not keep_handle),
+   * read by the driver's teardown: what the close will end. */
+  bool close_ends_socket;
   /* read_into */
   unsigned char *ri_buf;
   size_t ri_len, ri_done;

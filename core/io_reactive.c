@@ -17,6 +17,7 @@
 
 #include "alloc.h"
 #include "io_impl.h"
+#include "reactor_closing.h"
 
 #define STREAM_OF(hp) TAXI_CONTAINER_OF(hp, taxi_stream_t, d.r.h)
 
@@ -234,8 +235,12 @@ static void s_teardown(taxi_stream_t *s) {
     return;
   }
   /* The close hook (s_close) follows, here or after the hooks of s
-   * running in other threads. */
-  taxi_reactor_remove(s->io->reactor, &s->d.r.h);
+   * running in other threads.  Closing a socket nothing else shares
+   * deregisters it too, which the reactor may count on. */
+  if (s->close_ends_socket)
+    taxi__reactor_remove_closing(s->io->reactor, &s->d.r.h);
+  else
+    taxi_reactor_remove(s->io->reactor, &s->d.r.h);
 }
 
 /* ---- listeners ------------------------------------------------------------

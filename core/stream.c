@@ -524,6 +524,7 @@ static void owed_locked(taxi_stream_t *s, bool released) {
 
 /* The owed callbacks, then the driver's teardown. */
 static void teardown_locked(taxi_stream_t *s) {
+  s->close_ends_socket = s->own_fd && !s->keep_handle;
   owed_locked(s, false);
   UNLOCKED(s, s->io->drv->teardown(s));
 }
@@ -958,7 +959,7 @@ taxi_io_t *taxi_stream_io(const taxi_stream_t *s) { return s ? s->io : NULL; }
 taxi_handle_t taxi_stream_handle(const taxi_stream_t *s) {
   if (!s) return TAXI_INVALID_HANDLE;
   /* The caller may dup(2) it: from now on the close may not be the
-   * socket's end, so the stream shuts it down explicitly. */
+   * socket's end, so the stream shuts and deregisters it explicitly. */
   taxi_stream_t *m = (taxi_stream_t *)(uintptr_t)s;
   taxi__mutex_lock(&m->lock);
   m->own_fd = false;

@@ -72,6 +72,9 @@ typedef struct taxi__ready {
 /* Report the handle once, then keep it registered but inactive until the
  * next modify (only asked of backends with TAXI_CAP_ONESHOT). */
 #define TAXI__ARM_ONESHOT 0x1u
+/* add only: the library has just accepted or made the handle, so it is
+ * open; a backend's own check for a closed one may be skipped. */
+#define TAXI__ARM_OPEN 0x2u
 
 typedef struct taxi__readiness_ops {
   const char *name;

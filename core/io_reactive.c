@@ -176,7 +176,8 @@ static void s_update(taxi_stream_t *s) {
   int rc = 0;
   if (!s->d.r.registered) {
     if (!want) return;
-    rc = taxi_reactor_register(r, s->fd, &s->d.r.h, want);
+    rc = s->own_fd ? taxi__reactor_register_open(r, s->fd, &s->d.r.h, want)
+                   : taxi_reactor_register(r, s->fd, &s->d.r.h, want);
     if (rc == 0) {
       s->d.r.registered = s->d.r.attached = true;
       s->d.r.interest = want;

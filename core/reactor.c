@@ -209,10 +209,13 @@ static bool attached_here(const taxi_reactor_t *r, const taxi_handler_t *h) {
 }
 
 static int register_locked(taxi_reactor_t *r, taxi_handle_t handle,
-                           taxi_handler_t *h, unsigned events);
+                           taxi_handler_t *h, unsigned events,
+                           unsigned add_flags);
 
-int taxi_reactor_register(taxi_reactor_t *r, taxi_handle_t handle,
-                          taxi_handler_t *h, unsigned events) {
+/* taxi_reactor_register; add_flags: TAXI__ARM_OPEN or 0. */
+static int register_handle(taxi_reactor_t *r, taxi_handle_t handle,
+                           taxi_handler_t *h, unsigned events,
+                           unsigned add_flags) {
   if (!r || !h || !h->ops || !valid_interest(events)) return TAXI_EINVAL;
   if (handle == TAXI_INVALID_HANDLE) return TAXI_EBADF;
   int rc = 0;
@@ -220,7 +223,7 @@ int taxi_reactor_register(taxi_reactor_t *r, taxi_handle_t handle,
     rc = TAXI_ENOTSUP;
   if (rc == 0) {
     taxi__mutex_lock(&r->lock);
-    rc = register_locked(r, handle, h, events);
+    rc = register_locked(r, handle, h, events, add_flags);
     taxi__mutex_unlock(&r->lock);
   }
   /* A closed handle is TAXI_EBADF whatever else is wrong.  The check is
@@ -233,9 +236,20 @@ int taxi_reactor_register(taxi_reactor_t *r, taxi_handle_t handle,
   return rc;
 }
 
+int taxi_reactor_register(taxi_reactor_t *r, taxi_handle_t handle,
+                          taxi_handler_t *h, unsigned events) {
+  return register_handle(r, handle, h, events, 0);
+}
+
+int taxi__reactor_register_open(taxi_reactor_t *r, taxi_handle_t handle,
+                                taxi_handler_t *h, unsigned events) {
+  return register_handle(r, handle, h, events, TAXI__ARM_OPEN);
+}
+
 /* The table part of registration (arguments checked).  r->lock held. */
 static int register_locked(taxi_reactor_t *r, taxi_handle_t handle,
-                           taxi_handler_t *h, unsigned events) {
+                           taxi_handler_t *h, unsigned events,
+                           unsigned add_flags) {
   uint32_t row;
   if (h->internal_.flags & TAXI__H_CLOSING) return TAXI_EBUSY;
   if ((h->internal_.flags & TAXI__H_ATTACHED) && h->internal_.reactor != r)
@@ -253,7 +267,7 @@ static int register_locked(taxi_reactor_t *r, taxi_handle_t handle,
   }
   taxi__slot_t *s = &r->slots[row];
   rc = r->ops->add(r->backend, handle, make_token(row, s->generation), events,
-                   arm_flags(r));
+                   arm_flags(r) | add_flags);
   if (rc < 0) {
     taxi__handle_map_del(&r->map, handle);
     slot_free_locked(r, row);
@@ -770,7 +784,7 @@ static int move_locked(taxi_reactor_t *r, taxi_handler_t *h,
     /* Its references, the attachment's included, carry over as they are. */
     taxi__handler_set_reactor(h, to);
     link_attached_locked(to, h);
-    rc = register_locked(to, handle, h, interest);
+    rc = register_locked(to, handle, h, interest, 0);
     if (rc == 0 && suspended) {
       taxi__slot_t *ns = &to->slots[h->internal_.slot];
       ns->flags |= TAXI__S_SUSPENDED;

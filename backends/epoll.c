@@ -209,6 +209,7 @@ const taxi__readiness_ops_t taxi__backend_epoll = {
     .caps = TAXI_CAP_ONESHOT | TAXI_CAP_MULTI_WAIT | TAXI_CAP_EDGE |
             TAXI_CAP_LIVE_UPDATE | TAXI_CAP_EXCEPT,
     .max_handles = 0,
+    .ext = TAXI__EXT_CLOSE_DEREGISTERS,
     .open = epoll_open,
     .close = epoll_close,
     .add = epoll_add,

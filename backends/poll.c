@@ -132,7 +132,8 @@ static void poll_remove_at(poll_state_t *s, size_t i) {
 /* Checks common to add and modify, made before taking the lock.  Only a
  * handle being added (`is_new`) is checked for being open: a known one is
  * re-armed after every event in pool mode, where a system call per event
- * is not wanted, and one closed since shows up in the wait. */
+ * is not wanted, and one closed since shows up in the wait.  Nor is one
+ * the library has just accepted or made (TAXI__ARM_OPEN). */
 static int poll_check(taxi_handle_t h, unsigned events, bool is_new) {
   if (h < 0) return TAXI_EBADF;
   if (events & ~TAXI_EV_INTEREST) return TAXI_EINVAL;
@@ -165,8 +166,9 @@ static void poll_close(void *state) {
 static int poll_add(void *state, taxi_handle_t h, uint64_t token,
                     unsigned events, unsigned flags) {
   poll_state_t *s = state;
-  int rc = poll_check(h, events, true);
-  (void)flags; /* no one-shot arming here (no TAXI_CAP_ONESHOT) */
+  /* No one-shot arming here (no TAXI_CAP_ONESHOT); a handle the library
+   * has just made is open. */
+  int rc = poll_check(h, events, !(flags & TAXI__ARM_OPEN));
   if (rc < 0) return rc;
   taxi__mutex_lock(&s->table.lock);
   if (poll_where(s, h) != POLL_UNKNOWN) {

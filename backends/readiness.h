@@ -62,10 +62,19 @@ typedef struct taxi__ready {
  * signalfd or a self-pipe, registered like any handle). */
 #define TAXI__EXT_SIGNAL 0x4u
 
+/* Closing the last descriptor of a socket removes its registration, as
+ * epoll's belong to the open file description (epoll(7)): the core may
+ * skip del for a handle it is about to close that shares its socket with
+ * no other descriptor (see close_ends_registration in core/reactor.c). */
+#define TAXI__EXT_CLOSE_DEREGISTERS 0x8u
+
 /* Flags for add and modify. */
 /* Report the handle once, then keep it registered but inactive until the
  * next modify (only asked of backends with TAXI_CAP_ONESHOT). */
 #define TAXI__ARM_ONESHOT 0x1u
+/* add only: the library has just accepted or made the handle, so it is
+ * open; a backend's own check for a closed one may be skipped. */
+#define TAXI__ARM_OPEN 0x2u
 
 typedef struct taxi__readiness_ops {
   const char *name;
@@ -84,7 +93,10 @@ typedef struct taxi__readiness_ops {
   /* Watch `h` for `events` (a non-empty subset of TAXI_EV_INTEREST);
    * HUP and ERR are always reported.  Errors: TAXI_EBADF, TAXI_ETOOMANY
    * (handle beyond max_handles or FD_SETSIZE), TAXI_ENOTSUP (a kind of
-   * handle or event the mechanism cannot watch), TAXI_EEXIST, TAXI_ENOMEM. */
+   * handle or event the mechanism cannot watch), TAXI_EEXIST, TAXI_ENOMEM.
+   * A closed handle must fail (TAXI_EBADF): the core does not check it
+   * first, and a backend whose mechanism would notice only later (select,
+   * poll) checks it here. */
   int (*add)(void *state, taxi_handle_t h, uint64_t token, unsigned events,
              unsigned flags);
   /* Change what is watched.  `events` may be 0: the handle stays known to

@@ -107,7 +107,8 @@ static void select_store(select_state_t *s, int fd, uint64_t token,
 /* Checks common to add and modify, made before taking the lock.  Only a
  * handle being added (`is_new`) is checked for being open: a known one is
  * re-armed after every event in pool mode, where a system call per event
- * is not wanted, and one closed since shows up in the wait. */
+ * is not wanted, and one closed since shows up in the wait.  Nor is one
+ * the library has just accepted or made (TAXI__ARM_OPEN). */
 static int select_check(taxi_handle_t h, unsigned events, bool is_new) {
   if (h < 0) return TAXI_EBADF;
   if (h >= FD_SETSIZE) return TAXI_ETOOMANY;
@@ -150,8 +151,9 @@ static void select_close(void *state) {
 static int select_add(void *state, taxi_handle_t h, uint64_t token,
                       unsigned events, unsigned flags) {
   select_state_t *s = state;
-  int rc = select_check(h, events, true);
-  (void)flags; /* no one-shot arming here (no TAXI_CAP_ONESHOT) */
+  /* No one-shot arming here (no TAXI_CAP_ONESHOT); a handle the library
+   * has just made is open. */
+  int rc = select_check(h, events, !(flags & TAXI__ARM_OPEN));
   if (rc < 0) return rc;
   taxi__mutex_lock(&s->lock);
   if (FD_ISSET(h, &s->known)) {

@@ -78,6 +78,12 @@ typedef struct taxi__io_driver {
    * none can come any more (and the handle is closed). */
   void (*teardown)(taxi_stream_t *s);
   unsigned max_bufs; /* buffers one write takes */
+  /* The teardown closes a handle of the stream's own at once (or once the
+   * hooks running in other threads return), so for taxi_stream_end the
+   * close sends the FIN after the queued bytes and no shutdown is needed.
+   * Not so where operations in flight keep the socket open (a Proactor's
+   * close waits for their cancellation). */
+  bool closes_at_teardown;
 
   /* Listeners. */
   int (*listener_open)(taxi_listener_t *l);
@@ -250,6 +256,14 @@ struct taxi_stream {
   taxi_stream_detach_fn detach_fn;
   void *detach_arg;
   bool keep_handle;
+  /* The library made the descriptor (accepted or connected it) and its
+   * number was never handed out (taxi_stream_handle clears it): no other
+   * descriptor shares its socket, so closing it is the socket's end - the
+   * FIN goes out, and every epoll set forgets it.  Under the lock. */
+  bool own_fd;
+  /* Set under the lock before the teardown (own_fd and not keep_handle),
+   * read by the driver's teardown: what the close will end. */
+  bool close_ends_socket;
   /* read_into */
   unsigned char *ri_buf;
   size_t ri_len, ri_done;

@@ -17,6 +17,7 @@
 
 #include "alloc.h"
 #include "io_impl.h"
+#include "reactor_closing.h"
 
 #define STREAM_OF(hp) TAXI_CONTAINER_OF(hp, taxi_stream_t, d.r.h)
 
@@ -175,7 +176,8 @@ static void s_update(taxi_stream_t *s) {
   int rc = 0;
   if (!s->d.r.registered) {
     if (!want) return;
-    rc = taxi_reactor_register(r, s->fd, &s->d.r.h, want);
+    rc = s->own_fd ? taxi__reactor_register_open(r, s->fd, &s->d.r.h, want)
+                   : taxi_reactor_register(r, s->fd, &s->d.r.h, want);
     if (rc == 0) {
       s->d.r.registered = s->d.r.attached = true;
       s->d.r.interest = want;
@@ -234,8 +236,12 @@ static void s_teardown(taxi_stream_t *s) {
     return;
   }
   /* The close hook (s_close) follows, here or after the hooks of s
-   * running in other threads. */
-  taxi_reactor_remove(s->io->reactor, &s->d.r.h);
+   * running in other threads.  Closing a socket nothing else shares
+   * deregisters it too, which the reactor may count on. */
+  if (s->close_ends_socket)
+    taxi__reactor_remove_closing(s->io->reactor, &s->d.r.h);
+  else
+    taxi_reactor_remove(s->io->reactor, &s->d.r.h);
 }
 
 /* ---- listeners ------------------------------------------------------------
@@ -370,6 +376,7 @@ const taxi__io_driver_t taxi__io_reactive = {
     .arm = s_arm,
     .teardown = s_teardown,
     .max_bufs = 16,
+    .closes_at_teardown = true,
     .listener_open = l_open,
     .listener_close = l_close_req,
     .timer_start = t_start,

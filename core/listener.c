@@ -86,6 +86,7 @@ void taxi__listener_accepted(taxi_listener_t *l, taxi_handle_t fd,
     return;
   }
   if (peer) s->peer = *peer;
+  s->own_fd = true; /* accepted here; nothing runs it yet: no lock needed */
   TAXI__IO_COUNT(io, accepts, 1);
   /* s is busy: nothing of it runs until the callback has returned and
    * taxi__stream_start lets it (in this dispatching thread). */

@@ -11,6 +11,7 @@
 #include "config.h"
 
 #include "core/reactor_impl.h"
+#include "core/reactor_closing.h"
 #include "backends/completion.h"
 #include "core/alloc.h"
 #include "core/backends.h"
@@ -208,26 +209,47 @@ static bool attached_here(const taxi_reactor_t *r, const taxi_handler_t *h) {
 }
 
 static int register_locked(taxi_reactor_t *r, taxi_handle_t handle,
-                           taxi_handler_t *h, unsigned events);
+                           taxi_handler_t *h, unsigned events,
+                           unsigned add_flags);
+
+/* taxi_reactor_register; add_flags: TAXI__ARM_OPEN or 0. */
+static int register_handle(taxi_reactor_t *r, taxi_handle_t handle,
+                           taxi_handler_t *h, unsigned events,
+                           unsigned add_flags) {
+  if (!r || !h || !h->ops || !valid_interest(events)) return TAXI_EINVAL;
+  if (handle == TAXI_INVALID_HANDLE) return TAXI_EBADF;
+  int rc = 0;
+  if ((events & TAXI_EV_EXCEPT) && !(r->ops->caps & TAXI_CAP_EXCEPT))
+    rc = TAXI_ENOTSUP;
+  if (rc == 0) {
+    taxi__mutex_lock(&r->lock);
+    rc = register_locked(r, handle, h, events, add_flags);
+    taxi__mutex_unlock(&r->lock);
+  }
+  /* A closed handle is TAXI_EBADF whatever else is wrong.  The check is
+   * made only on failure: where it succeeds, every backend's add has
+   * found the handle open (the kernel's epoll_ctl or kevent, or the
+   * backend's own check where its mechanism would notice only later),
+   * and a registration per connection need not cost a system call more. */
+  if (rc < 0 && rc != TAXI_EBADF && taxi__handle_check(handle) < 0)
+    rc = TAXI_EBADF;
+  return rc;
+}
 
 int taxi_reactor_register(taxi_reactor_t *r, taxi_handle_t handle,
                           taxi_handler_t *h, unsigned events) {
-  if (!r || !h || !h->ops || !valid_interest(events)) return TAXI_EINVAL;
-  if (handle == TAXI_INVALID_HANDLE) return TAXI_EBADF;
-  int rc = taxi__handle_check(handle);
-  if (rc < 0) return rc;
-  if ((events & TAXI_EV_EXCEPT) && !(r->ops->caps & TAXI_CAP_EXCEPT))
-    return TAXI_ENOTSUP;
+  return register_handle(r, handle, h, events, 0);
+}
 
-  taxi__mutex_lock(&r->lock);
-  rc = register_locked(r, handle, h, events);
-  taxi__mutex_unlock(&r->lock);
-  return rc;
+int taxi__reactor_register_open(taxi_reactor_t *r, taxi_handle_t handle,
+                                taxi_handler_t *h, unsigned events) {
+  return register_handle(r, handle, h, events, TAXI__ARM_OPEN);
 }
 
 /* The table part of registration (arguments checked).  r->lock held. */
 static int register_locked(taxi_reactor_t *r, taxi_handle_t handle,
-                           taxi_handler_t *h, unsigned events) {
+                           taxi_handler_t *h, unsigned events,
+                           unsigned add_flags) {
   uint32_t row;
   if (h->internal_.flags & TAXI__H_CLOSING) return TAXI_EBUSY;
   if ((h->internal_.flags & TAXI__H_ATTACHED) && h->internal_.reactor != r)
@@ -245,7 +267,7 @@ static int register_locked(taxi_reactor_t *r, taxi_handle_t handle,
   }
   taxi__slot_t *s = &r->slots[row];
   rc = r->ops->add(r->backend, handle, make_token(row, s->generation), events,
-                   arm_flags(r));
+                   arm_flags(r) | add_flags);
   if (rc < 0) {
     taxi__handle_map_del(&r->map, handle);
     slot_free_locked(r, row);
@@ -465,10 +487,28 @@ static void timer_fired_locked(taxi_reactor_t *r, taxi_timer_t *t, int rc) {
 
 /* ---- removal and close --------------------------------------------------- */
 
-/* Stop watching h's handle and free its row. */
-static void deregister_locked(taxi_reactor_t *r, taxi_handler_t *h) {
+/* Whether the close of a handle, which its owner vouches is the last
+ * descriptor of its socket, deregisters it so that del may be skipped.
+ * The backend's registrations must die with the socket (epoll's do: they
+ * belong to the open file description, epoll(7)), and the handle must be
+ * armed one-shot (pool mode), because until the close - after the hooks
+ * running in other threads return - and in a copy that fork(2) made
+ * meanwhile, the registration lives on: one-shot, it is reported at most
+ * once, with a token whose row's generation has moved on, dropped as
+ * stale like a report another thread collected before the removal. */
+static bool close_ends_registration(const taxi_reactor_t *r,
+                                    const taxi__slot_t *s) {
+  return (r->ops->ext & TAXI__EXT_CLOSE_DEREGISTERS) && arm_flags(r) &&
+         !(s->flags & TAXI__S_REARM);
+}
+
+/* Stop watching h's handle and free its row; `closing`: the caller closes
+ * the handle next, see taxi__reactor_remove_closing. */
+static void deregister_locked(taxi_reactor_t *r, taxi_handler_t *h,
+                              bool closing) {
   if (!(h->internal_.flags & TAXI__H_HAS_HANDLE)) return;
-  r->ops->del(r->backend, h->internal_.handle);
+  if (!closing || !close_ends_registration(r, &r->slots[h->internal_.slot]))
+    r->ops->del(r->backend, h->internal_.handle);
   taxi__handle_map_del(&r->map, h->internal_.handle);
   slot_free_locked(r, h->internal_.slot);
   r->stats.handles--;
@@ -476,15 +516,19 @@ static void deregister_locked(taxi_reactor_t *r, taxi_handler_t *h) {
   set_changed_locked(r);
 }
 
-int taxi__reactor_detach_locked(taxi_reactor_t *r, taxi_handler_t *h) {
+static int detach_locked(taxi_reactor_t *r, taxi_handler_t *h, bool closing) {
   if (!attached_here(r, h)) return TAXI_ENOENT;
-  deregister_locked(r, h);
+  deregister_locked(r, h, closing);
   while (h->internal_.timers) timer_cancel_locked(r, h->internal_.timers);
   if (h->internal_.signals) taxi__signals_detach_handler_locked(r, h);
   unlink_attached_locked(r, h);
   h->internal_.flags |= TAXI__H_CLOSING;
   taxi__handler_release_locked(r, h);
   return 0;
+}
+
+int taxi__reactor_detach_locked(taxi_reactor_t *r, taxi_handler_t *h) {
+  return detach_locked(r, h, false);
 }
 
 void taxi__handler_release_locked(taxi_reactor_t *r, taxi_handler_t *h) {
@@ -508,6 +552,13 @@ int taxi_reactor_remove(taxi_reactor_t *r, taxi_handler_t *h) {
   if (!r || !h) return TAXI_EINVAL;
   taxi__mutex_lock(&r->lock);
   int rc = taxi__reactor_detach_locked(r, h);
+  taxi__mutex_unlock(&r->lock);
+  return rc;
+}
+
+int taxi__reactor_remove_closing(taxi_reactor_t *r, taxi_handler_t *h) {
+  taxi__mutex_lock(&r->lock);
+  int rc = detach_locked(r, h, true);
   taxi__mutex_unlock(&r->lock);
   return rc;
 }
@@ -728,12 +779,12 @@ static int move_locked(taxi_reactor_t *r, taxi_handler_t *h,
     taxi_handle_t handle = h->internal_.handle;
     unsigned interest = s->interest;
     bool suspended = s->flags & TAXI__S_SUSPENDED;
-    deregister_locked(r, h);
+    deregister_locked(r, h, false);
     unlink_attached_locked(r, h);
     /* Its references, the attachment's included, carry over as they are. */
     taxi__handler_set_reactor(h, to);
     link_attached_locked(to, h);
-    rc = register_locked(to, handle, h, interest);
+    rc = register_locked(to, handle, h, interest, 0);
     if (rc == 0 && suspended) {
       taxi__slot_t *ns = &to->slots[h->internal_.slot];
       ns->flags |= TAXI__S_SUSPENDED;

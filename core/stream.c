@@ -379,7 +379,11 @@ static void writes_locked(taxi_stream_t *s, taxi_time_t now) {
       (s->flags & (TAXI__S_SHUT_REQ | TAXI__S_SHUT_DONE)) == TAXI__S_SHUT_REQ &&
       !(s->flags & TAXI__S_CONNECTING)) {
     s->flags |= TAXI__S_SHUT_DONE;
-    int rc = taxi__sock_shutdown_write(s->fd);
+    /* taxi_stream_end of a socket nothing else shares, closed right after
+     * this: the close sends the FIN after the queued bytes by itself. */
+    bool close_shuts = (s->flags & TAXI__S_END_REQ) && s->own_fd &&
+                       s->io->drv->closes_at_teardown;
+    int rc = close_shuts ? 0 : taxi__sock_shutdown_write(s->fd);
     if (rc < 0) {
       fail_locked(s, rc);
       return;
@@ -520,6 +524,7 @@ static void owed_locked(taxi_stream_t *s, bool released) {
 
 /* The owed callbacks, then the driver's teardown. */
 static void teardown_locked(taxi_stream_t *s) {
+  s->close_ends_socket = s->own_fd && !s->keep_handle;
   owed_locked(s, false);
   UNLOCKED(s, s->io->drv->teardown(s));
 }
@@ -952,7 +957,14 @@ int taxi_stream_local(const taxi_stream_t *s, taxi_addr_t *out) {
 taxi_io_t *taxi_stream_io(const taxi_stream_t *s) { return s ? s->io : NULL; }
 
 taxi_handle_t taxi_stream_handle(const taxi_stream_t *s) {
-  return s ? s->fd : TAXI_INVALID_HANDLE;
+  if (!s) return TAXI_INVALID_HANDLE;
+  /* The caller may dup(2) it: from now on the close may not be the
+   * socket's end, so the stream shuts and deregisters it explicitly. */
+  taxi_stream_t *m = (taxi_stream_t *)(uintptr_t)s;
+  taxi__mutex_lock(&m->lock);
+  m->own_fd = false;
+  taxi__mutex_unlock(&m->lock);
+  return s->fd;
 }
 
 /* ---- making streams -------------------------------------------------------
@@ -978,6 +990,7 @@ int taxi_stream_connect(taxi_stream_t **out, taxi_io_t *io, const char *address,
     return rc;
   }
   s->peer = a;
+  s->own_fd = true; /* made here; nothing runs it yet: no lock needed */
   s->connect_fn = fn;
   s->connect_arg = arg;
   s->data = arg;

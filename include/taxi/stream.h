@@ -514,7 +514,10 @@ TAXI_EXTERN int taxi_stream_peer(const taxi_stream_t *s, taxi_addr_t *out);
 TAXI_EXTERN int taxi_stream_local(const taxi_stream_t *s, taxi_addr_t *out);
 /* The context of the stream; NULL for NULL. */
 TAXI_EXTERN taxi_io_t *taxi_stream_io(const taxi_stream_t *s);
-/* The socket (still the stream's); TAXI_INVALID_HANDLE for NULL. */
+/* The socket (still the stream's); TAXI_INVALID_HANDLE for NULL.  A
+ * duplicate of it (dup, fork) may outlive the stream: once it was asked
+ * for, the stream's end and close no longer count on its close to end the
+ * socket, which costs them a system call or two. */
 TAXI_EXTERN taxi_handle_t taxi_stream_handle(const taxi_stream_t *s);
 
 #ifdef __cplusplus

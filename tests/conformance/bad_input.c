@@ -125,6 +125,10 @@ static void test_bad_handles(void) {
                   TAXI_EBADF);
   CU_ASSERT_EQUAL(taxi_reactor_register(r, -42, &p.h, TAXI_EV_READ),
                   TAXI_EBADF);
+  /* The closed handle comes first, whatever else is wrong: an event the
+   * backend may not watch, ... */
+  CU_ASSERT_EQUAL(taxi_reactor_register(r, dead, &p.h, TAXI_EV_EXCEPT),
+                  TAXI_EBADF);
   CU_ASSERT_EQUAL(taxi_reactor_remove(r, &p.h), TAXI_ENOENT);
   CU_ASSERT_EQUAL(atomic_load(&p.closes), 0);
 
@@ -132,6 +136,14 @@ static void test_bad_handles(void) {
   CU_ASSERT_EQUAL_FATAL(util_socketpair(ok), 0);
   p.fd = ok[0];
   CU_ASSERT_EQUAL(taxi_reactor_register(r, ok[0], &p.h, TAXI_EV_READ), 0);
+  /* ... or a handler that has a handle already (a new closed number: ok
+   * may have taken dead's). */
+  int gone[2];
+  CU_ASSERT_EQUAL_FATAL(util_socketpair(gone), 0);
+  close(gone[0]);
+  CU_ASSERT_EQUAL(taxi_reactor_register(r, gone[0], &p.h, TAXI_EV_READ),
+                  TAXI_EBADF);
+  close(gone[1]);
   CU_ASSERT_EQUAL(util_write_byte(ok[1]), 1);
   CU_ASSERT_EQUAL(run_until(r, conf_pred_nonzero, &p.inputs, WAIT_MS), 1);
   CU_ASSERT_EQUAL(taxi_reactor_destroy(r), 0);

@@ -6,7 +6,9 @@
  * (taxi_io_stats bytes_out), tell success only to writes whose bytes all
  * went out, and tell every write exactly once, before the close callback;
  * a stream made by taxi_stream_open is not closed (and freed) by a
- * timeout before its callbacks are set.
+ * timeout before its callbacks are set; taxi_stream_end delivers every
+ * byte and then the end of the stream, even when the application holds a
+ * duplicate of the handle.
  */
 #define _GNU_SOURCE 1
 
@@ -192,10 +194,96 @@ static void test_open_waits(void) {
   st_io_destroy(&io);
 }
 
+/* ---- taxi_stream_end: the bytes, then the end ----------------------------
+ */
+
+enum { END_BYTES = 1 << 20 };
+
+struct ender {
+  unsigned char *data;
+  atomic_bool dup_it; /* this round: take the handle and duplicate it */
+  atomic_int dup_fd, closes, reason;
+};
+
+static void end_on_close(taxi_stream_t *s, int reason) {
+  struct ender *e = taxi_stream_data(s);
+  atomic_store(&e->reason, reason);
+  atomic_fetch_add(&e->closes, 1);
+}
+
+static void end_written(taxi_stream_t *s, int status, size_t len, void *arg) {
+  (void)s;
+  (void)arg;
+  CU_ASSERT_EQUAL(status, 0);
+  CU_ASSERT_EQUAL(len, END_BYTES);
+}
+
+static void end_accept(taxi_listener_t *l, taxi_stream_t *s, void *arg) {
+  struct ender *e = arg;
+  (void)l;
+  taxi_stream_set_data(s, e);
+  taxi_stream_on_close(s, end_on_close);
+  /* A duplicate keeps the socket open past the stream's close: only the
+   * shutdown tells the peer the stream ended. */
+  if (atomic_load(&e->dup_it))
+    atomic_store(&e->dup_fd, dup((int)taxi_stream_handle(s)));
+  CU_ASSERT_EQUAL(
+      taxi_stream_write_ref(s, e->data, END_BYTES, end_written, NULL), 0);
+  CU_ASSERT_EQUAL(taxi_stream_end(s), 0);
+}
+
+static int end_closed(void *arg) {
+  struct ender *e = arg;
+  return atomic_load(&e->closes) > 0;
+}
+
+static void test_end_delivers(void) {
+  st_io_t io;
+  if (st_io_create(&io) < 0) return;
+  struct ender e;
+  memset(&e, 0, sizeof e);
+  e.data = malloc(END_BYTES);
+  unsigned char *got = malloc(END_BYTES + 1);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(e.data);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(got);
+  for (size_t i = 0; i < END_BYTES; i++) e.data[i] = st_byte(11, i);
+  taxi_stream_options_t so;
+  taxi_stream_options_init(&so);
+  so.high_watermark = END_BYTES;
+  taxi_listener_options_t lo;
+  taxi_listener_options_init(&lo);
+  lo.stream = &so;
+  int port = st_listen(&io, &lo, end_accept, &e, NULL);
+  st_io_run(&io);
+  for (int round = 0; round < 4; round++) {
+    atomic_store(&e.dup_it, round % 2 == 1);
+    atomic_store(&e.dup_fd, -1);
+    atomic_store(&e.closes, 0);
+    atomic_store(&e.reason, -1);
+    int fd = st_connect_rcvbuf(port, round < 2 ? 4096 : 0);
+    CU_ASSERT_FATAL(fd >= 0);
+    /* Bounded by the socket's receive timeout (st_connect_rcvbuf). */
+    long n = st_recv_to_eof(fd, got, END_BYTES + 1);
+    CU_ASSERT_EQUAL(n, END_BYTES);
+    if (n == END_BYTES) CU_ASSERT_EQUAL(memcmp(got, e.data, END_BYTES), 0);
+    CU_ASSERT(st_wait(end_closed, &e, 10000));
+    CU_ASSERT_EQUAL(atomic_load(&e.reason), 0);
+    int dfd = atomic_load(&e.dup_fd);
+    if (round % 2 == 1) CU_ASSERT(dfd >= 0);
+    if (dfd >= 0) close(dfd);
+    close(fd);
+  }
+  st_io_destroy(&io);
+  free(e.data);
+  free(got);
+}
+
 CU_TestInfo st_tests_closing[] = {
     {"an opened stream waits for its callbacks before any timeout",
      test_open_waits},
     {"a close counts exactly what went out; each write told once",
      test_close_counts},
+    {"taxi_stream_end: every byte, then the end, a duplicate held or not",
+     test_end_delivers},
     CU_TEST_INFO_NULL,
 };

@@ -6,7 +6,9 @@
  * measured policy must probe both states, take the faster only past its
  * margin, leave small-file loads in SYNC_ONLY without probing, probe again
  * after the hold and in a new regime, not restart at a bound's noise or
- * at a bursty load's swings, and forget the regime when idle; the
+ * at a bursty load's swings, measure few long responses over windows
+ * long enough to count them, hold a confirmed decision longer, and
+ * forget the regime when idle; the
  * threshold policy keeps its rule.
  */
 #include <stdio.h>
@@ -176,7 +178,9 @@ static void test_bursty(void) {
   const double rate[2] = {50, 70}, none[2] = {0, 0};
   struct adapt_policy p;
   init(&p, ADAPT_MEASURE);
-  for (unsigned i = 0; i < 40; i++) { /* decided, and held (not probed) */
+  /* Its slots last until enough responses finished (at most 30 periods
+   * each): decided within 80 periods, and held (not probed again). */
+  for (unsigned i = 0; i < 80; i++) {
     unsigned c = conns[i % 32];
     run(&p, 1, c, 100, c > 100 ? rate : none);
   }
@@ -184,6 +188,50 @@ static void test_bursty(void) {
   CU_ASSERT_EQUAL(count("probing connections 16-63"), 0);
   CU_ASSERT_EQUAL(count("decided HYBRID for connections 64-255"), 1);
   CU_ASSERT_EQUAL(p.state, ADAPT_HYBRID);
+}
+
+/* Few, long responses (200 connections, 30 or 60 finished a period): a
+ * slot settles until about as many responses finished as connections are
+ * open (7 periods), and measures until twice as many (14): a 400 ms
+ * window would have counted a fraction of one round of responses. */
+static void test_long_responses(void) {
+  struct adapt_policy p;
+  const double rate[2] = {30, 60};
+  init(&p, ADAPT_MEASURE);
+  /* The regime (4 periods), then SYNC_ONLY's slot: still measuring at
+   * the 24th period, where a fixed window would have moved on at the 8th. */
+  CU_ASSERT_EQUAL(run(&p, 24, 200, 100, rate), ADAPT_SYNC_ONLY);
+  CU_ASSERT_EQUAL(count("probing connections 64-255"), 1);
+  CU_ASSERT_EQUAL(count("round 1 of 2"), 0);
+  CU_ASSERT_EQUAL(run(&p, 1, 200, 100, rate), ADAPT_HYBRID);
+  CU_ASSERT_EQUAL(count("SYNC_ONLY -> HYBRID (probing connections 64-255, "
+                        "mean response 100 kB-1 MB, round 1 of 2)"),
+                  1);
+  /* HYBRID settles in 4 periods (240 >= 200), measures 7 (420 >= 400):
+   * a clear gap, decided. */
+  CU_ASSERT_EQUAL(run(&p, 11, 200, 100, rate), ADAPT_HYBRID);
+  CU_ASSERT_EQUAL(count("decided HYBRID for connections 64-255"), 1);
+  CU_ASSERT_PTR_NOT_NULL(strstr(said,
+                                "held SYNC_ONLY 150.0 MB/s 300 "
+                                "responses/s"));
+}
+
+/* A decision that a probe again confirms is held twice as long: each
+ * probe costs time in the worse state. */
+static void test_hold_doubles(void) {
+  struct adapt_policy p;
+  const double rate[2] = {100, 150};
+  init(&p, ADAPT_MEASURE);
+  CU_ASSERT_EQUAL(run(&p, 12, 10, 100, rate), ADAPT_HYBRID);
+  /* Held 50 periods, probed again (HYBRID first), confirmed. */
+  CU_ASSERT_EQUAL(run(&p, 60, 10, 100, rate), ADAPT_HYBRID);
+  CU_ASSERT_EQUAL(count("adaptive: probing again"), 1);
+  CU_ASSERT_EQUAL(count("decided HYBRID for connections 4-15"), 2);
+  /* Now held 100 periods: no probe at 60 after, one by 110. */
+  CU_ASSERT_EQUAL(run(&p, 60, 10, 100, rate), ADAPT_HYBRID);
+  CU_ASSERT_EQUAL(count("adaptive: probing again"), 1);
+  CU_ASSERT_EQUAL(run(&p, 50, 10, 100, rate), ADAPT_HYBRID);
+  CU_ASSERT_EQUAL(count("adaptive: probing again"), 2);
 }
 
 static void test_idle(void) {
@@ -223,6 +271,8 @@ static CU_TestInfo policy_tests[] = {
     {"a new regime is probed, an old one remembered", test_new_regime},
     {"noise round a bound is one regime", test_bound_noise},
     {"a bursty load is one regime", test_bursty},
+    {"few long responses: longer windows", test_long_responses},
+    {"a confirmed decision is held longer", test_hold_doubles},
     {"idle: back to SYNC_ONLY", test_idle},
     {"the threshold rule", test_threshold},
     CU_TEST_INFO_NULL,

@@ -23,10 +23,18 @@
  *     machine's load falls on both; a gap of CLEAR_PCT after the first
  *     round is enough): SETTLE_PERIODS for the responses begun before
  *     the change to finish, then MEASURE_PERIODS counting the body bytes
- *     and responses that were written whole.  The challenger wins only if
- *     it served MARGIN_PCT more body bytes per second (so noise keeps the
- *     state rather than flapping it); the winner is held HOLD_PERIODS,
- *     then both are probed again, the held one first.  A regime keeps its
+ *     and responses that were written whole.  Both parts last longer
+ *     where responses are few and long (200 clients of 5 MB files, served
+ *     fairly, finish together every half second or so: a short window
+ *     counts a burst or none): the settling until as many responses have
+ *     finished as connections are open, the measuring until twice as
+ *     many, up to MAX_SETTLE_PERIODS and MAX_MEASURE_PERIODS.  The
+ *     challenger wins only if it served MARGIN_PCT more body bytes per
+ *     second (so noise keeps the state rather than flapping it); the
+ *     winner is held HOLD_PERIODS, then both are probed again, the held
+ *     one first; each probe that confirms it doubles its hold, up to
+ *     MAX_HOLD_PERIODS, since every probe costs time in the worse state.
+ *     A regime keeps its
  * decision while it is fresh, so a workload that goes back and forth between
  * two regimes is not probed each time;
  *   - after IDLE_PERIODS with nothing served and nothing open the regime
@@ -49,7 +57,10 @@ const char *const adapt_state_names[2] = {"SYNC_ONLY", "HYBRID"};
 #define SETTLE_PERIODS 1u
 #define MEASURE_PERIODS 3u
 #define PROBE_ROUNDS 2
+#define MAX_SETTLE_PERIODS 10u
+#define MAX_MEASURE_PERIODS 20u
 #define HOLD_PERIODS 50u
+#define MAX_HOLD_PERIODS 600u
 #define IDLE_PERIODS 10u
 #define MARGIN_PCT 5
 /* A gap this wide (percent, either way) after the first round decides
@@ -182,6 +193,8 @@ static void start_probe(struct adapt_policy *p, bool again) {
   p->again = again;
   p->slot = 0;
   p->slot_periods = 0;
+  p->settling = true;
+  p->slot_served = 0;
   p->incumbent = p->state;
   memset(p->acc, 0, sizeof p->acc);
   if (p->say) {
@@ -217,6 +230,8 @@ static void next_slot(struct adapt_policy *p) {
   int n, to;
   p->slot++;
   p->slot_periods = 0;
+  p->settling = true;
+  p->slot_served = 0;
   to = p->slot % 2 ? !p->incumbent : p->incumbent;
   n = snprintf(why, sizeof why, "probing%s ", p->again ? " again" : "");
   n += regime_text(p, why + n, sizeof why - (size_t)n);
@@ -260,6 +275,11 @@ static void decide(struct adapt_policy *p) {
            a[0] / 1e6, a[1], a[2], adapt_state_names[ch], b[0] / 1e6, b[1],
            b[2], gain, MARGIN_PCT);
   say(p, line);
+  /* A probe again that keeps the held state confirms it: hold longer. */
+  if (p->again && r->decided && r->state == winner && winner == inc)
+    r->hold = r->hold * 2 < MAX_HOLD_PERIODS ? r->hold * 2 : MAX_HOLD_PERIODS;
+  else
+    r->hold = HOLD_PERIODS;
   r->decided = true;
   r->state = winner;
   r->decided_at = p->period;
@@ -289,7 +309,7 @@ static void enter(struct adapt_policy *p, int r) {
              "large responses %u%% of bytes < %d%%: nothing to move",
              share_now(p), SHARE_SOME);
     change(p, ADAPT_SYNC_ONLY, why);
-  } else if (rec->decided && p->period - rec->decided_at < HOLD_PERIODS) {
+  } else if (rec->decided && p->period - rec->decided_at < rec->hold) {
     int n = regime_text(p, why, sizeof why);
     snprintf(why + n, sizeof why - (size_t)n,
              ": decided %llu ms ago, %s %.1f MB/s, %s %.1f MB/s",
@@ -363,16 +383,30 @@ static int measure_step(struct adapt_policy *p, const struct adapt_sample *s) {
   }
   switch (p->phase) {
     case PH_PROBE:
-      if (++p->slot_periods <= SETTLE_PERIODS) break;
+      p->slot_periods++;
+      p->slot_served += s->served;
+      if (p->settling) {
+        if (p->slot_periods < SETTLE_PERIODS ||
+            (p->slot_served < p->peak_conns &&
+             p->slot_periods < MAX_SETTLE_PERIODS))
+          break;
+        p->settling = false; /* measured from the next period on */
+        p->slot_periods = 0;
+        p->slot_served = 0;
+        break;
+      }
       accumulate(p, s);
-      if (p->slot_periods < SETTLE_PERIODS + MEASURE_PERIODS) break;
+      if (p->slot_periods < MEASURE_PERIODS ||
+          (p->slot_served < 2 * p->peak_conns &&
+           p->slot_periods < MAX_MEASURE_PERIODS))
+        break;
       if (p->slot + 1 < 2 * PROBE_ROUNDS && !(p->slot == 1 && clear_gap(p)))
         next_slot(p);
       else
         decide(p);
       break;
     case PH_HOLD:
-      if (p->period - record(p)->decided_at >= HOLD_PERIODS)
+      if (p->period - record(p)->decided_at >= record(p)->hold)
         start_probe(p, true);
       break;
     default:

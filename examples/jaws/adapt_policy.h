@@ -58,6 +58,7 @@ struct adapt_record {
   bool decided;
   int state;
   uint64_t decided_at; /* the period of the decision */
+  unsigned hold;       /* periods it holds: longer each time confirmed */
   double rate[2][2];   /* [state][0: body bytes/s, 1: responses/s] */
 };
 
@@ -84,6 +85,8 @@ struct adapt_policy {
   int slot;      /* probing: the incumbent's when even */
   int incumbent; /* the state when the probe began */
   unsigned slot_periods;
+  bool settling;           /* the slot waits for responses begun before it */
+  uint64_t slot_served;    /* responses finished in this part of the slot */
   struct adapt_acc acc[2]; /* the incumbent's slots, the challenger's */
   struct adapt_record rec[ADAPT_CONN_BUCKETS][ADAPT_SIZE_BUCKETS];
 };

@@ -220,7 +220,7 @@ static void test_long_responses(void) {
  * probe costs time in the worse state. */
 static void test_hold_doubles(void) {
   struct adapt_policy p;
-  const double rate[2] = {100, 150};
+  const double rate[2] = {100, 120};
   init(&p, ADAPT_MEASURE);
   CU_ASSERT_EQUAL(run(&p, 12, 10, 100, rate), ADAPT_HYBRID);
   /* Held 50 periods, probed again (HYBRID first), confirmed. */
@@ -232,6 +232,18 @@ static void test_hold_doubles(void) {
   CU_ASSERT_EQUAL(count("adaptive: probing again"), 1);
   CU_ASSERT_EQUAL(run(&p, 50, 10, 100, rate), ADAPT_HYBRID);
   CU_ASSERT_EQUAL(count("adaptive: probing again"), 2);
+}
+
+/* A first decision by a wide gap (50%) is held four times as long. */
+static void test_wide_gap(void) {
+  struct adapt_policy p;
+  const double rate[2] = {100, 150};
+  init(&p, ADAPT_MEASURE);
+  CU_ASSERT_EQUAL(run(&p, 12, 10, 100, rate), ADAPT_HYBRID);
+  CU_ASSERT_EQUAL(run(&p, 150, 10, 100, rate), ADAPT_HYBRID);
+  CU_ASSERT_EQUAL(count("adaptive: probing again"), 0);
+  CU_ASSERT_EQUAL(run(&p, 60, 10, 100, rate), ADAPT_HYBRID);
+  CU_ASSERT_EQUAL(count("adaptive: probing again"), 1);
 }
 
 static void test_idle(void) {
@@ -273,6 +285,7 @@ static CU_TestInfo policy_tests[] = {
     {"a bursty load is one regime", test_bursty},
     {"few long responses: longer windows", test_long_responses},
     {"a confirmed decision is held longer", test_hold_doubles},
+    {"a wide gap is held longer", test_wide_gap},
     {"idle: back to SYNC_ONLY", test_idle},
     {"the threshold rule", test_threshold},
     CU_TEST_INFO_NULL,

@@ -31,9 +31,10 @@
  *     many, up to MAX_SETTLE_PERIODS and MAX_MEASURE_PERIODS.  The
  *     challenger wins only if it served MARGIN_PCT more body bytes per
  *     second (so noise keeps the state rather than flapping it); the
- *     winner is held HOLD_PERIODS, then both are probed again, the held
- *     one first; each probe that confirms it doubles its hold, up to
- *     MAX_HOLD_PERIODS, since every probe costs time in the worse state.
+ *     winner is held HOLD_PERIODS (WIDE_HOLD_PERIODS when it won or lost
+ *     by WIDE_PCT), then both are probed again, the held one first; each
+ *     probe that confirms it doubles its hold, up to MAX_HOLD_PERIODS,
+ *     since every probe costs time in the worse state.
  *     A regime keeps its
  * decision while it is fresh, so a workload that goes back and forth between
  * two regimes is not probed each time;
@@ -61,6 +62,8 @@ const char *const adapt_state_names[2] = {"SYNC_ONLY", "HYBRID"};
 #define MAX_MEASURE_PERIODS 20u
 #define HOLD_PERIODS 50u
 #define MAX_HOLD_PERIODS 600u
+#define WIDE_PCT 30
+#define WIDE_HOLD_PERIODS 200u
 #define IDLE_PERIODS 10u
 #define MARGIN_PCT 5
 /* A gap this wide (percent, either way) after the first round decides
@@ -275,11 +278,14 @@ static void decide(struct adapt_policy *p) {
            a[0] / 1e6, a[1], a[2], adapt_state_names[ch], b[0] / 1e6, b[1],
            b[2], gain, MARGIN_PCT);
   say(p, line);
-  /* A probe again that keeps the held state confirms it: hold longer. */
+  /* A probe again that keeps the held state confirms it: hold longer.  A
+   * first decision by a wide gap starts longer: a drift of the machine's
+   * load is unlikely to undo it, and its probe costs the most. */
   if (p->again && r->decided && r->state == winner && winner == inc)
     r->hold = r->hold * 2 < MAX_HOLD_PERIODS ? r->hold * 2 : MAX_HOLD_PERIODS;
   else
-    r->hold = HOLD_PERIODS;
+    r->hold = gain >= WIDE_PCT || gain <= -WIDE_PCT ? WIDE_HOLD_PERIODS
+                                                    : HOLD_PERIODS;
   r->decided = true;
   r->state = winner;
   r->decided_at = p->period;

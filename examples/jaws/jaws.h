@@ -72,9 +72,16 @@ const struct jaws_strategy *jaws_strategy_find(const char *name);
 /* The strategies (strategy_io.c and strategy_threads.c). */
 int jaws_run_io(struct jaws_server *srv, const struct jaws_strategy *self);
 int jaws_run_threads(struct jaws_server *srv, const struct jaws_strategy *self);
-/* strategy_adaptive.c: both taxi models at once, chosen per response. */
+/* strategy_adaptive.c: the thread pool and the Proactor at once, chosen
+ * per response. */
 int jaws_run_adaptive(struct jaws_server *srv,
                       const struct jaws_strategy *self);
+
+struct http_out;
+/* strategy_threads.c: send response o on blocking socket fd (the head
+ * and a cached body in one call, a file's range by sendfile where the
+ * system has it); 0 or -1.  o's file reference stays the caller's. */
+int jaws_send_blocking(taxi_handle_t fd, const struct http_out *o);
 
 /* Admission under --max-connections: true and counted, or false (answer
  * 503 and close).  jaws_leave undoes a successful jaws_admit. */

@@ -262,15 +262,7 @@ static void on_close(taxi_stream_t *s, int reason) {
 /* Under c->lock (SYNC): send a response with blocking calls, as
  * strategy_threads.c does; 1 (sent) or -1. */
 static int send_sync(struct conn *c, const struct http_out *o) {
-  int rc;
-  if (o->file == NULL)
-    rc = jaws_sock_send(c->fd, o->head, o->head_len);
-  else if (o->file->data)
-    rc = jaws_sock_send2(c->fd, o->head, o->head_len, o->file->data + o->off,
-                         (size_t)o->len);
-  else
-    rc = jaws_sock_send_file(c->fd, o->head, o->head_len, o->file->fd, o->off,
-                             o->len);
+  int rc = jaws_send_blocking(c->fd, o);
   if (rc == 0) {
     atomic_fetch_add(&c->ad->served, 1);
     atomic_fetch_add(&c->ad->served_bytes, o->file ? o->len : 0);

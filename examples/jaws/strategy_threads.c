@@ -56,18 +56,19 @@ static pthread_mutex_t active_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t active_done = PTHREAD_COND_INITIALIZER;
 static unsigned active;
 
+int jaws_send_blocking(taxi_handle_t fd, const struct http_out *o) {
+  /* The head and the body in one call: a small response is one segment. */
+  if (o->file == NULL) return jaws_sock_send(fd, o->head, o->head_len);
+  if (o->file->data)
+    return jaws_sock_send2(fd, o->head, o->head_len, o->file->data + o->off,
+                           (size_t)o->len);
+  return jaws_sock_send_file(fd, o->head, o->head_len, o->file->fd, o->off,
+                             o->len);
+}
+
 static int respond(void *sink, const struct http_out *o) {
   struct tconn *c = sink;
-  int rc;
-  /* The head and the body in one call: a small response is one segment. */
-  if (o->file == NULL)
-    rc = jaws_sock_send(c->fd, o->head, o->head_len);
-  else if (o->file->data)
-    rc = jaws_sock_send2(c->fd, o->head, o->head_len, o->file->data + o->off,
-                         (size_t)o->len);
-  else
-    rc = jaws_sock_send_file(c->fd, o->head, o->head_len, o->file->fd, o->off,
-                             o->len);
+  int rc = jaws_send_blocking(c->fd, o);
   vfs_release(o->file);
   c->last_ms = jaws_now_ms();
   return rc == 0 ? 1 : -1;

@@ -82,6 +82,16 @@ struct http_out;
  * and a cached body in one call, a file's range by sendfile where the
  * system has it); 0 or -1.  o's file reference stays the caller's. */
 int jaws_send_blocking(taxi_handle_t fd, const struct http_out *o);
+/* strategy_threads.c: accept one connection from listener l as a blocking
+ * socket (jaws_sock_accept; `prepared` and wait_ms as there, sends giving
+ * up after the idle timeout) and admit it: true with *fd and peer[cap]
+ * set and the connection counted (jaws_leave undoes it); false if none
+ * came, or it was refused (answered 503 and closed).  A failing accept
+ * (out of descriptors) naps first, so that a thread retrying does not
+ * spin. */
+bool jaws_accept_blocking(struct jaws_server *srv, taxi_handle_t l,
+                          bool prepared, taxi_handle_t *fd, char *peer,
+                          size_t cap, int wait_ms);
 
 /* Admission under --max-connections: true and counted, or false (answer
  * 503 and close).  jaws_leave undoes a successful jaws_admit. */

@@ -66,7 +66,6 @@
  * request its last response, well within it on a local network. */
 #define HANDOFF_MS 5
 #define WAIT_MS 200 /* a poll for the listener where accept() cannot wait */
-#define ACCEPT_NAP_MS 10
 #define POOL_THREADS 2
 
 enum { SYNC, ASYNC };
@@ -399,23 +398,15 @@ static bool serve_sync(struct conn *c) {
   }
 }
 
-/* A new connection from the listener, admitted; NULL if none (a failing
- * accept naps, so that a thread retrying does not spin). */
+/* A new connection from the listener, admitted; NULL if none. */
 static struct conn *accept_conn(struct adaptive *ad) {
   struct jaws_server *srv = ad->srv;
   taxi_handle_t fd;
   char peer[64];
   struct conn *c;
-  int rc = jaws_sock_accept(ad->listener, ad->accept_waits, &fd, peer,
-                            sizeof peer, srv->cfg.idle_timeout_ms, HANDOFF_MS);
-  if (rc < 0) jaws_sock_wait(TAXI_INVALID_HANDLE, ACCEPT_NAP_MS);
-  if (rc != 1) return NULL;
-  if (!jaws_admit(srv)) {
-    atomic_fetch_add(&srv->refused, 1);
-    (void)jaws_sock_send(fd, jaws_busy_response, strlen(jaws_busy_response));
-    echo_close(fd);
+  if (!jaws_accept_blocking(srv, ad->listener, ad->accept_waits, &fd, peer,
+                            sizeof peer, HANDOFF_MS))
     return NULL;
-  }
   c = calloc(1, sizeof *c);
   if (c == NULL ||
       (c->sess = http_session_new(srv, &adaptive_sink, c, peer)) == NULL) {

@@ -158,23 +158,28 @@ static int spawn(void *(*fn)(void *), void *arg) {
  * itself (at most WAIT_MS) and its connections inherit their options. */
 static bool accept_waits;
 
-/* Accept one connection: a new tconn, or NULL (none waiting, refused).
- * A failing accept (out of descriptors) naps, so that a thread retrying
- * does not spin. */
+bool jaws_accept_blocking(struct jaws_server *srv, taxi_handle_t l,
+                          bool prepared, taxi_handle_t *fd, char *peer,
+                          size_t cap, int wait_ms) {
+  int rc = jaws_sock_accept(l, prepared, fd, peer, cap,
+                            srv->cfg.idle_timeout_ms, wait_ms);
+  if (rc < 0) jaws_sock_wait(TAXI_INVALID_HANDLE, ACCEPT_NAP_MS);
+  if (rc != 1) return false;
+  if (jaws_admit(srv)) return true;
+  atomic_fetch_add(&srv->refused, 1);
+  (void)jaws_sock_send(*fd, jaws_busy_response, strlen(jaws_busy_response));
+  echo_close(*fd);
+  return false;
+}
+
+/* Accept one connection: a new tconn, or NULL (none waiting, refused). */
 static struct tconn *accept_one(taxi_handle_t listener) {
   taxi_handle_t fd;
   struct tconn *c;
   char peer[64];
-  int rc = jaws_sock_accept(listener, accept_waits, &fd, peer, sizeof peer,
-                            server->cfg.idle_timeout_ms, WAIT_MS);
-  if (rc < 0) jaws_sock_wait(TAXI_INVALID_HANDLE, ACCEPT_NAP_MS);
-  if (rc != 1) return NULL;
-  if (!jaws_admit(server)) {
-    atomic_fetch_add(&server->refused, 1);
-    (void)jaws_sock_send(fd, jaws_busy_response, strlen(jaws_busy_response));
-    echo_close(fd);
+  if (!jaws_accept_blocking(server, listener, accept_waits, &fd, peer,
+                            sizeof peer, WAIT_MS))
     return NULL;
-  }
   c = calloc(1, sizeof *c);
   if (c) c->sess = http_session_new(server, &socket_sink, c, peer);
   if (c == NULL || c->sess == NULL) {

@@ -617,9 +617,10 @@ unsigned jaws_sock_backlog(taxi_handle_t l) {
 }
 
 long jaws_sock_recv_timed(taxi_handle_t s, void *buf, size_t cap, int wait_ms) {
-  (void)wait_ms; /* the socket's SO_RCVTIMEO, set at the accept */
+  /* The wait is the socket's SO_RCVTIMEO, set at the accept. */
+  int flags = wait_ms == 0 ? MSG_DONTWAIT : 0;
   for (;;) {
-    ssize_t n = recv(s, buf, cap, 0);
+    ssize_t n = recv(s, buf, cap, flags);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
       return JAWS_SOCK_TIMEOUT;

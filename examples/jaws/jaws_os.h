@@ -95,8 +95,8 @@ int jaws_sock_accept(taxi_handle_t l, bool prepared, taxi_handle_t *out,
  * listening socket); 0 where the system does not say. */
 unsigned jaws_sock_backlog(taxi_handle_t l);
 /* A receive on a socket from jaws_sock_accept that waits at most the
- * wait_ms given there: bytes (> 0), 0 at end of stream, -1 on error,
- * JAWS_SOCK_TIMEOUT when nothing came. */
+ * wait_ms given there, or not at all for wait_ms 0: bytes (> 0), 0 at end
+ * of stream, -1 on error, JAWS_SOCK_TIMEOUT when nothing came. */
 #define JAWS_SOCK_TIMEOUT (-2)
 long jaws_sock_recv_timed(taxi_handle_t s, void *buf, size_t cap, int wait_ms);
 

@@ -120,6 +120,7 @@ struct adaptive {
   struct adapt_policy policy;
   atomic_ullong conn_sum; /* the samples of the open connections */
   atomic_uint conn_samples;
+  atomic_uint backlog; /* the listener's accept queue when last sampled */
   int64_t last_ms;
   unsigned long long last_moves;
 };
@@ -383,8 +384,10 @@ static bool serve_sync(struct conn *c) {
       return false;
     }
     if (room == 0) return true; /* cannot happen without a kept response */
+    /* While connections wait to be accepted, a pool thread does not wait
+     * for this one: what has not come yet the Proactor waits for. */
     n = jaws_sock_recv_timed(c->fd, buf, room < sizeof buf ? room : sizeof buf,
-                             HANDOFF_MS);
+                             atomic_load(&c->ad->backlog) ? 0 : HANDOFF_MS);
     if (n == JAWS_SOCK_TIMEOUT) {
       atomic_fetch_add(&c->ad->moves[FOR_WAITING], 1);
       return true;
@@ -495,11 +498,12 @@ static void say_stderr(void *arg, const char *line) {
 
 static void on_count(taxi_io_timer_t *t, void *arg) {
   struct adaptive *ad = arg;
+  unsigned backlog = jaws_sock_backlog(ad->listener);
   (void)t;
   /* The pool admits only as many connections as it has threads: the
    * others wait in the listener's queue, and count. */
-  atomic_fetch_add(&ad->conn_sum, atomic_load(&ad->srv->connections) +
-                                      jaws_sock_backlog(ad->listener));
+  atomic_store(&ad->backlog, backlog);
+  atomic_fetch_add(&ad->conn_sum, atomic_load(&ad->srv->connections) + backlog);
   atomic_fetch_add(&ad->conn_samples, 1);
 }
 

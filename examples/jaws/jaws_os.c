@@ -2,17 +2,26 @@
 /*
  * examples/jaws/jaws_os.c - jaws_os.h for POSIX and for Windows: the only
  * file of the server that includes operating-system headers.  Each side
- * is one #if block below (as examples/quote/quote_net.c does it); the
- * send of a file range, written with the others, follows both.
+ * is one #if block below (as examples/quote/quote_net.c does it), after
+ * the copy that sends a file range where the system has no call for it.
  *
  * Windows: files are CreateFileW handles opened overlapped, read at an
- * offset with an event of the read's own; paths are UTF-8 with '/' (what
- * vfs.c compares), resolved by opening them and asking the handle for its
- * final path, so a symbolic link or junction is resolved as the system
- * follows it; sockets are Winsock's.
+ * offset with an event of the read's own and sent with TransmitFile from
+ * an offset given the same way; paths are UTF-8 with '/' (what vfs.c
+ * compares), resolved by opening them and asking the handle for its final
+ * path, so a symbolic link or junction is resolved as the system follows
+ * it; sockets are Winsock's.
+ *
+ * Sending a file range: sendfile(2) on Linux, FreeBSD and macOS (the last
+ * two take the head in the same call), TransmitFile on Windows, a read
+ * and a send elsewhere.
  */
 #if !defined(_WIN32)
+#if !defined(__FreeBSD__) && !defined(__APPLE__)
+/* FreeBSD's and macOS's headers hide sendfile(2) and struct sf_hdtr from
+ * a program that asks for a POSIX level; by default they show them. */
 #define _POSIX_C_SOURCE 200809L
+#endif
 #define _DEFAULT_SOURCE /* O_NOFOLLOW, O_CLOEXEC on older C libraries */
 #define _GNU_SOURCE     /* accept4 */
 #endif
@@ -30,6 +39,7 @@
 #if defined(_WIN32)
 #include <winsock2.h>
 #include <ws2tcpip.h>
+#include <mswsock.h>
 #include <windows.h>
 #else
 #include <errno.h>
@@ -54,6 +64,23 @@
 #ifndef MSG_NOSIGNAL
 #define MSG_NOSIGNAL 0 /* SIGPIPE is ignored (echo_net_init) */
 #endif
+#endif
+
+#if !defined(__linux__)
+/* The portable way: read the range and send it (where the system has no
+ * call that sends from a file, or its call cannot send this one). */
+static int send_copy(taxi_handle_t s, taxi_handle_t f, uint64_t off,
+                     uint64_t len) {
+  char buf[65536];
+  while (len > 0) {
+    size_t n = len < sizeof buf ? (size_t)len : sizeof buf;
+    if (jaws_read_at(f, buf, n, off) != 0 || jaws_sock_send(s, buf, n) != 0)
+      return -1;
+    off += n;
+    len -= n;
+  }
+  return 0;
+}
 #endif
 
 #if defined(_WIN32)
@@ -318,11 +345,133 @@ int jaws_sock_send(taxi_handle_t s, const void *buf, size_t len) {
   return 0;
 }
 
+/* WSASend's and TransmitFile's lengths are DWORDs: stay far below. */
+#define IO_MAX ((size_t)1 << 30)
+
 int jaws_sock_send2(taxi_handle_t s, const void *a, size_t alen, const void *b,
                     size_t blen) {
-  return jaws_sock_send(s, a, alen) == 0 && jaws_sock_send(s, b, blen) == 0
-             ? 0
-             : -1;
+  const char *p[2] = {a, b};
+  size_t left[2] = {alen, blen};
+  while (left[0] + left[1] > 0) {
+    WSABUF wb[2];
+    DWORD n = 0, sent = 0;
+    for (int i = 0; i < 2; i++)
+      if (left[i] > 0) {
+        wb[n].buf = (char *)p[i];
+        wb[n].len = (ULONG)(left[i] > IO_MAX ? IO_MAX : left[i]);
+        n++;
+      }
+    if (WSASend((SOCKET)s, wb, n, &sent, 0, NULL, NULL) != 0) {
+      if (WSAGetLastError() == WSAEINTR) continue;
+      return -1; /* an error, or the send timeout (WSAETIMEDOUT) */
+    }
+    if (sent == 0) return -1;
+    for (int i = 0; i < 2; i++) {
+      size_t d = sent < left[i] ? sent : left[i];
+      p[i] += d;
+      left[i] -= d;
+      sent -= (DWORD)d;
+    }
+  }
+  return 0;
+}
+
+/* TransmitFile, looked up through WSAIoctl as Microsoft asks of its
+ * callers (another provider than its own may supply it); NULL where the
+ * socket has none. */
+static LPFN_TRANSMITFILE transmit_file;
+static INIT_ONCE transmit_once = INIT_ONCE_STATIC_INIT;
+
+static BOOL CALLBACK load_transmit_file(PINIT_ONCE once, void *s, void **c) {
+  GUID guid = WSAID_TRANSMITFILE;
+  DWORD n = 0;
+  (void)once;
+  (void)c;
+  if (WSAIoctl((SOCKET)(uintptr_t)s, SIO_GET_EXTENSION_FUNCTION_POINTER, &guid,
+               sizeof guid, &transmit_file, sizeof transmit_file, &n, NULL,
+               NULL) != 0)
+    transmit_file = NULL;
+  return TRUE;
+}
+
+/* The first piece of a file TransmitFile is given, and the most it takes
+ * in one call (2^31 - 2 bytes). */
+#define FIRST_PIECE ((DWORD)256 * 1024)
+#define MAX_PIECE ((DWORD)0x7ffffffe)
+
+/* One TransmitFile of head[head_len] and want bytes of f from off, given
+ * up after ms (0: never): 1 all sent, 0 TransmitFile cannot send this
+ * (nothing went), -1 error, timeout or a file that shrank.
+ *
+ * The file handle is overlapped and shared by the threads sending from
+ * it, so it has no file pointer to start from: the offset goes in an
+ * OVERLAPPED, which makes the call overlapped even on this blocking
+ * socket (it may return WSA_IO_PENDING) and leaves it outside
+ * SO_SNDTIMEO: the wait for its event is what gives up. */
+static int transmit_piece(SOCKET s, HANDLE ev, const void *head,
+                          size_t head_len, HANDLE f, uint64_t off, DWORD want,
+                          DWORD ms) {
+  OVERLAPPED ov;
+  TRANSMIT_FILE_BUFFERS tfb;
+  DWORD sent = 0, flags = 0;
+  memset(&ov, 0, sizeof ov);
+  memset(&tfb, 0, sizeof tfb);
+  ov.Offset = (DWORD)(off & 0xffffffffu);
+  ov.OffsetHigh = (DWORD)(off >> 32);
+  /* The low bit set: no completion packet, should s be bound to a port. */
+  ov.hEvent = (HANDLE)((uintptr_t)ev | 1);
+  tfb.Head = (void *)head;
+  tfb.HeadLength = (DWORD)head_len;
+  ResetEvent(ev);
+  if (!transmit_file(s, f, want, 0, &ov, head_len ? &tfb : NULL, 0)) {
+    int err = WSAGetLastError();
+    if (err == WSAEOPNOTSUPP) return 0;
+    if (err != WSA_IO_PENDING) return -1;
+  }
+  if (WaitForSingleObject(ev, ms ? ms : INFINITE) != WAIT_OBJECT_0) {
+    /* The peer took too little for too long.  The call must end before
+     * its OVERLAPPED does; a cancelled one ends at once. */
+    (void)CancelIoEx((HANDLE)s, &ov);
+    (void)WaitForSingleObject(ev, INFINITE);
+    return -1;
+  }
+  if (!WSAGetOverlappedResult(s, &ov, &sent, FALSE, &flags)) return -1;
+  return sent == head_len + want ? 1 : -1;
+}
+
+int jaws_sock_send_file(taxi_handle_t s, const void *head, size_t head_len,
+                        taxi_handle_t f, uint64_t off, uint64_t len) {
+  DWORD ms = 0, piece = FIRST_PIECE;
+  int optlen = sizeof ms, rc;
+  HANDLE ev = NULL;
+  (void)InitOnceExecuteOnce(&transmit_once, load_transmit_file,
+                            (void *)(uintptr_t)s, NULL);
+  /* (A length of 0 would send the whole file.) */
+  if (transmit_file && len > 0 && head_len <= IO_MAX &&
+      getsockopt((SOCKET)s, SOL_SOCKET, SO_SNDTIMEO, (char *)&ms, &optlen) == 0)
+    ev = CreateEventW(NULL, TRUE, FALSE, NULL);
+  rc = ev ? 1 : 0;
+  while (rc == 1 && len > 0) {
+    /* Each piece has the send timeout to go.  A piece doubles while the
+     * peer takes one in under a quarter of that: a large file goes in few
+     * calls, and a peer that keeps reading is not cut off. */
+    DWORD want = len < piece ? (DWORD)len : piece;
+    int64_t t0 = jaws_now_ms();
+    rc = transmit_piece((SOCKET)s, ev, head, head_len, (HANDLE)(uintptr_t)f,
+                        off, want, ms);
+    if (rc != 1) break;
+    head_len = 0;
+    off += want;
+    len -= want;
+    if (ms == 0 || (jaws_now_ms() - t0) * 4 < (int64_t)ms)
+      piece = piece > MAX_PIECE / 2 ? MAX_PIECE : piece * 2;
+  }
+  if (ev) CloseHandle(ev);
+  if (rc != 0) return rc == 1 ? 0 : -1;
+  /* No TransmitFile, or one that cannot send from this file: copy, from
+   * where it stopped. */
+  if (jaws_sock_send(s, head, head_len) != 0) return -1;
+  return send_copy(s, f, off, len);
 }
 
 /* Windows applies no receive timeout to accept(), and a blocking receive
@@ -513,6 +662,82 @@ int jaws_sock_send2(taxi_handle_t s, const void *a, size_t alen, const void *b,
   return 0;
 }
 
+#if defined(__FreeBSD__) || defined(__APPLE__)
+/* FreeBSD's and macOS's sendfile(2): the head goes as the call's header
+ * (struct sf_hdtr), in a segment with the file's first bytes.  A call cut
+ * short by a signal or the send timeout (EINTR, EAGAIN) says how many
+ * bytes went, head first: the loop goes on from there, without the part
+ * of the head that went.  0 sent, -1 error (the send timeout with nothing
+ * sent, a file that shrank), 1 sendfile cannot send this (nothing went:
+ * the caller copies). */
+static int sendfile_hdtr(int s, const void *head, size_t head_len, int f,
+                         uint64_t off, uint64_t len) {
+  struct iovec hv = {(void *)head, head_len};
+  bool started = false;
+  while (len > 0) { /* (a length of 0 would send up to the end of file) */
+    struct sf_hdtr hdtr = {hv.iov_len ? &hv : NULL, hv.iov_len ? 1 : 0, NULL,
+                           0};
+    size_t want = len > (1u << 30) ? (1u << 30) : (size_t)len;
+    off_t sent = 0;
+#if defined(__FreeBSD__)
+    int rc = sendfile(f, s, (off_t)off, want, &hdtr, &sent, 0);
+#else
+    sent = (off_t)(hv.iov_len + want); /* in: the head's and file's bytes */
+    int rc = sendfile(f, s, (off_t)off, &sent, &hdtr, 0);
+#endif
+    int err = rc == 0 ? 0 : errno;
+    if (err != 0 && err != EINTR && err != EAGAIN)
+      return !started && (err == ENOTSOCK || err == EOPNOTSUPP ||
+                          err == ENOTSUP || err == EINVAL)
+                 ? 1
+                 : -1;
+    if (sent <= 0) {
+      if (err == EINTR) continue;
+      return -1; /* the send timeout, or the file ended early */
+    }
+    started = true;
+    size_t h = (size_t)sent < hv.iov_len ? (size_t)sent : hv.iov_len;
+    hv.iov_base = (char *)hv.iov_base + h;
+    hv.iov_len -= h;
+    off += (uint64_t)sent - h;
+    len -= (uint64_t)sent - h;
+  }
+  return jaws_sock_send(s, hv.iov_base, hv.iov_len); /* a head alone */
+}
+#endif
+
+int jaws_sock_send_file(taxi_handle_t s, const void *head, size_t head_len,
+                        taxi_handle_t f, uint64_t off, uint64_t len) {
+#if defined(__linux__)
+  /* MSG_MORE holds the head back until the file's first bytes join it. */
+  const char *p = head;
+  while (head_len > 0) {
+    ssize_t n = send(s, p, head_len, MSG_NOSIGNAL | (len ? MSG_MORE : 0));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return -1;
+    p += n;
+    head_len -= (size_t)n;
+  }
+  while (len > 0) {
+    off_t o = (off_t)off;
+    size_t want = len > (1u << 30) ? (1u << 30) : (size_t)len;
+    ssize_t n = sendfile(s, f, &o, want);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return -1; /* an error, the send timeout, or a shrunk file */
+    off += (uint64_t)n;
+    len -= (uint64_t)n;
+  }
+  return 0;
+#else
+#if defined(__FreeBSD__) || defined(__APPLE__)
+  int rc = sendfile_hdtr(s, head, head_len, f, off, len);
+  if (rc <= 0) return rc;
+#endif
+  if (jaws_sock_send(s, head, head_len) != 0) return -1;
+  return send_copy(s, f, off, len);
+#endif
+}
+
 static int set_timeout(taxi_handle_t s, int which, unsigned ms) {
   struct timeval tv;
   tv.tv_sec = (time_t)(ms / 1000);
@@ -641,49 +866,3 @@ int jaws_thread_start(pthread_t *t, void *(*fn)(void *), void *arg) {
   return rc;
 }
 #endif
-
-#if !defined(__linux__)
-/* The portable way: read the range and send it (used on Windows, where a
- * blocking TransmitFile on an overlapped socket is not to be had, and on
- * systems whose sendfile(2) differs from Linux's). */
-static int send_copy(taxi_handle_t s, taxi_handle_t f, uint64_t off,
-                     uint64_t len) {
-  char buf[65536];
-  while (len > 0) {
-    size_t n = len < sizeof buf ? (size_t)len : sizeof buf;
-    if (jaws_read_at(f, buf, n, off) != 0 || jaws_sock_send(s, buf, n) != 0)
-      return -1;
-    off += n;
-    len -= n;
-  }
-  return 0;
-}
-#endif
-
-int jaws_sock_send_file(taxi_handle_t s, const void *head, size_t head_len,
-                        taxi_handle_t f, uint64_t off, uint64_t len) {
-#if defined(__linux__)
-  /* MSG_MORE holds the head back until the file's first bytes join it. */
-  const char *p = head;
-  while (head_len > 0) {
-    ssize_t n = send(s, p, head_len, MSG_NOSIGNAL | (len ? MSG_MORE : 0));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return -1;
-    p += n;
-    head_len -= (size_t)n;
-  }
-  while (len > 0) {
-    off_t o = (off_t)off;
-    size_t want = len > (1u << 30) ? (1u << 30) : (size_t)len;
-    ssize_t n = sendfile(s, f, &o, want);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return -1; /* an error, the send timeout, or a shrunk file */
-    off += (uint64_t)n;
-    len -= (uint64_t)n;
-  }
-  return 0;
-#else
-  if (jaws_sock_send(s, head, head_len) != 0) return -1;
-  return send_copy(s, f, off, len);
-#endif
-}

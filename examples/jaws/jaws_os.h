@@ -60,12 +60,18 @@ long jaws_sock_recv(taxi_handle_t s, void *buf, size_t cap);
 /* Send everything: 0, or -1 (error, send timeout). */
 int jaws_sock_send(taxi_handle_t s, const void *buf, size_t len);
 /* Send head[head_len], then len bytes of file f from off, as few segments
- * as the system allows (Linux: sendfile(2) after a head held back for the
- * file's first bytes; elsewhere the file is read and sent): 0 or -1. */
+ * and copies as the system allows: Linux sendfile(2) after a head held
+ * back for the file's first bytes; FreeBSD and macOS sendfile(2) with the
+ * head in the call; Windows TransmitFile with the head in it (the file's
+ * offset in an OVERLAPPED, the wait for it given up after the socket's
+ * send timeout).  Where the system has no such call, or it cannot send
+ * from this file, the file is read and sent.  0, or -1 (error, send
+ * timeout, a file that shrank). */
 int jaws_sock_send_file(taxi_handle_t s, const void *head, size_t head_len,
                         taxi_handle_t f, uint64_t off, uint64_t len);
-/* Send a[alen] then b[blen] in one call where the system gathers (one
- * segment for a small response): 0, or -1 (error, send timeout). */
+/* Send a[alen] then b[blen] in one gathering call (POSIX sendmsg,
+ * Windows WSASend; one segment for a small response), repeated for what a
+ * partial send left: 0, or -1 (error, send timeout). */
 int jaws_sock_send2(taxi_handle_t s, const void *a, size_t alen, const void *b,
                     size_t blen);
 

@@ -709,8 +709,15 @@ static int sendfile_hdtr(int s, const void *head, size_t head_len, int f,
 int jaws_sock_send_file(taxi_handle_t s, const void *head, size_t head_len,
                         taxi_handle_t f, uint64_t off, uint64_t len) {
 #if defined(__linux__)
-  /* MSG_MORE holds the head back until the file's first bytes join it. */
+  /* The socket has TCP_NODELAY, for small responses; a file goes corked,
+   * so that it leaves in full segments even where the send waits for
+   * room (uncorked, each wait pushes out a part-filled one, and every
+   * segment costs the receiver a wake-up), and the head with its first
+   * bytes.  Uncorking sends the rest. */
   const char *p = head;
+  int on = 1, no = 0;
+  bool corked =
+      len > 0 && setsockopt(s, IPPROTO_TCP, TCP_CORK, &on, sizeof on) == 0;
   while (head_len > 0) {
     ssize_t n = send(s, p, head_len, MSG_NOSIGNAL | (len ? MSG_MORE : 0));
     if (n < 0 && errno == EINTR) continue;
@@ -727,6 +734,8 @@ int jaws_sock_send_file(taxi_handle_t s, const void *head, size_t head_len,
     off += (uint64_t)n;
     len -= (uint64_t)n;
   }
+  if (corked && setsockopt(s, IPPROTO_TCP, TCP_CORK, &no, sizeof no) != 0)
+    return -1;
   return 0;
 #else
 #if defined(__FreeBSD__) || defined(__APPLE__)

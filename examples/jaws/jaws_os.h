@@ -60,8 +60,9 @@ long jaws_sock_recv(taxi_handle_t s, void *buf, size_t cap);
 /* Send everything: 0, or -1 (error, send timeout). */
 int jaws_sock_send(taxi_handle_t s, const void *buf, size_t len);
 /* Send head[head_len], then len bytes of file f from off, as few segments
- * and copies as the system allows: Linux sendfile(2) after a head held
- * back for the file's first bytes; FreeBSD and macOS sendfile(2) with the
+ * and copies as the system allows: Linux sendfile(2) after the head, the
+ * socket corked meanwhile (full segments, the head with the file's first
+ * bytes); FreeBSD and macOS sendfile(2) with the
  * head in the call; Windows TransmitFile with the head in it (the file's
  * offset in an OVERLAPPED, the wait for it given up after the socket's
  * send timeout).  Where the system has no such call, or it cannot send

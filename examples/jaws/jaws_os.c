@@ -518,6 +518,8 @@ unsigned jaws_sock_backlog(taxi_handle_t l) {
 }
 
 long jaws_sock_recv_timed(taxi_handle_t s, void *buf, size_t cap, int wait_ms) {
+  /* jaws_sock_wait only naps on no socket: that is an error here. */
+  if (s == TAXI_INVALID_HANDLE) return -1;
   int rc = jaws_sock_wait(s, wait_ms);
   if (rc <= 0) return rc < 0 ? -1 : JAWS_SOCK_TIMEOUT;
   return jaws_sock_recv(s, buf, cap);

@@ -457,14 +457,16 @@ EOF
 }
 
 # The server's last line says how many connections moved to the Proactor
-# for a large response, and how many while waiting for bytes (STRATEGY
-# OUTPUT): large responses must have moved some.
+# for a large response, how many while waiting for bytes, and how many at
+# their accept (where nearly every response is large) (STRATEGY OUTPUT):
+# large responses must have moved some, one way or the other.
 check_moved() {
   line=$(grep '^jaws: stopped after' "$2")
   large=$(echo "$line" | sed -n 's/.* \([0-9][0-9]*\) moves to the proactor for large responses.*/\1/p')
   waiting=$(echo "$line" | sed -n 's/.* \([0-9][0-9]*\) while waiting.*/\1/p')
-  if [ "${large:-0}" -gt 0 ] && [ -n "$waiting" ]; then
-    ok "$1: connections moved to the proactor ($large for large responses, $waiting while waiting)"
+  at_accept=$(echo "$line" | sed -n 's/.* \([0-9][0-9]*\) at accept.*/\1/p')
+  if [ $((${large:-0} + ${at_accept:-0})) -gt 0 ] && [ -n "$waiting" ]; then
+    ok "$1: connections moved to the proactor ($large for large responses, $waiting while waiting, $at_accept at accept)"
   else
     cat "$2"
     bad "$1: connections moved to the proactor"
@@ -473,14 +475,18 @@ check_moved() {
 
 # Adaptive's pool threads must not be held by connections that send
 # nothing: the idle connections of check_http each moved to the Proactor
-# once they had waited (the stop line of the run just stopped, in $out).
+# once they had waited, or at their accept where the large files served
+# before them left HYBRID moving every connection so (the stop line of the
+# run just stopped, in $out).
 check_waiters_moved() {
   waiting=$(sed -n 's/^jaws: stopped after .* \([0-9][0-9]*\) while waiting.*/\1/p' "$out")
-  if [ "${waiting:-0}" -ge "$idle_conns" ]; then
-    ok "$1: connections that waited moved to the proactor ($waiting)"
+  at_accept=$(sed -n 's/^jaws: stopped after .* \([0-9][0-9]*\) at accept.*/\1/p' "$out")
+  moved=$((${waiting:-0} + ${at_accept:-0}))
+  if [ "$moved" -ge "$idle_conns" ]; then
+    ok "$1: connections that waited moved to the proactor ($waiting while waiting, $at_accept at accept)"
   else
     cat "$out"
-    bad "$1: $idle_conns idle connections moved to the proactor (${waiting:-none})"
+    bad "$1: $idle_conns idle connections moved to the proactor ($moved)"
   fi
 }
 
@@ -628,6 +634,15 @@ check_adaptive_measured() {
       bad "$s: not SYNC_ONLY once idle" ;;
   esac
   check_moved "$s" "$out"
+  # Every response of the 5 MB run was large: while HYBRID (probed above)
+  # a pool thread handed each new connection to the Proactor at its
+  # accept instead of reading its request first.
+  if [ "${at_accept:-0}" -gt 0 ]; then
+    ok "$s: with only large responses, connections moved at their accept ($at_accept)"
+  else
+    grep '^jaws: stopped after' "$out"
+    bad "$s: with only large responses, no connection moved at its accept"
+  fi
 }
 
 # STRATEGY[:BACKEND[:THREADS]]

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tests/test_jaws_sock.c - the JAWS example's blocking socket calls
- * (examples/jaws/jaws_os.c), which its thread strategies are built on:
+ * (examples/jaws/jaws_os.h), which its thread strategies are built on:
  * accepts on a plain and on a prepared listener (with and without a
  * connection waiting), the accept queue's length, receives that do not
  * wait, the gathered send of a head and a body, the send of a file's
@@ -10,7 +10,7 @@
  * read in a thread of their own so that a send bigger than the loopback
  * buffers cannot block the test.
  *
- * On Windows too, over jaws_os.c's Windows side.  What is system-specific
+ * On Windows too, over jaws_os_win32.c.  What is system-specific
  * is asserted per system: jaws_sock_accept_waits prepares a listener only
  * on Linux (elsewhere it says 0 and the accept is polled for), and
  * jaws_sock_backlog counts the queue only on Linux (elsewhere it says 0).

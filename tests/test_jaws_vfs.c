@@ -5,7 +5,7 @@
  * bytes, invalidation when a file changes (under a clock the test moves),
  * a replaced file kept alive by the reference a response holds, and the
  * document root's boundary (links out of it, missing files, directories).
- * On Windows too, over jaws_os.c's Windows side (the file calls the test
+ * On Windows too, over jaws_os_win32.c (the file calls the test
  * itself makes are the #if block below); there the links out of the root
  * are left to tests/win32/jaws-wine.sh, since making one needs a
  * privilege a Windows user may not have.

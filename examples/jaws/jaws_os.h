@@ -3,10 +3,11 @@
  * examples/jaws/jaws_os.h - the operating-system calls the server needs
  * beyond taxi and examples/echo_common.h: files (resolve, stat, open,
  * read), blocking socket I/O for the thread strategies, and a monotonic
- * clock, a thread that takes no signals.  jaws_os.c is the only server
- * file that includes system headers; it has a POSIX side and a Windows
- * side.  A file handle is a file descriptor on POSIX, an overlapped
- * CreateFileW handle on Windows: what taxi_stream_sendfile takes there.
+ * clock, a thread that takes no signals.  jaws_os_posix.c and
+ * jaws_os_win32.c (one of them is built) are the only server files that
+ * include system headers; jaws_os.c holds what they share.  A file
+ * handle is a file descriptor on POSIX, an overlapped CreateFileW handle
+ * on Windows: what taxi_stream_sendfile takes there.
  */
 #ifndef JAWS_OS_H
 #define JAWS_OS_H
@@ -70,6 +71,11 @@ int jaws_sock_send(taxi_handle_t s, const void *buf, size_t len);
  * timeout, a file that shrank). */
 int jaws_sock_send_file(taxi_handle_t s, const void *head, size_t head_len,
                         taxi_handle_t f, uint64_t off, uint64_t len);
+/* Send len bytes of file f from off by reading and sending them
+ * (jaws_sock_send_file's way where the system has no call for it): 0 or
+ * -1. */
+int jaws_send_copy(taxi_handle_t s, taxi_handle_t f, uint64_t off,
+                   uint64_t len);
 /* Send a[alen] then b[blen] in one gathering call (POSIX sendmsg,
  * Windows WSASend; one segment for a small response), repeated for what a
  * partial send left: 0, or -1 (error, send timeout). */

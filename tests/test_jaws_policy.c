@@ -121,10 +121,10 @@ static void test_small_files(void) {
 
 static void test_hold_and_reprobe(void) {
   struct adapt_policy p;
-  const double rate[2] = {100, 120}, turned[2] = {100, 60};
+  const double rate[2] = {100, 112}, turned[2] = {100, 60};
   init(&p, ADAPT_MEASURE);
-  /* Decided after one round (a clear gap), at the 12th period. */
-  CU_ASSERT_EQUAL(run(&p, 12, 10, 100, rate), ADAPT_HYBRID);
+  /* Decided after two rounds (a gap under 15%), at the 20th period. */
+  CU_ASSERT_EQUAL(run(&p, 20, 10, 100, rate), ADAPT_HYBRID);
   CU_ASSERT_EQUAL(count("decided HYBRID"), 1);
   /* Held for the hold's length (50 periods), with no line. */
   CU_ASSERT_EQUAL(run(&p, 49, 10, 100, rate), ADAPT_HYBRID);
@@ -220,30 +220,41 @@ static void test_long_responses(void) {
  * probe costs time in the worse state. */
 static void test_hold_doubles(void) {
   struct adapt_policy p;
-  const double rate[2] = {100, 120};
+  const double rate[2] = {100, 112};
   init(&p, ADAPT_MEASURE);
-  CU_ASSERT_EQUAL(run(&p, 12, 10, 100, rate), ADAPT_HYBRID);
-  /* Held 50 periods, probed again (HYBRID first), confirmed. */
-  CU_ASSERT_EQUAL(run(&p, 60, 10, 100, rate), ADAPT_HYBRID);
+  CU_ASSERT_EQUAL(run(&p, 20, 10, 100, rate), ADAPT_HYBRID);
+  /* Held 50 periods, probed again (HYBRID first, two rounds of 4-period
+   * slots), confirmed 66 periods after the first decision. */
+  CU_ASSERT_EQUAL(run(&p, 70, 10, 100, rate), ADAPT_HYBRID);
   CU_ASSERT_EQUAL(count("adaptive: probing again"), 1);
   CU_ASSERT_EQUAL(count("decided HYBRID for connections 4-15"), 2);
-  /* Now held 100 periods: no probe at 60 after, one by 110. */
+  /* Now held 100 periods from that decision (4 periods ago): no probe 60
+   * after it, one begun by 110 (and under way: the state is the probe's). */
   CU_ASSERT_EQUAL(run(&p, 60, 10, 100, rate), ADAPT_HYBRID);
   CU_ASSERT_EQUAL(count("adaptive: probing again"), 1);
-  CU_ASSERT_EQUAL(run(&p, 50, 10, 100, rate), ADAPT_HYBRID);
+  (void)run(&p, 50, 10, 100, rate);
   CU_ASSERT_EQUAL(count("adaptive: probing again"), 2);
 }
 
-/* A first decision by a wide gap (50%) is held four times as long. */
+/* A first decision by a wide gap (one that needs no second round: 15% or
+ * more) is held four times as long. */
 static void test_wide_gap(void) {
   struct adapt_policy p;
-  const double rate[2] = {100, 150};
+  const double rate[2] = {100, 150}, lost[2] = {100, 82};
   init(&p, ADAPT_MEASURE);
   CU_ASSERT_EQUAL(run(&p, 12, 10, 100, rate), ADAPT_HYBRID);
   CU_ASSERT_EQUAL(run(&p, 150, 10, 100, rate), ADAPT_HYBRID);
   CU_ASSERT_EQUAL(count("adaptive: probing again"), 0);
   CU_ASSERT_EQUAL(run(&p, 60, 10, 100, rate), ADAPT_HYBRID);
   CU_ASSERT_EQUAL(count("adaptive: probing again"), 1);
+  /* HYBRID 18% slower (500 kB files, as measured): SYNC_ONLY kept after
+   * one round, and not probed again for as long. */
+  init(&p, ADAPT_MEASURE);
+  CU_ASSERT_EQUAL(run(&p, 12, 10, 100, lost), ADAPT_SYNC_ONLY);
+  CU_ASSERT_EQUAL(count("decided SYNC_ONLY"), 1);
+  CU_ASSERT_EQUAL(count("round 2 of 2"), 0);
+  CU_ASSERT_EQUAL(run(&p, 150, 10, 100, lost), ADAPT_SYNC_ONLY);
+  CU_ASSERT_EQUAL(count("adaptive: probing again"), 0);
 }
 
 static void test_idle(void) {

@@ -62,13 +62,17 @@ const char *const adapt_state_names[2] = {"SYNC_ONLY", "HYBRID"};
 #define MAX_MEASURE_PERIODS 20u
 #define HOLD_PERIODS 50u
 #define MAX_HOLD_PERIODS 600u
-#define WIDE_PCT 30
 #define WIDE_HOLD_PERIODS 200u
 #define IDLE_PERIODS 10u
 #define MARGIN_PCT 5
 /* A gap this wide (percent, either way) after the first round decides
  * without the second: the probe's cost is time in the worse state. */
 #define CLEAR_PCT 15
+/* A first decision by a gap this wide (the one that needs no second
+ * round) is held WIDE_HOLD_PERIODS: a drift of the machine's load is
+ * unlikely to undo it, and each probe again costs a slot in the state
+ * that lost by that much (500 kB files: SYNC_ONLY by 10-20%). */
+#define WIDE_PCT CLEAR_PCT
 /* The share of the bytes (percent) large responses must make for HYBRID
  * to have anything to move. */
 #define SHARE_SOME 5

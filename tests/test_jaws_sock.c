@@ -133,11 +133,20 @@ static bool is_pattern(const unsigned char *p, size_t len, size_t from) {
 
 /* ---- accepts -------------------------------------------------------- */
 
+/* s is client c's connection: a byte sent on s reaches c. */
+static void check_pair(taxi_handle_t s, taxi_handle_t c, char byte) {
+  char buf[8];
+  size_t n = 0;
+  CU_ASSERT_EQUAL(jaws_sock_send(s, &byte, 1), 0);
+  CU_ASSERT_EQUAL(jaws_sock_wait(c, BOUND_MS), 1);
+  CU_ASSERT_EQUAL(echo_recv(c, buf, sizeof buf, &n), ECHO_IO_OK);
+  CU_ASSERT(n == 1 && buf[0] == byte);
+}
+
 static void test_accept(void) {
   unsigned port;
   taxi_handle_t l = listener(&port), s = TAXI_INVALID_HANDLE, c, c2;
-  char peer[64] = "", buf[8];
-  size_t n = 0;
+  char peer[64] = "";
   int prepared;
 
   /* A plain (non-blocking) listener, polled for. */
@@ -145,11 +154,7 @@ static void test_accept(void) {
   CU_ASSERT_EQUAL(accept_one(l, false, &s, peer, sizeof peer, BOUND_MS), 1);
   CU_ASSERT_STRING_EQUAL(peer, "127.0.0.1");
   CU_ASSERT_NOT_EQUAL(s, TAXI_INVALID_HANDLE);
-  /* The accepted socket is the client's connection. */
-  CU_ASSERT_EQUAL(jaws_sock_send(s, "x", 1), 0);
-  CU_ASSERT_EQUAL(jaws_sock_wait(c, BOUND_MS), 1);
-  CU_ASSERT_EQUAL(echo_recv(c, buf, sizeof buf, &n), ECHO_IO_OK);
-  CU_ASSERT(n == 1 && buf[0] == 'x');
+  check_pair(s, c, 'x');
   echo_close(s);
   echo_close(c);
 
@@ -173,10 +178,7 @@ static void test_accept(void) {
   strcpy(peer, "");
   CU_ASSERT_EQUAL(accept_one(l, prepared == 1, &s, peer, sizeof peer, 20), 1);
   CU_ASSERT_STRING_EQUAL(peer, "127.0.0.1");
-  CU_ASSERT_EQUAL(jaws_sock_send(s, "y", 1), 0);
-  CU_ASSERT_EQUAL(jaws_sock_wait(c2, BOUND_MS), 1);
-  CU_ASSERT_EQUAL(echo_recv(c2, buf, sizeof buf, &n), ECHO_IO_OK);
-  CU_ASSERT(n == 1 && buf[0] == 'y');
+  check_pair(s, c2, 'y');
   echo_close(s);
   echo_close(c2);
   echo_close(l);

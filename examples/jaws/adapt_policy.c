@@ -71,7 +71,7 @@ const char *const adapt_state_names[2] = {"SYNC_ONLY", "HYBRID"};
 /* A first decision by a gap this wide (the one that needs no second
  * round) is held WIDE_HOLD_PERIODS: a drift of the machine's load is
  * unlikely to undo it, and each probe again costs a slot in the state
- * that lost by that much (500 kB files: SYNC_ONLY by 10-20%). */
+ * that lost by that much (with 500 kB files HYBRID lost by 10-25%). */
 #define WIDE_PCT CLEAR_PCT
 /* The share of the bytes (percent) large responses must make for HYBRID
  * to have anything to move. */

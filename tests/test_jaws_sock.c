@@ -31,6 +31,11 @@
 #else
 #include <unistd.h>
 #endif
+#if defined(__linux__)
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#endif
 
 #include "examples/echo_common.h"
 #include "examples/jaws/jaws_os.h"
@@ -327,6 +332,16 @@ static int send_range(taxi_handle_t l, unsigned port, taxi_handle_t f,
   connect_pair(l, port, &s, &c, BOUND_MS);
   start_reader(r, c, 3 + (size_t)len + 1);
   rc = jaws_sock_send_file(s, "H\r\n", 3, f, off, len);
+#if defined(__linux__)
+  /* A file goes corked (full segments); once it is sent the socket is
+   * uncorked, or its last bytes would wait for the kernel's 200 ms. */
+  if (rc == 0) {
+    int corked = -1;
+    socklen_t optlen = sizeof corked;
+    CU_ASSERT_EQUAL(getsockopt(s, IPPROTO_TCP, TCP_CORK, &corked, &optlen), 0);
+    CU_ASSERT_EQUAL(corked, 0);
+  }
+#endif
   finish_reader(r, s);
   return rc;
 }

@@ -63,12 +63,12 @@ int jaws_sock_send(taxi_handle_t s, const void *buf, size_t len);
 /* Send head[head_len], then len bytes of file f from off, as few segments
  * and copies as the system allows: Linux sendfile(2) after the head, the
  * socket corked meanwhile (full segments, the head with the file's first
- * bytes); FreeBSD and macOS sendfile(2) with the
- * head in the call; Windows TransmitFile with the head in it (the file's
- * offset in an OVERLAPPED, the wait for it given up after the socket's
- * send timeout).  Where the system has no such call, or it cannot send
- * from this file, the file is read and sent.  0, or -1 (error, send
- * timeout, a file that shrank). */
+ * bytes); FreeBSD and macOS sendfile(2) with the head in the call;
+ * Windows TransmitFile with the head in it (the file's offset in an
+ * OVERLAPPED, the wait for it given up after the socket's send timeout).
+ * Where the system has no such call, or it cannot send from this file,
+ * the file is read and sent.  0, or -1 (error, send timeout, a file that
+ * shrank). */
 int jaws_sock_send_file(taxi_handle_t s, const void *head, size_t head_len,
                         taxi_handle_t f, uint64_t off, uint64_t len);
 /* Send len bytes of file f from off by reading and sending them

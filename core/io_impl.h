@@ -84,6 +84,10 @@ typedef struct taxi__io_driver {
    * Not so where operations in flight keep the socket open (a Proactor's
    * close waits for their cancellation). */
   bool closes_at_teardown;
+  /* Its sends return at once (a readiness driver): the stream corks the
+   * socket while a file is queued (see cork_locked in stream.c).  Not a
+   * Proactor's, whose sends are in flight when writes_locked returns. */
+  bool corks_files;
 
   /* Listeners. */
   int (*listener_open)(taxi_listener_t *l);
@@ -227,6 +231,8 @@ typedef struct taxi__wrec {
 #define TAXI__S_END_REQ 0x10000u    /* close once flushed and shut down */
 #define TAXI__S_DETACH 0x20000u     /* closing by taxi_stream_detach */
 #define TAXI__S_OWE_WRITES 0x40000u /* write callbacks told at the release */
+#define TAXI__S_CORKED 0x80000u     /* corked while a file is queued */
+#define TAXI__S_NOCORK 0x100000u    /* the socket takes no cork */
 
 /* Events (s->pending). */
 #define TAXI__P_WORK 0x01u     /* the application changed something */
@@ -279,6 +285,7 @@ struct taxi_stream {
   size_t wcap, whead, wused, low;
   taxi__wrec_t *recs;
   unsigned nrecs, rhead, rcount;
+  unsigned wfiles; /* FILE records among them */
   /* options and timeouts */
   unsigned oflags;
   taxi_time_t idle_to, read_to, write_to, connect_to;

@@ -377,6 +377,7 @@ const taxi__io_driver_t taxi__io_reactive = {
     .teardown = s_teardown,
     .max_bufs = 16,
     .closes_at_teardown = true,
+    .corks_files = true,
     .listener_open = l_open,
     .listener_close = l_close_req,
     .timer_start = t_start,

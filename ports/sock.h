@@ -93,6 +93,10 @@ void taxi__sock_drain(taxi_handle_t s);
 /* ---- options ------------------------------------------------------------ */
 
 int taxi__sock_nodelay(taxi_handle_t s, bool on);
+/* While on, hold back part-filled segments (Linux TCP_CORK); off sends
+ * what is held.  TAXI_ENOTSUP where the system has no such option (the
+ * BSDs' TCP_NOPUSH does not send what it held when cleared everywhere). */
+int taxi__sock_cork(taxi_handle_t s, bool on);
 /* Keep-alive probes after idle_s seconds without traffic, every
  * interval_s seconds, at most count of them (0: the system's default for
  * any of the three, which some systems do not let a program change). */

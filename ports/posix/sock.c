@@ -490,6 +490,16 @@ int taxi__sock_nodelay(taxi_handle_t s, bool on) {
   return set_int(s, IPPROTO_TCP, TCP_NODELAY, on ? 1 : 0);
 }
 
+int taxi__sock_cork(taxi_handle_t s, bool on) {
+#if defined(TCP_CORK)
+  return set_int(s, IPPROTO_TCP, TCP_CORK, on ? 1 : 0);
+#else
+  (void)s;
+  (void)on;
+  return TAXI_ENOTSUP;
+#endif
+}
+
 int taxi__sock_keepalive(taxi_handle_t s, bool on, unsigned idle_s,
                          unsigned interval_s, unsigned count) {
   int rc = set_int(s, SOL_SOCKET, SO_KEEPALIVE, on ? 1 : 0);

@@ -341,6 +341,12 @@ int taxi__sock_nodelay(taxi_handle_t s, bool on) {
   return 0;
 }
 
+int taxi__sock_cork(taxi_handle_t s, bool on) {
+  (void)s;
+  (void)on;
+  return TAXI_ENOTSUP; /* Winsock has no such option */
+}
+
 int taxi__sock_keepalive(taxi_handle_t s, bool on, unsigned idle_s,
                          unsigned interval_s, unsigned count) {
   BOOL v = on ? TRUE : FALSE;

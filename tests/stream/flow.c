@@ -2,7 +2,7 @@
 /*
  * tests/stream/flow.c - backpressure (a peer that stops reading), write
  * completion order across copying, zero-copy and file writes, half-close
- * both ways, and reads into the caller's buffer.
+ * both ways, reads into the caller's buffer, and a file sent corked.
  */
 #define _GNU_SOURCE 1
 
@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -428,6 +430,105 @@ static void test_read_into(void) {
   st_io_destroy(&c);
 }
 
+/* ---- a file goes out corked -----------------------------------------------
+ */
+
+#define CORK_FILE (256 * 1024)
+
+struct cork {
+  int file;
+  atomic_int step;
+  atomic_int in_send; /* TCP_CORK as the file's write completed */
+  atomic_int after;   /* TCP_CORK as the peer's byte came, later */
+};
+
+static int cork_state(taxi_stream_t *s) {
+#if defined(TCP_CORK)
+  int v = -1;
+  socklen_t len = sizeof v;
+  if (getsockopt((int)taxi_stream_handle(s), IPPROTO_TCP, TCP_CORK, &v, &len) !=
+      0)
+    return -1;
+  return v;
+#else
+  (void)s;
+  return 0;
+#endif
+}
+
+static void cork_file_done(taxi_stream_t *s, int status, size_t bytes,
+                           void *arg) {
+  struct cork *k = arg;
+  (void)bytes;
+  atomic_store(&k->in_send, status == 0 ? cork_state(s) : -2);
+  atomic_fetch_add(&k->step, 1);
+}
+
+static void cork_read(taxi_stream_t *s, int status, const void *data,
+                      size_t len) {
+  struct cork *k = taxi_stream_data(s);
+  (void)data;
+  (void)len;
+  if (status < 0 || atomic_load(&k->step) != 1) return;
+  atomic_store(&k->after, cork_state(s));
+  atomic_fetch_add(&k->step, 1);
+  taxi_stream_read_stop(s);
+  taxi_stream_end(s);
+}
+
+static void cork_accept(taxi_listener_t *l, taxi_stream_t *s, void *arg) {
+  struct cork *k = arg;
+  (void)l;
+  taxi_stream_set_data(s, k);
+  CU_ASSERT_EQUAL(taxi_stream_write(s, "head\n", 5, NULL, NULL), 0);
+  CU_ASSERT_EQUAL(
+      taxi_stream_sendfile(s, k->file, 0, CORK_FILE, cork_file_done, k), 0);
+  CU_ASSERT_EQUAL(taxi_stream_read_start(s, cork_read), 0);
+}
+
+/* A head and a file queued together go out corked where the dispatcher's
+ * sends return at once (full segments), and the socket is uncorked once
+ * the file is sent: a later read finds it so (a stream left corked would
+ * hold the tail of every response for the kernel's 200 ms). */
+static void test_file_corked(void) {
+  st_io_t c;
+  static struct cork k;
+  static unsigned char content[CORK_FILE], got[5 + CORK_FILE];
+  char path[] = "/tmp/taxi-stream-XXXXXX";
+  memset(&k, 0, sizeof k);
+  k.file = mkstemp(path);
+  CU_ASSERT_FATAL(k.file >= 0);
+  unlink(path);
+  for (size_t i = 0; i < sizeof content; i++) content[i] = st_byte(7, i);
+  CU_ASSERT_EQUAL(write(k.file, content, sizeof content),
+                  (ssize_t)sizeof content);
+  if (st_io_create(&c) < 0) {
+    close(k.file);
+    return;
+  }
+  int port = st_listen(&c, NULL, cork_accept, &k, NULL);
+  st_io_run(&c);
+  int fd = st_connect(port);
+  CU_ASSERT_FATAL(fd >= 0);
+  CU_ASSERT_EQUAL(st_recv_all(fd, got, sizeof got), 0);
+  CU_ASSERT(memcmp(got, "head\n", 5) == 0 &&
+            memcmp(got + 5, content, CORK_FILE) == 0);
+  CU_ASSERT(util_wait_flag(&k.step, 1, 10000));
+  CU_ASSERT_EQUAL(st_send_all(fd, "k", 1), 0);
+  CU_ASSERT(util_wait_flag(&k.step, 2, 10000));
+#if defined(TCP_CORK)
+  CU_ASSERT_EQUAL(
+      atomic_load(&k.in_send),
+      st_dispatcher == TAXI_IO_PROACTOR || st_dispatcher == TAXI_IO_PROACTORS
+          ? 0
+          : 1);
+#endif
+  CU_ASSERT_EQUAL(atomic_load(&k.after), 0);
+  close(fd);
+  st_io_destroy(&c);
+  close(k.file);
+}
+
 CU_TestInfo st_tests_flow[] = {
     {"backpressure: reading pauses at the high watermark",
      test_backpressure_pauses_reading},
@@ -438,5 +539,6 @@ CU_TestInfo st_tests_flow[] = {
     {"half-close by the peer", test_half_close_by_peer},
     {"half-close by the stream", test_half_close_by_stream},
     {"read into the caller's buffer (some, exact, EOF)", test_read_into},
+    {"a file goes out corked, the socket uncorked after", test_file_corked},
     CU_TEST_INFO_NULL,
 };

@@ -211,6 +211,9 @@ typedef struct taxi__wrec {
   void *arg;
 } taxi__wrec_t;
 
+/* The longest file a stream sends corked (see cork_locked in stream.c). */
+#define TAXI__CORK_MAX ((size_t)1 << 20)
+
 /* Stream flags (s->flags). */
 #define TAXI__S_BUSY 0x0001u       /* a thread processes the stream */
 #define TAXI__S_KICKED 0x0002u     /* a kick is on its way */
@@ -285,7 +288,7 @@ struct taxi_stream {
   size_t wcap, whead, wused, low;
   taxi__wrec_t *recs;
   unsigned nrecs, rhead, rcount;
-  unsigned wfiles; /* FILE records among them */
+  unsigned wfiles; /* FILE records among them, of TAXI__CORK_MAX or less */
   /* options and timeouts */
   unsigned oflags;
   taxi_time_t idle_to, read_to, write_to, connect_to;

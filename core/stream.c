@@ -327,7 +327,7 @@ static size_t consume_locked(taxi_stream_t *s, size_t n, done_call_t *calls,
       s->wused -= take;
     }
     if (r->done < r->len) break;
-    if (r->kind == TAXI__W_FILE) s->wfiles--;
+    if (r->kind == TAXI__W_FILE && r->len <= TAXI__CORK_MAX) s->wfiles--;
     if (r->fn && k < cap) calls[k++] = (done_call_t){r->fn, r->arg, r->len, 0};
     s->rhead = (s->rhead + 1) % s->nrecs;
     s->rcount--;
@@ -350,11 +350,14 @@ static void sent_locked(taxi_stream_t *s, size_t n) {
  * full segments, its head with its first bytes, instead of a part-filled
  * segment at the end of each send (TCP_NODELAY pushes every one), each of
  * which costs the receiver a wake-up - a sixth of a client's CPU per
- * 500 KB response over loopback.  Corked while a file record is queued,
- * uncorked (which sends what is held) once none is: two system calls per
- * file, none per event.  A socket that takes no cork (not TCP, or no such
- * option here) is not asked again; a failed uncork is tried again at the
- * next write, and the kernel sends what is held within 200 ms anyway. */
+ * 500 KB response over loopback.  Not a file over TAXI__CORK_MAX: one of
+ * 5 MB cost the client a fifth more corked (measured over loopback: the
+ * sends of a long transfer are full already, and a cork holds them in
+ * bursts).  Corked while such a file record is queued, uncorked (which
+ * sends what is held) once none is: two system calls per file, none per
+ * event.  A socket that takes no cork (not TCP, or no such option here)
+ * is not asked again; a failed uncork is tried again at the next write,
+ * and the kernel sends what is held within 200 ms anyway. */
 static void cork_locked(taxi_stream_t *s) {
   bool want = s->wfiles > 0, corked = (s->flags & TAXI__S_CORKED) != 0;
   if (!s->io->drv->corks_files || want == corked || (s->flags & TAXI__S_NOCORK))
@@ -513,7 +516,7 @@ static void owed_writes_locked(taxi_stream_t *s, bool released) {
     taxi__wrec_t r = s->recs[s->rhead];
     s->rhead = (s->rhead + 1) % s->nrecs;
     s->rcount--;
-    if (r.kind == TAXI__W_FILE) s->wfiles--;
+    if (r.kind == TAXI__W_FILE && r.len <= TAXI__CORK_MAX) s->wfiles--;
     int status = failed && reason ? reason : TAXI_ECANCELED;
     failed = false;
     if (r.fn) UNLOCKED(s, r.fn(s, status, r.done, r.arg));
@@ -728,7 +731,7 @@ static int queue(taxi_stream_t *s, int kind, const void *data, size_t len,
       r->file = file;
       r->foff = foff;
       r->off = (s->whead + s->wused) % s->wcap;
-      if (kind == TAXI__W_FILE) s->wfiles++;
+      if (kind == TAXI__W_FILE && len <= TAXI__CORK_MAX) s->wfiles++;
       if (s->rcount++ == 0) s->t_write = taxi_now();
     }
   }

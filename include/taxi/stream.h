@@ -422,8 +422,8 @@ TAXI_EXTERN int taxi_stream_write_ref(taxi_stream_t *s, const void *data,
  * writes, sendfile(2) and splice(2) cannot be told not to raise SIGPIPE
  * when the peer is gone: a program that sends files should ignore it.
  * Under the reactor and its pools the socket is corked (Linux TCP_CORK)
- * while a file is queued, so that the file leaves in full segments with
- * the writes before it, and uncorked once none is.
+ * while a file of up to 1 MiB is queued, so that the file leaves in full
+ * segments with the writes before it, and uncorked once none is.
  * Errors as
  * taxi_stream_write, and TAXI_EINVAL also for a negative offset, len 0, or
  * a range past the end of the file (or a handle that is not a regular

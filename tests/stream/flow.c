@@ -226,19 +226,25 @@ static void order_accept(taxi_listener_t *l, taxi_stream_t *s, void *arg) {
   o->expect_len = at;
 }
 
+/* A file with len bytes of data, already unlinked (mkstemp's template):
+ * its descriptor. */
+static int temp_file(const void *data, size_t len) {
+  char path[] = "/tmp/taxi-stream-XXXXXX";
+  int fd = mkstemp(path);
+  CU_ASSERT_FATAL(fd >= 0);
+  unlink(path);
+  CU_ASSERT_EQUAL(write(fd, data, len), (ssize_t)len);
+  return fd;
+}
+
 static void test_write_completion_order(void) {
   st_io_t c;
   static struct order o;
   memset(&o, 0, sizeof o);
-  char path[] = "/tmp/taxi-stream-XXXXXX";
-  o.file = mkstemp(path);
-  CU_ASSERT_FATAL(o.file >= 0);
-  unlink(path);
   unsigned char content[ORDER_N + 16];
   for (size_t i = 0; i < sizeof content; i++)
     content[i] = (unsigned char)('A' + i % 26);
-  CU_ASSERT_EQUAL(write(o.file, content, sizeof content),
-                  (ssize_t)sizeof content);
+  o.file = temp_file(content, sizeof content);
   if (st_io_create(&c) < 0) return;
   taxi_stream_options_t so;
   taxi_stream_options_init(&so);
@@ -494,14 +500,9 @@ static void test_file_corked(void) {
   st_io_t c;
   static struct cork k;
   static unsigned char content[CORK_FILE], got[5 + CORK_FILE];
-  char path[] = "/tmp/taxi-stream-XXXXXX";
   memset(&k, 0, sizeof k);
-  k.file = mkstemp(path);
-  CU_ASSERT_FATAL(k.file >= 0);
-  unlink(path);
   for (size_t i = 0; i < sizeof content; i++) content[i] = st_byte(7, i);
-  CU_ASSERT_EQUAL(write(k.file, content, sizeof content),
-                  (ssize_t)sizeof content);
+  k.file = temp_file(content, sizeof content);
   if (st_io_create(&c) < 0) {
     close(k.file);
     return;

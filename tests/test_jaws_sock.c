@@ -3,9 +3,10 @@
  * tests/test_jaws_sock.c - the JAWS example's blocking socket calls
  * (examples/jaws/jaws_os.h), which its thread strategies are built on:
  * accepts on a plain and on a prepared listener (with and without a
- * connection waiting), the accept queue's length, receives that do not
- * wait, the gathered send of a head and a body, the send of a file's
- * range (its head, its bytes, and ranges past the end), and closed or
+ * connection waiting; with a wait the kernel rounds, the connections still
+ * inherit the listener's options), the accept queue's length, receives
+ * that do not wait, the gathered send of a head and a body, the send of a
+ * file's range (its head, its bytes, and ranges past the end), and closed or
  * invalid handles.  The client side is echo_common.c's loopback sockets,
  * read in a thread of their own so that a send bigger than the loopback
  * buffers cannot block the test.
@@ -35,6 +36,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #endif
 
 #include "examples/echo_common.h"
@@ -187,6 +189,38 @@ static void test_accept(void) {
   echo_close(s);
   echo_close(c2);
   echo_close(l);
+}
+
+#if defined(__linux__)
+/* The socket's send timeout as the kernel reads it back, in ms. */
+static long send_timeout_of(taxi_handle_t s) {
+  struct timeval tv;
+  socklen_t len = sizeof tv;
+  if (getsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, &len) != 0) return -1;
+  return (long)tv.tv_sec * 1000 + (long)tv.tv_usec / 1000;
+}
+#endif
+
+/* A prepared listener whose wait the kernel keeps rounded to its clock
+ * tick (5 ms): its connections still start with its options, and the
+ * accept does not set them again.  Shown by asking the accept for another
+ * send timeout than the listener's: the socket keeps the listener's.  The
+ * first accept of the process (its suite's own), as the answer is kept. */
+static void test_inherit(void) {
+#if defined(__linux__)
+  unsigned port;
+  taxi_handle_t l = listener(&port), s = TAXI_INVALID_HANDLE, c;
+  char peer[64];
+  CU_ASSERT_EQUAL_FATAL(jaws_sock_accept_waits(l, 3000, 5), 1);
+  CU_ASSERT_EQUAL_FATAL(echo_connect(loopback, port, &c), 0);
+  CU_ASSERT_EQUAL(accept_one(l, true, &s, peer, sizeof peer, 5), 1);
+  CU_ASSERT_EQUAL(send_timeout_of(s), send_timeout_of(l));
+  CU_ASSERT_NOT_EQUAL(send_timeout_of(s), (long)SEND_TIMEOUT_MS);
+  check_pair(s, c, 'z');
+  echo_close(s);
+  echo_close(c);
+  echo_close(l);
+#endif
 }
 
 #if defined(__linux__)
@@ -447,11 +481,19 @@ static CU_TestInfo sock_tests[] = {
     CU_TEST_INFO_NULL,
 };
 
+static CU_TestInfo inherit_tests[] = {
+    {"a rounded wait: options inherited, not set again", test_inherit},
+    CU_TEST_INFO_NULL,
+};
+
 static CU_TestInfo recv_tests[] = {
     {"recv_timed: no wait, a short wait, data, end", test_recv_timed},
     CU_TEST_INFO_NULL,
 };
 
+/* Its own suite: the first accept of its process. */
+static const taxi_test_suite_t inherit_suite = {
+    "jaws: accepted sockets inherit", inherit_tests, 30, NULL};
 static const taxi_test_suite_t sock_suite = {"jaws: blocking sockets",
                                              sock_tests, 60, NULL};
 /* Its own suite, with a time limit far below the socket's receive
@@ -460,13 +502,14 @@ static const taxi_test_suite_t recv_suite = {"jaws: receives that do not wait",
                                              recv_tests, 30, NULL};
 
 int main(int argc, char **argv) {
-  const taxi_test_suite_t *const suites[] = {&sock_suite, &recv_suite};
+  const taxi_test_suite_t *const suites[] = {&inherit_suite, &sock_suite,
+                                             &recv_suite};
   int rc;
   if (echo_net_init() != 0) {
     fprintf(stderr, "test_jaws_sock: %s\n", echo_last_error());
     return 1;
   }
-  rc = taxi_test_run("jaws blocking sockets", suites, 2, argc, argv);
+  rc = taxi_test_run("jaws blocking sockets", suites, 3, argc, argv);
   echo_net_cleanup();
   return rc;
 }

@@ -292,17 +292,21 @@ int jaws_sock_accept_waits(taxi_handle_t l, unsigned send_timeout_ms,
 #endif
 }
 
-/* Did s start with the options jaws_sock_accept_waits gave its listener?
+/* Did s start with the options jaws_sock_accept_waits gave its listener l?
  * Asked once (Linux copies them to an accepted socket; should a kernel
- * not, each socket gets them set). */
-static bool inherits_options(int s, int wait_ms) {
+ * not, each socket gets them set).  Compared with what l itself reads
+ * back, not with the wait asked for: the kernel keeps a timeout in clock
+ * ticks, so 5 ms may read back as 8. */
+static bool inherits_options(int l, int s) {
   static atomic_int known = -1;
   int k = atomic_load(&known);
   if (k < 0) {
-    struct timeval tv;
-    socklen_t len = sizeof tv;
-    k = getsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, &len) == 0 &&
-        tv.tv_sec == wait_ms / 1000 && tv.tv_usec == wait_ms % 1000 * 1000;
+    struct timeval lt, st;
+    socklen_t llen = sizeof lt, slen = sizeof st;
+    k = getsockopt(l, SOL_SOCKET, SO_RCVTIMEO, &lt, &llen) == 0 &&
+        getsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &st, &slen) == 0 &&
+        (lt.tv_sec != 0 || lt.tv_usec != 0) && lt.tv_sec == st.tv_sec &&
+        lt.tv_usec == st.tv_usec;
     atomic_store(&known, k);
   }
   return k == 1;
@@ -340,7 +344,7 @@ int jaws_sock_accept(taxi_handle_t l, bool prepared, taxi_handle_t *out,
     return -1;
   }
 #endif
-  if (prepared && inherits_options(s, wait_ms)) {
+  if (prepared && inherits_options(l, s)) {
     *out = s;
     return 1;
   }

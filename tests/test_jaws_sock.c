@@ -324,11 +324,15 @@ static void test_send2(void) {
   echo_close(l);
 }
 
-/* The file the file sends serve from, made and removed by each test. */
+/* The file the file sends serve from, made and removed by each test:
+ * FILE_LEN bytes, or BIG_FILE_LEN for a send that must outgrow every
+ * buffer between a server and a client that does not read (Linux's
+ * loopback autotuning tops out near 4 MB sending and 6 MB receiving). */
 #define FILE_LEN 300000
+#define BIG_FILE_LEN (32u << 20)
 static char file_path[300];
 
-static void make_file(void) {
+static void make_file(size_t len) {
   unsigned char *data = malloc(FILE_LEN);
   FILE *f;
   CU_ASSERT_PTR_NOT_NULL_FATAL(data);
@@ -351,7 +355,10 @@ static void make_file(void) {
   if (f == NULL) close(fd);
 #endif
   CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-  CU_ASSERT_EQUAL(fwrite(data, 1, FILE_LEN, f), FILE_LEN);
+  for (size_t done = 0; done < len; done += FILE_LEN) {
+    size_t n = len - done < FILE_LEN ? len - done : FILE_LEN;
+    CU_ASSERT_EQUAL(fwrite(data, 1, n, f), n);
+  }
   CU_ASSERT_EQUAL(fclose(f), 0);
   free(data);
 }
@@ -385,7 +392,7 @@ static void test_send_file(void) {
   taxi_handle_t l = listener(&port), f = TAXI_INVALID_HANDLE;
   struct jaws_stat st;
   struct reader r;
-  make_file();
+  make_file(FILE_LEN);
   CU_ASSERT_EQUAL_FATAL(jaws_open(file_path, &f, &st), JAWS_OS_OK);
   CU_ASSERT_EQUAL(st.size, FILE_LEN);
 
@@ -426,6 +433,30 @@ static void test_send_file(void) {
   CU_ASSERT(r.got <= 3);
   free(r.buf);
 
+  jaws_close(f);
+  CU_ASSERT_EQUAL(remove(file_path), 0);
+  echo_close(l);
+}
+
+/* A client that never reads: a file's send gives up once the socket's
+ * send timeout has passed without room (-1), instead of blocking its
+ * thread for ever (Linux: sendfile's EAGAIN; Windows: the wait for
+ * TransmitFile's completion, then its cancellation). */
+static void test_send_file_stalled(void) {
+  unsigned port;
+  taxi_handle_t l = listener(&port), f = TAXI_INVALID_HANDLE, s, c;
+  struct jaws_stat st;
+  char peer[64];
+  make_file(BIG_FILE_LEN);
+  CU_ASSERT_EQUAL_FATAL(jaws_open(file_path, &f, &st), JAWS_OS_OK);
+  CU_ASSERT_EQUAL(st.size, BIG_FILE_LEN);
+  CU_ASSERT_EQUAL_FATAL(echo_connect(loopback, port, &c), 0);
+  CU_ASSERT_EQUAL_FATAL(jaws_sock_wait(l, BOUND_MS), 1);
+  CU_ASSERT_EQUAL_FATAL(
+      jaws_sock_accept(l, false, &s, peer, sizeof peer, 300, BOUND_MS), 1);
+  CU_ASSERT_EQUAL(jaws_sock_send_file(s, "H\r\n", 3, f, 0, BIG_FILE_LEN), -1);
+  echo_close(s);
+  echo_close(c);
   jaws_close(f);
   CU_ASSERT_EQUAL(remove(file_path), 0);
   echo_close(l);
@@ -477,6 +508,7 @@ static CU_TestInfo sock_tests[] = {
     {"the accept queue's length", test_backlog},
     {"send2: a head and a body, whole and in order", test_send2},
     {"send_file: head and range, empty, past the end", test_send_file},
+    {"send_file: a client that does not read", test_send_file_stalled},
     {"closed, invalid and abandoned sockets", test_bad_handles},
     CU_TEST_INFO_NULL,
 };

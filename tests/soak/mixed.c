@@ -366,6 +366,30 @@ static void dispatch_main(void *arg) {
 static int do_lf_destroy(void *p) { return taxi_lf_destroy(p); }
 static int do_hsha_destroy(void *p) { return taxi_hsha_destroy(p); }
 
+/* What the run did, and its first error. */
+static void report(run_t *run, const char *dispatcher, const char *backend,
+                   long ms) {
+  printf(
+      "\n    %s over %s, %ld ms: %ld round trips, %ld opened, %ld closed, "
+      "%ld removed, %ld added back\n    ",
+      dispatcher, backend, ms, atomic_load(&run->round_trips),
+      atomic_load(&run->opens), atomic_load(&run->closes),
+      atomic_load(&run->removes), atomic_load(&run->readds));
+  if (atomic_load(&run->errors))
+    printf("%ld errors, the first: %s\n    ", atomic_load(&run->errors),
+           run->first_error);
+  fflush(stdout);
+}
+
+/* Join t, or report the run before ending the process as hung: a thread
+ * stuck at the end may be the consequence of an earlier error (a reply
+ * lost because the dispatcher stopped), which the report then shows. */
+static void join(run_t *run, util_thread_t *t, int limit, const char *what,
+                 const char *dispatcher, const char *backend, long ms) {
+  if (!util_wait_flag(&t->done, 1, limit)) report(run, dispatcher, backend, ms);
+  util_thread_join(t, 0, what);
+}
+
 static long soak_ms(void) {
   const char *s = getenv("TAXI_SOAK_SECONDS");
   long secs = s && *s ? strtol(s, NULL, 10) : 2;
@@ -375,6 +399,7 @@ static long soak_ms(void) {
 }
 
 static void soak(const char *backend, int dispatcher) {
+  const char *dname = dispatch_names[dispatcher];
   run_t *run = calloc(1, sizeof *run);
   CU_ASSERT_PTR_NOT_NULL_FATAL(run);
   pthread_mutex_init(&run->error_lock, NULL);
@@ -421,10 +446,10 @@ static void soak(const char *backend, int dispatcher) {
   atomic_store(&run->stop, 1);
   int limit = 4 * ROUND_TRIP_MS;
   for (int i = 0; i < CLIENTS; i++)
-    util_thread_join(&client_threads[i], limit, "a client thread");
+    join(run, &client_threads[i], limit, "a client thread", dname, backend, ms);
   atomic_store(&run->stop_chaos, 1);
   for (int i = 0; i < CHAOS; i++)
-    util_thread_join(&chaos_threads[i], limit, "a chaos thread");
+    join(run, &chaos_threads[i], limit, "a chaos thread", dname, backend, ms);
 
   /* Wind down: the pool's threads first, then destroy closes whatever is
    * still registered; detached slots are closed here. */
@@ -437,7 +462,7 @@ static void soak(const char *backend, int dispatcher) {
         util_bounded(do_hsha_destroy, hsha, limit, "taxi_hsha_destroy"), 0);
   if (dispatcher == DISPATCH_REACTOR) {
     CU_ASSERT_EQUAL(taxi_reactor_stop(run->r), 0);
-    util_thread_join(&dispatch, limit, "the dispatching thread");
+    join(run, &dispatch, limit, "the dispatching thread", dname, backend, ms);
   }
   CU_ASSERT_EQUAL(taxi_reactor_destroy(run->r), 0);
   for (int i = 0; i < SLOTS; i++) {
@@ -452,15 +477,7 @@ static void soak(const char *backend, int dispatcher) {
     pthread_mutex_destroy(&s->lock);
   }
 
-  printf(
-      "\n    %s over %s, %ld ms: %ld round trips, %ld opened, %ld closed, "
-      "%ld removed, %ld added back\n    ",
-      dispatch_names[dispatcher], backend, ms, atomic_load(&run->round_trips),
-      atomic_load(&run->opens), atomic_load(&run->closes),
-      atomic_load(&run->removes), atomic_load(&run->readds));
-  if (atomic_load(&run->errors))
-    printf("%ld errors, the first: %s\n    ", atomic_load(&run->errors),
-           run->first_error);
+  report(run, dname, backend, ms);
   CU_ASSERT_EQUAL(atomic_load(&run->errors), 0);
   CU_ASSERT_EQUAL(atomic_load(&run->unexpected_closes), 0);
   CU_ASSERT(atomic_load(&run->round_trips) > 0);

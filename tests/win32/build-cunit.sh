@@ -27,6 +27,13 @@ if [ -f "$prefix/lib/libcunit.a" ] && [ -f "$prefix/lib/pkgconfig/cunit.pc" ]; t
   exit 0
 fi
 
+# Without the cross compiler configure falls back to the native one and
+# builds a library the Windows programs cannot link.
+if ! command -v "$host-gcc" >/dev/null 2>&1; then
+  echo "build-cunit: $host-gcc not found (Debian: gcc-mingw-w64-x86-64)" >&2
+  exit 1
+fi
+
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 

@@ -356,8 +356,8 @@ static void make_file(size_t len) {
 #endif
   CU_ASSERT_PTR_NOT_NULL_FATAL(f);
   for (size_t done = 0; done < len; done += FILE_LEN) {
-    size_t n = len - done < FILE_LEN ? len - done : FILE_LEN;
-    CU_ASSERT_EQUAL(fwrite(data, 1, n, f), n);
+    size_t chunk = len - done < FILE_LEN ? len - done : FILE_LEN;
+    CU_ASSERT_EQUAL(fwrite(data, 1, chunk, f), chunk);
   }
   CU_ASSERT_EQUAL(fclose(f), 0);
   free(data);

@@ -110,6 +110,7 @@ static int run_child(const taxi_test_suite_t *suite, int fd) {
 #if !defined(_WIN32)
   setpgid(0, 0);
   signal(SIGPIPE, SIG_IGN);
+  util_allow_stack_printing(); /* for the parent's gdb at a timeout */
 #endif
   /* Unbuffered, so that what a test printed survives a crash. */
   setvbuf(stdout, NULL, _IONBF, 0);
@@ -366,6 +367,8 @@ static void run_suite(const taxi_test_suite_t *suite, outcome_t *o) {
     }
     if (now_s() > deadline) {
       o->timed_out = 1;
+      printf("\nsuite %s: past its time limit; its threads:\n", o->name);
+      util_print_stacks((long)pid);
       kill(-pid, SIGKILL);
       kill(pid, SIGKILL);
       while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {

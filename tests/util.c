@@ -24,6 +24,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#if !defined(_WIN32)
+#include <spawn.h>
+#if defined(__linux__)
+#include <sys/prctl.h>
+#endif
+#endif
+
 int util_reactor_create(taxi_reactor_t **out, const char *backend) {
   taxi_reactor_options_t o = TAXI_REACTOR_OPTIONS_INIT;
   o.backend = backend;
@@ -421,11 +428,59 @@ int util_thread_start(util_thread_t *t, void (*fn)(void *), void *arg) {
 
 int util_thread_done(util_thread_t *t) { return atomic_load(&t->done); }
 
+#if !defined(_WIN32)
+void util_print_stacks(long pid) {
+  const char *want = getenv("TAXI_TEST_STACKS");
+  if (want && strcmp(want, "0") == 0) return;
+  char arg[24];
+  snprintf(arg, sizeof arg, "%ld", pid);
+  char *argv[] = {
+      "gdb", "-batch", "-nx", "-p", arg, "-ex", "thread apply all bt", NULL};
+  /* gdb without the fault-injection module and its rules, which a test
+   * under fault injection would otherwise pass on to it. */
+  char *env[256];
+  size_t n = 0;
+  for (char **e = environ; *e && n + 1 < sizeof env / sizeof env[0]; e++)
+    if (strncmp(*e, "LD_PRELOAD=", 11) != 0 &&
+        strncmp(*e, "TAXI_FAULT", 10) != 0)
+      env[n++] = *e;
+  env[n] = NULL;
+  pid_t child;
+  fflush(stdout);
+  fflush(stderr);
+  /* Spawned, not forked: a hung thread may hold a lock (of the allocator,
+   * of a sanitizer's runtime) that a forked child would wait for. */
+  if (posix_spawnp(&child, "gdb", NULL, NULL, argv, env) != 0) {
+    printf("    (no stacks: gdb could not be started)\n");
+    fflush(stdout);
+    return;
+  }
+#if defined(PR_SET_PTRACER)
+  /* Where Yama lets only ancestors trace, this process lets gdb. */
+  if (pid == (long)getpid())
+    prctl(PR_SET_PTRACER, (unsigned long)child, 0, 0, 0);
+#endif
+  if (util_wait_child((int)child, 60000) != 0)
+    printf("    (gdb did not print every stack)\n");
+  fflush(stdout);
+}
+
+void util_allow_stack_printing(void) {
+#if defined(PR_SET_PTRACER) && defined(PR_SET_PTRACER_ANY)
+  /* EINVAL without Yama, where nothing needs allowing. */
+  prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
+#endif
+}
+#endif
+
 void util_hang(const char *what) {
   printf(
       "\n    HANG: %s did not finish within the test's bound; ending the "
       "suite's process\n",
       what);
+#if !defined(_WIN32)
+  util_print_stacks((long)getpid());
+#endif
   fflush(stdout);
   _exit(3);
 }

@@ -144,7 +144,8 @@ int util_thread_done(util_thread_t *t);
  * test is about to give back, so the suite's process ends (the runner then
  * reports the test as failed). */
 void util_thread_join(util_thread_t *t, int max_ms, const char *what);
-/* End the suite's process after printing "HANG: <what>". */
+/* End the suite's process after printing "HANG: <what>" and, on POSIX,
+ * every thread's stack (util_print_stacks). */
 void util_hang(const char *what);
 /* Run fn(arg) in a thread of its own and return what it returned; if it
  * has not returned after max_ms, util_hang(what).  For calls that block
@@ -154,6 +155,18 @@ void util_hang(const char *what);
 int util_bounded(int (*fn)(void *arg), void *arg, int max_ms, const char *what);
 
 #if !defined(_WIN32)
+/* Print every thread's stack of process pid (this one or a child) to
+ * stdout, from gdb attached for the purpose, so that a hang a test's bound
+ * catches once in hundreds of runs can be read in the log rather than
+ * reproduced.  Waits for gdb at most 60 s.  Prints a line saying why
+ * instead when gdb cannot be started (not installed) or fails (no right
+ * to trace); does nothing when TAXI_TEST_STACKS is 0. */
+void util_print_stacks(long pid);
+/* Let any process of the same user trace this one (Linux's Yama
+ * otherwise lets only ancestors): the runner's suites call it, so that the
+ * runner's gdb may print the stacks of a suite that timed out. */
+void util_allow_stack_printing(void);
+
 /* Run fn in the thread that takes signo (installed with sigaction), and
  * unblock signo in the calling thread; util_signal_default puts the default
  * disposition back. */

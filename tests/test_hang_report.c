@@ -14,7 +14,7 @@
 #include "util.h"
 
 #include <errno.h>
-#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +24,14 @@
 /* Where the hung thread waits: a read of a pipe nobody writes to.  Not
  * inlined, so that the stack names it. */
 static int parked_fd = -1;
+
+/* Open the pipe parked_in_read waits on; false if it cannot be made. */
+static bool park_here(void) {
+  int p[2];
+  if (pipe(p) != 0) return false;
+  parked_fd = p[0];
+  return true;
+}
 
 __attribute__((noinline)) static void parked_in_read(void *arg) {
   char c;
@@ -81,9 +89,7 @@ static void check_stacks(const char *out) {
 static char output[1 << 17];
 
 static void park_then_join(void) {
-  int p[2];
-  if (pipe(p) != 0) _exit(10);
-  parked_fd = p[0];
+  if (!park_here()) _exit(10);
   util_thread_t t;
   if (util_thread_start(&t, parked_in_read, NULL) != 0) _exit(11);
   util_thread_join(&t, 100, "the parked thread");
@@ -118,9 +124,7 @@ static void run_parked_suite(void) {
 
 /* The parked suite, run by the copy above. */
 static int parked_main(void) {
-  int p[2];
-  if (pipe(p) != 0) return 10;
-  parked_fd = p[0];
+  if (!park_here()) return 10;
   static const taxi_test_suite_t parked = {
       .name = "parked", .tests = parked_tests, .timeout_s = 1};
   const taxi_test_suite_t *const suites[] = {&parked};

@@ -7,7 +7,8 @@
  * margin, leave small-file loads in SYNC_ONLY without probing, probe again
  * after the hold and in a new regime, not restart at a bound's noise or
  * at a bursty load's swings, measure few long responses over windows
- * long enough to count them, hold a confirmed decision longer, and
+ * long enough to count them, hold a confirmed decision longer, borrow a
+ * neighbouring regime's wide decision rather than probe, and
  * forget the regime when idle; the
  * threshold policy keeps its rule.
  */
@@ -158,6 +159,50 @@ static void test_new_regime(void) {
                   1);
 }
 
+/* 10 clients of 5 MB files: the open connections wander between the
+ * 4-15 bucket and the one below as the clients fall behind (as measured),
+ * for longer than the hysteresis absorbs.  The regime below borrows the
+ * decision of 4-15, won by 140%, instead of probing SYNC_ONLY at every
+ * crossing; it is probed for itself when that decision expires. */
+static void test_borrowed(void) {
+  struct adapt_policy p;
+  const double rate[2] = {50, 120};
+  init(&p, ADAPT_MEASURE);
+  CU_ASSERT_EQUAL(run(&p, 12, 8, 100, rate), ADAPT_HYBRID);
+  CU_ASSERT_EQUAL(count("decided HYBRID for connections 4-15"), 1);
+  for (int i = 0; i < 4; i++) {
+    CU_ASSERT_EQUAL(run(&p, 15, 2, 100, rate), ADAPT_HYBRID);
+    CU_ASSERT_EQUAL(run(&p, 15, 8, 100, rate), ADAPT_HYBRID);
+  }
+  CU_ASSERT_EQUAL(count("adaptive: probing"), 1);
+  CU_ASSERT_EQUAL(count("jaws: adaptive: connections < 4, mean response "
+                        "100 kB-1 MB: HYBRID, as decided "),
+                  1);
+  CU_ASSERT_EQUAL(count("for connections 4-15 (HYBRID 600.0 MB/s, "
+                        "SYNC_ONLY 250.0 MB/s)"),
+                  1);
+  /* The load stays below: the borrowed decision expires with 4-15's
+   * (held 200 periods from the 12th), and the regime is probed for
+   * itself (not "again": it was never measured). */
+  CU_ASSERT_EQUAL(run(&p, 250, 2, 100, rate), ADAPT_HYBRID);
+  CU_ASSERT_EQUAL(count("adaptive: probing connections < 4"), 1);
+  CU_ASSERT_EQUAL(count("probing again connections < 4"), 0);
+  CU_ASSERT_EQUAL(count("decided HYBRID for connections < 4"), 1);
+}
+
+/* A neighbour decided by a narrow gap lends nothing: the regime is
+ * probed. */
+static void test_narrow_not_borrowed(void) {
+  struct adapt_policy p;
+  const double rate[2] = {100, 110};
+  init(&p, ADAPT_MEASURE);
+  CU_ASSERT_EQUAL(run(&p, 25, 8, 100, rate), ADAPT_HYBRID);
+  CU_ASSERT_EQUAL(count("decided HYBRID for connections 4-15"), 1);
+  (void)run(&p, 15, 2, 100, rate);
+  CU_ASSERT_EQUAL(count("as decided"), 0);
+  CU_ASSERT_EQUAL(count("adaptive: probing connections < 4"), 1);
+}
+
 static void test_bound_noise(void) {
   struct adapt_policy p;
   const double rate[2] = {100, 120};
@@ -292,6 +337,8 @@ static CU_TestInfo policy_tests[] = {
     {"small files: SYNC_ONLY, no probing", test_small_files},
     {"held, then probed again", test_hold_and_reprobe},
     {"a new regime is probed, an old one remembered", test_new_regime},
+    {"a neighbour's wide decision is borrowed", test_borrowed},
+    {"a narrow one is not", test_narrow_not_borrowed},
     {"noise round a bound is one regime", test_bound_noise},
     {"a bursty load is one regime", test_bursty},
     {"few long responses: longer windows", test_long_responses},

@@ -38,6 +38,10 @@
  *     A regime keeps its
  * decision while it is fresh, so a workload that goes back and forth between
  * two regimes is not probed each time;
+ *   - a regime with no fresh decision of its own borrows one from the
+ *     regime next to it in open connections, if that one was decided by a
+ *     gap of WIDE_PCT or more, until it would be probed again (then this
+ *     regime is probed for itself): see wide_neighbour;
  *   - after IDLE_PERIODS with nothing served and nothing open the regime
  *     is forgotten and the server goes back to SYNC_ONLY.
  */
@@ -285,12 +289,14 @@ static void decide(struct adapt_policy *p) {
   /* A probe again that keeps the held state confirms it: hold longer.  A
    * first decision by a wide gap starts longer: a drift of the machine's
    * load is unlikely to undo it, and its probe costs the most. */
-  if (p->again && r->decided && r->state == winner && winner == inc)
+  if (p->again && r->decided && !r->borrowed && r->state == winner &&
+      winner == inc)
     r->hold = r->hold * 2 < MAX_HOLD_PERIODS ? r->hold * 2 : MAX_HOLD_PERIODS;
   else
     r->hold = gain >= WIDE_PCT || gain <= -WIDE_PCT ? WIDE_HOLD_PERIODS
                                                     : HOLD_PERIODS;
   r->decided = true;
+  r->borrowed = false;
   r->state = winner;
   r->decided_at = p->period;
   for (int i = 0; i < 2; i++) {
@@ -305,9 +311,38 @@ static void decide(struct adapt_policy *p) {
   hold(p);
 }
 
+static bool fresh(const struct adapt_policy *p, const struct adapt_record *r) {
+  return r->decided && p->period - r->decided_at < r->hold;
+}
+
+/* A decision measured in the regime next to r in open connections (the
+ * same mean response), still fresh, whose winner served WIDE_PCT more
+ * than the loser.  Where the clients and not the server set
+ * the pace, the open connections wander across a bound (10 clients of 5
+ * MB files leave 2 to 6 open, depending on how far behind the clients
+ * are): probing the regime on the other side would cost a slot in a state
+ * that lost by 50-130% next door, each time the load crosses over, and
+ * such a slot is often cut short by the next crossing, so the probe never
+ * ends.  Its bucket of connections, or -1. */
+static int wide_neighbour(const struct adapt_policy *p, int r) {
+  int size = REGIME_SIZE(r);
+  for (int c = REGIME_CONNS(r) - 1; c <= REGIME_CONNS(r) + 1; c += 2) {
+    const struct adapt_record *n;
+    double won, lost;
+    if (c < 0 || c >= ADAPT_CONN_BUCKETS) continue;
+    n = &p->rec[c][size];
+    if (!fresh(p, n) || n->borrowed) continue;
+    won = n->rate[n->state][0];
+    lost = n->rate[!n->state][0];
+    if (won > 0 && won >= lost * (1 + WIDE_PCT / 100.0)) return c;
+  }
+  return -1;
+}
+
 /* The load has been in regime r for STABLE_PERIODS. */
 static void enter(struct adapt_policy *p, int r) {
   struct adapt_record *rec;
+  int near;
   char why[300];
   p->regime = r;
   p->candidate = -1;
@@ -319,14 +354,34 @@ static void enter(struct adapt_policy *p, int r) {
              "large responses %u%% of bytes < %d%%: nothing to move",
              share_now(p), SHARE_SOME);
     change(p, ADAPT_SYNC_ONLY, why);
-  } else if (rec->decided && p->period - rec->decided_at < rec->hold) {
+  } else if (fresh(p, rec)) {
     int n = regime_text(p, why, sizeof why);
     snprintf(why + n, sizeof why - (size_t)n,
-             ": decided %llu ms ago, %s %.1f MB/s, %s %.1f MB/s",
+             ": %s %llu ms ago, %s %.1f MB/s, %s %.1f MB/s",
+             rec->borrowed ? "borrowed" : "decided",
              (unsigned long long)(p->period - rec->decided_at) * 100,
              adapt_state_names[rec->state], rec->rate[rec->state][0] / 1e6,
              adapt_state_names[!rec->state], rec->rate[!rec->state][0] / 1e6);
     change(p, rec->state, why);
+    hold(p);
+  } else if ((near = wide_neighbour(p, r)) >= 0) {
+    /* Taken with its age: it is probed here when the neighbour's would
+     * be, and measured here then. */
+    char line[400];
+    int n = snprintf(line, sizeof line, "jaws: adaptive: ");
+    *rec = p->rec[near][REGIME_SIZE(r)];
+    rec->borrowed = true;
+    n += regime_text(p, line + n, sizeof line - (size_t)n);
+    snprintf(line + n, sizeof line - (size_t)n,
+             ": %s, as decided %llu ms ago for connections %s (%s %.1f MB/s, "
+             "%s %.1f MB/s)",
+             adapt_state_names[rec->state],
+             (unsigned long long)(p->period - rec->decided_at) * 100,
+             conn_names[near], adapt_state_names[rec->state],
+             rec->rate[rec->state][0] / 1e6, adapt_state_names[!rec->state],
+             rec->rate[!rec->state][0] / 1e6);
+    say(p, line);
+    change(p, rec->state, "borrowed from the neighbouring regime");
     hold(p);
   } else {
     start_probe(p, false);
@@ -416,8 +471,7 @@ static int measure_step(struct adapt_policy *p, const struct adapt_sample *s) {
         decide(p);
       break;
     case PH_HOLD:
-      if (p->period - record(p)->decided_at >= record(p)->hold)
-        start_probe(p, true);
+      if (!fresh(p, record(p))) start_probe(p, !record(p)->borrowed);
       break;
     default:
       break;

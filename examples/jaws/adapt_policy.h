@@ -56,6 +56,7 @@ struct adapt_acc {
 
 struct adapt_record {
   bool decided;
+  bool borrowed; /* taken from a neighbouring regime, not measured here */
   int state;
   uint64_t decided_at; /* the period of the decision */
   unsigned hold;       /* periods it holds: longer each time confirmed */

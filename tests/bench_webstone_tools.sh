@@ -3,7 +3,8 @@
 # bench_webstone_tools.sh - a test of the WebSTONE-like experiment's
 # report tools, without servers or measurements: compare.sh on a small
 # hand-written results.csv (its best fixed strategy, Mbit/s and ratios per
-# row, missing servers as '-', the summaries and the peer's peak per file),
+# row, missing servers as '-', the summaries and the peer's peak per file)
+# and with --runs (the rounds paired, the verdicts),
 # medians.sh on a hand-written runs.csv (odd and even numbers of runs,
 # failed runs left out, a key with no run succeeded), and bad usage of
 # compare.sh, medians.sh and run.sh --repeat, which must exit 2.
@@ -83,6 +84,48 @@ OUT
 grep -e '^500 *10 ' -e '^500 *clients' "$tmp/out" >"$tmp/rows"
 expect "compare.sh --peer lighttpd --adaptive jaws:thread-pool" "$tmp/rows"
 
+# compare.sh --runs: the rounds paired.  500 B, 10 clients: adaptive
+# behind thread-pool on the medians (105/110) but ahead in two rounds of
+# three: mixed.  50 clients: behind in every round.  200: ahead, one round
+# to pair (thread-pool's second failed).  The mix: no adaptive.
+cat >"$tmp/runs2.csv" <<CSV
+$header,round
+jaws:thread-pool,500,10,0,1,100.0,1,1,1,1,1,0,0.0,0,1
+jaws:adaptive,500,10,0,1,105.0,1,1,1,1,1,0,0.0,0,1
+jaws:thread-pool,500,10,0,1,110.0,1,1,1,1,1,0,0.0,0,2
+jaws:adaptive,500,10,0,1,100.0,1,1,1,1,1,0,0.0,0,2
+jaws:thread-pool,500,10,0,1,120.0,1,1,1,1,1,0,0.0,0,3
+jaws:adaptive,500,10,0,1,130.0,1,1,1,1,1,0,0.0,0,3
+jaws:thread-pool,500,50,0,1,100.0,1,1,1,1,1,0,0.0,0,1
+jaws:lf,500,50,0,1,80.0,1,1,1,1,1,0,0.0,0,1
+jaws:adaptive,500,50,0,1,90.0,1,1,1,1,1,0,0.0,0,1
+jaws:thread-pool,500,50,0,1,100.0,1,1,1,1,1,0,0.0,0,2
+jaws:adaptive,500,50,0,1,95.0,1,1,1,1,1,0,0.0,0,2
+jaws:thread-pool,500,50,0,1,100.0,1,1,1,1,1,0,0.0,0,3
+jaws:adaptive,500,50,0,1,99.0,1,1,1,1,1,0,0.0,0,3
+jaws:thread-pool,500,200,0,1,100.0,1,1,1,1,1,0,0.0,0,1
+jaws:adaptive,500,200,0,1,120.0,1,1,1,1,1,0,0.0,0,1
+jaws:thread-pool,500,200,0,,,,,,,,,,,2
+jaws:adaptive,500,200,0,1,110.0,1,1,1,1,1,0,0.0,0,2
+jaws:lf,mix,10,0,1,200.0,1,1,1,1,1,0,0.0,0,1
+CSV
+bash "$ws/medians.sh" "$tmp/runs2.csv" >"$tmp/results2.csv" 2>"$tmp/err" ||
+  fail "medians.sh failed: $(cat "$tmp/err")"
+bash "$ws/compare.sh" "$tmp/results2.csv" --runs "$tmp/runs2.csv" \
+  >"$tmp/out" 2>"$tmp/err" || fail "compare.sh --runs failed: $(cat "$tmp/err")"
+cat >"$tmp/want" <<OUT
+round by round ($tmp/runs2.csv): adaptive/best in each round, paired
+file clients best fixed adaptive/best won spread verdict
+500 10 jaws:thread-pool 1.05 0.91 1.08 2/3 1.20 mixed
+500 50 jaws:thread-pool 0.90 0.95 0.99 0/3 1.00 behind
+500 200 jaws:thread-pool 1.20 1/1 1.00 ahead
+mix 10 jaws:lf - - 1.00 -
+
+verdicts: ahead 1, mixed 1, behind 1, no rounds to pair 1 (of 4 rows)
+OUT
+sed -n '/^round by round/,$p' "$tmp/out" >"$tmp/rows"
+expect "compare.sh --runs" "$tmp/rows"
+
 # medians.sh: three runs (the middle one of each column, as written), two
 # (the mean of both, a decimal more where it ends in 5), a failed run left
 # out, and a key whose only run failed: no row, or one with --count.
@@ -135,6 +178,9 @@ usage "compare.sh with no argument" bash "$ws/compare.sh"
 usage "compare.sh --peer without a name" bash "$ws/compare.sh" "$tmp/results.csv" --peer
 echo "no,columns" >"$tmp/bad.csv"
 usage "compare.sh on a CSV without its columns" bash "$ws/compare.sh" "$tmp/bad.csv"
+usage "compare.sh --runs without a file" bash "$ws/compare.sh" "$tmp/results.csv" --runs
+usage "compare.sh --runs of a missing file" bash "$ws/compare.sh" "$tmp/results.csv" --runs "$tmp/nowhere.csv"
+usage "compare.sh --runs of a CSV without rounds" bash "$ws/compare.sh" "$tmp/results.csv" --runs "$tmp/results.csv"
 usage "medians.sh without a CSV" bash "$ws/medians.sh" "$tmp/nowhere.csv"
 usage "medians.sh on results.csv (no round)" bash "$ws/medians.sh" "$tmp/results.csv"
 for n in 0 x -1 ''; do

@@ -4,7 +4,7 @@
 # WebSTONE-like experiment (run.sh's, or the medians of its --repeat runs).
 #
 #   tests/bench/webstone/compare.sh RESULTS_CSV [--peer NAME]
-#       [--adaptive NAME]
+#       [--adaptive NAME] [--runs RUNS_CSV]
 #
 # For each file choice and client count, in the order they first appear in
 # the CSV, a row: the best fixed strategy (the server named jaws:* other
@@ -16,11 +16,22 @@
 # are >= 0.95 and >= 1.0.  Then, for each file choice, the peer's peak: the
 # client count at which the peer's Mbit/s is highest, and taxi-best/peer
 # there.  A server or row missing shows as '-'.  A file choice measured
-# with keep-alive is shown as FILE+ka.  Exits 2 on bad usage or a CSV it
-# cannot read.
+# with keep-alive is shown as FILE+ka.
+#
+# --runs RUNS_CSV (run.sh --repeat's runs.csv, whose medians RESULTS_CSV
+# holds) adds the rounds, paired: with --interleave, round k of every
+# server ran in the same few minutes, so adaptive/best of each round is
+# measured under the same load of the machine.  For each row, those
+# ratios in round order, how many rounds adaptive won (>= 1.0), the best
+# fixed strategy's own spread over its rounds (its highest Mbit/s over its
+# lowest), and a verdict: "ahead" (adaptive/best of the medians >= 1.0),
+# "mixed" (behind on the medians, but adaptive won some rounds and lost
+# others: a gap the machine's noise can make), "behind" (it lost every
+# round).  Then how many rows have each verdict.  Exits 2 on bad usage or
+# a CSV it cannot read.
 set -u
 usage() { sed -n '/^#   tests/,/^#       \[--adaptive/p' "$0" | sed 's/^# //'; }
-csv='' peer=nginx adaptive=jaws:adaptive
+csv='' peer=nginx adaptive=jaws:adaptive runs=''
 while [ $# -gt 0 ]; do
   case $1 in
   --peer | --adaptive)
@@ -29,6 +40,11 @@ while [ $# -gt 0 ]; do
     fi
     if [ "$1" = --peer ]; then peer=$2; else adaptive=$2; fi
     shift 2 ;;
+  --runs)
+    if [ $# -lt 2 ] || [ ! -f "$2" ] || [ ! -r "$2" ]; then
+      echo "compare.sh: --runs wants a runs.csv it can read" >&2; exit 2
+    fi
+    runs=$2; shift 2 ;;
   -h | --help) usage; exit 0 ;;
   -*) echo "compare.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
   *)
@@ -43,7 +59,7 @@ if [ ! -f "$csv" ] || [ ! -r "$csv" ]; then
   echo "compare.sh: cannot read '$csv'" >&2
   exit 2
 fi
-awk -F, -v peer="$peer" -v adaptive="$adaptive" '
+awk -F, -v peer="$peer" -v adaptive="$adaptive" -v runs="$runs" '
 function r2(x) { return sprintf("%.2f", x) }
 function orelse(v) { return v == "" ? "-" : v }
 # ratio(A, B): A/B, or "" when either is missing or B is 0 (the summaries
@@ -65,10 +81,15 @@ function summary(name) {
     name ":", r2(lo[name]), r2(zero[name] ? 0 : exp(logs[name] / n[name])),
     ge95[name], n[name], ge1[name], n[name]
 }
-NR == 1 {
+# The runs (with --runs) come first, then the medians; each has a header.
+FNR == 1 {
+  fileno++
+  for (i in col) delete col[i]
   for (i = 1; i <= NF; i++) col[$i] = i
-  if (!("server" in col) || !("file" in col) || !("clients" in col) || !("mbit_per_s" in col)) {
-    print "compare.sh: " FILENAME " has no server, file, clients and mbit_per_s columns" > "/dev/stderr"
+  if (!("server" in col) || !("file" in col) || !("clients" in col) || !("mbit_per_s" in col) ||
+      (runs != "" && fileno == 1 && !("round" in col))) {
+    print "compare.sh: " FILENAME " has no server, file, clients" (runs != "" && fileno == 1 ? ", round" : "") \
+      " and mbit_per_s columns" > "/dev/stderr"
     bad = 1; exit 2
   }
   next
@@ -79,6 +100,12 @@ NR == 1 {
   c = $col["clients"]; s = $col["server"]; m = $col["mbit_per_s"]
   if (m == "") next
   key = f SUBSEP c
+  if (runs != "" && fileno == 1) {
+    r = $col["round"]
+    run[s, key, r] = m
+    if (!((key, r) in rseen)) { rseen[key, r] = 1; rounds[key] = rounds[key] " " r }
+    next
+  }
   if (!(key in seen)) { seen[key] = 1; order[++keys] = key }
   if (!(f in fseen)) { fseen[f] = 1; forder[++nf] = f }
   if (s == peer) { peermb[key] = m; haspeer[key] = 1 }
@@ -117,4 +144,41 @@ END {
     printf "%-12s clients %s: %s %s, taxi-best %s, taxi-best/peer %s\n", f, p[2], peer,
       peermb[pk], orelse(taxi[pk]), shown(ratio(taxi[pk], peermb[pk]))
   }
-}' "$csv"
+  if (runs != "") paired()
+}
+# The rounds of each row side by side (see --runs above).
+function paired(   k, key, p, nr, rs, i, a, b, won, both, list, hi, lo2, ab, v, fmt2) {
+  print ""
+  print "round by round (" runs "): adaptive/best in each round, paired"
+  fmt2 = "%-12s %7s  %-28s %-22s %5s %7s  %s\n"
+  printf fmt2, "file", "clients", "best fixed", "adaptive/best", "won", "spread", "verdict"
+  for (k = 1; k <= keys; k++) {
+    key = order[k]; split(key, p, SUBSEP)
+    nr = split(rounds[key], rs, " ")
+    won = both = 0; list = ""; hi = lo2 = ""
+    for (i = 1; i <= nr; i++) {
+      b = (bestname[key], key, rs[i]) in run ? run[bestname[key], key, rs[i]] : ""
+      a = (adaptive, key, rs[i]) in run ? run[adaptive, key, rs[i]] : ""
+      if (b != "") {
+        if (hi == "" || b + 0 > hi + 0) hi = b
+        if (lo2 == "" || b + 0 < lo2 + 0) lo2 = b
+      }
+      if (ratio(a, b) == "") continue
+      both++
+      if (ratio(a, b) >= 1.0) won++
+      list = list (list == "" ? "" : " ") r2(ratio(a, b))
+    }
+    ab = ratio(adapt[key], best[key])
+    if (ab == "" || !both) v = "-"
+    else if (ab >= 1.0) v = "ahead"
+    else if (won) v = "mixed"
+    else v = "behind"
+    verdicts[v]++
+    printf fmt2, p[1], p[2], orelse(bestname[key]), list == "" ? "-" : list,
+      both ? won "/" both : "-", shown(ratio(hi, lo2)), v
+  }
+  print ""
+  printf "verdicts: ahead %d, mixed %d, behind %d", verdicts["ahead"], verdicts["mixed"], verdicts["behind"]
+  if (verdicts["-"]) printf ", no rounds to pair %d", verdicts["-"]
+  printf " (of %d rows)\n", keys
+}' ${runs:+"$runs"} "$csv"

@@ -311,6 +311,14 @@ static void decide(struct adapt_policy *p) {
   hold(p);
 }
 
+/* A decision's rates, the winner's first: "HYBRID 1727.6 MB/s, SYNC_ONLY
+ * 819.4 MB/s". */
+static void record_rates(const struct adapt_record *r, char *out, size_t cap) {
+  snprintf(out, cap, "%s %.1f MB/s, %s %.1f MB/s", adapt_state_names[r->state],
+           r->rate[r->state][0] / 1e6, adapt_state_names[!r->state],
+           r->rate[!r->state][0] / 1e6);
+}
+
 static bool fresh(const struct adapt_policy *p, const struct adapt_record *r) {
   return r->decided && p->period - r->decided_at < r->hold;
 }
@@ -343,7 +351,7 @@ static int wide_neighbour(const struct adapt_policy *p, int r) {
 static void enter(struct adapt_policy *p, int r) {
   struct adapt_record *rec;
   int near;
-  char why[300];
+  char why[300], rates[100];
   p->regime = r;
   p->candidate = -1;
   p->candidate_periods = 0;
@@ -356,12 +364,10 @@ static void enter(struct adapt_policy *p, int r) {
     change(p, ADAPT_SYNC_ONLY, why);
   } else if (fresh(p, rec)) {
     int n = regime_text(p, why, sizeof why);
-    snprintf(why + n, sizeof why - (size_t)n,
-             ": %s %llu ms ago, %s %.1f MB/s, %s %.1f MB/s",
+    record_rates(rec, rates, sizeof rates);
+    snprintf(why + n, sizeof why - (size_t)n, ": %s %llu ms ago, %s",
              rec->borrowed ? "borrowed" : "decided",
-             (unsigned long long)(p->period - rec->decided_at) * 100,
-             adapt_state_names[rec->state], rec->rate[rec->state][0] / 1e6,
-             adapt_state_names[!rec->state], rec->rate[!rec->state][0] / 1e6);
+             (unsigned long long)(p->period - rec->decided_at) * 100, rates);
     change(p, rec->state, why);
     hold(p);
   } else if ((near = wide_neighbour(p, r)) >= 0) {
@@ -372,14 +378,12 @@ static void enter(struct adapt_policy *p, int r) {
     *rec = p->rec[near][REGIME_SIZE(r)];
     rec->borrowed = true;
     n += regime_text(p, line + n, sizeof line - (size_t)n);
+    record_rates(rec, rates, sizeof rates);
     snprintf(line + n, sizeof line - (size_t)n,
-             ": %s, as decided %llu ms ago for connections %s (%s %.1f MB/s, "
-             "%s %.1f MB/s)",
+             ": %s, as decided %llu ms ago for connections %s (%s)",
              adapt_state_names[rec->state],
              (unsigned long long)(p->period - rec->decided_at) * 100,
-             conn_names[near], adapt_state_names[rec->state],
-             rec->rate[rec->state][0] / 1e6, adapt_state_names[!rec->state],
-             rec->rate[!rec->state][0] / 1e6);
+             conn_names[near], rates);
     say(p, line);
     change(p, rec->state, "borrowed from the neighbouring regime");
     hold(p);

@@ -229,6 +229,9 @@ typedef void (*taxi_accept_fn)(taxi_listener_t *l, taxi_stream_t *s, void *arg);
 /* Do not set SO_REUSEADDR (set by default so a restarted server binds at
  * once). */
 #define TAXI_LISTEN_NO_REUSEADDR 0x4u
+/* taxi_listener_adopt only: the listener does not close the socket it
+ * adopted; it stays the caller's, to close after on_close has run. */
+#define TAXI_LISTEN_KEEP_SOCKET 0x8u
 
 /* Options for taxi_listener_create(). */
 typedef struct taxi_listener_options {
@@ -273,16 +276,66 @@ TAXI_EXTERN int taxi_listener_create(taxi_listener_t **out, taxi_io_t *io,
                                      const taxi_listener_options_t *opts,
                                      taxi_accept_fn fn, void *arg);
 
+/*
+ * taxi_listener_adopt - accept on `sock`, a stream socket the caller has
+ * bound and made listen (one inherited from a service manager, or one the
+ * application also accepts on itself), as taxi_listener_create does on
+ * its own.  The socket is made non-blocking (every Reactor backend and the
+ * emulated Proactor need it): a thread of the caller's that still accepts
+ * on it must wait for it (poll) and expect TAXI_EAGAIN-like failures.
+ * The kernel keeps one queue of connections for the socket, whoever
+ * accepts from it: no connection is lost between the caller's accept()
+ * and the listener's, or across taxi_listener_pause().
+ * Of opts, flags may hold TAXI_LISTEN_KEEP_SOCKET only (the others are
+ * about binding), and backlog is ignored (the caller's listen() set it).
+ *
+ * Returns 0 and sets *out, or TAXI_EINVAL (NULL io, out or fn; bad
+ * options; sock is a socket that is not listening), TAXI_EBADF (sock is
+ * TAXI_INVALID_HANDLE, not open, or not a socket), TAXI_ESTOPPED,
+ * TAXI_ENOMEM, TAXI_ESYS; on failure sock is still the caller's, open.
+ * Ownership: the listener is the context's, and so is sock (closed with
+ * it) unless TAXI_LISTEN_KEEP_SOCKET.
+ */
+TAXI_EXTERN int taxi_listener_adopt(taxi_listener_t **out, taxi_io_t *io,
+                                    taxi_handle_t sock,
+                                    const taxi_listener_options_t *opts,
+                                    taxi_accept_fn fn, void *arg);
+
+/*
+ * taxi_listener_pause - stop accepting: new connections wait in the
+ * system's queue (or go to whoever else accepts on the socket) until
+ * taxi_listener_resume().  A connection the system had already handed to
+ * an accept in progress is still passed to the accept callback, which may
+ * so run once after this returns (in a dispatching thread): it is never
+ * dropped.  Pausing a paused listener does nothing.  Any thread may call
+ * it, the accept callback included.
+ * Returns 0, or TAXI_EINVAL (NULL).
+ */
+TAXI_EXTERN int taxi_listener_pause(taxi_listener_t *l);
+
+/*
+ * taxi_listener_resume - accept again after taxi_listener_pause().  If
+ * the listener is also pausing after a failed accept (out of
+ * descriptors), it resumes when that pause ends.  Resuming a listener
+ * that is not paused does nothing.  Any thread may call it.
+ * Returns 0, TAXI_EINVAL (NULL), or an error of the backend re-arming the
+ * accept (TAXI_ENOMEM, TAXI_ESYS): then the listener stays paused.
+ */
+TAXI_EXTERN int taxi_listener_resume(taxi_listener_t *l);
+
 /* taxi_listener_address - the address actually bound (with the port the
  * system chose for port 0).  0, or TAXI_EINVAL. */
 TAXI_EXTERN int taxi_listener_address(const taxi_listener_t *l,
                                       taxi_addr_t *out);
 
 /*
- * taxi_listener_close - stop accepting and close the socket.  No accept
- * callback starts after this returns; one running in another thread
- * finishes, then on_close runs and the listener is released.  Connections
- * accepted by the system but not yet handed over are closed.  The listener
+ * taxi_listener_close - stop accepting and close the socket (an adopted
+ * one with TAXI_LISTEN_KEEP_SOCKET stays open: the caller closes it once
+ * on_close has run).  No accept callback starts after this returns; one
+ * running in another thread finishes, then on_close runs and the
+ * listener is released.  Connections accepted by the system but not yet
+ * handed over are closed (those still in its queue stay there while the
+ * socket is open).  The listener
  * may be released before this returns: do not use l afterwards (a second
  * close is such a use).  Returns 0, or TAXI_EINVAL (NULL).
  */

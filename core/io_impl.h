@@ -92,6 +92,9 @@ typedef struct taxi__io_driver {
   /* Listeners. */
   int (*listener_open)(taxi_listener_t *l);
   void (*listener_close)(taxi_listener_t *l); /* lock not held */
+  /* Stop (hold true) or start again accepting on l, as the application
+   * asked (taxi_listener_pause/resume): 0 or an error.  Lock not held. */
+  int (*listener_hold)(taxi_listener_t *l, bool hold);
 
   /* Application timers. */
   int (*timer_start)(taxi_io_timer_t *t, taxi_time_t delay, taxi_time_t period);
@@ -349,6 +352,8 @@ struct taxi_listener {
   taxi_stream_options_t sopts;
   taxi_addr_t local;
   bool closing, released;
+  bool keep_socket; /* adopted with TAXI_LISTEN_KEEP_SOCKET: not closed */
+  bool held;        /* paused by the application (taxi_listener_pause) */
   /* The next pause after an accept that found no descriptor, and the
    * consecutive failures of any other kind (core/backoff.h). */
   taxi_time_t backoff;
@@ -364,6 +369,9 @@ struct taxi_listener {
       taxi_op_t aop, bop;
       unsigned inflight;
       bool attached;
+      /* aop (the accept) and bop (the pause after a failure) are in
+       * flight: each is cleared under the lock by its last completion. */
+      bool accepting, backing_off;
     } p;
   } d;
 };

@@ -307,11 +307,18 @@ static bool l_last_locked(taxi_listener_t *l) {
   return true;
 }
 
-static void l_accept_locked(taxi_listener_t *l) {
-  if (!l->closing &&
-      taxi_proactor_accept(l->io->proactor, &l->d.p.aop, l->fd,
-                           TAXI_ACCEPT_MULTISHOT, l_accepted, l) == 0)
+/* Accept again, unless closed, held by the application, or pausing
+ * after a failure.  0, or the error of starting the accept. */
+static int l_accept_locked(taxi_listener_t *l) {
+  if (l->closing || l->held || l->d.p.accepting || l->d.p.backing_off)
+    return 0;
+  int rc = taxi_proactor_accept(l->io->proactor, &l->d.p.aop, l->fd,
+                                TAXI_ACCEPT_MULTISHOT, l_accepted, l);
+  if (rc == 0) {
     l->d.p.inflight++;
+    l->d.p.accepting = true;
+  }
+  return rc;
 }
 
 static void l_backoff_done(taxi_op_t *op, int status, size_t bytes, void *act) {
@@ -321,7 +328,10 @@ static void l_backoff_done(taxi_op_t *op, int status, size_t bytes, void *act) {
   (void)bytes;
   taxi__mutex_lock(&l->lock);
   l->d.p.inflight--;
-  l_accept_locked(l);
+  l->d.p.backing_off = false;
+  /* An accept fails to start only when the proactor is being destroyed
+   * (or out of memory): then accepting ends with it. */
+  (void)l_accept_locked(l);
   bool last = l_last_locked(l);
   taxi__mutex_unlock(&l->lock);
   if (last) taxi__listener_released(l);
@@ -338,19 +348,21 @@ static void l_accepted(taxi_op_t *op, int status, size_t bytes, void *act) {
     taxi__listener_accepted(l, op->accepted, &peer, true);
   }
   if (more) return; /* the multishot accept goes on: l stays */
-  taxi_time_t pause = status < 0 && status != TAXI_ECANCELED
-                          ? taxi__listener_failed(l, status)
-                          : 0;
+  bool failed = status < 0 && status != TAXI_ECANCELED;
+  taxi_time_t pause = failed ? taxi__listener_failed(l, status) : 0;
   taxi__mutex_lock(&l->lock);
   l->d.p.inflight--;
-  if (!l->closing) {
-    if (status == 0) {
-      l_accept_locked(l); /* the accept ended after a connection: go on */
-    } else if (taxi_proactor_timer(l->io->proactor, &l->d.p.bop, pause,
-                                   l_backoff_done, l) == 0) {
-      /* Out of descriptors, most likely: pause, then accept again. */
-      l->d.p.inflight++;
-    }
+  l->d.p.accepting = false;
+  if (!failed) {
+    /* The accept ended after a connection, or was cancelled by a pause
+     * that may have been lifted since: go on unless closed or held. */
+    (void)l_accept_locked(l);
+  } else if (!l->closing &&
+             taxi_proactor_timer(l->io->proactor, &l->d.p.bop, pause,
+                                 l_backoff_done, l) == 0) {
+    /* Out of descriptors, most likely: pause, then accept again. */
+    l->d.p.inflight++;
+    l->d.p.backing_off = true;
   }
   bool last = l_last_locked(l);
   taxi__mutex_unlock(&l->lock);
@@ -370,17 +382,41 @@ static int l_open(taxi_listener_t *l) {
     return rc;
   }
   l->d.p.inflight = 1;
+  l->d.p.accepting = true;
   return 0;
 }
 
 static void l_close_req(taxi_listener_t *l) {
   taxi__mutex_lock(&l->lock);
-  taxi_proactor_close(l->io->proactor, l->fd);
-  if (taxi_op_in_flight(&l->d.p.bop))
-    taxi_proactor_cancel(l->io->proactor, &l->d.p.bop);
+  /* Both complete what is pending on the socket with TAXI_ECANCELED; a
+   * kept socket is given back open once no operation names it. */
+  if (l->keep_socket)
+    taxi_proactor_detach(l->io->proactor, l->fd);
+  else
+    taxi_proactor_close(l->io->proactor, l->fd);
+  if (l->d.p.backing_off) taxi_proactor_cancel(l->io->proactor, &l->d.p.bop);
   bool last = l_last_locked(l);
   taxi__mutex_unlock(&l->lock);
   if (last) taxi__listener_released(l);
+}
+
+/* Held: the accept is cancelled (a connection it had taken still comes
+ * to the callback); let go: accept again, unless a failure's pause is
+ * running (it accepts when over) or the cancelled accept has not
+ * completed yet (its completion accepts). */
+static int l_hold(taxi_listener_t *l, bool hold) {
+  int rc = 0;
+  taxi__mutex_lock(&l->lock);
+  if (hold && !l->held) {
+    l->held = true;
+    if (l->d.p.accepting && !l->closing)
+      (void)taxi_proactor_cancel(l->io->proactor, &l->d.p.aop);
+  } else if (!hold && l->held) {
+    l->held = false;
+    if ((rc = l_accept_locked(l)) < 0) l->held = true;
+  }
+  taxi__mutex_unlock(&l->lock);
+  return rc;
 }
 
 /* ---- application timers ---------------------------------------------------
@@ -485,6 +521,7 @@ const taxi__io_driver_t taxi__io_proactive = {
     .max_bufs = TAXI_OP_MAX_BUFS,
     .listener_open = l_open,
     .listener_close = l_close_req,
+    .listener_hold = l_hold,
     .timer_start = t_start,
     .timer_stop = t_stop,
     .timer_destroy = t_destroy,

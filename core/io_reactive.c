@@ -266,10 +266,14 @@ static int l_input(taxi_handler_t *h, taxi_handle_t fd, unsigned ev) {
       /* Out of descriptors (or memory): the connection stays queued and
        * the listener readable, so pause instead of spinning. */
       taxi_time_t pause = taxi__listener_failed(l, rc);
+      taxi__mutex_lock(&l->lock);
       if (taxi_reactor_suspend(l->io->reactor, h) == 0 &&
           taxi_reactor_schedule(l->io->reactor, &l->d.r.timer, h, pause, 0,
                                 NULL) == 0)
         l->d.r.paused = true;
+      else if (!l->held)
+        taxi_reactor_resume(l->io->reactor, h);
+      taxi__mutex_unlock(&l->lock);
       return 0;
     }
     if (i == 0) taxi__listener_recovered(l);
@@ -282,15 +286,17 @@ static int l_timeout(taxi_handler_t *h, taxi_timer_t *t, void *act) {
   taxi_listener_t *l = LISTENER_OF(h);
   (void)t;
   (void)act;
+  taxi__mutex_lock(&l->lock);
   l->d.r.paused = false;
-  taxi_reactor_resume(l->io->reactor, h);
+  if (!l->held) taxi_reactor_resume(l->io->reactor, h);
+  taxi__mutex_unlock(&l->lock);
   return 0;
 }
 
 static void l_close(taxi_handler_t *h, taxi_handle_t fd) {
   taxi_listener_t *l = LISTENER_OF(h);
   (void)fd;
-  taxi__close(l->fd);
+  if (!l->keep_socket) taxi__close(l->fd);
   taxi__listener_released(l);
 }
 
@@ -305,6 +311,21 @@ static int l_open(taxi_listener_t *l) {
 
 static void l_close_req(taxi_listener_t *l) {
   taxi_reactor_remove(l->io->reactor, &l->d.r.h);
+}
+
+/* The handle is watched while neither the application (held) nor a
+ * failed accept (paused, until its timer) stops it; both flags change
+ * under the lock, with the suspension they call for. */
+static int l_hold(taxi_listener_t *l, bool hold) {
+  int rc = 0;
+  taxi__mutex_lock(&l->lock);
+  if (l->held != hold && !l->closing && !l->d.r.paused) {
+    rc = hold ? taxi_reactor_suspend(l->io->reactor, &l->d.r.h)
+              : taxi_reactor_resume(l->io->reactor, &l->d.r.h);
+  }
+  if (rc == 0) l->held = hold;
+  taxi__mutex_unlock(&l->lock);
+  return rc;
 }
 
 /* ---- application timers ---------------------------------------------------
@@ -380,6 +401,7 @@ const taxi__io_driver_t taxi__io_reactive = {
     .corks_files = true,
     .listener_open = l_open,
     .listener_close = l_close_req,
+    .listener_hold = l_hold,
     .timer_start = t_start,
     .timer_stop = t_stop,
     .timer_destroy = t_destroy,

@@ -102,45 +102,41 @@ void taxi__listener_released(taxi_listener_t *l) {
   taxi__free(l);
 }
 
-int taxi_listener_create(taxi_listener_t **out, taxi_io_t *io,
-                         const char *address,
-                         const taxi_listener_options_t *opts, taxi_accept_fn fn,
-                         void *arg) {
-  taxi_listener_options_t o;
-  taxi_addr_t a;
-  if (!out || !io || !address || !fn) return TAXI_EINVAL;
-  taxi_listener_options_init(&o);
-  if (taxi__options_copy(&o, sizeof o, opts, sizeof o) < 0) return TAXI_EINVAL;
-  if (o.flags &
-      ~(TAXI_LISTEN_REUSEPORT | TAXI_LISTEN_V6ONLY | TAXI_LISTEN_NO_REUSEADDR))
-    return TAXI_EINVAL;
+/* A listener of io for fn(arg), with what o says but not yet a socket;
+ * NULL with *rc set on failure. */
+static taxi_listener_t *listener_new(taxi_io_t *io,
+                                     const taxi_listener_options_t *o,
+                                     taxi_accept_fn fn, void *arg, int *rc) {
   taxi_listener_t *l = taxi__calloc(1, sizeof *l);
-  if (!l) return TAXI_ENOMEM;
-  int rc = taxi__stream_options(&l->sopts, o.stream);
-  if (rc == 0) rc = taxi_addr_parse(&a, address);
-  if (rc < 0) {
-    taxi__free(l);
-    return rc;
+  if (!l) {
+    *rc = TAXI_ENOMEM;
+    return NULL;
   }
   l->io = io;
   l->fn = fn;
   l->arg = arg;
-  l->on_close = o.on_close;
+  l->on_close = o->on_close;
   l->backoff = BACKOFF_FIRST;
-  rc = taxi__mutex_init(&l->lock);
-  if (rc < 0) {
+  *rc = taxi__stream_options(&l->sopts, o->stream);
+  if (*rc == 0) *rc = taxi__mutex_init(&l->lock);
+  if (*rc < 0) {
     taxi__free(l);
-    return rc;
+    return NULL;
   }
-  rc = taxi__sock_listen(&a, o.backlog, o.flags, &l->fd);
-  if (rc == 0) rc = taxi__sock_local_addr(l->fd, &l->local);
+  return l;
+}
+
+/* l's socket is l->fd: learn its address and let the driver accept on it.
+ * On failure l is freed (its socket left open) and the error returned. */
+static int listener_start(taxi_listener_t *l, taxi_listener_t **out) {
+  taxi_io_t *io = l->io;
+  int rc = taxi__sock_local_addr(l->fd, &l->local);
   if (rc == 0) {
     rc = taxi__io_link_listener(io, l);
     if (rc == 0) {
       rc = io->drv->listener_open(l);
       if (rc < 0) taxi__io_unlink_listener(io, l);
     }
-    if (rc < 0) taxi__close(l->fd);
   }
   if (rc < 0) {
     taxi__mutex_destroy(&l->lock);
@@ -149,6 +145,64 @@ int taxi_listener_create(taxi_listener_t **out, taxi_io_t *io,
   }
   *out = l;
   return 0;
+}
+
+int taxi_listener_create(taxi_listener_t **out, taxi_io_t *io,
+                         const char *address,
+                         const taxi_listener_options_t *opts, taxi_accept_fn fn,
+                         void *arg) {
+  taxi_listener_options_t o;
+  taxi_addr_t a;
+  taxi_handle_t fd;
+  int rc;
+  if (!out || !io || !address || !fn) return TAXI_EINVAL;
+  taxi_listener_options_init(&o);
+  if (taxi__options_copy(&o, sizeof o, opts, sizeof o) < 0) return TAXI_EINVAL;
+  if (o.flags &
+      ~(TAXI_LISTEN_REUSEPORT | TAXI_LISTEN_V6ONLY | TAXI_LISTEN_NO_REUSEADDR))
+    return TAXI_EINVAL;
+  if ((rc = taxi_addr_parse(&a, address)) < 0) return rc;
+  taxi_listener_t *l = listener_new(io, &o, fn, arg, &rc);
+  if (!l) return rc;
+  if ((rc = taxi__sock_listen(&a, o.backlog, o.flags, &fd)) < 0) {
+    taxi__mutex_destroy(&l->lock);
+    taxi__free(l);
+    return rc;
+  }
+  l->fd = fd;
+  if ((rc = listener_start(l, out)) < 0) taxi__close(fd);
+  return rc;
+}
+
+int taxi_listener_adopt(taxi_listener_t **out, taxi_io_t *io,
+                        taxi_handle_t sock, const taxi_listener_options_t *opts,
+                        taxi_accept_fn fn, void *arg) {
+  taxi_listener_options_t o;
+  int rc;
+  if (!out || !io || !fn) return TAXI_EINVAL;
+  taxi_listener_options_init(&o);
+  if (taxi__options_copy(&o, sizeof o, opts, sizeof o) < 0) return TAXI_EINVAL;
+  if (o.flags & ~TAXI_LISTEN_KEEP_SOCKET) return TAXI_EINVAL;
+  if (sock == TAXI_INVALID_HANDLE) return TAXI_EBADF;
+  /* Checked before anything changes the socket: a failed adoption leaves
+   * it as it was, but for O_NONBLOCK. */
+  if ((rc = taxi__sock_listening(sock)) < 0) return rc;
+  if ((rc = taxi__set_nonblocking(sock)) < 0) return rc;
+  taxi_listener_t *l = listener_new(io, &o, fn, arg, &rc);
+  if (!l) return rc;
+  l->fd = sock;
+  l->keep_socket = (o.flags & TAXI_LISTEN_KEEP_SOCKET) != 0;
+  return listener_start(l, out);
+}
+
+int taxi_listener_pause(taxi_listener_t *l) {
+  if (!l) return TAXI_EINVAL;
+  return l->io->drv->listener_hold(l, true);
+}
+
+int taxi_listener_resume(taxi_listener_t *l) {
+  if (!l) return TAXI_EINVAL;
+  return l->io->drv->listener_hold(l, false);
 }
 
 int taxi_listener_address(const taxi_listener_t *l, taxi_addr_t *out) {

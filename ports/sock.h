@@ -64,6 +64,10 @@ int taxi__sock_pending_error(taxi_handle_t s, int *err);
  * descriptors; TAXI_ENOMEM; others. */
 int taxi__sock_accept(taxi_handle_t listener, taxi_handle_t *out,
                       taxi_addr_t *peer);
+/* Whether s is a listening stream socket: 0 if it is, TAXI_EINVAL if it
+ * is a socket that is not listening, TAXI_EBADF if it is not an open
+ * socket. */
+int taxi__sock_listening(taxi_handle_t s);
 int taxi__sock_local_addr(taxi_handle_t s, taxi_addr_t *out);
 int taxi__sock_peer_addr(taxi_handle_t s, taxi_addr_t *out);
 

@@ -370,6 +370,19 @@ int taxi__sock_accept(taxi_handle_t listener, taxi_handle_t *out,
   }
 }
 
+int taxi__sock_listening(taxi_handle_t s) {
+  int on = 0;
+  socklen_t len = sizeof on;
+  if (s < 0) return TAXI_EBADF;
+  if (getsockopt(s, SOL_SOCKET, SO_ACCEPTCONN, &on, &len) != 0) {
+    int rc = taxi__last_error();
+    /* ENOTSOCK: open, but not a socket. */
+    if (errno == ENOTSOCK || errno == EBADF) rc = TAXI_EBADF;
+    return rc;
+  }
+  return on ? 0 : TAXI_EINVAL;
+}
+
 int taxi__sock_local_addr(taxi_handle_t s, taxi_addr_t *out) {
   struct sockaddr_storage ss;
   socklen_t len = sizeof ss;

@@ -222,6 +222,17 @@ int taxi__sock_accept(taxi_handle_t listener, taxi_handle_t *out,
   return 0;
 }
 
+int taxi__sock_listening(taxi_handle_t s) {
+  BOOL on = FALSE;
+  int len = sizeof on;
+  int rc = taxi__winsock_init();
+  if (rc < 0) return rc;
+  if (s == TAXI_INVALID_HANDLE || !taxi__is_socket(s)) return TAXI_EBADF;
+  if (getsockopt((SOCKET)s, SOL_SOCKET, SO_ACCEPTCONN, (char *)&on, &len) != 0)
+    return taxi__last_error();
+  return on ? 0 : TAXI_EINVAL;
+}
+
 int taxi__sock_local_addr(taxi_handle_t s, taxi_addr_t *out) {
   struct sockaddr_storage ss;
   int len = sizeof ss;

@@ -647,6 +647,60 @@ check_adaptive_measured() {
   fi
 }
 
+# Accepting changes hands under load without losing a connection.  Under
+# 5 MB files only (10 webstone clients, one request per connection) the
+# adaptive server's Proactor takes over accepting from the pool (its
+# listener on the pool's socket resumed); while those clients still run,
+# 20 more over the mix (one request per connection too) make most
+# responses small, and the pool accepts again (the Proactor's listener
+# paused) before the load is over.  Every response of both runs is
+# verified, with no error: a connection lost as accepting changed hands
+# would be one.
+check_adaptive_acceptor() {
+  s=adaptive-acceptor
+  if ! start $s --strategy adaptive --root "$docroot" --threads 2; then
+    bad "$s: start"
+    return
+  fi
+  "$webstone" --port "$port" --docroot "$docroot" --clients 10 \
+    --size 5000000 --warmup 0 --duration 8 --time-limit 60 \
+    >"$work/ws-large.out" 2>&1 &
+  ws_pid=$!
+  i=0
+  while [ $i -lt 300 ] && ! grep -q '^jaws: adaptive: the proactor accepts (' "$out"; do
+    sleep 0.1
+    i=$((i + 1))
+  done
+  if "$webstone" --port "$port" --docroot "$docroot" --clients 20 --mix \
+    --warmup 0 --duration 2 --time-limit 60 >"$work/ws.out" 2>&1 &&
+    grep -q 'errors 0$' "$work/ws.out"; then
+    ok "$s: webstone --mix beside 5 MB files, every response verified"
+  else
+    cat "$work/ws.out"
+    bad "$s: webstone --mix beside 5 MB files"
+  fi
+  if wait "$ws_pid" && grep -q 'errors 0$' "$work/ws-large.out"; then
+    ok "$s: webstone 5 MB files, every response verified"
+  else
+    cat "$work/ws-large.out"
+    bad "$s: webstone 5 MB files"
+  fi
+  if stop $s; then ok "$s: stopped"; else bad "$s: stop"; fi
+  # The Proactor accepted, then the pool again, before any idle period.
+  order=$(awk '
+    /^jaws: adaptive: the proactor accepts \(/ { if (!p) p = NR }
+    /^jaws: adaptive: the pool accepts again \(/ { if (p && !q) q = NR }
+    /idle: / { if (!i) i = NR }
+    END { print (p && q && (!i || q < i)) ? "ok" : "bad" }' "$out")
+  accepted=$(sed -n 's/^jaws: stopped after .* (\([0-9][0-9]*\) accepted by the proactor).*/\1/p' "$out")
+  if [ "$order" = ok ] && [ "${accepted:-0}" -gt 0 ]; then
+    ok "$s: the proactor accepted ($accepted), then the pool again under load"
+  else
+    cat "$out"
+    bad "$s: accepting did not change hands under load"
+  fi
+}
+
 # STRATEGY[:BACKEND[:THREADS]]
 # An idle connection (no request begun) is closed silently after the idle
 # timeout (2 s here).
@@ -723,6 +777,7 @@ case " $runs " in
     if [ -n "$docroot" ]; then
       check_adaptive_switching
       check_adaptive_measured
+      check_adaptive_acceptor
     fi
     ;;
 esac

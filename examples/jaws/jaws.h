@@ -54,7 +54,7 @@ struct jaws_server {
   atomic_ullong refused;   /* turned away with 503 */
   atomic_int stopping;
   bool started;        /* the listening line was printed */
-  char stop_note[160]; /* the strategy's addition to the closing line */
+  char stop_note[192]; /* the strategy's addition to the closing line */
 };
 
 /* A way of moving bytes (the State of the design: one per strategy). */

@@ -23,10 +23,16 @@
  *   HYBRID     a large response goes out by the Proactor's transmit-file:
  *              its connection moves to ASYNC, and its thread goes back to
  *              accept().  Where nearly every response is large (90% of
- *              them, smoothed over periods), a new connection moves at
- *              its accept, its request read by the Proactor too: reading
- *              it on the pool only to hand the connection over with its
- *              answer cost 7-10% of the throughput with 5 MB files.
+ *              them, smoothed over periods), the Proactor accepts new
+ *              connections itself and reads their requests too, and the
+ *              pool's threads wait: reading a request on the pool only to
+ *              hand the connection over with its answer cost 7-10% of the
+ *              throughput with 5 MB files, and a pool thread accepting to
+ *              hand each connection over costs a wake-up of the thread
+ *              and one of the Proactor per connection.  Both accept from
+ *              the one listening socket (the Proactor's listener adopts
+ *              it, paused while the pool accepts): its queue is shared,
+ *              so no connection is lost when accepting changes hands.
  *
  * A connection also moves to ASYNC, in either state, once it has waited
  * HANDOFF_MS for its next bytes: an idle keep-alive connection or a slow
@@ -110,7 +116,12 @@ struct adaptive {
   taxi_io_t *io; /* ASYNC */
   taxi_stream_options_t so;
   taxi_handle_t listener;
-  bool accept_waits; /* accept() waits by itself (jaws_sock_accept_waits) */
+  /* The Proactor's listener on the same socket, paused unless
+   * proactor_accepts; NULL where it could not be made (the pool then
+   * accepts every connection and hands over those that move at once). */
+  taxi_listener_t *acceptor;
+  bool accept_waits; /* the pool's accept() waits by itself */
+  bool prepared; /* accepted sockets inherit jaws_sock_accept_waits' options */
   /* Guards alive: a pool thread opens a stream in ASYNC only while the
    * context is not being destroyed. */
   pthread_mutex_t ctx_lock;
@@ -127,6 +138,12 @@ struct adaptive {
   /* HYBRID where nearly every response is large: a new connection moves
    * at its accept (see on_adapt). */
   atomic_bool move_at_accept;
+  /* move_at_accept, and the acceptor resumed: the pool threads wait on
+   * pool_cond (under pool_lock) until it is false or the server stops. */
+  atomic_bool proactor_accepts;
+  atomic_ullong accepted; /* connections the Proactor accepted */
+  pthread_mutex_t pool_lock;
+  pthread_cond_t pool_cond;
   double large_ratio; /* the timer's: large responses / responses,
                          smoothed */
   atomic_ullong changes;
@@ -330,6 +347,22 @@ static int respond(void *sink, const struct http_out *o) {
 
 static const struct http_sink_ops adaptive_sink = {respond};
 
+/* Under c->lock: c is served by stream s in ASYNC from now on. */
+static void become_async(struct conn *c, taxi_stream_t *s) {
+  struct adaptive *ad = c->ad;
+  c->stream = s;
+  c->fd = TAXI_INVALID_HANDLE; /* the stream's now */
+  c->where = ASYNC;
+  c->moving = false;
+  pthread_mutex_lock(&ad->list_lock);
+  c->next = ad->list;
+  if (ad->list) ad->list->prev = c;
+  ad->list = c;
+  pthread_mutex_unlock(&ad->list_lock);
+  taxi_stream_set_data(s, c);
+  taxi_stream_on_close(s, on_close);
+}
+
 /* Move c from its pool thread to ASYNC: open its socket as a stream
  * there, send what was kept, answer what is buffered, read on.  If ASYNC
  * is going away (or out of memory), the connection ends here. */
@@ -348,17 +381,7 @@ static void hand_off(struct conn *c) {
     conn_gone(c); /* closes the socket, still SYNC's */
     return;
   }
-  c->stream = s;
-  c->fd = TAXI_INVALID_HANDLE; /* the stream's now */
-  c->where = ASYNC;
-  c->moving = false;
-  pthread_mutex_lock(&ad->list_lock);
-  c->next = ad->list;
-  if (ad->list) ad->list->prev = c;
-  ad->list = c;
-  pthread_mutex_unlock(&ad->list_lock);
-  taxi_stream_set_data(s, c);
-  taxi_stream_on_close(s, on_close);
+  become_async(c, s);
   /* The kept responses first: they answer the earlier requests. */
   for (unsigned i = 0; i < c->nkept; i++) {
     struct kept *k = &c->kept[i];
@@ -415,38 +438,61 @@ static bool serve_sync(struct conn *c) {
   }
 }
 
+/* A connection of ad for peer, its session made; NULL (out of memory). */
+static struct conn *conn_new(struct adaptive *ad, const char *peer) {
+  struct conn *c = calloc(1, sizeof *c);
+  if (c == NULL ||
+      (c->sess = http_session_new(ad->srv, &adaptive_sink, c, peer)) == NULL) {
+    free(c);
+    return NULL;
+  }
+  pthread_mutex_init(&c->lock, NULL);
+  atomic_init(&c->refs, 1);
+  c->ad = ad;
+  return c;
+}
+
 /* A new connection from the listener, admitted; NULL if none. */
 static struct conn *accept_conn(struct adaptive *ad) {
   struct jaws_server *srv = ad->srv;
   taxi_handle_t fd;
   char peer[64];
   struct conn *c;
-  if (!jaws_accept_blocking(srv, ad->listener, ad->accept_waits, &fd, peer,
+  if (!jaws_accept_blocking(srv, ad->listener, ad->prepared, &fd, peer,
                             sizeof peer, HANDOFF_MS))
     return NULL;
-  c = calloc(1, sizeof *c);
-  if (c == NULL ||
-      (c->sess = http_session_new(srv, &adaptive_sink, c, peer)) == NULL) {
-    free(c);
+  if ((c = conn_new(ad, peer)) == NULL) {
     echo_close(fd);
     jaws_leave(srv);
     return NULL;
   }
-  pthread_mutex_init(&c->lock, NULL);
-  atomic_init(&c->refs, 1);
   c->fd = fd;
   c->where = SYNC;
-  c->ad = ad;
   return c;
+}
+
+/* While the Proactor accepts, a pool thread waits for it to stop. */
+static void park(struct adaptive *ad) {
+  pthread_mutex_lock(&ad->pool_lock);
+  while (atomic_load(&ad->proactor_accepts) && !atomic_load(&ad->srv->stopping))
+    pthread_cond_wait(&ad->pool_cond, &ad->pool_lock);
+  pthread_mutex_unlock(&ad->pool_lock);
 }
 
 static void *pool_thread(void *arg) {
   struct adaptive *ad = arg;
   while (!atomic_load(&ad->srv->stopping)) {
     struct conn *c;
-    if (!ad->accept_waits && jaws_sock_wait(ad->listener, WAIT_MS) != 1)
+    if (atomic_load(&ad->proactor_accepts)) {
+      park(ad);
       continue;
-    if ((c = accept_conn(ad)) == NULL) continue;
+    }
+    /* A listener shared with the Proactor is non-blocking: accept what
+     * is queued, and wait only when nothing is. */
+    if ((c = accept_conn(ad)) == NULL) {
+      if (!ad->accept_waits) (void)jaws_sock_wait(ad->listener, WAIT_MS);
+      continue;
+    }
     if (atomic_load(&ad->move_at_accept)) {
       atomic_fetch_add(&ad->moves[AT_ACCEPT], 1);
       hand_off(c);
@@ -478,6 +524,29 @@ static void on_read(taxi_stream_t *s, int status, const void *data,
     step = http_session_feed(c->sess, data, len, jaws_now_ms());
   }
   settle(c, step);
+  pthread_mutex_unlock(&c->lock);
+}
+
+/* A connection the Proactor accepted (while proactor_accepts, or taken
+ * by an accept in progress as the pool took over again): ASYNC's from
+ * its start. */
+static void on_accept(taxi_listener_t *l, taxi_stream_t *s, void *arg) {
+  struct adaptive *ad = arg;
+  char peer[TAXI_ADDR_STRLEN];
+  struct conn *c;
+  (void)l;
+  if (!jaws_stream_admit(ad->srv, s)) return;
+  jaws_stream_peer(s, peer, sizeof peer);
+  if ((c = conn_new(ad, peer)) == NULL) {
+    jaws_leave(ad->srv);
+    taxi_stream_close(s);
+    return;
+  }
+  atomic_fetch_add(&ad->moves[AT_ACCEPT], 1);
+  atomic_fetch_add(&ad->accepted, 1);
+  pthread_mutex_lock(&c->lock);
+  become_async(c, s);
+  settle(c, http_session_process(c->sess, jaws_now_ms()));
   pthread_mutex_unlock(&c->lock);
 }
 
@@ -523,6 +592,44 @@ static void on_count(taxi_io_timer_t *t, void *arg) {
   atomic_fetch_add(&ad->conn_samples, 1);
 }
 
+/* Who accepts: with `at_accept`, the Proactor (its listener resumed, the
+ * pool's threads parked), else the pool (the Proactor's listener paused
+ * once the pool accepts again: connections meanwhile wait in the queue
+ * both share).  Without an acceptor, the pool accepts and moves each
+ * connection at once. */
+static void set_move_at_accept(struct adaptive *ad, bool at_accept,
+                               bool hybrid) {
+  int rc;
+  if (at_accept == atomic_load(&ad->move_at_accept)) return;
+  if (at_accept && ad->acceptor &&
+      (rc = taxi_listener_resume(ad->acceptor)) < 0) {
+    fprintf(stderr,
+            "jaws: adaptive: the proactor cannot accept (%s): the pool "
+            "accepts for it\n",
+            taxi_strerror(rc));
+  } else if (at_accept && ad->acceptor) {
+    atomic_store(&ad->proactor_accepts, true);
+    fprintf(stderr,
+            "jaws: adaptive: the proactor accepts (large responses %.0f%% of "
+            "responses)\n",
+            ad->large_ratio * 100);
+  }
+  atomic_store(&ad->move_at_accept, at_accept);
+  if (at_accept || !atomic_load(&ad->proactor_accepts)) return;
+  if (hybrid)
+    fprintf(stderr,
+            "jaws: adaptive: the pool accepts again (large responses %.0f%% "
+            "of responses)\n",
+            ad->large_ratio * 100);
+  else
+    fprintf(stderr, "jaws: adaptive: the pool accepts again (SYNC_ONLY)\n");
+  pthread_mutex_lock(&ad->pool_lock);
+  atomic_store(&ad->proactor_accepts, false);
+  pthread_cond_broadcast(&ad->pool_cond);
+  pthread_mutex_unlock(&ad->pool_lock);
+  (void)taxi_listener_pause(ad->acceptor);
+}
+
 /* The State decision: every ADAPT_PERIOD, adapt_policy.c from what the
  * period saw. */
 static void on_adapt(taxi_io_timer_t *t, void *arg) {
@@ -556,8 +663,9 @@ static void on_adapt(taxi_io_timer_t *t, void *arg) {
   if (s.responses > 0)
     ad->large_ratio +=
         ((double)large / (double)s.responses - ad->large_ratio) / 4;
-  atomic_store(&ad->move_at_accept,
-               next == ADAPT_HYBRID && ad->large_ratio >= ALL_LARGE_RATIO);
+  set_move_at_accept(ad,
+                     next == ADAPT_HYBRID && ad->large_ratio >= ALL_LARGE_RATIO,
+                     next == ADAPT_HYBRID);
   if (next == state) return;
   atomic_store(&ad->state, next);
   atomic_fetch_add(&ad->changes, 1);
@@ -618,6 +726,39 @@ static void start_timer(taxi_io_t *io, taxi_io_timer_fn fn, void *arg,
     fprintf(stderr, "jaws: no %s: %s\n", what, taxi_strerror(rc));
 }
 
+/* The listening socket for the pool, and the Proactor's listener on it,
+ * paused (see set_move_at_accept). */
+static void start_acceptor(struct adaptive *ad) {
+  const struct jaws_config *cfg = &ad->srv->cfg;
+  taxi_listener_options_t lo = TAXI_LISTENER_OPTIONS_INIT;
+  int rc;
+  /* The options set for the pool first: the Proactor's connections
+   * inherit them as well, and set their own over them. */
+  ad->prepared = jaws_sock_accept_waits(ad->listener, cfg->idle_timeout_ms,
+                                        HANDOFF_MS) == 1;
+  lo.flags = TAXI_LISTEN_KEEP_SOCKET;
+  lo.stream = &ad->so;
+  rc = taxi_listener_adopt(&ad->acceptor, ad->io, ad->listener, &lo, on_accept,
+                           ad);
+  if (rc == 0 && (rc = taxi_listener_pause(ad->acceptor)) < 0) {
+    taxi_listener_close(ad->acceptor);
+    ad->acceptor = NULL;
+  }
+  if (rc == 0) {
+    ad->accept_waits = false; /* adopted: the socket is non-blocking */
+    return;
+  }
+  ad->acceptor = NULL;
+  fprintf(stderr,
+          "jaws: adaptive: the proactor cannot accept on the listener (%s): "
+          "the pool accepts for it\n",
+          taxi_strerror(rc));
+  /* A failed adoption may have left it non-blocking: blocking again. */
+  ad->prepared = ad->accept_waits =
+      jaws_sock_accept_waits(ad->listener, cfg->idle_timeout_ms, HANDOFF_MS) ==
+      1;
+}
+
 /* The pool's threads; how many started. */
 static unsigned start_pool(struct adaptive *ad, pthread_t *threads,
                            unsigned n) {
@@ -661,13 +802,13 @@ int jaws_run_adaptive(struct jaws_server *srv,
     free(threads);
     return 1;
   }
-  ad->accept_waits =
-      jaws_sock_accept_waits(ad->listener, srv->cfg.idle_timeout_ms,
-                             HANDOFF_MS) == 1;
   pthread_mutex_init(&ad->ctx_lock, NULL);
   pthread_mutex_init(&ad->list_lock, NULL);
+  pthread_mutex_init(&ad->pool_lock, NULL);
+  pthread_cond_init(&ad->pool_cond, NULL);
   ad->alive = true;
   jaws_stream_options(srv, &ad->so);
+  start_acceptor(ad);
   period = (taxi_time_t)srv->cfg.header_timeout_ms * TAXI_NSEC_PER_MSEC / 5;
   if (period < 10 * TAXI_NSEC_PER_MSEC) period = 10 * TAXI_NSEC_PER_MSEC;
   if (period > TAXI_NSEC_PER_SEC) period = TAXI_NSEC_PER_SEC;
@@ -684,6 +825,9 @@ int jaws_run_adaptive(struct jaws_server *srv,
     rc = taxi_io_run(ad->io);
   }
   atomic_store(&srv->stopping, 1);
+  pthread_mutex_lock(&ad->pool_lock); /* parked threads see it */
+  pthread_cond_broadcast(&ad->pool_cond);
+  pthread_mutex_unlock(&ad->pool_lock);
   /* The pool takes no connection any more, and moves from now on end
    * their connections (see hand_off); then the Proactor closes its own. */
   pthread_mutex_lock(&ad->ctx_lock);
@@ -691,16 +835,22 @@ int jaws_run_adaptive(struct jaws_server *srv,
   pthread_mutex_unlock(&ad->ctx_lock);
   for (unsigned i = 0; i < started; i++) pthread_join(threads[i], NULL);
   taxi_io_destroy(ad->io);
-  echo_close(ad->listener); /* after the timers that look at its queue */
+  /* After the timers that look at its queue, and the Proactor's listener
+   * on it (ended with the context). */
+  echo_close(ad->listener);
   snprintf(srv->stop_note, sizeof srv->stop_note,
            " (adaptive: %llu moves to the proactor for large responses, %llu "
-           "while waiting, %llu at accept, %llu state changes)",
+           "while waiting, %llu at accept (%llu accepted by the proactor), "
+           "%llu state changes)",
            (unsigned long long)atomic_load(&ad->moves[FOR_LARGE]),
            (unsigned long long)atomic_load(&ad->moves[FOR_WAITING]),
            (unsigned long long)atomic_load(&ad->moves[AT_ACCEPT]),
+           (unsigned long long)atomic_load(&ad->accepted),
            (unsigned long long)atomic_load(&ad->changes));
   pthread_mutex_destroy(&ad->ctx_lock);
   pthread_mutex_destroy(&ad->list_lock);
+  pthread_mutex_destroy(&ad->pool_lock);
+  pthread_cond_destroy(&ad->pool_cond);
   free(ad);
   free(threads);
   if (rc < 0) {

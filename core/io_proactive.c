@@ -310,8 +310,7 @@ static bool l_last_locked(taxi_listener_t *l) {
 /* Accept again, unless closed, held by the application, or pausing
  * after a failure.  0, or the error of starting the accept. */
 static int l_accept_locked(taxi_listener_t *l) {
-  if (l->closing || l->held || l->d.p.accepting || l->d.p.backing_off)
-    return 0;
+  if (l->closing || l->held || l->d.p.accepting || l->d.p.backing_off) return 0;
   int rc = taxi_proactor_accept(l->io->proactor, &l->d.p.aop, l->fd,
                                 TAXI_ACCEPT_MULTISHOT, l_accepted, l);
   if (rc == 0) {

@@ -341,6 +341,13 @@ int taxi__stream_close(taxi_stream_t *s, int reason);
 /* ---- listeners ------------------------------------------------------------
  */
 
+/* A connection accepted while its listener was paused, not yet handed
+ * over (Proactor driver). */
+struct taxi__kept_conn {
+  taxi_handle_t fd;
+  taxi_addr_t peer;
+};
+
 struct taxi_listener {
   taxi_io_t *io;
   taxi_handle_t fd;
@@ -369,9 +376,17 @@ struct taxi_listener {
       taxi_op_t aop, bop;
       unsigned inflight;
       bool attached;
-      /* aop (the accept) and bop (the pause after a failure) are in
-       * flight: each is cleared under the lock by its last completion. */
+      /* aop (the accept) and bop (the pause after a failure, or the
+       * hand-over of kept connections) are in flight: each is cleared
+       * under the lock by its last completion. */
       bool accepting, backing_off;
+      /* Connections the accept delivered while the listener was paused,
+       * kept for the callback until it resumes (see core/io_proactive.c);
+       * `kept` is allocated at the first pause.  handing: a thread is
+       * passing them to the callback. */
+      struct taxi__kept_conn *kept;
+      unsigned nkept;
+      bool handing;
     } p;
   } d;
 };

@@ -291,13 +291,26 @@ static void s_unread(taxi_stream_t *s) {
 
 /*
  * The listener's two records, `aop` (a multishot accept) and `bop` (the
- * pause after a failed accept), are counted in inflight.  Each completion
- * updates the count and decides, in one hold of the lock, whether it is
- * the last one of a closed listener: only that one touches the listener
- * afterwards (to release it).
+ * pause after a failed accept, or a hand-over of kept connections), are
+ * counted in inflight.  Each completion updates the count and decides, in
+ * one hold of the lock, whether it is the last one of a closed listener:
+ * only that one touches the listener afterwards (to release it).
+ *
+ * Paused, the listener cancels its accept; but a cancel takes effect
+ * later than the call (at the ring owner's next wait with one-thread
+ * rings), and io_uring's multishot accept may have taken several
+ * connections from the queue already.  Those arrive while paused and are
+ * kept, open, in order, and handed to the callback once resumed (by a
+ * zero-delay bop in a dispatching thread), before any new accept.
  */
 
+/* Connections kept while paused, at most: io_uring's multishot accept
+ * takes no more than 64 ahead of their handlers (taxi/proactor.h);
+ * the other backends one at a time. */
+#define KEPT_MAX 64
+
 static void l_accepted(taxi_op_t *op, int status, size_t bytes, void *act);
+static void l_backoff_done(taxi_op_t *op, int status, size_t bytes, void *act);
 
 /* Whether l is closed and nothing of it in flight: then the caller, and
  * no one else, releases it.  Lock held. */
@@ -307,15 +320,56 @@ static bool l_last_locked(taxi_listener_t *l) {
   return true;
 }
 
-/* Accept again, unless closed, held by the application, or pausing
- * after a failure.  0, or the error of starting the accept. */
+static void l_release(taxi_listener_t *l) {
+  taxi__free(l->d.p.kept);
+  taxi__listener_released(l);
+}
+
+/* Whether a connection just accepted waits in `kept`: paused, or older
+ * ones are waiting or being handed over (order).  Lock held. */
+static bool l_keeps_locked(const taxi_listener_t *l) {
+  return l->held || l->d.p.nkept > 0 || l->d.p.handing;
+}
+
+/* Accept again, unless closed, held by the application, pausing after a
+ * failure, or with kept connections to hand over first.  0, or the
+ * error of starting the accept. */
 static int l_accept_locked(taxi_listener_t *l) {
-  if (l->closing || l->held || l->d.p.accepting || l->d.p.backing_off) return 0;
+  if (l->closing || l->d.p.accepting || l->d.p.backing_off || l_keeps_locked(l))
+    return 0;
   int rc = taxi_proactor_accept(l->io->proactor, &l->d.p.aop, l->fd,
                                 TAXI_ACCEPT_MULTISHOT, l_accepted, l);
   if (rc == 0) {
     l->d.p.inflight++;
     l->d.p.accepting = true;
+  }
+  return rc;
+}
+
+/* Hand the kept connections to the callback, oldest first, one at a
+ * time (the lock is let go around each), until none is left or the
+ * listener is paused or closed again.  Lock held. */
+static void l_hand_kept_locked(taxi_listener_t *l) {
+  l->d.p.handing = true;
+  while (l->d.p.nkept > 0 && !l->held && !l->closing) {
+    struct taxi__kept_conn k = l->d.p.kept[0];
+    l->d.p.nkept--;
+    memmove(l->d.p.kept, l->d.p.kept + 1, l->d.p.nkept * sizeof k);
+    taxi__mutex_unlock(&l->lock);
+    taxi__listener_accepted(l, k.fd, &k.peer, true);
+    taxi__mutex_lock(&l->lock);
+  }
+  l->d.p.handing = false;
+}
+
+/* Start bop at no delay, to hand kept connections over in a dispatching
+ * thread.  Lock held. */
+static int l_hand_later_locked(taxi_listener_t *l) {
+  int rc =
+      taxi_proactor_timer(l->io->proactor, &l->d.p.bop, 0, l_backoff_done, l);
+  if (rc == 0) {
+    l->d.p.inflight++;
+    l->d.p.backing_off = true;
   }
   return rc;
 }
@@ -328,12 +382,13 @@ static void l_backoff_done(taxi_op_t *op, int status, size_t bytes, void *act) {
   taxi__mutex_lock(&l->lock);
   l->d.p.inflight--;
   l->d.p.backing_off = false;
+  if (!l->d.p.handing) l_hand_kept_locked(l);
   /* An accept fails to start only when the proactor is being destroyed
    * (or out of memory): then accepting ends with it. */
   (void)l_accept_locked(l);
   bool last = l_last_locked(l);
   taxi__mutex_unlock(&l->lock);
-  if (last) taxi__listener_released(l);
+  if (last) l_release(l);
 }
 
 static void l_accepted(taxi_op_t *op, int status, size_t bytes, void *act) {
@@ -342,9 +397,27 @@ static void l_accepted(taxi_op_t *op, int status, size_t bytes, void *act) {
   bool more = op->more;
   if (status == 0) {
     taxi_addr_t peer;
+    bool kept = false, dropped = false;
     taxi__sockaddr_set(&peer, op->peer, op->peer_len);
     taxi__listener_recovered(l);
-    taxi__listener_accepted(l, op->accepted, &peer, true);
+    taxi__mutex_lock(&l->lock);
+    if (!l->closing && l_keeps_locked(l)) {
+      if (l->d.p.kept && l->d.p.nkept < KEPT_MAX) {
+        l->d.p.kept[l->d.p.nkept].fd = op->accepted;
+        l->d.p.kept[l->d.p.nkept].peer = peer;
+        l->d.p.nkept++;
+        kept = true;
+      } else {
+        dropped = true; /* cannot happen within KEPT_MAX: defensive */
+      }
+    }
+    taxi__mutex_unlock(&l->lock);
+    if (dropped) {
+      taxi_proactor_close(l->io->proactor, op->accepted);
+      TAXI__IO_COUNT(l->io, accept_errors, 1);
+    } else if (!kept) {
+      taxi__listener_accepted(l, op->accepted, &peer, true);
+    }
   }
   if (more) return; /* the multishot accept goes on: l stays */
   bool failed = status < 0 && status != TAXI_ECANCELED;
@@ -355,7 +428,11 @@ static void l_accepted(taxi_op_t *op, int status, size_t bytes, void *act) {
   if (!failed) {
     /* The accept ended after a connection, or was cancelled by a pause
      * that may have been lifted since: go on unless closed or held. */
-    (void)l_accept_locked(l);
+    if (!l->held && l->d.p.nkept > 0 && !l->d.p.handing &&
+        !l->d.p.backing_off && !l->closing)
+      (void)l_hand_later_locked(l);
+    else
+      (void)l_accept_locked(l);
   } else if (!l->closing &&
              taxi_proactor_timer(l->io->proactor, &l->d.p.bop, pause,
                                  l_backoff_done, l) == 0) {
@@ -365,7 +442,7 @@ static void l_accepted(taxi_op_t *op, int status, size_t bytes, void *act) {
   }
   bool last = l_last_locked(l);
   taxi__mutex_unlock(&l->lock);
-  if (last) taxi__listener_released(l);
+  if (last) l_release(l);
 }
 
 static int l_open(taxi_listener_t *l) {
@@ -394,25 +471,41 @@ static void l_close_req(taxi_listener_t *l) {
   else
     taxi_proactor_close(l->io->proactor, l->fd);
   if (l->d.p.backing_off) taxi_proactor_cancel(l->io->proactor, &l->d.p.bop);
+  /* Kept connections were never handed over: closed, as the system's
+   * accepted ones not yet handed over are. */
+  for (unsigned i = 0; i < l->d.p.nkept; i++)
+    taxi_proactor_close(l->io->proactor, l->d.p.kept[i].fd);
+  l->d.p.nkept = 0;
   bool last = l_last_locked(l);
   taxi__mutex_unlock(&l->lock);
-  if (last) taxi__listener_released(l);
+  if (last) l_release(l);
 }
 
-/* Held: the accept is cancelled (a connection it had taken still comes
- * to the callback); let go: accept again, unless a failure's pause is
- * running (it accepts when over) or the cancelled accept has not
- * completed yet (its completion accepts). */
+/* Held: the accept is cancelled (what it takes meanwhile is kept); let
+ * go: hand the kept connections over, or accept again, unless a
+ * failure's pause is running (it does both when over) or the cancelled
+ * accept has not completed yet (its completion does). */
 static int l_hold(taxi_listener_t *l, bool hold) {
   int rc = 0;
   taxi__mutex_lock(&l->lock);
-  if (hold && !l->held) {
+  if (hold && !l->held && !l->closing) {
+    if (!l->d.p.kept &&
+        !(l->d.p.kept = taxi__calloc(KEPT_MAX, sizeof *l->d.p.kept))) {
+      taxi__mutex_unlock(&l->lock);
+      return TAXI_ENOMEM;
+    }
     l->held = true;
-    if (l->d.p.accepting && !l->closing)
+    if (l->d.p.accepting)
       (void)taxi_proactor_cancel(l->io->proactor, &l->d.p.aop);
   } else if (!hold && l->held) {
     l->held = false;
-    if ((rc = l_accept_locked(l)) < 0) l->held = true;
+    if (l->closing || l->d.p.backing_off || l->d.p.handing)
+      rc = 0;
+    else if (l->d.p.nkept > 0)
+      rc = l_hand_later_locked(l);
+    else
+      rc = l_accept_locked(l);
+    if (rc < 0) l->held = true;
   }
   taxi__mutex_unlock(&l->lock);
   return rc;

@@ -260,6 +260,12 @@ static int l_input(taxi_handler_t *h, taxi_handle_t fd, unsigned ev) {
   for (int i = 0; i < ACCEPT_BATCH; i++) {
     taxi_handle_t conn;
     taxi_addr_t peer;
+    /* Paused (taxi_listener_pause) by the callback or another thread
+     * since the report: the rest stays queued, the handle suspended. */
+    taxi__mutex_lock(&l->lock);
+    bool held = l->held;
+    taxi__mutex_unlock(&l->lock);
+    if (held) return 0;
     int rc = taxi__sock_accept(l->fd, &conn, &peer);
     if (rc == TAXI_EAGAIN) return 0;
     if (rc < 0) {

@@ -304,19 +304,25 @@ TAXI_EXTERN int taxi_listener_adopt(taxi_listener_t **out, taxi_io_t *io,
 /*
  * taxi_listener_pause - stop accepting: new connections wait in the
  * system's queue (or go to whoever else accepts on the socket) until
- * taxi_listener_resume().  A connection the system had already handed to
- * an accept in progress is still passed to the accept callback, which may
- * so run once after this returns (in a dispatching thread): it is never
- * dropped.  Pausing a paused listener does nothing.  Any thread may call
- * it, the accept callback included.
- * Returns 0, or TAXI_EINVAL (NULL).
+ * taxi_listener_resume().  No accept callback starts after this returns
+ * but, where another dispatching thread was handing a connection over at
+ * that moment, that one.  Connections the backend had already taken from
+ * the queue (io_uring's multishot accept takes several at once, and a
+ * cancel reaches the kernel later than this call) are kept open and
+ * passed to the callback after the resume, in order, before any new one;
+ * taxi_listener_close closes them.  None is dropped.  Pausing a paused
+ * listener does nothing.  Any thread may call it, the accept callback
+ * included.
+ * Returns 0, or TAXI_EINVAL (NULL), TAXI_ENOMEM (the first pause of a
+ * Proactor's listener makes room for kept connections): not paused.
  */
 TAXI_EXTERN int taxi_listener_pause(taxi_listener_t *l);
 
 /*
- * taxi_listener_resume - accept again after taxi_listener_pause().  If
- * the listener is also pausing after a failed accept (out of
- * descriptors), it resumes when that pause ends.  Resuming a listener
+ * taxi_listener_resume - accept again after taxi_listener_pause(), the
+ * connections kept meanwhile first (in a dispatching thread).  If the
+ * listener is also pausing after a failed accept (out of descriptors),
+ * it resumes when that pause ends.  Resuming a listener
  * that is not paused does nothing.  Any thread may call it.
  * Returns 0, TAXI_EINVAL (NULL), or an error of the backend re-arming the
  * accept (TAXI_ENOMEM, TAXI_ESYS): then the listener stays paused.

@@ -83,5 +83,6 @@ extern CU_TestInfo st_tests_bad_input[];
 extern CU_TestInfo st_tests_detach[];
 extern CU_TestInfo st_tests_group[];
 extern CU_TestInfo st_tests_closing[];
+extern CU_TestInfo st_tests_adopt[];
 
 #endif /* TAXI_TESTS_STREAM_SUITES_H */

@@ -164,25 +164,35 @@ static taxi_listener_t *ad_adopt(st_io_t *c, int lfd, unsigned flags,
 /* ---- adopting --------------------------------------------------------------
  */
 
+/* A context for the pair and a listener adopting a new listening socket
+ * of 127.0.0.1 (*lfd, *port) for a, cleared first (flags:
+ * TAXI_LISTEN_*); NULL, everything undone, if any step failed. */
+static taxi_listener_t *ad_start(st_io_t *c, struct ad *a, unsigned flags,
+                                 int *lfd, int *port) {
+  memset(a, 0, sizeof *a);
+  *lfd = ad_socket(1, port);
+  CU_ASSERT(*lfd >= 0);
+  if (*lfd < 0) return NULL;
+  if (st_io_create(c) < 0) {
+    close(*lfd);
+    return NULL;
+  }
+  taxi_listener_t *l = ad_adopt(c, *lfd, flags, a);
+  if (!l) {
+    close(*lfd);
+    st_io_destroy(c);
+  }
+  return l;
+}
+
 enum { AD_CLIENTS = 8 };
 
 static void test_adopt_accepts(void) {
   st_io_t c;
   static struct ad a;
-  memset(&a, 0, sizeof a);
-  int port;
-  int lfd = ad_socket(1, &port);
-  CU_ASSERT_FATAL(lfd >= 0);
-  if (st_io_create(&c) < 0) {
-    close(lfd);
-    return;
-  }
-  taxi_listener_t *l = ad_adopt(&c, lfd, 0, &a);
-  if (!l) {
-    close(lfd);
-    st_io_destroy(&c);
-    return;
-  }
+  int port, lfd;
+  taxi_listener_t *l = ad_start(&c, &a, 0, &lfd, &port);
+  if (!l) return;
   /* The address the caller bound, with its port. */
   taxi_addr_t addr;
   char text[TAXI_ADDR_STRLEN], want[TAXI_ADDR_STRLEN];
@@ -355,20 +365,9 @@ enum { AD_QUEUED = 3 };
 static void test_keep_socket(void) {
   st_io_t c;
   static struct ad a;
-  memset(&a, 0, sizeof a);
-  int port;
-  int lfd = ad_socket(1, &port);
-  CU_ASSERT_FATAL(lfd >= 0);
-  if (st_io_create(&c) < 0) {
-    close(lfd);
-    return;
-  }
-  taxi_listener_t *l = ad_adopt(&c, lfd, TAXI_LISTEN_KEEP_SOCKET, &a);
-  if (!l) {
-    close(lfd);
-    st_io_destroy(&c);
-    return;
-  }
+  int port, lfd;
+  taxi_listener_t *l = ad_start(&c, &a, TAXI_LISTEN_KEEP_SOCKET, &lfd, &port);
+  if (!l) return;
   st_io_run(&c);
   int fd = st_connect(port);
   CU_ASSERT(fd >= 0);
@@ -437,20 +436,9 @@ static void test_keep_socket(void) {
 static void test_socket_closed_without_keep(void) {
   st_io_t c;
   static struct ad a;
-  memset(&a, 0, sizeof a);
-  int port;
-  int lfd = ad_socket(1, &port);
-  CU_ASSERT_FATAL(lfd >= 0);
-  if (st_io_create(&c) < 0) {
-    close(lfd);
-    return;
-  }
-  taxi_listener_t *l = ad_adopt(&c, lfd, 0, &a);
-  if (!l) {
-    close(lfd);
-    st_io_destroy(&c);
-    return;
-  }
+  int port, lfd;
+  taxi_listener_t *l = ad_start(&c, &a, 0, &lfd, &port);
+  if (!l) return;
   st_io_run(&c);
   int fd = st_connect(port);
   CU_ASSERT(fd >= 0);
@@ -517,20 +505,9 @@ static int ad_paused_round(taxi_listener_t *l, struct ad *a, int port,
 static void test_pause_resume(void) {
   st_io_t c;
   static struct ad a;
-  memset(&a, 0, sizeof a);
-  int port;
-  int lfd = ad_socket(1, &port);
-  CU_ASSERT_FATAL(lfd >= 0);
-  if (st_io_create(&c) < 0) {
-    close(lfd);
-    return;
-  }
-  taxi_listener_t *l = ad_adopt(&c, lfd, 0, &a);
-  if (!l) {
-    close(lfd);
-    st_io_destroy(&c);
-    return;
-  }
+  int port, lfd;
+  taxi_listener_t *l = ad_start(&c, &a, 0, &lfd, &port);
+  if (!l) return;
   /* Paused before anything connects or runs: nothing is accepted. */
   CU_ASSERT_EQUAL(taxi_listener_pause(l), 0);
   st_io_run(&c);
@@ -570,20 +547,9 @@ static void test_pause_resume(void) {
 static void test_pause_in_callback_queued(void) {
   st_io_t c;
   static struct ad a;
-  memset(&a, 0, sizeof a);
-  int port;
-  int lfd = ad_socket(1, &port);
-  CU_ASSERT_FATAL(lfd >= 0);
-  if (st_io_create(&c) < 0) {
-    close(lfd);
-    return;
-  }
-  taxi_listener_t *l = ad_adopt(&c, lfd, 0, &a);
-  if (!l) {
-    close(lfd);
-    st_io_destroy(&c);
-    return;
-  }
+  int port, lfd;
+  taxi_listener_t *l = ad_start(&c, &a, 0, &lfd, &port);
+  if (!l) return;
   CU_ASSERT_EQUAL(taxi_listener_pause(l), 0);
   st_io_run(&c);
   int fds[AD_K];
@@ -642,21 +608,10 @@ static void test_pause_resume_threads(void) {
   st_io_t c;
   static struct ad a;
   static struct toggler t;
-  memset(&a, 0, sizeof a);
   memset(&t, 0, sizeof t);
-  int port;
-  int lfd = ad_socket(1, &port);
-  CU_ASSERT_FATAL(lfd >= 0);
-  if (st_io_create(&c) < 0) {
-    close(lfd);
-    return;
-  }
-  taxi_listener_t *l = ad_adopt(&c, lfd, 0, &a);
-  if (!l) {
-    close(lfd);
-    st_io_destroy(&c);
-    return;
-  }
+  int port, lfd;
+  taxi_listener_t *l = ad_start(&c, &a, 0, &lfd, &port);
+  if (!l) return;
   st_io_run(&c);
   t.l = l;
   util_thread_t th;
@@ -705,20 +660,9 @@ enum { AD_SHARED = 40 };
 static void test_shared_socket(void) {
   st_io_t c;
   static struct ad a;
-  memset(&a, 0, sizeof a);
-  int port;
-  int lfd = ad_socket(1, &port);
-  CU_ASSERT_FATAL(lfd >= 0);
-  if (st_io_create(&c) < 0) {
-    close(lfd);
-    return;
-  }
-  taxi_listener_t *l = ad_adopt(&c, lfd, TAXI_LISTEN_KEEP_SOCKET, &a);
-  if (!l) {
-    close(lfd);
-    st_io_destroy(&c);
-    return;
-  }
+  int port, lfd;
+  taxi_listener_t *l = ad_start(&c, &a, TAXI_LISTEN_KEEP_SOCKET, &lfd, &port);
+  if (!l) return;
   st_io_run(&c);
   int fd = st_connect(port);
   CU_ASSERT(fd >= 0);

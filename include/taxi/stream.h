@@ -233,7 +233,7 @@ typedef void (*taxi_accept_fn)(taxi_listener_t *l, taxi_stream_t *s, void *arg);
  * adopted; it stays the caller's, to close after on_close has run. */
 #define TAXI_LISTEN_KEEP_SOCKET 0x8u
 
-/* Options for taxi_listener_create(). */
+/* Options for taxi_listener_create() and taxi_listener_adopt(). */
 typedef struct taxi_listener_options {
   size_t size;    /* sizeof(taxi_listener_options_t) */
   int backlog;    /* pending connections the system keeps; <= 0: its max */

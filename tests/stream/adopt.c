@@ -102,6 +102,17 @@ static int ad_exchange(int fd, int n) {
   return ad_send_tag(fd, n) == 0 && ad_expect_tag(fd, n) == 0 ? 0 : -1;
 }
 
+/* One client served: connected to port, client n's message echoed,
+ * closed. */
+static void ad_serve_one(int port, int n) {
+  int fd = st_connect(port);
+  CU_ASSERT(fd >= 0);
+  if (fd >= 0) {
+    CU_ASSERT_EQUAL(ad_exchange(fd, n), 0);
+    close(fd);
+  }
+}
+
 /* 1 when a connect to 127.0.0.1:port is refused (nothing listens there),
  * retried for a while in case the listener's socket is closed a moment
  * after its on_close (when it is released). */
@@ -369,12 +380,7 @@ static void test_keep_socket(void) {
   taxi_listener_t *l = ad_start(&c, &a, TAXI_LISTEN_KEEP_SOCKET, &lfd, &port);
   if (!l) return;
   st_io_run(&c);
-  int fd = st_connect(port);
-  CU_ASSERT(fd >= 0);
-  if (fd >= 0) {
-    CU_ASSERT_EQUAL(ad_exchange(fd, 0), 0);
-    close(fd);
-  }
+  ad_serve_one(port, 0);
   CU_ASSERT(util_wait_flag(&a.echo.accepted, 1, 10000));
 
   /* Connections waiting in the queue when the listener closes (it is
@@ -421,12 +427,7 @@ static void test_keep_socket(void) {
   l = ad_adopt(&c, lfd, TAXI_LISTEN_KEEP_SOCKET, &a);
   st_io_run(&c);
   if (l) {
-    fd = st_connect(port);
-    CU_ASSERT(fd >= 0);
-    if (fd >= 0) {
-      CU_ASSERT_EQUAL(ad_exchange(fd, 40), 0);
-      close(fd);
-    }
+    ad_serve_one(port, 40);
   }
   st_io_destroy(&c);
   ad_check_still_listening(lfd, port, &a, 50);
@@ -440,12 +441,7 @@ static void test_socket_closed_without_keep(void) {
   taxi_listener_t *l = ad_start(&c, &a, 0, &lfd, &port);
   if (!l) return;
   st_io_run(&c);
-  int fd = st_connect(port);
-  CU_ASSERT(fd >= 0);
-  if (fd >= 0) {
-    CU_ASSERT_EQUAL(ad_exchange(fd, 0), 0);
-    close(fd);
-  }
+  ad_serve_one(port, 0);
   /* Closed by the listener: nothing listens on the port any more. */
   CU_ASSERT_EQUAL(taxi_listener_close(l), 0);
   CU_ASSERT(util_wait_flag(&a.on_close, 1, 10000));
@@ -664,12 +660,7 @@ static void test_shared_socket(void) {
   taxi_listener_t *l = ad_start(&c, &a, TAXI_LISTEN_KEEP_SOCKET, &lfd, &port);
   if (!l) return;
   st_io_run(&c);
-  int fd = st_connect(port);
-  CU_ASSERT(fd >= 0);
-  if (fd >= 0) {
-    CU_ASSERT_EQUAL(ad_exchange(fd, 0), 0);
-    close(fd);
-  }
+  ad_serve_one(port, 0);
   CU_ASSERT_EQUAL(atomic_load(&a.echo.accepted), 1);
 
   /* Paused: the application takes the next connection itself. */
@@ -699,12 +690,7 @@ static void test_shared_socket(void) {
     close(q);
   }
   for (int i = 0; i < 3; i++) {
-    fd = st_connect(port);
-    CU_ASSERT(fd >= 0);
-    if (fd >= 0) {
-      CU_ASSERT_EQUAL(ad_exchange(fd, 4 + i), 0);
-      close(fd);
-    }
+    ad_serve_one(port, 4 + i);
   }
   CU_ASSERT(util_wait_flag(&a.echo.closed, 5, 10000));
   CU_ASSERT_EQUAL(atomic_load(&a.echo.accepted), 5);

@@ -86,8 +86,9 @@ expect "compare.sh --peer lighttpd --adaptive jaws:thread-pool" "$tmp/rows"
 
 # compare.sh --runs: the rounds paired.  500 B, 10 clients: adaptive
 # behind thread-pool on the medians (105/110) but ahead in two rounds of
-# three: mixed.  50 clients: behind in every round.  200: ahead, one round
-# to pair (thread-pool's second failed).  The mix: no adaptive.
+# three: level (p 7/8).  50 clients: behind in each of five rounds (p
+# 1/32): behind.  200: ahead, one round to pair (thread-pool's second
+# failed).  The mix: no adaptive.  Pooled: 3 of 9 rounds won, p 130/512.
 cat >"$tmp/runs2.csv" <<CSV
 $header,round
 jaws:thread-pool,500,10,0,1,100.0,1,1,1,1,1,0,0.0,0,1
@@ -103,6 +104,10 @@ jaws:thread-pool,500,50,0,1,100.0,1,1,1,1,1,0,0.0,0,2
 jaws:adaptive,500,50,0,1,95.0,1,1,1,1,1,0,0.0,0,2
 jaws:thread-pool,500,50,0,1,100.0,1,1,1,1,1,0,0.0,0,3
 jaws:adaptive,500,50,0,1,99.0,1,1,1,1,1,0,0.0,0,3
+jaws:thread-pool,500,50,0,1,100.0,1,1,1,1,1,0,0.0,0,4
+jaws:adaptive,500,50,0,1,98.0,1,1,1,1,1,0,0.0,0,4
+jaws:thread-pool,500,50,0,1,100.0,1,1,1,1,1,0,0.0,0,5
+jaws:adaptive,500,50,0,1,97.0,1,1,1,1,1,0,0.0,0,5
 jaws:thread-pool,500,200,0,1,100.0,1,1,1,1,1,0,0.0,0,1
 jaws:adaptive,500,200,0,1,120.0,1,1,1,1,1,0,0.0,0,1
 jaws:thread-pool,500,200,0,,,,,,,,,,,2
@@ -115,13 +120,14 @@ bash "$ws/compare.sh" "$tmp/results2.csv" --runs "$tmp/runs2.csv" \
   >"$tmp/out" 2>"$tmp/err" || fail "compare.sh --runs failed: $(cat "$tmp/err")"
 cat >"$tmp/want" <<OUT
 round by round ($tmp/runs2.csv): adaptive/best in each round, paired
-file clients best fixed adaptive/best won spread verdict
-500 10 jaws:thread-pool 1.05 0.91 1.08 2/3 1.20 mixed
-500 50 jaws:thread-pool 0.90 0.95 0.99 0/3 1.00 behind
-500 200 jaws:thread-pool 1.20 1/1 1.00 ahead
-mix 10 jaws:lf - - 1.00 -
+file clients best fixed adaptive/best won spread p verdict
+500 10 jaws:thread-pool 1.05 0.91 1.08 2/3 1.20 0.88 level
+500 50 jaws:thread-pool 0.90 0.95 0.99 0.98 0.97 0/5 1.00 0.03 behind
+500 200 jaws:thread-pool 1.20 1/1 1.00 1.00 ahead
+mix 10 jaws:lf - - 1.00 - -
 
-verdicts: ahead 1, mixed 1, behind 1, no rounds to pair 1 (of 4 rows)
+verdicts: ahead 1, level 1, behind 1, no rounds to pair 1 (of 4 rows)
+every row's rounds pooled: adaptive won 3/9, p 0.25
 OUT
 sed -n '/^round by round/,$p' "$tmp/out" >"$tmp/rows"
 expect "compare.sh --runs" "$tmp/rows"

@@ -24,11 +24,15 @@
 # measured under the same load of the machine.  For each row, those
 # ratios in round order, how many rounds adaptive won (>= 1.0), the best
 # fixed strategy's own spread over its rounds (its highest Mbit/s over its
-# lowest), and a verdict: "ahead" (adaptive/best of the medians >= 1.0),
-# "mixed" (behind on the medians, but adaptive won some rounds and lost
-# others: a gap the machine's noise can make), "behind" (it lost every
-# round).  Then how many rows have each verdict.  Exits 2 on bad usage or
-# a CSV it cannot read.
+# lowest), p: the chance of adaptive winning that few rounds or fewer if
+# it and the best were level (each round a coin toss: the binomial sign
+# test), and a verdict: "ahead" (adaptive/best of the medians >= 1.0),
+# "level" (behind on the medians, but p >= 0.05: the rounds do not tell
+# the two apart), "behind" (p < 0.05: it lost more rounds than chance
+# would).  Then how many rows have each verdict, and the rounds of every
+# row pooled (won of paired, p): a small gap on every row, each within the
+# noise of its own rounds, shows there.  Exits 2 on bad usage or a CSV it
+# cannot read.
 set -u
 usage() { sed -n '/^#   tests/,/^#       \[--adaptive/p' "$0" | sed 's/^# //'; }
 csv='' peer=nginx adaptive=jaws:adaptive runs=''
@@ -146,12 +150,18 @@ END {
   }
   if (runs != "") paired()
 }
+# sign_p(K, N): the chance of K or fewer heads in N tosses of a fair coin.
+function sign_p(k, n,   i, t, sum) {
+  t = 2 ^ -n; sum = 0
+  for (i = 0; i <= k; i++) { sum += t; t = t * (n - i) / (i + 1) }
+  return sum > 1 ? 1 : sum
+}
 # The rounds of each row side by side (see --runs above).
-function paired(   k, key, p, nr, rs, i, a, b, won, both, list, hi, lo2, ab, v, fmt2) {
+function paired(   k, key, p, nr, rs, i, a, b, won, both, list, hi, lo2, ab, v, fmt2, pr, allwon, all) {
   print ""
   print "round by round (" runs "): adaptive/best in each round, paired"
-  fmt2 = "%-12s %7s  %-28s %-22s %5s %7s  %s\n"
-  printf fmt2, "file", "clients", "best fixed", "adaptive/best", "won", "spread", "verdict"
+  fmt2 = "%-12s %7s  %-28s %-22s %5s %7s %5s  %s\n"
+  printf fmt2, "file", "clients", "best fixed", "adaptive/best", "won", "spread", "p", "verdict"
   for (k = 1; k <= keys; k++) {
     key = order[k]; split(key, p, SUBSEP)
     nr = split(rounds[key], rs, " ")
@@ -169,16 +179,19 @@ function paired(   k, key, p, nr, rs, i, a, b, won, both, list, hi, lo2, ab, v, 
       list = list (list == "" ? "" : " ") r2(ratio(a, b))
     }
     ab = ratio(adapt[key], best[key])
+    pr = both ? sign_p(won, both) : ""
+    allwon += won; all += both
     if (ab == "" || !both) v = "-"
     else if (ab >= 1.0) v = "ahead"
-    else if (won) v = "mixed"
+    else if (pr >= 0.05) v = "level"
     else v = "behind"
     verdicts[v]++
     printf fmt2, p[1], p[2], orelse(bestname[key]), list == "" ? "-" : list,
-      both ? won "/" both : "-", shown(ratio(hi, lo2)), v
+      both ? won "/" both : "-", shown(ratio(hi, lo2)), shown(pr), v
   }
   print ""
-  printf "verdicts: ahead %d, mixed %d, behind %d", verdicts["ahead"], verdicts["mixed"], verdicts["behind"]
+  printf "verdicts: ahead %d, level %d, behind %d", verdicts["ahead"], verdicts["level"], verdicts["behind"]
   if (verdicts["-"]) printf ", no rounds to pair %d", verdicts["-"]
   printf " (of %d rows)\n", keys
+  if (all) printf "every row'"'"'s rounds pooled: adaptive won %d/%d, p %s\n", allwon, all, shown(sign_p(allwon, all))
 }' ${runs:+"$runs"} "$csv"

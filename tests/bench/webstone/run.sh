@@ -41,7 +41,8 @@
 # count, round 1 over every server, then round 2, ...; without it a server
 # is measured N times in a row): on a machine shared with other work, a
 # change of load then does not favour the servers measured at a quiet
-# moment.  With gnuplot, OUT/*.svg: throughput and latency against
+# moment.  Round k starts with the k-th server of the list (round 1 with
+# the first), so that the order of the servers in a round favours none.  With gnuplot, OUT/*.svg: throughput and latency against
 # the number of clients, one chart per file choice (charts.sh).  With
 # WS_LOG_DIR set, each server's own output is kept there, a file per run
 # (with --interleave; -rROUND with --repeat) or per server (jaws adaptive
@@ -180,11 +181,15 @@ start() {
 if [ -n "$interleave" ]; then
   # Each file and client count goes round every server (each started
   # afresh), so that a change in the machine's load over the experiment
-  # falls on all servers alike rather than on those measured last.
+  # falls on all servers alike rather than on those measured last; each
+  # round starts one server further along the list, so that none is
+  # always measured first (or right after the same one).
+  read -r -a ring <<<"$servers"
   for file in $files; do
     for c in $clients; do
       for ((round = 1; round <= repeat; round++)); do
-        for server in $servers; do
+        for ((i = 0; i < ${#ring[@]}; i++)); do
+          server=${ring[(i + round - 1) % ${#ring[@]}]}
           if start "$server"; then
             measure "$server" "$file" "$c" "$round"
             ws_server_stop

@@ -343,9 +343,16 @@
 #define URING_CQ_FACTOR 4
 /* MAX_RW_COUNT on 4 KiB pages: the most one read or write moves. */
 #define URING_MAX_LEN 0x7ffff000u
-/* The pipe size asked for with F_SETPIPE_SZ (the default is 64 KiB): one
- * transmit-file step moves about this much. */
-#define URING_PIPE_SIZE (256 * 1024)
+/* The largest pipe asked for with F_SETPIPE_SZ (the default is 64 KiB):
+ * one transmit-file step moves about this much, in two io-wq splices.
+ * 1 MiB, Linux's default fs.pipe-max-size, the most an unprivileged
+ * process may ask for: a 5 MB file in 5 steps where 256 KiB took 20 (5
+ * MB responses over loopback: 10-16 context switches each instead of
+ * 18-33).  A pipe holds references to the file's pages, not copies; but
+ * the kernel counts its capacity against the user's
+ * fs.pipe-user-pages-soft (64 MiB) whether it holds data or not, so a
+ * pipe grows only as far as its range needs (pipe_get). */
+#define URING_PIPE_SIZE (1024 * 1024)
 /* Clean pipes kept for reuse. */
 #define URING_PIPES_KEPT 16
 /* While operations wait on the backlog, a wait blocks at most this long
@@ -669,32 +676,46 @@ static void pipe_destroy(uring_state_t *s, uring_pipe_t *p) {
   taxi__free(p);
 }
 
-static int pipe_get(uring_state_t *s, uring_pipe_t **out) {
+/* Grow p towards `want` bytes (at most URING_PIPE_SIZE) where it holds
+ * less.  Refused (the user's pipe quota, fs.pipe-max-size), it keeps the
+ * size it has: smaller steps, nothing else. */
+static void pipe_grow(uring_state_t *s, uring_pipe_t *p, size_t want) {
+  int cap;
+  if (want > URING_PIPE_SIZE) want = URING_PIPE_SIZE;
+  if (want <= p->cap) return;
+  count_syscall(s);
+  cap = fcntl(p->fd[1], F_SETPIPE_SZ, (int)want);
+  if (cap > 0) p->cap = (unsigned)cap;
+}
+
+/* A clean pipe for a transmit-file of `len` file bytes, as big as the
+ * range needs up to URING_PIPE_SIZE: a small file takes the default size
+ * and no fcntl, and only pipes that carry large files count a large size
+ * against the user's quota (the kernel counts a pipe's capacity, used or
+ * not). */
+static int pipe_get(uring_state_t *s, uint64_t len, uring_pipe_t **out) {
   uring_pipe_t *p = s->free_pipes;
+  /* A range starting inside a page takes one page more. */
+  size_t want =
+      len < URING_PIPE_SIZE ? (size_t)len + s->page_size : URING_PIPE_SIZE;
   int cap;
   if (p) {
     s->free_pipes = p->next;
     s->nfree_pipes--;
-    *out = p;
-    return 0;
-  }
-  p = taxi__malloc(sizeof *p);
-  if (!p) return TAXI_ENOMEM;
-  count_syscall(s);
-  if (pipe2(p->fd, O_CLOEXEC) < 0) {
-    int err = errno;
-    taxi__free(p);
-    return taxi__error_from_os(err);
-  }
-  /* A bigger pipe moves more per step.  Refused (the per-user pipe quota,
-   * fs.pipe-max-size), the pipe keeps the size it has. */
-  count_syscall(s);
-  cap = fcntl(p->fd[1], F_SETPIPE_SZ, URING_PIPE_SIZE);
-  if (cap < 0) {
+  } else {
+    p = taxi__malloc(sizeof *p);
+    if (!p) return TAXI_ENOMEM;
+    count_syscall(s);
+    if (pipe2(p->fd, O_CLOEXEC) < 0) {
+      int err = errno;
+      taxi__free(p);
+      return taxi__error_from_os(err);
+    }
     count_syscall(s);
     cap = fcntl(p->fd[1], F_GETPIPE_SZ);
+    p->cap = cap > 0 ? (unsigned)cap : 65536u;
   }
-  p->cap = cap > 0 ? (unsigned)cap : 65536u;
+  pipe_grow(s, p, want);
   *out = p;
   return 0;
 }
@@ -1598,7 +1619,7 @@ static int uring_submit(void *state, taxi_op_t *op) {
   if (u->state & UOP_MULTISHOT) op->peer_len = 0;
   if (op->kind == TAXI_OP_TRANSMIT_FILE &&
       taxi__op_tx_part(op) == TAXI__TX_FILE) {
-    r = pipe_get(s, &u->pipe);
+    r = pipe_get(s, taxi__op_tx_file_remaining(op), &u->pipe);
     if (r < 0) goto fail;
   }
   r = prep_op(s, op);

@@ -29,7 +29,8 @@
 # test), and a verdict: "ahead" (adaptive/best of the medians >= 1.0),
 # "level" (behind on the medians, but p >= 0.05: the rounds do not tell
 # the two apart), "behind" (p < 0.05: it lost more rounds than chance
-# would).  Then how many rows have each verdict, and the rounds of every
+# would; with fewer than five rounds no row can be: losing all four has
+# p 1/16).  Then how many rows have each verdict, and the rounds of every
 # row pooled (won of paired, p): a small gap on every row, each within the
 # noise of its own rounds, shows there.  Exits 2 on bad usage or a CSV it
 # cannot read.

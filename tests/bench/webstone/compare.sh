@@ -152,9 +152,13 @@ END {
   if (runs != "") paired()
 }
 # sign_p(K, N): the chance of K or fewer heads in N tosses of a fair coin.
-function sign_p(k, n,   i, t, sum) {
-  t = 2 ^ -n; sum = 0
-  for (i = 0; i <= k; i++) { sum += t; t = t * (n - i) / (i + 1) }
+# Each term in logarithms, so that 2^-N does not underflow for many rounds.
+function sign_p(k, n,   i, lc, sum) {
+  lc = 0; sum = 0
+  for (i = 0; i <= k; i++) {
+    sum += exp(lc - n * log(2))
+    lc += log(n - i) - log(i + 1)
+  }
   return sum > 1 ? 1 : sum
 }
 # The rounds of each row side by side (see --runs above).

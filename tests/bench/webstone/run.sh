@@ -42,8 +42,9 @@
 # is measured N times in a row): on a machine shared with other work, a
 # change of load then does not favour the servers measured at a quiet
 # moment.  Round k starts with the k-th server of the list (round 1 with
-# the first), so that the order of the servers in a round favours none.  With gnuplot, OUT/*.svg: throughput and latency against
-# the number of clients, one chart per file choice (charts.sh).  With
+# the first), so that the order of the servers in a round favours none.
+# With gnuplot, OUT/*.svg: throughput and latency against the number of
+# clients, one chart per file choice (charts.sh).  With
 # WS_LOG_DIR set, each server's own output is kept there, a file per run
 # (with --interleave; -rROUND with --repeat) or per server (jaws adaptive
 # logs its decisions).

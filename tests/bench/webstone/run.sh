@@ -184,7 +184,8 @@ if [ -n "$interleave" ]; then
   # afresh), so that a change in the machine's load over the experiment
   # falls on all servers alike rather than on those measured last; each
   # round starts one server further along the list, so that none is
-  # always measured first (or right after the same one).
+  # always measured first (the cyclic order stays: a server still follows
+  # the same one, except when it starts the round).
   read -r -a ring <<<"$servers"
   for file in $files; do
     for c in $clients; do

@@ -26,6 +26,9 @@
 # bad usage).
 
 set -u
+# Starting a server, its port, bounded waits, the cleanup at exit.
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/../tests/lib.sh"
 
 if [ $# -ne 1 ]; then
   echo "usage: $0 DIR   (DIR contains echo_server and echo_client)" >&2
@@ -46,56 +49,8 @@ for prog in "$server" "$client"; do
   fi
 done
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/taxi-demo.XXXXXX") || exit 1
-server_pid=
-# Kill the server of a run that went wrong, if it is still there.
-kill_server() {
-  if [ -n "$server_pid" ]; then
-    kill -KILL "$server_pid" 2>/dev/null
-    wait "$server_pid" 2>/dev/null
-    server_pid=
-  fi
-}
 # Whatever happens, do not leave a server running or files behind.
-# shellcheck disable=SC2317 # reached through the trap
-cleanup() {
-  kill_server
-  rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-# `sleep 0.1` is not POSIX; fall back to whole seconds where it is refused.
-if sleep 0.1 2>/dev/null; then tick=0.1 ticks_per_sec=10; else tick=1 ticks_per_sec=1; fi
-
-# wait_bounded PID SECONDS - wait for a child process and set $wait_status
-# to its exit status.  If it is still running after SECONDS, kill it and
-# return 1.
-wait_bounded() {
-  rm -f "$work/killed"
-  # The guard sleeps in short ticks so that, killed early, it leaves no long
-  # sleep behind; its output goes to /dev/null so that such a sleep holds no
-  # pipe open for whoever runs this script.
-  (
-    n=$(($2 * ticks_per_sec))
-    while [ "$n" -gt 0 ]; do
-      sleep "$tick"
-      kill -0 "$1" 2>/dev/null || exit 0
-      n=$((n - 1))
-    done
-    : >"$work/killed"
-    kill -KILL "$1"
-  ) >/dev/null 2>&1 &
-  guard=$!
-  wait "$1"
-  wait_status=$?
-  # KILL, not TERM: the guard may not yet have dropped the TERM trap it
-  # inherited from this script, and would then survive a TERM.
-  kill -KILL "$guard" 2>/dev/null
-  wait "$guard" 2>/dev/null
-  [ ! -e "$work/killed" ]
-}
+make_work demo
 
 # Show a failed step's output, indented, to explain the failure.
 show() {
@@ -113,49 +68,26 @@ run_config() {
   err=$work/$1.$2.server.err
   rate=
 
-  : >"$out" # exists before the server opens it, for the loop below
-  "$server" --port 0 --backend "$backend" --dispatcher "$2" \
-    </dev/null >"$out" 2>"$err" &
-  server_pid=$!
-
   # The server prints its address once it is listening.
-  n=$((10 * ticks_per_sec))
-  port=
-  while :; do
-    line=$(sed -n 1p "$out")
-    case $line in
-      *" listening on "*:*) port=${line##*:}; break ;;
-    esac
-    if ! kill -0 "$server_pid" 2>/dev/null; then
-      wait "$server_pid"
-      server_status=$?
-      server_pid=
-      if [ "$server_status" -eq 3 ]; then
-        # The library refuses this combination here: not a failure.  Keep
-        # the server's reason for the notes under the table.
-        rate=n/a
-        reason=$(sed -n '1s/^echo_server: //p' "$err")
-        printf '%s: %s\n' "$name" "$reason" >>"$work/notes"
-        return 0
-      fi
-      echo "demo: $name: the server exited with status $server_status" \
+  if ! spawn "$out" "$err" "$server" --port 0 --backend "$backend" \
+    --dispatcher "$2"; then
+    if [ "$status" = 3 ]; then
+      # The library refuses this combination here: not a failure.  Keep
+      # the server's reason for the notes under the table.
+      rate=n/a
+      reason=$(sed -n '1s/^echo_server: //p' "$err")
+      printf '%s: %s\n' "$name" "$reason" >>"$work/notes"
+      return 0
+    fi
+    if [ "$status" = timeout ]; then
+      echo "demo: $name: the server did not start within $start_wait s" >&2
+    else
+      echo "demo: $name: the server exited with status $status" \
         "before listening" >&2
-      show "$err"
-      return 1
     fi
-    n=$((n - 1))
-    if [ "$n" -lt 0 ]; then
-      echo "demo: $name: the server did not start within 10 s" >&2
-      show "$err"
-      return 1
-    fi
-    sleep "$tick"
-  done
-  case $port in
-    '' | *[!0-9]*)
-      echo "demo: $name: cannot read the port from: $line" >&2
-      return 1 ;;
-  esac
+    show "$err"
+    return 1
+  fi
 
   # The client bounds its own run (30 s).
   client_ok=1
@@ -164,15 +96,12 @@ run_config() {
     2>"$work/client.err" || client_ok=0
 
   # Stop the server the way a user would, and check it reports and exits 0.
-  kill -INT "$server_pid" 2>/dev/null
-  if ! wait_bounded "$server_pid" 10; then
-    server_pid=
-    echo "demo: $name: the server did not stop within 10 s of SIGINT" >&2
+  if ! stop_pid "$pid"; then
+    echo "demo: $name: the server did not stop within $stop_wait s of SIGINT" >&2
     show "$err"
     return 1
   fi
-  server_status=$wait_status
-  server_pid=
+  server_status=$status
 
   if [ "$client_ok" -ne 1 ]; then
     echo "demo: $name: the client failed" >&2
@@ -217,7 +146,6 @@ while read -r backend_name; do
     if run_config "$backend_name" "$dispatcher"; then
       printf '%-10s %-10s %15s\n' "$backend_name" "$dispatcher" "$rate"
     else
-      kill_server
       printf '%-10s %-10s %15s\n' "$backend_name" "$dispatcher" FAILED
       failures=$((failures + 1))
     fi
@@ -236,7 +164,6 @@ if [ "$proactor" != 0 ]; then
     if run_config "$backend_name" proactor; then
       printf '%-10s %-10s %15s\n' "$backend_name" proactor "$rate"
     else
-      kill_server
       printf '%-10s %-10s %15s\n' "$backend_name" proactor FAILED
       failures=$((failures + 1))
     fi

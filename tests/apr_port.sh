@@ -13,20 +13,12 @@
 
 : "${srcdir:=$(dirname "$0")/..}"
 : "${builddir:=.}"
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/lib.sh"
 ex=$builddir/examples/apr_port
 req=$srcdir/examples/apr_port/requests.txt
 want=$srcdir/examples/apr_port/answers.txt
-work=$(mktemp -d "${TMPDIR:-/tmp}/taxi-apr-port.XXXXXX") || exit 1
-# The server running now, if any: a server once waited for is forgotten, as
-# its process id may since belong to another program.
-pid=''
-# shellcheck disable=SC2317 # reached through the trap
-cleanup() {
-  [ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null
-  rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
+make_work apr-port
 
 for prog in "$ex/apr_server" "$ex/taxi_server" "$ex/apr_port_client"; do
   if [ ! -x "$prog" ]; then
@@ -39,48 +31,12 @@ done
 start() {
   name=$1
   shift
-  "$@" --port 0 --threads 3 >"$work/$name.out" 2>"$work/$name.err" &
-  pid=$!
-  port=
-  i=0
-  while [ $i -lt 200 ]; do
-    port=$(sed -n 's/.* listening on .*:\([0-9][0-9]*\)$/\1/p' "$work/$name.out")
-    [ -n "$port" ] && return 0
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.05
-    i=$((i + 1))
-  done
-  echo "apr_port: $name did not start:"
-  cat "$work/$name.out" "$work/$name.err"
-  kill -KILL "$pid" 2>/dev/null
-  wait "$pid" 2>/dev/null
-  pid=''
-  return 1
+  start_server "apr_port: $name" "$work/$name.out" "$@" --port 0 --threads 3
 }
 
 # stop NAME - SIGINT, then it must exit 0 within 10 s having said "stopped".
 stop() {
-  kill -INT "$pid"
-  i=0
-  while kill -0 "$pid" 2>/dev/null && [ $i -lt 200 ]; do
-    sleep 0.05
-    i=$((i + 1))
-  done
-  if kill -0 "$pid" 2>/dev/null; then
-    echo "apr_port: $1 did not stop on SIGINT"
-    kill -KILL "$pid" 2>/dev/null
-    wait "$pid" 2>/dev/null
-    pid=''
-    return 1
-  fi
-  wait "$pid"
-  status=$?
-  pid=''
-  if [ "$status" -ne 0 ] || ! grep -q ': stopped after' "$work/$1.out"; then
-    echo "apr_port: $1 exited with status $status:"
-    cat "$work/$1.out" "$work/$1.err"
-    return 1
-  fi
+  stop_server "apr_port: $1" "$work/$1.out" ': stopped after' || return 1
   sed -n 1p "$work/$1.out"
   tail -n 1 "$work/$1.out"
 }

@@ -13,81 +13,55 @@
 
 : "${srcdir:=$(dirname "$0")/..}"
 : "${builddir:=.}"
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/lib.sh"
 loadgen=$builddir/tests/bench/loadgen
 peers=$builddir/tests/bench/peers
 if [ ! -x "$loadgen" ]; then
   echo "bench_peers: $loadgen not built; skipped"
   exit 77
 fi
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/taxi-peers-test.XXXXXX") || exit 1
-server_pid=''
-# shellcheck disable=SC2317 # reached through the trap
-cleanup() {
-  [ -n "$server_pid" ] && kill -KILL "$server_pid" 2>/dev/null
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
+make_work peers-test
 failed=0
 
 # serve PROG SIZE: start the peer server, drive it, stop it.
 serve() {
-  prog=$1 size=$2 name=$(basename "$1") port='' n=0
-  # Emptied here, not by the server's redirection: that runs in the child,
-  # and until it does the file still holds the last server's port.
-  : >"$tmp/out"
-  "$prog" --port 0 >"$tmp/out" 2>"$tmp/err" </dev/null &
-  server_pid=$!
-  while [ "$n" -lt 100 ]; do # 10 s
-    port=$(sed -n "s/^$name: listening on .*:\\([0-9][0-9]*\\)\$/\\1/p" "$tmp/out")
-    [ -n "$port" ] && break
-    kill -0 "$server_pid" 2>/dev/null || break
-    sleep 0.1
-    n=$((n + 1))
-  done
-  if [ -z "$port" ]; then
-    kill -KILL "$server_pid" 2>/dev/null # if it hangs instead of listening
-    wait "$server_pid"
-    status=$?
-    server_pid=''
-    if [ "$status" -ge 1 ] && [ "$status" -le 3 ] && [ "$name" = uring_floor ]; then
-      echo "bench_peers: $name refused to start here (skipped): $(head -n 1 "$tmp/err")"
-      return 0
-    fi
+  prog=$1 size=$2 name=$(basename "$1")
+  if ! spawn "$work/out" "$work/err" "$prog" --port 0; then
+    case $status in
+      1 | 2 | 3)
+        if [ "$name" = uring_floor ]; then
+          echo "bench_peers: $name refused to start here (skipped): $(head -n 1 "$work/err")"
+          return 0
+        fi ;;
+    esac
     echo "bench_peers: $name did not start (status $status):"
-    cat "$tmp/err"
+    cat "$work/err"
     return 1
   fi
   if ! "$loadgen" --port "$port" --connections 20 --threads 1 --size "$size" \
-    --warmup 0.1 --duration 0.3 --time-limit 60 >"$tmp/lg" 2>&1; then
+    --warmup 0.1 --duration 0.3 --time-limit 60 >"$work/lg" 2>&1; then
     echo "bench_peers: $name, $size-byte messages: loadgen failed:"
-    cat "$tmp/lg" "$tmp/out" "$tmp/err"
+    cat "$work/lg" "$work/out" "$work/err"
     # Whether the server was still there tells a refused connection from
     # a dead server (and which signal ended it).
-    if kill -0 "$server_pid" 2>/dev/null; then
-      echo "bench_peers: $name was still running (pid $server_pid)"
+    if kill -0 "$pid" 2>/dev/null; then
+      echo "bench_peers: $name was still running (pid $pid)"
       command -v ss >/dev/null && ss -ltn "sport = :$port"
-      kill -KILL "$server_pid" 2>/dev/null
-      wait "$server_pid" 2>/dev/null
+      stop_pid "$pid" KILL
     else
-      wait "$server_pid"
-      status=$?
+      wait_pid "$pid" 0
       echo "bench_peers: $name had ended, status $status" \
         "($([ "$status" -gt 128 ] && kill -l "$status"))"
     fi
-    server_pid=''
     return 1
   fi
-  kill -INT "$server_pid"
-  wait "$server_pid"
-  status=$?
-  server_pid=''
-  if [ "$status" -ne 0 ] || ! grep -q "^$name: stopped after" "$tmp/out"; then
-    echo "bench_peers: $name did not stop cleanly on SIGINT (status $status):"
-    cat "$tmp/out" "$tmp/err"
+  if ! stop_server "bench_peers: $name" "$work/out" "^$name: stopped after"
+  then
+    cat "$work/err"
     return 1
   fi
-  echo "bench_peers: $name, $size-byte messages: $(cat "$tmp/lg")"
+  echo "bench_peers: $name, $size-byte messages: $(cat "$work/lg")"
 }
 
 tested=0
@@ -119,14 +93,14 @@ done
 only=reactor
 [ -x "$peers/epoll_floor" ] && only=epoll-floor
 if bash "$srcdir/tests/bench/peers.sh" --builddir "$builddir" --only "$only" \
-  --connections 20 --sizes 64 --warmup 0.1 --duration 0.3 --out "$tmp/results" \
-  >"$tmp/harness" 2>&1 &&
-  grep -q "^64,20,$only,.*,ok," "$tmp/results/results.csv" &&
-  grep -q "^$only " "$tmp/results/table.txt"; then
+  --connections 20 --sizes 64 --warmup 0.1 --duration 0.3 --out "$work/results" \
+  >"$work/harness" 2>&1 &&
+  grep -q "^64,20,$only,.*,ok," "$work/results/results.csv" &&
+  grep -q "^$only " "$work/results/table.txt"; then
   echo "bench_peers: peers.sh --only $only: ok"
 else
   echo "bench_peers: peers.sh --only $only failed:"
-  cat "$tmp/harness"
+  cat "$work/harness"
   failed=1
 fi
 

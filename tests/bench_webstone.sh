@@ -20,6 +20,8 @@
 
 : "${srcdir:=$(dirname "$0")/..}"
 : "${builddir:=.}"
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/lib.sh"
 webstone=$builddir/tests/bench/webstone/webstone
 if [ ! -x "$webstone" ]; then
   echo "bench_webstone: $webstone not built; skipped"
@@ -27,30 +29,23 @@ if [ ! -x "$webstone" ]; then
 fi
 # shellcheck source=tests/bench/webstone/servers.sh disable=SC1091
 . "$srcdir/tests/bench/webstone/servers.sh"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/taxi-webstone-test.XXXXXX") || exit 1
-# shellcheck disable=SC2317 # reached through the trap
-cleanup() {
-  ws_server_stop
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
+make_work webstone-test
 # The server's workers may run as another user: let them read the files.
-chmod 755 "$tmp"
+chmod 755 "$work"
 
-if ! "$webstone" --make-docroot "$tmp/docroot" >"$tmp/make.log" 2>&1; then
+if ! "$webstone" --make-docroot "$work/docroot" >"$work/make.log" 2>&1; then
   echo "bench_webstone: --make-docroot failed:"
-  cat "$tmp/make.log"
+  cat "$work/make.log"
   exit 1
 fi
 
 server=''
 for kind in ${WEBSTONE_SERVERS:-nginx lighttpd python}; do
-  if ws_server_start "$kind" "$tmp/docroot" "$tmp/$kind" 2>"$tmp/start.log"; then
+  if ws_server_start "$kind" "$work/docroot" "$work/$kind" 2>"$work/start.log"; then
     server=$kind
     break
   fi
-  echo "bench_webstone: $kind: $(head -n 1 "$tmp/start.log")"
+  echo "bench_webstone: $kind: $(head -n 1 "$work/start.log")"
 done
 if [ -z "$server" ]; then
   echo "bench_webstone: no web server could be started; skipped"
@@ -63,12 +58,12 @@ failed=0
 run() {
   name=$1
   shift
-  if "$webstone" --port "$ws_port" --docroot "$tmp/docroot" --clients 20 \
-    --warmup 0.2 --duration 2 --time-limit 60 "$@" >"$tmp/run.log" 2>&1; then
-    echo "bench_webstone: $server, $name: $(head -n 1 "$tmp/run.log")"
+  if "$webstone" --port "$ws_port" --docroot "$work/docroot" --clients 20 \
+    --warmup 0.2 --duration 2 --time-limit 60 "$@" >"$work/run.log" 2>&1; then
+    echo "bench_webstone: $server, $name: $(head -n 1 "$work/run.log")"
   else
     echo "bench_webstone: $server, $name failed:"
-    cat "$tmp/run.log"
+    cat "$work/run.log"
     failed=1
   fi
 }
@@ -78,46 +73,46 @@ ws_server_stop
 
 # A docroot whose served copy differs by one byte from the one webstone
 # verifies against.
-cp -R "$tmp/docroot" "$tmp/altered"
-printf 'Z' | dd of="$tmp/altered/size/5000.bin" bs=1 seek=1234 conv=notrunc \
+cp -R "$work/docroot" "$work/altered"
+printf 'Z' | dd of="$work/altered/size/5000.bin" bs=1 seek=1234 conv=notrunc \
   2>/dev/null
-if cmp -s "$tmp/docroot/size/5000.bin" "$tmp/altered/size/5000.bin"; then
+if cmp -s "$work/docroot/size/5000.bin" "$work/altered/size/5000.bin"; then
   echo "bench_webstone: the altered copy did not change"
   exit 1
 fi
-if ! ws_server_start "$server" "$tmp/altered" "$tmp/$server-altered" \
-  2>"$tmp/start.log"; then
+if ! ws_server_start "$server" "$work/altered" "$work/$server-altered" \
+  2>"$work/start.log"; then
   echo "bench_webstone: $server did not start on the altered copy:"
-  cat "$tmp/start.log"
+  cat "$work/start.log"
   exit 1
 fi
-if "$webstone" --port "$ws_port" --docroot "$tmp/docroot" --clients 4 \
-  --warmup 0 --duration 0.5 --time-limit 60 --size 5000 >"$tmp/run.log" 2>&1; then
+if "$webstone" --port "$ws_port" --docroot "$work/docroot" --clients 4 \
+  --warmup 0 --duration 0.5 --time-limit 60 --size 5000 >"$work/run.log" 2>&1; then
   echo "bench_webstone: a changed byte went unnoticed:"
-  cat "$tmp/run.log"
+  cat "$work/run.log"
   failed=1
-elif grep -q "wrong bytes: byte 1234 differs" "$tmp/run.log" &&
-  grep -q "errors:.*wrong bytes [1-9]" "$tmp/run.log"; then
+elif grep -q "wrong bytes: byte 1234 differs" "$work/run.log" &&
+  grep -q "errors:.*wrong bytes [1-9]" "$work/run.log"; then
   echo "bench_webstone: $server, one byte changed: failed with wrong bytes, as it should"
 else
   echo "bench_webstone: a changed byte failed the run, but not as wrong bytes:"
-  cat "$tmp/run.log"
+  cat "$work/run.log"
   failed=1
 fi
 ws_server_stop
 
 # Bad usage exits 2; a docroot without the files exits 1 with the reason.
-"$webstone" --port 0 --docroot "$tmp/docroot" >"$tmp/run.log" 2>&1
+"$webstone" --port 0 --docroot "$work/docroot" >"$work/run.log" 2>&1
 status=$?
 if [ "$status" -ne 2 ]; then
   echo "bench_webstone: --port 0 exited $status, not 2"
   failed=1
 fi
-"$webstone" --port 1 --docroot "$tmp/nowhere" >"$tmp/run.log" 2>&1
+"$webstone" --port 1 --docroot "$work/nowhere" >"$work/run.log" 2>&1
 status=$?
-if [ "$status" -ne 1 ] || ! grep -q "nowhere/mix/.*--make-docroot" "$tmp/run.log"; then
+if [ "$status" -ne 1 ] || ! grep -q "nowhere/mix/.*--make-docroot" "$work/run.log"; then
   echo "bench_webstone: a missing docroot was not reported (status $status):"
-  cat "$tmp/run.log"
+  cat "$work/run.log"
   failed=1
 fi
 
@@ -126,26 +121,23 @@ fi
 for case in "status:bad status" "short:short body" "length:wrong bytes" \
   "drop:reset" "silent:timeout"; do
   mode=${case%%:*} kind=${case#*:}
-  : >"$tmp/fake.port"
+  : >"$work/fake.port"
   python3 "$srcdir/tests/bench/webstone/fake_server.py" "$mode" \
-    "$tmp/docroot/size/5000.bin" >"$tmp/fake.port" 2>&1 &
+    "$work/docroot/size/5000.bin" >"$work/fake.port" 2>&1 &
   # shellcheck disable=SC2034 # read by ws_server_stop (servers.sh)
-  ws_pid=$! # so that the trap stops it too
-  n=0
-  while [ ! -s "$tmp/fake.port" ] && [ "$n" -lt 100 ]; do
-    sleep 0.1
-    n=$((n + 1))
-  done
-  "$webstone" --port "$(cat "$tmp/fake.port")" --docroot "$tmp/docroot" \
+  ws_pid=$!
+  track "$ws_pid"
+  wait_until 10 test -s "$work/fake.port"
+  "$webstone" --port "$(cat "$work/fake.port")" --docroot "$work/docroot" \
     --clients 2 --size 5000 --warmup 0 --duration 0.5 --timeout 0.2 \
-    --time-limit 30 >"$tmp/run.log" 2>&1
+    --time-limit 30 >"$work/run.log" 2>&1
   status=$?
   ws_server_stop
-  if [ "$status" -eq 1 ] && grep -q "errors:.* $kind [1-9]" "$tmp/run.log"; then
+  if [ "$status" -eq 1 ] && grep -q "errors:.* $kind [1-9]" "$work/run.log"; then
     echo "bench_webstone: a server answering '$mode': failed with $kind, as it should"
   else
     echo "bench_webstone: a server answering '$mode' did not fail with $kind (status $status):"
-    cat "$tmp/fake.port" "$tmp/run.log"
+    cat "$work/fake.port" "$work/run.log"
     failed=1
   fi
 done

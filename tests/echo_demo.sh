@@ -8,7 +8,9 @@
 
 : "${srcdir:=$(dirname "$0")/..}"
 : "${builddir:=.}"
-DEMO_MESSAGES=${DEMO_MESSAGES:-2000}
+# The small sizes (TAXI_TEST_SMALL): 500 messages a connection.
+case ${TAXI_TEST_SMALL:-0} in '' | 0) small_messages=2000 ;; *) small_messages=500 ;; esac
+DEMO_MESSAGES=${DEMO_MESSAGES:-$small_messages}
 export DEMO_MESSAGES
 
 if sh "$srcdir/examples/demo.sh" "$builddir/examples"; then

@@ -25,9 +25,10 @@
 set -u
 
 : "${builddir:=.}"
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/lib.sh"
 server=$builddir/examples/echo_server
 client=$builddir/examples/echo_client
-scale=${TAXI_TEST_TIMEOUT_SCALE:-1}
 nofile=64
 conns=200
 messages=50
@@ -59,60 +60,36 @@ if [ -z "$configs" ]; then
   done
 fi
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/taxi-emfile.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
+make_work emfile
 echo "emfile: $conns connections at once to a server limited to $nofile descriptors"
 for cfg in $configs; do
   d=${cfg%%:*} b=${cfg#*:}
   if [ "$d" = reactor ]; then t=1; else t=4; fi
-  : >"$tmp/out"
-  prlimit --nofile=$nofile "$server" --port 0 --report --dispatcher "$d" \
-    --backend "$b" --threads $t >"$tmp/out" 2>"$tmp/err" &
-  pid=$!
-  port=""
-  i=0
-  while [ $i -lt 1000 ] && kill -0 $pid 2>/dev/null; do
-    port=$(sed -n 's/.*listening on .*:\([0-9]*\)$/\1/p' "$tmp/out")
-    [ -n "$port" ] && break
-    sleep 0.01
-    i=$((i + 1))
-  done
   why=""
-  if [ -z "$port" ]; then
-    wait $pid
-    status=$?
-    if [ $status = 2 ] || [ $status = 3 ]; then
-      printf '%-20s SKIP  %s\n' "$cfg" "$(head -n 1 "$tmp/err")"
+  if ! spawn "$work/out" "$work/err" prlimit --nofile=$nofile "$server" \
+    --port 0 --report --dispatcher "$d" --backend "$b" --threads $t; then
+    if [ "$status" = 2 ] || [ "$status" = 3 ]; then
+      printf '%-20s SKIP  %s\n' "$cfg" "$(head -n 1 "$work/err")"
       continue
     fi
-    why="did not start: $(head -n 1 "$tmp/err")"
+    why="did not start: $(head -n 1 "$work/err")"
   elif ! "$client" --port "$port" --connections $conns --messages $messages \
-      --time-limit "$limit" >"$tmp/client" 2>&1; then
-    why="the $conns connections: $(tail -n 1 "$tmp/client")"
+      --time-limit "$limit" >"$work/client" 2>&1; then
+    why="the $conns connections: $(tail -n 1 "$work/client")"
   elif ! "$client" --port "$port" --connections 4 --messages $messages \
-      --time-limit "$limit" >"$tmp/client2" 2>&1; then
-    why="served no more afterwards: $(tail -n 1 "$tmp/client2")"
+      --time-limit "$limit" >"$work/client2" 2>&1; then
+    why="served no more afterwards: $(tail -n 1 "$work/client2")"
   fi
-  kill -TERM $pid 2>/dev/null
-  i=0
-  while kill -0 $pid 2>/dev/null && [ $i -lt $((200 * scale)) ]; do
-    sleep 0.05
-    i=$((i + 1))
-  done
-  if kill -0 $pid 2>/dev/null; then
-    kill -KILL $pid
+  if [ -n "$pid" ] && ! stop_pid "$pid" TERM; then
     why=${why:-"SIGTERM did not stop the server"}
   fi
-  wait $pid
-  status=$?
-  report=$(grep 'report:' "$tmp/err" | tail -n 1)
+  report=$(grep 'report:' "$work/err" | tail -n 1)
   field() { echo "$report" | sed -n "s/.* $1=\([0-9]*\).*/\1/p"; }
   accepted=$(field connections)
   errors=$(field accept_errors)
   pauses=$(field accept_pauses)
   if [ -z "$why" ] && [ "$status" -ne 0 ]; then
-    why="exit status $status: $(grep -v report: "$tmp/err" | head -n 1)"
+    why="exit status $status: $(grep -v report: "$work/err" | head -n 1)"
   fi
   if [ -z "$why" ] && [ -z "$accepted" ]; then
     why="no report line"
@@ -126,18 +103,11 @@ for cfg in $configs; do
   if [ -z "$why" ] && [ "$errors" -gt $((pauses + 8)) ]; then
     why="$errors failed accepts for $pauses pauses: accepting spins"
   fi
-  if grep -q 'Sanitizer\|runtime error:' "$tmp/err"; then
-    why="sanitizer: $(grep -m1 'Sanitizer\|runtime error:' "$tmp/err")"
+  if grep -q 'Sanitizer\|runtime error:' "$work/err"; then
+    why="sanitizer: $(grep -m1 'Sanitizer\|runtime error:' "$work/err")"
   fi
-  if [ -z "$why" ]; then
-    verdict=PASS
-    pass=$((pass + 1))
-  else
-    verdict=FAIL
-    fail=$((fail + 1))
-  fi
+  tally "$why"
   printf '%-20s %-4s accepted=%s accept_errors=%s accept_pauses=%s %s\n' \
     "$cfg" "$verdict" "${accepted:-?}" "${errors:-?}" "${pauses:-?}" "$why"
 done
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish

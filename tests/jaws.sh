@@ -10,7 +10,7 @@
 # %2e%2e, a symbolic link out of the root), an oversized request line
 # (414) and header (431), a slow client closed by the header timeout while
 # others are served, a file replaced while it is being sent (never torn),
-# 1000 idle connections held while requests succeed, the connection
+# 1000 idle connections (250 with TAXI_TEST_SMALL) held while requests succeed, the connection
 # limit's 503, the idle timeout, a short verified webstone run, and an
 # orderly stop on SIGINT.  The adaptive strategy's threshold policy is also
 # driven past its (lowered) thresholds by webstone, without and with
@@ -26,6 +26,8 @@
 
 : "${builddir:=.}"
 : "${srcdir:=.}"
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/lib.sh"
 server=$builddir/examples/jaws/jaws
 webstone=$builddir/tests/bench/webstone/webstone
 if [ ! -x "$server" ]; then
@@ -45,28 +47,16 @@ done
 # shellcheck disable=SC3045
 nofile=$(ulimit -n)
 idle_conns=1000
-if [ "$nofile" != unlimited ] && [ "$nofile" -lt 2200 ]; then
+# The small sizes: fewer idle connections, a file swapped for less long,
+# a shorter idle timeout.
+swap_seconds=2.5 idle_ms=2000
+if [ "$small" = 1 ]; then idle_conns=250 swap_seconds=1 idle_ms=1000; fi
+if [ "$nofile" != unlimited ] && [ $((nofile / 2 - 100)) -lt "$idle_conns" ]; then
   idle_conns=$((nofile / 2 - 100))
   echo "note: descriptors limited to $nofile: $idle_conns idle connections"
 fi
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/taxi-jaws.XXXXXX") || exit 1
-pid=''
-cleanup() {
-  [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-pass=0 fail=0
-ok() {
-  echo "ok: $1"
-  pass=$((pass + 1))
-}
-bad() {
-  echo "FAIL: $1"
-  fail=$((fail + 1))
-}
+make_work jaws
 
 # The document root: a tree of files, small (memory) and large (sent from
 # the file), a symbolic link out of the root, a secret outside it.
@@ -95,56 +85,19 @@ else
   docroot=''
 fi
 
+out=$work/server.out
+
 # start NAME ARGS...: a server on a free port; sets pid, port and url.
 start() {
   name=$1
   shift
-  out=$work/server.out
-  : >"$out"
-  "$server" --port 0 "$@" >"$out" 2>&1 &
-  pid=$!
-  port=''
-  i=0
-  while [ $i -lt 100 ] && [ -z "$port" ]; do
-    port=$(sed -n 's/^jaws: .* listening on .*:\([0-9][0-9]*\)$/\1/p' "$out")
-    [ -z "$port" ] && sleep 0.1
-    i=$((i + 1))
-  done
+  start_server "the $name server" "$out" "$server" --port 0 "$@" || return 1
   url=http://127.0.0.1:$port
-  [ -n "$port" ] && return 0
-  echo "the $name server did not start:"
-  cat "$out"
-  kill -9 "$pid" 2>/dev/null
-  wait "$pid" 2>/dev/null
-  pid=''
-  return 1
 }
 
 # stop NAME: SIGINT; within 10 s, exit status 0 and the closing line.
 stop() {
-  kill -INT "$pid" 2>/dev/null
-  i=0
-  while [ $i -lt 100 ] && kill -0 "$pid" 2>/dev/null; do
-    sleep 0.1
-    i=$((i + 1))
-  done
-  if kill -0 "$pid" 2>/dev/null; then
-    echo "the $1 server did not stop within 10 s of SIGINT"
-    kill -9 "$pid"
-    wait "$pid"
-    pid=''
-    return 1
-  fi
-  status=0
-  wait "$pid" || status=$?
-  pid=''
-  if [ $status -ne 0 ] ||
-    ! grep -q "^jaws: stopped after [0-9]* requests" "$out"; then
-    echo "the $1 server stopped with status $status:"
-    cat "$out"
-    return 1
-  fi
-  return 0
+  stop_server "the $1 server" "$out" "^jaws: stopped after [0-9]* requests"
 }
 
 # code URL [CURL ARGS]: the status curl got (000: none).
@@ -152,11 +105,6 @@ code() {
   u=$1
   shift
   curl -s -o /dev/null -m 10 -w '%{http_code}' "$@" "$u"
-}
-
-# expect NAME WANT GOT
-expect() {
-  if [ "$2" = "$3" ]; then ok "$1"; else bad "$1: got $3, expected $2"; fi
 }
 
 # The HTTP checks against the server at $url.
@@ -324,9 +272,9 @@ EOF
   fi
   # A file replaced (renamed over) again and again while clients fetch
   # it: every response is one version whole, never a mix.
-  if python3 - "$port" "$root" >"$work/swap.out" 2>&1 <<'EOF'; then
+  if python3 - "$port" "$root" "$swap_seconds" >"$work/swap.out" 2>&1 <<'EOF'; then
 import os, socket, sys, threading, time
-port, root = int(sys.argv[1]), sys.argv[2]
+port, root, seconds = int(sys.argv[1]), sys.argv[2], float(sys.argv[3])
 versions = [bytes([65 + v]) * 1500000 for v in range(2)]
 for v in range(2):
     with open("%s/swap%d.tmp" % (root, v), "wb") as f:
@@ -334,7 +282,7 @@ for v in range(2):
 if os.path.exists("%s/swap.bin" % root):
     os.unlink("%s/swap.bin" % root)
 os.link("%s/swap0.tmp" % root, "%s/swap.bin" % root)
-stop = time.time() + 2.5
+stop = time.time() + seconds
 seen = [0, 0]
 bad = []
 def client():
@@ -521,11 +469,7 @@ check_adaptive_switching() {
     fi
   done
   # The load is over: wait (bounded) for the way back to SYNC_ONLY.
-  i=0
-  while [ $i -lt 50 ] && ! grep -q 'HYBRID -> SYNC_ONLY' "$out"; do
-    sleep 0.1
-    i=$((i + 1))
-  done
+  wait_for "$out" 'HYBRID -> SYNC_ONLY' 5
   if stop $s; then ok "$s: stopped"; else bad "$s: stop"; fi
   if grep -q '^jaws: adaptive: SYNC_ONLY -> HYBRID (connections [0-9]* >= 4, large responses [0-9]*% of bytes)$' "$out" &&
     grep -q '^jaws: adaptive: HYBRID -> SYNC_ONLY (' "$out"; then
@@ -619,12 +563,10 @@ check_adaptive_measured() {
     bad "$s: webstone --mix (keep-alive)"
   fi
   # The load is over: wait (bounded) for the regime to be forgotten, in
-  # SYNC_ONLY.
-  i=0
-  while [ $i -lt 50 ] && ! tail -n 1 "$out" | grep -q '(\{0,1\}idle: '; do
-    sleep 0.1
-    i=$((i + 1))
-  done
+  # SYNC_ONLY: the last line, not an idle period of before.
+  # shellcheck disable=SC2317 # run by wait_until
+  idle_last() { tail -n 1 "$out" | grep -q '(\{0,1\}idle: '; }
+  wait_until 5 idle_last
   if stop $s; then ok "$s: stopped"; else bad "$s: stop"; fi
   last=$(grep '^jaws: adaptive: ' "$out" | tail -n 1)
   case $last in
@@ -666,11 +608,7 @@ check_adaptive_acceptor() {
     --size 5000000 --warmup 0 --duration 8 --time-limit 60 \
     >"$work/ws-large.out" 2>&1 &
   ws_pid=$!
-  i=0
-  while [ $i -lt 300 ] && ! grep -q '^jaws: adaptive: the proactor accepts (' "$out"; do
-    sleep 0.1
-    i=$((i + 1))
-  done
+  wait_for "$out" '^jaws: adaptive: the proactor accepts (' 30
   if "$webstone" --port "$port" --docroot "$docroot" --clients 20 --mix \
     --warmup 0 --duration 2 --time-limit 60 >"$work/ws.out" 2>&1 &&
     grep -q 'errors 0$' "$work/ws.out"; then
@@ -703,7 +641,7 @@ check_adaptive_acceptor() {
 
 # STRATEGY[:BACKEND[:THREADS]]
 # An idle connection (no request begun) is closed silently after the idle
-# timeout (2 s here).
+# timeout ($idle_ms).
 check_idle() {
   if python3 - "$port" >"$work/idle1.out" 2>&1 <<'EOF'; then
 import select, socket, sys, time
@@ -763,7 +701,7 @@ for run in $runs; do
   fi
   if stop "$run"; then ok "$run: stopped"; else bad "$run: stop"; fi
   set -- --strategy "$strategy" --root "$root" --max-connections 3 \
-    --idle-timeout 2000
+    --idle-timeout "$idle_ms"
   [ -n "$backend" ] && set -- "$@" --backend "$backend"
   [ -n "$threads" ] && set -- "$@" --threads "$threads"
   if start "$run" "$@"; then
@@ -849,5 +787,4 @@ else
   bad "a missing root: status $status"
 fi
 
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish

@@ -20,7 +20,8 @@
 
 : "${srcdir:=$(dirname "$0")/..}"
 : "${builddir:=.}"
-scale=${TAXI_TEST_TIMEOUT_SCALE:-1}
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/lib.sh"
 module=$builddir/tests/fault/libtaxifault.so
 server=$builddir/examples/echo_server
 client=$builddir/examples/echo_client
@@ -35,51 +36,41 @@ command -v prlimit >/dev/null 2>&1 || { echo "SKIP: no prlimit"; exit 77; }
 
 clients=200
 messages=50
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/taxi-emfile.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
+make_work emfile
 backends=$("$server" --list-proactor-backends 2>/dev/null)
-failed=0 ran=0
 
 for b in uring aio emulated; do
   if ! echo "$backends" | grep -qx "$b"; then
     echo "$b: skipped (not available here)"
     continue
   fi
-  ran=$((ran + 1))
-  : >"$tmp/stats"
-  : >"$tmp/out" # now: the server's own redirection may come after a read
+  : >"$work/stats"
+  why=
   # A sanitizer build's server carries its runtime: the module, preloaded
   # before it, only forwards calls (as in tests/fault/sweep.sh).
-  ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
-    LD_PRELOAD=$module TAXI_FAULT_STATS=$tmp/stats TAXI_FAULT_ONLY=echo_server \
+  if ! spawn "$work/out" "$work/err" \
+    env ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+    LD_PRELOAD="$module" TAXI_FAULT_STATS="$work/stats" \
+    TAXI_FAULT_ONLY=echo_server \
     prlimit --nofile=64 "$server" --port 0 --dispatcher proactor \
-    --backend "$b" --report >"$tmp/out" 2>"$tmp/err" &
-  pid=$!
-  port=
-  i=0
-  while [ -z "$port" ] && [ $i -lt $((50 * scale)) ]; do
-    sleep 0.1
-    port=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$tmp/out")
-    i=$((i + 1))
-  done
-  why=
-  if [ -z "$port" ]; then
-    why="the server did not start: $(head -n 1 "$tmp/err")"
+    --backend "$b" --report; then
+    why="the server did not start: $(head -n 1 "$work/err")"
   elif ! "$client" --port "$port" --connections $clients \
-    --messages $messages --time-limit $((60 * scale)) >"$tmp/c1" 2>&1; then
-    why="the 200 clients were not all served: $(tail -n 1 "$tmp/c1")"
+    --messages $messages --time-limit $((60 * scale)) >"$work/c1" 2>&1; then
+    why="the 200 clients were not all served: $(tail -n 1 "$work/c1")"
   elif ! "$client" --port "$port" --connections 4 --messages 10 \
-    --time-limit $((30 * scale)) >"$tmp/c2" 2>&1; then
-    why="not serving afterwards: $(tail -n 1 "$tmp/c2")"
+    --time-limit $((30 * scale)) >"$work/c2" 2>&1; then
+    why="not serving afterwards: $(tail -n 1 "$work/c2")"
   fi
-  kill -TERM $pid 2>/dev/null
-  wait $pid
-  status=$?
-  [ -z "$why" ] && [ $status -ne 0 ] && why="exit status $status after SIGTERM"
-  if [ -z "$why" ] && ! grep -q "retrying: accept failed" "$tmp/err"; then
+  if [ -n "$pid" ]; then
+    stop_pid "$pid" TERM
+    [ -z "$why" ] && [ "$status" != 0 ] &&
+      why="exit status $status after SIGTERM"
+  fi
+  if [ -z "$why" ] && ! grep -q "retrying: accept failed" "$work/err"; then
     why="no accept pause reported (was the limit reached?)"
   fi
-  calls() { awk -v n="$1" '$2 == n { s += $3 } END { print s + 0 }' "$tmp/stats"; }
+  calls() { awk -v n="$1" '$2 == n { s += $3 } END { print s + 0 }' "$work/stats"; }
   accepts=$(($(calls accept4) + $(calls accept)))
   enters=$(calls io_uring_enter)
   conns=$((clients + 4))
@@ -94,16 +85,14 @@ for b in uring aio emulated; do
         why="accept made $accepts times for $conns connections: spinning?"
     fi
   fi
-  pauses=$(grep -c "retrying: accept failed" "$tmp/err")
+  pauses=$(grep -c "retrying: accept failed" "$work/err")
   if [ -n "$why" ]; then
-    echo "$b: FAIL: $why"
-    sed 's/^/  | /' "$tmp/err" | tail -n 5
-    failed=$((failed + 1))
+    bad "$b: $why"
+    sed 's/^/  | /' "$work/err" | tail -n 5
   else
-    echo "$b: ok: $conns connections served, $pauses pauses reported," \
-      "accept calls $accepts, io_uring_enter $enters"
+    ok "$b: $conns connections served, $pauses pauses reported, accept calls $accepts, io_uring_enter $enters"
   fi
 done
 
-[ $ran -eq 0 ] && { echo "SKIP: no completion backend here"; exit 77; }
-[ $failed -eq 0 ]
+[ $((pass + fail)) -eq 0 ] && echo "SKIP: no completion backend here"
+finish

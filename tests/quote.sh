@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
 # quote.sh - examples/quote as a test.  Every concurrency model of
-# quote_server (--threads 3) serves 20 connections x 200 requests of
+# quote_server (--threads 3) serves 20 connections x 200 requests (10 x 50
+# with TAXI_TEST_SMALL) of
 # quote_client, which checks every answer against the quote file (known,
 # unknown and malformed requests alike), then 500 requests sent in two
 # pieces each; then the server stops on SIGINT with exit status 0 and its
@@ -12,6 +13,8 @@
 
 : "${builddir:=.}"
 : "${srcdir:=.}"
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/lib.sh"
 server=$builddir/examples/quote/quote_server
 client=$builddir/examples/quote/quote_client
 quotes=$srcdir/examples/quote/quotes.txt
@@ -21,81 +24,31 @@ for p in "$server" "$client"; do
     exit 77
   fi
 done
-work=$(mktemp -d "${TMPDIR:-/tmp}/taxi-quote.XXXXXX") || exit 1
-pid='' cpid=''
-cleanup() {
-  [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null
-  [ -n "$cpid" ] && kill -9 "$cpid" 2>/dev/null
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-pass=0 fail=0
-ok() {
-  echo "ok: $1"
-  pass=$((pass + 1))
-}
-bad() {
-  echo "FAIL: $1"
-  fail=$((fail + 1))
-}
+make_work quote
+out=$work/server.out
 
 # start MODEL: a server on a free port; sets pid and port.
 start() {
-  out=$work/server.out
-  : >"$out" # now: the server's redirection may come after the loop's read
-  "$server" --model "$1" --quotes "$quotes" --port 0 --threads 3 \
-    >"$out" 2>&1 &
-  pid=$!
-  port=''
-  i=0
-  while [ $i -lt 100 ] && [ -z "$port" ]; do
-    port=$(sed -n 's/.* listening on .*:\([0-9][0-9]*\)$/\1/p' "$out")
-    [ -z "$port" ] && sleep 0.1
-    i=$((i + 1))
-  done
-  [ -n "$port" ] && return 0
-  echo "the $1 server did not start:"
-  cat "$out"
-  return 1
+  start_server "the $1 server" "$out" "$server" --model "$1" \
+    --quotes "$quotes" --port 0 --threads 3
 }
 
 # stop MODEL: SIGINT; within 10 s, exit status 0 and the closing line.
 stop() {
-  kill -INT "$pid" 2>/dev/null
-  i=0
-  while [ $i -lt 100 ] && kill -0 "$pid" 2>/dev/null; do
-    sleep 0.1
-    i=$((i + 1))
-  done
-  if kill -0 "$pid" 2>/dev/null; then
-    echo "the $1 server did not stop within 10 s of SIGINT:"
-    cat "$out"
-    kill -9 "$pid"
-    wait "$pid"
-    pid=''
-    return 1
-  fi
-  status=0
-  wait "$pid" || status=$?
-  pid=''
-  if [ $status -ne 0 ] || ! grep -q "stopped after [0-9]* requests" "$out"
-  then
-    echo "the $1 server stopped with status $status:"
-    cat "$out"
-    return 1
-  fi
-  return 0
+  stop_server "the $1 server" "$out" "stopped after [0-9]* requests"
 }
 
+# The small sizes (TAXI_TEST_SMALL): 10 connections x 50 requests.
+conns=20 reqs=200
+[ "$small" = 1 ] && conns=10 reqs=50
 for model in iterative thread-per-request thread-per-connection \
   handle-queue reactor lf hsha proactor; do
   # Every answer of a short run checked.
   if start "$model"; then
-    if "$client" --port "$port" --quotes "$quotes" --connections 20 \
-      --requests 200 --time-limit 120 >"$work/client.out" 2>&1 &&
-      grep -q "requests=4000 .* wrong=0 missing=0" "$work/client.out"; then
-      ok "$model: 4000 requests verified"
+    if "$client" --port "$port" --quotes "$quotes" --connections $conns \
+      --requests $reqs --time-limit 120 >"$work/client.out" 2>&1 &&
+      grep -q "requests=$((conns * reqs)) .* wrong=0 missing=0" "$work/client.out"; then
+      ok "$model: $((conns * reqs)) requests verified"
       # Requests cut in two: the server must wait for the rest.
       if "$client" --port "$port" --quotes "$quotes" --connections 5 \
         --requests 100 --split --seed 7 --time-limit 120 \
@@ -118,13 +71,13 @@ for model in iterative thread-per-request thread-per-connection \
     fi
   else
     bad "$model: start"
-    pid=''
   fi
   # A stop in the middle of a run: the server must not wait for clients.
   if start "$model"; then
     "$client" --port "$port" --quotes "$quotes" --connections 5 \
       --duration 30 >"$work/client.out" 2>&1 &
     cpid=$!
+    track "$cpid"
     sleep 1
     if stop "$model"; then
       ok "$model: stopped with clients connected"
@@ -135,7 +88,7 @@ for model in iterative thread-per-request thread-per-connection \
     # without a wrong answer (status 1 would also mean one).
     status=0
     wait "$cpid" || status=$?
-    cpid=''
+    forget "$cpid"
     if grep -q "wrong=0" "$work/client.out"; then
       ok "$model: the interrupted client saw no wrong answer"
     else
@@ -144,7 +97,6 @@ for model in iterative thread-per-request thread-per-connection \
     fi
   else
     bad "$model: start"
-    pid=''
   fi
 done
 
@@ -183,5 +135,4 @@ refused "client without port" "$client" --quotes "$quotes"
 refused "client bad connections" "$client" --port 1 --quotes "$quotes" \
   --connections 0
 
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish

@@ -29,9 +29,10 @@
 set -u
 
 : "${builddir:=.}"
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/lib.sh"
 server=$builddir/examples/echo_server
 client=$builddir/examples/echo_client
-scale=${TAXI_TEST_TIMEOUT_SCALE:-1}
 
 total=20000
 [ -n "${TAXI_TEST_SMALL:-}" ] && [ "${TAXI_TEST_SMALL}" != 0 ] && total=5000
@@ -67,58 +68,34 @@ for b in $("$server" --list-proactor-backends); do
   case $b in uring | emulated) configs="$configs proactors:$b" ;; esac
 done
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/taxi-soak.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
+make_work soak
 echo "soak: $((per * conns)) messages of $size bytes over $conns connections per configuration"
 for cfg in $configs; do
   d=${cfg%%:*} b=${cfg#*:}
   if [ "$d" = reactor ]; then t=1; else t=$threads; fi
-  : >"$tmp/out"
-  "$server" --port 0 --report --dispatcher "$d" --backend "$b" --threads $t \
-    >"$tmp/out" 2>"$tmp/err" &
-  pid=$!
-  port=""
-  i=0
-  while [ $i -lt 1000 ] && kill -0 $pid 2>/dev/null; do
-    port=$(sed -n 's/.*listening on .*:\([0-9]*\)$/\1/p' "$tmp/out")
-    [ -n "$port" ] && break
-    sleep 0.01
-    i=$((i + 1))
-  done
-  verdict=FAIL why=""
+  why=""
   start=$(date +%s)
-  if [ -z "$port" ]; then
-    wait $pid
-    status=$?
+  if ! spawn "$work/out" "$work/err" "$server" --port 0 --report \
+    --dispatcher "$d" --backend "$b" --threads $t; then
     # 2, 3: the backend is compiled in but does not work here, or the
     # library refuses the configuration.
-    if [ $status = 2 ] || [ $status = 3 ]; then
-      printf '%-20s SKIP  %s\n' "$cfg" "$(head -n 1 "$tmp/err")"
+    if [ "$status" = 2 ] || [ "$status" = 3 ]; then
+      printf '%-20s SKIP  %s\n' "$cfg" "$(head -n 1 "$work/err")"
       continue
     fi
-    why="did not start: $(head -n 1 "$tmp/err")"
+    why="did not start: $(head -n 1 "$work/err")"
   elif ! "$client" --port "$port" --connections $conns --messages $per \
-      --size $size --time-limit "$limit" >"$tmp/client" 2>&1; then
-    why=$(tail -n 1 "$tmp/client")
+      --size $size --time-limit "$limit" >"$work/client" 2>&1; then
+    why=$(tail -n 1 "$work/client")
   fi
-  kill -TERM $pid 2>/dev/null
-  i=0
-  while kill -0 $pid 2>/dev/null && [ $i -lt $((200 * scale)) ]; do
-    sleep 0.05
-    i=$((i + 1))
-  done
-  if kill -0 $pid 2>/dev/null; then
-    kill -KILL $pid
+  if [ -n "$pid" ] && ! stop_pid "$pid" TERM; then
     why=${why:-"SIGTERM did not stop the server"}
   fi
-  wait $pid
-  status=$?
   secs=$(($(date +%s) - start))
-  bytes=$(sed -n 's/.*report: status=.* bytes=\([0-9]*\).*/\1/p' "$tmp/err")
+  bytes=$(sed -n 's/.*report: status=.* bytes=\([0-9]*\).*/\1/p' "$work/err")
   want=$((per * conns * size))
   if [ -z "$why" ] && [ "$status" -ne 0 ]; then
-    why="exit status $status: $(grep -v report: "$tmp/err" | head -n 1)"
+    why="exit status $status: $(grep -v report: "$work/err" | head -n 1)"
   fi
   note=''
   case $d in proactor | proactors) proactive=1 ;; *) proactive=0 ;; esac
@@ -135,17 +112,11 @@ for cfg in $configs; do
   elif [ -z "$why" ] && [ "$bytes" != "$want" ]; then
     why="the server echoed $bytes bytes, the client sent $want"
   fi
-  if grep -q 'Sanitizer\|runtime error:' "$tmp/err"; then
-    why="sanitizer: $(grep -m1 'Sanitizer\|runtime error:' "$tmp/err")"
+  if grep -q 'Sanitizer\|runtime error:' "$work/err"; then
+    why="sanitizer: $(grep -m1 'Sanitizer\|runtime error:' "$work/err")"
   fi
-  if [ -z "$why" ]; then
-    verdict=PASS
-    pass=$((pass + 1))
-  else
-    fail=$((fail + 1))
-  fi
+  tally "$why"
   printf '%-20s %-4s %4ss  %s %s\n' "$cfg" "$verdict" "$secs" \
-    "$(sed -n 's/.*round trips, \([0-9]* round trips\/s\).*/\1/p' "$tmp/client")" "$why$note"
+    "$(sed -n 's/.*round trips, \([0-9]* round trips\/s\).*/\1/p' "$work/client")" "$why$note"
 done
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish

@@ -17,8 +17,13 @@
 # context switches (voluntary + involuntary, every thread, /proc) and CPU
 # time.  The window includes the clients' connects (one allocation per
 # connection in the server, C of them over the whole run).
+# make bench-oltp runs it with $(SHELL), which may be dash: the arrays
+# below need bash.
+if [ -z "${BASH_VERSION:-}" ]; then exec bash "$0" "$@"; fi
 set -u
-builddir=build threads=4 connections=50 duration=3 rounds=3 work=2
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/../lib.sh"
+builddir=build threads=4 connections=50 duration=3 rounds=3 units=2
 while [ $# -gt 0 ]; do
   case $1 in
     --builddir) builddir=$2; shift ;;
@@ -26,7 +31,7 @@ while [ $# -gt 0 ]; do
     --connections) connections=$2; shift ;;
     --duration) duration=$2; shift ;;
     --rounds) rounds=$2; shift ;;
-    --work) work=$2; shift ;;
+    --work) units=$2; shift ;;
     *) echo "oltp.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
@@ -38,9 +43,7 @@ for p in "$backend" "$client"; do
   [ -x "$p" ] || { echo "oltp.sh: $p is not built" >&2; exit 1; }
 done
 [ -r "$preload" ] || preload=''
-work_dir=$(mktemp -d "${TMPDIR:-/tmp}/taxi-oltp-bench.XXXXXX") || exit 1
-pid=''
-trap '[ -n "$pid" ] && kill -9 $pid 2>/dev/null; rm -rf "$work_dir"' EXIT
+make_work oltp-bench
 configs=("lf" "hsha")
 
 # snap PID COUNTFILE: "cpu_ticks ctx allocs" of the server now.
@@ -67,19 +70,13 @@ snap() {
 
 # run CONFIG ROUND: one measured run; appends a line to results.
 run() {
-  local cfg=$1 out=$work_dir/$1.$2.out count=$work_dir/$1.$2.malloc port=''
-  local i=0 s0 s1 line
-  : >"$out"
+  local cfg=$1 out=$work/$1.$2.out count=$work/$1.$2.malloc
+  local s0 s1 line
   : >"$count"
-  LD_PRELOAD=$preload MALLOC_COUNT_FILE=$count "$backend" --port 0 \
-    --dispatcher "$cfg" --threads "$threads" --work "$work" >"$out" 2>&1 &
-  pid=$!
-  while [ -z "$port" ] && [ $i -lt 100 ]; do
-    port=$(sed -n 's/.* listening on .*:\([0-9][0-9]*\)$/\1/p' "$out")
-    sleep 0.1
-    i=$((i + 1))
-  done
-  [ -n "$port" ] || { echo "oltp.sh: $cfg did not start" >&2; cat "$out" >&2; exit 1; }
+  spawn "$out" "$out" env LD_PRELOAD="$preload" MALLOC_COUNT_FILE="$count" \
+    "$backend" --port 0 --dispatcher "$cfg" --threads "$threads" \
+    --work "$units" ||
+    { echo "oltp.sh: $cfg did not start" >&2; cat "$out" >&2; exit 1; }
   # Warm up: connections, the pool's threads, the stream buffers.
   "$client" --port "$port" --connections "$connections" --duration 1 \
     >/dev/null || { echo "oltp.sh: warm-up against $cfg failed" >&2; exit 1; }
@@ -88,14 +85,12 @@ run() {
     --duration "$duration" --time-limit $((duration + 60))) ||
     { echo "oltp.sh: the client failed against $cfg" >&2; exit 1; }
   s1=$(snap "$pid" "${preload:+$count}")
-  kill -INT "$pid"
-  wait "$pid"
-  pid=''
-  echo "$cfg $s0 $s1 $line" >>"$work_dir/results"
+  stop_pid "$pid"
+  echo "$cfg $s0 $s1 $line" >>"$work/results"
 }
 
 echo "oltp.sh: $rounds rounds of ${configs[*]}, $threads threads," \
-  "$connections connections, $duration s each, work $work" >&2
+  "$connections connections, $duration s each, work $units" >&2
 for ((r = 1; r <= rounds; r++)); do
   for cfg in "${configs[@]}"; do
     echo "oltp.sh: round $r: $cfg" >&2
@@ -103,8 +98,9 @@ for ((r = 1; r <= rounds; r++)); do
   done
 done
 
-# Per run: requests/s, p99, allocs/req, ctx/req, CPU us/req; medians.
-awk -v tck="$(getconf CLK_TCK)" '
+# Per run: requests/s, p99, allocs/req, ctx/req, CPU us/req; medians (each
+# figure's list of runs kept with all its digits: CONVFMT).
+awk -v tck="$(getconf CLK_TCK)" -v CONVFMT=%.17g "$median_awk"'
   {
     cfg = $1; cpu = $5 - $2; ctx = $6 - $3; al = $7 - $4
     for (i = 8; i <= NF; i++) {
@@ -112,26 +108,19 @@ awk -v tck="$(getconf CLK_TCK)" '
       if ($(i) == "requests/s,") rate = $(i - 1)
       if ($(i) == "p99") p99 = $(i + 1)
     }
-    n[cfg]++; k = n[cfg]
-    R[cfg, k] = rate; P[cfg, k] = p99
-    A[cfg, k] = ($4 == "-") ? -1 : al / req
-    C[cfg, k] = ctx / req; U[cfg, k] = cpu * 1e6 / tck / req
+    R[cfg] = R[cfg] " " rate; P[cfg] = P[cfg] " " p99
+    A[cfg] = A[cfg] " " (($4 == "-") ? -1 : al / req)
+    C[cfg] = C[cfg] " " (ctx / req); U[cfg] = U[cfg] " " (cpu * 1e6 / tck / req)
     if (!(cfg in seen)) { seen[cfg] = 1; order[++m] = cfg }
-  }
-  function median(X, cfg, cnt,   i, j, t, v) {
-    for (i = 1; i <= cnt; i++) v[i] = X[cfg, i]
-    for (i = 1; i <= cnt; i++) for (j = i + 1; j <= cnt; j++)
-      if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
-    return v[int((cnt + 1) / 2)]
   }
   END {
     printf "%-8s %12s %9s %12s %10s %12s\n", "pool", "requests/s", "p99 us",
       "allocs/req", "ctx/req", "CPU us/req"
     for (o = 1; o <= m; o++) {
-      cfg = order[o]; cnt = n[cfg]
-      a = median(A, cfg, cnt)
-      printf "%-8s %12.0f %9.0f %12s %10.3f %12.2f\n", cfg, median(R, cfg, cnt),
-        median(P, cfg, cnt), a < 0 ? "-" : sprintf("%.4f", a),
-        median(C, cfg, cnt), median(U, cfg, cnt)
+      cfg = order[o]
+      a = median(A[cfg])
+      printf "%-8s %12.0f %9.0f %12s %10.3f %12.2f\n", cfg, median(R[cfg]),
+        median(P[cfg]), a < 0 ? "-" : sprintf("%.4f", a),
+        median(C[cfg]), median(U[cfg])
     }
-  }' "$work_dir/results"
+  }' "$work/results"

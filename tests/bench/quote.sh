@@ -20,6 +20,8 @@
 # exit 1; missing answers (connections a model never got to) are only
 # reported, since that is what some models do under load.
 
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/../lib.sh"
 builddir=. quotes='' duration=3 threads=4 clients="10 100 1000" repeat=1
 models="iterative thread-per-request thread-per-connection handle-queue reactor lf hsha proactor"
 while [ $# -gt 0 ]; do
@@ -60,9 +62,7 @@ ulimit -n 4096 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null
 limit=''
 command -v timeout >/dev/null 2>&1 && limit="timeout $((duration + 30))"
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/taxi-bench-quote.XXXXXX") || exit 1
-pid=''
-trap '[ -n "$pid" ] && kill -9 "$pid" 2>/dev/null; rm -rf "$work"' EXIT
+make_work bench-quote
 results=$work/results
 : >"$results"
 wrong=0
@@ -75,46 +75,23 @@ while [ $run -lt "$repeat" ]; do
   for c in $clients; do
     for model in $models; do
       out=$work/server.out
-      : >"$out" # before the server starts: its output is what the loop reads
-      "$server" --model "$model" --quotes "$quotes" --port 0 \
-        --threads "$threads" >"$out" 2>&1 &
-      pid=$!
-      port='' i=0
-      while [ $i -lt 100 ] && [ -z "$port" ]; do
-        port=$(sed -n 's/.* listening on .*:\([0-9][0-9]*\)$/\1/p' "$out")
-        [ -z "$port" ] && sleep 0.1
-        i=$((i + 1))
-      done
       note=''
-      if [ -z "$port" ]; then
+      if ! spawn "$out" "$out" "$server" --model "$model" --quotes "$quotes" \
+        --port 0 --threads "$threads"; then
         note="server did not start"
         echo "$model $c - - - - $note" >>"$results"
-        kill -9 "$pid" 2>/dev/null
-        wait "$pid" 2>/dev/null
-        pid=''
         continue
       fi
-      status=0
+      client_status=0
       $limit "$client" --port "$port" --quotes "$quotes" --connections "$c" \
-        --duration "$duration" >"$work/client.out" 2>&1 || status=$?
-      kill -INT "$pid" 2>/dev/null
-      i=0
-      while [ $i -lt 100 ] && kill -0 "$pid" 2>/dev/null; do
-        sleep 0.1
-        i=$((i + 1))
-      done
-      if kill -0 "$pid" 2>/dev/null; then
-        kill -9 "$pid" 2>/dev/null
-        note="${note}server did not stop; "
-      fi
-      wait "$pid" 2>/dev/null
-      pid=''
+        --duration "$duration" >"$work/client.out" 2>&1 || client_status=$?
+      stop_pid "$pid" || note="${note}server did not stop; "
       rate=$(field rate) p50=$(field p50_us) p99=$(field p99_us)
       starved=$(field starved) refused=$(field refused) bad=$(field wrong)
-      case $status in
+      case $client_status in
         0 | 4) ;;
         124) note="${note}client killed after $((duration + 30)) s; " ;;
-        *) note="${note}client status $status; " ;;
+        *) note="${note}client status $client_status; " ;;
       esac
       if [ -n "$bad" ] && [ "$bad" != 0 ]; then
         note="${note}WRONG answers: $bad; "
@@ -136,16 +113,7 @@ printf '%-22s %7s %10s %8s %8s %10s %6s  %s\n' model clients "requests/s" \
   "p50 us" "p99 us" served "/lf" notes
 # Median of each figure over the runs ("-" when a run has none); models in
 # the order given, client counts as given.
-awk -v models="$models" -v clients="$clients" '
-  function median(list,   n, v, i, j, t) {
-    n = split(list, v, " ")
-    if (n == 0) return "-"
-    for (i = 2; i <= n; i++)
-      for (j = i; j > 1 && v[j - 1] + 0 > v[j] + 0; j--) {
-        t = v[j]; v[j] = v[j - 1]; v[j - 1] = t
-      }
-    return v[int((n + 1) / 2)]
-  }
+awk -v models="$models" -v clients="$clients" "$median_awk"'
   {
     k = $1 " " $2
     for (f = 3; f <= 6; f++) if ($f != "-") fig[k, f] = fig[k, f] " " $f

@@ -10,8 +10,8 @@
 #   preload          tests/bench/.libs/malloc_count.so, or "" (no counts)
 #   snapshot_script  bench.sh, whose --snapshot mode loadgen's hooks run
 #
-# The server must print a first line ending in "listening on HOST:PORT",
-# stop on SIGINT with exit status 0 after printing a line "NAME: stopped
+# The server must print a line ending in "listening on HOST:PORT", stop
+# on SIGINT with exit status 0 after printing a line "NAME: stopped
 # ...", and exit non-zero before listening if it refuses the configuration
 # (reported as n/a).  It runs with the malloc_count preload; loadgen quiesces
 # the load before and after the measured phase and runs the snapshot hook
@@ -19,60 +19,20 @@
 # SIGUSR2 to the preload, system calls through perf), so that the
 # differences are the measured messages' work.
 #
-# Every step is bounded in time, and whatever was started is killed (by PID)
-# when the sourcing script exits.
+# Every step is bounded in time (start_wait and stop_wait of tests/lib.sh
+# for the server), and whatever was started is killed (by PID) when the
+# sourcing script exits.
+
+# shellcheck source=tests/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
 # bench_setup - the temporary directory, the exit trap, facts about /proc.
 bench_setup() {
-  work=$(mktemp -d "${TMPDIR:-/tmp}/taxi-bench.XXXXXX") || exit 1
-  server_pid='' loadgen_pid=''
+  make_work bench
   have_proc=0
   [ -r /proc/self/stat ] && [ -d /proc/self/task ] && have_proc=1
   clk_tck=$(getconf CLK_TCK 2>/dev/null || echo 100)
   usr2=$(kill -l USR2)
-  # Per-run time limits, in seconds.
-  start_limit=10
-  stop_limit=10
-  trap bench_cleanup EXIT
-  trap 'exit 130' INT
-  trap 'exit 143' TERM
-}
-
-kill_pid() { # PID: kill and reap one of our children, if still there
-  if [ -n "$1" ] && kill -0 "$1" 2>/dev/null; then
-    kill -KILL "$1" 2>/dev/null
-  fi
-  [ -n "$1" ] && wait "$1" 2>/dev/null
-}
-# shellcheck disable=SC2317 # reached through the trap
-bench_cleanup() {
-  kill_pid "$loadgen_pid"
-  kill_pid "$server_pid"
-  loadgen_pid='' server_pid=''
-  rm -rf "$work"
-}
-
-# wait_bounded PID SECONDS - wait for child PID; set $wait_status to its exit
-# status.  If it runs longer than SECONDS, kill it and return 1.
-wait_bounded() {
-  local pid=$1 ticks=$(($2 * 10)) guard
-  rm -f "$work/killed"
-  (
-    trap - INT TERM
-    while [ "$ticks" -gt 0 ]; do
-      sleep 0.1
-      kill -0 "$pid" 2>/dev/null || exit 0
-      ticks=$((ticks - 1))
-    done
-    : >"$work/killed"
-    kill -KILL "$pid" 2>/dev/null
-  ) >/dev/null 2>&1 &
-  guard=$!
-  wait "$pid" 2>/dev/null # no "Killed" job notices: callers report
-  wait_status=$?
-  kill -KILL "$guard" 2>/dev/null
-  wait "$guard" 2>/dev/null
-  [ ! -e "$work/killed" ]
 }
 
 # Quote for sh -c.
@@ -128,8 +88,9 @@ json_field() {
 # r_allocs, r_sys ("" where unknown).
 run_server() {
   local what=$1 connections=$2 client_threads=$3 size=$4 warmup=$5
-  local duration=$6 prog=$7 tag out err countfile snapfile line port status
-  local hook lg_status loadgen_limit watchdog_limit
+  local duration=$6 prog=$7 tag out err countfile snapfile port status pid
+  local hook lg_status loadgen_limit watchdog_limit loadgen_pid
+  local -a preload_env=(env)
   shift 7
   r_status=FAILED r_note='' r_msgs='' r_rate='' r_p50='' r_p99='' r_p999=''
   r_max='' r_cpu='' r_utime='' r_stime='' r_vcsw='' r_nvcsw='' r_ctx=''
@@ -138,7 +99,6 @@ run_server() {
   out=$work/$tag.server.out err=$work/$tag.server.err
   countfile=$work/$tag.malloc snapfile=$work/$tag.snap
   rm -f "$snapfile".perf*
-  : >"$out"
   : >"$snapfile"
   # loadgen enforces its own limit (opening 10,000 connections takes a few
   # seconds on a busy machine); this watchdog is the backstop.
@@ -148,60 +108,34 @@ run_server() {
 
   if [ -n "$preload" ]; then
     : >"$countfile"
-    LD_PRELOAD="$preload${LD_PRELOAD:+ $LD_PRELOAD}" \
-      MALLOC_COUNT_FILE="$countfile" "$prog" "$@" \
-      </dev/null >"$out" 2>"$err" &
-  else
-    "$prog" "$@" </dev/null >"$out" 2>"$err" &
+    preload_env+=("LD_PRELOAD=$preload${LD_PRELOAD:+ $LD_PRELOAD}"
+      "MALLOC_COUNT_FILE=$countfile")
   fi
-  server_pid=$!
-
   # Wait for "NAME: ... listening on HOST:PORT".
-  local ticks=$((start_limit * 20))
-  port=''
-  while :; do
-    line=$(sed -n 1p "$out")
-    case $line in
-      *" listening on "*:*) port=${line##*:}; break ;;
-    esac
-    if ! kill -0 "$server_pid" 2>/dev/null; then
-      wait "$server_pid" 2>/dev/null
-      status=$?
-      server_pid=''
-      r_note=$(head -n 1 "$err")
-      r_note=${r_note#*: }
-      if [ "$status" -ge 1 ] && [ "$status" -lt 128 ]; then
-        r_status=n/a
-        [ -n "$r_note" ] || r_note="refused (exit $status)"
-      else
-        r_note="exited with status $status before listening${r_note:+: $r_note}"
-        show "$err"
-      fi
+  if ! spawn "$out" "$err" "${preload_env[@]}" "$prog" "$@"; then
+    if [ "$status" = timeout ]; then
+      r_note="did not start within $start_wait s"
       return 1
     fi
-    ticks=$((ticks - 1))
-    if [ "$ticks" -lt 0 ]; then
-      r_note="did not start within $start_limit s"
-      kill_pid "$server_pid"
-      server_pid=''
-      return 1
+    r_note=$(head -n 1 "$err")
+    r_note=${r_note#*: }
+    if [ "$status" -ge 1 ] && [ "$status" -lt 128 ]; then
+      r_status=n/a
+      [ -n "$r_note" ] || r_note="refused (exit $status)"
+    else
+      r_note="exited with status $status before listening${r_note:+: $r_note}"
+      show "$err"
     fi
-    sleep 0.05
-  done
-  if ! [[ $port =~ ^[0-9]+$ ]]; then
-    r_note="cannot read the port from: $line"
-    kill_pid "$server_pid"
-    server_pid=''
     return 1
   fi
 
   local cf=
-  if [ -n "$preload" ] && [ "$have_proc" = 1 ] && catches_usr2 "$server_pid"; then
+  if [ -n "$preload" ] && [ "$have_proc" = 1 ] && catches_usr2 "$pid"; then
     cf=$countfile
   elif [ -n "$preload" ]; then
     r_note="no allocation counts (SIGUSR2 not caught)"
   fi
-  hook="bash $(q "$snapshot_script") --snapshot $server_pid $(q "$cf") $(q "$snapfile")"
+  hook="bash $(q "$snapshot_script") --snapshot $pid $(q "$cf") $(q "$snapfile")"
 
   "$loadgen" --port "$port" --connections "$connections" \
     --threads "$client_threads" --size "$size" --duration "$duration" \
@@ -209,27 +143,24 @@ run_server() {
     --on-measure-start "$hook" --on-measure-end "$hook" \
     </dev/null >"$work/$tag.loadgen.out" 2>"$work/$tag.loadgen.err" &
   loadgen_pid=$!
-  if wait_bounded "$loadgen_pid" "$watchdog_limit"; then
-    lg_status=$wait_status
+  track "$loadgen_pid"
+  if wait_pid "$loadgen_pid" "$watchdog_limit"; then
+    lg_status=$status
   else
     lg_status=killed
   fi
-  loadgen_pid=''
 
   # Stop the server as a user would; it must report and exit 0.
   local fail=''
-  kill -INT "$server_pid" 2>/dev/null
-  if wait_bounded "$server_pid" "$stop_limit"; then
-    status=$wait_status
+  if stop_pid "$pid"; then
     if [ "$status" -ne 0 ]; then
       fail="the server exited with status $status"
     elif ! grep -q '^[a-z_]*: stopped' "$out"; then
       fail="the server did not report stopping"
     fi
   else
-    fail="the server did not stop within $stop_limit s of SIGINT"
+    fail="the server did not stop within $stop_wait s of SIGINT"
   fi
-  server_pid=''
   if [ "$lg_status" != 0 ]; then
     fail="loadgen failed (status $lg_status)${fail:+; $fail}"
     echo "$bench_name: $what: loadgen's messages:" >&2

@@ -15,50 +15,33 @@
 
 : "${srcdir:=$(dirname "$0")/../..}"
 : "${builddir:=.}"
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/../lib.sh"
 run="sh $srcdir/tests/win32/wine-run.sh"
-# The programs themselves, not libtool's wrappers: a wrapper runs the
-# program as a child process, which ending the wrapper would leave behind.
-# The DLL is found through WINEPATH.
-server="$builddir/examples/.libs/echo_server.exe"
-client="$builddir/examples/.libs/echo_client.exe"
-[ -f "$server" ] || server="$builddir/examples/echo_server.exe"
-[ -f "$client" ] || client="$builddir/examples/echo_client.exe"
-WINEPATH="$(cd "$builddir" && pwd)/.libs${WINEPATH:+;$WINEPATH}"
-export WINEPATH
+server=$(wine_exe "$builddir/examples" echo_server)
+client=$(wine_exe "$builddir/examples" echo_client)
+wine_setup
 messages=${ECHO_MESSAGES:-200}
-out=$(mktemp -d "${TMPDIR:-/tmp}/taxi-echo-wine.XXXXXX")
-trap 'rm -rf "$out"' EXIT
-failed=0
+make_work echo-wine
 
 # echo_one DISPATCHER BACKEND THREADS
 echo_one() {
-  log="$out/server-$1-$2.log"
-  $run "$server" --port 0 --host 127.0.0.1 --dispatcher "$1" \
-    --backend "$2" --threads "$3" >"$log" 2>&1 &
-  pid=$!
-  port=
-  i=0
-  while [ $i -lt 300 ] && [ -z "$port" ]; do # up to 30 s: wine starts slowly
-    port=$(sed -n 's/.*listening on [^ ]*:\([0-9][0-9]*\).*/\1/p' "$log")
-    [ -n "$port" ] || { kill -0 $pid 2>/dev/null || break; sleep 0.1; }
-    i=$((i + 1))
-  done
-  if [ -z "$port" ]; then
-    echo "FAIL: $1/$2: the server did not start"; cat "$log"
-    kill $pid 2>/dev/null; wait $pid 2>/dev/null
-    failed=1
+  log="$work/server-$1-$2.log"
+  # shellcheck disable=SC2086 # $run: the words of a command
+  if ! start_server "$1/$2: the server" "$log" $run "$server" --port 0 \
+    --host 127.0.0.1 --dispatcher "$1" --backend "$2" --threads "$3"; then
+    bad "$1/$2: the server did not start"
     return
   fi
   if $run "$client" --port "$port" --host 127.0.0.1 --connections 4 \
-    --messages "$messages" >"$out/client.log" 2>&1 &&
-    grep -q "all verified" "$out/client.log"; then
-    echo "ok: $1/$2 (threads $3): $(cat "$out/client.log")"
+    --messages "$messages" >"$work/client.log" 2>&1 &&
+    grep -q "all verified" "$work/client.log"; then
+    ok "$1/$2 (threads $3): $(cat "$work/client.log")"
   else
-    echo "FAIL: $1/$2 (threads $3)"; cat "$out/client.log" "$log"
-    failed=1
+    cat "$work/client.log" "$log"
+    bad "$1/$2 (threads $3)"
   fi
-  kill $pid 2>/dev/null
-  wait $pid 2>/dev/null
+  stop_pid "$pid" TERM
 }
 
 echo_one reactor wsapoll 1
@@ -67,4 +50,4 @@ echo_one lf select 2
 echo_one hsha select 2
 echo_one proactor emulated 2
 echo_one proactor iocp 2
-exit $failed
+finish

@@ -17,9 +17,10 @@
 
 : "${srcdir:=$(dirname "$0")/../..}"
 : "${builddir:=.}"
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/../lib.sh"
 run="sh $srcdir/tests/win32/wine-run.sh"
-server="$builddir/examples/jaws/.libs/jaws.exe"
-[ -f "$server" ] || server="$builddir/examples/jaws/jaws.exe"
+server=$(wine_exe "$builddir/examples/jaws" jaws)
 if [ ! -f "$server" ]; then
   echo "jaws-wine.sh: SKIP: the web server is not built"
   exit 77
@@ -30,25 +31,9 @@ for tool in curl python3; do
     exit 77
   fi
 done
-WINEPATH="$(cd "$builddir" && pwd)/.libs${WINEPATH:+;$WINEPATH}"
-export WINEPATH
-
-work=$(mktemp -d "${TMPDIR:-/tmp}/taxi-jaws-wine.XXXXXX") || exit 1
-pid=''
-trap '[ -n "$pid" ] && kill -9 "$pid" 2>/dev/null; rm -rf "$work"' EXIT
-
-pass=0 fail=0
-ok() {
-  echo "ok: $1"
-  pass=$((pass + 1))
-}
-bad() {
-  echo "FAIL: $1"
-  fail=$((fail + 1))
-}
-expect() {
-  if [ "$2" = "$3" ]; then ok "$1"; else bad "$1: got $3, expected $2"; fi
-}
+wine_setup
+make_work jaws-wine
+log=$work/server.log
 
 # The document root: small files (served from memory), large ones (sent
 # from the file), a symbolic link out of the root, a secret outside it.
@@ -68,49 +53,21 @@ ln -s "$work/outside" "$root/escape"
 tree="index.html sub/a.txt medium.bin big.bin"
 
 # start STRATEGY [ARGS...]: jaws.exe on a free port; sets pid, port, url.
+# (wine-run.sh execs wine: the process started is the server.)
 start() {
-  log=$work/server.log
-  : >"$log" # before the server starts: its output is what the loop reads
-  $run "$server" --port 0 --host 127.0.0.1 --root "Z:$root" \
-    --strategy "$@" >"$log" 2>&1 &
-  pid=$! # wine-run.sh execs wine: this is the server
-  port=''
-  i=0
-  while [ $i -lt 300 ] && [ -z "$port" ]; do # up to 30 s: wine starts slowly
-    port=$(sed -n 's/^jaws: .* listening on .*:\([0-9][0-9]*\).*/\1/p' "$log")
-    [ -n "$port" ] || { kill -0 "$pid" 2>/dev/null || break; sleep 0.1; }
-    i=$((i + 1))
-  done
+  # shellcheck disable=SC2086 # $run: the words of a command
+  start_server "jaws.exe ($1)" "$log" $run "$server" --port 0 \
+    --host 127.0.0.1 --root "Z:$root" --strategy "$@" || return 1
   url=http://127.0.0.1:$port
-  [ -n "$port" ] && return 0
-  cat "$log"
-  kill -9 "$pid" 2>/dev/null
-  wait "$pid" 2>/dev/null
-  pid=''
-  return 1
 }
 
 # stop NAME: SIGINT; within 10 s, exit status 0 and the closing line.
 stop() {
-  kill -INT "$pid" 2>/dev/null
-  i=0
-  while [ $i -lt 100 ] && kill -0 "$pid" 2>/dev/null; do
-    sleep 0.1
-    i=$((i + 1))
-  done
-  status=0
-  if kill -0 "$pid" 2>/dev/null; then
-    kill -9 "$pid" 2>/dev/null
-    status=timeout
-  fi
-  wait "$pid" 2>/dev/null || [ "$status" = timeout ] || status=$?
-  pid=''
-  if [ "$status" = 0 ] && grep -q "^jaws: stopped after [0-9]* requests" "$log"
+  if stop_server "jaws.exe ($1)" "$log" "^jaws: stopped after [0-9]* requests"
   then
     ok "$1: stopped"
   else
     bad "$1: the stop (status $status)"
-    cat "$log"
   fi
 }
 
@@ -299,7 +256,4 @@ for s in reactive lf hsha proactive thread-per-connection \
   fi
   stop "$s"
 done
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ] || exit 1
-[ $pass -gt 0 ] || exit 77
-exit 0
+finish

@@ -9,94 +9,67 @@
 
 : "${srcdir:=$(dirname "$0")/../..}"
 : "${builddir:=.}"
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/../lib.sh"
 run="sh $srcdir/tests/win32/wine-run.sh"
 dir=$builddir/examples/oltp
-exe() { # the program itself, not libtool's wrapper
-  if [ -f "$dir/.libs/$1.exe" ]; then echo "$dir/.libs/$1.exe"; else echo "$dir/$1.exe"; fi
-}
-backend=$(exe oltp_backend) frontend=$(exe oltp_frontend) client=$(exe oltp_client)
+backend=$(wine_exe "$dir" oltp_backend)
+frontend=$(wine_exe "$dir" oltp_frontend)
+client=$(wine_exe "$dir" oltp_client)
 for p in "$backend" "$frontend" "$client"; do
   if [ ! -f "$p" ]; then
     echo "oltp-wine.sh: SKIP: $p is not built"
     exit 77
   fi
 done
-WINEPATH="$(cd "$builddir" && pwd)/.libs${WINEPATH:+;$WINEPATH}"
-export WINEPATH
-out=$(mktemp -d "${TMPDIR:-/tmp}/taxi-oltp-wine.XXXXXX")
-pids=''
-trap 'for p in $pids; do kill -9 "$p" 2>/dev/null; done; rm -rf "$out"' EXIT
-failed=0
+wine_setup
+make_work oltp-wine
 
-# start NAME PROGRAM ARGS...: start a server; sets $pid and $port.
+# start NAME PROGRAM ARGS...: start a server, its output in NAME.log; sets
+# $pid and $port.  (wine-run.sh execs wine: the process is the server.)
 start() {
-  log=$out/$1.log
+  name=$1
   shift
-  : >"$log" # before the server starts: its output is what the loop reads
-  $run "$@" --port 0 >"$log" 2>&1 &
-  pid=$! # wine-run.sh execs wine: this is the server
-  pids="$pids $pid"
-  port=''
-  i=0
-  while [ $i -lt 300 ] && [ -z "$port" ]; do # up to 30 s: wine starts slowly
-    port=$(sed -n 's/.*listening on [^ ]*:\([0-9][0-9]*\).*/\1/p' "$log")
-    [ -n "$port" ] || { kill -0 "$pid" 2>/dev/null || break; sleep 0.1; }
-    i=$((i + 1))
-  done
-  [ -n "$port" ] || { echo "FAIL: $log: did not start"; cat "$log"; failed=1; }
+  # shellcheck disable=SC2086 # $run: the words of a command
+  start_server "$name" "$work/$name.log" $run "$@" --port 0 && return 0
+  bad "$name: did not start"
+  return 1
 }
 
-# stop PID LOG: Ctrl-C; status 0 and the closing line within 10 s.
+# stop NAME: Ctrl-C to $pid; status 0 and the closing line within 10 s.
 stop() {
-  kill -INT "$1" 2>/dev/null
-  i=0
-  while [ $i -lt 100 ] && kill -0 "$1" 2>/dev/null; do
-    sleep 0.1
-    i=$((i + 1))
-  done
-  status=0
-  if kill -0 "$1" 2>/dev/null; then
-    kill -9 "$1" 2>/dev/null
-    status=timeout
-  fi
-  wait "$1" 2>/dev/null || [ "$status" = timeout ] || status=$?
-  if [ "$status" != 0 ] || ! grep -q "stopped after" "$2"; then
-    echo "FAIL: $2: the stop (status $status)"
-    cat "$2"
-    failed=1
-  fi
+  stop_server "$1" "$work/$1.log" "stopped after" ||
+    bad "$1: the stop (status $status)"
 }
 
 # drive PORT WHAT: 10 connections x 100 transactions, all checked.
 drive() {
   if $run "$client" --port "$1" --connections 10 --requests 100 \
-    --accounts 100 >"$out/client.log" 2>&1 &&
-    grep -q "all verified, audit 100000000 conserved" "$out/client.log"; then
-    echo "ok: $2: $(cat "$out/client.log")"
+    --accounts 100 >"$work/client.log" 2>&1 &&
+    grep -q "all verified, audit 100000000 conserved" "$work/client.log"; then
+    ok "$2: $(cat "$work/client.log")"
   else
-    echo "FAIL: $2"
-    cat "$out/client.log"
-    failed=1
+    cat "$work/client.log"
+    bad "$2"
   fi
 }
 
 for pool in lf hsha; do
   start "backend-$pool" "$backend" --dispatcher "$pool" --threads 3 \
-    --accounts 100
-  [ -n "$port" ] || continue
+    --accounts 100 || continue
   drive "$port" "back end with $pool"
-  stop "$pid" "$log"
+  stop "backend-$pool"
 done
 
-start backend-tiers "$backend" --dispatcher lf --threads 3 --accounts 100
-back_pid=$pid back_log=$log back_port=$port
-if [ -n "$back_port" ]; then
-  start frontend "$frontend" --backend-port "$back_port" --links 2 \
-    --threads 3
-  if [ -n "$port" ]; then
+if start backend-tiers "$backend" --dispatcher lf --threads 3 --accounts 100
+then
+  back_pid=$pid
+  if start frontend "$frontend" --backend-port "$port" --links 2 \
+    --threads 3; then
     drive "$port" "client - front end - back end"
-    stop "$pid" "$log"
+    stop frontend
   fi
-  stop "$back_pid" "$back_log"
+  pid=$back_pid
+  stop backend-tiers
 fi
-exit $failed
+finish

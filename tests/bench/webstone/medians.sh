@@ -20,6 +20,8 @@
 # runs), and keeps the keys with no run succeeded (numeric columns empty):
 # run.sh's table of medians.
 set -u
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/../../lib.sh"
 count=0
 if [ "${1-}" = --count ]; then count=1; shift; fi
 runs=${1-}
@@ -31,24 +33,7 @@ if [ ! -r "$runs" ]; then
   echo "medians.sh: cannot read '$runs'" >&2
   exit 2
 fi
-awk -F, -v count="$count" '
-# decimals(S): the digits after the point in the number written S.
-function decimals(s) { return index(s, ".") ? length(s) - index(s, ".") : 0 }
-# median(LIST): the median of the values in LIST (separated by spaces).
-function median(list,    v, n, i, j, t, a, b, d, k) {
-  n = split(list, v, " ")
-  for (i = 2; i <= n; i++) {          # insertion sort, numerically
-    t = v[i]
-    for (j = i - 1; j >= 1 && v[j] + 0 > t + 0; j--) v[j + 1] = v[j]
-    v[j + 1] = t
-  }
-  if (n % 2) return v[(n + 1) / 2]
-  a = v[n / 2]; b = v[n / 2 + 1]
-  d = decimals(a) > decimals(b) ? decimals(a) : decimals(b)
-  k = int((a + b) * 10 ^ d + 0.5)     # the sum in units of the last decimal
-  if (k % 2 == 0) return sprintf("%." d "f", k / 2 / 10 ^ d)
-  return sprintf("%." (d + 1) "f", k / 2 / 10 ^ d)
-}
+awk -F, -v count="$count" "$median_awk"'
 NR == 1 {
   if ($NF != "round") { print "medians.sh: no round column in " FILENAME > "/dev/stderr"; bad = 1; exit 2 }
   header = $1
@@ -72,7 +57,7 @@ END {
     key = order[n]
     if (!ok[key] && !count) continue
     row = key
-    for (i = 5; i <= ncol; i++) row = row "," (ok[key] ? median(vals[key, i]) : "")
+    for (i = 5; i <= ncol; i++) row = row "," (ok[key] ? median(vals[key, i], 1) : "")
     print row (count ? "," (ok[key] + 0) "," runs[key] : "")
   }
 }' "$runs"

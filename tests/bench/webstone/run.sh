@@ -93,18 +93,13 @@ if [ ! -x "$webstone" ]; then
 fi
 [ -n "$out" ] || out=$builddir/tests/bench/webstone-results
 mkdir -p "$out" || exit 1
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/taxi-webstone.XXXXXX") || exit 1
+# shellcheck source=tests/lib.sh
+. "$here/../../lib.sh"
+make_work webstone
 # shellcheck source=tests/bench/webstone/servers.sh disable=SC1091
 . "$here/servers.sh"
-# shellcheck disable=SC2317 # reached through the trap
-cleanup() {
-  ws_server_stop
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-chmod 755 "$tmp" # the servers' workers may run as another user
-"$webstone" --make-docroot "$tmp/docroot" >/dev/null || exit 1
+chmod 755 "$work" # the servers' workers may run as another user
+"$webstone" --make-docroot "$work/docroot" >/dev/null || exit 1
 
 csv=$out/results.csv
 runs_csv=$out/runs.csv
@@ -124,7 +119,7 @@ row() {
   if [ "$repeat" -gt 1 ]; then printf "%5s $fmt" "$@"; else shift; printf "$fmt" "$@"; fi
 }
 # A field of webstone's JSON line.
-field() { sed -n "s/.*\"$1\":\\([^,}]*\\).*/\\1/p" "$tmp/run.json"; }
+field() { sed -n "s/.*\"$1\":\\([^,}]*\\).*/\\1/p" "$work/run.json"; }
 # Progress on stderr: which run of how many.
 total=0
 for server in $servers; do for file in $files; do for c in $clients; do
@@ -139,14 +134,14 @@ measure() {
   run=$((run + 1))
   [ "$repeat" -eq 1 ] || of=", round $round/$repeat"
   echo "run.sh: [$run/$total] $server, $file, $c clients$of" >&2
-  "$webstone" --port "$ws_port" --docroot "$tmp/docroot" --clients "$c" \
+  "$webstone" --port "$ws_port" --docroot "$work/docroot" --clients "$c" \
     --threads "$threads" --warmup "$warmup" --duration "$duration" \
     "${choice[@]}" "${keep[@]}" --allow-errors --json \
-    >"$tmp/run.json" 2>"$tmp/run.err"
+    >"$work/run.json" 2>"$work/run.err"
   status=$?
-  if [ "$status" -ne 0 ] || [ ! -s "$tmp/run.json" ]; then
+  if [ "$status" -ne 0 ] || [ ! -s "$work/run.json" ]; then
     row "$round" "$server" "$file" "$c" failed '' '' '' '' '' '' '' ''
-    sed 's/^/  /' "$tmp/run.err" | tail -n 5 >&2
+    sed 's/^/  /' "$work/run.err" | tail -n 5 >&2
     echo "$server,$file,$c,${#keep[@]},,,,,,,,,,,$round" >>"$runs_csv"
     return
   fi
@@ -170,13 +165,13 @@ keep_log() {
   [ -n "${WS_LOG_DIR:-}" ] || return 0
   [ "$repeat" -eq 1 ] || [ -z "${4-}" ] || name=$name-r$4
   mkdir -p "$WS_LOG_DIR" &&
-    cp "$tmp/$1/server.log" "$WS_LOG_DIR/$name.log" 2>/dev/null
+    cp "$work/$1/server.log" "$WS_LOG_DIR/$name.log" 2>/dev/null
   return 0
 }
 # start SERVER: 0 with it listening, or 1 after saying why it is skipped.
 start() {
-  ws_server_start "$1" "$tmp/docroot" "$tmp/$1" 2>"$tmp/start.log" && return 0
-  echo "run.sh: $1 skipped: $(head -n 1 "$tmp/start.log")" >&2
+  ws_server_start "$1" "$work/docroot" "$work/$1" 2>"$work/start.log" && return 0
+  echo "run.sh: $1 skipped: $(head -n 1 "$work/start.log")" >&2
   return 1
 }
 if [ -n "$interleave" ]; then

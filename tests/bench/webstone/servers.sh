@@ -4,8 +4,10 @@
 # web load generator (tests/bench/webstone): nginx or lighttpd, configured
 # in a scratch directory (one worker, sendfile on, no access log), or
 # python3's http.server.  Sourced (POSIX sh) by tests/bench_webstone.sh and
-# by whoever runs the benchmark by hand:
+# by whoever runs the benchmark by hand, after tests/lib.sh (whose exit
+# kills a server still running):
 #
+#     . tests/lib.sh
 #     . tests/bench/webstone/servers.sh
 #     ws_server_start nginx DOCROOT SCRATCH && echo "port $ws_port"
 #     ...
@@ -95,30 +97,23 @@ EOF
 # $WS_JAWS_THREADS threads (default 2) for the strategies that pool them;
 # it binds port 0 itself and says which port it got.
 ws_jaws_start() {
-  ws_strategy=${1%%:*} ws_backend='' ws_n=0
+  ws_strategy=${1%%:*} ws_backend=''
   case $1 in *:*) ws_backend=${1#*:} ;; esac
   if [ ! -x "${ws_jaws:-}" ]; then
     echo "servers.sh: jaws not built (ws_jaws=${ws_jaws:-unset})" >&2
     return 1
   fi
   mkdir -p "$3" || return 1
-  : >"$3/server.log"
   # shellcheck disable=SC2086 # the backend option is one word or none
-  "$ws_jaws" --root "$2" --port 0 --strategy "$ws_strategy" \
-    ${ws_backend:+--backend "$ws_backend"} --threads "${WS_JAWS_THREADS:-2}" \
-    --max-connections 20000 >"$3/server.log" 2>&1 </dev/null &
-  ws_pid=$!
-  while [ "$ws_n" -lt 100 ]; do
-    ws_port=$(sed -n 's/^jaws: .* listening on .*:\([0-9][0-9]*\)$/\1/p' \
-      "$3/server.log")
-    [ -n "$ws_port" ] && return 0
-    kill -0 "$ws_pid" 2>/dev/null || break
-    sleep 0.1
-    ws_n=$((ws_n + 1))
-  done
+  if spawn "$3/server.log" "$3/server.log" "$ws_jaws" --root "$2" --port 0 \
+    --strategy "$ws_strategy" ${ws_backend:+--backend "$ws_backend"} \
+    --threads "${WS_JAWS_THREADS:-2}" --max-connections 20000; then
+    # shellcheck disable=SC2154 # pid and port: set by spawn (tests/lib.sh)
+    ws_pid=$pid ws_port=$port
+    return 0
+  fi
   echo "servers.sh: jaws ($1) did not start:" >&2
   cat "$3/server.log" >&2
-  ws_server_stop
   return 1
 }
 
@@ -170,11 +165,11 @@ ws_server_start() {
       ;;
     esac
     ws_pid=$!
+    track "$ws_pid"
     if ws_wait_port "$ws_port" "$ws_pid"; then
       return 0
     fi
-    kill -KILL "$ws_pid" 2>/dev/null
-    wait "$ws_pid" 2>/dev/null
+    stop_pid "$ws_pid" KILL
     ws_pid=''
   done
   echo "servers.sh: $ws_kind did not start:" >&2
@@ -182,10 +177,13 @@ ws_server_start() {
   return 1
 }
 
+# ws_server_stop: SIGTERM to the server, bounded (stop_pid); the caller's
+# status is left as it was.
 ws_server_stop() {
   if [ -n "$ws_pid" ]; then
-    kill -TERM "$ws_pid" 2>/dev/null
-    wait "$ws_pid" 2>/dev/null
+    ws_status=${status-}
+    stop_pid "$ws_pid" TERM
+    status=$ws_status
     ws_pid=''
   fi
 }

@@ -18,6 +18,9 @@
 #                     test suite with kqueue as the default backend
 #   ./dev.sh kqueue-asan  the kqueue programs of the suite under ASan+UBSan
 #                     (in ./build-kqueue-asan)
+#   ./dev.sh ci [--list | STEP...]
+#                     what CI runs (.ci/run): every step, or the steps
+#                     named; --list lists them (.ci/steps.sh, docs/ci.md)
 #
 # Environment: BUILD_DIR (default: build), CONFIGURE_FLAGS (extra flags for
 # configure), JOBS (default: number of CPUs), WIN32_BUILD_DIR (default:
@@ -190,8 +193,14 @@ case "${1:-}" in
     ;;
   kqueue) kqueue ;;
   kqueue-asan) kqueue asan ;;
+  ci)
+    shift
+    # shellcheck source=.ci/steps.sh
+    . "$top/.ci/steps.sh"
+    ci_main "$@"
+    ;;
   *)
-    sed -n '3,25p' "$0"
+    sed -n '3,28p' "$0"
     exit 2
     ;;
 esac

@@ -13,7 +13,7 @@
 
 # The steps, in the order `--list` shows them, with what each does.
 ci_steps=(
-  "deps:every Debian package any step needs, in one apt-get"
+  "deps:every Debian package any step needs, in one apt-get; configure generated"
   "format:clang-format on every C file; the licence tag on every source"
   "test:the README test command (./dev.sh test: gcc build, make check); the build must be warning-free"
   "docs:make docs: the API reference and the pages (an undocumented symbol or a broken link fails it)"
@@ -43,9 +43,12 @@ ci_log_dir() { echo "$top/ci-logs"; }
 
 # ---- the steps ----------------------------------------------------------
 
+# Also generates configure: the lanes' builds would otherwise all run
+# autoreconf at once in the same tree and trip over one another's files.
 step_deps() {
   deps clang-format doxygen clang libclang-rt-14-dev cmake patch \
     gcc-mingw-w64-x86-64 wine64 dpkg-dev g++
+  autogen
 }
 
 step_format() {

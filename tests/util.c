@@ -131,11 +131,26 @@ int util_tcp_pair(int fds[2]) {
   struct sockaddr_in a = loopback(port);
   /* Blocking connect: over loopback it completes at once. */
   if (connect(c, (struct sockaddr *)&a, sizeof a) != 0) goto fail_c;
+  /* The connection accepted must be c's: another process that connects to
+   * a port it believes closed (a test of refused connections) may reach
+   * this listener, which took the port meanwhile.  Such a stranger is
+   * closed and the accept goes on. */
+  struct sockaddr_in mine;
+  socklen_t mine_len = sizeof mine;
+  if (getsockname(c, (struct sockaddr *)&mine, &mine_len) != 0) goto fail_c;
   int s = -1;
   for (int i = 0; i < 2000 && s < 0; i++) {
-    s = accept(lfd, NULL, NULL);
+    struct sockaddr_in peer;
+    socklen_t peer_len = sizeof peer;
+    s = accept(lfd, (struct sockaddr *)&peer, &peer_len);
     if (s < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
       goto fail_c;
+    if (s >= 0 && (peer.sin_port != mine.sin_port ||
+                   peer.sin_addr.s_addr != mine.sin_addr.s_addr)) {
+      close(s);
+      s = -1;
+      continue;
+    }
     if (s < 0) util_sleep_ms(1);
   }
   if (s < 0) goto fail_c;

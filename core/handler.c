@@ -9,8 +9,39 @@
 
 #include <string.h>
 
+/*
+ * Whether h is attached to a reactor, or removed from one and its close
+ * hook still to come: then initialising it would wipe what the reactor
+ * keeps of it (its place in the reactor's list, its references), and the
+ * reactor's destroy would never see it leave.  h may be memory never
+ * initialised, so nothing of it is trusted until the reactor it names is
+ * found among the live ones (the registry), and then only under that
+ * reactor's lock, where h is looked for in its list of attached handlers.
+ */
+static bool handler_in_use(const taxi_handler_t *h) {
+  if (!(h->internal_.flags & (TAXI__H_ATTACHED | TAXI__H_CLOSING)))
+    return false;
+  taxi_reactor_t *r = taxi__handler_reactor(h);
+  /* reg is the reactor's first member: no arithmetic on a stray pointer. */
+  if (!r ||
+      !taxi__registry_pin((taxi__registered_t *)(void *)r, TAXI__KIND_REACTOR))
+    return false;
+  bool busy = false;
+  taxi__mutex_lock(&r->lock);
+  if (taxi__handler_reactor(h) == r) {
+    busy = (h->internal_.flags & TAXI__H_CLOSING) != 0;
+    for (const taxi_handler_t *a = r->attached; a && !busy;
+         a = a->internal_.next)
+      busy = a == h;
+  }
+  taxi__mutex_unlock(&r->lock);
+  taxi__registry_unpin(&r->reg);
+  return busy;
+}
+
 int taxi_handler_init(taxi_handler_t *h, const taxi_handler_ops_t *ops) {
   if (!h || !ops) return TAXI_EINVAL;
+  if (handler_in_use(h)) return TAXI_EBUSY;
   memset(&h->internal_, 0, sizeof h->internal_);
   h->ops = ops;
   h->internal_.handle = TAXI_INVALID_HANDLE;

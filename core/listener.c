@@ -85,7 +85,14 @@ void taxi__listener_accepted(taxi_listener_t *l, taxi_handle_t fd,
     if (rc != TAXI_ESTOPPED) TAXI__IO_COUNT(io, accept_errors, 1);
     return;
   }
-  if (peer) s->peer = *peer;
+  /* A multishot accept (io_uring's) leaves the address out, since the
+   * kernel would write every connection's into one buffer: ask the
+   * socket then, before the peer has had much time to go (getpeername
+   * fails once it has, and the stream has no peer to tell). */
+  if (peer && peer->family)
+    s->peer = *peer;
+  else
+    (void)taxi__sock_peer_addr(fd, &s->peer);
   s->own_fd = true; /* accepted here; nothing runs it yet: no lock needed */
   TAXI__IO_COUNT(io, accepts, 1);
   /* s is busy: nothing of it runs until the callback has returned and

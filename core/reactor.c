@@ -105,6 +105,8 @@ int taxi_reactor_create(taxi_reactor_t **out,
   if (rc < 0) goto fail_mutex;
   rc = open_internal_handles(r);
   if (rc < 0) goto fail_backend;
+  rc = taxi__registry_add(&r->reg, TAXI__KIND_REACTOR);
+  if (rc < 0) goto fail_wake;
 
   r->free_head = TAXI__ROW_NONE;
   taxi__handle_map_init(&r->map);
@@ -118,6 +120,8 @@ int taxi_reactor_create(taxi_reactor_t **out,
   *out = r;
   return 0;
 
+fail_wake:
+  taxi__rwake_close(r);
 fail_backend:
   r->ops->close(r->backend);
 fail_mutex:
@@ -210,20 +214,26 @@ static bool attached_here(const taxi_reactor_t *r, const taxi_handler_t *h) {
 
 static int register_locked(taxi_reactor_t *r, taxi_handle_t handle,
                            taxi_handler_t *h, unsigned events,
-                           unsigned add_flags);
+                           unsigned add_flags, bool own, uint64_t ident);
 
-/* taxi_reactor_register; add_flags: TAXI__ARM_OPEN or 0. */
+/* taxi_reactor_register; add_flags: TAXI__ARM_OPEN or 0; own: the library
+ * serves the handle with hooks that never close it (TAXI__S_OWNED). */
 static int register_handle(taxi_reactor_t *r, taxi_handle_t handle,
                            taxi_handler_t *h, unsigned events,
-                           unsigned add_flags) {
+                           unsigned add_flags, bool own) {
   if (!r || !h || !h->ops || !valid_interest(events)) return TAXI_EINVAL;
   if (handle == TAXI_INVALID_HANDLE) return TAXI_EBADF;
+  /* What the application's handle names now, to find out after its hooks
+   * whether one of them closed it (handle_gone); before the lock, as it
+   * costs a system call.  The library's own handles are not checked. */
+  uint64_t ident = 0;
+  if (!own && taxi__handle_identity(handle, &ident) < 0) return TAXI_EBADF;
   int rc = 0;
   if ((events & TAXI_EV_EXCEPT) && !(r->ops->caps & TAXI_CAP_EXCEPT))
     rc = TAXI_ENOTSUP;
   if (rc == 0) {
     taxi__mutex_lock(&r->lock);
-    rc = register_locked(r, handle, h, events, add_flags);
+    rc = register_locked(r, handle, h, events, add_flags, own, ident);
     taxi__mutex_unlock(&r->lock);
   }
   /* A closed handle is TAXI_EBADF whatever else is wrong.  The check is
@@ -238,18 +248,24 @@ static int register_handle(taxi_reactor_t *r, taxi_handle_t handle,
 
 int taxi_reactor_register(taxi_reactor_t *r, taxi_handle_t handle,
                           taxi_handler_t *h, unsigned events) {
-  return register_handle(r, handle, h, events, 0);
+  return register_handle(r, handle, h, events, 0, false);
 }
 
 int taxi__reactor_register_open(taxi_reactor_t *r, taxi_handle_t handle,
                                 taxi_handler_t *h, unsigned events) {
-  return register_handle(r, handle, h, events, TAXI__ARM_OPEN);
+  return register_handle(r, handle, h, events, TAXI__ARM_OPEN, true);
 }
 
-/* The table part of registration (arguments checked).  r->lock held. */
+int taxi__reactor_register_own(taxi_reactor_t *r, taxi_handle_t handle,
+                               taxi_handler_t *h, unsigned events) {
+  return register_handle(r, handle, h, events, 0, true);
+}
+
+/* The table part of registration (arguments checked; own and ident: see
+ * TAXI__S_OWNED and taxi__slot_t).  r->lock held. */
 static int register_locked(taxi_reactor_t *r, taxi_handle_t handle,
                            taxi_handler_t *h, unsigned events,
-                           unsigned add_flags) {
+                           unsigned add_flags, bool own, uint64_t ident) {
   uint32_t row;
   if (h->internal_.flags & TAXI__H_CLOSING) return TAXI_EBUSY;
   if ((h->internal_.flags & TAXI__H_ATTACHED) && h->internal_.reactor != r)
@@ -276,9 +292,10 @@ static int register_locked(taxi_reactor_t *r, taxi_handle_t handle,
   s->handler = h;
   s->handle = handle;
   s->interest = events;
-  s->flags = TAXI__S_ARMED;
+  s->flags = TAXI__S_ARMED | (own ? TAXI__S_OWNED : 0);
   s->move_to = NULL;
   s->error = 0;
+  s->ident = ident;
   taxi__reactor_attach_locked(r, h); /* cannot fail: checked above */
   h->internal_.handle = handle;
   h->internal_.slot = row;
@@ -463,10 +480,20 @@ int taxi_reactor_cancel(taxi_reactor_t *r, taxi_timer_t *t) {
   return rc;
 }
 
+/* Whether t is still in the firing `seq` that was taken for dispatch.  A
+ * timer scheduled again while that firing waited or ran is armed anew
+ * (another seq), and may have been taken again already: FIRING then
+ * belongs to the newer firing, which the older must neither cancel nor
+ * drop, or the schedule made meanwhile would be lost. */
+static bool timer_firing(const taxi_timer_t *t, uint64_t seq) {
+  return t->internal_.state == TAXI__T_FIRING && t->internal_.seq == seq;
+}
+
 /* After a timer hook returned: re-arm a periodic timer unless the hook (or
  * another thread) cancelled or rescheduled it meanwhile. */
-static void timer_fired_locked(taxi_reactor_t *r, taxi_timer_t *t, int rc) {
-  if (t->internal_.state != TAXI__T_FIRING) return;
+static void timer_fired_locked(taxi_reactor_t *r, taxi_timer_t *t, uint64_t seq,
+                               int rc) {
+  if (!timer_firing(t, seq)) return;
   if (rc < 0 || t->internal_.period == 0 ||
       taxi__timer_heap_reserve(&r->timers) < 0) {
     timer_cancel_locked(r, t);
@@ -608,6 +635,17 @@ int taxi_reactor_stopped(const taxi_reactor_t *r) {
 
 /* ---- take and dispatch --------------------------------------------------- */
 
+static void remove_deaf_locked(taxi_reactor_t *r, taxi__slot_t *s, int code,
+                               unsigned attempt, const char *where);
+
+/* Whether the handle checks after its hooks tell nothing the re-arm that
+ * follows them does not: in pool mode a backend whose registrations die
+ * with their descriptor (epoll) fails that re-arm, for a handle closed
+ * (TAXI_EBADF) or a number another open has taken since (TAXI_ENOENT). */
+static bool rearm_tells_closed(const taxi_reactor_t *r) {
+  return arm_flags(r) && (r->ops->ext & TAXI__EXT_CLOSE_DEREGISTERS);
+}
+
 /* The live row a token names, or NULL if the handle was removed since. */
 static taxi__slot_t *slot_for_token(taxi_reactor_t *r, uint64_t token) {
   uint32_t row = (uint32_t)token;
@@ -634,6 +672,14 @@ static bool take_io_locked(taxi_reactor_t *r, const taxi__ready_t *rd,
     return false;
   }
   taxi__slot_t *s = slot_for_token(r, rd->token);
+  if (s && (rd->events & TAXI__EV_CLOSED)) {
+    /* Closed while registered, and noticed by the wait (poll, select):
+     * reported again at every wait until removed.  The token's generation
+     * says it is still the handler that was given this handle, whatever
+     * the number names by now. */
+    remove_deaf_locked(r, s, TAXI_EBADF, 1, "closed");
+    return false;
+  }
   /* Removed, suspended (resume re-arms it), or already being processed by
    * another thread (the re-arm after its hooks reports it again). */
   if (!s || (s->flags & (TAXI__S_SUSPENDED | TAXI__S_BUSY))) {
@@ -658,6 +704,8 @@ static bool take_io_locked(taxi_reactor_t *r, const taxi__ready_t *rd,
   ev->interest = s->interest;
   ev->row = row;
   ev->generation = s->generation;
+  ev->verify = !(s->flags & TAXI__S_OWNED) && !rearm_tells_closed(r);
+  ev->ident = s->ident;
   s->flags |= TAXI__S_BUSY;
   s->handler->internal_.refs++;
   return true;
@@ -671,6 +719,7 @@ static bool take_timer_locked(taxi_reactor_t *r, taxi_time_t now,
   t->internal_.state = TAXI__T_FIRING;
   ev->kind = TAXI__EV_TIMER;
   ev->timer = t;
+  ev->timer_seq = t->internal_.seq;
   ev->act = t->internal_.act;
   ev->handler = t->internal_.handler;
   ev->handler->internal_.refs++;
@@ -729,6 +778,31 @@ static int run_io_hooks(const taxi__event_t *ev) {
   return rc;
 }
 
+/* Whether the handle of ev no longer names what it named at
+ * registration: a hook closed it by mistake (a hook that means to end
+ * returns a negative value, and its close hook closes), and perhaps
+ * another open took the number since.  Where the mechanism watches
+ * numbers (poll, select) the handler would otherwise be told of the
+ * closed number at every wait, or watch a stranger's descriptor; where it
+ * forgets closed descriptors silently (epoll, kqueue) it would never hear
+ * again.  One system call per event, made only for the application's
+ * handles, after their hooks: the library's own (TAXI__S_OWNED) are
+ * closed by their close hooks alone.  Lock not held. */
+static bool handle_gone(const taxi__event_t *ev) {
+  uint64_t id;
+  return taxi__handle_identity(ev->handle, &id) < 0 || id != ev->ident;
+}
+
+/* handle_gone said so: remove the handler (error hook TAXI_EBADF, then
+ * the close hook), unless it was removed meanwhile - the slot's
+ * generation tells, and a handle registered since under the same number
+ * or row is not this one. */
+static void handle_closed_locked(taxi_reactor_t *r, const taxi__event_t *ev) {
+  taxi__slot_t *s = &r->slots[ev->row];
+  if (s->handler == ev->handler && s->generation == ev->generation)
+    remove_deaf_locked(r, s, TAXI_EBADF, 1, "closed");
+}
+
 /* A handle's hooks returned: it may be reported again.  In pool mode it
  * was deactivated when taken and is reactivated now, unless it was
  * removed (another generation) or suspended meanwhile. */
@@ -779,12 +853,16 @@ static int move_locked(taxi_reactor_t *r, taxi_handler_t *h,
     taxi_handle_t handle = h->internal_.handle;
     unsigned interest = s->interest;
     bool suspended = s->flags & TAXI__S_SUSPENDED;
+    /* The same handle: the library's stays so, an application's keeps
+     * what it named when it was registered. */
+    bool own = (s->flags & TAXI__S_OWNED) != 0;
+    uint64_t ident = s->ident;
     deregister_locked(r, h, false);
     unlink_attached_locked(r, h);
     /* Its references, the attachment's included, carry over as they are. */
     taxi__handler_set_reactor(h, to);
     link_attached_locked(to, h);
-    rc = register_locked(to, handle, h, interest, 0);
+    rc = register_locked(to, handle, h, interest, 0, own, ident);
     if (rc == 0 && suspended) {
       taxi__slot_t *ns = &to->slots[h->internal_.slot];
       ns->flags |= TAXI__S_SUSPENDED;
@@ -851,7 +929,7 @@ static bool still_live_locked(taxi_reactor_t *r, taxi__event_t *ev) {
       return ev->events != 0;
     }
     case TAXI__EV_TIMER:
-      return ev->timer->internal_.state == TAXI__T_FIRING &&
+      return timer_firing(ev->timer, ev->timer_seq) &&
              ev->timer->internal_.handler == ev->handler;
     case TAXI__EV_SIGNAL:
       return ev->signo < r->sig_limit &&
@@ -870,6 +948,7 @@ bool taxi__reactor_run_hook_locked(taxi_reactor_t *r, taxi__event_t *ev,
                                                unsigned events, void *arg),
                                    void *arg) {
   int rc = 0;
+  bool gone = false;
   if (!still_live_locked(r, ev)) {
     taxi_reactor_t *move_to = NULL;
     if (ev->kind == TAXI__EV_IO) {
@@ -892,6 +971,8 @@ bool taxi__reactor_run_hook_locked(taxi_reactor_t *r, taxi__event_t *ev,
     case TAXI__EV_IO:
       rc = hook ? hook(ev->handler, ev->handle, ev->events, arg)
                 : run_io_hooks(ev);
+      /* A hook that asked for removal has its handler removed anyway. */
+      gone = rc >= 0 && ev->verify && handle_gone(ev);
       break;
     case TAXI__EV_TIMER:
       rc = ev->handler->ops->timeout(ev->handler, ev->timer, ev->act);
@@ -911,11 +992,12 @@ bool taxi__reactor_run_hook_locked(taxi_reactor_t *r, taxi__event_t *ev,
       return false;
     case TAXI__EV_IO:
       r->stats.events++;
+      if (gone) handle_closed_locked(r, ev);
       move_to = io_done_locked(r, ev);
       break;
     case TAXI__EV_TIMER:
       r->stats.timers++;
-      timer_fired_locked(r, ev->timer, rc);
+      timer_fired_locked(r, ev->timer, ev->timer_seq, rc);
       rc = 0; /* a timer hook's refusal cancels only that timer */
       break;
     case TAXI__EV_SIGNAL:
@@ -952,7 +1034,7 @@ void taxi__reactor_untake_locked(taxi_reactor_t *r, taxi__event_t *ev) {
     case TAXI__EV_TIMER:
       /* Its heap room was reserved when it was armed and freed when taken;
        * if another timer took that room meanwhile, drop this firing. */
-      if (ev->timer->internal_.state == TAXI__T_FIRING) {
+      if (timer_firing(ev->timer, ev->timer_seq)) {
         if (taxi__timer_heap_reserve(&r->timers) == 0)
           timer_arm_locked(r, ev->timer, ev->timer->internal_.deadline);
         else
@@ -998,22 +1080,27 @@ static void push_ready_locked(taxi_reactor_t *r, const taxi__ready_t *rd) {
   r->pending_count++;
 }
 
-/* Remove the handler of s, whose handle cannot be re-armed (`code`): it
+/* Remove the handler of s, whose handle cannot be watched any more
+ * (`code`; `where` the step that found it out, for the error callback): it
  * would never hear of its handle again.  It is told through its error hook,
  * then the reactor's error callback, and closed when the last of its
  * dispatches is over.  The lock is released around the application's
  * code. */
 static void remove_deaf_locked(taxi_reactor_t *r, taxi__slot_t *s, int code,
-                               unsigned attempt) {
+                               unsigned attempt, const char *where) {
   taxi_handler_t *h = s->handler;
   taxi_handle_t handle = s->handle;
   r->stats.rearm_removed++;
   h->internal_.refs++; /* keeps h, and its close hook, for after the calls */
   taxi__reactor_detach_locked(r, h);
+  /* A handle closed under the reactor is not the handler's to close: by
+   * the time its close hook runs, another open may have taken the number,
+   * and closing it would end a stranger's descriptor. */
+  if (code == TAXI_EBADF) h->internal_.handle = TAXI_INVALID_HANDLE;
   taxi__mutex_unlock(&r->lock);
   if (h->ops->error) h->ops->error(h, handle, code);
-  taxi__report_error(r->on_error, r->on_error_arg, code, "rearm", handle,
-                     attempt, false);
+  taxi__report_error(r->on_error, r->on_error_arg, code, where, handle, attempt,
+                     false);
   taxi__mutex_lock(&r->lock);
   taxi__handler_release_locked(r, h);
 }
@@ -1031,8 +1118,11 @@ static void retry_rearms_locked(taxi_reactor_t *r, taxi_time_t now) {
     if (!s->handler || !(s->flags & TAXI__S_REARM)) continue;
     int rc = arm_locked(r, s);
     if (rc == 0) continue;
+    /* A registration the backend no longer has: its descriptor was closed
+     * (epoll forgets it; the number may name another open by now). */
+    if (rc == TAXI_ENOENT) rc = TAXI_EBADF;
     if (!taxi__error_transient(rc))
-      remove_deaf_locked(r, s, rc, r->rearm_backoff.failures + 1);
+      remove_deaf_locked(r, s, rc, r->rearm_backoff.failures + 1, "rearm");
     else
       still = rc;
   }
@@ -1054,7 +1144,7 @@ static void retry_rearms_locked(taxi_reactor_t *r, taxi_time_t now) {
   for (uint32_t row = 0; row < r->nslots && r->rearm_pending; row++) {
     taxi__slot_t *s = &r->slots[row];
     if (s->handler && (s->flags & TAXI__S_REARM))
-      remove_deaf_locked(r, s, still, r->rearm_backoff.failures);
+      remove_deaf_locked(r, s, still, r->rearm_backoff.failures, "rearm");
   }
   taxi__backoff_reset(&r->rearm_backoff);
 }
@@ -1270,7 +1360,13 @@ static void detach_all_locked(taxi_reactor_t *r) {
     /* A handler referenced elsewhere outlives the reactor: its last unref
      * closes it without a reactor to lock. */
     bool outlives = h->internal_.refs > 1;
-    taxi__reactor_detach_locked(r, h);
+    if (taxi__reactor_detach_locked(r, h) < 0) {
+      /* Its state was overwritten while attached (taxi_handler_init
+       * refuses that, a memset does not): drop it from the list rather
+       * than take it for ever as the list's head. */
+      unlink_attached_locked(r, h);
+      continue;
+    }
     if (outlives) taxi__handler_set_reactor(h, NULL);
   }
 }
@@ -1284,6 +1380,10 @@ int taxi_reactor_destroy(taxi_reactor_t *r) {
   }
   detach_all_locked(r);
   taxi__mutex_unlock(&r->lock);
+  /* No taxi_handler_init finds it from now on; one that did is done with
+   * its lock before the memory goes. */
+  taxi__registry_remove(&r->reg, TAXI__KIND_REACTOR);
+  while (atomic_load(&r->reg.pins) > 0) taxi__sleep(TAXI_NSEC_PER_MSEC / 10);
 
   taxi__signals_destroy(r);
   r->ops->close(r->backend);

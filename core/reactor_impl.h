@@ -16,6 +16,7 @@
 #include "core/backoff.h"
 #include "core/handle_map.h"
 #include "core/notify_queue.h"
+#include "core/registry.h"
 #include "core/reactor_interrupt.h"
 #include "core/timer_heap.h"
 #include "ports/port.h"
@@ -39,6 +40,10 @@
 /* Re-arming it failed for a reason that may pass: retried before the next
  * wait (see retry_rearms_locked in reactor.c). */
 #define TAXI__S_REARM 0x8u
+/* The library serves the handle with hooks of its own, which never close
+ * it (registered with taxi__reactor_register_open or _own): not checked
+ * after its hooks (see handle_gone in reactor.c). */
+#define TAXI__S_OWNED 0x10u
 
 /*
  * A row of the demultiplexing table.  The token handed to the backend is
@@ -57,6 +62,10 @@ typedef struct taxi__slot {
   /* The error the backend reported with the handle's last event
    * (TAXI__EXT_EVENT_ERROR), until taxi_reactor_pending_error() reads it. */
   int error;
+  /* Which open object the handle named when it was registered
+   * (taxi__handle_identity): a hook that closed it, the number perhaps
+   * taken by another open since, is found out after the hook returns. */
+  uint64_t ident;
 } taxi__slot_t;
 
 /* Rows that are not in the table: the reactor's own handles. */
@@ -80,7 +89,15 @@ typedef struct taxi__event {
   uint32_t events;   /* IO: reported bits, filtered by interest */
   uint32_t interest; /* IO: what was asked for when it was taken */
   uint32_t row, generation;
+  /* IO: check after the hooks that the handle still names the object
+   * `ident` (see handle_gone in reactor.c). */
+  bool verify;
+  uint64_t ident;
   taxi_timer_t *timer;
+  /* TIMER: the firing taken (the timer's seq then).  The timer may be
+   * scheduled again, and that firing taken too, while this one waits in a
+   * pool's queue or its hook runs: each firing ends only itself. */
+  uint64_t timer_seq;
   void *act;
   int signo;
   taxi__notification_t note;
@@ -90,6 +107,10 @@ typedef struct taxi__event {
 } taxi__event_t;
 
 struct taxi_reactor {
+  /* In the registry of live reactors from create to destroy, so that
+   * taxi_handler_init can tell a reactor a handler names from leftover
+   * bytes (core/handler.c).  First: its address is the reactor's. */
+  taxi__registered_t reg;
   taxi__mutex_t lock;
   const taxi__readiness_ops_t *ops;
   void *backend;

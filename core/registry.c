@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * core/registry.c - the set of live pools: a small array under one
- * process-wide lock, consulted when a pool call starts, never per event.
+ * core/registry.c - the set of live pools and reactors: a small array
+ * under one process-wide lock, consulted when a pool call starts (and by
+ * taxi_handler_init on a handler that names a reactor), never per event.
  */
 #include "config.h"
 

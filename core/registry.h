@@ -2,7 +2,8 @@
 /*
  * core/registry.h - the pools that exist now, so that a call given a pool
  * that was destroyed (or never created) is refused with TAXI_EINVAL
- * instead of touching freed memory.
+ * instead of touching freed memory; and the reactors, so that
+ * taxi_handler_init can tell whether the reactor a handler names exists.
  *
  * A call pins the pool for its duration; destroy unregisters it first (no
  * new pins) and then waits until the pins are gone before freeing it.
@@ -30,5 +31,6 @@ bool taxi__registry_remove(taxi__registered_t *obj, unsigned kind);
 
 #define TAXI__KIND_LF 1u
 #define TAXI__KIND_HSHA 2u
+#define TAXI__KIND_REACTOR 3u
 
 #endif /* TAXI_CORE_REGISTRY_H */

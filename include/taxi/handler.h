@@ -83,11 +83,19 @@ typedef struct taxi_handler_ops {
   int (*signal)(taxi_handler_t *h, int signo);
   /* The handler left the reactor (removed, or the reactor destroyed). */
   void (*close)(taxi_handler_t *h, taxi_handle_t handle);
-  /* The reactor could not go on watching the handle (after its hook ran,
-   * re-arming it failed for good: TAXI_ENOMEM after every retry, TAXI_EBADF
-   * for a handle closed under the reactor, ...) and removes the handler
-   * because of `code`: this runs once, before the close hook, so the
-   * application learns why its connection ends.  Optional. */
+  /* The reactor could not go on watching the handle and removes the
+   * handler because of `code`: this runs once, before the close hook, so
+   * the application learns why its connection ends.  Optional.
+   *   TAXI_EBADF: the handle was closed under the reactor - by a hook of
+   *   the handler that closed it and returned 0 (found out when the hook
+   *   returns, also when another open took the number meanwhile, except
+   *   on Windows), or, on poll, select and WSAPoll, by another thread
+   *   (found out by the next wait).  The close hook is then given
+   *   TAXI_INVALID_HANDLE: the number may name another open descriptor by
+   *   then, which closing would end (`handle` here is the number, for
+   *   the record: do not close it either).
+   *   Otherwise re-arming the handle after its hook failed for good
+   *   (TAXI_ENOMEM after every retry, ...). */
   void (*error)(taxi_handler_t *h, taxi_handle_t handle, int code);
 } taxi_handler_ops_t;
 
@@ -132,9 +140,16 @@ struct taxi_timer {
 
 /*
  * taxi_handler_init - prepare a handler for use with `ops` (which must stay
- * valid while the handler is attached).  Must not be called on an attached
- * handler.  Returns 0, or TAXI_EINVAL if h or ops is NULL.
- * Threads: the thread that owns the not-yet-attached handler.
+ * valid while the handler is attached).  The handler's memory need not be
+ * initialised before; a handler may be initialised again once its close
+ * hook has run.
+ * Returns 0, or TAXI_EINVAL if h or ops is NULL, or TAXI_EBUSY (h is left
+ * as it was) if h is attached to a reactor - registered for a handle, or
+ * with timers or signals - or was removed and its close hook has not run
+ * yet: remove it (taxi_reactor_remove) and initialise it from its close
+ * hook or after it.
+ * Threads: the thread that owns the handler, any; it takes the lock of
+ * the reactor the handler names, if that reactor exists.
  */
 TAXI_EXTERN int taxi_handler_init(taxi_handler_t *h,
                                   const taxi_handler_ops_t *ops);

@@ -499,6 +499,68 @@ static void test_close_pending_is_ebusy(void) {
   close_pair(sv);
 }
 
+static int destroy_reactor(void *r) { return taxi_reactor_destroy(r); }
+
+/* taxi_handler_init on a handler the reactor still has - registered, with
+ * a timer, or removed with its close hook to come - is refused with
+ * TAXI_EBUSY and changes nothing (the reactor's destroy closes each once,
+ * where wiping them would have made it wait for ever); on bytes that only
+ * look like a handler (never initialised, or a copy of an attached one)
+ * it works. */
+static void test_init_attached_is_ebusy(void) {
+  taxi_reactor_t *r = conf_reactor();
+  int sv[2], sw[2];
+  CU_ASSERT_EQUAL_FATAL(util_socketpair(sv), 0);
+  CU_ASSERT_EQUAL_FATAL(util_socketpair(sw), 0);
+  static const taxi_handler_ops_t other_ops = {.input = conf_probe_input};
+  conf_probe_t reg, timed, removed;
+  conf_probe_init(&reg, sv[0], NULL);
+  conf_probe_init(&timed, -1, NULL);
+  conf_probe_init(&removed, sw[0], NULL);
+  taxi_timer_t t;
+  CU_ASSERT_EQUAL(taxi_timer_init(&t), 0);
+  CU_ASSERT_EQUAL(taxi_reactor_register(r, sv[0], &reg.h, TAXI_EV_READ), 0);
+  CU_ASSERT_EQUAL(
+      taxi_reactor_schedule(r, &t, &timed.h, 3600 * TAXI_NSEC_PER_SEC, 0, NULL),
+      0);
+  CU_ASSERT_EQUAL(taxi_reactor_register(r, sw[0], &removed.h, TAXI_EV_READ), 0);
+  CU_ASSERT_EQUAL(taxi_handler_ref(&removed.h), 0);
+  CU_ASSERT_EQUAL(taxi_reactor_remove(r, &removed.h), 0);
+
+  /* A copy of an attached handler names the reactor but is not in it. */
+  conf_probe_t copy;
+  memcpy(&copy, &reg, sizeof copy);
+  CU_ASSERT_EQUAL(taxi_handler_init(&copy.h, &other_ops), 0);
+  taxi_handler_t junk;
+  memset(&junk, 0xa5, sizeof junk);
+  CU_ASSERT_EQUAL(taxi_handler_init(&junk, &other_ops), 0);
+  memset(&junk, 0xff, sizeof junk);
+  CU_ASSERT_EQUAL(taxi_handler_init(&junk, &other_ops), 0);
+
+  CU_ASSERT_EQUAL(taxi_handler_init(&reg.h, &other_ops), TAXI_EBUSY);
+  CU_ASSERT_EQUAL(taxi_handler_init(&timed.h, &other_ops), TAXI_EBUSY);
+  CU_ASSERT_EQUAL(taxi_handler_init(&removed.h, &other_ops), TAXI_EBUSY);
+  /* Unchanged: the same hooks, still registered, still referenced. */
+  CU_ASSERT_PTR_EQUAL(reg.h.ops, &conf_probe_ops);
+  CU_ASSERT_EQUAL(taxi_reactor_register(r, sv[0], &reg.h, TAXI_EV_READ),
+                  TAXI_EEXIST);
+  CU_ASSERT_EQUAL(taxi_reactor_cancel(r, &t), 0);
+  CU_ASSERT_EQUAL(atomic_load(&removed.closes), 0);
+  CU_ASSERT_EQUAL(taxi_handler_unref(&removed.h), 0);
+  CU_ASSERT_EQUAL(atomic_load(&removed.closes), 1);
+  /* Closed: it may be initialised and attached again. */
+  CU_ASSERT_EQUAL(taxi_handler_init(&removed.h, &conf_probe_ops), 0);
+
+  /* Bounded: a destroy that never returns fails the test, naming it. */
+  CU_ASSERT_EQUAL(
+      util_bounded(destroy_reactor, r, WAIT_MS, "taxi_reactor_destroy"), 0);
+  CU_ASSERT_EQUAL(atomic_load(&reg.closes), 1);
+  CU_ASSERT_EQUAL(atomic_load(&timed.closes), 1);
+  CU_ASSERT_EQUAL(atomic_load(&removed.closes), 1);
+  close_pair(sv);
+  close_pair(sw);
+}
+
 static CU_TestInfo bad_input_tests[] = {
     {"NULL reactor", test_null_reactor},
     {"NULL handler, timer, fn, out", test_null_arguments},
@@ -513,6 +575,7 @@ static CU_TestInfo bad_input_tests[] = {
     {"handler of another reactor", test_handler_of_another_reactor},
     {"unref without ref: EINVAL", test_unref_without_ref},
     {"close pending: EBUSY", test_close_pending_is_ebusy},
+    {"init of a handler still attached: EBUSY", test_init_attached_is_ebusy},
     CU_TEST_INFO_NULL,
 };
 

@@ -401,6 +401,58 @@ static void test_timers_and_notifications(void) {
   hs_free(t);
 }
 
+/* ---- a timer scheduled again while its hook runs --------------------------
+ */
+
+typedef struct hs_again {
+  taxi_handler_t h;
+  taxi_timer_t timer;
+  pools_gate_t gate;
+  atomic_int fires;
+} hs_again_t;
+
+/* The first firing waits at the gate; the next ones pass. */
+static int hs_again_timeout(taxi_handler_t *h, taxi_timer_t *timer, void *act) {
+  hs_again_t *x = TAXI_CONTAINER_OF(h, hs_again_t, h);
+  (void)timer;
+  (void)act;
+  if (atomic_fetch_add(&x->fires, 1) == 0) pools_gate_pass(&x->gate);
+  return 0;
+}
+
+static const taxi_handler_ops_t hs_again_ops = {.timeout = hs_again_timeout};
+
+/* A one-shot timer scheduled again by another thread while its hook runs
+ * fires again, even when that new firing is taken and queued before the
+ * hook returns and is run after it (one worker): the end of the first
+ * firing must not cancel the second.  How a stream's hand-off from
+ * another thread (its kick timer) reaches a worker. */
+static void test_timer_rescheduled_during_hook(void) {
+  hs_test_t *t = hs_new();
+  static hs_again_t x;
+  memset(&x, 0, sizeof x);
+  pools_gate_init(&x.gate);
+  atomic_init(&x.fires, 0);
+  CU_ASSERT_EQUAL_FATAL(taxi_handler_init(&x.h, &hs_again_ops), 0);
+  CU_ASSERT_EQUAL_FATAL(taxi_timer_init(&x.timer), 0);
+  taxi_hsha_options_t o = TAXI_HSHA_OPTIONS_INIT;
+  o.workers = 1;
+  hs_create(t, &o);
+  CU_ASSERT_EQUAL(taxi_reactor_schedule(t->r, &x.timer, &x.h, 0, 0, NULL), 0);
+  /* The only worker is in the first firing's hook. */
+  CU_ASSERT(pools_wait_count(&x.gate.entered, 1, POOLS_WAIT_MS));
+  CU_ASSERT_EQUAL(taxi_reactor_schedule(t->r, &x.timer, &x.h, 0, 0, NULL), 0);
+  /* The reactor thread took the second firing: it waits in the queue. */
+  CU_ASSERT(hs_wait_queued(t->p, 1));
+  pools_gate_open(&x.gate);
+  CU_ASSERT(pools_wait_count(&x.fires, 2, POOLS_WAIT_MS));
+  CU_ASSERT_EQUAL(atomic_load(&x.gate.timeouts), 0);
+  /* Fired and not periodic: nothing to cancel any more. */
+  CU_ASSERT_EQUAL(taxi_reactor_cancel(t->r, &x.timer), TAXI_ENOENT);
+  hs_free(t);
+  CU_ASSERT_EQUAL(atomic_load(&x.fires), 2);
+}
+
 /* ---- suites -------------------------------------------------------------- */
 
 static CU_TestInfo hs_tests[] = {
@@ -411,6 +463,8 @@ static CU_TestInfo hs_tests[] = {
     {"full queue: reject, the busy path", test_reject_when_full},
     {"priority queue order", test_priority_order},
     {"timers and notifications run by workers", test_timers_and_notifications},
+    {"a timer scheduled again while its hook runs fires again",
+     test_timer_rescheduled_during_hook},
     {"shutdown while every worker is busy", test_shutdown_busy},
     {"shutdown with events queued", test_shutdown_with_queued},
     {"shutdown of an idle pool", test_shutdown_idle},

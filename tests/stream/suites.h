@@ -84,5 +84,7 @@ extern CU_TestInfo st_tests_detach[];
 extern CU_TestInfo st_tests_group[];
 extern CU_TestInfo st_tests_closing[];
 extern CU_TestInfo st_tests_adopt[];
+extern CU_TestInfo st_tests_cross[];
+extern CU_TestInfo st_tests_peer[];
 
 #endif /* TAXI_TESTS_STREAM_SUITES_H */

@@ -612,6 +612,9 @@ static void test_pause_resume_threads(void) {
   t.l = l;
   util_thread_t th;
   CU_ASSERT_FATAL(util_thread_start(&th, toggle_main, &t) == 0);
+  /* The clients come while the toggler runs: on a loaded machine it may
+   * not have been scheduled yet. */
+  CU_ASSERT(util_wait_flag(&t.rounds, 1, 10000));
   /* Every other client waits for its echo at once (served in a resumed
    * moment); the others send and wait for theirs at the end. */
   static int fds[AD_TOGGLE_CLIENTS];

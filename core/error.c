@@ -35,7 +35,8 @@ static const struct error_entry errors[] = {
     {TAXI_EPIPE, "TAXI_EPIPE", "broken pipe"},
     {TAXI_EADDRINUSE, "TAXI_EADDRINUSE", "address already in use"},
     {TAXI_EEOF, "TAXI_EEOF", "end of stream"},
-    {TAXI_EBADADDR, "TAXI_EBADADDR", "malformed address"},
+    {TAXI_EBADADDR, "TAXI_EBADADDR",
+     "malformed address (numeric address expected: names are not resolved)"},
     {TAXI_EMSGSIZE, "TAXI_EMSGSIZE", "message too long"},
 };
 

@@ -7,7 +7,9 @@
  * inherit the listener's options), the accept queue's length, receives
  * that do not wait, the gathered send of a head and a body, the send of a
  * file's range (its head, its bytes, and ranges past the end), and closed or
- * invalid handles.  The client side is echo_common.c's loopback sockets,
+ * invalid handles, and the sends that never wait (a client that does not
+ * read: what fits goes, the rest is left, in order, from memory and from
+ * a file).  The client side is echo_common.c's loopback sockets,
  * read in a thread of their own so that a send bigger than the loopback
  * buffers cannot block the test.
  *
@@ -30,6 +32,7 @@
 #if defined(_WIN32)
 #include <windows.h>
 #else
+#include <fcntl.h>
 #include <unistd.h>
 #endif
 #if defined(__linux__)
@@ -462,6 +465,82 @@ static void test_send_file_stalled(void) {
   echo_close(l);
 }
 
+/* A client that does not read, a socket whose sends would block for an
+ * hour (NEVER_MS, far beyond the suite's time limit): a send that never
+ * waits takes what fits and returns, from memory and from a file; once
+ * full, another takes little or nothing; what went is the head and the
+ * body's first bytes, in order; the socket is left blocking. */
+static void send_now_stalled(taxi_handle_t l, unsigned port, taxi_handle_t f,
+                             const unsigned char *data) {
+  taxi_handle_t s = TAXI_INVALID_HANDLE, c;
+  char peer[64];
+  struct reader r;
+  int64_t sent, more;
+  CU_ASSERT_EQUAL_FATAL(echo_connect(loopback, port, &c), 0);
+  CU_ASSERT_EQUAL_FATAL(jaws_sock_wait(l, BOUND_MS), 1);
+  CU_ASSERT_EQUAL_FATAL(
+      jaws_sock_accept(l, false, &s, peer, sizeof peer, NEVER_MS, BOUND_MS), 1);
+  sent = jaws_sock_send_now(s, "H\r\n", 3, data, f, 0, BIG_FILE_LEN);
+  CU_ASSERT(sent >= 3 && sent < 3 + (int64_t)BIG_FILE_LEN);
+  if (sent < 3) sent = 3;
+  /* On from where it stopped (the head went): the buffers are full. */
+  more = jaws_sock_send_now(s, NULL, 0, data ? data + sent - 3 : NULL, f,
+                            (uint64_t)sent - 3, BIG_FILE_LEN - (sent - 3));
+  CU_ASSERT(more >= 0 && more < (int64_t)BIG_FILE_LEN / 2);
+  if (more > 0) sent += more;
+#if !defined(_WIN32)
+  CU_ASSERT_EQUAL(fcntl(s, F_GETFL) & O_NONBLOCK, 0);
+#endif
+  start_reader(&r, c, (size_t)sent + 1);
+  finish_reader(&r, s);
+  CU_ASSERT_EQUAL(r.got, (size_t)sent);
+  CU_ASSERT(r.got >= 3 && memcmp(r.buf, "H\r\n", 3) == 0);
+  /* (make_file's bytes start the pattern again every FILE_LEN) */
+  for (size_t i = 3; i < r.got; i += FILE_LEN)
+    CU_ASSERT(
+        is_pattern(r.buf + i, r.got - i < FILE_LEN ? r.got - i : FILE_LEN, 0));
+  free(r.buf);
+}
+
+static void test_send_now(void) {
+  unsigned port;
+  taxi_handle_t l = listener(&port), f = TAXI_INVALID_HANDLE;
+  struct jaws_stat st;
+  unsigned char *data = malloc(BIG_FILE_LEN);
+  struct reader r;
+  taxi_handle_t s, c;
+  CU_ASSERT_PTR_NOT_NULL_FATAL(data);
+  for (size_t i = 0; i < BIG_FILE_LEN; i++) data[i] = pattern(i % FILE_LEN);
+  make_file(BIG_FILE_LEN);
+  CU_ASSERT_EQUAL_FATAL(jaws_open(file_path, &f, &st), JAWS_OS_OK);
+  send_now_stalled(l, port, TAXI_INVALID_HANDLE, data);
+  send_now_stalled(l, port, f, NULL);
+  /* A reading client gets a small response whole at once: all of it. */
+  connect_pair(l, port, &s, &c, BOUND_MS);
+  start_reader(&r, c, 3 + 1000 + 1);
+  CU_ASSERT_EQUAL(jaws_sock_send_now(s, "H\r\n", 3, NULL, f, 500, 1000),
+                  3 + 1000);
+  finish_reader(&r, s);
+  CU_ASSERT(r.got == 3 + 1000 && is_pattern(r.buf + 3, 1000, 500));
+  free(r.buf);
+  /* Errors: an invalid socket, a file that ends before the range. */
+  CU_ASSERT_EQUAL(jaws_sock_send2_now(TAXI_INVALID_HANDLE, "x", 1, NULL, 0),
+                  -1);
+  CU_ASSERT_EQUAL(
+      jaws_sock_send_now(TAXI_INVALID_HANDLE, "x", 1, NULL, f, 0, 10), -1);
+  connect_pair(l, port, &s, &c, BOUND_MS);
+  start_reader(&r, c, 3 + 10 + 1);
+  CU_ASSERT_EQUAL(
+      jaws_sock_send_now(s, "H\r\n", 3, NULL, f, BIG_FILE_LEN + 1000, 10), -1);
+  finish_reader(&r, s);
+  CU_ASSERT(r.got <= 3);
+  free(r.buf);
+  jaws_close(f);
+  CU_ASSERT_EQUAL(remove(file_path), 0);
+  free(data);
+  echo_close(l);
+}
+
 /* ---- closed and invalid handles ------------------------------------- */
 
 static void test_bad_handles(void) {
@@ -520,6 +599,7 @@ static CU_TestInfo inherit_tests[] = {
 
 static CU_TestInfo recv_tests[] = {
     {"recv_timed: no wait, a short wait, data, end", test_recv_timed},
+    {"send_now: what fits, in order, never waiting", test_send_now},
     CU_TEST_INFO_NULL,
 };
 
@@ -528,10 +608,10 @@ static const taxi_test_suite_t inherit_suite = {
     "jaws: accepted sockets inherit", inherit_tests, 30, NULL};
 static const taxi_test_suite_t sock_suite = {"jaws: blocking sockets",
                                              sock_tests, 60, NULL};
-/* Its own suite, with a time limit far below the socket's receive
- * timeout (NEVER_MS). */
-static const taxi_test_suite_t recv_suite = {"jaws: receives that do not wait",
-                                             recv_tests, 30, NULL};
+/* Its own suite, with a time limit far below the socket's receive and
+ * send timeouts (NEVER_MS). */
+static const taxi_test_suite_t recv_suite = {
+    "jaws: receives and sends that do not wait", recv_tests, 30, NULL};
 
 int main(int argc, char **argv) {
   const taxi_test_suite_t *const suites[] = {&inherit_suite, &sock_suite,

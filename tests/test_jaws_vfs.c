@@ -3,8 +3,10 @@
  * tests/test_jaws_vfs.c - the JAWS example's cached virtual filesystem
  * (examples/jaws/vfs.c): hits and misses, LRU eviction by entries and by
  * bytes, invalidation when a file changes (under a clock the test moves),
- * a replaced file kept alive by the reference a response holds, and the
- * document root's boundary (links out of it, missing files, directories).
+ * a file rewritten in place with its mtime put back, entries loaded too
+ * soon after a change to trust the times, a replaced file kept alive by
+ * the reference a response holds, the document root's boundary (links
+ * out of it, missing files, directories) and names that start with '.'.
  * On Windows too, over jaws_os_win32.c (the file calls the test
  * itself makes are the #if block below); there the links out of the root
  * are left to tests/win32/jaws-wine.sh, since making one needs a
@@ -38,7 +40,9 @@ static int replace_file(const char *from, const char *to) {
 #define rename(from, to) replace_file(from, to)
 #define HAVE_LINKS false
 #else
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #define HAVE_LINKS true
 #endif
@@ -51,6 +55,13 @@ static char dir[256];
 static int64_t fake_now = 1000000;
 
 static int64_t fake_clock(void) { return fake_now; }
+
+/* A directory below dir. */
+static void put_dir(const char *name) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  CU_ASSERT_EQUAL_FATAL(mkdir(path, 0755), 0);
+}
 
 static void put(const char *name, const char *text, size_t repeat) {
   char path[512];
@@ -109,6 +120,34 @@ static void remove_dir(void) {
   CU_ASSERT_EQUAL(system(cmd), 0);
 }
 #endif
+
+/* Set path's modification time to mtime_ns (since 1970), its contents
+ * untouched: what cp -p, rsync -t and tar do after writing. */
+static void set_mtime(const char *path, int64_t mtime_ns) {
+#if defined(_WIN32)
+  uint64_t ticks = (uint64_t)(mtime_ns / 100 + INT64_C(116444736000000000));
+  FILETIME ft;
+  HANDLE h = CreateFileA(path, FILE_WRITE_ATTRIBUTES,
+                         FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
+                         NULL, OPEN_EXISTING, 0, NULL);
+  ft.dwLowDateTime = (DWORD)ticks;
+  ft.dwHighDateTime = (DWORD)(ticks >> 32);
+  CU_ASSERT_FATAL(h != INVALID_HANDLE_VALUE);
+  CU_ASSERT(SetFileTime(h, NULL, NULL, &ft));
+  CloseHandle(h);
+#else
+  struct timespec ts[2];
+  ts[0].tv_sec = 0;
+  ts[0].tv_nsec = UTIME_OMIT;
+  ts[1].tv_sec = (time_t)(mtime_ns / 1000000000);
+  ts[1].tv_nsec = (long)(mtime_ns % 1000000000);
+  CU_ASSERT_EQUAL(utimensat(AT_FDCWD, path, ts, 0), 0);
+#endif
+}
+
+/* A wall clock well past every file the tests make: no entry is loaded
+ * within VFS_RACY_NS of its file's change, so only the times tell. */
+static int64_t late_wall(void) { return jaws_wall_ns() + 2 * VFS_RACY_NS; }
 
 static struct vfs *make_vfs(size_t bytes, unsigned entries) {
   struct vfs *v = NULL;
@@ -245,6 +284,98 @@ static void test_invalidation(void) {
   remove_dir();
 }
 
+/* A file rewritten in place, with the same size, its mtime then put back
+ * to the nanosecond (as cp -p or rsync -t leave it): its device, inode,
+ * size and mtime are the cached entry's, and only its ctime tells.  It
+ * is served new at the first check after the change, from memory and
+ * from a handle alike (Last-Modified is the file's mtime either way). */
+static void test_rewrite_in_place(void) {
+  struct vfs *v;
+  struct vfs_file *small, *big, *g;
+  struct jaws_stat st;
+  char path[512], buf[10];
+  make_dir();
+  put("s.txt", "AAAA\n", 1);
+  put("b.bin", "OLDOLDOLD!", 10000); /* 100000 bytes: from a handle */
+  v = make_vfs(1 << 20, 16);
+  vfs_set_wall_clock(v, late_wall);
+  CU_ASSERT_EQUAL_FATAL(vfs_lookup(v, "/s.txt", &small), 0);
+  CU_ASSERT_EQUAL_FATAL(vfs_lookup(v, "/b.bin", &big), 0);
+  /* (Their references are kept, so that a new entry cannot reuse their
+   * memory and pass for them.) */
+  CU_ASSERT_FALSE(small->racy);
+  CU_ASSERT_FALSE(big->racy);
+  snprintf(path, sizeof path, "%s/s.txt", dir);
+  CU_ASSERT_EQUAL_FATAL(jaws_stat(path, &st), 0);
+  put("s.txt", "BBBB\n", 1); /* truncated and written: the same inode */
+  set_mtime(path, st.mtime_ns);
+  snprintf(path, sizeof path, "%s/b.bin", dir);
+  CU_ASSERT_EQUAL_FATAL(jaws_stat(path, &st), 0);
+  put("b.bin", "NEWNEWNEW!", 10000);
+  set_mtime(path, st.mtime_ns);
+  /* Within the interval the cache answers alone, as before. */
+  fake_now += VFS_CHECK_MS - 1;
+  CU_ASSERT_EQUAL(vfs_lookup(v, "/s.txt", &g), 0);
+  CU_ASSERT_PTR_EQUAL(g, small);
+  vfs_release(g);
+  /* After it, the new contents and a new entry. */
+  fake_now += 1;
+  CU_ASSERT_EQUAL(vfs_lookup(v, "/s.txt", &g), 0);
+  CU_ASSERT_PTR_NOT_EQUAL(g, small);
+  CU_ASSERT_EQUAL(g->size, 5);
+  CU_ASSERT(g->data && memcmp(g->data, "BBBB\n", 5) == 0);
+  vfs_release(g);
+  CU_ASSERT_EQUAL(vfs_lookup(v, "/b.bin", &g), 0);
+  CU_ASSERT_PTR_NOT_EQUAL(g, big);
+  CU_ASSERT_EQUAL(g->size, 100000);
+  CU_ASSERT_EQUAL(jaws_read_at(g->fd, buf, sizeof buf, 99990), 0);
+  CU_ASSERT_EQUAL(memcmp(buf, "NEWNEWNEW!", 10), 0);
+  vfs_release(g);
+  vfs_release(small);
+  vfs_release(big);
+  vfs_destroy(v);
+  remove_dir();
+}
+
+/* File systems stamp times from a coarse clock (a jiffy, FAT's 2 s): a
+ * rewrite right after a load may leave every time as the entry has it.
+ * So an entry loaded within VFS_RACY_NS of its file's last change is
+ * loaded again at its next check even when nothing changed; one loaded
+ * later is kept while its times match. */
+static void test_racy(void) {
+  struct vfs *v;
+  struct vfs_file *f, *g;
+  struct vfs_stats st;
+  make_dir();
+  put("fresh.txt", "just written\n", 1);
+  v = make_vfs(1 << 20, 16); /* the real wall clock: the file is new */
+  CU_ASSERT_EQUAL_FATAL(vfs_lookup(v, "/fresh.txt", &f), 0);
+  CU_ASSERT_TRUE(f->racy);
+  fake_now += VFS_CHECK_MS;
+  CU_ASSERT_EQUAL(vfs_lookup(v, "/fresh.txt", &g), 0);
+  CU_ASSERT_PTR_NOT_EQUAL(g, f); /* loaded again (f held: not reused) */
+  CU_ASSERT_EQUAL(g->size, 13);
+  vfs_release(g);
+  vfs_release(f);
+  vfs_get_stats(v, &st);
+  CU_ASSERT_EQUAL(st.invalidations, 1);
+  vfs_destroy(v);
+  /* The same file, its change long past by the wall clock: kept. */
+  v = make_vfs(1 << 20, 16);
+  vfs_set_wall_clock(v, late_wall);
+  CU_ASSERT_EQUAL_FATAL(vfs_lookup(v, "/fresh.txt", &f), 0);
+  CU_ASSERT_FALSE(f->racy);
+  fake_now += VFS_CHECK_MS;
+  CU_ASSERT_EQUAL(vfs_lookup(v, "/fresh.txt", &g), 0);
+  CU_ASSERT_PTR_EQUAL(g, f);
+  vfs_release(g);
+  vfs_release(f);
+  vfs_get_stats(v, &st);
+  CU_ASSERT_EQUAL(st.invalidations, 0);
+  vfs_destroy(v);
+  remove_dir();
+}
+
 /* A response holds the old file while it is replaced: its bytes stay the
  * old ones until it lets go, from memory and from an open handle alike. */
 static void test_refcount(void) {
@@ -331,6 +462,72 @@ static void test_boundary(void) {
   remove_dir();
 }
 
+/* Names below the root that start with '.' are 404, existing or not, by
+ * the request's path or by what it resolves to (a link to .git), except
+ * a first .well-known; the root itself may be below such a name.  All
+ * served once allowed. */
+static void test_dot_names(void) {
+  static const char *const hidden[] = {
+      "/.git/config", "/.env",       "/sub/.hidden",    "/.git/",
+      "/.git",        "/.missing",   "/sub/.missing/x", "/.well-known/.x",
+      "/..x",         "/sub/../.env"};
+  struct vfs *v;
+  struct vfs_file *f;
+  char root[300];
+  make_dir();
+  snprintf(root, sizeof root, "%s/.site", dir);
+  CU_ASSERT_EQUAL_FATAL(mkdir(root, 0755), 0);
+  put_dir(".site/.git");
+  put_dir(".site/sub");
+  put_dir(".site/.well-known");
+  put(".site/.git/config", "[core]\n", 1);
+  put(".site/.env", "SECRET=1\n", 1);
+  put(".site/sub/.hidden", "hidden\n", 1);
+  put(".site/sub/ok.txt", "ok\n", 1);
+  put(".site/.well-known/security.txt", "contact\n", 1);
+  put(".site/.well-known/.x", "x\n", 1);
+  put(".site/..x", "dots\n", 1);
+#if !defined(_WIN32)
+  {
+    char link[600];
+    snprintf(link, sizeof link, "%s/gitlink", root);
+    CU_ASSERT_EQUAL(symlink(".git", link), 0);
+  }
+#endif
+  CU_ASSERT_EQUAL_FATAL(vfs_create(&v, root, 1 << 20, 16), 0);
+  vfs_set_clock(v, fake_clock);
+  for (size_t i = 0; i < sizeof hidden / sizeof *hidden; i++) {
+    f = NULL;
+    CU_ASSERT_EQUAL(vfs_lookup(v, hidden[i], &f), 404);
+    CU_ASSERT_PTR_NULL(f);
+  }
+  if (HAVE_LINKS) CU_ASSERT_EQUAL(vfs_lookup(v, "/gitlink/config", &f), 404);
+  CU_ASSERT_EQUAL(vfs_lookup(v, "/.well-known", &f), 301);
+  CU_ASSERT_EQUAL(vfs_lookup(v, "/.well-known/security.txt", &f), 0);
+  CU_ASSERT_EQUAL(f->size, 8);
+  vfs_release(f);
+  CU_ASSERT_EQUAL(vfs_lookup(v, "/sub/ok.txt", &f), 0);
+  vfs_release(f);
+  /* Allowed: served (the missing ones missing). */
+  vfs_set_dotfiles(v, true);
+  CU_ASSERT_EQUAL(vfs_lookup(v, "/.git/config", &f), 0);
+  CU_ASSERT_EQUAL(f->size, 7);
+  vfs_release(f);
+  CU_ASSERT_EQUAL(vfs_lookup(v, "/.env", &f), 0);
+  vfs_release(f);
+  CU_ASSERT_EQUAL(vfs_lookup(v, "/sub/.hidden", &f), 0);
+  vfs_release(f);
+  CU_ASSERT_EQUAL(vfs_lookup(v, "/..x", &f), 0);
+  vfs_release(f);
+  if (HAVE_LINKS) {
+    CU_ASSERT_EQUAL(vfs_lookup(v, "/gitlink/config", &f), 0);
+    vfs_release(f);
+  }
+  CU_ASSERT_EQUAL(vfs_lookup(v, "/.missing", &f), 404);
+  vfs_destroy(v);
+  remove_dir();
+}
+
 static void test_date(void) {
   char d[32];
   vfs_format_date(0, d);
@@ -346,8 +543,11 @@ static CU_TestInfo vfs_tests[] = {
     {"LRU eviction by entries", test_lru_entries},
     {"LRU eviction by bytes", test_lru_bytes},
     {"invalidation when a file changes", test_invalidation},
+    {"a file rewritten in place, its mtime put back", test_rewrite_in_place},
+    {"entries loaded within a tick of a change", test_racy},
     {"a replaced file stays whole while referenced", test_refcount},
     {"the document root's boundary", test_boundary},
+    {"names that start with a dot", test_dot_names},
     {"HTTP dates", test_date},
     CU_TEST_INFO_NULL,
 };

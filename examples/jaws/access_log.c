@@ -19,7 +19,14 @@
 #include "jaws_os.h"
 
 #define BUFFER_BYTES (256 * 1024)
-#define LINE_MAX_BYTES 1024
+/* A line: the peer's address, the date, the request line (its first
+ * REQUEST_MAX_BYTES, each byte escaped at worst as four), the status and
+ * the bytes. */
+#define REQUEST_MAX_BYTES 512
+#define HOST_MAX_BYTES 256
+#define TAIL_BYTES 40 /* '"', the status, the bytes, the newline */
+#define LINE_MAX_BYTES \
+  (HOST_MAX_BYTES + 64 + 4 * REQUEST_MAX_BYTES + TAIL_BYTES)
 
 struct access_log {
   FILE *file;
@@ -80,6 +87,33 @@ fail:
   return NULL;
 }
 
+/* Append src[n] to out[*used..cap), every byte a reader of the log could
+ * take for something else as \xHH, as nginx's escape=default does: those
+ * below 0x20 (a newline would forge a line), 0x7f and above (a terminal
+ * reads C1 bytes such as 0x9b as controls; UTF-8 such as U+202E reverses
+ * the text shown), '"' (it would end the field) and '\' (so that an
+ * escape is always one).  Stops before a byte whose escape would not fit
+ * whole: a cut line is still one a parser reads. */
+static void escape(char *out, size_t *used, size_t cap, const char *src,
+                   size_t n) {
+  static const char hex[] = "0123456789ABCDEF";
+  size_t u = *used;
+  for (size_t i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)src[i];
+    if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
+      if (u + 1 > cap) break;
+      out[u++] = (char)c;
+    } else {
+      if (u + 4 > cap) break;
+      out[u++] = '\\';
+      out[u++] = 'x';
+      out[u++] = hex[c >> 4];
+      out[u++] = hex[c & 15];
+    }
+  }
+  *used = u;
+}
+
 void access_log_add(struct access_log *log, const char *host,
                     const char *request_line, size_t request_len, int status,
                     uint64_t bytes) {
@@ -89,27 +123,30 @@ void access_log_add(struct access_log *log, const char *host,
   char line[LINE_MAX_BYTES];
   struct tm tm;
   time_t now = time(NULL);
-  int n;
+  size_t n = 0;
   gmtime_r(&now, &tm);
-  if (request_len > 512) request_len = 512;
-  n = snprintf(line, sizeof line,
-               "%s - - [%02d/%s/%04d:%02d:%02d:%02d +0000] \"%.*s\" %d %llu\n",
-               host, tm.tm_mday, months[tm.tm_mon], tm.tm_year + 1900,
-               tm.tm_hour, tm.tm_min, tm.tm_sec, (int)request_len,
-               request_line ? request_line : "-", status,
-               (unsigned long long)bytes);
-  if (n < 0) return;
-  if ((size_t)n >= sizeof line) n = (int)sizeof line - 1;
-  /* Control bytes of a hostile request line would forge log lines. */
-  for (int i = 0; i < n - 1; i++)
-    if ((unsigned char)line[i] < 0x20) line[i] = '?';
+  if (request_len > REQUEST_MAX_BYTES) request_len = REQUEST_MAX_BYTES;
+  if (request_line == NULL) {
+    request_line = "-";
+    request_len = 1;
+  }
+  /* The fields as they go, each bounded: what follows them always fits
+   * (TAIL_BYTES). */
+  escape(line, &n, HOST_MAX_BYTES, host, strlen(host));
+  n += (size_t)snprintf(line + n, sizeof line - n,
+                        " - - [%02d/%s/%04d:%02d:%02d:%02d +0000] \"",
+                        tm.tm_mday, months[tm.tm_mon], tm.tm_year + 1900,
+                        tm.tm_hour, tm.tm_min, tm.tm_sec);
+  escape(line, &n, sizeof line - TAIL_BYTES, request_line, request_len);
+  n += (size_t)snprintf(line + n, sizeof line - n, "\" %d %llu\n", status,
+                        (unsigned long long)bytes);
   pthread_mutex_lock(&log->lock);
-  if (log->used + (size_t)n > BUFFER_BYTES) {
+  if (log->used + n > BUFFER_BYTES) {
     log->dropped++;
   } else {
-    memcpy(log->fill + log->used, line, (size_t)n);
+    memcpy(log->fill + log->used, line, n);
     if (log->used == 0) pthread_cond_signal(&log->wake);
-    log->used += (size_t)n;
+    log->used += n;
   }
   pthread_mutex_unlock(&log->lock);
 }

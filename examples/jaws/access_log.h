@@ -17,7 +17,10 @@ struct access_log;
  * reason on stderr). */
 struct access_log *access_log_open(const char *path);
 
-/* One request: host - - [date] "request line" status bytes. */
+/* One request: host - - [date] "request line" status bytes, one line
+ * whatever the request held: in host and the request line (its first 512
+ * bytes) every byte below 0x20, from 0x7f, '"' and '\' is written as
+ * \xHH (nginx's escape=default). */
 void access_log_add(struct access_log *log, const char *host,
                     const char *request_line, size_t request_len, int status,
                     uint64_t bytes);

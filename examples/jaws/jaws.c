@@ -6,7 +6,8 @@
  *
  *   jaws --root DIR [--port P] [--host H] [--strategy S] [--backend B]
  *        [--threads N] [--max-connections N] [--header-timeout MS]
- *        [--idle-timeout MS] [--cache-bytes N] [--access-log FILE]
+ *        [--idle-timeout MS] [--send-timeout MS] [--cache-bytes N]
+ *        [--access-log FILE] [--dotfiles deny|allow]
  *        [--adapt-policy measure|threshold] [--adapt-large BYTES]
  *        [--adapt-connections H[:L]]
  *
@@ -86,7 +87,8 @@ static int usage(FILE *to, int status) {
           "usage: jaws --root DIR [--port P] [--host H] [--strategy S]\n"
           "            [--backend B] [--threads N] [--max-connections N]\n"
           "            [--header-timeout MS] [--idle-timeout MS]\n"
-          "            [--cache-bytes N] [--access-log FILE]\n"
+          "            [--send-timeout MS] [--cache-bytes N]\n"
+          "            [--access-log FILE] [--dotfiles deny|allow]\n"
           "            [--adapt-policy measure|threshold]\n"
           "            [--adapt-large BYTES] [--adapt-connections H[:L]]\n"
           "strategies: reactive (default), lf, hsha, proactive,\n"
@@ -94,9 +96,12 @@ static int usage(FILE *to, int status) {
           "            thread-pool, adaptive\n"
           "defaults: --host 127.0.0.1 --port 8080 --max-connections 10000\n"
           "          --header-timeout 10000 --idle-timeout 30000\n"
-          "          --cache-bytes 67108864\n"
+          "          --send-timeout 5000 (the blocking strategies)\n"
+          "          --cache-bytes 67108864 --dotfiles deny\n"
           "          --adapt-policy measure --adapt-large 262144\n"
-          "          --adapt-connections 64:32 (threshold policy only)\n");
+          "          --adapt-connections 64:32 (threshold policy only)\n"
+          "a cached file is checked against the disk 1 s after its last\n"
+          "check: a change is served at most 1 s after it is made\n");
   return status;
 }
 
@@ -125,6 +130,7 @@ static int parse_args(int argc, char **argv, struct jaws_config *cfg) {
   cfg->max_connections = 10000;
   cfg->header_timeout_ms = 10000;
   cfg->idle_timeout_ms = 30000;
+  cfg->send_timeout_ms = 5000;
   cfg->cache_bytes = 64u << 20;
   cfg->adapt_high = 64;
   cfg->adapt_low = 0; /* 0: half the high mark */
@@ -161,6 +167,16 @@ static int parse_args(int argc, char **argv, struct jaws_config *cfg) {
     } else if (OPT("--idle-timeout")) {
       if (rc > 0 && echo_parse_count(val, 1, 3600000, &v) != 0) rc = -1;
       cfg->idle_timeout_ms = (unsigned)v;
+    } else if (OPT("--send-timeout")) {
+      if (rc > 0 && echo_parse_count(val, 1, 3600000, &v) != 0) rc = -1;
+      cfg->send_timeout_ms = (unsigned)v;
+    } else if (OPT("--dotfiles")) {
+      if (rc > 0 && strcmp(val, "allow") == 0)
+        cfg->dotfiles = true;
+      else if (rc > 0 && strcmp(val, "deny") == 0)
+        cfg->dotfiles = false;
+      else if (rc > 0)
+        rc = -1;
     } else if (OPT("--cache-bytes")) {
       if (rc > 0 && echo_parse_count(val, 0, CACHE_BYTES_MAX, &v) != 0) rc = -1;
       cfg->cache_bytes = (size_t)v;
@@ -217,6 +233,7 @@ int main(int argc, char **argv) {
             rc == -1 ? "no such directory" : "cannot be opened");
     return 1;
   }
+  vfs_set_dotfiles(srv.vfs, srv.cfg.dotfiles);
   if (srv.cfg.access_log &&
       (srv.log = access_log_open(srv.cfg.access_log)) == NULL) {
     vfs_destroy(srv.vfs);

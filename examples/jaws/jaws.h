@@ -34,6 +34,10 @@ struct jaws_config {
   unsigned max_connections;
   unsigned header_timeout_ms; /* first byte of a request to its empty line */
   unsigned idle_timeout_ms;   /* nothing moved on a connection */
+  /* The blocking strategies: a send that takes nothing for this long
+   * ends its connection (and frees its thread). */
+  unsigned send_timeout_ms;
+  bool dotfiles; /* serve names that start with '.' */
   size_t cache_bytes;
   const char *access_log; /* NULL: none */
   /* adaptive: what is large; the policy (false: measure each state,
@@ -54,7 +58,7 @@ struct jaws_server {
   atomic_ullong refused;   /* turned away with 503 */
   atomic_int stopping;
   bool started;        /* the listening line was printed */
-  char stop_note[192]; /* the strategy's addition to the closing line */
+  char stop_note[320]; /* the strategy's addition to the closing line */
 };
 
 /* A way of moving bytes (the State of the design: one per strategy). */

@@ -26,6 +26,12 @@ struct jaws_stat {
   enum jaws_kind kind;
   uint64_t size, dev, ino;
   int64_t mtime; /* seconds since the epoch */
+  /* Nanoseconds since the epoch, as finely as the system keeps them: the
+   * last change of the contents (mtime), and of the contents or the
+   * attributes (ctime; Windows: ChangeTime).  A file rewritten in place
+   * within a second keeps its mtime in seconds; its ctime moves however
+   * its mtime is set back. */
+  int64_t mtime_ns, ctime_ns;
 };
 
 /* Outcomes of the file calls. */
@@ -38,6 +44,8 @@ struct jaws_stat {
 int64_t jaws_now_ms(void);
 /* Seconds since the epoch, UTC. */
 int64_t jaws_wall_s(void);
+/* Nanoseconds since the epoch, UTC (the clock file times are taken from). */
+int64_t jaws_wall_ns(void);
 
 /* The canonical absolute path of `path` (symbolic links, "." and ".."
  * resolved) into out[cap], with '/' separators on every system (Windows:
@@ -81,6 +89,27 @@ int jaws_send_copy(taxi_handle_t s, taxi_handle_t f, uint64_t off,
  * partial send left: 0, or -1 (error, send timeout). */
 int jaws_sock_send2(taxi_handle_t s, const void *a, size_t alen, const void *b,
                     size_t blen);
+
+/* Sends that never wait for room (the adaptive strategy's pool, which
+ * hands a connection whose socket is full to its Proactor).
+ *
+ * jaws_sock_send2_now: a[alen] then b[blen], gathered (as
+ * jaws_sock_send2), as far as the socket takes them now.
+ *
+ * jaws_sock_send_now: head[head_len], then the body: data[len] where data
+ * is not NULL, else len bytes of file f from off (Linux: sendfile(2),
+ * the socket non-blocking meanwhile; elsewhere the file is read and sent
+ * a piece at a time, jaws_send_copy_now).
+ *
+ * Both return the bytes that went (fewer than asked: the socket is full),
+ * or -1 on an error (a file that shrank too). */
+int64_t jaws_sock_send2_now(taxi_handle_t s, const void *a, size_t alen,
+                            const void *b, size_t blen);
+int64_t jaws_sock_send_now(taxi_handle_t s, const void *head, size_t head_len,
+                           const void *data, taxi_handle_t f, uint64_t off,
+                           uint64_t len);
+int64_t jaws_send_copy_now(taxi_handle_t s, taxi_handle_t f, uint64_t off,
+                           uint64_t len);
 
 /* Accepts for the thread strategies, in as few system calls as the system
  * allows.

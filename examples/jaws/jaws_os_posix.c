@@ -55,6 +55,20 @@ int64_t jaws_now_ms(void) {
 
 int64_t jaws_wall_s(void) { return (int64_t)time(NULL); }
 
+/* Seconds and nanoseconds as nanoseconds, saturated (a file's times are
+ * whatever was set: utimensat takes any 64-bit second). */
+static int64_t ns_of(int64_t sec, long nsec) {
+  if (sec >= INT64_MAX / 1000000000 - 1) return INT64_MAX;
+  if (sec <= INT64_MIN / 1000000000 + 1) return INT64_MIN;
+  return sec * 1000000000 + nsec;
+}
+
+int64_t jaws_wall_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return ns_of((int64_t)ts.tv_sec, ts.tv_nsec);
+}
+
 static int os_status(int err) {
   switch (err) {
     case ENOENT:
@@ -90,6 +104,15 @@ static void fill(struct jaws_stat *st, const struct stat *sb) {
   st->dev = (uint64_t)sb->st_dev;
   st->ino = (uint64_t)sb->st_ino;
   st->mtime = (int64_t)sb->st_mtime;
+#if defined(__APPLE__)
+  st->mtime_ns =
+      ns_of((int64_t)sb->st_mtimespec.tv_sec, sb->st_mtimespec.tv_nsec);
+  st->ctime_ns =
+      ns_of((int64_t)sb->st_ctimespec.tv_sec, sb->st_ctimespec.tv_nsec);
+#else
+  st->mtime_ns = ns_of((int64_t)sb->st_mtim.tv_sec, sb->st_mtim.tv_nsec);
+  st->ctime_ns = ns_of((int64_t)sb->st_ctim.tv_sec, sb->st_ctim.tv_nsec);
+#endif
 }
 
 int jaws_stat(const char *path, struct jaws_stat *st) {
@@ -177,6 +200,82 @@ int jaws_sock_send2(taxi_handle_t s, const void *a, size_t alen, const void *b,
     }
   }
   return 0;
+}
+
+/* One gathering send of a[alen] and b[blen] as far as the socket takes
+ * them now; `more`: MSG_MORE where there is one (more bytes follow at
+ * once: no part-filled segment for the head alone). */
+static int64_t send2_now(int s, const void *a, size_t alen, const void *b,
+                         size_t blen, bool more) {
+  struct iovec iov[2] = {{(void *)a, alen}, {(void *)b, blen}};
+  struct msghdr m;
+  int flags = MSG_NOSIGNAL | MSG_DONTWAIT;
+  int64_t sent = 0;
+#if defined(MSG_MORE)
+  if (more) flags |= MSG_MORE;
+#else
+  (void)more;
+#endif
+  memset(&m, 0, sizeof m);
+  m.msg_iov = iov;
+  m.msg_iovlen = 2;
+  while (iov[0].iov_len + iov[1].iov_len > 0) {
+    ssize_t n = sendmsg(s, &m, flags);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break; /* full */
+    if (n <= 0) return -1;
+    sent += n;
+    size_t done = (size_t)n;
+    for (int i = 0; i < 2; i++) {
+      size_t d = done < iov[i].iov_len ? done : iov[i].iov_len;
+      iov[i].iov_base = (char *)iov[i].iov_base + d;
+      iov[i].iov_len -= d;
+      done -= d;
+    }
+  }
+  return sent;
+}
+
+int64_t jaws_sock_send2_now(taxi_handle_t s, const void *a, size_t alen,
+                            const void *b, size_t blen) {
+  return send2_now(s, a, alen, b, blen, false);
+}
+
+int64_t jaws_sock_send_now(taxi_handle_t s, const void *head, size_t head_len,
+                           const void *data, taxi_handle_t f, uint64_t off,
+                           uint64_t len) {
+  if (data || len == 0)
+    return send2_now(s, head, head_len, data, (size_t)len, false);
+  int64_t sent = send2_now(s, head, head_len, NULL, 0, true);
+  if (sent < (int64_t)head_len) return sent; /* full, or an error */
+#if defined(__linux__)
+  /* sendfile(2) takes no flags: it waits for room on a blocking socket
+   * (up to SO_SNDTIMEO), and not on a non-blocking one.  Three fcntl
+   * calls per file sent (64 KiB and more: smaller ones are in memory),
+   * against a wait on a client. */
+  int fl = fcntl(s, F_GETFL);
+  if (fl == -1) return -1;
+  if (!(fl & O_NONBLOCK) && fcntl(s, F_SETFL, fl | O_NONBLOCK) == -1) return -1;
+  while (len > 0) {
+    off_t o = (off_t)off;
+    size_t want = len > (1u << 30) ? (1u << 30) : (size_t)len;
+    ssize_t n = sendfile(s, f, &o, want);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break; /* full */
+    if (n <= 0) { /* an error, or a file that shrank */
+      sent = -1;
+      break;
+    }
+    sent += n;
+    off += (uint64_t)n;
+    len -= (uint64_t)n;
+  }
+  if (!(fl & O_NONBLOCK) && fcntl(s, F_SETFL, fl) == -1) return -1;
+  return sent;
+#else
+  int64_t body = jaws_send_copy_now(s, f, off, len);
+  return body < 0 ? -1 : sent + body;
+#endif
 }
 
 #if defined(__FreeBSD__) || defined(__APPLE__)

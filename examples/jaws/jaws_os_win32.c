@@ -30,6 +30,25 @@ int64_t jaws_now_ms(void) { return (int64_t)GetTickCount64(); }
 
 int64_t jaws_wall_s(void) { return (int64_t)time(NULL); }
 
+/* 100 ns ticks since 1601 (a FILETIME, a LARGE_INTEGER of the file
+ * information calls) as nanoseconds since 1970, saturated. */
+static int64_t ns_of_ticks(uint64_t ticks) {
+  int64_t since_1970;
+  if (ticks > (uint64_t)INT64_MAX) return INT64_MAX;
+  since_1970 = (int64_t)ticks - INT64_C(116444736000000000);
+  if (since_1970 > INT64_MAX / 100) return INT64_MAX;
+  if (since_1970 < INT64_MIN / 100) return INT64_MIN;
+  return since_1970 * 100;
+}
+
+int64_t jaws_wall_ns(void) {
+  FILETIME ft;
+  /* The clock the file system stamps times from (Windows 7 has no
+   * precise one: a tick of 15.6 ms is fine for what vfs.c asks). */
+  GetSystemTimeAsFileTime(&ft);
+  return ns_of_ticks((uint64_t)ft.dwHighDateTime << 32 | ft.dwLowDateTime);
+}
+
 static int os_status(DWORD err) {
   switch (err) {
     case ERROR_FILE_NOT_FOUND:
@@ -156,34 +175,48 @@ int jaws_resolve(const char *path, char *out, size_t cap) {
   return JAWS_OS_OK;
 }
 
-static void fill(struct jaws_stat *st, const BY_HANDLE_FILE_INFORMATION *bi) {
-  uint64_t ticks = (uint64_t)bi->ftLastWriteTime.dwHighDateTime << 32 |
-                   bi->ftLastWriteTime.dwLowDateTime;
-  st->kind = (bi->dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY) ? JAWS_DIRECTORY
-                                                               : JAWS_REGULAR;
-  st->size = (uint64_t)bi->nFileSizeHigh << 32 | bi->nFileSizeLow;
-  st->dev = bi->dwVolumeSerialNumber;
-  st->ino = (uint64_t)bi->nFileIndexHigh << 32 | bi->nFileIndexLow;
+/* What open handle h is into st, its attributes into *attributes: 0, or
+ * the error. */
+static DWORD stat_handle(HANDLE h, struct jaws_stat *st, DWORD *attributes) {
+  BY_HANDLE_FILE_INFORMATION bi;
+  FILE_BASIC_INFO basic;
+  if (!GetFileInformationByHandle(h, &bi)) {
+    DWORD err = GetLastError();
+    return err ? err : ERROR_GEN_FAILURE; /* 0 would say it worked */
+  }
+  uint64_t ticks = (uint64_t)bi.ftLastWriteTime.dwHighDateTime << 32 |
+                   bi.ftLastWriteTime.dwLowDateTime;
+  *attributes = bi.dwFileAttributes;
+  st->kind = (bi.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY) ? JAWS_DIRECTORY
+                                                              : JAWS_REGULAR;
+  st->size = (uint64_t)bi.nFileSizeHigh << 32 | bi.nFileSizeLow;
+  st->dev = bi.dwVolumeSerialNumber;
+  st->ino = (uint64_t)bi.nFileIndexHigh << 32 | bi.nFileIndexLow;
   /* 100 ns ticks since 1601 to seconds since 1970. */
   st->mtime = (int64_t)(ticks / 10000000u) - INT64_C(11644473600);
+  st->mtime_ns = ns_of_ticks(ticks);
+  /* The change time (of the contents or the attributes, POSIX's ctime)
+   * is only in FILE_BASIC_INFO.  A file system that keeps none leaves
+   * the write time alone to compare. */
+  if (GetFileInformationByHandleEx(h, FileBasicInfo, &basic, sizeof basic) &&
+      basic.ChangeTime.QuadPart > 0)
+    st->ctime_ns = ns_of_ticks((uint64_t)basic.ChangeTime.QuadPart);
+  else
+    st->ctime_ns = st->mtime_ns;
+  return 0;
 }
 
 int jaws_stat(const char *path, struct jaws_stat *st) {
-  BY_HANDLE_FILE_INFORMATION bi;
-  DWORD err;
+  DWORD err, attributes;
   HANDLE h = open_path(path, FILE_READ_ATTRIBUTES, 0, &err);
   if (h == INVALID_HANDLE_VALUE) return os_status(err);
-  BOOL ok = GetFileInformationByHandle(h, &bi);
-  err = GetLastError();
+  err = stat_handle(h, st, &attributes);
   CloseHandle(h);
-  if (!ok) return os_status(err);
-  fill(st, &bi);
-  return JAWS_OS_OK;
+  return err ? os_status(err) : JAWS_OS_OK;
 }
 
 int jaws_open(const char *path, taxi_handle_t *out, struct jaws_stat *st) {
-  BY_HANDLE_FILE_INFORMATION bi;
-  DWORD err;
+  DWORD err, attributes;
   /* FILE_FLAG_OPEN_REPARSE_POINT: the last component itself, not what a
    * link names (O_NOFOLLOW); a reparse point is refused below.
    * FILE_FLAG_OVERLAPPED: reads at an offset that share no file pointer,
@@ -194,16 +227,14 @@ int jaws_open(const char *path, taxi_handle_t *out, struct jaws_stat *st) {
                            FILE_FLAG_SEQUENTIAL_SCAN,
                        &err);
   if (h == INVALID_HANDLE_VALUE) return os_status(err);
-  if (!GetFileInformationByHandle(h, &bi)) {
-    err = GetLastError();
+  if ((err = stat_handle(h, st, &attributes)) != 0) {
     CloseHandle(h);
     return os_status(err);
   }
-  if (bi.dwFileAttributes & FILE_ATTRIBUTE_REPARSE_POINT) {
+  if (attributes & FILE_ATTRIBUTE_REPARSE_POINT) {
     CloseHandle(h);
     return JAWS_OS_DENIED; /* as ELOOP from O_NOFOLLOW */
   }
-  fill(st, &bi);
   *out = (taxi_handle_t)(uintptr_t)h;
   return JAWS_OS_OK;
 }
@@ -311,6 +342,55 @@ int jaws_sock_send2(taxi_handle_t s, const void *a, size_t alen, const void *b,
     }
   }
   return 0;
+}
+
+/* A blocking socket's send that does not wait: the socket non-blocking
+ * for the call (Winsock has no MSG_DONTWAIT). */
+int64_t jaws_sock_send2_now(taxi_handle_t s, const void *a, size_t alen,
+                            const void *b, size_t blen) {
+  const char *p[2] = {a, b};
+  size_t left[2] = {alen, blen};
+  u_long on = 1, off = 0;
+  int64_t sent = 0;
+  if (ioctlsocket((SOCKET)s, FIONBIO, &on) != 0) return -1;
+  while (left[0] + left[1] > 0) {
+    WSABUF wb[2];
+    DWORD n = 0, went = 0;
+    for (int i = 0; i < 2; i++)
+      if (left[i] > 0) {
+        wb[n].buf = (char *)p[i];
+        wb[n].len = (ULONG)(left[i] > IO_MAX ? IO_MAX : left[i]);
+        n++;
+      }
+    if (WSASend((SOCKET)s, wb, n, &went, 0, NULL, NULL) != 0) {
+      int err = WSAGetLastError();
+      if (err == WSAEINTR) continue;
+      if (err != WSAEWOULDBLOCK) sent = -1;
+      break; /* an error, or full */
+    }
+    if (went == 0) break;
+    sent += went;
+    for (int i = 0; i < 2; i++) {
+      size_t d = went < left[i] ? went : left[i];
+      p[i] += d;
+      left[i] -= d;
+      went -= (DWORD)d;
+    }
+  }
+  if (ioctlsocket((SOCKET)s, FIONBIO, &off) != 0) return -1;
+  return sent;
+}
+
+int64_t jaws_sock_send_now(taxi_handle_t s, const void *head, size_t head_len,
+                           const void *data, taxi_handle_t f, uint64_t off,
+                           uint64_t len) {
+  /* TransmitFile cannot stop where the socket is full: a file is copied. */
+  if (data || len == 0)
+    return jaws_sock_send2_now(s, head, head_len, data, (size_t)len);
+  int64_t sent = jaws_sock_send2_now(s, head, head_len, NULL, 0);
+  if (sent < (int64_t)head_len) return sent;
+  int64_t body = jaws_send_copy_now(s, f, off, len);
+  return body < 0 ? -1 : sent + body;
 }
 
 /* TransmitFile, looked up through WSAIoctl as Microsoft asks of its

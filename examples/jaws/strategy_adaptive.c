@@ -6,9 +6,11 @@
  * process.
  *
  *   SYNC   the paper's synchronous Thread Pool (strategy_threads.c's
- *          thread-pool): --threads threads (2 by default) block in
- *          accept() and serve their connection with blocking calls, the
- *          fewest system calls a request can cost.
+ *          thread-pool), made never to wait on a client: --threads
+ *          threads (2 by default) each accept connections and serve
+ *          them with plain system calls, reading and sending what is
+ *          there, and wait (poll) for the listener and for the next
+ *          bytes of the few connections they just accepted or answered.
  *   ASYNC  the Proactor (--backend; uring where it works, else taxi's
  *          default completion backend), with as many threads; it also
  *          runs the header-timeout sweep and the load timers.
@@ -22,7 +24,7 @@
  *              request;
  *   HYBRID     a large response goes out by the Proactor's transmit-file:
  *              its connection moves to ASYNC, and its thread goes back to
- *              accept().  Where nearly every response is large (90% of
+ *              its others.  Where nearly every response is large (90% of
  *              them, smoothed over periods), the Proactor accepts new
  *              connections itself and reads their requests too, and the
  *              pool's threads wait: reading a request on the pool only to
@@ -34,15 +36,29 @@
  *              it, paused while the pool accepts): its queue is shared,
  *              so no connection is lost when accepting changes hands.
  *
- * A connection also moves to ASYNC, in either state, once it has waited
- * HANDOFF_MS for its next bytes: an idle keep-alive connection or a slow
- * client must not hold one of the few pool threads (the synchronous
- * pool's known weakness), while the Proactor waits for it at no cost.
+ * A pool thread never waits on a client, since a few clients would
+ * otherwise hold all its few threads (the synchronous pool's known
+ * weakness) while the Proactor waits for them at no cost.  A connection
+ * whose bytes are not there yet (just accepted, just answered, its head
+ * in part) waits among its thread's pending connections (struct pending),
+ * which hold no thread: the thread accepts and serves others meanwhile.
+ * It moves to ASYNC, in either state:
+ *
+ *   - when it has waited HANDOFF_MS since its accept or its last answer
+ *     (a client that connects and sends nothing, or a byte at a time, or
+ *     keeps its connection for later), or is the oldest of PENDING_MAX
+ *     waiting: a crowd of idle connections costs the pool an accept, a
+ *     read and a move each, and never holds up the accepts of others;
+ *   - when its socket is full: sends never wait for room, and what a
+ *     client has not taken (a slow reader, one that never reads) goes
+ *     out by the Proactor.
+ *
  * Moves go one way: a connection in ASYNC stays there to its end (its
  * pool thread is serving others by then).
  *
- * A move happens between responses: the session hands the sink a
- * response (and perhaps pipelined ones after it) that the sink keeps; the
+ * A move happens between responses, or within one whose socket filled:
+ * the session hands the sink a response (and perhaps pipelined ones after
+ * it) that the sink keeps, or the part of it the socket did not take; the
  * pool thread then opens the socket as a stream in ASYNC
  * (taxi_stream_open), queues the kept responses there and reads on.  The
  * session, with any pipelined requests in its buffer, goes with it.
@@ -69,31 +85,39 @@
  * connection once its last bytes are in the socket's buffer, so one
  * sample a period swings between none and all the clients. */
 #define COUNT_PERIOD (10 * TAXI_NSEC_PER_MSEC)
-/* How long a pool thread waits for a connection's next bytes before the
- * Proactor waits instead (and how long an accept() waits before the
- * thread looks at the stop flag where accept() can wait by itself).  A
- * client's request follows its connect, and a kept-alive client's next
- * request its last response, well within it on a local network. */
+/* How long a connection waits among its pool thread's pending ones for
+ * its request (after its accept, or its last answer) before the Proactor
+ * waits for it instead.  A client's request follows its connect, and a
+ * kept-alive client's next request its last response, well within it on
+ * a local network. */
 #define HANDOFF_MS 5
-#define WAIT_MS 200 /* a poll for the listener where accept() cannot wait */
+/* A pool thread with nothing pending looks at the stop flag this often. */
+#define WAIT_MS 200
+/* A pool thread's connections waiting for their bytes at most (struct
+ * pending), connections it accepts before it looks at them again, and
+ * reads of one connection in a turn. */
+#define PENDING_MAX 64
+#define ACCEPT_BATCH 16
+#define TURN_READS 16
 #define POOL_THREADS 2
 /* The share of responses (smoothed) that are large for HYBRID to move
  * connections at their accept. */
 #define ALL_LARGE_RATIO 0.9
 
 enum { SYNC, ASYNC };
-/* Why a connection moved: a large response, waiting for bytes, or at its
- * accept (where nearly every response is large). */
-enum { FOR_LARGE, FOR_WAITING, AT_ACCEPT, MOVE_REASONS };
+/* Why a connection moved: a large response, waiting for bytes, its socket
+ * full, or at its accept (where nearly every response is large). */
+enum { FOR_LARGE, FOR_WAITING, FOR_FULL, AT_ACCEPT, MOVE_REASONS };
 
 struct adaptive;
 
-/* A response kept while its connection moves. */
+/* A response kept while its connection moves, or what is left of it. */
 struct kept {
-  char *head;
+  char *head; /* NULL when none is left */
   size_t head_len;
   struct vfs_file *file;
   uint64_t off, len;
+  uint64_t body; /* the whole body's bytes, counted once it is sent */
   bool close;
 };
 
@@ -106,6 +130,7 @@ struct conn {
   struct http_session *sess;
   struct adaptive *ad;
   bool reading, closed, eof, moving;
+  unsigned long long answered; /* responses the session handed the sink */
   struct kept kept[HTTP_SESSION_INFLIGHT];
   unsigned nkept;
   struct conn *prev, *next; /* every connection in ASYNC, for the sweep */
@@ -120,7 +145,6 @@ struct adaptive {
    * proactor_accepts; NULL where it could not be made (the pool then
    * accepts every connection and hands over those that move at once). */
   taxi_listener_t *acceptor;
-  bool accept_waits; /* the pool's accept() waits by itself */
   bool prepared; /* accepted sockets inherit jaws_sock_accept_waits' options */
   /* Guards alive: a pool thread opens a stream in ASYNC only while the
    * context is not being destroyed. */
@@ -240,11 +264,13 @@ static void on_sent(taxi_stream_t *s, int status, size_t bytes, void *arg) {
   pthread_mutex_unlock(&c->lock);
 }
 
-/* Under c->lock: queue a response on the current stream.  The file's
- * reference is taken over in every case.  0, or -1 (the stream closed). */
+/* Under c->lock: queue a response (or what is left of it: head_len may be
+ * 0) on the current stream; body: the body's bytes the policy counts once
+ * it is sent.  The file's reference is taken over in every case.  0, or
+ * -1 (the stream closed). */
 static int send_now(struct conn *c, const char *head, size_t head_len,
                     struct vfs_file *file, uint64_t off, uint64_t len,
-                    bool close) {
+                    uint64_t body, bool close) {
   struct sending *snd = malloc(sizeof *snd);
   int rc;
   if (snd == NULL || c->closed) {
@@ -254,11 +280,12 @@ static int send_now(struct conn *c, const char *head, size_t head_len,
   }
   snd->c = c;
   snd->file = file;
-  snd->len = file ? len : 0;
+  snd->len = body;
   if (file == NULL) {
     rc = taxi_stream_write(c->stream, head, head_len, on_sent, snd);
-  } else if ((rc = taxi_stream_write(c->stream, head, head_len, NULL, NULL)) ==
-             0) {
+  } else if ((rc = head_len ? taxi_stream_write(c->stream, head, head_len, NULL,
+                                                NULL)
+                            : 0) == 0) {
     if (file->data)
       rc = taxi_stream_write_ref(c->stream, file->data + off, (size_t)len,
                                  on_sent, snd);
@@ -289,41 +316,65 @@ static void on_close(taxi_stream_t *s, int reason) {
 /* ---- SYNC: the pool ------------------------------------------------------
  */
 
-/* Under c->lock (SYNC): send a response with blocking calls, as
- * strategy_threads.c does; 1 (sent) or -1. */
-static int send_sync(struct conn *c, const struct http_out *o) {
-  int rc = jaws_send_blocking(c->fd, o);
-  if (rc == 0) {
-    atomic_fetch_add(&c->ad->served, 1);
-    atomic_fetch_add(&c->ad->served_bytes, o->file ? o->len : 0);
-  }
-  vfs_release(o->file);
-  return rc == 0 ? 1 : -1;
-}
-
-/* Under c->lock (SYNC): keep a response for ASYNC; 0 (the session counts
- * it in flight until ASYNC has sent it), or -1. */
-static int keep(struct conn *c, const struct http_out *o) {
+/* Under c->lock (SYNC): keep what is left of a response for ASYNC once
+ * `sent` bytes of it (head, then body) went; 0 (the session counts it in
+ * flight until ASYNC has sent it), or -1. */
+static int keep(struct conn *c, const struct http_out *o, uint64_t sent) {
   struct kept *k = &c->kept[c->nkept];
-  if (c->nkept == HTTP_SESSION_INFLIGHT ||
-      (k->head = malloc(o->head_len)) == NULL) {
+  size_t head_sent = sent < o->head_len ? (size_t)sent : o->head_len;
+  uint64_t body_sent = sent - head_sent;
+  if (c->nkept == HTTP_SESSION_INFLIGHT) {
     vfs_release(o->file);
     return -1;
   }
-  memcpy(k->head, o->head, o->head_len);
-  k->head_len = o->head_len;
+  k->head = NULL;
+  k->head_len = o->head_len - head_sent;
+  if (k->head_len > 0) {
+    if ((k->head = malloc(k->head_len)) == NULL) {
+      vfs_release(o->file);
+      return -1;
+    }
+    memcpy(k->head, o->head + head_sent, k->head_len);
+  }
   k->file = o->file;
-  k->off = o->off;
-  k->len = o->len;
+  k->off = o->off + body_sent;
+  k->len = o->len - body_sent;
+  k->body = o->file ? o->len : 0;
   k->close = o->close;
   c->nkept++;
   return 0;
+}
+
+/* Under c->lock (SYNC): send a response as far as the socket takes it
+ * now: 1 (sent whole), 0 (the socket is full: the rest is kept and the
+ * connection moves, so that a client that reads slowly or not at all
+ * holds the Proactor's attention, not a pool thread), or -1. */
+static int send_sync(struct conn *c, const struct http_out *o) {
+  const struct vfs_file *f = o->file;
+  uint64_t len = f ? o->len : 0;
+  int64_t sent = jaws_sock_send_now(
+      c->fd, o->head, o->head_len, f && f->data ? f->data + o->off : NULL,
+      f ? f->fd : TAXI_INVALID_HANDLE, o->off, len);
+  if (sent < 0) {
+    vfs_release(o->file);
+    return -1;
+  }
+  if ((uint64_t)sent == o->head_len + len) {
+    atomic_fetch_add(&c->ad->served, 1);
+    atomic_fetch_add(&c->ad->served_bytes, len);
+    vfs_release(o->file);
+    return 1;
+  }
+  c->moving = true;
+  atomic_fetch_add(&c->ad->moves[FOR_FULL], 1);
+  return keep(c, o, (uint64_t)sent);
 }
 
 /* The sink: called by the session under c->lock. */
 static int respond(void *sink, const struct http_out *o) {
   struct conn *c = sink;
   struct adaptive *ad = c->ad;
+  c->answered++;
   bool large = o->file != NULL && o->len >= ad->srv->cfg.adapt_large;
   if (o->file) {
     atomic_fetch_add(&ad->responses, 1);
@@ -334,7 +385,8 @@ static int respond(void *sink, const struct http_out *o) {
     }
   }
   if (c->where == ASYNC)
-    return send_now(c, o->head, o->head_len, o->file, o->off, o->len, o->close);
+    return send_now(c, o->head, o->head_len, o->file, o->off, o->len,
+                    o->file ? o->len : 0, o->close);
   /* A large response of a HYBRID server goes by transmit-file (one request
    * per connection is the paper's load: its last response too). */
   if (!c->moving && large && atomic_load(&ad->state) == ADAPT_HYBRID &&
@@ -342,7 +394,7 @@ static int respond(void *sink, const struct http_out *o) {
     c->moving = true;
     atomic_fetch_add(&ad->moves[FOR_LARGE], 1);
   }
-  return c->moving ? keep(c, o) : send_sync(c, o);
+  return c->moving ? keep(c, o, 0) : send_sync(c, o);
 }
 
 static const struct http_sink_ops adaptive_sink = {respond};
@@ -385,8 +437,8 @@ static void hand_off(struct conn *c) {
   /* The kept responses first: they answer the earlier requests. */
   for (unsigned i = 0; i < c->nkept; i++) {
     struct kept *k = &c->kept[i];
-    if (send_now(c, k->head, k->head_len, k->file, k->off, k->len, k->close) <
-        0) {
+    if (send_now(c, k->head, k->head_len, k->file, k->off, k->len, k->body,
+                 k->close) < 0) {
       for (unsigned j = i + 1; j < c->nkept; j++) {
         vfs_release(c->kept[j].file);
         c->kept[j].file = NULL;
@@ -405,37 +457,41 @@ static void hand_off(struct conn *c) {
   pthread_mutex_unlock(&c->lock);
 }
 
-/* Serve c on its pool thread.  true: move it to ASYNC (a large response
- * is kept for the Proactor, or it waits for bytes); false: it is over. */
-static bool serve_sync(struct conn *c) {
+/* What a turn of a pool thread at a connection left it: over (closed),
+ * moving to ASYNC, waiting for bytes among its thread's pending
+ * connections, or still sending requests (its turn ran out). */
+enum turn { TURN_OVER, TURN_MOVE, TURN_WAIT, TURN_BUSY };
+
+/* Serve c on its pool thread with what it has sent, never waiting for
+ * more: its requests read as they are there, its responses sent as far as
+ * the socket takes them (send_sync).  Once answered it waits among the
+ * pending (its next request rarely follows at once: the poll that waits
+ * for it costs no more than a read that finds nothing); at most
+ * TURN_READS reads of a head that keeps coming, so that a client that
+ * keeps sending takes its turn with the others. */
+static enum turn serve_turn(struct conn *c) {
   struct jaws_server *srv = c->ad->srv;
+  unsigned long long answered = c->answered;
   char buf[8192];
-  for (;;) {
+  for (int reads = 0; reads < TURN_READS; reads++) {
     size_t room = http_session_room(c->sess);
     enum http_step step;
     long n;
-    if (atomic_load(&srv->stopping)) return false;
-    if (http_session_expired(c->sess, jaws_now_ms())) {
-      /* A client trickling its head in, a byte at a time. */
-      pthread_mutex_lock(&c->lock);
-      http_session_timeout(c->sess);
-      pthread_mutex_unlock(&c->lock);
-      return false;
-    }
-    if (room == 0) return true; /* cannot happen without a kept response */
+    if (atomic_load(&srv->stopping)) return TURN_OVER;
+    if (room == 0) return TURN_MOVE; /* cannot happen without a kept one */
     n = jaws_sock_recv_timed(c->fd, buf, room < sizeof buf ? room : sizeof buf,
-                             HANDOFF_MS);
-    if (n == JAWS_SOCK_TIMEOUT) {
-      atomic_fetch_add(&c->ad->moves[FOR_WAITING], 1);
-      return true;
-    }
-    if (n <= 0) return false;
+                             0);
+    if (n == JAWS_SOCK_TIMEOUT) return TURN_WAIT;
+    if (n <= 0) return TURN_OVER;
     pthread_mutex_lock(&c->lock);
     step = http_session_feed(c->sess, buf, (size_t)n, jaws_now_ms());
     pthread_mutex_unlock(&c->lock);
-    if (c->moving) return true;
-    if (step == HTTP_CLOSE) return false;
+    if (c->moving) return TURN_MOVE;
+    if (step == HTTP_CLOSE) return TURN_OVER;
+    if (c->answered != answered && !http_session_partial(c->sess))
+      return TURN_WAIT;
   }
+  return TURN_BUSY;
 }
 
 /* A connection of ad for peer, its session made; NULL (out of memory). */
@@ -452,7 +508,8 @@ static struct conn *conn_new(struct adaptive *ad, const char *peer) {
   return c;
 }
 
-/* A new connection from the listener, admitted; NULL if none. */
+/* A connection waiting in the listener's queue, admitted; NULL if none
+ * (the listener is non-blocking: this never waits). */
 static struct conn *accept_conn(struct adaptive *ad) {
   struct jaws_server *srv = ad->srv;
   taxi_handle_t fd;
@@ -479,28 +536,135 @@ static void park(struct adaptive *ad) {
   pthread_mutex_unlock(&ad->pool_lock);
 }
 
+/* A pool thread's connections waiting for their next bytes: a client's
+ * request follows its connect, and a kept-alive client's next request its
+ * last response, within microseconds to a few milliseconds on a local
+ * network, so the thread that accepted or answered it serves it once
+ * they come, with the fewest system calls; but none of them holds the
+ * thread, which accepts and serves others meanwhile.  One that has waited
+ * HANDOFF_MS since its accept or its last answer (a client that sends
+ * nothing, a byte at a time, or keeps its connection for later) goes to
+ * the Proactor, as does the oldest when PENDING_MAX wait. */
+struct pending {
+  size_t n;
+  struct conn *c[PENDING_MAX];
+  int64_t since[PENDING_MAX]; /* when it began to wait, ms */
+  /* poll's: [0] the listener, then c[0 .. n) */
+  taxi_handle_t fds[PENDING_MAX + 1];
+  unsigned char ready[PENDING_MAX + 1];
+};
+
+/* Take p's connection i out (the last takes its place). */
+static struct conn *take(struct pending *p, size_t i) {
+  struct conn *c = p->c[i];
+  p->n--;
+  p->c[i] = p->c[p->n];
+  p->since[i] = p->since[p->n];
+  return c;
+}
+
+/* c waited too long among the pending (or its thread parks): the Proactor
+ * waits for its bytes from now on. */
+static void move_waiting(struct conn *c) {
+  atomic_fetch_add(&c->ad->moves[FOR_WAITING], 1);
+  hand_off(c);
+}
+
+/* Give c its turn, then what follows from it: over, moved, or pending,
+ * waiting since `since` (its accept, or its last answer before), or since
+ * now once answered (the wait for the next request starts) or busy. */
+static void turn(struct pending *p, struct conn *c, int64_t since) {
+  unsigned long long answered = c->answered;
+  switch (serve_turn(c)) {
+    case TURN_OVER:
+      conn_gone(c);
+      return;
+    case TURN_MOVE:
+      hand_off(c);
+      return;
+    case TURN_BUSY:
+      since = jaws_now_ms();
+      break;
+    case TURN_WAIT:
+      if (c->answered != answered) since = jaws_now_ms();
+      break;
+  }
+  if (p->n == PENDING_MAX) {
+    size_t oldest = 0;
+    for (size_t i = 1; i < p->n; i++)
+      if (p->since[i] < p->since[oldest]) oldest = i;
+    move_waiting(take(p, oldest));
+  }
+  p->c[p->n] = c;
+  p->since[p->n++] = since;
+}
+
 static void *pool_thread(void *arg) {
   struct adaptive *ad = arg;
+  struct pending *p = calloc(1, sizeof *p);
+  struct quote_poll *poller = quote_poll_new(PENDING_MAX + 1);
+  const char *what = "out of memory";
+  if (p == NULL || poller == NULL) {
+    fprintf(stderr, "jaws: adaptive: a pool thread cannot start: %s\n", what);
+    free(p);
+    quote_poll_free(poller);
+    return NULL;
+  }
+  bool queued = true; /* the listener may have connections waiting */
   while (!atomic_load(&ad->srv->stopping)) {
     struct conn *c;
+    int64_t now, wait;
     if (atomic_load(&ad->proactor_accepts)) {
+      while (p->n > 0) move_waiting(take(p, p->n - 1));
       park(ad);
+      queued = true;
       continue;
     }
-    /* A listener shared with the Proactor is non-blocking: accept what
-     * is queued, and wait only when nothing is. */
-    if ((c = accept_conn(ad)) == NULL) {
-      if (!ad->accept_waits) (void)jaws_sock_wait(ad->listener, WAIT_MS);
+    /* What the listener has queued first, a batch at a time: accepting
+     * never waits for a connection's bytes. */
+    for (int i = 0; queued && i < ACCEPT_BATCH && (c = accept_conn(ad)) != NULL;
+         i++) {
+      if (atomic_load(&ad->move_at_accept)) {
+        atomic_fetch_add(&ad->moves[AT_ACCEPT], 1);
+        hand_off(c);
+      } else {
+        turn(p, c, jaws_now_ms());
+      }
+    }
+    /* Then wait for a connection or a pending one's bytes, until the
+     * oldest has waited HANDOFF_MS. */
+    now = jaws_now_ms();
+    wait = WAIT_MS;
+    p->fds[0] = ad->listener;
+    for (size_t i = 0; i < p->n; i++) {
+      int64_t left = p->since[i] + HANDOFF_MS - now;
+      if (left < wait) wait = left < 0 ? 0 : left;
+      p->fds[i + 1] = p->c[i]->fd;
+    }
+    if (quote_poll_wait(poller, p->fds, p->n + 1, (int)wait, p->ready, &what) <
+        0) {
+      /* Cannot happen with valid sockets.  Should it, the pending
+       * connections go to the Proactor and the thread naps, not spins. */
+      while (p->n > 0) move_waiting(take(p, p->n - 1));
+      jaws_sock_wait(TAXI_INVALID_HANDLE, HANDOFF_MS);
+      queued = true;
       continue;
     }
-    if (atomic_load(&ad->move_at_accept)) {
-      atomic_fetch_add(&ad->moves[AT_ACCEPT], 1);
-      hand_off(c);
-    } else if (serve_sync(c))
-      hand_off(c);
-    else
-      conn_gone(c);
+    queued = p->ready[0];
+    now = jaws_now_ms();
+    /* From the end: take() moves the last into the place it empties. */
+    for (size_t i = p->n; i-- > 0;) {
+      if (p->ready[i + 1]) {
+        int64_t since = p->since[i];
+        turn(p, take(p, i), since);
+      } else if (now - p->since[i] >= HANDOFF_MS) {
+        move_waiting(take(p, i));
+      }
+    }
   }
+  while (p->n > 0) conn_gone(take(p, p->n - 1));
+  free(p);
+  quote_poll_free(poller);
   return NULL;
 }
 
@@ -726,7 +890,8 @@ static void start_timer(taxi_io_t *io, taxi_io_timer_fn fn, void *arg,
     fprintf(stderr, "jaws: no %s: %s\n", what, taxi_strerror(rc));
 }
 
-/* The listening socket for the pool, and the Proactor's listener on it,
+/* The listening socket for the pool, non-blocking (a pool thread polls it
+ * beside its pending connections), and the Proactor's listener on it,
  * paused (see set_move_at_accept). */
 static void start_acceptor(struct adaptive *ad) {
   const struct jaws_config *cfg = &ad->srv->cfg;
@@ -734,7 +899,7 @@ static void start_acceptor(struct adaptive *ad) {
   int rc;
   /* The options set for the pool first: the Proactor's connections
    * inherit them as well, and set their own over them. */
-  ad->prepared = jaws_sock_accept_waits(ad->listener, cfg->idle_timeout_ms,
+  ad->prepared = jaws_sock_accept_waits(ad->listener, cfg->send_timeout_ms,
                                         HANDOFF_MS) == 1;
   lo.flags = TAXI_LISTEN_KEEP_SOCKET;
   lo.stream = &ad->so;
@@ -744,19 +909,17 @@ static void start_acceptor(struct adaptive *ad) {
     taxi_listener_close(ad->acceptor);
     ad->acceptor = NULL;
   }
-  if (rc == 0) {
-    ad->accept_waits = false; /* adopted: the socket is non-blocking */
-    return;
-  }
+  if (rc == 0) return; /* adopted: the socket is non-blocking */
   ad->acceptor = NULL;
   fprintf(stderr,
           "jaws: adaptive: the proactor cannot accept on the listener (%s): "
           "the pool accepts for it\n",
           taxi_strerror(rc));
-  /* A failed adoption may have left it non-blocking: blocking again. */
-  ad->prepared = ad->accept_waits =
-      jaws_sock_accept_waits(ad->listener, cfg->idle_timeout_ms, HANDOFF_MS) ==
-      1;
+  /* jaws_sock_accept_waits made it blocking (Linux). */
+  if (echo_set_nonblocking(ad->listener) != 0) {
+    fprintf(stderr, "jaws: adaptive: the listener stays blocking: %s\n",
+            echo_last_error());
+  }
 }
 
 /* The pool's threads; how many started. */
@@ -840,10 +1003,11 @@ int jaws_run_adaptive(struct jaws_server *srv,
   echo_close(ad->listener);
   snprintf(srv->stop_note, sizeof srv->stop_note,
            " (adaptive: %llu moves to the proactor for large responses, %llu "
-           "while waiting, %llu at accept (%llu accepted by the proactor), "
-           "%llu state changes)",
+           "while waiting, %llu with the socket full, %llu at accept (%llu "
+           "accepted by the proactor), %llu state changes)",
            (unsigned long long)atomic_load(&ad->moves[FOR_LARGE]),
            (unsigned long long)atomic_load(&ad->moves[FOR_WAITING]),
+           (unsigned long long)atomic_load(&ad->moves[FOR_FULL]),
            (unsigned long long)atomic_load(&ad->moves[AT_ACCEPT]),
            (unsigned long long)atomic_load(&ad->accepted),
            (unsigned long long)atomic_load(&ad->changes));

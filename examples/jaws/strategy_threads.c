@@ -17,7 +17,10 @@
  *
  * The sink sends synchronously.  Waits are at most WAIT_MS long, so every
  * thread sees the stop and its deadlines (header and idle timeouts)
- * without a timer; sends give up after the idle timeout (SO_SNDTIMEO).
+ * without a timer; a send that takes nothing for --send-timeout
+ * (SO_SNDTIMEO: each call waits that long at most for room) ends its
+ * connection, so a client that stops reading holds its thread that long,
+ * not the idle timeout's 30 s.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -162,12 +165,14 @@ bool jaws_accept_blocking(struct jaws_server *srv, taxi_handle_t l,
                           bool prepared, taxi_handle_t *fd, char *peer,
                           size_t cap, int wait_ms) {
   int rc = jaws_sock_accept(l, prepared, fd, peer, cap,
-                            srv->cfg.idle_timeout_ms, wait_ms);
+                            srv->cfg.send_timeout_ms, wait_ms);
   if (rc < 0) jaws_sock_wait(TAXI_INVALID_HANDLE, ACCEPT_NAP_MS);
   if (rc != 1) return false;
   if (jaws_admit(srv)) return true;
   atomic_fetch_add(&srv->refused, 1);
-  (void)jaws_sock_send(*fd, jaws_busy_response, strlen(jaws_busy_response));
+  /* Into the new socket's empty buffer: it never waits. */
+  (void)jaws_sock_send2_now(*fd, jaws_busy_response, strlen(jaws_busy_response),
+                            NULL, 0);
   echo_close(*fd);
   return false;
 }
@@ -233,7 +238,7 @@ static void *pool_thread(void *arg) {
 static int run_pool(taxi_handle_t listener, unsigned n) {
   pthread_t *threads = calloc(n, sizeof *threads);
   unsigned started = 0;
-  accept_waits = jaws_sock_accept_waits(listener, server->cfg.idle_timeout_ms,
+  accept_waits = jaws_sock_accept_waits(listener, server->cfg.send_timeout_ms,
                                         WAIT_MS) == 1;
   for (; threads && started < n; started++)
     if (pthread_create(&threads[started], NULL, pool_thread, &listener) != 0)

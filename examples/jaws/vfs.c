@@ -19,7 +19,6 @@
 #include "mime.h"
 
 #define BUCKETS 1024u
-#define CHECK_MS 1000 /* stat an entry at most this often */
 #define MEMORY_FILE_MAX (64 * 1024)
 #define PATH_CAP 4096
 
@@ -32,6 +31,8 @@ struct vfs {
   struct vfs_file *buckets[BUCKETS];
   struct vfs_file *head, *tail; /* LRU: head most recent */
   int64_t (*now_ms)(void);
+  int64_t (*wall_ns)(void);
+  bool dotfiles; /* served */
   struct vfs_stats st;
 };
 
@@ -81,6 +82,7 @@ int vfs_create(struct vfs **out, const char *root, size_t max_bytes,
   v->max_bytes = max_bytes;
   v->max_entries = max_entries ? max_entries : 1;
   v->now_ms = jaws_now_ms;
+  v->wall_ns = jaws_wall_ns;
   pthread_mutex_init(&v->lock, NULL);
   *out = v;
   return 0;
@@ -89,6 +91,12 @@ int vfs_create(struct vfs **out, const char *root, size_t max_bytes,
 void vfs_set_clock(struct vfs *v, int64_t (*now_ms)(void)) {
   v->now_ms = now_ms ? now_ms : jaws_now_ms;
 }
+
+void vfs_set_wall_clock(struct vfs *v, int64_t (*now_ns)(void)) {
+  v->wall_ns = now_ns ? now_ns : jaws_wall_ns;
+}
+
+void vfs_set_dotfiles(struct vfs *v, bool allow) { v->dotfiles = allow; }
 
 static void file_free(struct vfs_file *f) {
   jaws_close(f->fd);
@@ -146,21 +154,49 @@ static bool inside(const struct vfs *v, const char *real) {
          (real[v->root_len] == '/' || real[v->root_len] == '\0');
 }
 
+/* Has path ("/a/b", '/' separators) a name that starts with '.', other
+ * than a first ".well-known"?  Such names are what a deploy leaves
+ * behind and no one means to publish (.git, .env, .htpasswd, an editor's
+ * swap file); RFC 8615's directory is meant to be served.  "." and ".."
+ * name no file: where they lead is judged once resolved. */
+static bool dot_name(const char *path) {
+  for (const char *p = strchr(path, '/'); p; p = strchr(p + 1, '/')) {
+    const char *name = p + 1;
+    size_t len = strcspn(name, "/");
+    if (name[0] != '.' || len == 1 || (len == 2 && name[1] == '.')) continue;
+    if (p == path && len == 11 && strncmp(name, ".well-known", 11) == 0)
+      continue;
+    return true;
+  }
+  return false;
+}
+
 static int http_status(int os) {
   return os == JAWS_OS_NOENT ? 404 : os == JAWS_OS_DENIED ? 403 : 500;
 }
 
+/* Is the resolved `real` (inside the root) a name that must not be
+ * served?  Its part below the root is what counts: the root itself may
+ * be anywhere ("/home/www/.site"). */
+static bool hidden(const struct vfs *v, const char *real) {
+  return !v->dotfiles && dot_name(real + v->root_len);
+}
+
 /* The file a request path names: resolved, inside the root, a regular
- * file (a directory's index.html).  0 with real[] set, or a status. */
+ * file (a directory's index.html), no dot name in the request or in what
+ * it resolves to (a link to .git).  0 with real[] set, or a status. */
 static int resolve(const struct vfs *v, const char *path, char *real,
                    struct jaws_stat *st) {
   char full[PATH_CAP];
   int rc;
+  /* 404 whether it exists or not: the answer says nothing of the tree. */
+  if (!v->dotfiles && dot_name(path)) return 404;
   if ((size_t)snprintf(full, sizeof full, "%.*s%s", (int)v->root_len, v->root,
                        path) >= sizeof full)
     return 414;
   if ((rc = jaws_resolve(full, real, PATH_CAP)) != 0) return http_status(rc);
   if (!inside(v, real)) return 403;
+  if (hidden(v, real)) return 404;
   if ((rc = jaws_stat(real, st)) != 0) return http_status(rc);
   if (st->kind == JAWS_DIRECTORY) {
     /* Relative links in its index resolve against the slash. */
@@ -170,6 +206,7 @@ static int resolve(const struct vfs *v, const char *path, char *real,
       return 404;
     if ((rc = jaws_resolve(full, real, PATH_CAP)) != 0) return http_status(rc);
     if (!inside(v, real)) return 403;
+    if (hidden(v, real)) return 404;
     if ((rc = jaws_stat(real, st)) != 0) return http_status(rc);
   }
   return st->kind == JAWS_REGULAR ? 0 : 403;
@@ -180,6 +217,9 @@ static int load(struct vfs *v, const char *path, struct vfs_file **out) {
   char real[PATH_CAP], date[32];
   struct jaws_stat st, ost;
   struct vfs_file *f;
+  /* Before the file is looked at: a change after this instant that keeps
+   * the file's times as they were can only be within a tick of them. */
+  int64_t wall = v->wall_ns();
   int rc = resolve(v, path, real, &st);
   if (rc != 0) return rc;
   if ((f = calloc(1, sizeof *f)) == NULL || (f->key = strdup(path)) == NULL) {
@@ -197,6 +237,10 @@ static int load(struct vfs *v, const char *path, struct vfs_file **out) {
   }
   f->size = ost.size;
   f->mtime = ost.mtime;
+  f->mtime_ns = ost.mtime_ns;
+  f->ctime_ns = ost.ctime_ns;
+  f->racy = (ost.ctime_ns > ost.mtime_ns ? ost.ctime_ns : ost.mtime_ns) >
+            (wall > INT64_MIN + VFS_RACY_NS ? wall - VFS_RACY_NS : INT64_MIN);
   f->dev = ost.dev;
   f->ino = ost.ino;
   if (f->size <= MEMORY_FILE_MAX && f->size * 8 <= v->max_bytes) {
@@ -245,12 +289,15 @@ static void insert(struct vfs *v, struct vfs_file *f, int64_t now) {
   }
 }
 
-/* Does the cached f still describe what `path` names? */
+/* Does the cached f still describe what `path` names?  Not if it was
+ * loaded too soon after the file's last change to tell a later change by
+ * the times (see vfs.h). */
 static bool still_valid(const struct vfs *v, const struct vfs_file *f) {
   char real[PATH_CAP];
   struct jaws_stat st;
-  return resolve(v, f->key, real, &st) == 0 && st.dev == f->dev &&
-         st.ino == f->ino && st.size == f->size && st.mtime == f->mtime;
+  return !f->racy && resolve(v, f->key, real, &st) == 0 && st.dev == f->dev &&
+         st.ino == f->ino && st.size == f->size && st.mtime_ns == f->mtime_ns &&
+         st.ctime_ns == f->ctime_ns;
 }
 
 int vfs_lookup(struct vfs *v, const char *path, struct vfs_file **out) {
@@ -264,7 +311,7 @@ int vfs_lookup(struct vfs *v, const char *path, struct vfs_file **out) {
   if (f) {
     atomic_fetch_add(&f->refs, 1);
     to_front(v, f);
-    if (now - f->checked_ms < CHECK_MS) {
+    if (now - f->checked_ms < VFS_CHECK_MS) {
       v->st.hits++;
       pthread_mutex_unlock(&v->lock);
       *out = f;

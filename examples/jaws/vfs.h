@@ -5,14 +5,22 @@
  * Content-Type and a prebuilt part of its response header.
  *
  * Safety: a path is resolved (links, "." and "..") and must stay inside
- * the document root, else 403; missing files are 404.  Directories serve
- * their index.html.
+ * the document root, else 403; missing files are 404.  A name below the
+ * root that starts with '.' (".git", ".env"), in the request or in the
+ * file it resolves to, is 404 unless allowed (vfs_set_dotfiles), except
+ * a first ".well-known" (RFC 8615).  Directories serve their index.html.
  *
  * Cache: bounded by entries (open handles) and by bytes (the contents of
  * small files, kept in memory); least recently used entries go first.
- * An entry is checked against the file system at most once per second
- * (path resolved again, then device, inode, size and mtime compared) and
- * replaced when the file changed.
+ * An entry is checked against the file system once VFS_CHECK_MS have
+ * passed since its last check (path resolved again, then device, inode,
+ * size, and mtime and ctime to the nanosecond compared) and replaced when
+ * the file changed: a change is served at most VFS_CHECK_MS after it is
+ * made.  A file system stamps times from a clock that ticks coarsely (a
+ * jiffy, NTFS's 15.6 ms, FAT's 2 s), so a rewrite in the same tick as the
+ * load may leave every time as it was: an entry loaded within
+ * VFS_RACY_NS of the file's last change (or of a change dated ahead of
+ * the clock) is loaded again at its next check whatever the times say.
  *
  * Threads: every call may come from any thread.  Entries are reference
  * counted: vfs_lookup returns one reference, vfs_release drops it, and an
@@ -29,6 +37,11 @@
 
 #include <taxi/taxi.h>
 
+/* How long an entry is served before it is checked again. */
+#define VFS_CHECK_MS 1000
+/* The coarsest tick of a file system's times (FAT's 2 s), with a margin. */
+#define VFS_RACY_NS (3 * INT64_C(1000000000))
+
 struct vfs;
 
 struct vfs_file {
@@ -43,6 +56,8 @@ struct vfs_file {
   /* the cache's own */
   atomic_uint refs;
   uint64_t dev, ino;
+  int64_t mtime_ns, ctime_ns;
+  bool racy; /* loaded within VFS_RACY_NS of the file's last change */
   int64_t checked_ms;
   bool cached;
   uint32_t hash;
@@ -72,8 +87,14 @@ void vfs_release(struct vfs_file *f);
 
 void vfs_get_stats(struct vfs *v, struct vfs_stats *out);
 
+/* Serve names that start with '.' (default false: 404). */
+void vfs_set_dotfiles(struct vfs *v, bool allow);
+
 /* Tests: the clock the cache reads (NULL: the monotonic one). */
 void vfs_set_clock(struct vfs *v, int64_t (*now_ms)(void));
+/* Tests: the wall clock an entry's load is compared with the file's times
+ * by (NULL: jaws_wall_ns). */
+void vfs_set_wall_clock(struct vfs *v, int64_t (*now_ns)(void));
 
 /* An HTTP-date of t into out (30 bytes at least). */
 void vfs_format_date(int64_t t, char *out);

@@ -31,11 +31,12 @@ ci_steps=(
 # steps run in order (each needs the build tree of an earlier one: docs,
 # fault, distcheck and consumers use build/ from test; asan links the
 # libkqueue the kqueue step built).  The long waiting steps (win32, the
-# suite runs) sit beside the builds of the other lanes.
+# suite runs) sit beside the builds of the other lanes; the fuzzing, a
+# minute of one core, ends the lane that ends first.
 ci_first=(deps format)
 ci_lanes=(
-  "test docs fault distcheck consumers"
-  "kqueue fuzz asan"
+  "test docs fault distcheck consumers fuzz"
+  "kqueue asan"
   "win32 tsan"
 )
 

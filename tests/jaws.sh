@@ -30,22 +30,11 @@
 . "$(dirname "$0")/lib.sh"
 server=$builddir/examples/jaws/jaws
 webstone=$builddir/tests/bench/webstone/webstone
-if [ ! -x "$server" ]; then
-  echo "jaws.sh: SKIP: $server is not built"
-  exit 77
-fi
-for tool in curl python3; do
-  if ! command -v "$tool" >/dev/null 2>&1; then
-    echo "jaws.sh: SKIP: $tool is missing"
-    exit 77
-  fi
-done
+need_built jaws.sh "$server"
+need_tools jaws.sh curl python3
 # 1000 idle connections on each side need more descriptors than the
 # usual 1024; the hard limit decides whether the test can run.
-# shellcheck disable=SC3045 # ulimit -n: dash, bash and busybox sh have it
-{ ulimit -n 4096 || ulimit -n "$(ulimit -H -n)"; } 2>/dev/null
-# shellcheck disable=SC3045
-nofile=$(ulimit -n)
+raise_nofile 4096
 idle_conns=1000
 # The small sizes: fewer idle connections, a shorter idle timeout.  (The
 # file swapped while clients fetch it keeps its 2.5 s: the adaptive

@@ -31,21 +31,10 @@
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/lib.sh"
 server=$builddir/examples/jaws/jaws
-if [ ! -x "$server" ]; then
-  echo "jaws_hardening.sh: SKIP: $server is not built"
-  exit 77
-fi
-for tool in curl python3; do
-  if ! command -v "$tool" >/dev/null 2>&1; then
-    echo "jaws_hardening.sh: SKIP: $tool is missing"
-    exit 77
-  fi
-done
+need_built jaws_hardening.sh "$server"
+need_tools jaws_hardening.sh curl python3
 # The idle connections need descriptors on each side.
-# shellcheck disable=SC3045 # ulimit -n: dash, bash and busybox sh have it
-{ ulimit -n 8192 || ulimit -n "$(ulimit -H -n)"; } 2>/dev/null
-# shellcheck disable=SC3045
-nofile=$(ulimit -n)
+raise_nofile 8192
 idle_conns=2000 pipelined=200
 if [ "$small" = 1 ]; then idle_conns=500 pipelined=50; fi
 if [ "$nofile" != unlimited ] && [ $((nofile - 100)) -lt "$idle_conns" ]; then

@@ -34,6 +34,40 @@ case ${TAXI_TEST_SMALL:-0} in '' | 0) ;; *) small=1 ;; esac
 start_wait=$((10 * scale))
 stop_wait=$((10 * scale))
 
+# need_built WHO FILE...: skip the script (exit 77, saying why) unless
+# every FILE is built (exists: a Windows program is not executable here).
+need_built() {
+  lib_who=$1
+  shift
+  for lib_f in "$@"; do
+    if [ ! -f "$lib_f" ]; then
+      echo "$lib_who: SKIP: $lib_f is not built"
+      exit 77
+    fi
+  done
+}
+
+# need_tools WHO TOOL...: skip the script unless every TOOL is installed.
+need_tools() {
+  lib_who=$1
+  shift
+  for lib_t in "$@"; do
+    if ! command -v "$lib_t" >/dev/null 2>&1; then
+      echo "$lib_who: SKIP: $lib_t is missing"
+      exit 77
+    fi
+  done
+}
+
+# raise_nofile N: as many descriptors as N, or as the hard limit allows;
+# sets nofile to what the script has then.
+raise_nofile() {
+  # shellcheck disable=SC3045 # ulimit -n: dash, bash and busybox sh have it
+  { ulimit -n "$1" || ulimit -n "$(ulimit -H -n)"; } 2>/dev/null
+  # shellcheck disable=SC3045
+  nofile=$(ulimit -n)
+}
+
 # ok WHAT: a check passed; says so and counts it.
 ok() {
   echo "ok: $1"

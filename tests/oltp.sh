@@ -14,12 +14,7 @@
 . "$(dirname "$0")/lib.sh"
 backend=$builddir/examples/oltp/oltp_backend
 client=$builddir/examples/oltp/oltp_client
-for p in "$backend" "$client"; do
-  if [ ! -x "$p" ]; then
-    echo "oltp.sh: SKIP: $p is not built"
-    exit 77
-  fi
-done
+need_built oltp.sh "$backend" "$client"
 make_work oltp
 
 verdict() { # verdict OK WHAT

@@ -12,12 +12,7 @@
 server=$builddir/examples/proactor_echo
 loadgen=$builddir/tests/bench/loadgen
 lister=$builddir/examples/echo_server
-for p in "$server" "$loadgen" "$lister"; do
-  if [ ! -x "$p" ]; then
-    echo "proactor_echo.sh: SKIP: $p is not built"
-    exit 77
-  fi
-done
+need_built proactor_echo.sh "$server" "$loadgen" "$lister"
 make_work pecho
 
 # The small sizes (TAXI_TEST_SMALL): 500 messages a load.

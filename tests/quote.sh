@@ -18,12 +18,7 @@
 server=$builddir/examples/quote/quote_server
 client=$builddir/examples/quote/quote_client
 quotes=$srcdir/examples/quote/quotes.txt
-for p in "$server" "$client"; do
-  if [ ! -x "$p" ]; then
-    echo "quote.sh: SKIP: $p is not built"
-    exit 77
-  fi
-done
+need_built quote.sh "$server" "$client"
 make_work quote
 out=$work/server.out
 

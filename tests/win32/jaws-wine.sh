@@ -25,12 +25,7 @@ if [ ! -f "$server" ]; then
   echo "jaws-wine.sh: SKIP: the web server is not built"
   exit 77
 fi
-for tool in curl python3; do
-  if ! command -v "$tool" >/dev/null 2>&1; then
-    echo "jaws-wine.sh: SKIP: $tool is missing"
-    exit 77
-  fi
-done
+need_tools jaws-wine.sh curl python3
 wine_setup
 make_work jaws-wine
 log=$work/server.log

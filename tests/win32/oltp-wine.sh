@@ -16,12 +16,7 @@ dir=$builddir/examples/oltp
 backend=$(wine_exe "$dir" oltp_backend)
 frontend=$(wine_exe "$dir" oltp_frontend)
 client=$(wine_exe "$dir" oltp_client)
-for p in "$backend" "$frontend" "$client"; do
-  if [ ! -f "$p" ]; then
-    echo "oltp-wine.sh: SKIP: $p is not built"
-    exit 77
-  fi
-done
+need_built oltp-wine.sh "$backend" "$frontend" "$client"
 wine_setup
 make_work oltp-wine
 

@@ -94,7 +94,6 @@ typedef struct aps_entry {
   apr_pollfd_t pfd;       /* desc.s = sock, client_data = this entry */
   apr_socket_t *sock;     /* wraps the descriptor; no cleanup, never closed */
   uint64_t applied_token; /* the token given with the registration in APR */
-  int fd;                 /* the descriptor number */
   apr_int16_t applied;    /* its reqevents; 0 while not in the APR set */
 } aps_entry_t;
 
@@ -196,7 +195,7 @@ static unsigned aps_events_out(apr_int16_t rtn) {
   if (rtn & APR_POLLOUT) ev |= TAXI_EV_WRITE;
   if (rtn & APR_POLLPRI) ev |= TAXI_EV_EXCEPT;
   if (rtn & APR_POLLHUP) ev |= TAXI_EV_HUP;
-  /* APR_POLLNVAL: the descriptor was closed while watched (see aps_wait). */
+  /* APR_POLLNVAL: the descriptor was closed while watched. */
   if (rtn & (APR_POLLERR | APR_POLLNVAL)) ev |= TAXI_EV_ERR;
   return ev;
 }
@@ -390,7 +389,6 @@ static int entry_get(aps_state_t *s, taxi_handle_t fd, aps_entry_t **out) {
     e->pfd.desc_type = APR_POLL_SOCKET;
     e->pfd.desc.s = e->sock;
     e->pfd.client_data = e;
-    e->fd = fd;
     sl->entry = e;
   }
   *out = sl->entry;
@@ -482,25 +480,6 @@ static int aps_del(void *state, taxi_handle_t h) {
   return rc;
 }
 
-/* The poll failed with EBADF (APR's select method, as select(2) does):
- * some watched descriptor was closed by the application before it was
- * deleted.  Report those closed, so the core removes their handlers;
- * until then each wait fails the same way.  Under the lock, with the
- * results of no poll to read. */
-static size_t aps_report_closed(aps_state_t *s, taxi__ready_t *out,
-                                size_t max) {
-  size_t k = 0;
-  for (size_t fd = 0; fd < s->slot_cap && k < max; fd++) {
-    const aps_entry_t *e = s->slots[fd].entry;
-    if (!e || !e->applied || taxi__handle_check((taxi_handle_t)fd) == 0)
-      continue;
-    out[k].token = e->applied_token;
-    out[k].events = TAXI_EV_ERR | TAXI__EV_CLOSED;
-    k++;
-  }
-  return k;
-}
-
 static int aps_wait(void *state, taxi__ready_t *out, size_t max,
                     int timeout_ms) {
   aps_state_t *s = state;
@@ -533,24 +512,16 @@ static int aps_wait(void *state, taxi__ready_t *out, size_t max,
       const aps_entry_t *e = r->client_data;
       out[k].token = e->applied_token;
       out[k].events = aps_events_out(r->rtnevents);
-      /* Closed while registered: the core removes its handler. */
-      if ((r->rtnevents & APR_POLLNVAL) && taxi__handle_check(e->fd) < 0)
-        out[k].events |= TAXI__EV_CLOSED;
       k++;
       if (k == max) s->resume = (start + step + 1) % n;
     }
-  } else if (APR_STATUS_IS_EBADF(st)) {
-    k = aps_report_closed(s, out, max);
   }
   s->polling = false;
   taxi__cond_broadcast(&s->left);
   taxi__mutex_unlock(&s->lock);
 
-  /* EBADF with none found closed: the culprit was deleted (and the number
-   * perhaps reused) meanwhile; the next poll sees the set as it is now. */
   if (st == APR_SUCCESS || APR_STATUS_IS_TIMEUP(st) ||
-      APR_STATUS_IS_EINTR(st) || APR_STATUS_IS_EAGAIN(st) ||
-      APR_STATUS_IS_EBADF(st) || k)
+      APR_STATUS_IS_EINTR(st) || APR_STATUS_IS_EAGAIN(st) || k)
     return (int)k;
   return aps_error(st);
 }

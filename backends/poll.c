@@ -19,10 +19,9 @@
  *
  * Quirks handled here, each where it is handled:
  *  - POLLRDHUP is Linux-only (2.6.17) and needs _GNU_SOURCE.
- *  - POLLNVAL for a descriptor closed while registered, reported closed
- *    (TAXI__EV_CLOSED), and on macOS for any device (macOS poll(2), BUGS:
- *    "poll() ... does not support devices"), which is open: reported as
- *    TAXI_EV_ERR only.
+ *  - POLLNVAL for a descriptor closed while registered, and on macOS for
+ *    any device (macOS poll(2), BUGS: "poll() ... does not support
+ *    devices"): both reported as TAXI_EV_ERR.
  *  - EAGAIN from poll on FreeBSD and macOS (poll(2), ERRORS).
  */
 #ifndef _GNU_SOURCE
@@ -85,12 +84,8 @@ static unsigned poll_events_out(const void *entry) {
   if (revents & POLLPRI) ev |= TAXI_EV_EXCEPT;
   if (revents & POLL_PEER_CLOSED) ev |= TAXI_EV_HUP;
   /* POLLNVAL: the descriptor is not open (closed by the application while
-   * still registered): the core removes its handler; or, on macOS, a
-   * device poll() cannot watch, which is open and told as an error. */
+   * still registered), or on macOS a device poll() cannot watch. */
   if (revents & (POLLERR | POLLNVAL)) ev |= TAXI_EV_ERR;
-  if ((revents & POLLNVAL) &&
-      taxi__handle_check(((const struct pollfd *)entry)->fd) < 0)
-    ev |= TAXI__EV_CLOSED;
   return ev;
 }
 

@@ -44,15 +44,6 @@ typedef struct taxi__ready {
   int32_t error;
 } taxi__ready_t;
 
-/* An event bit only a backend reports, beside the TAXI_EV_* ones: the
- * handle is not open (closed while registered: poll's POLLNVAL, select's
- * EBADF).  The core does not dispatch it: it removes the handler, telling
- * its error hook TAXI_EBADF (taxi/handler.h), so that a closed handle is
- * not reported again and again.  A backend whose mechanism forgets a
- * closed descriptor without a word (epoll, kqueue) never reports it: the
- * core checks the handle after its hooks instead (core/reactor.c). */
-#define TAXI__EV_CLOSED 0x100u
-
 /* Optional parts of a backend, in its `ext` bits.  The core uses a part
  * only where its bit is set, and otherwise does what it does for every
  * backend, so a backend without them needs no change. */

@@ -22,8 +22,7 @@
  *    non-blocking connect() (no POLLHUP/POLLERR; the socket stays
  *    silent).  Nothing can be done about that here; the select backend
  *    reports it, so applications that need it there should use select.
- *  - A socket closed while registered: POLLNVAL, reported closed
- *    (TAXI__EV_CLOSED): the core removes its handler.
+ *  - A socket closed while registered: POLLNVAL, reported as TAXI_EV_ERR.
  *    But under wine (8.0) a socket closed just as the call starts can
  *    fail the whole call with WSAENOTSOCK, and that happens in normal use:
  *    a close hook closes a socket right after its removal while the
@@ -78,9 +77,6 @@ static unsigned wp_events_out(const void *entry) {
   if (revents & POLLWRNORM) ev |= TAXI_EV_WRITE;
   if (revents & POLLHUP) ev |= TAXI_EV_HUP;
   if (revents & (POLLERR | POLLNVAL)) ev |= TAXI_EV_ERR;
-  if ((revents & POLLNVAL) &&
-      !taxi__is_socket((taxi_handle_t)((const WSAPOLLFD *)entry)->fd))
-    ev |= TAXI__EV_CLOSED;
   return ev;
 }
 
@@ -212,9 +208,9 @@ static int wp_del(void *state, taxi_handle_t h) {
 }
 
 /* The call failed: if a socket of the snapshot has been closed since the
- * snapshot was taken, that is why, and those entries are reported closed
- * (see the quirks above); 0 when none is found (the next wait takes a
- * fresh snapshot).  Otherwise the error, as TAXI_E*. */
+ * snapshot was taken, that is why, and those entries are reported as
+ * TAXI_EV_ERR (see the quirks above); 0 when none is found (the next
+ * wait takes a fresh snapshot).  Otherwise the error, as TAXI_E*. */
 static int wp_failed(wp_state_t *s, int err, taxi__ready_t *out, size_t max) {
   const taxi__pollfd_set_t *snap = &s->table.snap;
   const WSAPOLLFD *fds = snap->fds;
@@ -226,7 +222,7 @@ static int wp_failed(wp_state_t *s, int err, taxi__ready_t *out, size_t max) {
     closed = true;
     if (k < max) {
       out[k].token = snap->tokens[i];
-      out[k].events = TAXI_EV_ERR | TAXI__EV_CLOSED;
+      out[k].events = TAXI_EV_ERR;
       k++;
     }
   }

@@ -42,8 +42,8 @@ static const taxi_handler_ops_t sig_ops = {.signal = sig_hook};
 static int ctx_open(taxi_io_t *io) {
   taxi_handler_init(&io->wake_h, &wake_ops);
   taxi_handler_init(&io->sig_h, &sig_ops);
-  return taxi__reactor_register_own(io->reactor, io->wake[0], &io->wake_h,
-                                    TAXI_EV_READ);
+  return taxi_reactor_register(io->reactor, io->wake[0], &io->wake_h,
+                               TAXI_EV_READ);
 }
 
 static void ctx_close(taxi_io_t *io) {
@@ -91,33 +91,18 @@ static int s_timeout(taxi_handler_t *h, taxi_timer_t *t, void *act) {
   return 0;
 }
 
-/* The reactor found the socket closed under the stream (by the
- * application, through taxi_stream_handle) and removed the handler: the
- * stream closes with that reason; s_close follows. */
-static void s_error(taxi_handler_t *h, taxi_handle_t fd, int code) {
-  (void)fd;
-  (void)taxi__stream_close(STREAM_OF(h), code);
-}
-
 /* After the last hook: no event of s can come any more. */
 static void s_close(taxi_handler_t *h, taxi_handle_t fd) {
   taxi_stream_t *s = STREAM_OF(h);
-  /* A registered handle the reactor gives back as none was closed under
-   * it (see taxi/handler.h): the number may be another open's by now.
-   * Detached, it is the caller's. */
-  taxi__mutex_lock(&s->lock);
-  bool close_it =
-      !s->keep_handle && !(s->d.r.registered && fd == TAXI_INVALID_HANDLE);
-  taxi__mutex_unlock(&s->lock);
-  if (close_it) taxi__close(s->fd);
+  (void)fd;
+  if (!s->keep_handle) taxi__close(s->fd); /* else detached: the caller's */
   taxi__stream_event(s, TAXI__P_RELEASED);
 }
 
 static const taxi_handler_ops_t stream_ops = {.input = s_input,
                                               .output = s_output,
                                               .timeout = s_timeout,
-                                              .close = s_close,
-                                              .error = s_error};
+                                              .close = s_close};
 
 static int s_open(taxi_stream_t *s, bool attached) {
   (void)attached;
@@ -192,7 +177,7 @@ static void s_update(taxi_stream_t *s) {
   if (!s->d.r.registered) {
     if (!want) return;
     rc = s->own_fd ? taxi__reactor_register_open(r, s->fd, &s->d.r.h, want)
-                   : taxi__reactor_register_own(r, s->fd, &s->d.r.h, want);
+                   : taxi_reactor_register(r, s->fd, &s->d.r.h, want);
     if (rc == 0) {
       s->d.r.registered = s->d.r.attached = true;
       s->d.r.interest = want;
@@ -316,9 +301,8 @@ static int l_timeout(taxi_handler_t *h, taxi_timer_t *t, void *act) {
 
 static void l_close(taxi_handler_t *h, taxi_handle_t fd) {
   taxi_listener_t *l = LISTENER_OF(h);
-  /* No handle: the socket was closed under the reactor, and the number is
-   * not the listener's to close any more (see taxi/handler.h). */
-  if (!l->keep_socket && fd != TAXI_INVALID_HANDLE) taxi__close(l->fd);
+  (void)fd;
+  if (!l->keep_socket) taxi__close(l->fd);
   taxi__listener_released(l);
 }
 
@@ -328,8 +312,7 @@ static const taxi_handler_ops_t listener_ops = {
 static int l_open(taxi_listener_t *l) {
   taxi_handler_init(&l->d.r.h, &listener_ops);
   taxi_timer_init(&l->d.r.timer);
-  return taxi__reactor_register_own(l->io->reactor, l->fd, &l->d.r.h,
-                                    TAXI_EV_READ);
+  return taxi_reactor_register(l->io->reactor, l->fd, &l->d.r.h, TAXI_EV_READ);
 }
 
 static void l_close_req(taxi_listener_t *l) {

@@ -20,7 +20,6 @@
 #include "taxi/mqueue.h"
 #include "core/alloc.h"
 #include "core/options.h"
-#include "core/reactor_closing.h"
 #include "ports/port.h"
 #include "taxi/error.h"
 
@@ -155,8 +154,8 @@ int taxi_mq_create(taxi_mq_t **out, taxi_reactor_t *r,
     return rc;
   }
   taxi_handler_init(&q->h, &mq_ops);
-  rc = taxi__reactor_register_own(r, taxi__wakeup_handle(&q->wake), &q->h,
-                                  TAXI_EV_READ);
+  rc = taxi_reactor_register(r, taxi__wakeup_handle(&q->wake), &q->h,
+                             TAXI_EV_READ);
   if (rc < 0) {
     free_queue(q);
     return rc;

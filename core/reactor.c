@@ -214,26 +214,20 @@ static bool attached_here(const taxi_reactor_t *r, const taxi_handler_t *h) {
 
 static int register_locked(taxi_reactor_t *r, taxi_handle_t handle,
                            taxi_handler_t *h, unsigned events,
-                           unsigned add_flags, bool own, uint64_t ident);
+                           unsigned add_flags);
 
-/* taxi_reactor_register; add_flags: TAXI__ARM_OPEN or 0; own: the library
- * serves the handle with hooks that never close it (TAXI__S_OWNED). */
+/* taxi_reactor_register; add_flags: TAXI__ARM_OPEN or 0. */
 static int register_handle(taxi_reactor_t *r, taxi_handle_t handle,
                            taxi_handler_t *h, unsigned events,
-                           unsigned add_flags, bool own) {
+                           unsigned add_flags) {
   if (!r || !h || !h->ops || !valid_interest(events)) return TAXI_EINVAL;
   if (handle == TAXI_INVALID_HANDLE) return TAXI_EBADF;
-  /* What the application's handle names now, to find out after its hooks
-   * whether one of them closed it (handle_gone); before the lock, as it
-   * costs a system call.  The library's own handles are not checked. */
-  uint64_t ident = 0;
-  if (!own && taxi__handle_identity(handle, &ident) < 0) return TAXI_EBADF;
   int rc = 0;
   if ((events & TAXI_EV_EXCEPT) && !(r->ops->caps & TAXI_CAP_EXCEPT))
     rc = TAXI_ENOTSUP;
   if (rc == 0) {
     taxi__mutex_lock(&r->lock);
-    rc = register_locked(r, handle, h, events, add_flags, own, ident);
+    rc = register_locked(r, handle, h, events, add_flags);
     taxi__mutex_unlock(&r->lock);
   }
   /* A closed handle is TAXI_EBADF whatever else is wrong.  The check is
@@ -248,24 +242,18 @@ static int register_handle(taxi_reactor_t *r, taxi_handle_t handle,
 
 int taxi_reactor_register(taxi_reactor_t *r, taxi_handle_t handle,
                           taxi_handler_t *h, unsigned events) {
-  return register_handle(r, handle, h, events, 0, false);
+  return register_handle(r, handle, h, events, 0);
 }
 
 int taxi__reactor_register_open(taxi_reactor_t *r, taxi_handle_t handle,
                                 taxi_handler_t *h, unsigned events) {
-  return register_handle(r, handle, h, events, TAXI__ARM_OPEN, true);
+  return register_handle(r, handle, h, events, TAXI__ARM_OPEN);
 }
 
-int taxi__reactor_register_own(taxi_reactor_t *r, taxi_handle_t handle,
-                               taxi_handler_t *h, unsigned events) {
-  return register_handle(r, handle, h, events, 0, true);
-}
-
-/* The table part of registration (arguments checked; own and ident: see
- * TAXI__S_OWNED and taxi__slot_t).  r->lock held. */
+/* The table part of registration (arguments checked).  r->lock held. */
 static int register_locked(taxi_reactor_t *r, taxi_handle_t handle,
                            taxi_handler_t *h, unsigned events,
-                           unsigned add_flags, bool own, uint64_t ident) {
+                           unsigned add_flags) {
   uint32_t row;
   if (h->internal_.flags & TAXI__H_CLOSING) return TAXI_EBUSY;
   if ((h->internal_.flags & TAXI__H_ATTACHED) && h->internal_.reactor != r)
@@ -292,10 +280,9 @@ static int register_locked(taxi_reactor_t *r, taxi_handle_t handle,
   s->handler = h;
   s->handle = handle;
   s->interest = events;
-  s->flags = TAXI__S_ARMED | (own ? TAXI__S_OWNED : 0);
+  s->flags = TAXI__S_ARMED;
   s->move_to = NULL;
   s->error = 0;
-  s->ident = ident;
   taxi__reactor_attach_locked(r, h); /* cannot fail: checked above */
   h->internal_.handle = handle;
   h->internal_.slot = row;
@@ -635,17 +622,6 @@ int taxi_reactor_stopped(const taxi_reactor_t *r) {
 
 /* ---- take and dispatch --------------------------------------------------- */
 
-static void remove_deaf_locked(taxi_reactor_t *r, taxi__slot_t *s, int code,
-                               unsigned attempt, const char *where);
-
-/* Whether the handle checks after its hooks tell nothing the re-arm that
- * follows them does not: in pool mode a backend whose registrations die
- * with their descriptor (epoll) fails that re-arm, for a handle closed
- * (TAXI_EBADF) or a number another open has taken since (TAXI_ENOENT). */
-static bool rearm_tells_closed(const taxi_reactor_t *r) {
-  return arm_flags(r) && (r->ops->ext & TAXI__EXT_CLOSE_DEREGISTERS);
-}
-
 /* The live row a token names, or NULL if the handle was removed since. */
 static taxi__slot_t *slot_for_token(taxi_reactor_t *r, uint64_t token) {
   uint32_t row = (uint32_t)token;
@@ -672,14 +648,6 @@ static bool take_io_locked(taxi_reactor_t *r, const taxi__ready_t *rd,
     return false;
   }
   taxi__slot_t *s = slot_for_token(r, rd->token);
-  if (s && (rd->events & TAXI__EV_CLOSED)) {
-    /* Closed while registered, and noticed by the wait (poll, select):
-     * reported again at every wait until removed.  The token's generation
-     * says it is still the handler that was given this handle, whatever
-     * the number names by now. */
-    remove_deaf_locked(r, s, TAXI_EBADF, 1, "closed");
-    return false;
-  }
   /* Removed, suspended (resume re-arms it), or already being processed by
    * another thread (the re-arm after its hooks reports it again). */
   if (!s || (s->flags & (TAXI__S_SUSPENDED | TAXI__S_BUSY))) {
@@ -704,8 +672,6 @@ static bool take_io_locked(taxi_reactor_t *r, const taxi__ready_t *rd,
   ev->interest = s->interest;
   ev->row = row;
   ev->generation = s->generation;
-  ev->verify = !(s->flags & TAXI__S_OWNED) && !rearm_tells_closed(r);
-  ev->ident = s->ident;
   s->flags |= TAXI__S_BUSY;
   s->handler->internal_.refs++;
   return true;
@@ -778,31 +744,6 @@ static int run_io_hooks(const taxi__event_t *ev) {
   return rc;
 }
 
-/* Whether the handle of ev no longer names what it named at
- * registration: a hook closed it by mistake (a hook that means to end
- * returns a negative value, and its close hook closes), and perhaps
- * another open took the number since.  Where the mechanism watches
- * numbers (poll, select) the handler would otherwise be told of the
- * closed number at every wait, or watch a stranger's descriptor; where it
- * forgets closed descriptors silently (epoll, kqueue) it would never hear
- * again.  One system call per event, made only for the application's
- * handles, after their hooks: the library's own (TAXI__S_OWNED) are
- * closed by their close hooks alone.  Lock not held. */
-static bool handle_gone(const taxi__event_t *ev) {
-  uint64_t id;
-  return taxi__handle_identity(ev->handle, &id) < 0 || id != ev->ident;
-}
-
-/* handle_gone said so: remove the handler (error hook TAXI_EBADF, then
- * the close hook), unless it was removed meanwhile - the slot's
- * generation tells, and a handle registered since under the same number
- * or row is not this one. */
-static void handle_closed_locked(taxi_reactor_t *r, const taxi__event_t *ev) {
-  taxi__slot_t *s = &r->slots[ev->row];
-  if (s->handler == ev->handler && s->generation == ev->generation)
-    remove_deaf_locked(r, s, TAXI_EBADF, 1, "closed");
-}
-
 /* A handle's hooks returned: it may be reported again.  In pool mode it
  * was deactivated when taken and is reactivated now, unless it was
  * removed (another generation) or suspended meanwhile. */
@@ -853,16 +794,12 @@ static int move_locked(taxi_reactor_t *r, taxi_handler_t *h,
     taxi_handle_t handle = h->internal_.handle;
     unsigned interest = s->interest;
     bool suspended = s->flags & TAXI__S_SUSPENDED;
-    /* The same handle: the library's stays so, an application's keeps
-     * what it named when it was registered. */
-    bool own = (s->flags & TAXI__S_OWNED) != 0;
-    uint64_t ident = s->ident;
     deregister_locked(r, h, false);
     unlink_attached_locked(r, h);
     /* Its references, the attachment's included, carry over as they are. */
     taxi__handler_set_reactor(h, to);
     link_attached_locked(to, h);
-    rc = register_locked(to, handle, h, interest, 0, own, ident);
+    rc = register_locked(to, handle, h, interest, 0);
     if (rc == 0 && suspended) {
       taxi__slot_t *ns = &to->slots[h->internal_.slot];
       ns->flags |= TAXI__S_SUSPENDED;
@@ -948,7 +885,6 @@ bool taxi__reactor_run_hook_locked(taxi_reactor_t *r, taxi__event_t *ev,
                                                unsigned events, void *arg),
                                    void *arg) {
   int rc = 0;
-  bool gone = false;
   if (!still_live_locked(r, ev)) {
     taxi_reactor_t *move_to = NULL;
     if (ev->kind == TAXI__EV_IO) {
@@ -971,8 +907,6 @@ bool taxi__reactor_run_hook_locked(taxi_reactor_t *r, taxi__event_t *ev,
     case TAXI__EV_IO:
       rc = hook ? hook(ev->handler, ev->handle, ev->events, arg)
                 : run_io_hooks(ev);
-      /* A hook that asked for removal has its handler removed anyway. */
-      gone = rc >= 0 && ev->verify && handle_gone(ev);
       break;
     case TAXI__EV_TIMER:
       rc = ev->handler->ops->timeout(ev->handler, ev->timer, ev->act);
@@ -992,7 +926,6 @@ bool taxi__reactor_run_hook_locked(taxi_reactor_t *r, taxi__event_t *ev,
       return false;
     case TAXI__EV_IO:
       r->stats.events++;
-      if (gone) handle_closed_locked(r, ev);
       move_to = io_done_locked(r, ev);
       break;
     case TAXI__EV_TIMER:
@@ -1080,27 +1013,22 @@ static void push_ready_locked(taxi_reactor_t *r, const taxi__ready_t *rd) {
   r->pending_count++;
 }
 
-/* Remove the handler of s, whose handle cannot be watched any more
- * (`code`; `where` the step that found it out, for the error callback): it
+/* Remove the handler of s, whose handle cannot be re-armed (`code`): it
  * would never hear of its handle again.  It is told through its error hook,
  * then the reactor's error callback, and closed when the last of its
  * dispatches is over.  The lock is released around the application's
  * code. */
 static void remove_deaf_locked(taxi_reactor_t *r, taxi__slot_t *s, int code,
-                               unsigned attempt, const char *where) {
+                               unsigned attempt) {
   taxi_handler_t *h = s->handler;
   taxi_handle_t handle = s->handle;
   r->stats.rearm_removed++;
   h->internal_.refs++; /* keeps h, and its close hook, for after the calls */
   taxi__reactor_detach_locked(r, h);
-  /* A handle closed under the reactor is not the handler's to close: by
-   * the time its close hook runs, another open may have taken the number,
-   * and closing it would end a stranger's descriptor. */
-  if (code == TAXI_EBADF) h->internal_.handle = TAXI_INVALID_HANDLE;
   taxi__mutex_unlock(&r->lock);
   if (h->ops->error) h->ops->error(h, handle, code);
-  taxi__report_error(r->on_error, r->on_error_arg, code, where, handle, attempt,
-                     false);
+  taxi__report_error(r->on_error, r->on_error_arg, code, "rearm", handle,
+                     attempt, false);
   taxi__mutex_lock(&r->lock);
   taxi__handler_release_locked(r, h);
 }
@@ -1118,11 +1046,8 @@ static void retry_rearms_locked(taxi_reactor_t *r, taxi_time_t now) {
     if (!s->handler || !(s->flags & TAXI__S_REARM)) continue;
     int rc = arm_locked(r, s);
     if (rc == 0) continue;
-    /* A registration the backend no longer has: its descriptor was closed
-     * (epoll forgets it; the number may name another open by now). */
-    if (rc == TAXI_ENOENT) rc = TAXI_EBADF;
     if (!taxi__error_transient(rc))
-      remove_deaf_locked(r, s, rc, r->rearm_backoff.failures + 1, "rearm");
+      remove_deaf_locked(r, s, rc, r->rearm_backoff.failures + 1);
     else
       still = rc;
   }
@@ -1144,7 +1069,7 @@ static void retry_rearms_locked(taxi_reactor_t *r, taxi_time_t now) {
   for (uint32_t row = 0; row < r->nslots && r->rearm_pending; row++) {
     taxi__slot_t *s = &r->slots[row];
     if (s->handler && (s->flags & TAXI__S_REARM))
-      remove_deaf_locked(r, s, still, r->rearm_backoff.failures, "rearm");
+      remove_deaf_locked(r, s, still, r->rearm_backoff.failures);
   }
   taxi__backoff_reset(&r->rearm_backoff);
 }

@@ -40,10 +40,6 @@
 /* Re-arming it failed for a reason that may pass: retried before the next
  * wait (see retry_rearms_locked in reactor.c). */
 #define TAXI__S_REARM 0x8u
-/* The library serves the handle with hooks of its own, which never close
- * it (registered with taxi__reactor_register_open or _own): not checked
- * after its hooks (see handle_gone in reactor.c). */
-#define TAXI__S_OWNED 0x10u
 
 /*
  * A row of the demultiplexing table.  The token handed to the backend is
@@ -62,10 +58,6 @@ typedef struct taxi__slot {
   /* The error the backend reported with the handle's last event
    * (TAXI__EXT_EVENT_ERROR), until taxi_reactor_pending_error() reads it. */
   int error;
-  /* Which open object the handle named when it was registered
-   * (taxi__handle_identity): a hook that closed it, the number perhaps
-   * taken by another open since, is found out after the hook returns. */
-  uint64_t ident;
 } taxi__slot_t;
 
 /* Rows that are not in the table: the reactor's own handles. */
@@ -89,10 +81,6 @@ typedef struct taxi__event {
   uint32_t events;   /* IO: reported bits, filtered by interest */
   uint32_t interest; /* IO: what was asked for when it was taken */
   uint32_t row, generation;
-  /* IO: check after the hooks that the handle still names the object
-   * `ident` (see handle_gone in reactor.c). */
-  bool verify;
-  uint64_t ident;
   taxi_timer_t *timer;
   /* TIMER: the firing taken (the timer's seq then).  The timer may be
    * scheduled again, and that firing taken too, while this one waits in a

@@ -83,19 +83,11 @@ typedef struct taxi_handler_ops {
   int (*signal)(taxi_handler_t *h, int signo);
   /* The handler left the reactor (removed, or the reactor destroyed). */
   void (*close)(taxi_handler_t *h, taxi_handle_t handle);
-  /* The reactor could not go on watching the handle and removes the
-   * handler because of `code`: this runs once, before the close hook, so
-   * the application learns why its connection ends.  Optional.
-   *   TAXI_EBADF: the handle was closed under the reactor - by a hook of
-   *   the handler that closed it and returned 0 (found out when the hook
-   *   returns, also when another open took the number meanwhile, except
-   *   on Windows), or, on poll, select and WSAPoll, by another thread
-   *   (found out by the next wait).  The close hook is then given
-   *   TAXI_INVALID_HANDLE: the number may name another open descriptor by
-   *   then, which closing would end (`handle` here is the number, for
-   *   the record: do not close it either).
-   *   Otherwise re-arming the handle after its hook failed for good
-   *   (TAXI_ENOMEM after every retry, ...). */
+  /* The reactor could not go on watching the handle (after its hook ran,
+   * re-arming it failed for good: TAXI_ENOMEM after every retry, TAXI_EBADF
+   * for a handle closed under the reactor, ...) and removes the handler
+   * because of `code`: this runs once, before the close hook, so the
+   * application learns why its connection ends.  Optional. */
   void (*error)(taxi_handler_t *h, taxi_handle_t handle, int code);
 } taxi_handler_ops_t;
 

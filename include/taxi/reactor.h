@@ -109,13 +109,7 @@ TAXI_EXTERN unsigned taxi_reactor_caps(const taxi_reactor_t *r);
  * taxi_reactor_register - watch `handle` for `events` (TAXI_EV_READ, _WRITE,
  * _EXCEPT; HUP and ERR are always watched) and dispatch them to `h`.  A
  * handler serves one handle at a time; it may also have timers and signals.
- * The handle should be non-blocking.  taxi does not take ownership of it:
- * close it in the close hook, after the removal (a hook ends its handler
- * by returning a negative value).  One closed while registered is found
- * out and its handler removed with TAXI_EBADF (see the error hook in
- * taxi/handler.h); to find out, the reactor notes at registration which
- * open object the handle names, and checks it after the handler's I/O
- * hooks.
+ * The handle should be non-blocking.  taxi does not take ownership of it.
  *
  * Returns 0, or:
  *   TAXI_EINVAL   r or h NULL, events empty or with unknown bits, or h is
@@ -361,8 +355,7 @@ typedef struct taxi_reactor_stats {
   uint64_t signals;          /* signal hooks run */
   uint64_t wakeups;          /* times the wake-up channel was written */
   uint64_t transient_errors; /* failed waits and re-arms, retried */
-  uint64_t rearm_removed;    /* handlers removed: handle not re-armable,
-                                or closed under the reactor */
+  uint64_t rearm_removed;    /* handlers removed: handle not re-armable */
   size_t handles;            /* handles registered now */
 } taxi_reactor_stats_t;
 

@@ -14,7 +14,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 int taxi__handle_check(taxi_handle_t h) {
@@ -23,20 +22,6 @@ int taxi__handle_check(taxi_handle_t h) {
     taxi__set_os_error(EBADF);
     return TAXI_EBADF;
   }
-  return 0;
-}
-
-int taxi__handle_identity(taxi_handle_t h, uint64_t *id) {
-  struct stat st;
-  if (h < 0 || fstat(h, &st) != 0) {
-    taxi__set_os_error(EBADF);
-    return TAXI_EBADF;
-  }
-  /* The device and inode name the object: a socket's inode is its own
-   * while it lives.  Mixed into one word (the device's bits multiplied
-   * out of the inode's way): two objects that mix to the same word are
-   * taken for one, which only misses a reuse, never invents one. */
-  *id = (uint64_t)st.st_ino ^ ((uint64_t)st.st_dev * 0x9E3779B97F4A7C15ull);
   return 0;
 }
 

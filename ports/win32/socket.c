@@ -50,14 +50,6 @@ int taxi__handle_check(taxi_handle_t h) {
   return TAXI_EBADF;
 }
 
-/* Windows gives a socket no identity apart from its handle's value:
- * only a closed handle is told apart. */
-int taxi__handle_identity(taxi_handle_t h, uint64_t *id) {
-  int rc = taxi__handle_check(h);
-  if (rc == 0) *id = 0;
-  return rc;
-}
-
 int taxi__set_nonblocking(taxi_handle_t h) {
   u_long on = 1;
   int rc = taxi__winsock_init();

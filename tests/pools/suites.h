@@ -49,7 +49,6 @@ extern const taxi_test_suite_t pools_suite_stress_hsha;
 extern const taxi_test_suite_t pools_suite_failures;
 extern const taxi_test_suite_t pools_suite_signal_stop;
 extern const taxi_test_suite_t pools_suite_mqueue;
-extern const taxi_test_suite_t pools_suite_closed;
 
 /* Leader/Followers per handle set (sets.c, self-contained): the suite for
  * one backend, already named "pools[<backend>]: sets". */

@@ -224,7 +224,7 @@ typedef struct taxi_lf_stats {
 } taxi_lf_stats_t;
 
 /* taxi_lf_stats - copy the counters.  0, or TAXI_EINVAL. */
-TAXI_EXTERN int taxi_lf_stats(taxi_lf_pool_t *p, taxi_lf_stats_t *out);
+TAXI_EXTERN int taxi_lf_stats(const taxi_lf_pool_t *p, taxi_lf_stats_t *out);
 
 /* The counters of one thread of the pool. */
 typedef struct taxi_lf_thread_stats {
@@ -242,7 +242,7 @@ typedef struct taxi_lf_thread_stats {
  * have been in the pool, in order of id.  Returns how many there are
  * (which may exceed cap), or TAXI_EINVAL.
  */
-TAXI_EXTERN int taxi_lf_thread_stats(taxi_lf_pool_t *p,
+TAXI_EXTERN int taxi_lf_thread_stats(const taxi_lf_pool_t *p,
                                      taxi_lf_thread_stats_t *out, size_t cap);
 
 /*

@@ -635,7 +635,7 @@ typedef struct taxi_proactor_stats {
  * the set is not a snapshot while threads dispatch; keeping them costs an
  * atomic add each, nothing when not read).  0, or TAXI_EINVAL.  Any
  * thread. */
-TAXI_EXTERN int taxi_proactor_stats(taxi_proactor_t *p,
+TAXI_EXTERN int taxi_proactor_stats(const taxi_proactor_t *p,
                                     taxi_proactor_stats_t *out);
 
 #ifdef __cplusplus

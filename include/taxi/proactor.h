@@ -573,20 +573,6 @@ TAXI_EXTERN int taxi_proactor_add_signal(taxi_proactor_t *p, int signo,
  */
 TAXI_EXTERN int taxi_proactor_remove_signal(taxi_proactor_t *p, int signo);
 
-/*
- * taxi_lf_create_proactor - a Leader/Followers pool over the proactor's
- * completion queue: one leader reaps completions, promotes a follower, then
- * runs the completion handler itself.  The pool is an ordinary
- * taxi_lf_pool_t: spawn, join, shrink, shutdown, stats and destroy work as
- * in taxi/lf.h.  Several leaders (TAXI_LEADERS_MANY) need a backend whose
- * completion queue several threads may wait on at once (IOCP); others
- * refuse with TAXI_ENOTSUP.  While the pool exists, handle_events and run
- * return TAXI_EBUSY.  Errors as taxi_lf_create().
- */
-TAXI_EXTERN int taxi_lf_create_proactor(taxi_lf_pool_t **out,
-                                        taxi_proactor_t *p,
-                                        const taxi_lf_options_t *opts);
-
 /* Counters, for tests and the benchmark. */
 typedef struct taxi_proactor_stats {
   uint64_t started;          /* operations started */

@@ -170,8 +170,12 @@ static void test_create_each_backend_by_name(void) {
     CU_ASSERT_STRING_EQUAL(taxi_reactor_backend(r), names[i]);
     taxi_backend_info_t info;
     for (size_t j = 0; j < taxi_backend_count(); j++)
-      if (taxi_backend_info(&info, j) == 0 && strcmp(info.name, names[i]) == 0)
-        CU_ASSERT_EQUAL(taxi_reactor_caps(r), info.caps);
+      if (taxi_backend_info(&info, j) == 0 &&
+          strcmp(info.name, names[i]) == 0) {
+        unsigned caps = 0;
+        CU_ASSERT_EQUAL(taxi_reactor_caps(r, &caps), 0);
+        CU_ASSERT_EQUAL(caps, info.caps);
+      }
     CU_ASSERT_EQUAL(taxi_reactor_handle_events(r, 0), 0);
     CU_ASSERT_EQUAL(taxi_reactor_destroy(r), 0);
   }

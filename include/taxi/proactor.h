@@ -340,9 +340,17 @@ TAXI_EXTERN const char *taxi_proactor_backend(const taxi_proactor_t *p);
  * what it has).  Stored in *out; 0, or TAXI_EINVAL (NULL).  Any thread. */
 TAXI_EXTERN int taxi_proactor_features(const taxi_proactor_t *p, unsigned *out);
 
-/* taxi_proactor_backend_names - the compiled-in completion backends, in
- * order of preference, NULL-terminated.  Static storage. */
-TAXI_EXTERN const char *const *taxi_proactor_backend_names(void);
+/*
+ * taxi_proactor_backend_names - fill `names` with the names of the
+ * compiled-in completion backends, best first, at most `cap` of them
+ * (static strings), as taxi_backend_names() does for reactors.
+ *
+ * Returns how many there are (which may exceed `cap`: only the first `cap`
+ * are stored; call again with more room), or TAXI_EINVAL if names is NULL
+ * while cap > 0.
+ * Threads: any.
+ */
+TAXI_EXTERN int taxi_proactor_backend_names(const char **names, size_t cap);
 
 /* ---- handles ------------------------------------------------------------ */
 

@@ -495,7 +495,9 @@ static int emu_open(void **state, const char *variant,
   }
   taxi__reactor_pass_wait_errors(e->reactor);
   e->counters = counters;
-  e->live_update = (taxi_reactor_caps(e->reactor) & TAXI_CAP_LIVE_UPDATE) != 0;
+  unsigned caps = 0;
+  (void)taxi_reactor_caps(e->reactor, &caps); /* the reactor was just made */
+  e->live_update = (caps & TAXI_CAP_LIVE_UPDATE) != 0;
   taxi__handle_map_init(&e->map);
   *state = e;
   return 0;

@@ -588,7 +588,10 @@ int taxi_hsha_destroy(taxi_hsha_pool_t *p) {
   return 0;
 }
 
-int taxi_hsha_stats(taxi_hsha_pool_t *p, taxi_hsha_stats_t *out) {
+int taxi_hsha_stats(const taxi_hsha_pool_t *cp, taxi_hsha_stats_t *out) {
+  /* Reading takes the reactor's lock and pins the pool: neither changes
+   * what the pool is, so const is cast away for them alone. */
+  taxi_hsha_pool_t *p = (taxi_hsha_pool_t *)(uintptr_t)cp;
   if (!p || !out) return TAXI_EINVAL;
   if (!taxi__registry_pin(&p->reg, TAXI__KIND_HSHA)) return TAXI_EINVAL;
   taxi__mutex_lock(&p->r->lock);

@@ -9,7 +9,7 @@
 #include "alloc.h"
 #include "io_impl.h"
 
-int taxi_io_timer_create(taxi_io_t *io, taxi_io_timer_t **out,
+int taxi_io_timer_create(taxi_io_timer_t **out, taxi_io_t *io,
                          taxi_io_timer_fn fn, void *arg) {
   if (!io || !out || !fn) return TAXI_EINVAL;
   taxi_io_timer_t *t = taxi__calloc(1, sizeof *t);

@@ -16,6 +16,7 @@
 #include "taxi/error.h"
 #include "core/alloc.h"
 #include "core/lf_bound.h"
+#include "core/options.h"
 #include "core/time_math.h"
 
 #include <limits.h>
@@ -189,14 +190,23 @@ int taxi_lf_expect_init(taxi_lf_expect_t *e, uint64_t id, void *buf,
   return 0;
 }
 
+void taxi_lf_bound_options_init(taxi_lf_bound_options_t *o) {
+  if (!o) return;
+  memset(o, 0, sizeof *o);
+  o->size = sizeof *o;
+}
+
 int taxi_lf_bound_create(taxi_lf_bound_t **out, taxi_lf_pool_t *p,
-                         unsigned buckets) {
+                         const taxi_lf_bound_options_t *opts) {
   if (!out) return TAXI_EINVAL;
   *out = NULL;
   if (!p) return TAXI_EINVAL;
+  taxi_lf_bound_options_t o;
+  taxi_lf_bound_options_init(&o);
+  if (taxi__options_copy(&o, sizeof o, opts, sizeof o) < 0) return TAXI_EINVAL;
   taxi_lf_bound_t *b = taxi__malloc(sizeof *b);
   if (!b) return TAXI_ENOMEM;
-  int rc = taxi__bound_init(b, p, buckets);
+  int rc = taxi__bound_init(b, p, o.buckets);
   if (rc < 0) {
     taxi__free(b);
     return rc;

@@ -766,7 +766,10 @@ int taxi_lf_wait(taxi_lf_pool_t *p, int timeout_ms) {
   return rc;
 }
 
-int taxi_lf_stats(taxi_lf_pool_t *p, taxi_lf_stats_t *out) {
+int taxi_lf_stats(const taxi_lf_pool_t *cp, taxi_lf_stats_t *out) {
+  /* Reading takes the pool's lock and pins it: neither changes what the
+   * pool is, so const is cast away for them alone. */
+  taxi_lf_pool_t *p = (taxi_lf_pool_t *)(uintptr_t)cp;
   if (!out || !pin(p)) return TAXI_EINVAL;
   taxi__mutex_lock(p->src.lock);
   *out = p->stats;
@@ -779,8 +782,9 @@ int taxi_lf_stats(taxi_lf_pool_t *p, taxi_lf_stats_t *out) {
   return 0;
 }
 
-int taxi_lf_thread_stats(taxi_lf_pool_t *p, taxi_lf_thread_stats_t *out,
+int taxi_lf_thread_stats(const taxi_lf_pool_t *cp, taxi_lf_thread_stats_t *out,
                          size_t cap) {
+  taxi_lf_pool_t *p = (taxi_lf_pool_t *)(uintptr_t)cp; /* lock, pin */
   if ((!out && cap) || !pin(p)) return TAXI_EINVAL;
   taxi__mutex_lock(p->src.lock);
   unsigned n = p->nthreads;

@@ -213,7 +213,10 @@ int taxi_mq_destroy(taxi_mq_t *q) {
   return 0;
 }
 
-int taxi_mq_stats(taxi_mq_t *q, taxi_mq_stats_t *out) {
+int taxi_mq_stats(const taxi_mq_t *cq, taxi_mq_stats_t *out) {
+  /* Reading takes the lock, which does not change what the queue is:
+   * const is cast away for it alone. */
+  taxi_mq_t *q = (taxi_mq_t *)(uintptr_t)cq;
   if (!q || !out) return TAXI_EINVAL;
   taxi__mutex_lock(&q->lock);
   *out = q->stats;

@@ -320,7 +320,10 @@ int taxi_proactor_cancel(taxi_proactor_t *p, taxi_op_t *op) {
 
 /* ---- counters ----------------------------------------------------------- */
 
-int taxi_proactor_stats(taxi_proactor_t *p, taxi_proactor_stats_t *out) {
+int taxi_proactor_stats(const taxi_proactor_t *cp, taxi_proactor_stats_t *out) {
+  /* Reading takes the lock, which does not change what the proactor is:
+   * const is cast away for it alone. */
+  taxi_proactor_t *p = (taxi_proactor_t *)(uintptr_t)cp;
   if (!p || !out) return TAXI_EINVAL;
   taxi__mutex_lock(&p->lock);
   *out = p->stats;

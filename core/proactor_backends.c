@@ -33,15 +33,10 @@ static const taxi__completion_ops_t *const table[] = {
 
 #define TABLE_SIZE (sizeof table / sizeof table[0])
 
-static const char *names[TABLE_SIZE + 1];
-static taxi__mutex_t names_lock = TAXI__MUTEX_INITIALIZER;
-
-const char *const *taxi_proactor_backend_names(void) {
-  taxi__mutex_lock(&names_lock);
-  if (!names[0])
-    for (size_t i = 0; i < TABLE_SIZE; i++) names[i] = table[i]->name;
-  taxi__mutex_unlock(&names_lock);
-  return names;
+int taxi_proactor_backend_names(const char **out, size_t cap) {
+  if (!out && cap) return TAXI_EINVAL;
+  for (size_t i = 0; i < TABLE_SIZE && i < cap; i++) out[i] = table[i]->name;
+  return (int)TABLE_SIZE;
 }
 
 /* "name" or "name:variant": does `want` name this backend?  *variant is

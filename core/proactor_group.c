@@ -51,12 +51,19 @@ struct taxi_proactor_group {
   atomic_uint turn;       /* round robin, and where ties start */
   atomic_int state;       /* GROUP_* */
   atomic_int first_error; /* of the current run: the first error, or 0 */
+  /* Set by taxi_proactor_group_stop (lock-free: a signal handler may call
+   * it), cleared when a run begins; for taxi_proactor_group_wait. */
+  atomic_int stop_requested;
   /* The threads: a new `gen` starts a run, `running` counts those still
    * in it, `quit` sends them to destroy their proactors. */
   taxi__mutex_t mu;
   taxi__cond_t go, done;
   unsigned gen, running;
   bool quit;
+  /* taxi_proactor_group_wait's view (mu): a run is in progress; a run has
+   * ended since the last began, with `result`.  Waiters sleep on `done`. */
+  bool in_run, run_ended;
+  int result;
   group_slot_t slots[]; /* count of them */
 };
 
@@ -99,6 +106,7 @@ int taxi_proactor_group_create(taxi_proactor_group_t **out,
   atomic_init(&g->turn, 0);
   atomic_init(&g->state, GROUP_IDLE);
   atomic_init(&g->first_error, 0);
+  atomic_init(&g->stop_requested, 0);
   int rc = taxi__mutex_init(&g->mu);
   if (rc < 0) {
     taxi__free(g);
@@ -167,6 +175,7 @@ taxi_proactor_t *taxi_proactor_group_next(taxi_proactor_group_t *g) {
 int taxi_proactor_group_stop(taxi_proactor_group_t *g) {
   if (!g) return TAXI_EINVAL;
   /* Each stop is an atomic store and a wake-up: no lock, no allocation. */
+  atomic_store(&g->stop_requested, 1);
   for (unsigned i = 0; i < g->count; i++) taxi_proactor_stop(g->slots[i].p);
   return 0;
 }
@@ -210,6 +219,11 @@ int taxi_proactor_group_run(taxi_proactor_group_t *g) {
   atomic_store(&g->first_error, 0);
   int rc = 0;
   taxi__mutex_lock(&g->mu);
+  g->in_run = true;
+  g->run_ended = false;
+  /* A stop that came before this run still stops it (the proactors keep
+   * it); waiters are held by in_run meanwhile. */
+  atomic_store(&g->stop_requested, 0);
   /* Threads made by an earlier run stay; those missing are made now
    * (they see the current generation and wait for the next). */
   for (unsigned i = 0; i < g->count && rc == 0; i++) {
@@ -232,7 +246,39 @@ int taxi_proactor_group_run(taxi_proactor_group_t *g) {
    * run (from a signal handler, say) from being lost. */
   for (unsigned i = 0; i < g->count; i++) taxi_proactor_restart(g->slots[i].p);
   rc = atomic_load(&g->first_error);
+  taxi__mutex_lock(&g->mu);
+  g->in_run = false;
+  g->run_ended = true;
+  g->result = rc;
+  taxi__cond_broadcast(&g->done);
+  taxi__mutex_unlock(&g->mu);
   atomic_store(&g->state, GROUP_IDLE);
+  return rc;
+}
+
+int taxi_proactor_group_wait(taxi_proactor_group_t *g, int timeout_ms) {
+  if (!g) return TAXI_EINVAL;
+  /* A completion handler of the group runs in one of the group's threads,
+   * which the run it would wait for waits for in turn. */
+  for (unsigned i = 0; i < g->count; i++)
+    if (taxi__proactor_in_handler(g->slots[i].p)) return TAXI_EBUSY;
+  taxi_time_t deadline = timeout_ms < 0 ? INT64_MAX
+                                        : taxi_now() + (taxi_time_t)timeout_ms *
+                                                           TAXI_NSEC_PER_MSEC;
+  int rc = 0;
+  taxi__mutex_lock(&g->mu);
+  /* No run in progress, and one has ended or a stop was asked for. */
+  while (g->in_run || !(g->run_ended || atomic_load(&g->stop_requested))) {
+    if (deadline == INT64_MAX) {
+      taxi__cond_wait(&g->done, &g->mu);
+    } else if (taxi__cond_timedwait(&g->done, &g->mu, deadline) ==
+               TAXI_ETIMEDOUT) {
+      rc = TAXI_ETIMEDOUT;
+      break;
+    }
+  }
+  if (rc == 0) rc = g->run_ended ? g->result : 0;
+  taxi__mutex_unlock(&g->mu);
   return rc;
 }
 

@@ -137,8 +137,10 @@ const char *taxi_reactor_backend(const taxi_reactor_t *r) {
   return r ? r->ops->name : NULL;
 }
 
-unsigned taxi_reactor_caps(const taxi_reactor_t *r) {
-  return r ? r->ops->caps : 0;
+int taxi_reactor_caps(const taxi_reactor_t *r, unsigned *out) {
+  if (!r || !out) return TAXI_EINVAL;
+  *out = r->ops->caps;
+  return 0;
 }
 
 /* ---- the demultiplexing table ------------------------------------------ */

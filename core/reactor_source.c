@@ -62,5 +62,5 @@ void taxi__reactor_source(taxi_reactor_t *r, taxi__source_t *out) {
   out->lock = &r->lock;
   out->max_events = r->max_events;
   out->buf_elem = sizeof(taxi__ready_t);
-  out->multi_wait = (taxi_reactor_caps(r) & need) == need;
+  out->multi_wait = (r->ops->caps & need) == need;
 }

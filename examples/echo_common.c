@@ -505,8 +505,9 @@ int echo_server_args(int argc, char **argv, struct echo_server_config *cfg) {
       return ECHO_EXIT_OK;
     }
     if (strcmp(argv[i], "--list-proactor-backends") == 0) {
-      const char *const *names = taxi_proactor_backend_names();
-      for (int n = 0; names[n]; n++) printf("%s\n", names[n]);
+      const char *names[16];
+      int n = taxi_proactor_backend_names(names, 16);
+      for (int j = 0; j < n && j < 16; j++) printf("%s\n", names[j]);
       return ECHO_EXIT_OK;
     }
     if ((m = echo_option(argc, argv, &i, "--port", &value)) > 0) {

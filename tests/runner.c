@@ -579,8 +579,9 @@ size_t taxi_test_completion_backends(const char **out, size_t cap) {
   /* "emulated:R" strings live as long as the program. */
   static char variants[16][32];
   size_t n = 0, nv = 0;
-  const char *const *names = taxi_proactor_backend_names();
-  for (size_t i = 0; names && names[i]; i++) {
+  const char *names[16];
+  int count = taxi_proactor_backend_names(names, 16);
+  for (int i = 0; i < count && i < 16; i++) {
     taxi_proactor_t *p = NULL;
     if (util_proactor_create(&p, names[i]) != 0) continue;
     taxi_proactor_destroy(p);

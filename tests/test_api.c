@@ -170,8 +170,12 @@ static void test_create_each_backend_by_name(void) {
     CU_ASSERT_STRING_EQUAL(taxi_reactor_backend(r), names[i]);
     taxi_backend_info_t info;
     for (size_t j = 0; j < taxi_backend_count(); j++)
-      if (taxi_backend_info(&info, j) == 0 && strcmp(info.name, names[i]) == 0)
-        CU_ASSERT_EQUAL(taxi_reactor_caps(r), info.caps);
+      if (taxi_backend_info(&info, j) == 0 &&
+          strcmp(info.name, names[i]) == 0) {
+        unsigned caps = 0;
+        CU_ASSERT_EQUAL(taxi_reactor_caps(r, &caps), 0);
+        CU_ASSERT_EQUAL(caps, info.caps);
+      }
     CU_ASSERT_EQUAL(taxi_reactor_handle_events(r, 0), 0);
     CU_ASSERT_EQUAL(taxi_reactor_destroy(r), 0);
   }
@@ -352,6 +356,13 @@ static int sized_group(const taxi_proactor_group_options_t *o) {
   if (rc == 0) CU_ASSERT_EQUAL(taxi_proactor_group_destroy(g), 0);
   return rc;
 }
+static taxi_lf_pool_t *sized_pool;
+static int sized_bound(const taxi_lf_bound_options_t *o) {
+  taxi_lf_bound_t *b = NULL;
+  int rc = taxi_lf_bound_create(&b, sized_pool, o);
+  if (rc == 0) CU_ASSERT_EQUAL(taxi_lf_bound_destroy(b), 0);
+  return rc;
+}
 static int sized_io(const taxi_io_options_t *o) {
   taxi_io_t *io = NULL;
   int rc = taxi_io_create(&io, o);
@@ -366,6 +377,9 @@ static void test_options_sized(void) {
   CU_ASSERT_EQUAL_FATAL(taxi_reactor_create(&sized_r, NULL), 0);
   SIZED_CHECK(taxi_lf_options_t, taxi_lf_options_init, sized_lf);
   SIZED_CHECK(taxi_hsha_options_t, taxi_hsha_options_init, sized_hsha);
+  CU_ASSERT_EQUAL_FATAL(taxi_lf_create(&sized_pool, sized_r, NULL), 0);
+  SIZED_CHECK(taxi_lf_bound_options_t, taxi_lf_bound_options_init, sized_bound);
+  CU_ASSERT_EQUAL(taxi_lf_destroy(sized_pool), 0);
   CU_ASSERT_EQUAL(taxi_reactor_destroy(sized_r), 0);
   SIZED_CHECK(taxi_lf_sets_options_t, taxi_lf_sets_options_init, sized_sets);
   SIZED_CHECK(taxi_io_options_t, taxi_io_options_init, sized_io);

@@ -885,7 +885,7 @@ static void start_timer(taxi_io_t *io, taxi_io_timer_fn fn, void *arg,
                         taxi_time_t period, const char *what) {
   taxi_io_timer_t *t;
   int rc;
-  if ((rc = taxi_io_timer_create(io, &t, fn, arg)) < 0 ||
+  if ((rc = taxi_io_timer_create(&t, io, fn, arg)) < 0 ||
       (rc = taxi_io_timer_start(t, period, period)) < 0)
     fprintf(stderr, "jaws: no %s: %s\n", what, taxi_strerror(rc));
 }

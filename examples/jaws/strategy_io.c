@@ -296,7 +296,7 @@ int jaws_run_io(struct jaws_server *srv, const struct jaws_strategy *self) {
   period = (taxi_time_t)srv->cfg.header_timeout_ms * TAXI_NSEC_PER_MSEC / 5;
   if (period < 10 * TAXI_NSEC_PER_MSEC) period = 10 * TAXI_NSEC_PER_MSEC;
   if (period > TAXI_NSEC_PER_SEC) period = TAXI_NSEC_PER_SEC;
-  if ((rc = taxi_io_timer_create(ios.io, &sweep, on_sweep, &ios)) < 0 ||
+  if ((rc = taxi_io_timer_create(&sweep, ios.io, on_sweep, &ios)) < 0 ||
       (rc = taxi_io_timer_start(sweep, period, period)) < 0)
     fprintf(stderr, "jaws: no header timeout: %s\n", taxi_strerror(rc));
   taxi_listener_address(l, &bound);

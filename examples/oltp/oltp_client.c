@@ -293,7 +293,7 @@ int main(int argc, char **argv) {
     }
   }
   taxi_io_timer_t *t;
-  if (taxi_io_timer_create(cl.io, &t, on_time_limit, &cl) == 0)
+  if (taxi_io_timer_create(&t, cl.io, on_time_limit, &cl) == 0)
     taxi_io_timer_start(t, (taxi_time_t)limit * TAXI_NSEC_PER_SEC, 0);
   if (duration)
     cl.deadline = taxi_now() + (taxi_time_t)duration * TAXI_NSEC_PER_SEC;

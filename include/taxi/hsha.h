@@ -176,7 +176,8 @@ typedef struct taxi_hsha_stats {
 } taxi_hsha_stats_t;
 
 /* taxi_hsha_stats - copy the counters.  0, or TAXI_EINVAL. */
-TAXI_EXTERN int taxi_hsha_stats(taxi_hsha_pool_t *p, taxi_hsha_stats_t *out);
+TAXI_EXTERN int taxi_hsha_stats(const taxi_hsha_pool_t *p,
+                                taxi_hsha_stats_t *out);
 
 #ifdef __cplusplus
 }

@@ -283,15 +283,15 @@ TAXI_EXTERN int taxi_io_on_signal(taxi_io_t *io, int signo,
 typedef void (*taxi_io_timer_fn)(taxi_io_timer_t *t, void *arg);
 
 /*
- * taxi_io_timer_create - a timer of io that calls fn(t, arg) when it
- * expires; it starts disarmed.  Allocated here, once: starting and stopping
- * it allocates nothing.
+ * taxi_io_timer_create - make *out a timer of io that calls fn(t, arg)
+ * when it expires; it starts disarmed.  Allocated here, once: starting and
+ * stopping it allocates nothing.
  * Returns 0 and sets *out, or TAXI_EINVAL (NULL), TAXI_ESTOPPED (io is
  * being destroyed), TAXI_ENOMEM.
  * Ownership: the application's, until taxi_io_timer_destroy (or
  * taxi_io_destroy) releases it.
  */
-TAXI_EXTERN int taxi_io_timer_create(taxi_io_t *io, taxi_io_timer_t **out,
+TAXI_EXTERN int taxi_io_timer_create(taxi_io_timer_t **out, taxi_io_t *io,
                                      taxi_io_timer_fn fn, void *arg);
 
 /*

@@ -52,6 +52,8 @@ extern "C" {
 #endif
 
 typedef struct taxi_lf_pool taxi_lf_pool_t; /* a Leader/Followers pool */
+/* A proactor (taxi/proactor.h), for taxi_lf_create_proactor(). */
+typedef struct taxi_proactor taxi_proactor_t;
 
 /* Which follower a leader promotes.  (The paper's fifth order, "specific",
  * hands an event to one designated thread rather than choosing a leader:
@@ -133,6 +135,22 @@ TAXI__OPTIONS_DEFAULT(taxi_lf_options_t, taxi_lf_options_init)
  */
 TAXI_EXTERN int taxi_lf_create(taxi_lf_pool_t **out, taxi_reactor_t *r,
                                const taxi_lf_options_t *opts);
+
+/*
+ * taxi_lf_create_proactor - a Leader/Followers pool over the proactor's
+ * completion queue: one leader reaps completions, promotes a follower, then
+ * runs the completion handler itself.  The pool is an ordinary
+ * taxi_lf_pool_t: spawn, join, shrink, stop, wait, stats and destroy work
+ * as for any pool.  Several leaders (TAXI_LEADERS_MANY) need a backend whose
+ * completion queue several threads may wait on at once (IOCP); others
+ * refuse with TAXI_ENOTSUP.  While the pool exists, handle_events and run
+ * return TAXI_EBUSY.  Errors as taxi_lf_create().
+ * Ownership: the caller owns the pool; the proactor (taxi/proactor.h)
+ * stays the caller's and must outlive the pool.  Threads: any.
+ */
+TAXI_EXTERN int taxi_lf_create_proactor(taxi_lf_pool_t **out,
+                                        taxi_proactor_t *p,
+                                        const taxi_lf_options_t *opts);
 
 /*
  * taxi_lf_spawn - start n more threads in the pool.
@@ -224,7 +242,7 @@ typedef struct taxi_lf_stats {
 } taxi_lf_stats_t;
 
 /* taxi_lf_stats - copy the counters.  0, or TAXI_EINVAL. */
-TAXI_EXTERN int taxi_lf_stats(taxi_lf_pool_t *p, taxi_lf_stats_t *out);
+TAXI_EXTERN int taxi_lf_stats(const taxi_lf_pool_t *p, taxi_lf_stats_t *out);
 
 /* The counters of one thread of the pool. */
 typedef struct taxi_lf_thread_stats {
@@ -242,7 +260,7 @@ typedef struct taxi_lf_thread_stats {
  * have been in the pool, in order of id.  Returns how many there are
  * (which may exceed cap), or TAXI_EINVAL.
  */
-TAXI_EXTERN int taxi_lf_thread_stats(taxi_lf_pool_t *p,
+TAXI_EXTERN int taxi_lf_thread_stats(const taxi_lf_pool_t *p,
                                      taxi_lf_thread_stats_t *out, size_t cap);
 
 /*

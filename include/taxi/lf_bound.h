@@ -127,15 +127,39 @@ TAXI_EXTERN int taxi_lf_expect_init(taxi_lf_expect_t *e, uint64_t id, void *buf,
  */
 typedef struct taxi_lf_bound taxi_lf_bound_t;
 
+/* Options for taxi_lf_bound_create(): start from
+ * TAXI_LF_BOUND_OPTIONS_INIT or taxi_lf_bound_options_init(), then set what
+ * differs. */
+typedef struct taxi_lf_bound_options {
+  /* sizeof(taxi_lf_bound_options_t) as the program was compiled, set by
+   * the initialisers (see taxi_reactor_options_t.size). */
+  size_t size;
+  /* Rows of the table, rounded up to a power of two; 0: 256; at most
+   * 2^24. */
+  unsigned buckets;
+} taxi_lf_bound_options_t;
+
+/* taxi_lf_bound_options_init - the defaults (every field 0, size set).
+ * Does nothing for NULL.  Any thread. */
+TAXI_EXTERN void taxi_lf_bound_options_init(taxi_lf_bound_options_t *o);
+
+/* TAXI_LF_BOUND_OPTIONS_INIT - an initialiser with the defaults (in C++
+ * too, as a call to taxi_lf_bound_options_init). */
+TAXI__OPTIONS_DEFAULT(taxi_lf_bound_options_t, taxi_lf_bound_options_init)
+#define TAXI_LF_BOUND_OPTIONS_INIT \
+  TAXI__OPTIONS_INIT(taxi_lf_bound_options_t, taxi_lf_bound_options_init)
+
 /*
  * taxi_lf_bound_create - a table of expected replies whose waiters take
- * part in pool p.  `buckets`: rows of the table (rounded up to a power of
- * two; 0: 256).  Returns 0 and sets *out, TAXI_EINVAL (NULL, p destroyed,
- * buckets above 2^24), TAXI_ENOMEM.  The caller owns it and destroys it
- * before the pool.
+ * part in pool p.  `opts`: NULL for the defaults; a structure not set by an
+ * initialiser (size too small), or naming fields this version does not
+ * know with non-zero values, is TAXI_EINVAL.  Returns 0 and sets *out,
+ * TAXI_EINVAL (NULL out or p, p destroyed, bad opts, buckets above 2^24),
+ * TAXI_ENOMEM.  The caller owns it and destroys it before the pool.  Any
+ * thread.
  */
 TAXI_EXTERN int taxi_lf_bound_create(taxi_lf_bound_t **out, taxi_lf_pool_t *p,
-                                     unsigned buckets);
+                                     const taxi_lf_bound_options_t *opts);
 
 /* taxi_lf_bound_expect - as taxi_lf_mux_expect(), on table b. */
 TAXI_EXTERN int taxi_lf_bound_expect(taxi_lf_bound_t *b, taxi_lf_expect_t *e);

@@ -165,7 +165,7 @@ typedef struct taxi_mq_stats {
  * taxi_mq_stats - copy the queue's counters into *out.
  * Returns 0, or TAXI_EINVAL (NULL).  Threads: any.
  */
-TAXI_EXTERN int taxi_mq_stats(taxi_mq_t *q, taxi_mq_stats_t *out);
+TAXI_EXTERN int taxi_mq_stats(const taxi_mq_t *q, taxi_mq_stats_t *out);
 
 #ifdef __cplusplus
 }

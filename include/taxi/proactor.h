@@ -340,9 +340,17 @@ TAXI_EXTERN const char *taxi_proactor_backend(const taxi_proactor_t *p);
  * what it has).  Stored in *out; 0, or TAXI_EINVAL (NULL).  Any thread. */
 TAXI_EXTERN int taxi_proactor_features(const taxi_proactor_t *p, unsigned *out);
 
-/* taxi_proactor_backend_names - the compiled-in completion backends, in
- * order of preference, NULL-terminated.  Static storage. */
-TAXI_EXTERN const char *const *taxi_proactor_backend_names(void);
+/*
+ * taxi_proactor_backend_names - fill `names` with the names of the
+ * compiled-in completion backends, best first, at most `cap` of them
+ * (static strings), as taxi_backend_names() does for reactors.
+ *
+ * Returns how many there are (which may exceed `cap`: only the first `cap`
+ * are stored; call again with more room), or TAXI_EINVAL if names is NULL
+ * while cap > 0.
+ * Threads: any.
+ */
+TAXI_EXTERN int taxi_proactor_backend_names(const char **names, size_t cap);
 
 /* ---- handles ------------------------------------------------------------ */
 
@@ -573,20 +581,6 @@ TAXI_EXTERN int taxi_proactor_add_signal(taxi_proactor_t *p, int signo,
  */
 TAXI_EXTERN int taxi_proactor_remove_signal(taxi_proactor_t *p, int signo);
 
-/*
- * taxi_lf_create_proactor - a Leader/Followers pool over the proactor's
- * completion queue: one leader reaps completions, promotes a follower, then
- * runs the completion handler itself.  The pool is an ordinary
- * taxi_lf_pool_t: spawn, join, shrink, shutdown, stats and destroy work as
- * in taxi/lf.h.  Several leaders (TAXI_LEADERS_MANY) need a backend whose
- * completion queue several threads may wait on at once (IOCP); others
- * refuse with TAXI_ENOTSUP.  While the pool exists, handle_events and run
- * return TAXI_EBUSY.  Errors as taxi_lf_create().
- */
-TAXI_EXTERN int taxi_lf_create_proactor(taxi_lf_pool_t **out,
-                                        taxi_proactor_t *p,
-                                        const taxi_lf_options_t *opts);
-
 /* Counters, for tests and the benchmark. */
 typedef struct taxi_proactor_stats {
   uint64_t started;          /* operations started */
@@ -635,7 +629,7 @@ typedef struct taxi_proactor_stats {
  * the set is not a snapshot while threads dispatch; keeping them costs an
  * atomic add each, nothing when not read).  0, or TAXI_EINVAL.  Any
  * thread. */
-TAXI_EXTERN int taxi_proactor_stats(taxi_proactor_t *p,
+TAXI_EXTERN int taxi_proactor_stats(const taxi_proactor_t *p,
                                     taxi_proactor_stats_t *out);
 
 #ifdef __cplusplus

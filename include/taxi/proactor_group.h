@@ -129,6 +129,25 @@ TAXI_EXTERN int taxi_proactor_group_run(taxi_proactor_group_t *g);
  * a signal handler too (it takes no lock). */
 TAXI_EXTERN int taxi_proactor_group_stop(taxi_proactor_group_t *g);
 
+/*
+ * taxi_proactor_group_wait - wait until the group has been stopped and no
+ * thread is left in taxi_proactor_group_run(), or timeout_ms passed (-1: no
+ * limit), as taxi_lf_wait() and taxi_io_wait() do for theirs: what a thread
+ * calls to learn when and why the group ends while another thread runs it.
+ * Returns at once when a run has ended since the last one began (with what
+ * that run returned), or when taxi_proactor_group_stop() was called and no
+ * run is in progress; before any run and any stop it waits for one.
+ * Returns what taxi_proactor_group_run() returned (0 after
+ * taxi_proactor_group_stop(), else the first error a proactor's run ended
+ * with), 0 when stopped before any run, TAXI_ETIMEDOUT, TAXI_EINVAL (NULL),
+ * TAXI_EBUSY (from a completion handler of the group: its thread would
+ * wait for itself).  Threads: any thread but the group's own (those
+ * running its completion handlers); not once taxi_proactor_group_destroy()
+ * may have begun.
+ */
+TAXI_EXTERN int taxi_proactor_group_wait(taxi_proactor_group_t *g,
+                                         int timeout_ms);
+
 /* taxi_proactor_group_destroy - destroy every proactor (completing what is
  * still in flight with TAXI_ECANCELED, as taxi_proactor_destroy does, in
  * the proactor's own thread), end the group's threads and free the

@@ -102,8 +102,10 @@ TAXI_EXTERN int taxi_reactor_destroy(taxi_reactor_t *r);
  */
 TAXI_EXTERN const char *taxi_reactor_backend(const taxi_reactor_t *r);
 
-/* taxi_reactor_caps - the TAXI_CAP_* flags of its backend (0 for NULL). */
-TAXI_EXTERN unsigned taxi_reactor_caps(const taxi_reactor_t *r);
+/* taxi_reactor_caps - the TAXI_CAP_* flags of its backend, stored in *out;
+ * 0, or TAXI_EINVAL (NULL r or out; *out is then untouched).  Any
+ * thread. */
+TAXI_EXTERN int taxi_reactor_caps(const taxi_reactor_t *r, unsigned *out);
 
 /*
  * taxi_reactor_register - watch `handle` for `events` (TAXI_EV_READ, _WRITE,

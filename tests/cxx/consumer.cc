@@ -32,6 +32,7 @@ int main() {
   taxi_hsha_options_t hsha_opts = TAXI_HSHA_OPTIONS_INIT;
   taxi_lf_sets_options_t sets_opts = TAXI_LF_SETS_OPTIONS_INIT;
   taxi_proactor_group_options_t group_opts = TAXI_PROACTOR_GROUP_OPTIONS_INIT;
+  taxi_lf_bound_options_t bound_opts = TAXI_LF_BOUND_OPTIONS_INIT;
   if (op.kind != TAXI_OP_NONE || io_opts.size != sizeof io_opts ||
       stream_opts.high_watermark == 0 ||
       listener_opts.size != sizeof listener_opts ||
@@ -39,7 +40,8 @@ int main() {
       proactor_opts.size != sizeof proactor_opts ||
       lf_opts.size != sizeof lf_opts || hsha_opts.size != sizeof hsha_opts ||
       sets_opts.size != sizeof sets_opts ||
-      group_opts.size != sizeof group_opts) {
+      group_opts.size != sizeof group_opts ||
+      bound_opts.size != sizeof bound_opts) {
     std::fprintf(stderr, "consumer: an initialiser is wrong\n");
     return 1;
   }

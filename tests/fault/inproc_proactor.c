@@ -463,7 +463,8 @@ extern const taxi_test_suite_t pr_suite_refusals;
 
 int main(int argc, char **argv) {
   fault_reexec_preloaded(argc, argv);
-  const char *const *names = taxi_proactor_backend_names();
+  const char *names[MAX_BACKENDS];
+  int nnames = taxi_proactor_backend_names(names, MAX_BACKENDS);
   static char titles[MAX_BACKENDS][64];
   static CU_TestInfo tests[MAX_BACKENDS][2];
   static taxi_test_suite_t suites[MAX_BACKENDS];
@@ -471,7 +472,7 @@ int main(int argc, char **argv) {
   static taxi_test_suite_t refusals;
   size_t k = 0;
   const char *why = fault_available() ? NULL : fault_unavailable_reason();
-  for (int i = 0; names[i] && k < MAX_BACKENDS; i++) {
+  for (int i = 0; i < nnames && i < MAX_BACKENDS && k < MAX_BACKENDS; i++) {
     taxi_proactor_t *p;
     if (util_proactor_create(&p, names[i]) != 0) continue; /* not here */
     taxi_proactor_destroy(p);

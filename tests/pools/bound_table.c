@@ -57,7 +57,9 @@ static void test_deliver_from_outside(void) {
   CU_ASSERT_EQUAL_FATAL(taxi_lf_create(&p, r, NULL), 0);
   CU_ASSERT_EQUAL(taxi_lf_spawn(p, 2), 0);
   taxi_lf_bound_t *b = NULL;
-  CU_ASSERT_EQUAL_FATAL(taxi_lf_bound_create(&b, p, 4), 0);
+  taxi_lf_bound_options_t four = TAXI_LF_BOUND_OPTIONS_INIT;
+  four.buckets = 4;
+  CU_ASSERT_EQUAL_FATAL(taxi_lf_bound_create(&b, p, &four), 0);
   tb_waiter_t w[TB_WAITERS];
   util_thread_t th[TB_WAITERS];
   tb_start(w, th, b);
@@ -87,7 +89,7 @@ static void test_fail_wakes_all(void) {
   taxi_lf_pool_t *p = NULL;
   CU_ASSERT_EQUAL_FATAL(taxi_lf_create(&p, r, NULL), 0);
   taxi_lf_bound_t *b = NULL;
-  CU_ASSERT_EQUAL_FATAL(taxi_lf_bound_create(&b, p, 0), 0);
+  CU_ASSERT_EQUAL_FATAL(taxi_lf_bound_create(&b, p, NULL), 0);
   tb_waiter_t w[TB_WAITERS];
   util_thread_t th[TB_WAITERS];
   tb_start(w, th, b); /* no pool thread: the waiters take part */
@@ -112,9 +114,14 @@ static void test_table_bad_input(void) {
   taxi_lf_bound_t *b = NULL;
   taxi_lf_expect_t e;
   taxi_lf_expect_init(&e, 1, NULL, 0);
-  CU_ASSERT_EQUAL(taxi_lf_bound_create(NULL, p, 0), TAXI_EINVAL);
-  CU_ASSERT_EQUAL(taxi_lf_bound_create(&b, NULL, 0), TAXI_EINVAL);
-  CU_ASSERT_EQUAL(taxi_lf_bound_create(&b, p, (1u << 24) + 1), TAXI_EINVAL);
+  CU_ASSERT_EQUAL(taxi_lf_bound_create(NULL, p, NULL), TAXI_EINVAL);
+  CU_ASSERT_EQUAL(taxi_lf_bound_create(&b, NULL, NULL), TAXI_EINVAL);
+  taxi_lf_bound_options_t huge, unsized = {0};
+  taxi_lf_bound_options_init(&huge);
+  huge.buckets = (1u << 24) + 1;
+  CU_ASSERT_EQUAL(taxi_lf_bound_create(&b, p, &huge), TAXI_EINVAL);
+  CU_ASSERT_EQUAL(taxi_lf_bound_create(&b, p, &unsized), TAXI_EINVAL);
+  taxi_lf_bound_options_init(NULL);
   CU_ASSERT_PTR_NULL(b);
   CU_ASSERT_EQUAL(taxi_lf_bound_expect(NULL, &e), TAXI_EINVAL);
   CU_ASSERT_EQUAL(taxi_lf_bound_await(NULL, &e, 0), TAXI_EINVAL);
@@ -122,7 +129,7 @@ static void test_table_bad_input(void) {
   CU_ASSERT_EQUAL(taxi_lf_bound_deliver(NULL, 1, "x", 1), TAXI_EINVAL);
   CU_ASSERT_EQUAL(taxi_lf_bound_fail(NULL, TAXI_EPIPE), TAXI_EINVAL);
   CU_ASSERT_EQUAL(taxi_lf_bound_destroy(NULL), TAXI_EINVAL);
-  CU_ASSERT_EQUAL_FATAL(taxi_lf_bound_create(&b, p, 0), 0);
+  CU_ASSERT_EQUAL_FATAL(taxi_lf_bound_create(&b, p, NULL), 0);
   CU_ASSERT_EQUAL(taxi_lf_bound_expect(b, NULL), TAXI_EINVAL);
   CU_ASSERT_EQUAL(taxi_lf_bound_await(b, NULL, 0), TAXI_EINVAL);
   CU_ASSERT_EQUAL(taxi_lf_bound_forget(b, NULL), TAXI_EINVAL);
@@ -131,7 +138,7 @@ static void test_table_bad_input(void) {
   CU_ASSERT_EQUAL(taxi_lf_bound_fail(b, 3), TAXI_EINVAL);
   /* A record of another table is not this one's. */
   taxi_lf_bound_t *other = NULL;
-  CU_ASSERT_EQUAL_FATAL(taxi_lf_bound_create(&other, p, 0), 0);
+  CU_ASSERT_EQUAL_FATAL(taxi_lf_bound_create(&other, p, NULL), 0);
   CU_ASSERT_EQUAL(taxi_lf_bound_expect(other, &e), 0);
   CU_ASSERT_EQUAL(taxi_lf_bound_await(b, &e, 0), TAXI_ENOENT);
   CU_ASSERT_EQUAL(taxi_lf_bound_forget(b, &e), TAXI_ENOENT);
@@ -139,7 +146,7 @@ static void test_table_bad_input(void) {
   CU_ASSERT_EQUAL(taxi_lf_bound_destroy(other), 0);
   CU_ASSERT_EQUAL(taxi_lf_bound_destroy(b), 0);
   CU_ASSERT_EQUAL(taxi_lf_destroy(p), 0);
-  CU_ASSERT_EQUAL(taxi_lf_bound_create(&b, p, 0), TAXI_EINVAL); /* gone */
+  CU_ASSERT_EQUAL(taxi_lf_bound_create(&b, p, NULL), TAXI_EINVAL); /* gone */
   CU_ASSERT_EQUAL(taxi_reactor_destroy(r), 0);
 }
 
@@ -177,7 +184,7 @@ static void test_under_proactor_pool(void) {
   CU_ASSERT_EQUAL_FATAL(taxi_lf_create_proactor(&p, pr, NULL), 0);
   CU_ASSERT_EQUAL(taxi_lf_spawn(p, 1), 0);
   taxi_lf_bound_t *b = NULL;
-  CU_ASSERT_EQUAL_FATAL(taxi_lf_bound_create(&b, p, 0), 0);
+  CU_ASSERT_EQUAL_FATAL(taxi_lf_bound_create(&b, p, NULL), 0);
   tb_waiter_t w[TB_WAITERS];
   util_thread_t th[TB_WAITERS];
   tb_start(w, th, b);

@@ -50,7 +50,8 @@ int pools_backend_info(taxi_backend_info_t *out) {
 
 int pools_can_many_leaders(const taxi_reactor_t *r) {
   unsigned need = TAXI_CAP_MULTI_WAIT | TAXI_CAP_ONESHOT;
-  return (taxi_reactor_caps(r) & need) == need;
+  unsigned caps = 0;
+  return taxi_reactor_caps(r, &caps) == 0 && (caps & need) == need;
 }
 
 int pools_small(void) {

@@ -105,17 +105,26 @@ static void test_create_errors(void) {
 
 /* Automatic choice, TAXI_PROACTOR, and an explicit name overriding it. */
 static int bi_listed(const char *name) {
-  const char *const *names = taxi_proactor_backend_names();
+  const char *names[16];
+  int count = taxi_proactor_backend_names(names, 16);
   size_t n = strcspn(name, ":");
-  for (size_t i = 0; names && names[i]; i++)
+  for (int i = 0; i < count && i < 16; i++)
     if (strlen(names[i]) == n && strncmp(names[i], name, n) == 0) return 1;
   return 0;
 }
 
 static void test_backend_choice(void) {
-  const char *const *names = taxi_proactor_backend_names();
-  CU_ASSERT_PTR_NOT_NULL_FATAL(names);
+  const char *names[16] = {NULL};
+  int count = taxi_proactor_backend_names(names, 16);
+  CU_ASSERT_FATAL(count >= 1 && count <= 16);
   CU_ASSERT_PTR_NOT_NULL(names[0]);
+  /* The count without room, and room for fewer: only those are stored. */
+  CU_ASSERT_EQUAL(taxi_proactor_backend_names(NULL, 0), count);
+  CU_ASSERT_EQUAL(taxi_proactor_backend_names(NULL, 1), TAXI_EINVAL);
+  const char *one[2] = {NULL, NULL};
+  CU_ASSERT_EQUAL(taxi_proactor_backend_names(one, 1), count);
+  CU_ASSERT_PTR_EQUAL(one[0], names[0]);
+  CU_ASSERT_PTR_NULL(one[1]);
   CU_ASSERT(bi_listed(pt_backend));
   CU_ASSERT(bi_listed("emulated")); /* always compiled in */
 

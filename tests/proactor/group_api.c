@@ -2,10 +2,10 @@
 /*
  * tests/proactor/group_api.c - the proactor group's own API
  * (taxi/proactor_group.h): bad input, least-loaded spread, run twice,
- * destroy while running, run again after return, a proactor's failing run
- * ending the group's, a stop from a signal handler, and allocation
- * failures while creating a group (TAXI_ENOMEM, no leak).  The echo over
- * groups and the moves between proactors are in group.c.
+ * destroy while running, run again after return, waiting for a run to end,
+ * a proactor's failing run ending the group's, a stop from a signal handler,
+ * and allocation failures while creating a group (TAXI_ENOMEM, no leak).  The
+ * echo over groups and the moves between proactors are in group.c.
  */
 #define _GNU_SOURCE 1
 
@@ -58,6 +58,7 @@ static void test_bad_input(void) {
   CU_ASSERT_EQUAL(taxi_proactor_group_run(NULL), TAXI_EINVAL);
   CU_ASSERT_EQUAL(taxi_proactor_group_stop(NULL), TAXI_EINVAL);
   CU_ASSERT_EQUAL(taxi_proactor_group_destroy(NULL), TAXI_EINVAL);
+  CU_ASSERT_EQUAL(taxi_proactor_group_wait(NULL, 0), TAXI_EINVAL);
 
   /* count 0: 2; the options may be NULL for every default. */
   po.backend = pt_backend;
@@ -133,6 +134,8 @@ static void gr_on_running(taxi_op_t *op, int status, size_t bytes, void *act) {
   /* From a handler too: running, so refused. */
   CU_ASSERT_EQUAL(taxi_proactor_group_run(b->g), TAXI_EBUSY);
   CU_ASSERT_EQUAL(taxi_proactor_group_destroy(b->g), TAXI_EBUSY);
+  /* Nor may it wait: its thread is one the run waits for. */
+  CU_ASSERT_EQUAL(taxi_proactor_group_wait(b->g, 0), TAXI_EBUSY);
   atomic_store(&b->running, 1);
 }
 
@@ -169,6 +172,61 @@ static void test_busy_and_rerun(void) {
   CU_ASSERT_EQUAL(taxi_proactor_group_destroy(b.g), 0);
 }
 
+/* taxi_proactor_group_wait, as taxi_lf_wait and taxi_io_wait: nothing to
+ * wait for before a run or a stop; during a run, until it is stopped; after
+ * it, at once, with what the run returned. */
+typedef struct gr_waiter {
+  taxi_proactor_group_t *g;
+  atomic_int done;
+  int rc;
+} gr_waiter_t;
+
+static void gr_wait_thread(void *arg) {
+  gr_waiter_t *w = arg;
+  w->rc = taxi_proactor_group_wait(w->g, -1);
+  atomic_store(&w->done, 1);
+}
+
+static void test_wait(void) {
+  CU_ASSERT_EQUAL(taxi_proactor_group_wait(NULL, 0), TAXI_EINVAL);
+  static gr_busy_t b;
+  memset(&b, 0, sizeof b);
+  b.g = gr_group(2, TAXI_SPREAD_ROUND_ROBIN);
+  CU_ASSERT_EQUAL(taxi_proactor_group_wait(b.g, 0), TAXI_ETIMEDOUT);
+  CU_ASSERT_EQUAL(taxi_proactor_group_wait(b.g, 20), TAXI_ETIMEDOUT);
+
+  b.run_rc = 1;
+  taxi_op_init(&b.post);
+  CU_ASSERT_EQUAL_FATAL(taxi_proactor_post(taxi_proactor_group_at(b.g, 1),
+                                           &b.post, gr_on_running, &b),
+                        0);
+  pt_thread_t t, wt;
+  pt_thread_start(&t, gr_busy_run, &b);
+  CU_ASSERT(util_wait_flag(&b.running, 1, pt_wait_ms()));
+  CU_ASSERT_EQUAL(taxi_proactor_group_wait(b.g, 10), TAXI_ETIMEDOUT);
+  static gr_waiter_t w;
+  memset(&w, 0, sizeof w);
+  w.g = b.g;
+  pt_thread_start(&wt, gr_wait_thread, &w);
+  usleep(20000);
+  CU_ASSERT_EQUAL(atomic_load(&w.done), 0); /* not stopped yet */
+  CU_ASSERT_EQUAL(taxi_proactor_group_stop(b.g), 0);
+  pt_thread_join(&wt, 1, "taxi_proactor_group_wait after stop");
+  CU_ASSERT_EQUAL(w.rc, 0);
+  pt_thread_join(&t, 1, "taxi_proactor_group_run after stop");
+  CU_ASSERT_EQUAL(b.run_rc, 0);
+  CU_ASSERT_EQUAL(taxi_proactor_group_wait(b.g, 0), 0);
+  CU_ASSERT_EQUAL(taxi_proactor_group_wait(b.g, -1), 0);
+  CU_ASSERT_EQUAL(taxi_proactor_group_destroy(b.g), 0);
+
+  /* Stopped before any run: nothing to wait for. */
+  taxi_proactor_group_t *g = gr_group(2, TAXI_SPREAD_ROUND_ROBIN);
+  CU_ASSERT_EQUAL(taxi_proactor_group_stop(g), 0);
+  CU_ASSERT_EQUAL(taxi_proactor_group_wait(g, -1), 0);
+  CU_ASSERT_EQUAL(gr_run(g), 0);
+  CU_ASSERT_EQUAL(taxi_proactor_group_destroy(g), 0);
+}
+
 /* A proactor whose run fails ends the group's run with that error, the
  * others stopped and joined: here proactor 1 is dispatched already by
  * another thread, so its run is refused with TAXI_EBUSY. */
@@ -202,6 +260,8 @@ static void test_run_error(void) {
   pt_thread_start(&t, gr_hold_run, &h);
   CU_ASSERT_FATAL(util_wait_flag(&h.holding, 1, pt_wait_ms()));
   CU_ASSERT_EQUAL(gr_run(g), TAXI_EBUSY);
+  /* The waiter is told what ended the run. */
+  CU_ASSERT_EQUAL(taxi_proactor_group_wait(g, 0), TAXI_EBUSY);
   atomic_store(&h.release, 1);
   pt_thread_join(&t, 2, "the thread holding proactor 1");
   CU_ASSERT_EQUAL(taxi_proactor_group_destroy(g), 0);
@@ -284,6 +344,7 @@ static CU_TestInfo group_api_tests[] = {
     {"group: bad input", test_bad_input},
     {"group: least loaded", test_least_loaded},
     {"group: busy, stop, run again", test_busy_and_rerun},
+    {"group: wait for a run to end", test_wait},
     {"group: a failing run ends the others", test_run_error},
 #if !defined(_WIN32)
     {"group: stopped from a signal handler", test_stop_from_signal_handler},

@@ -34,8 +34,9 @@ static const taxi_test_suite_t *const pt_base_suites[] = {
 /* 1 when `base` (the name before any ':') is a compiled-in backend. */
 static int pt_compiled_in(const char *name) {
   size_t n = strcspn(name, ":");
-  const char *const *names = taxi_proactor_backend_names();
-  for (size_t i = 0; names && names[i]; i++)
+  const char *names[16];
+  int count = taxi_proactor_backend_names(names, 16);
+  for (int i = 0; i < count && i < 16; i++)
     if (strlen(names[i]) == n && strncmp(names[i], name, n) == 0) return 1;
   return 0;
 }

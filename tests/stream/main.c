@@ -121,8 +121,9 @@ int main(int argc, char **argv) {
       for (int k = TAXI_IO_REACTOR; k <= TAXI_IO_HSHA; k++)
         if (!pair_unavailable((taxi_io_dispatcher_t)k, rnames[i]))
           add_pair((taxi_io_dispatcher_t)k, rnames[i]);
-    const char *const *pnames = taxi_proactor_backend_names();
-    for (size_t i = 0; pnames && pnames[i]; i++)
+    const char *pnames[16];
+    int np = taxi_proactor_backend_names(pnames, 16);
+    for (int i = 0; i < np && i < 16; i++)
       for (int k = TAXI_IO_PROACTOR; k <= TAXI_IO_PROACTORS; k++)
         if (!pair_unavailable((taxi_io_dispatcher_t)k, pnames[i]))
           add_pair((taxi_io_dispatcher_t)k, pnames[i]);

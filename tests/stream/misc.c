@@ -130,8 +130,8 @@ static void test_timers(void) {
   atomic_store(&periodic, 0);
   if (st_io_create(&c) < 0) return;
   taxi_io_timer_t *t1, *t2;
-  CU_ASSERT_EQUAL(taxi_io_timer_create(c.io, &t1, tick, &once), 0);
-  CU_ASSERT_EQUAL(taxi_io_timer_create(c.io, &t2, tick, &periodic), 0);
+  CU_ASSERT_EQUAL(taxi_io_timer_create(&t1, c.io, tick, &once), 0);
+  CU_ASSERT_EQUAL(taxi_io_timer_create(&t2, c.io, tick, &periodic), 0);
   CU_ASSERT_EQUAL(taxi_io_timer_stop(t1), TAXI_ENOENT);
   CU_ASSERT_EQUAL(taxi_io_timer_start(t1, 10 * TAXI_NSEC_PER_MSEC, 0), 0);
   CU_ASSERT_EQUAL(

@@ -338,6 +338,9 @@ ci_main() {
     for s in "$@"; do
       ci_known "$s" || { echo "ci: no step $s (./dev.sh ci --list)" >&2; return 2; }
     done
+    # A step named alone on a fresh clone needs configure (deps makes it
+    # in the whole plan).
+    autogen >/dev/null
     for s in "$@"; do ci_run_step "$s" || failed=1; done
     ci_table
     return $failed

@@ -180,6 +180,16 @@ int jaws_sock_send(taxi_handle_t s, const void *buf, size_t len) {
   return 0;
 }
 
+/* Past the `done` bytes a gathering send of two pieces took. */
+static void iov2_advance(struct iovec iov[2], size_t done) {
+  for (int i = 0; i < 2; i++) {
+    size_t d = done < iov[i].iov_len ? done : iov[i].iov_len;
+    iov[i].iov_base = (char *)iov[i].iov_base + d;
+    iov[i].iov_len -= d;
+    done -= d;
+  }
+}
+
 int jaws_sock_send2(taxi_handle_t s, const void *a, size_t alen, const void *b,
                     size_t blen) {
   struct iovec iov[2] = {{(void *)a, alen}, {(void *)b, blen}};
@@ -191,13 +201,7 @@ int jaws_sock_send2(taxi_handle_t s, const void *a, size_t alen, const void *b,
     ssize_t n = sendmsg(s, &m, MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return -1; /* an error, or the send timeout */
-    size_t done = (size_t)n;
-    for (int i = 0; i < 2; i++) {
-      size_t d = done < iov[i].iov_len ? done : iov[i].iov_len;
-      iov[i].iov_base = (char *)iov[i].iov_base + d;
-      iov[i].iov_len -= d;
-      done -= d;
-    }
+    iov2_advance(iov, (size_t)n);
   }
   return 0;
 }
@@ -225,13 +229,7 @@ static int64_t send2_now(int s, const void *a, size_t alen, const void *b,
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break; /* full */
     if (n <= 0) return -1;
     sent += n;
-    size_t done = (size_t)n;
-    for (int i = 0; i < 2; i++) {
-      size_t d = done < iov[i].iov_len ? done : iov[i].iov_len;
-      iov[i].iov_base = (char *)iov[i].iov_base + d;
-      iov[i].iov_len -= d;
-      done -= d;
-    }
+    iov2_advance(iov, (size_t)n);
   }
   return sent;
 }

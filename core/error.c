@@ -38,6 +38,7 @@ static const struct error_entry errors[] = {
     {TAXI_EBADADDR, "TAXI_EBADADDR",
      "malformed address (numeric address expected: names are not resolved)"},
     {TAXI_EMSGSIZE, "TAXI_EMSGSIZE", "message too long"},
+    {TAXI_ENOBUFS, "TAXI_ENOBUFS", "out of buffers or write records"},
 };
 
 static const struct error_entry *find(int code) {

@@ -241,6 +241,8 @@ apr_status_t taxi_apr_status(int code) {
       return APR_EBADIP;
     case TAXI_EMSGSIZE:
       return APR_FROM_OS_ERROR(EMSGSIZE);
+    case TAXI_ENOBUFS:
+      return APR_FROM_OS_ERROR(ENOBUFS);
     default:
       return APR_EGENERAL;
   }
@@ -272,6 +274,7 @@ int taxi_apr_error(apr_status_t st) {
   if (st == APR_FROM_OS_ERROR(ECANCELED)) return TAXI_ECANCELED;
   if (st == APR_FROM_OS_ERROR(EADDRINUSE)) return TAXI_EADDRINUSE;
   if (st == APR_FROM_OS_ERROR(EMSGSIZE)) return TAXI_EMSGSIZE;
+  if (st == APR_FROM_OS_ERROR(ENOBUFS)) return TAXI_ENOBUFS;
   return TAXI_ESYS;
 }
 

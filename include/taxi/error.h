@@ -65,8 +65,14 @@ extern "C" {
  * record's buffer, a frame larger than a read buffer: taxi/lf_bound.h). */
 #define TAXI_EMSGSIZE (-22)
 
+/* Out of buffers or records: every write record of a stream is in use
+ * (taxi/stream.h); retry once a write has completed.  TAXI_EAGAIN from the
+ * same call means something else: the bytes queued are above the stream's
+ * high watermark. */
+#define TAXI_ENOBUFS (-23)
+
 /* The most negative code: every code lies in [TAXI_ERROR_MIN, 0]. */
-#define TAXI_ERROR_MIN (-22)
+#define TAXI_ERROR_MIN (-23)
 
 /*
  * What a dispatcher (reactor, pool, proactor) tells its error callback.
@@ -118,6 +124,21 @@ TAXI_EXTERN const char *taxi_error_name(int code);
  * Threads: any; the value is per thread.
  */
 TAXI_EXTERN int taxi_last_os_error(void);
+
+/*
+ * taxi_error_detail - why the most recent refusal in this thread happened:
+ * one English sentence that begins with the name of the function that
+ * refused and names the argument or options field concerned, for instance
+ * "taxi_io_create: options.threads: the reactor dispatcher runs callbacks
+ * in one thread; got 2".  Functions record a detail when they refuse a
+ * caller's mistake (TAXI_EINVAL, TAXI_EBUSY, TAXI_ENOTSUP and the like);
+ * a success does not clear it, and a failure that records none leaves the
+ * previous one: read it right after the call that failed, and check that
+ * it names that call.  "" when nothing was refused in this thread yet.
+ * Returns a string owned by the thread, valid until its next taxi call.
+ * Threads: any; the detail is per thread.
+ */
+TAXI_EXTERN const char *taxi_error_detail(void);
 
 #ifdef __cplusplus
 }

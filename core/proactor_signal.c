@@ -133,10 +133,9 @@ int taxi_proactor_add_signal(taxi_proactor_t *p, int signo,
    * are about (the signal is blocked here, and in threads made later). */
   if (rc == 0) rc = taxi_reactor_add_signal(s->r, signo, &s->h);
   if (rc == 0 && !s->running) {
-    /* Masked: signals added after it starts are blocked only in threads
-     * made later, so this one blocks them all from the first (the signal
-     * source reads them without their delivery). */
-    rc = taxi__thread_create_masked(&s->thread, psig_main, s);
+    /* Like every thread of taxi's it starts with the signals blocked, so
+     * the signal source reads them without their delivery here. */
+    rc = taxi__thread_create(&s->thread, psig_main, s);
     if (rc == 0)
       s->running = true;
     else

@@ -39,8 +39,14 @@ static void unclaim(taxi_reactor_t *r, int signo) {
 
 /* Have the backend watch the signal source under its reserved row. */
 static int watch_source_locked(taxi_reactor_t *r) {
-  return r->ops->add(r->backend, taxi__sigsrc_handle(&r->sig),
-                     TAXI__ROW_SIGNALS, TAXI_EV_READ, 0);
+  int rc = r->ops->add(r->backend, taxi__sigsrc_handle(&r->sig),
+                       TAXI__ROW_SIGNALS, TAXI_EV_READ, 0);
+  /* A pool's thread may be waiting already, on a backend that waits on a
+   * copy of its set (poll, select): it must look again, or the source
+   * would be watched only from its next wait on. */
+  if (rc == 0 && !(r->ops->caps & TAXI_CAP_LIVE_UPDATE))
+    taxi__reactor_wake_locked(r);
+  return rc;
 }
 
 static bool backend_reports_signals(const taxi_reactor_t *r) {

@@ -37,13 +37,11 @@ void taxi__set_os_error(int os_error);
 
 /* ---- threads ----------------------------------------------------------- */
 
+/* Start fn(arg) in a new thread.  On POSIX systems the thread starts with
+ * every asynchronous signal blocked (ports/posix/thread.c says which stay
+ * open): a signal meant for the application or for a signal source never
+ * reaches a thread of taxi's. */
 int taxi__thread_create(taxi__thread_t *t, void *(*fn)(void *), void *arg);
-/* As taxi__thread_create, but the new thread has every signal blocked:
- * for a thread that must never take a signal meant for a signal source
- * (whose signals are blocked only in the threads made after they were
- * added). */
-int taxi__thread_create_masked(taxi__thread_t *t, void *(*fn)(void *),
-                               void *arg);
 int taxi__thread_join(taxi__thread_t t);
 taxi__thread_id_t taxi__thread_self(void);
 bool taxi__thread_equal(taxi__thread_id_t a, taxi__thread_id_t b);

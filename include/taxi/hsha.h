@@ -29,7 +29,9 @@
  * taxi_hsha_wait() and taxi_hsha_stop().
  *
  * Threads.  Every function may be called from any thread and from inside a
- * hook run by the pool, unless its comment says otherwise.
+ * hook run by the pool, unless its comment says otherwise.  The threads
+ * the pool starts have the asynchronous signals blocked (see
+ * taxi_reactor_add_signal()).
  */
 #ifndef TAXI_HSHA_H
 #define TAXI_HSHA_H

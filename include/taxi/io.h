@@ -263,9 +263,10 @@ typedef void (*taxi_io_signal_fn)(taxi_io_t *io, int signo, void *arg);
  * proactor has none yet, so the context runs one in a thread of its own,
  * which hands each signal to the proactor's threads.  Either way the rules
  * of taxi_reactor_add_signal() apply: on Linux the signal is blocked in the
- * calling thread and read from a signalfd, so call this before taxi_io_run
- * and before starting other threads (which inherit the mask); one owner per
- * signal per process.  Signals close together may be merged.
+ * calling thread and read from a signalfd; the context's own threads have
+ * it blocked whenever they were started, so this may be called before or
+ * during taxi_io_run, from a callback too; one owner per signal per
+ * process.  Signals close together may be merged.
  *
  * Returns 0, or TAXI_EINVAL (NULL io, signo not a catchable signal below
  * 128), TAXI_EBUSY (another reactor of the process owns signo),

@@ -39,7 +39,9 @@
  * taxi_lf_stop() return.  No thread leaves the pool unaccounted.
  *
  * Threads.  Every function may be called from any thread and from inside a
- * hook run by the pool, unless its comment says otherwise.
+ * hook run by the pool, unless its comment says otherwise.  The threads
+ * the pool starts have the asynchronous signals blocked (see
+ * taxi_reactor_add_signal()).
  */
 #ifndef TAXI_LF_H
 #define TAXI_LF_H

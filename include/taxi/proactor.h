@@ -551,8 +551,8 @@ typedef void (*taxi_proactor_signal_fn)(taxi_proactor_t *p, int signo,
  * taxi_proactor_add_signal - call fn(p, signo, arg) in a dispatching
  * thread, as a completion, each time POSIX signal `signo` arrives; no user
  * code runs in the OS signal handler.  The signal is caught as
- * taxi_reactor_add_signal() catches it (its rules on blocking apply: add
- * signals before starting other threads, which inherit the mask), by a
+ * taxi_reactor_add_signal() catches it (its rules on blocking apply; the
+ * threads taxi makes have it blocked, whenever they were made), by a
  * reactor and a thread of the proactor's own, made with the first signal
  * added and kept until the proactor is destroyed; so a signal costs one
  * hand-off between threads, and nothing is allocated per signal.  Signals

@@ -112,7 +112,8 @@ TAXI_EXTERN taxi_proactor_t *taxi_proactor_group_next(taxi_proactor_group_t *g);
  * taxi_proactor_group_run - dispatch every proactor of the group, each in
  * a thread of the group's own, until taxi_proactor_group_stop() (or until
  * each proactor's taxi_proactor_stop()); the caller waits.  The threads
- * are made by the first run and kept, parked, between runs: a proactor
+ * are made by the first run (with the asynchronous signals blocked, see
+ * taxi_reactor_add_signal()) and kept, parked, between runs: a proactor
  * made with TAXI_PROACTOR_ONE_THREAD stays with the thread that first
  * dispatched it, which also destroys it (taxi_proactor_group_destroy).
  * Returns 0 when stopped, or the first error a proactor's run ended with

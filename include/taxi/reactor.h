@@ -305,10 +305,22 @@ TAXI_EXTERN int taxi_reactor_cancel(taxi_reactor_t *r, taxi_timer_t *t);
  * taxi_reactor_add_signal - dispatch POSIX signal `signo` to h's signal hook,
  * in the dispatching thread like any other event; no user code runs inside
  * the OS signal handler.  One reactor per process may own a given signal.
- * On Linux the signal is read from a signalfd and is blocked in the calling
- * thread: block it in every thread (create the reactor's signals before
- * other threads, which inherit the mask), or a thread that has it unblocked
- * takes its default action.  On a kqueue reactor (the BSDs, macOS) kqueue
+ * Every thread taxi makes (the pools', the proactors', the catcher of a
+ * proactor's signals) starts with the asynchronous signals blocked - all
+ * but SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS and SIGPROF - so a
+ * signal may be added before or after they exist, and by any thread, a
+ * hook run by a pool included.  (A hook therefore never runs one of the
+ * application's signal handlers, and its writes to a broken pipe fail
+ * with EPIPE rather than raising SIGPIPE.)
+ * On Linux the signal is read from a signalfd and is blocked in the
+ * calling thread.  A thread of the application's own that has it
+ * unblocked takes it instead: if its disposition is the default action,
+ * taxi replaces that, while the signal is added, with a handler that
+ * passes the signal on to the reactor (through a pipe), so it is
+ * dispatched all the same and never ends the process; a handler the
+ * application installed itself takes the signals that reach its threads
+ * (block the signal in them, or let them have it).  On a kqueue reactor
+ * (the BSDs, macOS) kqueue
  * reports the signal itself (EVFILT_SIGNAL, no descriptor): while added, the
  * signal's disposition is a handler that does nothing, so its default action
  * no longer applies (and system calls it interrupts are restarted where

@@ -43,7 +43,8 @@ static bool catchable(int signo) {
 int taxi__sigsrc_open(taxi__sigsrc_t *s) {
   memset(s->added, 0, sizeof s->added);
   memset(s->was_blocked, 0, sizeof s->was_blocked);
-  s->fd = s->write_fd = -1;
+  memset(s->forwarded, 0, sizeof s->forwarded);
+  s->fd = s->signal_fd = s->pipe_fd = s->write_fd = -1;
 #if defined(HAVE_SIGNALFD)
   if (taxi__secure_getenv("TAXI_SIGNAL_PIPE") == NULL) {
     int rc = taxi__sigsrc_fd_open(s);
@@ -105,21 +106,27 @@ int taxi__sigsrc_del(taxi__sigsrc_t *s, int signo) {
   return rc;
 }
 
+/* Close what s has open (the watched handle may be one of the others). */
+static void close_fds(const taxi__sigsrc_t *s) {
+  if (s->fd != -1 && s->fd != s->pipe_fd) taxi__close(s->fd);
+  if (s->signal_fd != -1) taxi__close(s->signal_fd);
+  if (s->pipe_fd != -1) taxi__close(s->pipe_fd);
+  if (s->write_fd != -1) taxi__close(s->write_fd);
+}
+
 void taxi__sigsrc_close(taxi__sigsrc_t *s) {
   int signo;
 
   for (signo = 1; signo < TAXI__NSIG; signo++)
     if (taxi__sigbit_test(s->added, signo)) (void)taxi__sigsrc_del(s, signo);
-  if (s->kind == TAXI__SIGSRC_PIPE) {
-    taxi__sigsrc_pipe_quiesce();
-    taxi__close(s->write_fd);
-  }
-  taxi__close(s->fd);
-  s->fd = s->write_fd = -1;
+  /* Both mechanisms have a self-pipe a handler may still be writing to. */
+  taxi__sigsrc_pipe_quiesce();
+  close_fds(s);
+  s->fd = s->signal_fd = s->pipe_fd = s->write_fd = -1;
 }
 
 int taxi__sigsrc_reinit_after_fork(taxi__sigsrc_t *s) {
-  int old_fd = s->fd, old_write_fd = s->write_fd;
+  taxi__sigsrc_t old = *s;
   int rc;
 
 #if defined(HAVE_SIGNALFD)
@@ -127,10 +134,13 @@ int taxi__sigsrc_reinit_after_fork(taxi__sigsrc_t *s) {
     rc = taxi__sigsrc_fd_reopen(s);
   else
 #endif
-    rc = taxi__sigsrc_pipe_reopen(s);
+  {
+    rc = taxi__sigsrc_pipe_make(s);
+    if (rc == 0) s->fd = s->pipe_fd;
+  }
   if (rc != 0) return rc;
-  taxi__close(old_fd);
-  if (old_write_fd != -1) taxi__close(old_write_fd);
+  taxi__sigsrc_pipe_repoint(s);
+  close_fds(&old);
   return 0;
 }
 

@@ -7,8 +7,19 @@
  * in the calling thread with pthread_sigmask() and remembers whether it was
  * blocked already, and del() unblocks it only if add() did the blocking.
  * Signal masks are per thread: del() and close() restore the mask of the
- * thread that calls them, which should be the one that called add();
- * other threads must block the signals themselves (taxi/reactor.h says so).
+ * thread that calls them, which should be the one that called add().
+ * taxi's own threads start with the signals blocked (ports/posix/thread.c).
+ *
+ * A thread of the application's that has the signal unblocked would still
+ * take it - the main thread, say, when a hook running in a pool thread
+ * added it - and its default action is often to end the process.  So a
+ * signal whose disposition is the default one gets, while it is added, the
+ * self-pipe's handler (signal_pipe.c), which passes an instance delivered
+ * that way on through the source's self-pipe; the instances that stay
+ * blocked everywhere are read from the signalfd as before.  A handler the
+ * application installed itself is left alone: the signals it takes are
+ * its own.  The handle the reactor watches is an epoll set holding both,
+ * readable when either is.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE 1 /* sigtimedwait(), pthread_sigmask() under -std=c11 */
@@ -23,6 +34,8 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <string.h>
+#include <sys/epoll.h>
 #include <sys/signalfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -39,57 +52,127 @@ static void build_set(const taxi__sigsrc_t *s, int extra, sigset_t *set) {
       sigaddset(set, signo);
 }
 
+/* An epoll set watching the signalfd and the self-pipe's read end (level-
+ * triggered: it stays readable while either has something to read). */
+static int make_set(int signal_fd, int pipe_fd) {
+  const int fds[2] = {signal_fd, pipe_fd};
+  int set = epoll_create1(EPOLL_CLOEXEC);
+  int i;
+
+  if (set == -1) return taxi__last_error();
+  for (i = 0; i < 2; i++) {
+    struct epoll_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.events = EPOLLIN;
+    ev.data.fd = fds[i];
+    if (epoll_ctl(set, EPOLL_CTL_ADD, fds[i], &ev) == -1) {
+      int rc = taxi__last_error();
+      taxi__close(set);
+      return rc;
+    }
+  }
+  return set;
+}
+
+/* A signalfd for `set`, a self-pipe and the epoll set over both, into s's
+ * descriptors; on failure nothing is left open and s is untouched. */
+static int open_fds(taxi__sigsrc_t *s, const sigset_t *set) {
+  taxi__sigsrc_t made = *s;
+  int rc;
+
+  made.signal_fd = signalfd(-1, set, SFD_FLAGS);
+  if (made.signal_fd == -1) return taxi__last_error();
+  rc = taxi__sigsrc_pipe_make(&made);
+  if (rc != 0) {
+    taxi__close(made.signal_fd);
+    return rc;
+  }
+  rc = make_set(made.signal_fd, made.pipe_fd);
+  if (rc < 0) {
+    taxi__close(made.signal_fd);
+    taxi__close(made.pipe_fd);
+    taxi__close(made.write_fd);
+    return rc;
+  }
+  s->fd = rc;
+  s->signal_fd = made.signal_fd;
+  s->pipe_fd = made.pipe_fd;
+  s->write_fd = made.write_fd;
+  return 0;
+}
+
 int taxi__sigsrc_fd_open(taxi__sigsrc_t *s) {
   sigset_t empty;
-  int fd;
+  int rc;
 
   /* Created with an empty set, so the handle exists (and can be watched)
    * from open on; add() and del() replace the set in place. */
   sigemptyset(&empty);
-  fd = signalfd(-1, &empty, SFD_FLAGS);
-  if (fd == -1) return taxi__last_error();
+  rc = open_fds(s, &empty);
+  if (rc != 0) return rc;
   s->kind = TAXI__SIGSRC_SIGNALFD;
-  s->fd = fd;
-  s->write_fd = -1;
   return 0;
 }
 
 int taxi__sigsrc_fd_reopen(taxi__sigsrc_t *s) {
   sigset_t set;
-  int fd;
+  int rc;
 
-  /* The child inherited the blocked mask, so only the descriptor is new. */
+  /* The child inherited the blocked mask and the dispositions, so only the
+   * descriptors are new. */
   build_set(s, 0, &set);
-  fd = signalfd(-1, &set, SFD_FLAGS);
-  if (fd == -1) return taxi__last_error();
-  s->fd = fd;
-  return 0;
+  rc = open_fds(s, &set);
+  if (rc == 0) taxi__sigsrc_pipe_repoint(s);
+  return rc;
+}
+
+/* Whether signo's disposition is the default action, which a handler of
+ * the self-pipe's replaces while s has it. */
+static bool default_action(int signo) {
+  struct sigaction now;
+  if (sigaction(signo, NULL, &now) != 0) return false;
+  return !(now.sa_flags & SA_SIGINFO) && now.sa_handler == SIG_DFL;
 }
 
 int taxi__sigsrc_fd_add(taxi__sigsrc_t *s, int signo) {
   sigset_t one, old, set;
-  bool was_blocked;
+  bool was_blocked, forward = default_action(signo);
   int rc;
 
+  /* The handler first: from then on an instance delivered to a thread
+   * that has it unblocked goes to the pipe rather than to the default
+   * action. */
+  if (forward) {
+    rc = taxi__sigsrc_pipe_add(s, signo);
+    if (rc != 0) return rc;
+  }
   /* Block before widening the signalfd: a signal arriving in between then
-   * waits pending and is read from the signalfd, instead of getting its
-   * default action (often termination) while not yet blocked. */
+   * waits pending and is read from the signalfd. */
   sigemptyset(&one);
   sigaddset(&one, signo);
   rc = pthread_sigmask(SIG_BLOCK, &one, &old);
-  if (rc != 0) return taxi__error_from_os(rc);
+  if (rc != 0) {
+    rc = taxi__error_from_os(rc);
+    if (forward) (void)taxi__sigsrc_pipe_del(s, signo);
+    return rc;
+  }
   was_blocked = sigismember(&old, signo) == 1;
 
   build_set(s, signo, &set);
-  if (signalfd(s->fd, &set, SFD_FLAGS) == -1) {
+  if (signalfd(s->signal_fd, &set, SFD_FLAGS) == -1) {
     rc = taxi__last_error();
     if (!was_blocked) (void)pthread_sigmask(SIG_UNBLOCK, &one, NULL);
+    if (forward) (void)taxi__sigsrc_pipe_del(s, signo);
     return rc;
   }
   if (was_blocked)
     taxi__sigbit_set(s->was_blocked, signo);
   else
     taxi__sigbit_clear(s->was_blocked, signo);
+  if (forward)
+    taxi__sigbit_set(s->forwarded, signo);
+  else
+    taxi__sigbit_clear(s->forwarded, signo);
   return 0;
 }
 
@@ -99,7 +182,13 @@ int taxi__sigsrc_fd_del(taxi__sigsrc_t *s, int signo) {
 
   /* signo is already out of s->added. */
   build_set(s, 0, &set);
-  if (signalfd(s->fd, &set, SFD_FLAGS) == -1) rc = taxi__last_error();
+  if (signalfd(s->signal_fd, &set, SFD_FLAGS) == -1) rc = taxi__last_error();
+  if (taxi__sigbit_test(s->forwarded, signo)) {
+    /* The default action back; a byte for signo left in the pipe is
+     * dropped by read(), which only reports signals s has. */
+    int err = taxi__sigsrc_pipe_del(s, signo);
+    if (rc == 0) rc = err;
+  }
 
   if (!taxi__sigbit_test(s->was_blocked, signo)) {
     sigset_t one;
@@ -119,6 +208,7 @@ int taxi__sigsrc_fd_del(taxi__sigsrc_t *s, int signo) {
     (void)pthread_sigmask(SIG_UNBLOCK, &one, NULL);
   }
   taxi__sigbit_clear(s->was_blocked, signo);
+  taxi__sigbit_clear(s->forwarded, signo);
   return rc;
 }
 
@@ -128,7 +218,7 @@ int taxi__sigsrc_fd_read(taxi__sigsrc_t *s, int *out, int cap) {
 
   while (count < cap) {
     int want = cap - count < 16 ? cap - count : 16;
-    ssize_t n = read(s->fd, info, (size_t)want * sizeof info[0]);
+    ssize_t n = read(s->signal_fd, info, (size_t)want * sizeof info[0]);
     int got, i;
 
     if (n == -1) {
@@ -143,6 +233,12 @@ int taxi__sigsrc_fd_read(taxi__sigsrc_t *s, int *out, int cap) {
     got = (int)((size_t)n / sizeof info[0]);
     for (i = 0; i < got; i++) out[count++] = (int)info[i].ssi_signo;
     if (got < want) break; /* drained: save the EAGAIN round trip */
+  }
+  /* Then those the handler passed on (at most one byte per signal). */
+  if (count < cap) {
+    int more = taxi__sigsrc_pipe_read(s, out + count, cap - count);
+    if (more > 0) count += more;
+    if (more < 0 && count == 0) return more;
   }
   return count;
 }

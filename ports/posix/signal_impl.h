@@ -62,18 +62,23 @@ int taxi__sigsrc_fd_open(taxi__sigsrc_t *s);
 int taxi__sigsrc_fd_add(taxi__sigsrc_t *s, int signo);
 int taxi__sigsrc_fd_del(taxi__sigsrc_t *s, int signo);
 int taxi__sigsrc_fd_read(taxi__sigsrc_t *s, int *out, int cap);
-/* A new signalfd for s's signals in s->fd; the old one is left open. */
+/* New descriptors for s (its signalfd, self-pipe and epoll set) after
+ * fork; the old ones are left open. */
 int taxi__sigsrc_fd_reopen(taxi__sigsrc_t *s);
 #endif
 
 int taxi__sigsrc_pipe_open(taxi__sigsrc_t *s);
+/* A new self-pipe in s->pipe_fd and s->write_fd; an old one is left
+ * open. */
+int taxi__sigsrc_pipe_make(taxi__sigsrc_t *s);
+/* After fork, once s has a new pipe: point s's signals that use a pipe at
+ * it. */
+void taxi__sigsrc_pipe_repoint(const taxi__sigsrc_t *s);
 int taxi__sigsrc_pipe_add(taxi__sigsrc_t *s, int signo);
 int taxi__sigsrc_pipe_del(taxi__sigsrc_t *s, int signo);
 /* Waits until no signal handler is still writing to s's pipe; call after
  * every signal of s was deleted and before closing the pipe. */
 void taxi__sigsrc_pipe_quiesce(void);
 int taxi__sigsrc_pipe_read(taxi__sigsrc_t *s, int *out, int cap);
-/* A new pipe for s, pointed to by s's signals; the old one is left open. */
-int taxi__sigsrc_pipe_reopen(taxi__sigsrc_t *s);
 
 #endif /* TAXI_PORTS_POSIX_SIGNAL_IMPL_H */

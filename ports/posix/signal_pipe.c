@@ -4,7 +4,9 @@
  * and a self-pipe: the handler writes the signal number, as one byte, to
  * the pipe of the source that owns the signal, and the reactor watches the
  * pipe's read end.  Portable to every POSIX system; on Linux it is used
- * when signalfd is unavailable or TAXI_SIGNAL_PIPE is set.
+ * when signalfd is unavailable or TAXI_SIGNAL_PIPE is set, and beside the
+ * signalfd for the signals whose default action it replaces there
+ * (signal_fd.c).
  *
  * The handler is the only code that runs in signal context.  It touches
  * nothing but lock-free atomics and write(), all async-signal-safe, and it
@@ -75,34 +77,40 @@ static void on_signal(int signo) {
   errno = saved_errno;
 }
 
-int taxi__sigsrc_pipe_open(taxi__sigsrc_t *s) {
+int taxi__sigsrc_pipe_make(taxi__sigsrc_t *s) {
   int fds[2];
   int rc = taxi__pipe_nonblocking(fds);
 
   if (rc != 0) return rc;
-  s->kind = TAXI__SIGSRC_PIPE;
-  s->fd = fds[0];
+  s->pipe_fd = fds[0];
   s->write_fd = fds[1];
   return 0;
 }
 
-int taxi__sigsrc_pipe_reopen(taxi__sigsrc_t *s) {
-  int fds[2];
-  int rc = taxi__pipe_nonblocking(fds);
+void taxi__sigsrc_pipe_repoint(const taxi__sigsrc_t *s) {
   int signo;
 
-  if (rc != 0) return rc;
-  s->fd = fds[0];
-  s->write_fd = fds[1];
   /* The dispositions inherited from the parent stay installed; only the
    * table the handler writes through changes.  A signal caught meanwhile
    * wrote to the parent's pipe and left pending set: clear it so the next
    * one is written again. */
   for (signo = 1; signo < TAXI__NSIG; signo++) {
     if (!taxi__sigbit_test(s->added, signo)) continue;
+    if (s->kind == TAXI__SIGSRC_SIGNALFD &&
+        !taxi__sigbit_test(s->forwarded, signo))
+      continue;
     atomic_store(&pipe_for_signal[signo], s->write_fd + 1);
     atomic_store(&pending[signo], 0);
   }
+}
+
+int taxi__sigsrc_pipe_open(taxi__sigsrc_t *s) {
+  int rc;
+
+  s->kind = TAXI__SIGSRC_PIPE;
+  rc = taxi__sigsrc_pipe_make(s);
+  if (rc != 0) return rc;
+  s->fd = s->pipe_fd;
   return 0;
 }
 
@@ -157,7 +165,7 @@ int taxi__sigsrc_pipe_read(taxi__sigsrc_t *s, int *out, int cap) {
   while (count < cap) {
     size_t want =
         (size_t)(cap - count) < sizeof buf ? (size_t)(cap - count) : sizeof buf;
-    ssize_t n = read(s->fd, buf, want);
+    ssize_t n = read(s->pipe_fd, buf, want);
     ssize_t i;
 
     if (n == -1) {

@@ -19,27 +19,50 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <time.h>
 
 /* ---- threads ----------------------------------------------------------- */
 
-int taxi__thread_create(taxi__thread_t *t, void *(*fn)(void *), void *arg) {
-  int rc = pthread_create(t, NULL, fn, arg);
-  return rc == 0 ? 0 : taxi__error_from_os(rc);
+/*
+ * What a thread of taxi's starts with blocked: every signal but those the
+ * kernel sends to the thread that caused them (a bad access, a trap, a bad
+ * system call), which blocked would kill the process at once instead of
+ * reaching a handler or a debugger, and SIGPROF, so that a profiler's
+ * timer still samples the pool's threads.  The signals the application
+ * takes - through a reactor or a handler of its own - then reach one of its
+ * own threads or wait, blocked everywhere, for a signalfd, whenever the
+ * pool was made: without this a thread made before a signal was added
+ * would have it unblocked and take its default action (often termination).
+ */
+static void creation_mask(sigset_t *set) {
+  static const int leave[] = {
+      SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGPROF,
+#ifdef SIGTRAP
+      SIGTRAP,
+#endif
+#ifdef SIGSYS
+      SIGSYS,
+#endif
+  };
+  sigfillset(set);
+  for (size_t i = 0; i < sizeof leave / sizeof leave[0]; i++)
+    sigdelset(set, leave[i]);
 }
 
-int taxi__thread_create_masked(taxi__thread_t *t, void *(*fn)(void *),
-                               void *arg) {
-  /* A new thread inherits its creator's mask: block everything around the
-   * creation, then give the creator its own mask back. */
-  sigset_t all, old;
-  sigfillset(&all);
-  int rc = pthread_sigmask(SIG_SETMASK, &all, &old);
+int taxi__thread_create(taxi__thread_t *t, void *(*fn)(void *), void *arg) {
+  /* A new thread inherits its creator's mask: block around the creation,
+   * then give the creator its own mask back. */
+  sigset_t block, old;
+  creation_mask(&block);
+  int rc = pthread_sigmask(SIG_BLOCK, &block, &old);
   if (rc != 0) return taxi__error_from_os(rc);
   rc = pthread_create(t, NULL, fn, arg);
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  /* Only an invalid `how` fails; leaving the caller's signals blocked
+   * would be a silent change of its behaviour, so as with the locks. */
+  if (pthread_sigmask(SIG_SETMASK, &old, NULL) != 0) abort();
   return rc == 0 ? 0 : taxi__error_from_os(rc);
 }
 

@@ -48,12 +48,19 @@ enum {
 };
 
 typedef struct taxi__sigsrc {
-  int kind;     /* TAXI__SIGSRC_SIGNALFD or TAXI__SIGSRC_PIPE */
-  int fd;       /* signalfd, or the self-pipe's read end */
-  int write_fd; /* the self-pipe's write end, -1 with signalfd */
+  int kind; /* TAXI__SIGSRC_SIGNALFD or TAXI__SIGSRC_PIPE */
+  /* The handle watched: with signalfd an epoll set holding signal_fd and
+   * pipe_fd (ports/posix/signal_fd.c says why both), else pipe_fd. */
+  int fd;
+  int signal_fd;                      /* the signalfd, -1 without */
+  int pipe_fd;                        /* the self-pipe's read end */
+  int write_fd;                       /* the self-pipe's write end */
   uint64_t added[TAXI__SIGNAL_WORDS]; /* the signals this source delivers */
   /* signalfd: of those, the ones the thread had blocked before add */
   uint64_t was_blocked[TAXI__SIGNAL_WORDS];
+  /* signalfd: of those, the ones whose default action a handler of the
+   * self-pipe's replaced while they are added */
+  uint64_t forwarded[TAXI__SIGNAL_WORDS];
 } taxi__sigsrc_t;
 
 #endif /* TAXI_PORTS_POSIX_TYPES_H */

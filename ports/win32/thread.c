@@ -44,12 +44,6 @@ static unsigned __stdcall trampoline(void *p) {
   return 0;
 }
 
-/* Windows has no POSIX signals to keep away from a thread. */
-int taxi__thread_create_masked(taxi__thread_t *t, void *(*fn)(void *),
-                               void *arg) {
-  return taxi__thread_create(t, fn, arg);
-}
-
 int taxi__thread_create(taxi__thread_t *t, void *(*fn)(void *), void *arg) {
   /* The C library's allocator, like pthread_create's own bookkeeping: not
    * an allocation the application's allocator hook should see. */

@@ -357,7 +357,8 @@ static void test_invalid_signal_numbers(void) {
  * itself (kqueue's EVFILT_SIGNAL, unless TAXI_SIGNAL_SOURCE=port) taxi
  * gives the signal a handler that does nothing while it is added, so the
  * default action cannot end the process before the filter records it;
- * with a signalfd the application's disposition stays as it was; the
+ * with a signalfd the application's own handler stays (one left at the
+ * default action would get a handler passing it on to the reactor); the
  * self-pipe has its handler.  Either way the signal is dispatched, and
  * after remove_signal the application's handler is back. */
 static void test_signal_mechanism(void) {

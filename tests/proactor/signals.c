@@ -15,6 +15,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -123,6 +124,130 @@ static void test_under_pool(void) {
   CU_ASSERT_EQUAL(stray, 0);
   pt_destroy(p);
   ps_teardown();
+}
+
+/* ---- signals added once the dispatching threads exist --------------------
+ *
+ * SIGTERM and SIGUSR1, both at their default action (ending the process),
+ * are added after a Leader/Followers pool over the proactor (4 threads) or
+ * a group's threads exist, then sent many times: the process lives and
+ * every burst reaches the application (several instances may make one
+ * call).  Over each mechanism the catcher's reactor can choose: its
+ * default one, the port's source (TAXI_SIGNAL_SOURCE=port: not kqueue's
+ * filter) and the self-pipe (TAXI_SIGNAL_PIPE). */
+
+#define LATE_BURSTS 20
+#define LATE_PER_BURST 25
+
+typedef struct late {
+  atomic_int term, usr1;
+  atomic_int main_thread; /* calls in the test's own thread */
+  atomic_int unmasked;    /* calls whose thread had SIGTERM unblocked */
+  pthread_t main;
+} late_t;
+
+static void late_signal(taxi_proactor_t *p, int signo, void *arg) {
+  late_t *l = arg;
+  sigset_t now;
+  (void)p;
+  if (pthread_equal(pthread_self(), l->main))
+    atomic_fetch_add(&l->main_thread, 1);
+  if (pthread_sigmask(SIG_SETMASK, NULL, &now) == 0 &&
+      sigismember(&now, SIGTERM) != 1)
+    atomic_fetch_add(&l->unmasked, 1);
+  atomic_fetch_add(signo == SIGTERM ? &l->term : &l->usr1, 1);
+}
+
+static void late_choose(int mech) {
+  unsetenv("TAXI_SIGNAL_PIPE");
+  unsetenv("TAXI_SIGNAL_SOURCE");
+  if (mech > 0) setenv("TAXI_SIGNAL_SOURCE", "port", 1);
+  if (mech > 1) setenv("TAXI_SIGNAL_PIPE", "1", 1);
+}
+
+static void late_bursts(taxi_proactor_t *p, late_t *l) {
+  memset(l, 0, sizeof *l);
+  l->main = pthread_self();
+  CU_ASSERT_EQUAL_FATAL(taxi_proactor_add_signal(p, SIGTERM, late_signal, l),
+                        0);
+  CU_ASSERT_EQUAL_FATAL(taxi_proactor_add_signal(p, SIGUSR1, late_signal, l),
+                        0);
+  for (int b = 0; b < LATE_BURSTS; b++) {
+    int term = atomic_load(&l->term), usr1 = atomic_load(&l->usr1);
+    for (int i = 0; i < LATE_PER_BURST; i++) {
+      CU_ASSERT_EQUAL(kill(getpid(), SIGTERM), 0);
+      CU_ASSERT_EQUAL(kill(getpid(), SIGUSR1), 0);
+    }
+    if (!util_wait_flag(&l->term, term + 1, pt_wait_ms()) ||
+        !util_wait_flag(&l->usr1, usr1 + 1, pt_wait_ms())) {
+      CU_FAIL("a burst of signals was not delivered");
+      break;
+    }
+  }
+  CU_ASSERT(atomic_load(&l->term) >= LATE_BURSTS);
+  CU_ASSERT(atomic_load(&l->usr1) >= LATE_BURSTS);
+  CU_ASSERT(atomic_load(&l->term) <= LATE_BURSTS * LATE_PER_BURST);
+  CU_ASSERT_EQUAL(atomic_load(&l->main_thread), 0);
+  CU_ASSERT_EQUAL(atomic_load(&l->unmasked), 0);
+  CU_ASSERT_EQUAL(taxi_proactor_remove_signal(p, SIGTERM), 0);
+  CU_ASSERT_EQUAL(taxi_proactor_remove_signal(p, SIGUSR1), 0);
+}
+
+static void test_late_pool(void) {
+  if (pt_skip_one_thread()) return;
+  for (int mech = 0; mech < 3; mech++) {
+    late_choose(mech);
+    taxi_proactor_t *p = pt_proactor();
+    taxi_lf_pool_t *pool = NULL;
+    CU_ASSERT_EQUAL_FATAL(taxi_lf_create_proactor(&pool, p, NULL), 0);
+    CU_ASSERT_EQUAL_FATAL(taxi_lf_spawn(pool, 4), 0);
+    late_t l;
+    late_bursts(p, &l);
+    CU_ASSERT_EQUAL(taxi_lf_destroy(pool), 0);
+    pt_destroy(p);
+  }
+  late_choose(0);
+}
+
+typedef struct late_run {
+  taxi_proactor_group_t *g;
+  atomic_int rc;
+} late_run_t;
+
+static void late_posted(taxi_op_t *op, int status, size_t bytes, void *act) {
+  (void)op;
+  (void)status;
+  (void)bytes;
+  atomic_store((atomic_int *)act, 1);
+}
+
+static void late_group_run(void *arg) {
+  late_run_t *run = arg;
+  atomic_store(&run->rc, taxi_proactor_group_run(run->g));
+}
+
+static void test_late_group(void) {
+  for (int mech = 0; mech < 3; mech++) {
+    late_choose(mech);
+    late_run_t run = {gr_group(2, TAXI_SPREAD_ROUND_ROBIN), 1};
+    pt_thread_t runner;
+    pt_thread_start(&runner, late_group_run, &run);
+    /* Once a post is completed, the group's threads exist. */
+    taxi_op_t op;
+    atomic_int posted = 0;
+    taxi_op_init(&op);
+    CU_ASSERT_EQUAL_FATAL(taxi_proactor_post(taxi_proactor_group_at(run.g, 1),
+                                             &op, late_posted, &posted),
+                          0);
+    CU_ASSERT(util_wait_flag(&posted, 1, pt_wait_ms()));
+    late_t l;
+    late_bursts(taxi_proactor_group_at(run.g, 1), &l);
+    CU_ASSERT_EQUAL(taxi_proactor_group_stop(run.g), 0);
+    pt_thread_join(&runner, 1, "taxi_proactor_group_run");
+    CU_ASSERT(atomic_load(&run.rc) <= 0);
+    CU_ASSERT_EQUAL(taxi_proactor_group_destroy(run.g), 0);
+  }
+  late_choose(0);
 }
 
 /* Bad input, twice the same, and a signal owned by another proactor. */
@@ -247,6 +372,10 @@ static CU_TestInfo signal_tests[] = {
      test_pool_stopped_by_signal_handler},
     {"stop from a signal handler", test_stop_from_signal_handler},
     {"delivered under a pool", test_under_pool},
+    {"added after a pool's 4 threads: SIGTERM and SIGUSR1, many times",
+     test_late_pool},
+    {"added while a group runs: SIGTERM and SIGUSR1, many times",
+     test_late_group},
     {"refusals and ownership", test_refusals},
     {"remove and destroy give the signal back", test_given_back},
     CU_TEST_INFO_NULL,

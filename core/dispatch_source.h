@@ -21,8 +21,9 @@
 typedef struct taxi__source_ops {
   /* Take the next thing ready without waiting; false if none. */
   bool (*take_locked)(void *self, taxi_time_t now, taxi__event_t *ev);
-  /* Run it (the lock is released meanwhile); false if it was dropped. */
-  bool (*run_locked)(void *self, taxi__event_t *ev);
+  /* Run it (the lock is released meanwhile), and what of the same
+   * handler came meanwhile; how many ran (0: it was dropped). */
+  unsigned (*run_locked)(void *self, taxi__event_t *ev);
   /* Give back something taken and never run. */
   void (*untake_locked)(void *self, taxi__event_t *ev);
   /* Wait until deadline (lock released meanwhile) into buf, whose room is

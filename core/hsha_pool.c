@@ -356,7 +356,7 @@ static void worker_loop_locked(taxi_hsha_pool_t *p) {
     queue_pop_locked(p, &ev);
     if (p->stalled && p->count < (p->reject ? p->capacity : p->high_water))
       taxi__cond_signal(&p->not_full);
-    if (taxi__reactor_run_locked(r, &ev)) p->stats.events++;
+    p->stats.events += taxi__reactor_run_locked(r, &ev);
   }
 }
 

@@ -272,7 +272,7 @@ static void process(taxi_lf_pool_t *p, lf_thread_t *t, taxi__event_t *ev,
   if (p->followers && (p->leaders < p->max_leaders ||
                        p->src.ops->has_work_locked(p->src.self, now)))
     promote_locked(p);
-  bool ran = p->src.ops->run_locked(p->src.self, ev);
+  unsigned ran = p->src.ops->run_locked(p->src.self, ev);
   taxi_time_t done = taxi_now();
   account(&p->stats.processing_ns, &t->stats.processing_ns, now, done);
   p->stats.events += ran;

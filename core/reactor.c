@@ -667,6 +667,11 @@ static bool take_io_locked(taxi_reactor_t *r, const taxi__ready_t *rd,
     if (!(s->flags & TAXI__S_ARMED)) arm_or_retry_locked(r, s);
     return false;
   }
+  /* Another hook of the handler runs: its thread runs this one next. */
+  if (!taxi__serial_claim_locked(s->handler)) {
+    taxi__serial_defer_io_locked(s, events);
+    return false;
+  }
   ev->kind = TAXI__EV_IO;
   ev->handler = s->handler;
   ev->handle = s->handle;
@@ -681,9 +686,15 @@ static bool take_io_locked(taxi_reactor_t *r, const taxi__ready_t *rd,
 
 static bool take_timer_locked(taxi_reactor_t *r, taxi_time_t now,
                               taxi__event_t *ev) {
-  taxi_timer_t *t = taxi__timer_heap_top(&r->timers);
-  if (!t || t->internal_.deadline > now) return false;
-  taxi__timer_heap_remove(&r->timers, t);
+  taxi_timer_t *t;
+  for (;;) {
+    t = taxi__timer_heap_top(&r->timers);
+    if (!t || t->internal_.deadline > now) return false;
+    taxi__timer_heap_remove(&r->timers, t);
+    if (taxi__serial_claim_locked(t->internal_.handler)) break;
+    /* Another hook of its handler runs: its thread runs this one next. */
+    taxi__serial_defer_timer_locked(t);
+  }
   t->internal_.state = TAXI__T_FIRING;
   ev->kind = TAXI__EV_TIMER;
   ev->timer = t;
@@ -786,7 +797,8 @@ static int move_locked(taxi_reactor_t *r, taxi_handler_t *h,
   int rc = TAXI_ENOENT;
   if (s) rc = h->internal_.timers || h->internal_.signals ? TAXI_EBUSY : 0;
   bool moving = rc == 0;
-  if (moving && (s->flags & TAXI__S_BUSY)) {
+  if (moving &&
+      ((s->flags & TAXI__S_BUSY) || (h->internal_.serial & TAXI__SER_OWNED))) {
     /* Another thread took an event of h meanwhile: the move waits for the
      * end of that dispatch instead. */
     s->move_to = to;
@@ -835,7 +847,7 @@ int taxi_reactor_move(taxi_reactor_t *from, taxi_handler_t *h,
   rc = TAXI_ENOTSUP;
   if ((s->interest & TAXI_EV_EXCEPT) && !(to->ops->caps & TAXI_CAP_EXCEPT))
     goto out;
-  if (s->flags & TAXI__S_BUSY) {
+  if ((s->flags & TAXI__S_BUSY) || (h->internal_.serial & TAXI__SER_OWNED)) {
     /* An event of h was taken (its hooks run, maybe this is one, or it
      * waits in a pool's queue): move when that dispatch is over. */
     s->move_to = to;
@@ -877,27 +889,57 @@ static bool still_live_locked(taxi_reactor_t *r, taxi__event_t *ev) {
   return true;
 }
 
-bool taxi__reactor_run_locked(taxi_reactor_t *r, taxi__event_t *ev) {
-  return taxi__reactor_run_hook_locked(r, ev, NULL, NULL);
+/* Drop a dispatch's reference to h, or hand it to a move asked for while
+ * the dispatch went on (a removal meanwhile cancels the move): `move_to`,
+ * the one a handle's hooks returned to, or one that waited for the end of
+ * h's claim (a timer or signal hook of h ran when it was asked for). */
+static void release_dispatch_locked(taxi_reactor_t *r, taxi_handler_t *h,
+                                    taxi_reactor_t *move_to) {
+  if (!move_to && !(h->internal_.serial & TAXI__SER_OWNED)) {
+    taxi__slot_t *s = slot_of(r, h);
+    if (s && s->move_to && !(s->flags & TAXI__S_BUSY)) {
+      move_to = s->move_to;
+      s->move_to = NULL;
+    }
+  }
+  if (move_to && attached_here(r, h))
+    move_locked(r, h, move_to);
+  else
+    taxi__handler_release_locked(r, h);
 }
 
-bool taxi__reactor_run_hook_locked(taxi_reactor_t *r, taxi__event_t *ev,
-                                   int (*hook)(taxi_handler_t *h,
-                                               taxi_handle_t handle,
-                                               unsigned events, void *arg),
-                                   void *arg) {
+/* ev's dispatch is over.  First the handler's claim passes to the next of
+ * its events set aside meanwhile, if any: put in *next, and true returned;
+ * then ev's reference goes (release_dispatch_locked). */
+static bool finish_locked(taxi_reactor_t *r, const taxi__event_t *ev,
+                          taxi_reactor_t *move_to, taxi__event_t *next) {
+  bool more = taxi__serial_next_locked(r, ev->handler, next);
+  release_dispatch_locked(r, ev->handler, move_to);
+  return more;
+}
+
+/* Run ev, or drop it if it is no longer live; 1 if it ran.  If its
+ * handler has an event set aside, that event replaces *ev and *more is
+ * set. */
+static unsigned run_one_locked(taxi_reactor_t *r, taxi__event_t *ev,
+                               int (*hook)(taxi_handler_t *h,
+                                           taxi_handle_t handle,
+                                           unsigned events, void *arg),
+                               void *arg, bool *more) {
   int rc = 0;
+  taxi__event_t next;
+  *more = false;
   if (!still_live_locked(r, ev)) {
     taxi_reactor_t *move_to = NULL;
     if (ev->kind == TAXI__EV_IO) {
       r->stats.stale++;
       move_to = io_done_locked(r, ev);
     }
-    if (move_to && attached_here(r, ev->handler))
-      move_locked(r, ev->handler, move_to);
-    else
-      taxi__handler_release_locked(r, ev->handler);
-    return false;
+    if (finish_locked(r, ev, move_to, &next)) {
+      *ev = next;
+      *more = true;
+    }
+    return 0;
   }
   taxi__mutex_unlock(&r->lock);
   switch (ev->kind) {
@@ -923,9 +965,9 @@ bool taxi__reactor_run_hook_locked(taxi_reactor_t *r, taxi__event_t *ev,
     case TAXI__EV_NOTIFY:
       r->stats.notifications++;
       taxi__notify_queue_done(&r->notes);
-      return true;
+      return 1;
     case TAXI__EV_COMPLETION: /* a proactor's; never taken here */
-      return false;
+      return 0;
     case TAXI__EV_IO:
       r->stats.events++;
       move_to = io_done_locked(r, ev);
@@ -940,32 +982,42 @@ bool taxi__reactor_run_hook_locked(taxi_reactor_t *r, taxi__event_t *ev,
       break;
   }
   if (rc < 0) taxi__reactor_detach_locked(r, ev->handler);
-  /* A move asked for while the hooks ran (a removal meanwhile cancels
-   * it) takes over the dispatch's reference. */
-  if (move_to && attached_here(r, ev->handler))
-    move_locked(r, ev->handler, move_to);
-  else
-    taxi__handler_release_locked(r, ev->handler);
-  return true;
+  if (finish_locked(r, ev, move_to, &next)) {
+    *ev = next;
+    *more = true;
+  }
+  return 1;
+}
+
+unsigned taxi__reactor_run_locked(taxi_reactor_t *r, taxi__event_t *ev) {
+  return taxi__reactor_run_hook_locked(r, ev, NULL, NULL);
+}
+
+unsigned taxi__reactor_run_hook_locked(taxi_reactor_t *r, taxi__event_t *ev,
+                                       int (*hook)(taxi_handler_t *h,
+                                                   taxi_handle_t handle,
+                                                   unsigned events, void *arg),
+                                       void *arg) {
+  bool more;
+  unsigned ran = run_one_locked(r, ev, hook, arg, &more);
+  /* The handler's events that came while it ran (core/reactor_serial.c):
+   * this thread runs them now, with the handler's own hooks. */
+  while (more) ran += run_one_locked(r, ev, NULL, NULL, &more);
+  return ran;
 }
 
 /* ---- waiting ------------------------------------------------------------- */
 
-void taxi__reactor_untake_locked(taxi_reactor_t *r, taxi__event_t *ev) {
+static void untake_one_locked(taxi_reactor_t *r, taxi__event_t *ev) {
   switch (ev->kind) {
     case TAXI__EV_NOTIFY:
       taxi__notify_queue_unpop(&r->notes, ev->note);
       return;
     case TAXI__EV_COMPLETION: /* a proactor's; never taken here */
       return;
-    case TAXI__EV_IO: {
-      taxi_reactor_t *move_to = io_done_locked(r, ev);
-      if (move_to && attached_here(r, ev->handler))
-        move_locked(r, ev->handler, move_to);
-      else
-        taxi__handler_release_locked(r, ev->handler);
+    case TAXI__EV_IO:
+      release_dispatch_locked(r, ev->handler, io_done_locked(r, ev));
       return;
-    }
     case TAXI__EV_TIMER:
       /* Its heap room was reserved when it was armed and freed when taken;
        * if another timer took that room meanwhile, drop this firing. */
@@ -984,7 +1036,16 @@ void taxi__reactor_untake_locked(taxi_reactor_t *r, taxi__event_t *ev) {
       }
       break;
   }
-  taxi__handler_release_locked(r, ev->handler);
+  release_dispatch_locked(r, ev->handler, NULL);
+}
+
+void taxi__reactor_untake_locked(taxi_reactor_t *r, taxi__event_t *ev) {
+  /* The events of its handler set aside meanwhile go back too, each as if
+   * never taken; then the claim is released. */
+  taxi__event_t aside;
+  while (ev->handler && taxi__serial_next_locked(r, ev->handler, &aside))
+    untake_one_locked(r, &aside);
+  untake_one_locked(r, ev);
 }
 
 bool taxi__reactor_has_work_locked(const taxi_reactor_t *r, taxi_time_t now) {

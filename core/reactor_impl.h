@@ -28,10 +28,21 @@
 #define TAXI__H_HAS_HANDLE 0x2u /* registered for internal_.handle */
 #define TAXI__H_CLOSING 0x4u    /* removed; close hook runs at refs == 0 */
 
+/* One hook at a time (taxi_handler_t.internal_.serial, core/reactor_serial.c;
+ * apart from `flags`, which calls given another reactor read under that
+ * reactor's lock).  OWNED: an event of it was taken and is not done, its
+ * hooks run or are about to.  DEFERRED: events of it came while it was
+ * owned and were set aside for the owning thread to run next. */
+#define TAXI__SER_OWNED 0x1u
+#define TAXI__SER_DEFERRED 0x2u
+
 /* Timer states (taxi_timer_t.internal_.state). */
 #define TAXI__T_IDLE 0u
 #define TAXI__T_ARMED 1u  /* in the heap */
 #define TAXI__T_FIRING 2u /* taken from the heap, hook running */
+/* Due while its handler was owned: out of the heap, set aside for the
+ * owning thread. */
+#define TAXI__T_DEFERRED 3u
 
 /* Slot flags. */
 #define TAXI__S_SUSPENDED 0x1u /* the application deactivated it */
@@ -40,6 +51,9 @@
 /* Re-arming it failed for a reason that may pass: retried before the next
  * wait (see retry_rearms_locked in reactor.c). */
 #define TAXI__S_REARM 0x8u
+/* Reported while its handler was owned: kept deactivated (with BUSY), its
+ * events in `deferred`, for the owning thread to run next. */
+#define TAXI__S_DEFERRED 0x10u
 
 /*
  * A row of the demultiplexing table.  The token handed to the backend is
@@ -53,12 +67,17 @@ typedef struct taxi__slot {
   uint32_t generation;
   uint32_t interest;       /* TAXI_EV_* asked for */
   uint32_t flags;          /* TAXI__S_* */
+  uint32_t deferred;       /* the events set aside (TAXI__S_DEFERRED) */
   uint32_t next_free;      /* free-list link while free */
   taxi_reactor_t *move_to; /* taxi_reactor_move() once its hooks return */
   /* The error the backend reported with the handle's last event
    * (TAXI__EXT_EVENT_ERROR), until taxi_reactor_pending_error() reads it. */
   int error;
 } taxi__slot_t;
+
+/* sig_pending[signo]: arrived and not taken; set aside (see above). */
+#define TAXI__SIG_PENDING 1u
+#define TAXI__SIG_DEFERRED 2u
 
 /* Rows that are not in the table: the reactor's own handles. */
 #define TAXI__ROW_WAKEUP 0xffffffffu
@@ -141,7 +160,9 @@ struct taxi_reactor {
   taxi__sigsrc_t sig;
   int sig_limit;
   taxi_handler_t **sig_handlers; /* [sig_limit] */
-  unsigned char *sig_pending;    /* [sig_limit] */
+  /* [sig_limit]: 1 arrived and not taken, 2 set aside for the thread that
+   * owns its handler (TAXI__SIG_DEFERRED). */
+  unsigned char *sig_pending;
   bool sig_any_pending;
 
   /* Dispatching. */
@@ -210,16 +231,18 @@ bool taxi__reactor_take_locked(taxi_reactor_t *r, taxi_time_t now,
  * handle is reactivated (pool mode) and the handler released.  An event
  * whose handle was removed or suspended, timer cancelled or rescheduled,
  * or signal removed since it was taken is dropped instead (the handle is
- * reactivated all the same): returns false then, true if it ran. */
-bool taxi__reactor_run_locked(taxi_reactor_t *r, taxi__event_t *ev);
+ * reactivated all the same).  Then the events of the same handler set
+ * aside meanwhile run too (core/reactor_serial.c).  Returns how many ran:
+ * 0 when the event was dropped and nothing was set aside. */
+unsigned taxi__reactor_run_locked(taxi_reactor_t *r, taxi__event_t *ev);
 /* The same, but a handle event is given to `hook` instead of the
  * handler's I/O hooks (the half-sync/half-async pool's busy path); other
  * events run as taxi__reactor_run_locked runs them. */
-bool taxi__reactor_run_hook_locked(taxi_reactor_t *r, taxi__event_t *ev,
-                                   int (*hook)(taxi_handler_t *h,
-                                               taxi_handle_t handle,
-                                               unsigned events, void *arg),
-                                   void *arg);
+unsigned taxi__reactor_run_hook_locked(taxi_reactor_t *r, taxi__event_t *ev,
+                                       int (*hook)(taxi_handler_t *h,
+                                                   taxi_handle_t handle,
+                                                   unsigned events, void *arg),
+                                       void *arg);
 /* Give back an event taken but never run (a pool shutting down with
  * events queued): the handle is reactivated, a timer re-armed at its
  * deadline, a signal marked pending again, a notification put back at the
@@ -269,6 +292,31 @@ void taxi__rwake_drain(taxi_reactor_t *r);
 
 /* Wake the waiting thread, if any. r->lock held. */
 void taxi__reactor_wake_locked(taxi_reactor_t *r);
+
+/* One hook of a handler at a time (core/reactor_serial.c).  Each take
+ * claims the handler of the event it takes; an event of a handler claimed
+ * already is set aside instead (with the defer calls below), and the
+ * thread that claimed it runs such events once its own is done. */
+
+/* Claim h for an event about to be taken: false if it is claimed already
+ * (the caller sets the event aside).  r->lock held. */
+static inline bool taxi__serial_claim_locked(taxi_handler_t *h) {
+  if (h->internal_.serial & TAXI__SER_OWNED) return false;
+  h->internal_.serial |= TAXI__SER_OWNED;
+  return true;
+}
+/* Set aside a due timer, taken out of the heap, whose handler is claimed. */
+void taxi__serial_defer_timer_locked(taxi_timer_t *t);
+/* Set aside `events` reported for the handle of slot s (kept deactivated,
+ * as a taken handle is) whose handler is claimed. */
+void taxi__serial_defer_io_locked(taxi__slot_t *s, uint32_t events);
+/* The event h's claim is done with (run, dropped or given back): if events
+ * of h were set aside meanwhile, take the next of them into *ev (a signal,
+ * then the timer due first, then the handle's), h staying claimed, and
+ * return true; otherwise release the claim and return false.  The caller
+ * still holds its reference to h.  r->lock held. */
+bool taxi__serial_next_locked(taxi_reactor_t *r, taxi_handler_t *h,
+                              taxi__event_t *ev);
 
 /* Signals (core/reactor_signal.c). */
 void taxi__signals_detach_handler_locked(taxi_reactor_t *r, taxi_handler_t *h);

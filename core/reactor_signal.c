@@ -180,10 +180,13 @@ void taxi__signals_detach_handler_locked(taxi_reactor_t *r, taxi_handler_t *h) {
     if (r->sig_handlers[s] == h) remove_locked(r, s);
 }
 
-/* A signal removed since it arrived is not dispatched. */
+/* A signal removed since it arrived is not dispatched.  One set aside for
+ * the thread that owns its handler (core/reactor_serial.c) has not run
+ * yet: this instance merges into it. */
 static void mark_pending_locked(taxi_reactor_t *r, int s) {
-  if (s > 0 && s < r->sig_limit && r->sig_handlers[s]) {
-    r->sig_pending[s] = 1;
+  if (s > 0 && s < r->sig_limit && r->sig_handlers[s] &&
+      r->sig_pending[s] != TAXI__SIG_DEFERRED) {
+    r->sig_pending[s] = TAXI__SIG_PENDING;
     r->sig_any_pending = true;
   }
 }
@@ -204,7 +207,13 @@ void taxi__signals_read_locked(taxi_reactor_t *r, uint64_t token) {
 
 bool taxi__signals_take_locked(taxi_reactor_t *r, taxi__event_t *ev) {
   for (int s = 1; s < r->sig_limit; s++) {
-    if (!r->sig_pending[s]) continue;
+    if (r->sig_pending[s] != TAXI__SIG_PENDING) continue;
+    /* Another hook of its handler runs: its thread runs this one next. */
+    if (!taxi__serial_claim_locked(r->sig_handlers[s])) {
+      r->sig_pending[s] = TAXI__SIG_DEFERRED;
+      r->sig_handlers[s]->internal_.serial |= TAXI__SER_DEFERRED;
+      continue;
+    }
     r->sig_pending[s] = 0;
     ev->kind = TAXI__EV_SIGNAL;
     ev->signo = s;

@@ -11,7 +11,7 @@ static bool take(void *self, taxi_time_t now, taxi__event_t *ev) {
   return taxi__reactor_take_locked(self, now, ev);
 }
 
-static bool run(void *self, taxi__event_t *ev) {
+static unsigned run(void *self, taxi__event_t *ev) {
   return taxi__reactor_run_locked(self, ev);
 }
 

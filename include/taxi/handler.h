@@ -28,6 +28,23 @@
  * whichever thread drops it.  The close hook is the place to close the
  * handle and free the memory: taxi touches the handler no more after calling
  * it, and the handler may be initialised and attached again afterwards.
+ *
+ * One hook at a time.  Under every dispatcher - a reactor's own dispatch,
+ * the Leader/Followers pool, the half-sync/half-async pool - the hooks a
+ * handler's events run never overlap: its handle's input, output and
+ * exception hooks, its timers' timeout hook and its signals' signal hook
+ * run one after the other, in whichever threads, each seeing what the
+ * previous one wrote, so they may share the handler's state without a
+ * lock (an idle timeout may close the connection its input hook reads).
+ * An event of the handler that comes while one of its hooks runs in
+ * another thread - a timer falling due, a signal, its handle reported -
+ * is set aside and run by that thread as soon as the hook returns: once,
+ * neither dropped nor run twice, later than it would have run.  Removing
+ * the handler, cancelling the timer or removing the signal meanwhile
+ * forgets it, as for an event not yet dispatched.  So a hook must not wait
+ * for another hook of its own handler: that one would run only after it.
+ * The error hook (below) runs when the handler is removed and may overlap
+ * a hook already running; the close hook runs after them all.
  */
 #ifndef TAXI_HANDLER_H
 #define TAXI_HANDLER_H
@@ -106,6 +123,7 @@ struct taxi_handler {
     uint32_t refs;        /* attachment + running hooks + user references */
     uint32_t flags;
     uint32_t signals;            /* how many signals it is registered for */
+    uint32_t serial;             /* one hook at a time: who runs it */
     taxi_handler_t *prev, *next; /* in the reactor's list of attached */
   } internal_;
 };

@@ -7,7 +7,10 @@
  * request queue; N worker threads (the synchronous half) take events from
  * the queue and run the hooks.  A handle stays deactivated from the moment
  * its event is queued until a worker has run its hooks, so no handle is
- * ever processed by two threads at once.
+ * ever processed by two threads at once; nor are a handler's timer and
+ * signal hooks run beside its handle's (taxi/handler.h): one that comes
+ * due while an event of the handler is queued or running is run by that
+ * event's worker, right after it.
  *
  * Flow control: when the queue holds `high_water` events the reactor
  * thread stops taking events until workers bring it below; the kernel then

@@ -12,10 +12,11 @@
  * there is no hand-off, no queue and no allocation per event.  Afterwards
  * it reactivates the handle and rejoins, as leader at once if there is none.
  *
- * The same handler never runs in two threads at once for one handle: a
- * handle stays deactivated from the moment its event is taken until its
- * hooks have returned.  (A handler's timer and signal hooks are not
- * serialised with its handle's hooks.)
+ * The same handler never runs in two threads at once: a handle stays
+ * deactivated from the moment its event is taken until its hooks have
+ * returned, and a handler's timer and signal hooks never overlap its
+ * handle's hooks either (taxi/handler.h: one that comes due meanwhile is
+ * run by the thread running the handler, right after).
  *
  * Events a wait reported beyond the one its leader processes are kept,
  * already deactivated, and the next threads take them without another

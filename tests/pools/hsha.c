@@ -422,19 +422,41 @@ static int hs_again_timeout(taxi_handler_t *h, taxi_timer_t *timer, void *act) {
 
 static const taxi_handler_ops_t hs_again_ops = {.timeout = hs_again_timeout};
 
+/* A marker's timer: its firing queued shows that the reactor thread has
+ * taken every timer due before it. */
+static atomic_int hs_marker_fires;
+static int hs_marker_timeout(taxi_handler_t *h, taxi_timer_t *timer,
+                             void *act) {
+  (void)h;
+  (void)timer;
+  (void)act;
+  atomic_fetch_add(&hs_marker_fires, 1);
+  return 0;
+}
+
+static const taxi_handler_ops_t hs_marker_ops = {.timeout = hs_marker_timeout};
+
 /* A one-shot timer scheduled again by another thread while its hook runs
- * fires again, even when that new firing is taken and queued before the
- * hook returns and is run after it (one worker): the end of the first
- * firing must not cancel the second.  How a stream's hand-off from
- * another thread (its kick timer) reaches a worker. */
+ * fires again (one worker): the end of the first firing must not cancel
+ * the second.  The second is taken while the first's hook runs - a marker
+ * timer due after it is queued meanwhile - and set aside for the worker
+ * that runs the first, since one handler's hooks never overlap
+ * (core/reactor_serial.c): it runs right after the first returns.  How a
+ * stream's hand-off from another thread (its kick timer) reaches a
+ * worker. */
 static void test_timer_rescheduled_during_hook(void) {
   hs_test_t *t = hs_new();
   static hs_again_t x;
+  static taxi_handler_t marker;
+  static taxi_timer_t marker_timer;
   memset(&x, 0, sizeof x);
   pools_gate_init(&x.gate);
   atomic_init(&x.fires, 0);
+  atomic_init(&hs_marker_fires, 0);
   CU_ASSERT_EQUAL_FATAL(taxi_handler_init(&x.h, &hs_again_ops), 0);
   CU_ASSERT_EQUAL_FATAL(taxi_timer_init(&x.timer), 0);
+  CU_ASSERT_EQUAL_FATAL(taxi_handler_init(&marker, &hs_marker_ops), 0);
+  CU_ASSERT_EQUAL_FATAL(taxi_timer_init(&marker_timer), 0);
   taxi_hsha_options_t o = TAXI_HSHA_OPTIONS_INIT;
   o.workers = 1;
   hs_create(t, &o);
@@ -442,13 +464,19 @@ static void test_timer_rescheduled_during_hook(void) {
   /* The only worker is in the first firing's hook. */
   CU_ASSERT(pools_wait_count(&x.gate.entered, 1, POOLS_WAIT_MS));
   CU_ASSERT_EQUAL(taxi_reactor_schedule(t->r, &x.timer, &x.h, 0, 0, NULL), 0);
-  /* The reactor thread took the second firing: it waits in the queue. */
+  CU_ASSERT_EQUAL(taxi_reactor_schedule(t->r, &marker_timer, &marker,
+                                        TAXI_NSEC_PER_MSEC, 0, NULL),
+                  0);
+  /* The marker waits in the queue: the second firing was taken before. */
   CU_ASSERT(hs_wait_queued(t->p, 1));
+  CU_ASSERT_EQUAL(atomic_load(&x.fires), 1);
   pools_gate_open(&x.gate);
   CU_ASSERT(pools_wait_count(&x.fires, 2, POOLS_WAIT_MS));
+  CU_ASSERT(pools_wait_count(&hs_marker_fires, 1, POOLS_WAIT_MS));
   CU_ASSERT_EQUAL(atomic_load(&x.gate.timeouts), 0);
   /* Fired and not periodic: nothing to cancel any more. */
   CU_ASSERT_EQUAL(taxi_reactor_cancel(t->r, &x.timer), TAXI_ENOENT);
+  CU_ASSERT_EQUAL(taxi_reactor_remove(t->r, &marker), 0);
   hs_free(t);
   CU_ASSERT_EQUAL(atomic_load(&x.fires), 2);
 }

@@ -1,0 +1,431 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * tests/pools/serial.c - a handler's hooks never run at the same time:
+ * its handle's, its timers' and its signals' hooks, under the
+ * Leader/Followers pool (8 threads, one leader and, where the backend can,
+ * several) and the half-sync/half-async pool (8 workers).
+ *
+ * The stress test gives one handler a 1 ms periodic timer, a signal sent
+ * again as soon as it was dispatched, and input kept coming by a writer
+ * thread; every hook does atomic_exchange on an "inside" flag and counts
+ * it when it finds the flag set.  The ordered tests hold the handle's hook
+ * on a gate while the handler's timer (or signal) falls due, prove with a
+ * second handler whose later timer (higher signal) has run that the
+ * first was taken meanwhile, and check that it ran only after the handle's
+ * hook returned, exactly once.
+ */
+#define _GNU_SOURCE 1
+
+#include "suites.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#if !defined(_WIN32)
+
+#define MS (TAXI_NSEC_PER_MSEC)
+
+typedef struct serial {
+  taxi_handler_t h;
+  taxi_timer_t timer;
+  int sv[2];
+  atomic_int inside;   /* 1 while one of its hooks runs */
+  atomic_int overlaps; /* hooks that found it 1 already */
+  atomic_int inputs, timeouts, signals;
+  atomic_long bytes;
+  /* The ordered tests. */
+  pools_gate_t *gate;    /* the input hook waits here once, if set */
+  atomic_int held;       /* the input hook is on the gate, or was */
+  atomic_int input_done; /* ... and has returned */
+  atomic_int early;      /* timer/signal hooks that ran in between */
+  atomic_int closes;
+} serial_t;
+
+#define SERIAL(hp) TAXI_CONTAINER_OF(hp, serial_t, h)
+
+/* A little work inside each hook, so that an overlap has room to show. */
+static void busy_inside(void) {
+  for (int i = 0; i < 50; i++) sched_yield();
+}
+
+static void enter(serial_t *s) {
+  if (atomic_exchange(&s->inside, 1)) atomic_fetch_add(&s->overlaps, 1);
+}
+
+static void leave(serial_t *s) { atomic_store(&s->inside, 0); }
+
+static int on_input(taxi_handler_t *h, taxi_handle_t fd, unsigned ev) {
+  serial_t *s = SERIAL(h);
+  (void)ev;
+  enter(s);
+  pools_gate_t *gate = s->gate;
+  if (gate) {
+    s->gate = NULL; /* once: read and written only by the handler's hooks */
+    atomic_store(&s->held, 1);
+    pools_gate_pass(gate);
+  }
+  atomic_fetch_add(&s->bytes, pools_drain(fd));
+  atomic_fetch_add(&s->inputs, 1);
+  busy_inside();
+  if (gate) atomic_store(&s->input_done, 1);
+  leave(s);
+  return 0;
+}
+
+static int on_timeout(taxi_handler_t *h, taxi_timer_t *t, void *act) {
+  serial_t *s = SERIAL(h);
+  (void)t;
+  (void)act;
+  enter(s);
+  if (atomic_load(&s->held) && !atomic_load(&s->input_done))
+    atomic_fetch_add(&s->early, 1);
+  atomic_fetch_add(&s->timeouts, 1);
+  busy_inside();
+  leave(s);
+  return 0;
+}
+
+static int on_signal(taxi_handler_t *h, int signo) {
+  serial_t *s = SERIAL(h);
+  (void)signo;
+  enter(s);
+  if (atomic_load(&s->held) && !atomic_load(&s->input_done))
+    atomic_fetch_add(&s->early, 1);
+  atomic_fetch_add(&s->signals, 1);
+  busy_inside();
+  leave(s);
+  return 0;
+}
+
+static void on_close(taxi_handler_t *h, taxi_handle_t fd) {
+  (void)fd;
+  atomic_fetch_add(&SERIAL(h)->closes, 1);
+}
+
+static const taxi_handler_ops_t serial_ops = {.input = on_input,
+                                              .timeout = on_timeout,
+                                              .signal = on_signal,
+                                              .close = on_close};
+
+static void serial_init(serial_t *s) {
+  memset(s, 0, sizeof *s);
+  s->sv[0] = s->sv[1] = -1;
+  CU_ASSERT_EQUAL(taxi_handler_init(&s->h, &serial_ops), 0);
+  CU_ASSERT_EQUAL(taxi_timer_init(&s->timer), 0);
+}
+
+/* ---- the pools -------------------------------------------------------- */
+
+typedef struct pool {
+  taxi_reactor_t *r;
+  taxi_lf_pool_t *lf;
+  taxi_hsha_pool_t *hsha;
+} pool_t;
+
+/* 8 threads: lf with `leaders`, or hsha.  False when the backend cannot
+ * have several leaders (nothing is made then). */
+static bool pool_start(pool_t *p, bool hsha, taxi_leaders_t leaders) {
+  memset(p, 0, sizeof *p);
+  p->r = pools_reactor();
+  if (hsha) {
+    taxi_hsha_options_t o = TAXI_HSHA_OPTIONS_INIT;
+    o.workers = 8;
+    CU_ASSERT_EQUAL_FATAL(taxi_hsha_create(&p->hsha, p->r, &o), 0);
+    return true;
+  }
+  if (leaders == TAXI_LEADERS_MANY && !pools_can_many_leaders(p->r)) {
+    CU_ASSERT_EQUAL(taxi_reactor_destroy(p->r), 0);
+    return false;
+  }
+  taxi_lf_options_t o = TAXI_LF_OPTIONS_INIT;
+  o.leaders = leaders;
+  CU_ASSERT_EQUAL_FATAL(taxi_lf_create(&p->lf, p->r, &o), 0);
+  CU_ASSERT_EQUAL_FATAL(taxi_lf_spawn(p->lf, 8), 0);
+  return true;
+}
+
+static void pool_end(pool_t *p) {
+  if (p->lf) CU_ASSERT_EQUAL(taxi_lf_destroy(p->lf), 0);
+  if (p->hsha) CU_ASSERT_EQUAL(taxi_hsha_destroy(p->hsha), 0);
+  CU_ASSERT_EQUAL(taxi_reactor_destroy(p->r), 0);
+}
+
+/* ---- the stress test -------------------------------------------------- */
+
+#define STRESS_TIMEOUTS 300
+#define STRESS_SIGNALS 100
+#define STRESS_INPUTS 300
+
+typedef struct feeder {
+  serial_t *s;
+  atomic_int stop;
+  atomic_int failed;
+} feeder_t;
+
+/* Keeps input coming: writes while the socket takes it, waits (bounded
+ * by poll) for room when it does not. */
+static void feed(void *arg) {
+  feeder_t *f = arg;
+  char buf[64];
+  memset(buf, 'x', sizeof buf);
+  while (!atomic_load(&f->stop)) {
+    ssize_t n = write(f->s->sv[1], buf, sizeof buf);
+    if (n > 0) continue;
+    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+      atomic_store(&f->failed, 1);
+      return;
+    }
+    struct pollfd pf = {f->s->sv[1], POLLOUT, 0};
+    (void)poll(&pf, 1, 50);
+  }
+}
+
+/* Sends SIGUSR2 again each time the last one was dispatched. */
+static void signal_again(void *arg) {
+  feeder_t *f = arg;
+  while (!atomic_load(&f->stop)) {
+    int seen = atomic_load(&f->s->signals);
+    if (kill(getpid(), SIGUSR2) != 0) {
+      atomic_store(&f->failed, 1);
+      return;
+    }
+    while (!atomic_load(&f->stop) &&
+           !util_wait_flag(&f->s->signals, seen + 1, 100)) {
+    }
+  }
+}
+
+static bool stress_done(serial_t *s) {
+  return atomic_load(&s->timeouts) >= STRESS_TIMEOUTS &&
+         atomic_load(&s->signals) >= STRESS_SIGNALS &&
+         atomic_load(&s->inputs) >= STRESS_INPUTS;
+}
+
+static void stress(bool hsha, taxi_leaders_t leaders) {
+  pool_t p;
+  if (!pool_start(&p, hsha, leaders)) return;
+  serial_t s;
+  serial_init(&s);
+  pools_pair(s.sv);
+  CU_ASSERT_EQUAL_FATAL(taxi_reactor_register(p.r, s.sv[0], &s.h, TAXI_EV_READ),
+                        0);
+  CU_ASSERT_EQUAL_FATAL(taxi_reactor_add_signal(p.r, SIGUSR2, &s.h), 0);
+  CU_ASSERT_EQUAL_FATAL(
+      taxi_reactor_schedule(p.r, &s.timer, &s.h, MS, MS, NULL), 0);
+  feeder_t f;
+  memset(&f, 0, sizeof f);
+  f.s = &s;
+  util_thread_t writer, sender;
+  CU_ASSERT_EQUAL_FATAL(util_thread_start(&writer, feed, &f), 0);
+  CU_ASSERT_EQUAL_FATAL(util_thread_start(&sender, signal_again, &f), 0);
+
+  taxi_time_t start = taxi_now();
+  while (!stress_done(&s) && util_elapsed_ms(start) < 4 * POOLS_WAIT_MS)
+    util_sleep_ms(5);
+  atomic_store(&f.stop, 1);
+  util_thread_join(&writer, POOLS_WAIT_MS, "serial: writer");
+  util_thread_join(&sender, POOLS_WAIT_MS, "serial: signal sender");
+
+  if (!stress_done(&s))
+    printf("\n    %d timeouts, %d signals, %d inputs\n",
+           atomic_load(&s.timeouts), atomic_load(&s.signals),
+           atomic_load(&s.inputs));
+  CU_ASSERT(stress_done(&s));
+  CU_ASSERT_EQUAL(atomic_load(&f.failed), 0);
+  CU_ASSERT_EQUAL(atomic_load(&s.overlaps), 0);
+  CU_ASSERT_EQUAL(taxi_reactor_remove(p.r, &s.h), 0);
+  CU_ASSERT(pools_wait_count(&s.closes, 1, POOLS_WAIT_MS));
+  pool_end(&p);
+  pools_close_pair(s.sv);
+  CU_ASSERT_EQUAL(atomic_load(&s.closes), 1);
+}
+
+static void test_stress_lf_one(void) { stress(false, TAXI_LEADERS_ONE); }
+static void test_stress_lf_many(void) { stress(false, TAXI_LEADERS_MANY); }
+static void test_stress_hsha(void) { stress(true, TAXI_LEADERS_ONE); }
+
+/* ---- a timer or a signal due while the handle's hook runs ------------- */
+
+typedef struct marker {
+  taxi_handler_t h;
+  taxi_timer_t timer;
+  atomic_int fired;
+} marker_t;
+
+static int marker_timeout(taxi_handler_t *h, taxi_timer_t *t, void *act) {
+  (void)t;
+  (void)act;
+  atomic_fetch_add(&TAXI_CONTAINER_OF(h, marker_t, h)->fired, 1);
+  return 0;
+}
+
+static int marker_signal(taxi_handler_t *h, int signo) {
+  (void)signo;
+  atomic_fetch_add(&TAXI_CONTAINER_OF(h, marker_t, h)->fired, 1);
+  return 0;
+}
+
+static const taxi_handler_ops_t marker_ops = {.timeout = marker_timeout,
+                                              .signal = marker_signal};
+
+/* With the handle's hook held on the gate: make s's timer (or SIGUSR1)
+ * due, then the marker's later timer (or SIGUSR2, taken after SIGUSR1);
+ * once the marker's hook ran, s's event was taken and set aside.  It runs
+ * when the gate opens, after the hook, once. */
+static void aside(bool hsha, bool by_signal) {
+  pool_t p;
+  pool_start(&p, hsha, TAXI_LEADERS_ONE);
+  serial_t s;
+  serial_init(&s);
+  pools_gate_t gate;
+  pools_gate_init(&gate);
+  s.gate = &gate;
+  marker_t m;
+  memset(&m, 0, sizeof m);
+  CU_ASSERT_EQUAL(taxi_handler_init(&m.h, &marker_ops), 0);
+  CU_ASSERT_EQUAL(taxi_timer_init(&m.timer), 0);
+  pools_pair(s.sv);
+  CU_ASSERT_EQUAL_FATAL(taxi_reactor_register(p.r, s.sv[0], &s.h, TAXI_EV_READ),
+                        0);
+  if (by_signal) {
+    CU_ASSERT_EQUAL_FATAL(taxi_reactor_add_signal(p.r, SIGUSR1, &s.h), 0);
+    CU_ASSERT_EQUAL_FATAL(taxi_reactor_add_signal(p.r, SIGUSR2, &m.h), 0);
+  }
+  CU_ASSERT_EQUAL(util_write_byte(s.sv[1]), 1);
+  CU_ASSERT_FATAL(pools_wait_count(&gate.entered, 1, POOLS_WAIT_MS));
+
+  if (by_signal) {
+    CU_ASSERT_EQUAL(kill(getpid(), SIGUSR1), 0);
+    CU_ASSERT_EQUAL(kill(getpid(), SIGUSR2), 0);
+  } else {
+    CU_ASSERT_EQUAL(taxi_reactor_schedule(p.r, &s.timer, &s.h, MS, 0, NULL), 0);
+    CU_ASSERT_EQUAL(taxi_reactor_schedule(p.r, &m.timer, &m.h, 2 * MS, 0, NULL),
+                    0);
+  }
+  CU_ASSERT(pools_wait_count(&m.fired, 1, POOLS_WAIT_MS));
+  /* Taken, not run: the handle's hook still holds the handler. */
+  CU_ASSERT_EQUAL(atomic_load(by_signal ? &s.signals : &s.timeouts), 0);
+  pools_gate_open(&gate);
+  CU_ASSERT(
+      pools_wait_count(by_signal ? &s.signals : &s.timeouts, 1, POOLS_WAIT_MS));
+  CU_ASSERT_EQUAL(atomic_load(&s.input_done), 1);
+  CU_ASSERT_EQUAL(atomic_load(&s.early), 0);
+  CU_ASSERT_EQUAL(atomic_load(&s.overlaps), 0);
+  CU_ASSERT_EQUAL(atomic_load(&gate.timeouts), 0);
+
+  /* Once only: after another round of the marker, still one. */
+  if (by_signal) {
+    CU_ASSERT_EQUAL(kill(getpid(), SIGUSR2), 0);
+  } else {
+    CU_ASSERT_EQUAL(taxi_reactor_schedule(p.r, &m.timer, &m.h, MS, 0, NULL), 0);
+  }
+  CU_ASSERT(pools_wait_count(&m.fired, 2, POOLS_WAIT_MS));
+  CU_ASSERT_EQUAL(atomic_load(by_signal ? &s.signals : &s.timeouts), 1);
+  if (!by_signal) {
+    /* The one-shot timer is done: nothing left to cancel. */
+    CU_ASSERT_EQUAL(taxi_reactor_cancel(p.r, &s.timer), TAXI_ENOENT);
+  }
+
+  CU_ASSERT_EQUAL(taxi_reactor_remove(p.r, &s.h), 0);
+  CU_ASSERT_EQUAL(taxi_reactor_remove(p.r, &m.h), 0);
+  CU_ASSERT(pools_wait_count(&s.closes, 1, POOLS_WAIT_MS));
+  pool_end(&p);
+  pools_close_pair(s.sv);
+}
+
+static void test_lf_timer_aside(void) { aside(false, false); }
+static void test_lf_signal_aside(void) { aside(false, true); }
+static void test_hsha_timer_aside(void) { aside(true, false); }
+static void test_hsha_signal_aside(void) { aside(true, true); }
+
+/* Cancelled, or the handler removed, while set aside: it never runs. */
+static void forgotten(bool hsha, bool remove) {
+  pool_t p;
+  pool_start(&p, hsha, TAXI_LEADERS_ONE);
+  serial_t s;
+  serial_init(&s);
+  pools_gate_t gate;
+  pools_gate_init(&gate);
+  s.gate = &gate;
+  marker_t m;
+  memset(&m, 0, sizeof m);
+  CU_ASSERT_EQUAL(taxi_handler_init(&m.h, &marker_ops), 0);
+  CU_ASSERT_EQUAL(taxi_timer_init(&m.timer), 0);
+  pools_pair(s.sv);
+  CU_ASSERT_EQUAL_FATAL(taxi_reactor_register(p.r, s.sv[0], &s.h, TAXI_EV_READ),
+                        0);
+  CU_ASSERT_EQUAL(util_write_byte(s.sv[1]), 1);
+  CU_ASSERT_FATAL(pools_wait_count(&gate.entered, 1, POOLS_WAIT_MS));
+  CU_ASSERT_EQUAL(taxi_reactor_schedule(p.r, &s.timer, &s.h, MS, MS, NULL), 0);
+  CU_ASSERT_EQUAL(taxi_reactor_schedule(p.r, &m.timer, &m.h, 2 * MS, 0, NULL),
+                  0);
+  CU_ASSERT(pools_wait_count(&m.fired, 1, POOLS_WAIT_MS));
+  if (remove) {
+    CU_ASSERT_EQUAL(taxi_reactor_remove(p.r, &s.h), 0);
+  } else {
+    CU_ASSERT_EQUAL(taxi_reactor_cancel(p.r, &s.timer), 0);
+  }
+  pools_gate_open(&gate);
+  CU_ASSERT(pools_wait_count(&gate.left, 1, POOLS_WAIT_MS));
+  /* Another marker round: anything the gate let go has run by then. */
+  CU_ASSERT_EQUAL(taxi_reactor_schedule(p.r, &m.timer, &m.h, MS, 0, NULL), 0);
+  CU_ASSERT(pools_wait_count(&m.fired, 2, POOLS_WAIT_MS));
+  CU_ASSERT_EQUAL(atomic_load(&s.timeouts), 0);
+  if (remove) {
+    CU_ASSERT(pools_wait_count(&s.closes, 1, POOLS_WAIT_MS));
+  } else {
+    CU_ASSERT_EQUAL(taxi_reactor_remove(p.r, &s.h), 0);
+  }
+  CU_ASSERT_EQUAL(taxi_reactor_remove(p.r, &m.h), 0);
+  pool_end(&p);
+  pools_close_pair(s.sv);
+  CU_ASSERT_EQUAL(atomic_load(&s.closes), 1);
+}
+
+static void test_lf_cancelled_aside(void) { forgotten(false, false); }
+static void test_lf_removed_aside(void) { forgotten(false, true); }
+static void test_hsha_cancelled_aside(void) { forgotten(true, false); }
+static void test_hsha_removed_aside(void) { forgotten(true, true); }
+
+#endif /* !_WIN32 */
+
+static CU_TestInfo serial_tests[] = {
+    {"lf, 8 threads: timer, signal and input hooks never overlap",
+     TAXI_TEST_POSIX_ONLY(test_stress_lf_one)},
+    {"lf, 8 threads, many leaders: timer, signal and input never overlap",
+     TAXI_TEST_POSIX_ONLY(test_stress_lf_many)},
+    {"hsha, 8 workers: timer, signal and input hooks never overlap",
+     TAXI_TEST_POSIX_ONLY(test_stress_hsha)},
+    {"lf: a timer due while the input hook runs runs after it, once",
+     TAXI_TEST_POSIX_ONLY(test_lf_timer_aside)},
+    {"lf: a signal arriving while the input hook runs runs after it, once",
+     TAXI_TEST_POSIX_ONLY(test_lf_signal_aside)},
+    {"hsha: a timer due while the input hook runs runs after it, once",
+     TAXI_TEST_POSIX_ONLY(test_hsha_timer_aside)},
+    {"hsha: a signal arriving while the input hook runs runs after it, once",
+     TAXI_TEST_POSIX_ONLY(test_hsha_signal_aside)},
+    {"lf: a timer cancelled while set aside does not run",
+     TAXI_TEST_POSIX_ONLY(test_lf_cancelled_aside)},
+    {"lf: a handler removed with a timer set aside: it does not run",
+     TAXI_TEST_POSIX_ONLY(test_lf_removed_aside)},
+    {"hsha: a timer cancelled while set aside does not run",
+     TAXI_TEST_POSIX_ONLY(test_hsha_cancelled_aside)},
+    {"hsha: a handler removed with a timer set aside: it does not run",
+     TAXI_TEST_POSIX_ONLY(test_hsha_removed_aside)},
+    CU_TEST_INFO_NULL,
+};
+
+const taxi_test_suite_t pools_suite_serial = {"one hook of a handler at a time",
+                                              serial_tests, 180,
+#if defined(_WIN32)
+                                              "POSIX signals and socket pairs"
+#else
+                                               NULL
+#endif
+};

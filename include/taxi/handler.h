@@ -85,7 +85,12 @@ typedef struct taxi_timer taxi_timer_t;     /* a timer record */
  * A hook returning a negative value asks for the handler to be removed, as
  * taxi_reactor_remove() would; for the timeout hook it cancels that timer
  * only.  Hooks may call any taxi function, including removing, suspending
- * or re-registering their own handler.
+ * or re-registering their own handler.  Under a pool the handle is
+ * deactivated while its hooks run and watched again after them, as it is
+ * then: a taxi_reactor_suspend() or taxi_reactor_modify() made by a hook
+ * (or by another thread meanwhile) is what that re-arm applies, so a
+ * suspension survives it; once the handler is removed they return
+ * TAXI_ENOENT, in its hooks too (taxi/reactor.h).
  */
 typedef struct taxi_handler_ops {
   /* The handle is readable (or a connection waits to be accepted). */

@@ -129,8 +129,23 @@ TAXI_EXTERN int taxi_reactor_register(taxi_reactor_t *r, taxi_handle_t handle,
 
 /*
  * taxi_reactor_modify - change the events watched for h's handle.
+ *
+ * During a dispatch of the handle - one of its hooks runs, in this thread
+ * or another, or its event waits in a half-sync/half-async queue or behind
+ * another hook of h (taxi/handler.h) - a pool keeps the handle deactivated
+ * (see taxi_reactor_suspend()): a modify then, from inside the hook or from
+ * any other thread, returns 0 and takes effect when the dispatch ends,
+ * where the handle is watched again for the new events.  The dispatch
+ * under way is not changed: its hooks run for what was reported (an event
+ * still queued, not yet run, loses the events no longer watched, and is
+ * dropped when none is left).  Under the reactor's own dispatch the handle
+ * is not deactivated, and the change is made at once.
+ * Once taxi_reactor_remove() has been called for h (the calls are ordered
+ * by the reactor's lock: one made before it returns 0), every later call
+ * returns TAXI_ENOENT, whichever thread makes it, a hook of h still running
+ * included.
  * Returns 0, TAXI_EINVAL (NULL, empty or unknown events), TAXI_ENOENT (h has
- * no handle registered with r), TAXI_ENOTSUP, TAXI_ESYS.
+ * no handle registered with r, or was removed), TAXI_ENOTSUP, TAXI_ESYS.
  */
 TAXI_EXTERN int taxi_reactor_modify(taxi_reactor_t *r, taxi_handler_t *h,
                                     unsigned events);
@@ -175,7 +190,17 @@ TAXI_EXTERN int taxi_reactor_move(taxi_reactor_t *from, taxi_handler_t *h,
  * dispatched, and events already reported but not yet dispatched are
  * dropped, until taxi_reactor_resume().  Timers and signals are unaffected.
  * Suspending a suspended handler does nothing.
- * Returns 0, TAXI_EINVAL, TAXI_ENOENT (no handle registered), TAXI_ESYS.
+ *
+ * Under a pool the handle is deactivated anyway while an event of it is
+ * dispatched (its hooks run, or its event waits in a queue), and watched
+ * again when the dispatch ends, as it is then: a suspend made meanwhile,
+ * inside one of its hooks or by another thread, survives that re-arm - the
+ * handle stays off until resumed - and a resume made meanwhile is what
+ * the re-arm watches (so suspend then resume inside a hook leave it
+ * watched).  Under the reactor's own dispatch the change is made at once.
+ * After taxi_reactor_remove(), TAXI_ENOENT (see taxi_reactor_modify()).
+ * Returns 0, TAXI_EINVAL, TAXI_ENOENT (no handle registered, or removed),
+ * TAXI_ESYS.
  */
 TAXI_EXTERN int taxi_reactor_suspend(taxi_reactor_t *r, taxi_handler_t *h);
 

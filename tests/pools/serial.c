@@ -421,11 +421,11 @@ static CU_TestInfo serial_tests[] = {
     CU_TEST_INFO_NULL,
 };
 
-const taxi_test_suite_t pools_suite_serial = {"one hook of a handler at a time",
-                                              serial_tests, 180,
 #if defined(_WIN32)
-                                              "POSIX signals and socket pairs"
+#define SERIAL_SKIP "POSIX signals and socket pairs"
 #else
-                                               NULL
+#define SERIAL_SKIP NULL
 #endif
-};
+
+const taxi_test_suite_t pools_suite_serial = {"one hook of a handler at a time",
+                                              serial_tests, 180, SERIAL_SKIP};

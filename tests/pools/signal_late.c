@@ -219,11 +219,12 @@ static CU_TestInfo signal_late_tests[] = {
     CU_TEST_INFO_NULL,
 };
 
+#if defined(_WIN32)
+#define LATE_SKIP "no POSIX signals on Windows"
+#else
+#define LATE_SKIP NULL
+#endif
+
 const taxi_test_suite_t pools_suite_signal_late = {
     "signals added after the pool's threads", signal_late_tests, 120,
-#if defined(_WIN32)
-    "no POSIX signals on Windows"
-#else
-    NULL
-#endif
-};
+    LATE_SKIP};

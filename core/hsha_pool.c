@@ -328,6 +328,9 @@ static void reactor_loop_locked(taxi_hsha_pool_t *p) {
       queue_push_locked(p, &ev, priority);
       continue;
     }
+    /* The take may have drained the wake-up of a stop made since the
+     * check above: look again before waiting. */
+    if (taxi_reactor_stopped(r)) continue;
     /* The wait measures its timeout from `now`: it must be the time now,
      * not that of the last wait, or a timer that fell due meanwhile would
      * be waited for as if it were still ahead. */
@@ -569,7 +572,7 @@ int taxi_hsha_wait(taxi_hsha_pool_t *p, int timeout_ms) {
     if (!(p->shutdown && p->running == 0) && taxi_now() >= deadline)
       rc = TAXI_ETIMEDOUT;
   }
-  if (rc == 0) rc = p->error;
+  if (rc == 0) rc = p->error ? p->error : TAXI_ESTOPPED;
   taxi__mutex_unlock(&p->r->lock);
   taxi__registry_unpin(&p->reg);
   return rc;

@@ -335,7 +335,11 @@ int taxi_io_stop(taxi_io_t *io) {
   return taxi__io_kick(io);
 }
 
-static int run_reactor(taxi_io_t *io) { return taxi_reactor_run(io->reactor); }
+/* The runs below return 0 once stopped, or the error that ended them. */
+static int run_reactor(taxi_io_t *io) {
+  int rc = taxi_reactor_run(io->reactor);
+  return rc == TAXI_ESTOPPED ? 0 : rc;
+}
 
 /* Make the Leader/Followers pool now, so that a configuration the pool
  * refuses (several leaders on poll) is an error of taxi_io_create, before
@@ -445,7 +449,8 @@ static int run_hsha(taxi_io_t *io) {
 
 static int run_proactor(taxi_io_t *io) {
   if (io->lf) return run_lf(io);
-  return taxi_proactor_run(io->proactor);
+  int rc = taxi_proactor_run(io->proactor);
+  return rc == TAXI_ESTOPPED ? 0 : rc;
 }
 
 int taxi_io_run(taxi_io_t *io) {
@@ -456,7 +461,7 @@ int taxi_io_run(taxi_io_t *io) {
     return TAXI_EBUSY;
   }
   if (io->stop_done) {
-    int rc = io->first_error;
+    int rc = io->first_error ? io->first_error : TAXI_ESTOPPED;
     taxi__mutex_unlock(&io->lock);
     return rc;
   }
@@ -476,6 +481,7 @@ int taxi_io_run(taxi_io_t *io) {
       break;
     case TAXI_IO_PROACTORS:
       rc = taxi_proactor_group_run(io->group);
+      if (rc == TAXI_ESTOPPED) rc = 0;
       break;
     default:
       rc = run_reactor(io);
@@ -488,7 +494,7 @@ int taxi_io_run(taxi_io_t *io) {
   io->stop_done = true;
   atomic_store(&io->stop_requested, 1);
   io->running = false;
-  rc = io->first_error;
+  rc = io->first_error ? io->first_error : TAXI_ESTOPPED;
   taxi__cond_broadcast(&io->cond);
   taxi__mutex_unlock(&io->lock);
   return rc;
@@ -511,7 +517,7 @@ int taxi_io_wait(taxi_io_t *io, int timeout_ms) {
       break;
     }
   }
-  if (rc == 0) rc = io->first_error;
+  if (rc == 0) rc = io->first_error ? io->first_error : TAXI_ESTOPPED;
   taxi__mutex_unlock(&io->lock);
   return rc;
 }

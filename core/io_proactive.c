@@ -75,7 +75,8 @@ static void ctx_close(taxi_io_t *io) {
   taxi_time_t give_up = taxi_now() + 5 * TAXI_NSEC_PER_SEC;
   while (io->wake_reading && taxi_now() < give_up) {
     taxi_proactor_restart(io->proactor);
-    if (taxi_proactor_handle_events(io->proactor, 10) < 0) break;
+    int rc = taxi_proactor_handle_events(io->proactor, 10);
+    if (rc < 0 && rc != TAXI_ESTOPPED) break;
   }
 }
 

@@ -363,6 +363,9 @@ static int pool_loop(taxi_lf_pool_t *p, lf_thread_t *t, taxi_time_t deadline) {
       continue;
     }
     fresh = false;
+    /* The take may have drained the wake-up of a stop of the source made
+     * since the check above: look again before waiting. */
+    if (!p->shutdown && p->src.ops->stop_asked(p->src.self)) continue;
     /* Without room for what a wait reports (the waits in progress have
      * taken it all), waiting now would return at once with nothing:
      * follow instead, until a thread that took events promotes us. */
@@ -608,7 +611,7 @@ int taxi_lf_join(taxi_lf_pool_t *p, int timeout_ms, int priority) {
     enter_locked(p, t);
     rc = member_run_locked(p, t, priority, deadline);
     /* Left because the pool stopped: say why, if it failed. */
-    if (rc == 0 && p->error) rc = p->error;
+    if (rc == 0) rc = p->error ? p->error : TAXI_ESTOPPED;
   }
   taxi__mutex_unlock(p->src.lock);
   taxi__registry_unpin(&p->reg);
@@ -760,7 +763,7 @@ int taxi_lf_wait(taxi_lf_pool_t *p, int timeout_ms) {
                          slice < deadline ? slice : deadline);
     if (!stopped_and_left(p) && taxi_now() >= deadline) rc = TAXI_ETIMEDOUT;
   }
-  if (rc == 0) rc = p->error;
+  if (rc == 0) rc = p->error ? p->error : TAXI_ESTOPPED;
   taxi__mutex_unlock(p->src.lock);
   taxi__registry_unpin(&p->reg);
   return rc;

@@ -108,9 +108,9 @@ int taxi_lf_sets_wait(taxi_lf_sets_t *s, int timeout_ms) {
     int one = taxi_lf_wait(s->pools[i], left);
     if (one == TAXI_ETIMEDOUT || one == TAXI_EBUSY || one == TAXI_EINVAL)
       return one;
-    if (one < 0 && rc == 0) rc = one;
+    if (one < 0 && one != TAXI_ESTOPPED && rc == 0) rc = one;
   }
-  return rc;
+  return rc ? rc : TAXI_ESTOPPED;
 }
 
 unsigned taxi_lf_sets_count(const taxi_lf_sets_t *s) { return s ? s->n : 0; }

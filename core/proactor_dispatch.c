@@ -731,6 +731,8 @@ static int dispatch(taxi_proactor_t *p, int timeout_ms, bool forever) {
     if (!forever) break;
   }
   p->has_owner = false;
+  /* Stopped, before the call or during it: one answer, whatever ran. */
+  if (rc >= 0 && atomic_load(&p->stopped)) rc = TAXI_ESTOPPED;
   taxi__mutex_unlock(&p->lock);
   if (rc < 0) return rc;
   return forever ? 0 : ran;

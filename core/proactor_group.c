@@ -183,7 +183,7 @@ int taxi_proactor_group_stop(taxi_proactor_group_t *g) {
 /* A proactor's run ended with rc: the first error of the run is kept, and
  * ends the others' runs (no thread outlives taxi_proactor_group_run). */
 static void run_ended(taxi_proactor_group_t *g, int rc) {
-  if (rc >= 0) return;
+  if (rc >= 0 || rc == TAXI_ESTOPPED) return;
   int none = 0;
   atomic_compare_exchange_strong(&g->first_error, &none, rc);
   taxi_proactor_group_stop(g);
@@ -245,7 +245,9 @@ int taxi_proactor_group_run(taxi_proactor_group_t *g) {
    * not when the next run begins, keeps a stop that comes just before a
    * run (from a signal handler, say) from being lost. */
   for (unsigned i = 0; i < g->count; i++) taxi_proactor_restart(g->slots[i].p);
+  /* A run ends when its proactors are stopped, or by an error. */
   rc = atomic_load(&g->first_error);
+  if (rc == 0) rc = TAXI_ESTOPPED;
   taxi__mutex_lock(&g->mu);
   g->in_run = false;
   g->run_ended = true;
@@ -277,7 +279,7 @@ int taxi_proactor_group_wait(taxi_proactor_group_t *g, int timeout_ms) {
       break;
     }
   }
-  if (rc == 0) rc = g->run_ended ? g->result : 0;
+  if (rc == 0) rc = g->run_ended ? g->result : TAXI_ESTOPPED;
   taxi__mutex_unlock(&g->mu);
   return rc;
 }

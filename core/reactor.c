@@ -1221,6 +1221,9 @@ static int dispatch_loop(taxi_reactor_t *r, int timeout_ms, int limit) {
     }
     if (dispatched > 0 || (waited && now >= deadline)) break;
     if (atomic_exchange(&r->interrupted, false)) break;
+    /* The take may have drained the wake-up of a stop made since the
+     * check above: look again, or the wait would sleep through it. */
+    if (atomic_load(&r->stopped)) continue;
     rc = taxi__reactor_wait_locked(r, r->wait_buf, r->max_events, deadline,
                                    &now);
     waited = true;
@@ -1233,6 +1236,8 @@ static int dispatch_loop(taxi_reactor_t *r, int timeout_ms, int limit) {
     }
   }
   r->has_owner = false;
+  /* Stopped, whenever it was: one answer, whatever ran before. */
+  if (rc >= 0 && atomic_load(&r->stopped)) rc = TAXI_ESTOPPED;
   taxi__mutex_unlock(&r->lock);
   return rc < 0 ? rc : dispatched;
 }
@@ -1255,8 +1260,7 @@ int taxi_reactor_run(taxi_reactor_t *r) {
   if (!r) return TAXI_EINVAL;
   for (;;) {
     int rc = taxi_reactor_handle_events(r, -1);
-    if (rc == TAXI_ESTOPPED) return 0;
-    if (rc < 0) return rc;
+    if (rc < 0) return rc; /* TAXI_ESTOPPED once stopped */
   }
 }
 

@@ -415,7 +415,7 @@ int main(int argc, char **argv) {
   start = taxi_now();
   rc = taxi_reactor_run(cl.reactor);
   elapsed = taxi_now() - start;
-  if (rc < 0) {
+  if (rc != TAXI_ESTOPPED) {
     fprintf(stderr, "echo_client: event loop failed: %s\n", taxi_strerror(rc));
     status = EXIT_ERROR;
   } else if (cl.failed) {

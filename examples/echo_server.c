@@ -114,7 +114,8 @@ int main(int argc, char **argv) {
          taxi_io_threads(io), text);
   fflush(stdout); /* scripts wait for this line */
 
-  rc = taxi_io_run(io); /* until on_signal stops it */
+  rc = taxi_io_run(io); /* until on_signal stops it: TAXI_ESTOPPED */
+  if (rc == TAXI_ESTOPPED) rc = 0;
   taxi_io_stats(io, &st);
   taxi_io_destroy(io); /* closes the listener and the connections */
   if (rc < 0)

@@ -307,8 +307,10 @@ int main(int argc, char **argv) {
       taxi_proactor_backend(a.p0), threads, features, bound);
   fflush(stdout);
 
-  rc = taxi_proactor_group_run(a.g);
-  if (rc != 0)
+  rc = taxi_proactor_group_run(a.g); /* TAXI_ESTOPPED once stopped */
+  if (rc == TAXI_ESTOPPED)
+    rc = 0;
+  else
     fprintf(stderr, "proactor_echo: stopped by an error: %s\n",
             taxi_strerror(rc));
   print_counters(&a);

@@ -386,7 +386,7 @@ static void test_pool_destroyed_while_running(void) {
   CU_ASSERT_EQUAL(write(f.peer[0], "late", 4), 4);
   apr_pool_destroy(f.pool);
   CU_ASSERT_EQUAL(pthread_join(jt, NULL), 0);
-  CU_ASSERT_EQUAL(atomic_load(&f.joined_rc), 1000);
+  CU_ASSERT_EQUAL(atomic_load(&f.joined_rc), 1000 + TAXI_ESTOPPED);
   taxi_lf_stats_t st;
   CU_ASSERT_EQUAL(taxi_lf_stats(f.lf, &st), TAXI_EINVAL);
   for (int i = 0; i < LF_CONNS; i++) {
@@ -408,7 +408,7 @@ static void test_pool_cleared_twice(void) {
   lf_fixture_start(&f, "apr:poll", &jt);
   apr_pool_clear(f.pool);
   CU_ASSERT_EQUAL(pthread_join(jt, NULL), 0);
-  CU_ASSERT_EQUAL(atomic_load(&f.joined_rc), 1000);
+  CU_ASSERT_EQUAL(atomic_load(&f.joined_rc), 1000 + TAXI_ESTOPPED);
   apr_pool_clear(f.pool);
   for (int i = 0; i < LF_CONNS; i++)
     CU_ASSERT_EQUAL(atomic_load(&f.conns[i].closes), 1);

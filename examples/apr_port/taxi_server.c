@@ -136,7 +136,7 @@ static int run(struct server *srv) {
   if (srv->o.threads > 1 && taxi_lf_spawn(srv->lf, srv->o.threads - 1) < 0)
     return -1;
   rc = taxi_lf_join(srv->lf, -1, 0);
-  return rc == 0 || rc == TAXI_ESTOPPED ? 0 : -1;
+  return rc == TAXI_ESTOPPED ? 0 : -1; /* shut down, or failed */
 }
 
 int main(int argc, char **argv) {

@@ -986,6 +986,7 @@ int jaws_run_adaptive(struct jaws_server *srv,
     snprintf(backends, sizeof backends, "blocking+%s", taxi_io_backend(ad->io));
     jaws_print_listening(srv, backends, n, bound);
     rc = taxi_io_run(ad->io);
+    if (rc == TAXI_ESTOPPED) rc = 0; /* stopped, as asked */
   }
   atomic_store(&srv->stopping, 1);
   pthread_mutex_lock(&ad->pool_lock); /* parked threads see it */

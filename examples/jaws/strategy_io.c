@@ -304,6 +304,7 @@ int jaws_run_io(struct jaws_server *srv, const struct jaws_strategy *self) {
   jaws_print_listening(srv, taxi_io_backend(ios.io), taxi_io_threads(ios.io),
                        text);
   rc = taxi_io_run(ios.io);
+  if (rc == TAXI_ESTOPPED) rc = 0; /* stopped, as asked */
   atomic_store(&srv->stopping, 1);
   taxi_io_destroy(ios.io); /* closes the connections: their callbacks run */
   pthread_mutex_destroy(&ios.list_lock);

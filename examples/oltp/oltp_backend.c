@@ -128,6 +128,7 @@ int main(int argc, char **argv) {
   fflush(stdout);
 
   rc = taxi_io_run(io);
+  if (rc == TAXI_ESTOPPED) rc = 0; /* stopped, as asked */
   taxi_io_destroy(io);
   printf("oltp_backend: stopped after %llu transactions\n",
          (unsigned long long)oltp_table_transactions(table));

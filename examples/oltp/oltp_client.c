@@ -298,6 +298,7 @@ int main(int argc, char **argv) {
   if (duration)
     cl.deadline = taxi_now() + (taxi_time_t)duration * TAXI_NSEC_PER_SEC;
   rc = taxi_io_run(cl.io);
+  if (rc == TAXI_ESTOPPED) rc = 0; /* stopped, as asked */
   taxi_io_destroy(cl.io);
   free(cl.conns);
   echo_net_cleanup();

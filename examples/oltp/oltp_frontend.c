@@ -234,6 +234,7 @@ int main(int argc, char **argv) {
   fflush(stdout);
 
   rc = taxi_io_run(fe.io);
+  if (rc == TAXI_ESTOPPED) rc = 0; /* stopped, as asked */
   printf(
       "oltp_frontend: stopped after %llu transactions relayed, %llu "
       "unavailable, %llu late replies\n",

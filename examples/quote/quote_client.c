@@ -484,7 +484,8 @@ int main(int argc, char **argv) {
     goto out;
   }
   start = taxi_now();
-  rc = cl.running ? taxi_reactor_run(cl.reactor) : 0;
+  rc = cl.running ? taxi_reactor_run(cl.reactor) : TAXI_ESTOPPED;
+  if (rc == TAXI_ESTOPPED) rc = 0; /* stopped, as asked */
   elapsed = taxi_now() - start;
   if (rc < 0) {
     fprintf(stderr, "quote_client: event loop failed: %s\n", taxi_strerror(rc));

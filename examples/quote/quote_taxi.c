@@ -158,6 +158,7 @@ int quote_run_taxi(struct quote_server *srv) {
   printf("quote_server: listening on %s\n", text);
   fflush(stdout); /* scripts wait for this line */
   rc = taxi_io_run(the_io);
+  if (rc == TAXI_ESTOPPED) rc = 0; /* stopped, as asked */
   quote_wake_fn = NULL;
   taxi_io_destroy(the_io);
   if (rc < 0) {

@@ -153,9 +153,9 @@ TAXI_EXTERN int taxi_hsha_stop(taxi_hsha_pool_t *p);
  * taxi_hsha_wait - wait until the pool has stopped, by taxi_hsha_stop()
  * or by a persistent failure, and every thread but the caller has left; at
  * most timeout_ms (-1: no limit).
- * Returns 0 (shut down), the failure that stopped it, TAXI_ETIMEDOUT,
- * TAXI_EINVAL (unknown or destroyed), TAXI_EBUSY (from a thread of the
- * pool).
+ * Returns TAXI_ESTOPPED (shut down), the failure that stopped it,
+ * TAXI_ETIMEDOUT, TAXI_EINVAL (unknown or destroyed), TAXI_EBUSY (from a
+ * thread of the pool).
  */
 TAXI_EXTERN int taxi_hsha_wait(taxi_hsha_pool_t *p, int timeout_ms);
 

@@ -182,8 +182,9 @@ TAXI_EXTERN int taxi_io_create(taxi_io_t **out, const taxi_io_options_t *opts);
  * keeps its threads, parked, until the context is destroyed).  When it returns,
  * the pool it started has been shut down and joined.
  *
- * Returns 0 once stopped by taxi_io_stop(), or the first error that stopped
- * the context (e.g. TAXI_ENOTSUP: the backend cannot have several leaders;
+ * Returns TAXI_ESTOPPED once stopped by taxi_io_stop() (never 0), or the
+ * first error that stopped the context (e.g. TAXI_ENOTSUP: the backend
+ * cannot have several leaders;
  * TAXI_ESYS from a wait); TAXI_EBUSY if another thread is in taxi_io_run or
  * this is a callback of the context; TAXI_EINVAL for NULL.  A stopped
  * context stays stopped: a later call returns at once with the same result.
@@ -207,9 +208,9 @@ TAXI_EXTERN int taxi_io_stop(taxi_io_t *io);
 /*
  * taxi_io_wait - wait until the context has been stopped and no thread is
  * left in taxi_io_run, or timeout_ms passed (-1: no limit).  Returns what
- * taxi_io_run returned (0 after taxi_io_stop, else the first error),
- * TAXI_ETIMEDOUT, or TAXI_EINVAL.  Threads: any thread but those running
- * the context's callbacks.
+ * taxi_io_run returned (TAXI_ESTOPPED after taxi_io_stop, else the first
+ * error), TAXI_ETIMEDOUT, or TAXI_EINVAL.  Threads: any thread but those
+ * running the context's callbacks.
  */
 TAXI_EXTERN int taxi_io_wait(taxi_io_t *io, int timeout_ms);
 

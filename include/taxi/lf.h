@@ -170,11 +170,12 @@ TAXI_EXTERN int taxi_lf_spawn(taxi_lf_pool_t *p, unsigned n);
  * promotes a follower before leaving.  `priority` orders promotion under
  * TAXI_PROMOTE_PRIORITY (higher first) and is ignored otherwise.
  *
- * Returns 0 (the pool was shut down), TAXI_ETIMEDOUT, TAXI_ESTOPPED
- * (already shut down when called), TAXI_EINVAL (pool unknown or
+ * Returns TAXI_ESTOPPED (the pool was shut down: while the thread was in
+ * it, or before the call), TAXI_ETIMEDOUT, TAXI_EINVAL (pool unknown or
  * destroyed), TAXI_EBUSY (the calling thread is already in this pool: a
  * hook may not join its own pool), or the persistent failure that stopped
- * the pool (see "Failures"; the thread has left the pool).
+ * the pool (see "Failures"; the thread has left the pool).  It never
+ * returns 0.
  * Threads: any thread that is not already in the pool.
  */
 TAXI_EXTERN int taxi_lf_join(taxi_lf_pool_t *p, int timeout_ms, int priority);
@@ -212,9 +213,9 @@ TAXI_EXTERN int taxi_lf_stop(taxi_lf_pool_t *p);
  * by a persistent failure, and every thread but the caller has left; at
  * most timeout_ms (-1: no limit).  What a main thread calls after spawning
  * the pool's threads, to learn when and why it ends.
- * Returns 0 (shut down), the failure that stopped it, TAXI_ETIMEDOUT,
- * TAXI_EINVAL (pool unknown or destroyed), TAXI_EBUSY (from a thread of
- * the pool: it would wait for itself).
+ * Returns TAXI_ESTOPPED (shut down), the failure that stopped it,
+ * TAXI_ETIMEDOUT, TAXI_EINVAL (pool unknown or destroyed), TAXI_EBUSY
+ * (from a thread of the pool: it would wait for itself).
  */
 TAXI_EXTERN int taxi_lf_wait(taxi_lf_pool_t *p, int timeout_ms);
 

@@ -87,9 +87,10 @@ TAXI_EXTERN int taxi_lf_sets_stop(taxi_lf_sets_t *s);
 
 /* taxi_lf_sets_wait - wait until every pool has stopped (by
  * taxi_lf_sets_stop() or by a persistent failure of its own) and its
- * threads have left; at most timeout_ms in all (-1: no limit).  Returns 0,
- * the first failure that stopped a pool, TAXI_ETIMEDOUT, TAXI_EINVAL
- * (NULL), TAXI_EBUSY (from a thread of one of the pools).
+ * threads have left; at most timeout_ms in all (-1: no limit).  Returns
+ * TAXI_ESTOPPED (every pool shut down), the first failure that stopped a
+ * pool, TAXI_ETIMEDOUT, TAXI_EINVAL (NULL), TAXI_EBUSY (from a thread of
+ * one of the pools).
  * Threads: any thread not in one of the pools. */
 TAXI_EXTERN int taxi_lf_sets_wait(taxi_lf_sets_t *s, int timeout_ms);
 

@@ -521,15 +521,18 @@ TAXI_EXTERN int taxi_proactor_cancel(taxi_proactor_t *p, taxi_op_t *op);
 /*
  * taxi_proactor_handle_events - wait up to timeout_ms (-1: no limit, 0:
  * poll) for completions and run the handlers of those that arrived.
- * Returns how many handlers ran (0 on timeout or after taxi_proactor_stop),
- * or TAXI_EBUSY (another thread is dispatching, or a pool is attached),
- * TAXI_EINVAL, or a backend error.
+ * Returns how many handlers ran (0 on timeout), or TAXI_ESTOPPED whenever
+ * the proactor is stopped when the call ends (stopped before it, or during
+ * it by any thread, a handler or a signal handler; what ran is not counted
+ * then), TAXI_EBUSY (another thread is dispatching, or a pool is
+ * attached), TAXI_EINVAL, or a backend error.
  * Threads: one at a time; not from a completion handler.
  */
 TAXI_EXTERN int taxi_proactor_handle_events(taxi_proactor_t *p, int timeout_ms);
 
-/* taxi_proactor_run - dispatch until taxi_proactor_stop().  Returns 0 when
- * stopped, or an error as taxi_proactor_handle_events(). */
+/* taxi_proactor_run - dispatch until taxi_proactor_stop().  Returns
+ * TAXI_ESTOPPED when stopped (at once if stopped already), or an error as
+ * taxi_proactor_handle_events(); never 0. */
 TAXI_EXTERN int taxi_proactor_run(taxi_proactor_t *p);
 
 /* taxi_proactor_stop - make run (and a handle_events in progress) return;

@@ -116,8 +116,9 @@ TAXI_EXTERN taxi_proactor_t *taxi_proactor_group_next(taxi_proactor_group_t *g);
  * taxi_reactor_add_signal()) and kept, parked, between runs: a proactor
  * made with TAXI_PROACTOR_ONE_THREAD stays with the thread that first
  * dispatched it, which also destroys it (taxi_proactor_group_destroy).
- * Returns 0 when stopped, or the first error a proactor's run ended with
- * (the others are stopped then, and have returned), TAXI_EBUSY (running
+ * Returns TAXI_ESTOPPED when stopped (never 0), or the first error a
+ * proactor's run ended with (the others are stopped then, and have
+ * returned), TAXI_EBUSY (running
  * already), TAXI_EINVAL (NULL), or the error making a thread (nothing runs
  * then; the next run makes the missing threads).  May be called again
  * after it returned (each proactor is restarted).  Not from a completion
@@ -138,9 +139,10 @@ TAXI_EXTERN int taxi_proactor_group_stop(taxi_proactor_group_t *g);
  * Returns at once when a run has ended since the last one began (with what
  * that run returned), or when taxi_proactor_group_stop() was called and no
  * run is in progress; before any run and any stop it waits for one.
- * Returns what taxi_proactor_group_run() returned (0 after
+ * Returns what taxi_proactor_group_run() returned (TAXI_ESTOPPED after
  * taxi_proactor_group_stop(), else the first error a proactor's run ended
- * with), 0 when stopped before any run, TAXI_ETIMEDOUT, TAXI_EINVAL (NULL),
+ * with), TAXI_ESTOPPED when stopped before any run, TAXI_ETIMEDOUT,
+ * TAXI_EINVAL (NULL),
  * TAXI_EBUSY (from a completion handler of the group: its thread would
  * wait for itself).  Threads: any thread but the group's own (those
  * running its completion handlers); not once taxi_proactor_group_destroy()

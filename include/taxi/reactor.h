@@ -241,7 +241,9 @@ TAXI_EXTERN int taxi_reactor_pending_error(taxi_reactor_t *r, taxi_handler_t *h,
  * A persistent failure is reported (fatal = 1) and returned.
  *
  * Returns how many hooks and notifications ran (0 when the time ran out), or
- * TAXI_ESTOPPED (the reactor is stopped), TAXI_EBUSY (another thread is
+ * TAXI_ESTOPPED whenever the reactor is stopped when the call ends -
+ * stopped before it, or during it by any thread, a hook or a signal handler
+ * (what ran before is not counted then) - or TAXI_EBUSY (another thread is
  * dispatching r, or this is a hook of r), TAXI_EINVAL, or the wait's
  * persistent failure (TAXI_ESYS, TAXI_EBADF, TAXI_ENOMEM, ...).
  */
@@ -252,22 +254,24 @@ TAXI_EXTERN int taxi_reactor_handle_events(taxi_reactor_t *r, int timeout_ms);
  * exactly one event (one handle's hooks, one timer, one signal or one
  * notification) and return.  Events a wait reported beyond the first are
  * kept and dispatched by the next calls without another system call.
- * Returns 1 when it dispatched, 0 when the time ran out, or the errors above.
+ * Returns 1 when it dispatched, 0 when the time ran out, or the errors above
+ * (TAXI_ESTOPPED once stopped, as for taxi_reactor_handle_events()).
  */
 TAXI_EXTERN int taxi_reactor_handle_one(taxi_reactor_t *r, int timeout_ms);
 
 /*
  * taxi_reactor_run - dispatch until taxi_reactor_stop().  Transient
  * failures are retried as taxi_reactor_handle_events() says.
- * Returns 0 once stopped, or TAXI_EBUSY, TAXI_EINVAL, or the persistent
- * failure that ended it (reported to on_error first).
+ * Returns TAXI_ESTOPPED once stopped (or at once when stopped already), or
+ * TAXI_EBUSY, TAXI_EINVAL, or the persistent failure that ended it
+ * (reported to on_error first).  It never returns 0.
  */
 TAXI_EXTERN int taxi_reactor_run(taxi_reactor_t *r);
 
 /*
- * taxi_reactor_stop - make the dispatching thread return (from run: 0, from
- * handle_events/one: TAXI_ESTOPPED) as soon as the hook it runs, if any, has
- * returned.  The reactor stays stopped until taxi_reactor_restart().
+ * taxi_reactor_stop - make the dispatching thread return TAXI_ESTOPPED (from
+ * run, handle_events and handle_one alike) as soon as the hook it runs, if
+ * any, has returned.  The reactor stays stopped until taxi_reactor_restart().
  * Returns 0, TAXI_EINVAL for NULL, or the error of the wake-up write (the
  * stop is recorded all the same; a thread not waiting sees it when it next
  * dispatches).

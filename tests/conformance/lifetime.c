@@ -563,7 +563,8 @@ static void *run_reactor(void *arg) {
   return NULL;
 }
 
-/* taxi_reactor_stop() from another thread makes run() return 0. */
+/* taxi_reactor_stop() from another thread makes run() return
+ * TAXI_ESTOPPED. */
 static void test_stop_from_other_thread(void) {
   runner_ctx_t c;
   memset(&c, 0, sizeof c);
@@ -580,15 +581,15 @@ static void test_stop_from_other_thread(void) {
         "taxi_reactor_run() did not return after taxi_reactor_stop()");
   }
   pthread_join(t, NULL);
-  CU_ASSERT_EQUAL(atomic_load(&c.rc), 0);
+  CU_ASSERT_EQUAL(atomic_load(&c.rc), TAXI_ESTOPPED);
   CU_ASSERT_EQUAL(taxi_reactor_stopped(c.r), 1);
   CU_ASSERT_EQUAL(taxi_reactor_destroy(c.r), 0);
 }
 
 static void count_call(void *arg) { atomic_fetch_add((atomic_int *)arg, 1); }
 
-/* A stopped reactor: handle_events/handle_one give TAXI_ESTOPPED and run()
- * returns 0 at once; restart clears it. */
+/* A stopped reactor: handle_events, handle_one and run() give
+ * TAXI_ESTOPPED at once; restart clears it. */
 static void test_stopped_state_and_restart(void) {
   taxi_reactor_t *r = conf_reactor();
   atomic_int calls;
@@ -618,7 +619,7 @@ static void test_stopped_state_and_restart(void) {
     CU_FAIL("taxi_reactor_run() on a stopped reactor did not return at once");
   }
   pthread_join(t, NULL);
-  CU_ASSERT_EQUAL(atomic_load(&c.rc), 0);
+  CU_ASSERT_EQUAL(atomic_load(&c.rc), TAXI_ESTOPPED);
 
   CU_ASSERT_EQUAL(taxi_reactor_restart(r), 0);
   CU_ASSERT_EQUAL(taxi_reactor_stopped(r), 0);
@@ -672,7 +673,7 @@ static void test_stop_inside_hook(void) {
   /* run() returns 0 when a hook stops it. */
   CU_ASSERT_EQUAL(taxi_reactor_restart(ctx.r), 0);
   CU_ASSERT_EQUAL(util_write_byte(sv[0][1]), 1);
-  CU_ASSERT_EQUAL(taxi_reactor_run(ctx.r), 0);
+  CU_ASSERT_EQUAL(taxi_reactor_run(ctx.r), TAXI_ESTOPPED);
   CU_ASSERT_EQUAL(atomic_load(&ctx.p[0].inputs), 2);
 
   CU_ASSERT_EQUAL(taxi_reactor_destroy(ctx.r), 0);

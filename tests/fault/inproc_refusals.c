@@ -126,7 +126,7 @@ static void test_uring_wake_while_refused(void) {
   int ok = stop_runner(&r, &t);
   fault_arm("");
   CU_ASSERT(ok);
-  CU_ASSERT_EQUAL(r.rc, 0);
+  CU_ASSERT_EQUAL(r.rc, TAXI_ESTOPPED);
   CU_ASSERT_EQUAL(taxi_proactor_destroy(p), 0);
 }
 

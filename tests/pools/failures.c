@@ -231,7 +231,7 @@ static void test_lf_wait_transient(void) {
   CU_ASSERT_EQUAL(atomic_load(&heard.last_code), TAXI_ENOMEM);
   CU_ASSERT_EQUAL(taxi_lf_wait(p, 0), TAXI_ETIMEDOUT); /* still running */
   CU_ASSERT_EQUAL(taxi_lf_stop(p), 0);
-  CU_ASSERT_EQUAL(taxi_lf_wait(p, POOLS_WAIT_MS), 0);
+  CU_ASSERT_EQUAL(taxi_lf_wait(p, POOLS_WAIT_MS), TAXI_ESTOPPED);
   CU_ASSERT_EQUAL(taxi_lf_destroy(p), 0);
   fail_free(t);
 }
@@ -336,7 +336,7 @@ static void test_hsha_wait_transient(void) {
   CU_ASSERT_EQUAL(atomic_load(&heard.fatal), 0);
   CU_ASSERT_EQUAL(taxi_hsha_wait(p, 0), TAXI_ETIMEDOUT);
   CU_ASSERT_EQUAL(taxi_hsha_stop(p), 0);
-  CU_ASSERT_EQUAL(taxi_hsha_wait(p, POOLS_WAIT_MS), 0);
+  CU_ASSERT_EQUAL(taxi_hsha_wait(p, POOLS_WAIT_MS), TAXI_ESTOPPED);
   CU_ASSERT_EQUAL(taxi_hsha_destroy(p), 0);
   fail_free(t);
 }

@@ -68,7 +68,7 @@ static void test_spawn_and_join(void) {
   CU_ASSERT_EQUAL(
       util_bounded(lf_do_shutdown, t->p, POOLS_WAIT_MS, "taxi_lf_stop"), 0);
   util_thread_join(&t->th[j], POOLS_WAIT_MS, "taxi_lf_join after shutdown");
-  CU_ASSERT_EQUAL(t->join_rc[j], 0);
+  CU_ASSERT_EQUAL(t->join_rc[j], TAXI_ESTOPPED);
   CU_ASSERT_EQUAL(lf_stats(t->p).threads, 0);
   lf_free(t);
 }
@@ -117,7 +117,7 @@ static void test_join_timeout_leader_hands_over(void) {
   CU_ASSERT_EQUAL(
       util_bounded(lf_do_shutdown, t->p, POOLS_WAIT_MS, "taxi_lf_stop"), 0);
   util_thread_join(&t->th[b], POOLS_WAIT_MS, "taxi_lf_join after shutdown");
-  CU_ASSERT_EQUAL(t->join_rc[b], 0);
+  CU_ASSERT_EQUAL(t->join_rc[b], TAXI_ESTOPPED);
   lf_free(t);
 }
 
@@ -194,7 +194,7 @@ static void lf_promotion_order(taxi_promotion_t promotion, const int prio[4],
       util_bounded(lf_do_shutdown, t->p, POOLS_WAIT_MS, "taxi_lf_stop"), 0);
   for (int i = 0; i < t->next_thread; i++) {
     util_thread_join(&t->th[i], POOLS_WAIT_MS, "taxi_lf_join after shutdown");
-    CU_ASSERT_EQUAL(t->join_rc[i], 0);
+    CU_ASSERT_EQUAL(t->join_rc[i], TAXI_ESTOPPED);
   }
   lf_free(t);
 }

@@ -56,7 +56,7 @@ static void test_bad_counts(void) {
   CU_ASSERT_EQUAL(
       util_bounded(lf_do_shutdown, t->p, POOLS_WAIT_MS, "taxi_lf_stop"), 0);
   util_thread_join(&t->th[j], POOLS_WAIT_MS, "taxi_lf_join after shutdown");
-  CU_ASSERT_EQUAL(t->join_rc[j], 0);
+  CU_ASSERT_EQUAL(t->join_rc[j], TAXI_ESTOPPED);
   lf_free(t);
 }
 

@@ -60,7 +60,7 @@ static void test_shutdown_busy(void) {
   CU_ASSERT_EQUAL(sh.hooks_done_then, N);
   CU_ASSERT_EQUAL(sh.threads_then, 0);
   util_thread_join(&t->th[j], POOLS_WAIT_MS, "taxi_lf_join after shutdown");
-  CU_ASSERT_EQUAL(t->join_rc[j], 0);
+  CU_ASSERT_EQUAL(t->join_rc[j], TAXI_ESTOPPED);
   for (int i = 0; i < N; i++)
     CU_ASSERT_EQUAL(atomic_load(&t->conn[i].inputs), 1);
   lf_free(t);
@@ -89,7 +89,7 @@ static void lf_shutdown_idle(taxi_promotion_t promotion,
   CU_ASSERT_EQUAL(s.followers, 0);
   util_thread_join(&t->th[j], POOLS_WAIT_MS,
                    "taxi_lf_join(p, -1, 3) after shutdown");
-  CU_ASSERT_EQUAL(t->join_rc[j], 0);
+  CU_ASSERT_EQUAL(t->join_rc[j], TAXI_ESTOPPED);
   CU_ASSERT_EQUAL(taxi_lf_stop(t->p), TAXI_ESTOPPED);
   lf_free(t);
 }
@@ -142,7 +142,7 @@ static void test_shutdown_from_hook(void) {
   CU_ASSERT_EQUAL(atomic_load(&t->threads_after_shutdown), 1);
   CU_ASSERT_EQUAL(atomic_load(&t->rc_join), TAXI_ESTOPPED);
   util_thread_join(&t->th[j], POOLS_WAIT_MS, "taxi_lf_join after shutdown");
-  CU_ASSERT_EQUAL(t->join_rc[j], 0);
+  CU_ASSERT_EQUAL(t->join_rc[j], TAXI_ESTOPPED);
   taxi_lf_stats_t s;
   CU_ASSERT(lf_wait_shape(t->p, 0, 0, 0));
   s = lf_stats(t->p);
@@ -199,7 +199,7 @@ static void test_destroy_running(void) {
   CU_ASSERT_EQUAL(d.rc, 0);
   CU_ASSERT_EQUAL(d.hook_done_then, 1);
   util_thread_join(&t->th[j], POOLS_WAIT_MS, "taxi_lf_join after destroy");
-  CU_ASSERT_EQUAL(t->join_rc[j], 0);
+  CU_ASSERT_EQUAL(t->join_rc[j], TAXI_ESTOPPED);
   CU_ASSERT_EQUAL(atomic_load(&t->conn[0].hook_done), 1);
   /* The other handle's event is still there for the reactor. */
   util_write_byte(t->conn[1].sv[1]);

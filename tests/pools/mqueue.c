@@ -218,7 +218,7 @@ static void lf_mix(taxi_leaders_t leaders) {
   CU_ASSERT_EQUAL_FATAL(taxi_lf_spawn(p, 4), 0);
   mix_drive(m);
   CU_ASSERT_EQUAL(taxi_lf_stop(p), 0);
-  CU_ASSERT_EQUAL(taxi_lf_wait(p, WAIT_MS), 0);
+  CU_ASSERT_EQUAL(taxi_lf_wait(p, WAIT_MS), TAXI_ESTOPPED);
   CU_ASSERT_EQUAL(taxi_lf_destroy(p), 0);
   mix_free(r, m);
   CU_ASSERT_EQUAL(taxi_reactor_destroy(r), 0);
@@ -236,7 +236,7 @@ static void test_hsha(void) {
   CU_ASSERT_EQUAL_FATAL(taxi_hsha_create(&p, r, &o), 0);
   mix_drive(m);
   CU_ASSERT_EQUAL(taxi_hsha_stop(p), 0);
-  CU_ASSERT_EQUAL(taxi_hsha_wait(p, WAIT_MS), 0);
+  CU_ASSERT_EQUAL(taxi_hsha_wait(p, WAIT_MS), TAXI_ESTOPPED);
   CU_ASSERT_EQUAL(taxi_hsha_destroy(p), 0);
   mix_free(r, m);
   CU_ASSERT_EQUAL(taxi_reactor_destroy(r), 0);

@@ -239,8 +239,8 @@ void test_sets_shutdown(void) {
   CU_ASSERT_EQUAL(taxi_lf_sets_wait(s, 20), TAXI_ETIMEDOUT);
   CU_ASSERT_EQUAL(taxi_lf_sets_wait(NULL, 0), TAXI_EINVAL);
   CU_ASSERT_EQUAL(taxi_lf_sets_stop(s), 0);
-  CU_ASSERT_EQUAL(taxi_lf_sets_wait(s, -1), 0);
-  CU_ASSERT_EQUAL(taxi_lf_sets_wait(s, 0), 0);
+  CU_ASSERT_EQUAL(taxi_lf_sets_wait(s, -1), TAXI_ESTOPPED);
+  CU_ASSERT_EQUAL(taxi_lf_sets_wait(s, 0), TAXI_ESTOPPED);
   for (unsigned i = 0; i < 2; i++) {
     taxi_lf_stats_t st;
     memset(&st, 0, sizeof st);

@@ -64,7 +64,7 @@ static void lf_stop_by_signal(taxi_leaders_t leaders) {
   CU_ASSERT_EQUAL_FATAL(taxi_lf_spawn(p, 3), 0);
   util_sleep_ms(20); /* not needed; lets a leader be in its wait */
   stop_now();
-  CU_ASSERT_EQUAL(taxi_lf_wait(p, POOLS_WAIT_MS), 0);
+  CU_ASSERT_EQUAL(taxi_lf_wait(p, POOLS_WAIT_MS), TAXI_ESTOPPED);
   taxi_lf_stats_t s;
   memset(&s, 0, sizeof s);
   CU_ASSERT_EQUAL(taxi_lf_stats(p, &s), 0);
@@ -88,7 +88,7 @@ static void test_hsha(void) {
   CU_ASSERT_EQUAL_FATAL(taxi_hsha_create(&p, r, &o), 0);
   util_sleep_ms(20); /* not needed; lets the reactor thread be waiting */
   stop_now();
-  CU_ASSERT_EQUAL(taxi_hsha_wait(p, POOLS_WAIT_MS), 0);
+  CU_ASSERT_EQUAL(taxi_hsha_wait(p, POOLS_WAIT_MS), TAXI_ESTOPPED);
   taxi_hsha_stats_t s;
   memset(&s, 0, sizeof s);
   CU_ASSERT_EQUAL(taxi_hsha_stats(p, &s), 0);

@@ -51,6 +51,7 @@ extern const taxi_test_suite_t pools_suite_signal_stop;
 extern const taxi_test_suite_t pools_suite_signal_late;
 extern const taxi_test_suite_t pools_suite_serial;
 extern const taxi_test_suite_t pools_suite_hook_state;
+extern const taxi_test_suite_t pools_suite_stop_result;
 extern const taxi_test_suite_t pools_suite_mqueue;
 
 /* Leader/Followers per handle set (sets.c, self-contained): the suite for

@@ -307,7 +307,7 @@ static void gr_echo(unsigned n, taxi_group_spread_t spread,
       0);
   pt_thread_t client;
   pt_thread_start(&client, gr_clients, &e);
-  CU_ASSERT_EQUAL(gr_run(e.g), 0);
+  CU_ASSERT_EQUAL(gr_run(e.g), TAXI_ESTOPPED);
   pt_thread_join(&client, 2, "group echo clients");
 
   CU_ASSERT_EQUAL(atomic_load(&e.client_failed), 0);
@@ -422,7 +422,7 @@ static void test_cross_thread(void) {
   CU_ASSERT_EQUAL_FATAL(taxi_proactor_post(taxi_proactor_group_at(x.g, 0),
                                            &x.post, gr_cross_start, &x),
                         0);
-  CU_ASSERT_EQUAL(gr_run(x.g), 0);
+  CU_ASSERT_EQUAL(gr_run(x.g), TAXI_ESTOPPED);
   gr_check_who(x.g, who);
   CU_ASSERT_EQUAL(x.start_rc, 0);
   CU_ASSERT_EQUAL(atomic_load(&x.done), 2);
@@ -505,7 +505,7 @@ static void test_move_works(void) {
   taxi_op_init(&m.post);
   taxi_op_init(&m.rop);
   CU_ASSERT_EQUAL_FATAL(taxi_proactor_post(p0, &m.post, gr_move_start, &m), 0);
-  CU_ASSERT_EQUAL(gr_run(m.g), 0);
+  CU_ASSERT_EQUAL(gr_run(m.g), TAXI_ESTOPPED);
   gr_check_who(m.g, who);
   for (int i = 0; i < 2; i++) {
     CU_ASSERT_EQUAL(m.move_rc[i], 0);

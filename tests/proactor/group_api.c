@@ -164,11 +164,11 @@ static void test_busy_and_rerun(void) {
     CU_ASSERT_EQUAL(taxi_proactor_group_destroy(b.g), TAXI_EBUSY);
     CU_ASSERT_EQUAL(taxi_proactor_group_stop(b.g), 0);
     pt_thread_join(&t, 1, "taxi_proactor_group_run after stop");
-    CU_ASSERT_EQUAL(b.run_rc, 0);
+    CU_ASSERT_EQUAL(b.run_rc, TAXI_ESTOPPED);
   }
   /* Stopped before it runs: run returns at once (a stop is not lost). */
   CU_ASSERT_EQUAL(taxi_proactor_group_stop(b.g), 0);
-  CU_ASSERT_EQUAL(gr_run(b.g), 0);
+  CU_ASSERT_EQUAL(gr_run(b.g), TAXI_ESTOPPED);
   CU_ASSERT_EQUAL(taxi_proactor_group_destroy(b.g), 0);
 }
 
@@ -212,18 +212,18 @@ static void test_wait(void) {
   CU_ASSERT_EQUAL(atomic_load(&w.done), 0); /* not stopped yet */
   CU_ASSERT_EQUAL(taxi_proactor_group_stop(b.g), 0);
   pt_thread_join(&wt, 1, "taxi_proactor_group_wait after stop");
-  CU_ASSERT_EQUAL(w.rc, 0);
+  CU_ASSERT_EQUAL(w.rc, TAXI_ESTOPPED);
   pt_thread_join(&t, 1, "taxi_proactor_group_run after stop");
-  CU_ASSERT_EQUAL(b.run_rc, 0);
-  CU_ASSERT_EQUAL(taxi_proactor_group_wait(b.g, 0), 0);
-  CU_ASSERT_EQUAL(taxi_proactor_group_wait(b.g, -1), 0);
+  CU_ASSERT_EQUAL(b.run_rc, TAXI_ESTOPPED);
+  CU_ASSERT_EQUAL(taxi_proactor_group_wait(b.g, 0), TAXI_ESTOPPED);
+  CU_ASSERT_EQUAL(taxi_proactor_group_wait(b.g, -1), TAXI_ESTOPPED);
   CU_ASSERT_EQUAL(taxi_proactor_group_destroy(b.g), 0);
 
   /* Stopped before any run: nothing to wait for. */
   taxi_proactor_group_t *g = gr_group(2, TAXI_SPREAD_ROUND_ROBIN);
   CU_ASSERT_EQUAL(taxi_proactor_group_stop(g), 0);
-  CU_ASSERT_EQUAL(taxi_proactor_group_wait(g, -1), 0);
-  CU_ASSERT_EQUAL(gr_run(g), 0);
+  CU_ASSERT_EQUAL(taxi_proactor_group_wait(g, -1), TAXI_ESTOPPED);
+  CU_ASSERT_EQUAL(gr_run(g), TAXI_ESTOPPED);
   CU_ASSERT_EQUAL(taxi_proactor_group_destroy(g), 0);
 }
 
@@ -290,7 +290,7 @@ static void test_stop_from_signal_handler(void) {
   int rc = taxi_proactor_group_run(g);
   util_signaller_finish(&x);
   util_signal_default(SIGUSR1);
-  CU_ASSERT_EQUAL(rc, 0);
+  CU_ASSERT_EQUAL(rc, TAXI_ESTOPPED);
   CU_ASSERT_EQUAL(atomic_load(&x.gave_up), 0);
   CU_ASSERT(atomic_load(&x.sent) >= 1);
   CU_ASSERT_EQUAL(taxi_proactor_group_destroy(g), 0);

@@ -22,12 +22,13 @@
 #include <string.h>
 
 static const taxi_test_suite_t *const pt_base_suites[] = {
-    &pt_suite_stream,   &pt_suite_files,      &pt_suite_cancel,
-    &pt_suite_timers,   &pt_suite_scale,      &pt_suite_dispatch,
-    &pt_suite_pool,     &pt_suite_alloc,      &pt_suite_bad_input,
-    &pt_suite_fd_reuse, &pt_suite_emfile,     &pt_suite_signals,
-    &pt_suite_counters, &pt_suite_one_thread, &pt_suite_pooled,
-    &pt_suite_group,    &pt_suite_group_api,  &pt_suite_regfiles,
+    &pt_suite_stream,      &pt_suite_files,      &pt_suite_cancel,
+    &pt_suite_timers,      &pt_suite_scale,      &pt_suite_dispatch,
+    &pt_suite_pool,        &pt_suite_alloc,      &pt_suite_bad_input,
+    &pt_suite_fd_reuse,    &pt_suite_emfile,     &pt_suite_signals,
+    &pt_suite_counters,    &pt_suite_one_thread, &pt_suite_pooled,
+    &pt_suite_group,       &pt_suite_group_api,  &pt_suite_regfiles,
+    &pt_suite_stop_result,
 };
 #define PT_N_SUITES (sizeof pt_base_suites / sizeof pt_base_suites[0])
 

@@ -93,7 +93,7 @@ static void ot_refusals(unsigned flags) {
   CU_ASSERT_EQUAL(taxi_lf_create_proactor(&pool, p, NULL), TAXI_EBUSY);
   CU_ASSERT_EQUAL(taxi_proactor_stop(p), 0);
   pt_thread_join(&t, 1, "taxi_proactor_run of a ONE_THREAD proactor");
-  CU_ASSERT_EQUAL(r.rc, 0);
+  CU_ASSERT_EQUAL(r.rc, TAXI_ESTOPPED);
   /* Stopped, still refused to another thread. */
   taxi_proactor_restart(p);
   CU_ASSERT_EQUAL(taxi_proactor_handle_events(p, 0), TAXI_EBUSY);
@@ -188,7 +188,7 @@ static void ot_foreign(unsigned flags) {
   pt_sleep_ms(5);
   CU_ASSERT_EQUAL(taxi_proactor_stop(p), 0);
   pt_thread_join(&t, 1, "taxi_proactor_run of a ONE_THREAD proactor");
-  CU_ASSERT_EQUAL(r.rc, 0);
+  CU_ASSERT_EQUAL(r.rc, TAXI_ESTOPPED);
   CU_ASSERT_EQUAL(atomic_load(&dr.calls), 0);
   pt_destroy(p);
   CU_ASSERT_EQUAL(atomic_load(&dr.calls), 1);

@@ -537,7 +537,7 @@ static void test_move(void) {
   CU_ASSERT_EQUAL_FATAL(taxi_proactor_connect(p0, &m.cop, m.sv[0], &a, sizeof a,
                                               rf_move_connected, &m),
                         0);
-  CU_ASSERT_EQUAL(gr_run(m.g), 0);
+  CU_ASSERT_EQUAL(gr_run(m.g), TAXI_ESTOPPED);
   for (int i = 0; i < 4; i++) CU_ASSERT_EQUAL(m.rc[i], 0);
   for (int i = 0; i < 3; i++) CU_ASSERT_EQUAL(m.status[i], 0);
   CU_ASSERT_EQUAL(m.in[0], 'a');

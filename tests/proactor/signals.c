@@ -336,11 +336,11 @@ static void test_stop_from_signal_handler(void) {
       util_signaller_start(&x, SIGUSR1, pt_wait_ms(), stop_anyway, p), 0);
   int rc = taxi_proactor_run(p);
   util_signaller_finish(&x);
-  CU_ASSERT_EQUAL(rc, 0);
+  CU_ASSERT_EQUAL(rc, TAXI_ESTOPPED);
   CU_ASSERT_EQUAL(atomic_load(&x.gave_up), 0);
   CU_ASSERT(atomic_load(&x.sent) >= 1);
   /* Stopped stays stopped until restarted. */
-  CU_ASSERT_EQUAL(taxi_proactor_handle_events(p, 0), 0);
+  CU_ASSERT_EQUAL(taxi_proactor_handle_events(p, 0), TAXI_ESTOPPED);
   util_signal_default(SIGUSR1);
   pt_destroy(p);
 }
@@ -357,7 +357,7 @@ static void test_pool_stopped_by_signal_handler(void) {
   util_signal_handle(SIGUSR1, stop_from_handler);
   util_sleep_ms(20); /* not needed; lets a leader be in its wait */
   raise(SIGUSR1);
-  CU_ASSERT_EQUAL(taxi_lf_wait(pool, pt_wait_ms()), 0);
+  CU_ASSERT_EQUAL(taxi_lf_wait(pool, pt_wait_ms()), TAXI_ESTOPPED);
   CU_ASSERT_EQUAL(taxi_lf_stop(pool), TAXI_ESTOPPED);
   CU_ASSERT_EQUAL(taxi_lf_destroy(pool), 0);
   util_signal_default(SIGUSR1);

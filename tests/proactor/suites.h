@@ -18,24 +18,25 @@
 
 #include "helpers.h"
 
-extern const taxi_test_suite_t pt_suite_stream;     /* stream.c */
-extern const taxi_test_suite_t pt_suite_files;      /* files.c */
-extern const taxi_test_suite_t pt_suite_cancel;     /* cancel.c */
-extern const taxi_test_suite_t pt_suite_timers;     /* timers.c */
-extern const taxi_test_suite_t pt_suite_scale;      /* scale.c */
-extern const taxi_test_suite_t pt_suite_dispatch;   /* threads.c */
-extern const taxi_test_suite_t pt_suite_pool;       /* threads.c */
-extern const taxi_test_suite_t pt_suite_alloc;      /* alloc.c */
-extern const taxi_test_suite_t pt_suite_bad_input;  /* bad_input.c */
-extern const taxi_test_suite_t pt_suite_fd_reuse;   /* fd_reuse.c */
-extern const taxi_test_suite_t pt_suite_emfile;     /* emfile.c */
-extern const taxi_test_suite_t pt_suite_signals;    /* signals.c */
-extern const taxi_test_suite_t pt_suite_counters;   /* counters.c */
-extern const taxi_test_suite_t pt_suite_one_thread; /* one_thread.c */
-extern const taxi_test_suite_t pt_suite_pooled;     /* pooled.c */
-extern const taxi_test_suite_t pt_suite_group;      /* group.c */
-extern const taxi_test_suite_t pt_suite_group_api;  /* group_api.c */
-extern const taxi_test_suite_t pt_suite_regfiles;   /* regfiles.c */
+extern const taxi_test_suite_t pt_suite_stream;      /* stream.c */
+extern const taxi_test_suite_t pt_suite_files;       /* files.c */
+extern const taxi_test_suite_t pt_suite_cancel;      /* cancel.c */
+extern const taxi_test_suite_t pt_suite_timers;      /* timers.c */
+extern const taxi_test_suite_t pt_suite_scale;       /* scale.c */
+extern const taxi_test_suite_t pt_suite_dispatch;    /* threads.c */
+extern const taxi_test_suite_t pt_suite_pool;        /* threads.c */
+extern const taxi_test_suite_t pt_suite_alloc;       /* alloc.c */
+extern const taxi_test_suite_t pt_suite_bad_input;   /* bad_input.c */
+extern const taxi_test_suite_t pt_suite_fd_reuse;    /* fd_reuse.c */
+extern const taxi_test_suite_t pt_suite_emfile;      /* emfile.c */
+extern const taxi_test_suite_t pt_suite_signals;     /* signals.c */
+extern const taxi_test_suite_t pt_suite_counters;    /* counters.c */
+extern const taxi_test_suite_t pt_suite_one_thread;  /* one_thread.c */
+extern const taxi_test_suite_t pt_suite_pooled;      /* pooled.c */
+extern const taxi_test_suite_t pt_suite_group;       /* group.c */
+extern const taxi_test_suite_t pt_suite_group_api;   /* group_api.c */
+extern const taxi_test_suite_t pt_suite_regfiles;    /* regfiles.c */
+extern const taxi_test_suite_t pt_suite_stop_result; /* stop_result.c */
 
 /* refusal.c: io_uring refused (seccomp ENOSYS/EPERM) -> clear error, the
  * automatic choice falls back.  Part of the bad input suite. */

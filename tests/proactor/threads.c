@@ -68,13 +68,14 @@ static void test_run_stop_from_other_thread(void) {
   CU_ASSERT(pthread_equal(d.thread, r.thread));
   CU_ASSERT_EQUAL(taxi_proactor_stop(p), 0);
   pt_thread_join(&t, 1, "taxi_proactor_run after taxi_proactor_stop");
-  CU_ASSERT_EQUAL(r.rc, 0);
+  CU_ASSERT_EQUAL(r.rc, TAXI_ESTOPPED);
   CU_ASSERT_EQUAL(taxi_proactor_restart(p), 0);
   pt_destroy(p);
 }
 
-/* Stopped before run: run returns 0 at once, and handle_events returns 0
- * without running a ready completion; after restart it runs. */
+/* Stopped before run: run returns TAXI_ESTOPPED at once, and so does
+ * handle_events, without running a ready completion; after restart it
+ * runs. */
 static void test_stop_before_run(void) {
   if (pt_skip_one_thread()) return;
   taxi_proactor_t *p = pt_proactor();
@@ -86,13 +87,13 @@ static void test_stop_before_run(void) {
   pt_thread_t t;
   pt_thread_start(&t, th_run, &r);
   pt_thread_join(&t, 1, "taxi_proactor_run on a stopped proactor");
-  CU_ASSERT_EQUAL(r.rc, 0);
+  CU_ASSERT_EQUAL(r.rc, TAXI_ESTOPPED);
   taxi_op_t op;
   taxi_op_init(&op);
   pt_done_t d;
   pt_done_init(&d);
   CU_ASSERT_EQUAL(taxi_proactor_post(p, &op, pt_on_done, &d), 0);
-  CU_ASSERT_EQUAL(taxi_proactor_handle_events(p, 10), 0);
+  CU_ASSERT_EQUAL(taxi_proactor_handle_events(p, 10), TAXI_ESTOPPED);
   CU_ASSERT_EQUAL(atomic_load(&d.calls), 0);
   CU_ASSERT_EQUAL(taxi_proactor_restart(p), 0);
   CU_ASSERT(pt_run_done(p, &d, 1));
@@ -134,7 +135,7 @@ static void test_handler_limits_and_stop(void) {
   pt_thread_t t;
   pt_thread_start(&t, th_run, &r);
   pt_thread_join(&t, 1, "taxi_proactor_run stopped by its handler");
-  CU_ASSERT_EQUAL(r.rc, 0);
+  CU_ASSERT_EQUAL(r.rc, TAXI_ESTOPPED);
   CU_ASSERT_EQUAL(atomic_load(&x.calls), 1);
   CU_ASSERT(x.he_rc < 0);
   CU_ASSERT_EQUAL(x.destroy_rc, TAXI_EBUSY);

@@ -157,8 +157,7 @@ static int echo(taxi_handler_t *h, taxi_handle_t fd, unsigned ev) {
      * so until the close hook, which waits for this hook to return.  Then
      * ENOENT is the documented answer; the handler is added back with
      * the interest its buffer needs (attach()). */
-    if (rc == TAXI_ENOENT && atomic_load(&s->state) == SLOT_DETACHING)
-      return 0;
+    if (rc == TAXI_ENOENT && atomic_load(&s->state) == SLOT_DETACHING) return 0;
     if (rc < 0) {
       fail(s->run, "slot %d: taxi_reactor_modify: %ld",
            (int)(s - s->run->slots), rc);
@@ -367,7 +366,7 @@ static void chaos_main(void *arg) {
 static void dispatch_main(void *arg) {
   run_t *run = arg;
   int rc = taxi_reactor_run(run->r);
-  if (rc < 0) fail(run, "slot %d: taxi_reactor_run: %ld", -1, rc);
+  if (rc != TAXI_ESTOPPED) fail(run, "slot %d: taxi_reactor_run: %ld", -1, rc);
 }
 
 static int do_lf_destroy(void *p) { return taxi_lf_destroy(p); }

@@ -76,7 +76,7 @@ void st_io_run(st_io_t *c) {
 }
 
 int st_io_stop(st_io_t *c) {
-  if (!c->thread.started) return 0;
+  if (!c->thread.started) return TAXI_ESTOPPED;
   CU_ASSERT_EQUAL(taxi_io_stop(c->io), 0);
   int rc = taxi_io_wait(c->io, 20000);
   util_thread_join(&c->thread, 20000, "taxi_io_run after taxi_io_stop");
@@ -87,7 +87,7 @@ int st_io_stop(st_io_t *c) {
 
 void st_io_destroy(st_io_t *c) {
   if (!c->io) return;
-  CU_ASSERT_EQUAL(st_io_stop(c), 0);
+  CU_ASSERT_EQUAL(st_io_stop(c), TAXI_ESTOPPED);
   CU_ASSERT_EQUAL(taxi_io_destroy(c->io), 0);
   c->io = NULL;
 }

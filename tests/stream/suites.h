@@ -32,7 +32,8 @@ int st_io_create(st_io_t *c);
 int st_io_create_spread(st_io_t *c, taxi_group_spread_t spread);
 /* Start taxi_io_run in a thread. */
 void st_io_run(st_io_t *c);
-/* taxi_io_stop, wait (bounded), join; returns what taxi_io_run returned. */
+/* taxi_io_stop, wait (bounded), join; returns what taxi_io_run returned
+ * (TAXI_ESTOPPED; also when it was not running). */
 int st_io_stop(st_io_t *c);
 /* Stop if running, then taxi_io_destroy. */
 void st_io_destroy(st_io_t *c);

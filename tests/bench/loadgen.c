@@ -85,6 +85,7 @@
 
 #include "cmdline.h"
 #include "histogram.h"
+#include "json.h"
 
 #ifdef __linux__
 #include <sys/epoll.h>
@@ -872,19 +873,6 @@ static int parse_args(int argc, char **argv) {
     opt.time_limit =
         opt.warmup + (opt.messages > 0 ? 300.0 : opt.duration) + 30.0;
   return 0;
-}
-
-static void json_string(FILE *out, const char *s) {
-  fputc('"', out);
-  for (; *s; s++) {
-    if (*s == '"' || *s == '\\')
-      fprintf(out, "\\%c", *s);
-    else if ((unsigned char)*s < 0x20)
-      fprintf(out, "\\u%04x", (unsigned)(unsigned char)*s);
-    else
-      fputc(*s, out);
-  }
-  fputc('"', out);
 }
 
 int main(int argc, char **argv) {

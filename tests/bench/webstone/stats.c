@@ -14,6 +14,8 @@
  */
 #include "webstone.h"
 
+#include "../json.h"
+
 #include <string.h>
 
 const char *const ws_error_names[WS_ERR_COUNT] = {
@@ -47,19 +49,6 @@ uint64_t ws_stats_errors(const struct ws_stats *s) {
   size_t i;
   for (i = 0; i < WS_ERR_COUNT; i++) n += s->errors[i];
   return n;
-}
-
-static void json_string(FILE *out, const char *s) {
-  fputc('"', out);
-  for (; *s; s++) {
-    if (*s == '"' || *s == '\\')
-      fprintf(out, "\\%c", *s);
-    else if ((unsigned char)*s < 0x20)
-      fprintf(out, "\\u%04x", (unsigned)(unsigned char)*s);
-    else
-      fputc(*s, out);
-  }
-  fputc('"', out);
 }
 
 void ws_report(FILE *human, const struct ws_stats *s, double seconds,

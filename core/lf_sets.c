@@ -7,6 +7,7 @@
 
 #include "taxi/lf_sets.h"
 #include "core/alloc.h"
+#include "core/detail.h"
 #include "core/options.h"
 #include "core/reactor_impl.h"
 #include "core/time_math.h"
@@ -38,13 +39,24 @@ void taxi_lf_sets_options_init(taxi_lf_sets_options_t *o) {
 
 int taxi_lf_sets_create(taxi_lf_sets_t **out,
                         const taxi_lf_sets_options_t *opts) {
-  if (!out) return TAXI_EINVAL;
+  if (!out) return taxi__refuse(TAXI_EINVAL, "taxi_lf_sets_create: out: NULL");
   *out = NULL;
   taxi_lf_sets_options_t o;
   taxi_lf_sets_options_init(&o);
-  if (taxi__options_copy(&o, sizeof o, opts, sizeof o) < 0) return TAXI_EINVAL;
-  if (o.sets > TAXI_LF_SETS_MAX || o.threads_per_set > TAXI_LF_MAX_THREADS)
+  if (taxi__options_copy(&o, sizeof o, opts, sizeof o,
+                         "taxi_lf_sets_create: options",
+                         "taxi_lf_sets_options_init") < 0)
     return TAXI_EINVAL;
+  if (o.sets > TAXI_LF_SETS_MAX)
+    return taxi__refuse(TAXI_EINVAL,
+                        "taxi_lf_sets_create: options.sets: at most "
+                        "TAXI_LF_SETS_MAX (%u); got %u",
+                        TAXI_LF_SETS_MAX, o.sets);
+  if (o.threads_per_set > TAXI_LF_MAX_THREADS)
+    return taxi__refuse(TAXI_EINVAL,
+                        "taxi_lf_sets_create: options.threads_per_set: at "
+                        "most TAXI_LF_MAX_THREADS (%u); got %u",
+                        TAXI_LF_MAX_THREADS, o.threads_per_set);
   if (o.sets == 0) o.sets = taxi__cpu_count();
   if (o.sets > TAXI_LF_SETS_MAX) o.sets = TAXI_LF_SETS_MAX;
   if (o.threads_per_set == 0) o.threads_per_set = 1;
@@ -59,8 +71,18 @@ int taxi_lf_sets_create(taxi_lf_sets_t **out,
   taxi_reactor_options_t ro = TAXI_REACTOR_OPTIONS_INIT;
   ro.backend = o.backend;
   for (unsigned i = 0; rc == 0 && i < o.sets; i++) {
+    /* Their refusals are of this call's options (the backend, the pool's
+     * options), and say so. */
+    unsigned mark = taxi__refusals();
     rc = taxi_reactor_create(&s->reactors[i], &ro);
-    if (rc == 0) rc = taxi_lf_create(&s->pools[i], s->reactors[i], o.pool);
+    rc = taxi__refuse_within(rc, mark, "taxi_reactor_create: options",
+                             "taxi_lf_sets_create: options");
+    if (rc == 0) {
+      mark = taxi__refusals();
+      rc = taxi_lf_create(&s->pools[i], s->reactors[i], o.pool);
+      rc = taxi__refuse_within(rc, mark, "taxi_lf_create: options",
+                               "taxi_lf_sets_create: options.pool");
+    }
     if (rc == 0) rc = taxi_lf_spawn(s->pools[i], o.threads_per_set);
   }
   if (rc < 0) {
@@ -75,7 +97,11 @@ int taxi_lf_sets_create(taxi_lf_sets_t **out,
 int taxi_lf_sets_destroy(taxi_lf_sets_t *s) {
   if (!s) return TAXI_EINVAL;
   for (unsigned i = 0; i < s->n; i++)
-    if (taxi_lf_current_thread(s->pools[i]) >= 0) return TAXI_EBUSY;
+    if (taxi_lf_current_thread(s->pools[i]) >= 0)
+      return taxi__refuse(TAXI_EBUSY,
+                          "taxi_lf_sets_destroy: s: called from a thread of "
+                          "set %u's pool, which the destroy would wait for",
+                          i);
   /* Every pool stops before any reactor goes: a hook of one set may be
    * using another set's reactor (a move, a shared acceptor). */
   for (unsigned i = 0; i < s->n; i++) taxi_lf_stop(s->pools[i]);

@@ -762,7 +762,15 @@ const char *taxi_io_backend(const taxi_io_t *io) {
                       : taxi_reactor_backend(io->reactor);
 }
 
-unsigned taxi_io_threads(const taxi_io_t *io) { return io ? io->threads : 0; }
+unsigned taxi_io_threads(const taxi_io_t *io) {
+  if (!io) return 0;
+  /* A supplied Leader/Followers pool has what the application gave it:
+   * counted now. */
+  taxi_lf_stats_t st;
+  if (io->lf && !io->own_lf && taxi_lf_stats(io->lf, &st) == 0)
+    return st.threads;
+  return io->threads;
+}
 
 taxi_reactor_t *taxi_io_reactor(const taxi_io_t *io) {
   return io ? io->reactor : NULL;

@@ -47,8 +47,45 @@ int taxi__io_options_read(taxi_io_t *io, taxi_io_options_t *o,
 /* The most proactors a group has (taxi/proactor_group.h). */
 #define GROUP_MAX 1024u
 
-/* `threads`: its default and limit are the dispatcher's. */
+/* A pool the application supplied: its own threads run the callbacks, so
+ * `threads` may only say what they are (see taxi_io_options_t.threads). */
+static int supplied_threads(taxi_io_t *io, const taxi_io_options_t *o) {
+  if (o->lf_pool) {
+    /* The application's (taxi_lf_spawn, taxi_lf_join) and taxi_io_run's
+     * caller: counted when asked (taxi_io_threads). */
+    if (o->threads)
+      return taxi__refuse(TAXI_EINVAL,
+                          "taxi_io_create: options.threads: the threads of "
+                          "the supplied lf_pool are the application's "
+                          "(taxi_lf_spawn, taxi_lf_join) and taxi_io_run's "
+                          "caller: leave it 0; got %u",
+                          o->threads);
+    io->threads = 0;
+    return 0;
+  }
+  taxi_hsha_stats_t st;
+  int rc = taxi_hsha_stats(o->hsha_pool, &st);
+  if (rc < 0)
+    return taxi__refuse(rc,
+                        "taxi_io_create: options.hsha_pool: not a pool "
+                        "(destroyed?)");
+  if (o->threads && o->threads != st.workers)
+    return taxi__refuse(TAXI_EINVAL,
+                        "taxi_io_create: options.threads: the supplied "
+                        "hsha_pool runs callbacks in its %u workers; got %u",
+                        st.workers, o->threads);
+  io->threads = st.workers;
+  return 0;
+}
+
+/* `threads` means one thing under every dispatcher (taxi/io.h): how many
+ * threads run the application's callbacks, taxi_io_run's caller counted
+ * when it is one of them.  Its default and limit are the dispatcher's. */
 int taxi__io_threads_check(taxi_io_t *io, const taxi_io_options_t *o) {
+  if ((o->lf_pool &&
+       (io->kind == TAXI_IO_LF || io->kind == TAXI_IO_PROACTOR)) ||
+      (o->hsha_pool && io->kind == TAXI_IO_HSHA))
+    return supplied_threads(io, o);
   unsigned dflt = 1, max = 1;
   const char *why = "";
   switch (io->kind) {
@@ -82,10 +119,16 @@ int taxi__io_threads_check(taxi_io_t *io, const taxi_io_options_t *o) {
                         "taxi_io_create: options.threads: %s; "
                         "got %u",
                         why, io->threads);
-  if (io->kind != TAXI_IO_HSHA || o->hsha_pool) return 0;
+  if (io->kind != TAXI_IO_HSHA) return 0;
   /* The pool is made when taxi_io_run starts: what it would refuse is
    * refused now.  Its workers are the threads. */
   taxi_hsha_options_t ho = io->hsha_opts;
+  if (ho.workers && ho.workers != io->threads)
+    return taxi__refuse(TAXI_EINVAL,
+                        "taxi_io_create: options.hsha.workers: the "
+                        "context's workers are options.threads (%u): set that, "
+                        "and leave this 0; got %u",
+                        io->threads, ho.workers);
   ho.workers = io->threads;
   return taxi__hsha_options_check(&ho, "taxi_io_create: options.hsha");
 }

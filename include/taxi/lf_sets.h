@@ -40,7 +40,9 @@ typedef struct taxi_lf_sets_options {
    * initialisers (see taxi_reactor_options_t.size). */
   size_t size;
   unsigned sets;            /* handle sets; 0: one per processor online */
-  unsigned threads_per_set; /* threads spawned per set; 0: 1 */
+  /* Threads spawned per set, each running hooks (threads that join a
+   * set's pool with taxi_lf_join come on top); 0: 1. */
+  unsigned threads_per_set;
   const char *backend;      /* as for taxi_reactor_create(), NULL: best */
   /* The options of every set's pool; NULL: the defaults. */
   const taxi_lf_options_t *pool;

@@ -62,8 +62,16 @@ typedef struct taxi__source {
  * where the backend has TAXI_CAP_MULTI_WAIT and TAXI_CAP_ONESHOT. */
 void taxi__reactor_source(taxi_reactor_t *r, taxi__source_t *out);
 
-/* A Leader/Followers pool over any source (core/lf_pool.c). */
+/* A Leader/Followers pool over any source (core/lf_pool.c), made for the
+ * public function `fn`, which the details of its refusals name. */
 int taxi__lf_create_source(taxi_lf_pool_t **out, const taxi__source_t *src,
-                           const taxi_lf_options_t *opts);
+                           const taxi_lf_options_t *opts, const char *fn);
+
+/* The caller's options `in` (NULL: the defaults) read into *o as `fn`
+ * reads them (core/lf_options.c): 0, or TAXI_EINVAL (size, an unknown
+ * promotion or leaders), TAXI_ENOTSUP (TAXI_LEADERS_MANY where the source
+ * is not multi_wait), each with its detail. */
+int taxi__lf_options_read(taxi_lf_options_t *o, const taxi_lf_options_t *in,
+                          bool multi_wait, const char *fn);
 
 #endif /* TAXI_CORE_DISPATCH_SOURCE_H */

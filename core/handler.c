@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include "core/reactor_impl.h"
+#include "core/detail.h"
 
 #include <string.h>
 
@@ -41,7 +42,12 @@ static bool handler_in_use(const taxi_handler_t *h) {
 
 int taxi_handler_init(taxi_handler_t *h, const taxi_handler_ops_t *ops) {
   if (!h || !ops) return TAXI_EINVAL;
-  if (handler_in_use(h)) return TAXI_EBUSY;
+  if (handler_in_use(h))
+    return taxi__refuse(TAXI_EBUSY,
+                        "taxi_handler_init: h: attached to a reactor "
+                        "(registered, or with timers or signals) or "
+                        "closing: re-initialising it would lose that "
+                        "state; remove it and wait for its close hook");
   memset(&h->internal_, 0, sizeof h->internal_);
   h->ops = ops;
   h->internal_.handle = TAXI_INVALID_HANDLE;

@@ -31,6 +31,7 @@
 #include "taxi/hsha.h"
 #include "core/alloc.h"
 #include "core/backoff.h"
+#include "core/detail.h"
 #include "core/options.h"
 #include "core/reactor_impl.h"
 #include "core/registry.h"
@@ -456,23 +457,45 @@ void taxi_hsha_options_init(taxi_hsha_options_t *o) {
   o->size = sizeof *o;
 }
 
+int taxi__hsha_options_check(taxi_hsha_options_t *o, const char *where) {
+  if (o->workers > TAXI_HSHA_MAX_WORKERS)
+    return taxi__refuse(TAXI_EINVAL,
+                        "%s.workers: at most TAXI_HSHA_MAX_WORKERS (%u); got "
+                        "%u",
+                        where, TAXI_HSHA_MAX_WORKERS, o->workers);
+  if (o->queue_capacity > TAXI_HSHA_MAX_QUEUE)
+    return taxi__refuse(TAXI_EINVAL,
+                        "%s.queue_capacity: at most TAXI_HSHA_MAX_QUEUE (%u); "
+                        "got %u",
+                        where, TAXI_HSHA_MAX_QUEUE, o->queue_capacity);
+  if (o->workers == 0) o->workers = 4;
+  if (o->queue_capacity == 0) o->queue_capacity = 1024;
+  if (o->high_water > o->queue_capacity)
+    return taxi__refuse(TAXI_EINVAL,
+                        "%s.high_water: at most queue_capacity (%u); got %u",
+                        where, o->queue_capacity, o->high_water);
+  if (o->high_water == 0) o->high_water = o->queue_capacity;
+  if ((unsigned)o->full > TAXI_HSHA_FULL_REJECT)
+    return taxi__refuse(TAXI_EINVAL, "%s.full: not a taxi_hsha_full_t; got %d",
+                        where, (int)o->full);
+  if (o->full == TAXI_HSHA_FULL_REJECT && !o->busy)
+    return taxi__refuse(TAXI_EINVAL,
+                        "%s.busy: NULL, and TAXI_HSHA_FULL_REJECT needs it",
+                        where);
+  return 0;
+}
+
 int taxi_hsha_create(taxi_hsha_pool_t **out, taxi_reactor_t *r,
                      const taxi_hsha_options_t *opts) {
-  if (!out) return TAXI_EINVAL;
+  if (!out) return taxi__refuse(TAXI_EINVAL, "taxi_hsha_create: out: NULL");
   *out = NULL;
-  if (!r) return TAXI_EINVAL;
+  if (!r) return taxi__refuse(TAXI_EINVAL, "taxi_hsha_create: r: NULL");
   taxi_hsha_options_t o;
   taxi_hsha_options_init(&o);
-  if (taxi__options_copy(&o, sizeof o, opts, sizeof o) < 0) return TAXI_EINVAL;
-  if (o.workers > TAXI_HSHA_MAX_WORKERS ||
-      o.queue_capacity > TAXI_HSHA_MAX_QUEUE)
-    return TAXI_EINVAL;
-  if (o.workers == 0) o.workers = 4;
-  if (o.queue_capacity == 0) o.queue_capacity = 1024;
-  if (o.high_water > o.queue_capacity) return TAXI_EINVAL;
-  if (o.high_water == 0) o.high_water = o.queue_capacity;
-  if ((unsigned)o.full > TAXI_HSHA_FULL_REJECT ||
-      (o.full == TAXI_HSHA_FULL_REJECT && !o.busy))
+  if (taxi__options_copy(&o, sizeof o, opts, sizeof o,
+                         "taxi_hsha_create: options",
+                         "taxi_hsha_options_init") < 0 ||
+      taxi__hsha_options_check(&o, "taxi_hsha_create: options") < 0)
     return TAXI_EINVAL;
 
   taxi_hsha_pool_t *p = taxi__calloc(1, sizeof *p);
@@ -508,7 +531,7 @@ int taxi_hsha_create(taxi_hsha_pool_t **out, taxi_reactor_t *r,
 
   taxi__mutex_lock(&r->lock);
   /* One waiter: only the reactor thread waits on the handle set. */
-  rc = taxi__reactor_attach_pool_locked(r, p, 1);
+  rc = taxi__reactor_attach_pool_locked(r, p, 1, "taxi_hsha_create");
   taxi__mutex_unlock(&r->lock);
   if (rc < 0) {
     taxi__registry_remove(&p->reg, TAXI__KIND_HSHA);
@@ -555,7 +578,9 @@ int taxi_hsha_wait(taxi_hsha_pool_t *p, int timeout_ms) {
   if (!p || !taxi__registry_pin(&p->reg, TAXI__KIND_HSHA)) return TAXI_EINVAL;
   if (current == p || stopping == p) {
     taxi__registry_unpin(&p->reg);
-    return TAXI_EBUSY;
+    return taxi__refuse(TAXI_EBUSY,
+                        "taxi_hsha_wait: p: called from a thread of the pool "
+                        "(a hook), which would wait for itself");
   }
   taxi_time_t deadline = taxi__deadline_after_ms(taxi_now(), timeout_ms);
   int rc = 0;
@@ -582,7 +607,11 @@ int taxi_hsha_destroy(taxi_hsha_pool_t *p) {
   if (!p) return TAXI_EINVAL;
   /* Before unregistering: from its own threads, and from close hooks run
    * while its events are given back, the pool must survive. */
-  if (current == p || stopping == p) return TAXI_EBUSY;
+  if (current == p || stopping == p)
+    return taxi__refuse(TAXI_EBUSY,
+                        "taxi_hsha_destroy: p: called from a hook of the pool "
+                        "(or a close hook run while it stops), which the "
+                        "destroy would wait for");
   if (!taxi__registry_remove(&p->reg, TAXI__KIND_HSHA)) return TAXI_EINVAL;
   taxi__mutex_lock(&p->r->lock);
   if (!p->shutdown) stop_locked(p);

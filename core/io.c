@@ -13,6 +13,7 @@
 #include "alloc.h"
 #include "io_impl.h"
 #include "backoff.h"
+#include "detail.h"
 #include "options.h"
 
 #include <string.h>
@@ -35,17 +36,6 @@ const char *taxi_io_dispatcher_name(taxi_io_dispatcher_t d) {
   return (unsigned)d < DISPATCHERS ? dispatcher_names[d] : NULL;
 }
 
-void taxi_io_options_init(taxi_io_options_t *o) {
-  if (!o) return;
-  memset(o, 0, sizeof *o);
-  o->size = sizeof *o;
-}
-
-int taxi__io_span_check(taxi_time_t span) {
-  return span < 0 || span > TAXI_TIME_SPAN_MAX ? TAXI_EINVAL : 0;
-}
-
-/* Copy the caller's options over the defaults (see taxi_io_options_t). */
 /* What the dispatcher the context made reports: passed on to the
  * application; a failure that stopped something of the context ends
  * taxi_io_run with that error: a pool that stopped (taxi_io_run could not
@@ -79,57 +69,27 @@ static void io_hsha_failure(const taxi_error_report_t *r, void *arg) {
   io_note_fatal(io, r);
 }
 
-/* The context's options and the pools' options they point to, read into
- * io (see core/options.h). */
-static int options_copy(taxi_io_t *io, taxi_io_options_t *o,
-                        const taxi_io_options_t *in) {
-  taxi_io_options_init(o);
-  taxi_lf_options_init(&io->lf_opts);
-  taxi_hsha_options_init(&io->hsha_opts);
-  if (taxi__options_copy(o, sizeof *o, in, sizeof *o) < 0 ||
-      taxi__options_copy(&io->lf_opts, sizeof io->lf_opts, o->lf,
-                         sizeof io->lf_opts) < 0 ||
-      taxi__options_copy(&io->hsha_opts, sizeof io->hsha_opts, o->hsha,
-                         sizeof io->hsha_opts) < 0)
-    return TAXI_EINVAL;
-  o->lf = NULL;
-  o->hsha = NULL;
-  return 0;
-}
-
 /* ---- creating -------------------------------------------------------------
  */
-
-/* The most proactors a group has (taxi/proactor_group.h). */
-#define GROUP_MAX 1024u
-
-static int check_threads(taxi_io_t *io, unsigned threads) {
-  switch (io->kind) {
-    case TAXI_IO_REACTOR:
-      if (threads > 1) return TAXI_EINVAL;
-      io->threads = 1;
-      return 0;
-    case TAXI_IO_LF:
-      io->threads = threads ? threads : 4;
-      return io->threads <= TAXI_LF_MAX_THREADS ? 0 : TAXI_EINVAL;
-    case TAXI_IO_HSHA:
-      io->threads = threads ? threads : 4;
-      return io->threads <= TAXI_HSHA_MAX_WORKERS ? 0 : TAXI_EINVAL;
-    case TAXI_IO_PROACTOR:
-      io->threads = threads ? threads : 1;
-      return io->threads <= TAXI_LF_MAX_THREADS ? 0 : TAXI_EINVAL;
-    case TAXI_IO_PROACTORS:
-      io->threads = threads ? threads : 2;
-      return io->threads <= GROUP_MAX ? 0 : TAXI_EINVAL;
-  }
-  return TAXI_EINVAL;
-}
 
 /* A proactor per thread: the group, made with the context's own error
  * callback; none of the objects an application may supply fits it. */
 static int group_create(taxi_io_t *io, const taxi_io_options_t *o) {
   if (o->reactor || o->proactor || o->lf_pool || o->hsha_pool)
-    return TAXI_EINVAL;
+    return taxi__refuse(TAXI_EINVAL,
+                        "taxi_io_create: options.%s: the proactors "
+                        "dispatcher makes its group, and takes no object "
+                        "of the application's",
+                        o->reactor    ? "reactor"
+                        : o->proactor ? "proactor"
+                        : o->lf_pool  ? "lf_pool"
+                                      : "hsha_pool");
+  if (o->spread != TAXI_SPREAD_ROUND_ROBIN &&
+      o->spread != TAXI_SPREAD_LEAST_LOADED)
+    return taxi__refuse(TAXI_EINVAL,
+                        "taxi_io_create: options.spread: not a "
+                        "taxi_group_spread_t; got %d",
+                        (int)o->spread);
   io->drv = &taxi__io_proactive;
   taxi_proactor_options_t po = TAXI_PROACTOR_OPTIONS_INIT;
   po.backend = o->backend;
@@ -139,7 +99,12 @@ static int group_create(taxi_io_t *io, const taxi_io_options_t *o) {
   go.count = io->threads;
   go.proactor = &po;
   go.spread = o->spread;
+  unsigned mark = taxi__refusals();
   int rc = taxi_proactor_group_create(&io->group, &go);
+  /* The proactors' options are the context's. */
+  rc = taxi__refuse_within(rc, mark,
+                           "taxi_proactor_group_create: options.proactor",
+                           "taxi_io_create: options");
   if (rc < 0) return rc;
   io->own_group = true;
   io->proactor = taxi_proactor_group_at(io->group, 0);
@@ -149,14 +114,22 @@ static int group_create(taxi_io_t *io, const taxi_io_options_t *o) {
 /* The reactor or proactor, made or taken from the options. */
 static int dispatcher_create(taxi_io_t *io, const taxi_io_options_t *o) {
   if (io->kind == TAXI_IO_PROACTORS) return group_create(io, o);
+  const char *name = dispatcher_names[io->kind];
   if (io->kind == TAXI_IO_PROACTOR) {
-    if (o->reactor || o->hsha_pool) return TAXI_EINVAL;
+    if (o->reactor || o->hsha_pool)
+      return taxi__refuse(TAXI_EINVAL,
+                          "taxi_io_create: options.%s: the proactor "
+                          "dispatcher runs over a proactor, not a reactor",
+                          o->reactor ? "reactor" : "hsha_pool");
     io->drv = &taxi__io_proactive;
     if (o->proactor) {
       io->proactor = o->proactor;
       return 0;
     }
-    if (o->lf_pool) return TAXI_EINVAL; /* a pool needs its proactor */
+    if (o->lf_pool) /* a pool needs its proactor */
+      return taxi__refuse(TAXI_EINVAL,
+                          "taxi_io_create: options.lf_pool: needs "
+                          "options.proactor, the proactor it dispatches");
     taxi_proactor_options_t po = TAXI_PROACTOR_OPTIONS_INIT;
     po.backend = o->backend;
     po.on_error = io_failure;
@@ -164,27 +137,42 @@ static int dispatcher_create(taxi_io_t *io, const taxi_io_options_t *o) {
     /* One dispatching thread: the proactor is that thread's alone (on
      * io_uring, a ring it owns; taxi/proactor.h). */
     if (io->threads <= 1) po.flags |= TAXI_PROACTOR_ONE_THREAD;
+    unsigned mark = taxi__refusals();
     int rc = taxi_proactor_create(&io->proactor, &po);
     io->own_proactor = rc == 0;
-    return rc;
+    return taxi__refuse_within(rc, mark, "taxi_proactor_create: options",
+                               "taxi_io_create: options");
   }
-  if (o->proactor) return TAXI_EINVAL;
+  if (o->proactor)
+    return taxi__refuse(TAXI_EINVAL,
+                        "taxi_io_create: options.proactor: the %s "
+                        "dispatcher runs over a reactor, not a proactor",
+                        name);
   if ((o->lf_pool && io->kind != TAXI_IO_LF) ||
       (o->hsha_pool && io->kind != TAXI_IO_HSHA))
-    return TAXI_EINVAL;
+    return taxi__refuse(TAXI_EINVAL,
+                        "taxi_io_create: options.%s: not the pool of the %s "
+                        "dispatcher",
+                        o->lf_pool ? "lf_pool" : "hsha_pool", name);
   io->drv = &taxi__io_reactive;
   if (o->reactor) {
     io->reactor = o->reactor;
     return 0;
   }
-  if (o->lf_pool || o->hsha_pool) return TAXI_EINVAL;
+  if (o->lf_pool || o->hsha_pool)
+    return taxi__refuse(TAXI_EINVAL,
+                        "taxi_io_create: options.%s: needs options.reactor, "
+                        "the reactor it dispatches",
+                        o->lf_pool ? "lf_pool" : "hsha_pool");
   taxi_reactor_options_t ro = TAXI_REACTOR_OPTIONS_INIT;
   ro.backend = o->backend;
   ro.on_error = io_failure;
   ro.on_error_arg = io;
+  unsigned mark = taxi__refusals();
   int rc = taxi_reactor_create(&io->reactor, &ro);
   io->own_reactor = rc == 0;
-  return rc;
+  return taxi__refuse_within(rc, mark, "taxi_reactor_create: options",
+                             "taxi_io_create: options");
 }
 
 static void dispatcher_destroy(taxi_io_t *io) {
@@ -198,11 +186,15 @@ static int pool_create(taxi_io_t *io);
 
 int taxi_io_create(taxi_io_t **out, const taxi_io_options_t *opts) {
   taxi_io_options_t o;
-  if (!out) return TAXI_EINVAL;
+  if (!out) return taxi__refuse(TAXI_EINVAL, "taxi_io_create: out: NULL");
   taxi_io_t *io = taxi__calloc(1, sizeof *io);
   if (!io) return TAXI_ENOMEM;
-  int rc = options_copy(io, &o, opts);
-  if (rc == 0 && (unsigned)o.dispatcher >= DISPATCHERS) rc = TAXI_EINVAL;
+  int rc = taxi__io_options_read(io, &o, opts);
+  if (rc == 0 && (unsigned)o.dispatcher >= DISPATCHERS)
+    rc = taxi__refuse(TAXI_EINVAL,
+                      "taxi_io_create: options.dispatcher: not a "
+                      "taxi_io_dispatcher_t; got %d",
+                      (int)o.dispatcher);
   if (rc < 0) {
     taxi__free(io);
     return rc;
@@ -226,7 +218,7 @@ int taxi_io_create(taxi_io_t **out, const taxi_io_options_t *opts) {
   atomic_init(&io->stop_requested, 0);
   atomic_init(&io->wake_pending, 0);
   atomic_init(&io->hsha_live, o.hsha_pool);
-  rc = check_threads(io, o.threads);
+  rc = taxi__io_threads_check(io, &o);
   if (rc < 0) goto fail_free;
   rc = taxi__mutex_init(&io->lock);
   if (rc < 0) goto fail_free;
@@ -348,12 +340,16 @@ static int pool_create(taxi_io_t *io) {
   bool proactive = io->kind == TAXI_IO_PROACTOR;
   if (io->lf || !(io->kind == TAXI_IO_LF || (proactive && io->threads > 1)))
     return 0;
+  unsigned mark = taxi__refusals();
   int rc = proactive
                ? taxi_lf_create_proactor(&io->lf, io->proactor, &io->lf_opts)
                : taxi_lf_create(&io->lf, io->reactor, &io->lf_opts);
   io->own_lf = rc == 0;
   if (rc < 0) io->lf = NULL;
-  return rc;
+  return taxi__refuse_within(rc, mark,
+                             proactive ? "taxi_lf_create_proactor: options"
+                                       : "taxi_lf_create: options",
+                             "taxi_io_create: options.lf");
 }
 
 static void pool_destroy(taxi_io_t *io) {
@@ -457,8 +453,12 @@ int taxi_io_run(taxi_io_t *io) {
   if (!io) return TAXI_EINVAL;
   taxi__mutex_lock(&io->lock);
   if (io->running || io->destroying) {
+    bool running = io->running;
     taxi__mutex_unlock(&io->lock);
-    return TAXI_EBUSY;
+    return taxi__refuse(TAXI_EBUSY, "taxi_io_run: io: %s",
+                        running ? "a thread is in taxi_io_run already (this "
+                                  "one, if this is a callback of io)"
+                                : "being destroyed");
   }
   if (io->stop_done) {
     int rc = io->first_error ? io->first_error : TAXI_ESTOPPED;
@@ -592,8 +592,13 @@ int taxi_io_destroy(taxi_io_t *io) {
   if (!io) return TAXI_EINVAL;
   taxi__mutex_lock(&io->lock);
   if (io->running || io->destroying) {
+    bool running = io->running;
     taxi__mutex_unlock(&io->lock);
-    return TAXI_EBUSY;
+    return taxi__refuse(TAXI_EBUSY, "taxi_io_destroy: io: %s",
+                        running ? "a thread is in taxi_io_run (this one, if "
+                                  "this is a callback of io): stop it and let "
+                                  "it return first"
+                                : "another thread is destroying it");
   }
   io->destroying = true;
   taxi__mutex_unlock(&io->lock);
@@ -721,17 +726,27 @@ void taxi__io_signal(taxi_io_t *io, int signo) {
 
 int taxi_io_on_signal(taxi_io_t *io, int signo, taxi_io_signal_fn fn,
                       void *arg) {
-  if (!io || signo <= 0 || signo >= TAXI__IO_SIGNALS) return TAXI_EINVAL;
+  if (!io) return taxi__refuse(TAXI_EINVAL, "taxi_io_on_signal: io: NULL");
+  if (signo <= 0 || signo >= TAXI__IO_SIGNALS)
+    return taxi__refuse(TAXI_EINVAL,
+                        "taxi_io_on_signal: signo: 1 to %d; got %d",
+                        TAXI__IO_SIGNALS - 1, signo);
   taxi__mutex_lock(&io->lock);
   bool had = io->sig[signo].fn != NULL;
   taxi__mutex_unlock(&io->lock);
   int rc = 0;
+  unsigned mark = taxi__refusals();
   if (!fn) {
     if (!had) return TAXI_ENOENT;
     rc = io->drv->remove_signal(io, signo);
   } else if (!had) {
     rc = io->drv->add_signal(io, signo);
   }
+  /* The dispatcher's refusal (a signal another reactor owns) is ours. */
+  rc = taxi__refuse_within(rc, mark,
+                           io->proactor ? "taxi_proactor_add_signal: signo"
+                                        : "taxi_reactor_add_signal: signo",
+                           "taxi_io_on_signal: signo");
   if (rc < 0) return rc;
   taxi__mutex_lock(&io->lock);
   io->sig[signo].fn = fn;
@@ -753,7 +768,15 @@ const char *taxi_io_backend(const taxi_io_t *io) {
                       : taxi_reactor_backend(io->reactor);
 }
 
-unsigned taxi_io_threads(const taxi_io_t *io) { return io ? io->threads : 0; }
+unsigned taxi_io_threads(const taxi_io_t *io) {
+  if (!io) return 0;
+  /* A supplied Leader/Followers pool has what the application gave it:
+   * counted now. */
+  taxi_lf_stats_t st;
+  if (io->lf && !io->own_lf && taxi_lf_stats(io->lf, &st) == 0)
+    return st.threads;
+  return io->threads;
+}
 
 taxi_reactor_t *taxi_io_reactor(const taxi_io_t *io) {
   return io ? io->reactor : NULL;

@@ -5,6 +5,7 @@
  *
  *   core/io.c           the context: create, run, stop, wait, destroy,
  *                       the wake-up socket pair, signals, counters;
+ *   core/io_options.c   its options, and what `threads` means;
  *   core/stream.c       a stream's state machine, written once;
  *   core/listener.c     listeners, and the hand-over of accepted sockets;
  *   core/io_timer.c     application timers;
@@ -197,6 +198,17 @@ int taxi__io_link_timer(taxi_io_t *io, taxi_io_timer_t *t);
 void taxi__io_unlink_timer(taxi_io_t *io, taxi_io_timer_t *t);
 /* Check a time span option: 0 or TAXI_EINVAL. */
 int taxi__io_span_check(taxi_time_t span);
+/* The caller's options `in` (NULL: the defaults) copied into *o, and the
+ * pools' options they point to into io->lf_opts and io->hsha_opts (o->lf
+ * and o->hsha are then NULL): 0, or TAXI_EINVAL with its detail
+ * (core/io_options.c). */
+int taxi__io_options_read(taxi_io_t *io, taxi_io_options_t *o,
+                          const taxi_io_options_t *in);
+/* Set io->threads from o->threads for io->kind, as taxi_io_options_t
+ * says, and check the half-sync/half-async pool's options, which the
+ * pool made at taxi_io_run would check: 0, or TAXI_EINVAL with its
+ * detail. */
+int taxi__io_threads_check(taxi_io_t *io, const taxi_io_options_t *o);
 
 /* ---- streams --------------------------------------------------------------
  */
@@ -316,9 +328,11 @@ struct taxi_stream {
   } d;
 };
 
-/* Check options (NULL: defaults) and copy them to *out. */
+/* Check options (NULL: defaults) and copy them to *out.  A refusal's
+ * detail names the field as `where` names the structure (the public
+ * function and its path: "taxi_stream_connect: options"). */
 int taxi__stream_options(taxi_stream_options_t *out,
-                         const taxi_stream_options_t *in);
+                         const taxi_stream_options_t *in, const char *where);
 /* A stream of connected socket fd, busy (nothing of it runs) until
  * taxi__stream_start.  `attached`: the proactor knows fd already. */
 int taxi__stream_new(taxi_io_t *io, taxi_handle_t fd,

@@ -8,10 +8,17 @@
 
 #include "alloc.h"
 #include "io_impl.h"
+#include "detail.h"
+
+#include <inttypes.h>
 
 int taxi_io_timer_create(taxi_io_timer_t **out, taxi_io_t *io,
                          taxi_io_timer_fn fn, void *arg) {
-  if (!io || !out || !fn) return TAXI_EINVAL;
+  if (!io || !out || !fn)
+    return taxi__refuse(TAXI_EINVAL, "taxi_io_timer_create: %s: NULL",
+                        !out  ? "out"
+                        : !io ? "io"
+                              : "fn");
   taxi_io_timer_t *t = taxi__calloc(1, sizeof *t);
   if (!t) return TAXI_ENOMEM;
   t->io = io;
@@ -34,8 +41,14 @@ int taxi_io_timer_create(taxi_io_timer_t **out, taxi_io_t *io,
 
 int taxi_io_timer_start(taxi_io_timer_t *t, taxi_time_t delay,
                         taxi_time_t period) {
-  if (!t || taxi__io_span_check(delay) < 0 || taxi__io_span_check(period) < 0)
-    return TAXI_EINVAL;
+  if (!t) return taxi__refuse(TAXI_EINVAL, "taxi_io_timer_start: t: NULL");
+  bool bad_delay = taxi__io_span_check(delay) < 0;
+  if (bad_delay || taxi__io_span_check(period) < 0)
+    return taxi__refuse(TAXI_EINVAL,
+                        "taxi_io_timer_start: %s: 0 to TAXI_TIME_SPAN_MAX "
+                        "ns; got %" PRId64,
+                        bad_delay ? "delay" : "period",
+                        (int64_t)(bad_delay ? delay : period));
   taxi__mutex_lock(&t->lock);
   bool gone = t->destroying;
   taxi__mutex_unlock(&t->lock);

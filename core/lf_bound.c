@@ -15,6 +15,7 @@
 #include "taxi/lf_bound.h"
 #include "taxi/error.h"
 #include "core/alloc.h"
+#include "core/detail.h"
 #include "core/lf_bound.h"
 #include "core/options.h"
 #include "core/time_math.h"
@@ -48,9 +49,14 @@ static void finish_locked(taxi_lf_bound_t *b, taxi_lf_expect_t *e, int result) {
   taxi__lf_kick_locked(b->pool, e->internal_.waiter);
 }
 
-int taxi__bound_init(taxi_lf_bound_t *b, taxi_lf_pool_t *p, unsigned buckets) {
+int taxi__bound_init(taxi_lf_bound_t *b, taxi_lf_pool_t *p, unsigned buckets,
+                     const char *fn) {
   memset(b, 0, sizeof *b);
-  if (buckets > (1u << 24) || !taxi__lf_source_self(p)) return TAXI_EINVAL;
+  if (buckets > (1u << 24))
+    return taxi__refuse(
+        TAXI_EINVAL, "%s: options.buckets: at most 2^24; got %u", fn, buckets);
+  if (!taxi__lf_source_self(p))
+    return taxi__refuse(TAXI_EINVAL, "%s: p: not a pool (destroyed?)", fn);
   size_t rows = 1;
   while (rows < (buckets ? buckets : 256u)) rows <<= 1;
   b->rows = taxi__calloc(rows, sizeof *b->rows);
@@ -107,11 +113,15 @@ int taxi__bound_deliver(taxi_lf_bound_t *b, uint64_t id, const void *body,
   return e ? 0 : TAXI_ENOENT;
 }
 
-int taxi__bound_expect(taxi_lf_bound_t *b, taxi_lf_expect_t *e) {
+int taxi__bound_expect(taxi_lf_bound_t *b, taxi_lf_expect_t *e,
+                       const char *fn) {
   int rc = 0;
   taxi__mutex_lock(b->lock);
   if (e->internal_.state == E_EXPECTED || e->internal_.waiter) {
-    rc = TAXI_EBUSY;
+    rc = taxi__refuse(TAXI_EBUSY,
+                      "%s: e: expecting a reply already (awaited, or not "
+                      "yet awaited or forgotten)",
+                      fn);
   } else if (b->error) {
     rc = b->error;
   } else {
@@ -136,18 +146,19 @@ static bool e_done(void *arg) {
   return e->internal_.state == E_DONE;
 }
 
-int taxi__bound_await(taxi_lf_bound_t *b, taxi_lf_expect_t *e, int timeout_ms) {
+int taxi__bound_await(taxi_lf_bound_t *b, taxi_lf_expect_t *e, int timeout_ms,
+                      const char *fn) {
   taxi_time_t deadline = taxi__deadline_after_ms(taxi_now(), timeout_ms);
   int rc;
   taxi__mutex_lock(b->lock);
   if (e->internal_.owner != b || e->internal_.state == E_IDLE) {
     rc = TAXI_ENOENT;
   } else if (e->internal_.waiter) {
-    rc = TAXI_EBUSY;
+    rc = taxi__refuse(TAXI_EBUSY, "%s: e: another thread awaits it", fn);
   } else {
     b->users++;
     rc = taxi__lf_participate_locked(b->pool, e_done, e, deadline,
-                                     &e->internal_.waiter);
+                                     &e->internal_.waiter, fn);
     if (e->internal_.state == E_DONE) {
       rc = e->internal_.result;
       e->internal_.state = E_IDLE;
@@ -163,13 +174,17 @@ int taxi__bound_await(taxi_lf_bound_t *b, taxi_lf_expect_t *e, int timeout_ms) {
   return rc;
 }
 
-int taxi__bound_forget(taxi_lf_bound_t *b, taxi_lf_expect_t *e) {
+int taxi__bound_forget(taxi_lf_bound_t *b, taxi_lf_expect_t *e,
+                       const char *fn) {
   int rc = 0;
   taxi__mutex_lock(b->lock);
   if (e->internal_.owner != b || e->internal_.state == E_IDLE) {
     rc = TAXI_ENOENT;
   } else if (e->internal_.waiter) {
-    rc = TAXI_EBUSY;
+    rc = taxi__refuse(TAXI_EBUSY,
+                      "%s: e: a thread awaits it; it forgets by itself "
+                      "when its await times out",
+                      fn);
   } else {
     if (e->internal_.state == E_EXPECTED) unlink_locked(b, e);
     e->internal_.state = E_IDLE;
@@ -198,15 +213,18 @@ void taxi_lf_bound_options_init(taxi_lf_bound_options_t *o) {
 
 int taxi_lf_bound_create(taxi_lf_bound_t **out, taxi_lf_pool_t *p,
                          const taxi_lf_bound_options_t *opts) {
-  if (!out) return TAXI_EINVAL;
+  if (!out) return taxi__refuse(TAXI_EINVAL, "taxi_lf_bound_create: out: NULL");
   *out = NULL;
-  if (!p) return TAXI_EINVAL;
+  if (!p) return taxi__refuse(TAXI_EINVAL, "taxi_lf_bound_create: p: NULL");
   taxi_lf_bound_options_t o;
   taxi_lf_bound_options_init(&o);
-  if (taxi__options_copy(&o, sizeof o, opts, sizeof o) < 0) return TAXI_EINVAL;
+  if (taxi__options_copy(&o, sizeof o, opts, sizeof o,
+                         "taxi_lf_bound_create: options",
+                         "taxi_lf_bound_options_init") < 0)
+    return TAXI_EINVAL;
   taxi_lf_bound_t *b = taxi__malloc(sizeof *b);
   if (!b) return TAXI_ENOMEM;
-  int rc = taxi__bound_init(b, p, o.buckets);
+  int rc = taxi__bound_init(b, p, o.buckets, "taxi_lf_bound_create");
   if (rc < 0) {
     taxi__free(b);
     return rc;
@@ -216,7 +234,8 @@ int taxi_lf_bound_create(taxi_lf_bound_t **out, taxi_lf_pool_t *p,
 }
 
 int taxi_lf_bound_expect(taxi_lf_bound_t *b, taxi_lf_expect_t *e) {
-  return b && e ? taxi__bound_expect(b, e) : TAXI_EINVAL;
+  return b && e ? taxi__bound_expect(b, e, "taxi_lf_bound_expect")
+                : TAXI_EINVAL;
 }
 
 int taxi_lf_bound_deliver(taxi_lf_bound_t *b, uint64_t id, const void *body,
@@ -227,11 +246,13 @@ int taxi_lf_bound_deliver(taxi_lf_bound_t *b, uint64_t id, const void *body,
 
 int taxi_lf_bound_await(taxi_lf_bound_t *b, taxi_lf_expect_t *e,
                         int timeout_ms) {
-  return b && e ? taxi__bound_await(b, e, timeout_ms) : TAXI_EINVAL;
+  return b && e ? taxi__bound_await(b, e, timeout_ms, "taxi_lf_bound_await")
+                : TAXI_EINVAL;
 }
 
 int taxi_lf_bound_forget(taxi_lf_bound_t *b, taxi_lf_expect_t *e) {
-  return b && e ? taxi__bound_forget(b, e) : TAXI_EINVAL;
+  return b && e ? taxi__bound_forget(b, e, "taxi_lf_bound_forget")
+                : TAXI_EINVAL;
 }
 
 int taxi_lf_bound_fail(taxi_lf_bound_t *b, int code) {

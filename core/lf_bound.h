@@ -28,12 +28,14 @@ void *taxi__lf_source_self(taxi_lf_pool_t *p);
  * or TAXI_ESTOPPED).  A thread of the pool does so where it is (from a
  * hook: nested); any other joins for the time being.  TAXI_EBUSY from the
  * pool's on_error callback run by a leader pausing after a failed wait
- * (it would wait for itself).  *slot names the
+ * (it would wait for itself), with a detail naming `fn`, the public
+ * function that asked to take part.  *slot names the
  * calling thread meanwhile (NULL before and after), for
  * taxi__lf_kick_locked.  until() is called with the lock held.
  */
 int taxi__lf_participate_locked(taxi_lf_pool_t *p, bool (*until)(void *),
-                                void *arg, taxi_time_t deadline, void **slot);
+                                void *arg, taxi_time_t deadline, void **slot,
+                                const char *fn);
 
 /* Make the thread `thread` (a *slot above; NULL: nothing) look at its
  * condition again: the specific notification of a bound hand-off. */
@@ -53,8 +55,11 @@ struct taxi_lf_bound {
   taxi__cond_t change; /* broadcast when a user leaves, and by the mux */
 };
 
-/* 0, TAXI_EINVAL (buckets too many, p gone), TAXI_ENOMEM. */
-int taxi__bound_init(taxi_lf_bound_t *b, taxi_lf_pool_t *p, unsigned buckets);
+/* 0, TAXI_EINVAL (buckets too many, p gone), TAXI_ENOMEM.  `fn`, here and
+ * below, is the public function called (taxi_lf_bound_* or taxi_lf_mux_*),
+ * which the details of the refusals name. */
+int taxi__bound_init(taxi_lf_bound_t *b, taxi_lf_pool_t *p, unsigned buckets,
+                     const char *fn);
 void taxi__bound_fini(taxi_lf_bound_t *b);
 /* End b with `code`: every record is finished with it and its waiter
  * woken; expect returns it from now on.  First code only.  Lock held. */
@@ -63,9 +68,10 @@ void taxi__bound_fail_locked(taxi_lf_bound_t *b, int code);
  * TAXI_ENOENT (nobody expects it).  Takes the lock. */
 int taxi__bound_deliver(taxi_lf_bound_t *b, uint64_t id, const void *body,
                         size_t len);
-int taxi__bound_expect(taxi_lf_bound_t *b, taxi_lf_expect_t *e);
-int taxi__bound_await(taxi_lf_bound_t *b, taxi_lf_expect_t *e, int timeout_ms);
-int taxi__bound_forget(taxi_lf_bound_t *b, taxi_lf_expect_t *e);
+int taxi__bound_expect(taxi_lf_bound_t *b, taxi_lf_expect_t *e, const char *fn);
+int taxi__bound_await(taxi_lf_bound_t *b, taxi_lf_expect_t *e, int timeout_ms,
+                      const char *fn);
+int taxi__bound_forget(taxi_lf_bound_t *b, taxi_lf_expect_t *e, const char *fn);
 /* One user less (the lock held): wakes whoever waits for them to go. */
 void taxi__bound_leave_locked(taxi_lf_bound_t *b);
 

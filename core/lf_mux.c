@@ -19,6 +19,7 @@
 #include "taxi/lf_bound.h"
 #include "taxi/error.h"
 #include "core/alloc.h"
+#include "core/detail.h"
 #include "core/lf_bound.h"
 #include "core/options.h"
 #include "core/time_math.h"
@@ -57,6 +58,15 @@ typedef struct role {
 } role_t;
 
 static _Thread_local role_t *reading, *writing;
+
+/* The parse hook (or the unknown one) of m calls `fn`, which would wait
+ * for the reads that only this thread makes. */
+static int refuse_reading(const char *fn) {
+  return taxi__refuse(TAXI_EBUSY,
+                      "%s: m: called from a hook of this connection's reader "
+                      "(parse, unknown), which reads for every waiter",
+                      fn);
+}
 
 static bool holds(const role_t *list, const taxi_lf_mux_t *m) {
   for (; list; list = list->prev)
@@ -206,21 +216,31 @@ void taxi_lf_mux_options_init(taxi_lf_mux_options_t *o) {
 int taxi_lf_mux_create(taxi_lf_mux_t **out, taxi_lf_pool_t *p,
                        taxi_reactor_t *r, taxi_handle_t handle,
                        const taxi_lf_mux_options_t *opts) {
-  if (!out) return TAXI_EINVAL;
+  if (!out) return taxi__refuse(TAXI_EINVAL, "taxi_lf_mux_create: out: NULL");
   *out = NULL;
-  if (!p || !r) return TAXI_EINVAL;
+  if (!p || !r)
+    return taxi__refuse(TAXI_EINVAL, "taxi_lf_mux_create: %s: NULL",
+                        !p ? "p" : "r");
   taxi_lf_mux_options_t o;
   taxi_lf_mux_options_init(&o);
-  if (taxi__options_copy(&o, sizeof o, opts, sizeof o) < 0 || !o.parse ||
-      !o.unknown)
+  if (taxi__options_copy(&o, sizeof o, opts, sizeof o,
+                         "taxi_lf_mux_create: options",
+                         "taxi_lf_mux_options_init") < 0)
     return TAXI_EINVAL;
+  if (!o.parse || !o.unknown)
+    return taxi__refuse(TAXI_EINVAL,
+                        "taxi_lf_mux_create: options.%s: NULL, and required",
+                        !o.parse ? "parse" : "unknown");
   /* The pool's own reactor: the pool's lock is then the reactor's. */
-  if (taxi__lf_source_self(p) != (void *)r) return TAXI_EINVAL;
+  if (taxi__lf_source_self(p) != (void *)r)
+    return taxi__refuse(TAXI_EINVAL,
+                        "taxi_lf_mux_create: r: not the reactor pool p "
+                        "dispatches (or p is destroyed)");
   if (!o.read_buffer) o.read_buffer = 64 * 1024;
 
   taxi_lf_mux_t *m = taxi__calloc(1, sizeof *m);
   if (!m) return TAXI_ENOMEM;
-  int rc = taxi__bound_init(&m->b, p, o.buckets);
+  int rc = taxi__bound_init(&m->b, p, o.buckets, "taxi_lf_mux_create");
   if (rc < 0) {
     taxi__free(m);
     return rc;
@@ -249,17 +269,19 @@ fail:
 }
 
 int taxi_lf_mux_expect(taxi_lf_mux_t *m, taxi_lf_expect_t *e) {
-  return m && e ? taxi__bound_expect(&m->b, e) : TAXI_EINVAL;
+  return m && e ? taxi__bound_expect(&m->b, e, "taxi_lf_mux_expect")
+                : TAXI_EINVAL;
 }
 
 int taxi_lf_mux_await(taxi_lf_mux_t *m, taxi_lf_expect_t *e, int timeout_ms) {
   if (!m || !e) return TAXI_EINVAL;
-  if (holds(reading, m)) return TAXI_EBUSY;
-  return taxi__bound_await(&m->b, e, timeout_ms);
+  if (holds(reading, m)) return refuse_reading("taxi_lf_mux_await");
+  return taxi__bound_await(&m->b, e, timeout_ms, "taxi_lf_mux_await");
 }
 
 int taxi_lf_mux_forget(taxi_lf_mux_t *m, taxi_lf_expect_t *e) {
-  return m && e ? taxi__bound_forget(&m->b, e) : TAXI_EINVAL;
+  return m && e ? taxi__bound_forget(&m->b, e, "taxi_lf_mux_forget")
+                : TAXI_EINVAL;
 }
 
 int taxi_lf_mux_error(taxi_lf_mux_t *m) {
@@ -300,7 +322,7 @@ static int send_all_locked(taxi_lf_mux_t *m, const char *data, size_t len,
     if (n != TAXI_EAGAIN) return n == 0 ? TAXI_EPIPE : (int)n;
     if (rc < 0) return m->b.error ? m->b.error : rc;
     rc = taxi__lf_participate_locked(m->pool, room_or_closed, m, deadline,
-                                     &m->send_waiter);
+                                     &m->send_waiter, "taxi_lf_mux_send");
     if (rc < 0) return rc;
   }
   return 0;
@@ -314,7 +336,12 @@ static bool unlocked_or_closed(void *arg) {
 int taxi_lf_mux_send(taxi_lf_mux_t *m, const void *data, size_t len,
                      int timeout_ms) {
   if (!m || (!data && len)) return TAXI_EINVAL;
-  if (holds(reading, m) || holds(writing, m)) return TAXI_EBUSY;
+  if (holds(reading, m)) return refuse_reading("taxi_lf_mux_send");
+  if (holds(writing, m))
+    return taxi__refuse(TAXI_EBUSY,
+                        "taxi_lf_mux_send: m: this thread is sending on it "
+                        "already (a hook run while the send waited for "
+                        "room)");
   taxi_time_t deadline = taxi__deadline_after_ms(taxi_now(), timeout_ms);
   int rc = 0;
   taxi__mutex_lock(m->lock);
@@ -358,7 +385,7 @@ static bool quiet(const taxi_lf_mux_t *m) { return m->closed && !m->b.users; }
 
 int taxi_lf_mux_destroy(taxi_lf_mux_t *m) {
   if (!m) return TAXI_EINVAL;
-  if (holds(reading, m)) return TAXI_EBUSY;
+  if (holds(reading, m)) return refuse_reading("taxi_lf_mux_destroy");
   fail(m, TAXI_ECANCELED);
   taxi__mutex_lock(m->lock);
   while (!quiet(m))

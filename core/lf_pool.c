@@ -34,6 +34,7 @@
 #include "taxi/lf.h"
 #include "core/alloc.h"
 #include "core/backoff.h"
+#include "core/detail.h"
 #include "core/dispatch_source.h"
 #include "core/lf_bound.h"
 #include "core/options.h"
@@ -476,26 +477,12 @@ static bool pin(taxi_lf_pool_t *p) {
   return p && taxi__registry_pin(&p->reg, TAXI__KIND_LF);
 }
 
-void taxi_lf_options_init(taxi_lf_options_t *o) {
-  if (!o) return;
-  memset(o, 0, sizeof *o);
-  o->size = sizeof *o; /* TAXI_PROMOTE_LIFO, TAXI_LEADERS_ONE */
-}
-
-static bool valid_options(const taxi_lf_options_t *o) {
-  return (unsigned)o->promotion <= TAXI_PROMOTE_SHARED &&
-         (unsigned)o->leaders <= TAXI_LEADERS_MANY;
-}
-
 int taxi__lf_create_source(taxi_lf_pool_t **out, const taxi__source_t *src,
-                           const taxi_lf_options_t *opts) {
+                           const taxi_lf_options_t *opts, const char *fn) {
   *out = NULL;
   taxi_lf_options_t o;
-  taxi_lf_options_init(&o);
-  if (taxi__options_copy(&o, sizeof o, opts, sizeof o) < 0 ||
-      !valid_options(&o))
-    return TAXI_EINVAL;
-  if (o.leaders == TAXI_LEADERS_MANY && !src->multi_wait) return TAXI_ENOTSUP;
+  int rc = taxi__lf_options_read(&o, opts, src->multi_wait, fn);
+  if (rc < 0) return rc;
 
   taxi_lf_pool_t *p = taxi__calloc(1, sizeof *p);
   if (!p) return TAXI_ENOMEM;
@@ -504,7 +491,7 @@ int taxi__lf_create_source(taxi_lf_pool_t **out, const taxi__source_t *src,
   p->max_leaders = o.leaders == TAXI_LEADERS_ONE ? 1
                    : o.max_leaders               ? o.max_leaders
                                                  : UINT_MAX;
-  int rc = taxi__cond_init(&p->shared);
+  rc = taxi__cond_init(&p->shared);
   if (rc < 0) goto fail_free;
   rc = taxi__cond_init(&p->left);
   if (rc < 0) goto fail_shared;
@@ -540,10 +527,12 @@ fail_free:
 
 int taxi_lf_create(taxi_lf_pool_t **out, taxi_reactor_t *r,
                    const taxi_lf_options_t *opts) {
-  if (!out || !r) return TAXI_EINVAL;
+  if (!out || !r)
+    return taxi__refuse(TAXI_EINVAL, "taxi_lf_create: %s: NULL",
+                        !out ? "out" : "r");
   taxi__source_t src;
   taxi__reactor_source(r, &src);
-  return taxi__lf_create_source(out, &src, opts);
+  return taxi__lf_create_source(out, &src, opts, "taxi_lf_create");
 }
 
 int taxi_lf_spawn(taxi_lf_pool_t *p, unsigned n) {
@@ -552,7 +541,10 @@ int taxi_lf_spawn(taxi_lf_pool_t *p, unsigned n) {
   taxi__mutex_lock(p->src.lock);
   if (n == 0 || n > TAXI_LF_MAX_THREADS ||
       p->spawned_active + n > TAXI_LF_MAX_THREADS) {
-    rc = TAXI_EINVAL;
+    rc = taxi__refuse(TAXI_EINVAL,
+                      "taxi_lf_spawn: n: 1 to TAXI_LF_MAX_THREADS (%u) "
+                      "spawned threads in all, %u running; got %u",
+                      TAXI_LF_MAX_THREADS, p->spawned_active, n);
   } else if (p->shutdown) {
     rc = TAXI_ESTOPPED;
   }
@@ -602,7 +594,9 @@ int taxi_lf_join(taxi_lf_pool_t *p, int timeout_ms, int priority) {
   int rc = 0;
   taxi__mutex_lock(p->src.lock);
   if (in_pool(p))
-    rc = TAXI_EBUSY;
+    rc = taxi__refuse(TAXI_EBUSY,
+                      "taxi_lf_join: p: the calling thread is in the pool "
+                      "already (a hook, or a spawned thread)");
   else if (p->shutdown)
     rc = p->error ? p->error : TAXI_ESTOPPED;
   else
@@ -650,11 +644,16 @@ int taxi_lf_shrink(taxi_lf_pool_t *p, unsigned n) {
         !p->threads[i]->leave)
       running++;
   if (in_pool(p))
-    rc = TAXI_EBUSY;
+    rc = taxi__refuse(TAXI_EBUSY,
+                      "taxi_lf_shrink: p: called from a thread of the pool, "
+                      "which would wait for the threads it asks to leave");
   else if (p->shutdown)
     rc = TAXI_ESTOPPED;
   else if (n == 0 || n > running)
-    rc = TAXI_EINVAL;
+    rc = taxi__refuse(TAXI_EINVAL,
+                      "taxi_lf_shrink: n: 1 to the %u spawned threads still "
+                      "running; got %u",
+                      running, n);
   /* Followers first: they are idle, so they leave at once. */
   for (int pass = 0; rc == 0 && pass < 2 && n > 0; pass++) {
     for (unsigned i = 0; i < p->nthreads && n > 0; i++) {
@@ -708,7 +707,9 @@ int taxi_lf_destroy(taxi_lf_pool_t *p) {
   if (in_pool(p)) {
     taxi__mutex_unlock(lock);
     taxi__registry_unpin(&p->reg);
-    return TAXI_EBUSY;
+    return taxi__refuse(TAXI_EBUSY,
+                        "taxi_lf_destroy: p: called from a thread of the "
+                        "pool (a hook), which the destroy would wait for");
   }
   taxi__mutex_unlock(lock);
   if (!taxi__registry_remove(&p->reg, TAXI__KIND_LF)) {
@@ -750,7 +751,10 @@ int taxi_lf_wait(taxi_lf_pool_t *p, int timeout_ms) {
   taxi_time_t deadline = taxi__deadline_after_ms(taxi_now(), timeout_ms);
   int rc = 0;
   taxi__mutex_lock(p->src.lock);
-  if (in_pool(p)) rc = TAXI_EBUSY;
+  if (in_pool(p))
+    rc = taxi__refuse(TAXI_EBUSY,
+                      "taxi_lf_wait: p: called from a thread of the pool, "
+                      "which would wait for itself");
   while (rc == 0 && !stopped_and_left(p)) {
     /* Looked at every 10 ms, not only when a thread leaves: a stop of the
      * source that no pool thread has seen yet, and the wake-ups of a
@@ -815,7 +819,8 @@ void *taxi__lf_source_self(taxi_lf_pool_t *p) {
 }
 
 int taxi__lf_participate_locked(taxi_lf_pool_t *p, bool (*until)(void *),
-                                void *arg, taxi_time_t deadline, void **slot) {
+                                void *arg, taxi_time_t deadline, void **slot,
+                                const char *fn) {
   if (until(arg)) return 0;
   if (p->shutdown) return p->error ? p->error : TAXI_ESTOPPED;
   lf_thread_t *t;
@@ -824,7 +829,12 @@ int taxi__lf_participate_locked(taxi_lf_pool_t *p, bool (*until)(void *),
     t = current;
     /* A leader telling of a failed wait still holds the leader's role:
      * taking part now, it would follow a leader that is itself. */
-    if (t->reporting) return TAXI_EBUSY;
+    if (t->reporting)
+      return taxi__refuse(TAXI_EBUSY,
+                          "%s: called from the pool's on_error callback, "
+                          "in the leader telling of a failed wait, which "
+                          "cannot take part in the pool meanwhile",
+                          fn);
   } else {
     /* A thread from outside joins for as long as it waits: it cannot
      * count on the pool's threads, all of which may be waiting too. */

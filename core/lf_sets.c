@@ -7,9 +7,11 @@
 
 #include "taxi/lf_sets.h"
 #include "core/alloc.h"
+#include "core/detail.h"
 #include "core/options.h"
 #include "core/reactor_impl.h"
 #include "core/time_math.h"
+#include "ports/sock.h"
 
 #include <string.h>
 
@@ -38,13 +40,24 @@ void taxi_lf_sets_options_init(taxi_lf_sets_options_t *o) {
 
 int taxi_lf_sets_create(taxi_lf_sets_t **out,
                         const taxi_lf_sets_options_t *opts) {
-  if (!out) return TAXI_EINVAL;
+  if (!out) return taxi__refuse(TAXI_EINVAL, "taxi_lf_sets_create: out: NULL");
   *out = NULL;
   taxi_lf_sets_options_t o;
   taxi_lf_sets_options_init(&o);
-  if (taxi__options_copy(&o, sizeof o, opts, sizeof o) < 0) return TAXI_EINVAL;
-  if (o.sets > TAXI_LF_SETS_MAX || o.threads_per_set > TAXI_LF_MAX_THREADS)
+  if (taxi__options_copy(&o, sizeof o, opts, sizeof o,
+                         "taxi_lf_sets_create: options",
+                         "taxi_lf_sets_options_init") < 0)
     return TAXI_EINVAL;
+  if (o.sets > TAXI_LF_SETS_MAX)
+    return taxi__refuse(TAXI_EINVAL,
+                        "taxi_lf_sets_create: options.sets: at most "
+                        "TAXI_LF_SETS_MAX (%u); got %u",
+                        TAXI_LF_SETS_MAX, o.sets);
+  if (o.threads_per_set > TAXI_LF_MAX_THREADS)
+    return taxi__refuse(TAXI_EINVAL,
+                        "taxi_lf_sets_create: options.threads_per_set: at "
+                        "most TAXI_LF_MAX_THREADS (%u); got %u",
+                        TAXI_LF_MAX_THREADS, o.threads_per_set);
   if (o.sets == 0) o.sets = taxi__cpu_count();
   if (o.sets > TAXI_LF_SETS_MAX) o.sets = TAXI_LF_SETS_MAX;
   if (o.threads_per_set == 0) o.threads_per_set = 1;
@@ -59,8 +72,18 @@ int taxi_lf_sets_create(taxi_lf_sets_t **out,
   taxi_reactor_options_t ro = TAXI_REACTOR_OPTIONS_INIT;
   ro.backend = o.backend;
   for (unsigned i = 0; rc == 0 && i < o.sets; i++) {
+    /* Their refusals are of this call's options (the backend, the pool's
+     * options), and say so. */
+    unsigned mark = taxi__refusals();
     rc = taxi_reactor_create(&s->reactors[i], &ro);
-    if (rc == 0) rc = taxi_lf_create(&s->pools[i], s->reactors[i], o.pool);
+    rc = taxi__refuse_within(rc, mark, "taxi_reactor_create: options",
+                             "taxi_lf_sets_create: options");
+    if (rc == 0) {
+      mark = taxi__refusals();
+      rc = taxi_lf_create(&s->pools[i], s->reactors[i], o.pool);
+      rc = taxi__refuse_within(rc, mark, "taxi_lf_create: options",
+                               "taxi_lf_sets_create: options.pool");
+    }
     if (rc == 0) rc = taxi_lf_spawn(s->pools[i], o.threads_per_set);
   }
   if (rc < 0) {
@@ -75,7 +98,11 @@ int taxi_lf_sets_create(taxi_lf_sets_t **out,
 int taxi_lf_sets_destroy(taxi_lf_sets_t *s) {
   if (!s) return TAXI_EINVAL;
   for (unsigned i = 0; i < s->n; i++)
-    if (taxi_lf_current_thread(s->pools[i]) >= 0) return TAXI_EBUSY;
+    if (taxi_lf_current_thread(s->pools[i]) >= 0)
+      return taxi__refuse(TAXI_EBUSY,
+                          "taxi_lf_sets_destroy: s: called from a thread of "
+                          "set %u's pool, which the destroy would wait for",
+                          i);
   /* Every pool stops before any reactor goes: a hook of one set may be
    * using another set's reactor (a move, a shared acceptor). */
   for (unsigned i = 0; i < s->n; i++) taxi_lf_stop(s->pools[i]);
@@ -162,7 +189,8 @@ static int add_acceptor(taxi_lf_sets_t *s, unsigned i, taxi_handle_t fd,
   taxi_handler_t *h = make(i, fd, arg);
   if (!h) {
     taxi__close(fd);
-    return TAXI_EINVAL;
+    return taxi__refuse(
+        TAXI_EINVAL, "taxi_lf_sets_listen: make: returned NULL for set %u", i);
   }
   int rc = taxi_reactor_register(s->reactors[i], fd, h, TAXI_EV_READ);
   if (rc < 0) {
@@ -173,28 +201,65 @@ static int add_acceptor(taxi_lf_sets_t *s, unsigned i, taxi_handle_t fd,
   return 0;
 }
 
+/* host and port as the address to listen on: a numeric IPv4 or IPv6
+ * address, or for NULL every address, as taxi_addr_parse() reads "*:port"
+ * (IPv6's wildcard, which takes IPv4 connections too). */
+static int listen_addr(taxi_addr_t *a, const char *host, unsigned port) {
+  if (port > 65535)
+    return taxi__refuse(TAXI_EINVAL,
+                        "taxi_lf_sets_listen: port: 0 to 65535; got %u", port);
+  if (!host) return taxi__sockaddr_ip(a, true, NULL, 0, port);
+  size_t n = strlen(host);
+  if (taxi__sockaddr_ip(a, false, host, n, port) == 0 ||
+      taxi__sockaddr_ip(a, true, host, n, port) == 0)
+    return 0;
+  return taxi__refuse(TAXI_EBADADDR,
+                      "taxi_lf_sets_listen: host: not a numeric IPv4 or IPv6 "
+                      "address (names are not resolved); got \"%.64s\"",
+                      host);
+}
+
+/* One listening socket on *a, through the function every listener of taxi
+ * is made with (ports/sock.h).  The first fixes the port (a free one if
+ * it was 0) and the family (IPv4's where the system has no IPv6): *a
+ * becomes the address it is bound to, which the others then share. */
+static int listen_one(taxi_addr_t *a, bool first, bool balanced,
+                      taxi_handle_t *out) {
+  int rc = taxi__sock_listen(a, 0, balanced ? TAXI_LISTEN_REUSEPORT : 0, out);
+  if (rc == 0 && first && (rc = taxi__sock_local_addr(*out, a)) < 0)
+    taxi__close(*out);
+  return rc;
+}
+
 int taxi_lf_sets_listen(taxi_lf_sets_t *s, const char *host, unsigned port,
                         int balance, taxi_lf_sets_acceptor_fn make, void *arg,
                         unsigned *bound_port) {
-  if (!s || !make || balance < TAXI_BALANCE_AUTO ||
-      balance > TAXI_BALANCE_ACCEPTOR)
-    return TAXI_EINVAL;
+  if (!s || !make)
+    return taxi__refuse(TAXI_EINVAL, "taxi_lf_sets_listen: %s: NULL",
+                        !s ? "s" : "make");
+  if (balance < TAXI_BALANCE_AUTO || balance > TAXI_BALANCE_ACCEPTOR)
+    return taxi__refuse(TAXI_EINVAL,
+                        "taxi_lf_sets_listen: balance: not a TAXI_BALANCE_*; "
+                        "got %d",
+                        balance);
   if (balance == TAXI_BALANCE_AUTO)
     balance = taxi__reuseport_balances() ? TAXI_BALANCE_KERNEL
                                          : TAXI_BALANCE_ACCEPTOR;
   if (balance == TAXI_BALANCE_KERNEL && !taxi__reuseport_balances())
-    return TAXI_ENOTSUP;
+    return taxi__refuse(TAXI_ENOTSUP,
+                        "taxi_lf_sets_listen: balance: TAXI_BALANCE_KERNEL, "
+                        "and the kernel here does not balance connections "
+                        "over sockets sharing a port");
+  taxi_addr_t a;
+  int rc = listen_addr(&a, host, port);
+  if (rc < 0) return rc;
   unsigned listeners = balance == TAXI_BALANCE_KERNEL ? s->n : 1;
   taxi_handler_t **made = taxi__calloc(listeners, sizeof *made);
   if (!made) return TAXI_ENOMEM;
-  int rc = 0;
   unsigned done = 0;
-  for (; rc == 0 && done < listeners; done++) {
+  for (; done < listeners; done++) {
     taxi_handle_t fd;
-    /* The first socket fixes the port (a free one if port is 0); the
-     * others join it. */
-    rc = taxi__tcp_listen(host, port, balance == TAXI_BALANCE_KERNEL, &fd,
-                          &port);
+    rc = listen_one(&a, done == 0, balance == TAXI_BALANCE_KERNEL, &fd);
     if (rc == 0) rc = add_acceptor(s, done, fd, make, arg, &made[done]);
     if (rc < 0) break;
   }
@@ -203,7 +268,7 @@ int taxi_lf_sets_listen(taxi_lf_sets_t *s, const char *host, unsigned port,
     for (unsigned i = 0; i < done; i++)
       taxi_reactor_remove(s->reactors[i], made[i]);
   } else if (bound_port) {
-    *bound_port = port;
+    *bound_port = taxi__sockaddr_port(&a);
   }
   taxi__free(made);
   return rc < 0 ? rc : balance;

@@ -16,6 +16,7 @@
 #include "alloc.h"
 #include "io_impl.h"
 #include "options.h"
+#include "detail.h"
 
 #include <string.h>
 
@@ -113,7 +114,8 @@ void taxi__listener_released(taxi_listener_t *l) {
  * NULL with *rc set on failure. */
 static taxi_listener_t *listener_new(taxi_io_t *io,
                                      const taxi_listener_options_t *o,
-                                     taxi_accept_fn fn, void *arg, int *rc) {
+                                     taxi_accept_fn fn, void *arg,
+                                     const char *where, int *rc) {
   taxi_listener_t *l = taxi__calloc(1, sizeof *l);
   if (!l) {
     *rc = TAXI_ENOMEM;
@@ -124,7 +126,7 @@ static taxi_listener_t *listener_new(taxi_io_t *io,
   l->arg = arg;
   l->on_close = o->on_close;
   l->backoff = BACKOFF_FIRST;
-  *rc = taxi__stream_options(&l->sopts, o->stream);
+  *rc = taxi__stream_options(&l->sopts, o->stream, where);
   if (*rc == 0) *rc = taxi__mutex_init(&l->lock);
   if (*rc < 0) {
     taxi__free(l);
@@ -162,16 +164,39 @@ int taxi_listener_create(taxi_listener_t **out, taxi_io_t *io,
   taxi_addr_t a;
   taxi_handle_t fd;
   int rc;
-  if (!out || !io || !address || !fn) return TAXI_EINVAL;
+  if (!out || !io || !address || !fn)
+    return taxi__refuse(TAXI_EINVAL, "taxi_listener_create: %s: NULL",
+                        !out       ? "out"
+                        : !io      ? "io"
+                        : !address ? "address"
+                                   : "fn");
   taxi_listener_options_init(&o);
-  if (taxi__options_copy(&o, sizeof o, opts, sizeof o) < 0) return TAXI_EINVAL;
-  if (o.flags &
-      ~(TAXI_LISTEN_REUSEPORT | TAXI_LISTEN_V6ONLY | TAXI_LISTEN_NO_REUSEADDR))
+  if (taxi__options_copy(&o, sizeof o, opts, sizeof o,
+                         "taxi_listener_create: options",
+                         "taxi_listener_options_init") < 0)
     return TAXI_EINVAL;
-  if ((rc = taxi_addr_parse(&a, address)) < 0) return rc;
-  taxi_listener_t *l = listener_new(io, &o, fn, arg, &rc);
+  unsigned known =
+      TAXI_LISTEN_REUSEPORT | TAXI_LISTEN_V6ONLY | TAXI_LISTEN_NO_REUSEADDR;
+  if (o.flags & ~known)
+    return taxi__refuse(TAXI_EINVAL,
+                        "taxi_listener_create: options.flags: bits 0x%x are "
+                        "not TAXI_LISTEN_REUSEPORT, _V6ONLY or "
+                        "_NO_REUSEADDR",
+                        o.flags & ~known);
+  if ((rc = taxi_addr_parse(&a, address)) < 0)
+    return taxi__refuse(rc,
+                        "taxi_listener_create: address: \"%.64s\" is not an "
+                        "address taxi_addr_parse reads (%s)",
+                        address, taxi_strerror(rc));
+  taxi_listener_t *l = listener_new(
+      io, &o, fn, arg, "taxi_listener_create: options.stream", &rc);
   if (!l) return rc;
   if ((rc = taxi__sock_listen(&a, o.backlog, o.flags, &fd)) < 0) {
+    if (rc == TAXI_ENOTSUP && (o.flags & TAXI_LISTEN_REUSEPORT))
+      taxi__refuse(rc,
+                   "taxi_listener_create: options.flags: "
+                   "TAXI_LISTEN_REUSEPORT, and no option here balances "
+                   "connections over sockets sharing a port");
     taxi__mutex_destroy(&l->lock);
     taxi__free(l);
     return rc;
@@ -186,16 +211,33 @@ int taxi_listener_adopt(taxi_listener_t **out, taxi_io_t *io,
                         taxi_accept_fn fn, void *arg) {
   taxi_listener_options_t o;
   int rc;
-  if (!out || !io || !fn) return TAXI_EINVAL;
+  if (!out || !io || !fn)
+    return taxi__refuse(TAXI_EINVAL, "taxi_listener_adopt: %s: NULL",
+                        !out  ? "out"
+                        : !io ? "io"
+                              : "fn");
   taxi_listener_options_init(&o);
-  if (taxi__options_copy(&o, sizeof o, opts, sizeof o) < 0) return TAXI_EINVAL;
-  if (o.flags & ~TAXI_LISTEN_KEEP_SOCKET) return TAXI_EINVAL;
+  if (taxi__options_copy(&o, sizeof o, opts, sizeof o,
+                         "taxi_listener_adopt: options",
+                         "taxi_listener_options_init") < 0)
+    return TAXI_EINVAL;
+  if (o.flags & ~TAXI_LISTEN_KEEP_SOCKET)
+    return taxi__refuse(TAXI_EINVAL,
+                        "taxi_listener_adopt: options.flags: only "
+                        "TAXI_LISTEN_KEEP_SOCKET (the others are about "
+                        "binding, which the caller did); got 0x%x",
+                        o.flags);
   if (sock == TAXI_INVALID_HANDLE) return TAXI_EBADF;
   /* Checked before anything changes the socket: a failed adoption leaves
    * it as it was, but for O_NONBLOCK. */
-  if ((rc = taxi__sock_listening(sock)) < 0) return rc;
+  if ((rc = taxi__sock_listening(sock)) < 0)
+    return rc == TAXI_EINVAL ? taxi__refuse(rc,
+                                            "taxi_listener_adopt: sock: a "
+                                            "socket that is not listening")
+                             : rc;
   if ((rc = taxi__set_nonblocking(sock)) < 0) return rc;
-  taxi_listener_t *l = listener_new(io, &o, fn, arg, &rc);
+  taxi_listener_t *l =
+      listener_new(io, &o, fn, arg, "taxi_listener_adopt: options.stream", &rc);
   if (!l) return rc;
   l->fd = sock;
   l->keep_socket = (o.flags & TAXI_LISTEN_KEEP_SOCKET) != 0;

@@ -19,6 +19,7 @@
 
 #include "taxi/mqueue.h"
 #include "core/alloc.h"
+#include "core/detail.h"
 #include "core/options.h"
 #include "ports/port.h"
 #include "taxi/error.h"
@@ -131,11 +132,29 @@ int taxi_mq_create(taxi_mq_t **out, taxi_reactor_t *r,
                    const taxi_mq_options_t *opts) {
   taxi_mq_options_t o;
   taxi_mq_options_init(&o);
-  if (!out || !r || !opts) return TAXI_EINVAL;
-  if (taxi__options_copy(&o, sizeof o, opts, sizeof o) < 0) return TAXI_EINVAL;
-  if (!o.run || o.capacity > TAXI_MQ_MAX_CAPACITY ||
-      o.batch > TAXI_MQ_MAX_BATCH)
+  if (!out || !r)
+    return taxi__refuse(TAXI_EINVAL, "taxi_mq_create: %s: NULL",
+                        !out ? "out" : "r");
+  if (!opts)
+    return taxi__refuse(TAXI_EINVAL,
+                        "taxi_mq_create: options: NULL, and required (their "
+                        "run hook)");
+  if (taxi__options_copy(&o, sizeof o, opts, sizeof o,
+                         "taxi_mq_create: options", "taxi_mq_options_init") < 0)
     return TAXI_EINVAL;
+  if (!o.run)
+    return taxi__refuse(TAXI_EINVAL,
+                        "taxi_mq_create: options.run: NULL, and required");
+  if (o.capacity > TAXI_MQ_MAX_CAPACITY)
+    return taxi__refuse(TAXI_EINVAL,
+                        "taxi_mq_create: options.capacity: at most "
+                        "TAXI_MQ_MAX_CAPACITY (%u); got %u",
+                        TAXI_MQ_MAX_CAPACITY, o.capacity);
+  if (o.batch > TAXI_MQ_MAX_BATCH)
+    return taxi__refuse(TAXI_EINVAL,
+                        "taxi_mq_create: options.batch: at most "
+                        "TAXI_MQ_MAX_BATCH (%u); got %u",
+                        TAXI_MQ_MAX_BATCH, o.batch);
   if (o.capacity == 0) o.capacity = TAXI_MQ_DEFAULT_CAPACITY;
 
   taxi_mq_t *q = taxi__calloc(1, sizeof *q);
@@ -169,7 +188,9 @@ int taxi_mq_push(taxi_mq_t *q, taxi_mq_item_t *item) {
   taxi__mutex_lock(&q->lock);
   int rc = 0;
   if (item->internal_.queue)
-    rc = TAXI_EBUSY;
+    rc = taxi__refuse(TAXI_EBUSY,
+                      "taxi_mq_push: item: queued already (pushed, and not "
+                      "yet run or dropped)");
   else if (q->destroyed || q->detached)
     rc = TAXI_ESTOPPED;
   else if (q->stats.queued >= q->opts.capacity) {

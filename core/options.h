@@ -18,9 +18,19 @@
 /* Copy the caller's options `in` (NULL: none) over `out`, which holds the
  * defaults and is `out_size` bytes long; `min_size` is the size of the
  * first published version of the structure.  Returns 0, or TAXI_EINVAL
- * (size below min_size, or a non-zero byte beyond out_size).  Sets
+ * (size below min_size, or a non-zero byte beyond out_size) with a detail
+ * (core/detail.h) about `where`.size, the function and the structure as
+ * the caller knows them ("taxi_lf_create: options"), which tells to call
+ * `init` (the structure's initialiser, "taxi_lf_options_init").  Sets
  * out's size to out_size. */
 int taxi__options_copy(void *out, size_t out_size, const void *in,
-                       size_t min_size);
+                       size_t min_size, const char *where, const char *init);
+
+/* The checks of options that another object's create reads too: the
+ * half-sync/half-async pool's, which taxi_io_create checks before the
+ * pool is made (core/hsha_pool.c).  Fills in the defaults of o; returns 0
+ * or TAXI_EINVAL with a detail about the field `where`.<field>. */
+struct taxi_hsha_options;
+int taxi__hsha_options_check(struct taxi_hsha_options *o, const char *where);
 
 #endif /* TAXI_CORE_OPTIONS_H */

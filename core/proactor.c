@@ -9,6 +9,7 @@
 
 #include "core/proactor_impl.h"
 #include "core/alloc.h"
+#include "core/detail.h"
 #include "core/options.h"
 #include "core/proactor_backends.h"
 
@@ -45,15 +46,22 @@ void taxi_proactor_options_init(taxi_proactor_options_t *o) {
 
 int taxi_proactor_create(taxi_proactor_t **out,
                          const taxi_proactor_options_t *opts) {
-  if (!out) return TAXI_EINVAL;
+  if (!out) return taxi__refuse(TAXI_EINVAL, "taxi_proactor_create: out: NULL");
   *out = NULL;
   taxi_proactor_options_t o;
   taxi_proactor_options_init(&o);
-  if (taxi__options_copy(&o, sizeof o, opts, sizeof o) < 0) return TAXI_EINVAL;
-  if ((o.flags & ~(TAXI_PROACTOR_ONE_THREAD | TAXI_PROACTOR_NO_DEFER_TASKRUN |
-                   TAXI_PROACTOR_NO_REGISTERED_FILES)) ||
-      taxi__pbufs_check(&o) < 0)
+  if (taxi__options_copy(&o, sizeof o, opts, sizeof o,
+                         "taxi_proactor_create: options",
+                         "taxi_proactor_options_init") < 0)
     return TAXI_EINVAL;
+  unsigned known = TAXI_PROACTOR_ONE_THREAD | TAXI_PROACTOR_NO_DEFER_TASKRUN |
+                   TAXI_PROACTOR_NO_REGISTERED_FILES;
+  if (o.flags & ~known)
+    return taxi__refuse(TAXI_EINVAL,
+                        "taxi_proactor_create: options.flags: unknown bits "
+                        "0x%x (TAXI_PROACTOR_* are 0x%x)",
+                        o.flags & ~known, known);
+  if (taxi__pbufs_check(&o) < 0) return TAXI_EINVAL;
 
   taxi_proactor_t *p = taxi__calloc(1, sizeof *p);
   if (!p) return TAXI_ENOMEM;
@@ -76,6 +84,17 @@ int taxi_proactor_create(taxi_proactor_t **out,
   atomic_init(&p->stopped, false);
   rc = taxi__proactor_backend_open(o.backend, &o, &p->counters, &p->ops,
                                    &p->backend);
+  if (rc == TAXI_ENOBACKEND)
+    taxi__refuse(rc,
+                 "taxi_proactor_create: options.backend: \"%s\" is not a "
+                 "completion backend compiled in that works here (see "
+                 "taxi_proactor_backend_names)",
+                 o.backend ? o.backend : "(NULL: TAXI_PROACTOR or any)");
+  else if (rc == TAXI_ENOTSUP || rc == TAXI_EPERM)
+    taxi__refuse(rc,
+                 "taxi_proactor_create: options.backend: the system refuses "
+                 "\"%s\" (taxi_last_os_error() tells why)",
+                 o.backend ? o.backend : "(NULL: TAXI_PROACTOR)");
   if (rc < 0) goto fail_mutex;
   const char *under =
       p->ops->reactor_backend ? p->ops->reactor_backend(p->backend) : NULL;
@@ -362,8 +381,16 @@ int taxi_proactor_destroy(taxi_proactor_t *p) {
   taxi__mutex_lock(&p->lock);
   if (p->has_owner || p->pool || p->destroying ||
       taxi__proactor_in_handler(p)) {
+    const char *why = p->destroying ? "another thread is destroying it"
+                      : p->pool     ? "a Leader/Followers pool dispatches it: "
+                                      "destroy the pool first"
+                      : p->has_owner
+                          ? "a thread is dispatching it (or this is one of "
+                            "its completion handlers): stop it and let it "
+                            "return first"
+                          : "called from one of its completion handlers";
     taxi__mutex_unlock(&p->lock);
-    return TAXI_EBUSY;
+    return taxi__refuse(TAXI_EBUSY, "taxi_proactor_destroy: p: %s", why);
   }
   p->destroying = true;
   p->has_owner = true;

@@ -27,9 +27,11 @@
 #include "config.h"
 
 #include "core/alloc.h"
+#include "core/detail.h"
 #include "core/proactor_impl.h"
 #include "core/proactor_op.h"
 
+#include <inttypes.h>
 #include <string.h>
 
 #define POOL_DEFAULT_SIZE 4096u
@@ -38,14 +40,35 @@
 
 static bool power_of_two(unsigned n) { return n && !(n & (n - 1)); }
 
+#define WHERE "taxi_proactor_create: options"
+
 int taxi__pbufs_check(const taxi_proactor_options_t *o) {
-  if (o->buffer_count == 0)
-    return o->buffer_max || o->buffer_size ? TAXI_EINVAL : 0;
+  if (o->buffer_count == 0) {
+    if (o->buffer_max || o->buffer_size)
+      return taxi__refuse(
+          TAXI_EINVAL,
+          WHERE
+          ".%s: set without buffer_count, which makes "
+          "the pool; got %" PRIu64,
+          o->buffer_max ? "buffer_max" : "buffer_size",
+          o->buffer_max ? (uint64_t)o->buffer_max : (uint64_t)o->buffer_size);
+    return 0;
+  }
   unsigned max = o->buffer_max ? o->buffer_max : o->buffer_count;
-  if (!power_of_two(o->buffer_count) || !power_of_two(max) ||
-      max < o->buffer_count || max > POOL_MAX_COUNT ||
-      o->buffer_size > POOL_MAX_SIZE)
-    return TAXI_EINVAL;
+  if (!power_of_two(o->buffer_count) || o->buffer_count > POOL_MAX_COUNT)
+    return taxi__refuse(TAXI_EINVAL,
+                        WHERE ".buffer_count: a power of two up to %u; got %u",
+                        POOL_MAX_COUNT, o->buffer_count);
+  if (!power_of_two(max) || max < o->buffer_count || max > POOL_MAX_COUNT)
+    return taxi__refuse(TAXI_EINVAL,
+                        WHERE
+                        ".buffer_max: 0, or a power of two from "
+                        "buffer_count (%u) up to %u; got %u",
+                        o->buffer_count, POOL_MAX_COUNT, o->buffer_max);
+  if (o->buffer_size > POOL_MAX_SIZE)
+    return taxi__refuse(TAXI_EINVAL,
+                        WHERE ".buffer_size: at most %u; got %" PRIu64,
+                        POOL_MAX_SIZE, (uint64_t)o->buffer_size);
   return 0;
 }
 

@@ -15,6 +15,7 @@
 
 #include "core/proactor_impl.h"
 #include "core/alloc.h"
+#include "core/detail.h"
 #include "core/proactor_op.h"
 #include "core/time_math.h"
 
@@ -694,8 +695,16 @@ static int dispatch(taxi_proactor_t *p, int timeout_ms, bool forever) {
   taxi__thread_id_t self = taxi__thread_self();
   if (p->has_owner || p->pool ||
       (p->bound && !taxi__thread_equal(p->bound_thread, self))) {
+    const char *why = p->pool ? "a Leader/Followers pool dispatches it"
+                      : p->has_owner
+                          ? "another thread is dispatching it (or this is one "
+                            "of its completion handlers)"
+                          : "made with TAXI_PROACTOR_ONE_THREAD, and another "
+                            "thread dispatched it first";
     taxi__mutex_unlock(&p->lock);
-    return TAXI_EBUSY;
+    return taxi__refuse(
+        TAXI_EBUSY, "%s: p: %s",
+        forever ? "taxi_proactor_run" : "taxi_proactor_handle_events", why);
   }
   if ((p->flags & TAXI_PROACTOR_ONE_THREAD) && !p->bound) {
     p->bound = true;

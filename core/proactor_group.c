@@ -22,6 +22,7 @@
 
 #include "taxi/proactor_group.h"
 #include "core/alloc.h"
+#include "core/detail.h"
 #include "core/options.h"
 #include "core/proactor_impl.h"
 #include "ports/port.h"
@@ -80,21 +81,34 @@ static void destroy_first(taxi_proactor_group_t *g, unsigned n) {
 
 int taxi_proactor_group_create(taxi_proactor_group_t **out,
                                const taxi_proactor_group_options_t *opts) {
-  if (!out) return TAXI_EINVAL;
+  if (!out)
+    return taxi__refuse(TAXI_EINVAL, "taxi_proactor_group_create: out: NULL");
   *out = NULL;
   taxi_proactor_group_options_t o;
   taxi_proactor_group_options_init(&o);
-  if (taxi__options_copy(&o, sizeof o, opts, sizeof o) < 0) return TAXI_EINVAL;
+  if (taxi__options_copy(&o, sizeof o, opts, sizeof o,
+                         "taxi_proactor_group_create: options",
+                         "taxi_proactor_group_options_init") < 0)
+    return TAXI_EINVAL;
   if (o.count == 0) o.count = GROUP_DEFAULT;
-  if (o.count > GROUP_MAX) return TAXI_EINVAL;
+  if (o.count > GROUP_MAX)
+    return taxi__refuse(TAXI_EINVAL,
+                        "taxi_proactor_group_create: options.count: at most "
+                        "%u proactors; got %u",
+                        GROUP_MAX, o.count);
   if (o.spread != TAXI_SPREAD_ROUND_ROBIN &&
       o.spread != TAXI_SPREAD_LEAST_LOADED)
-    return TAXI_EINVAL;
+    return taxi__refuse(TAXI_EINVAL,
+                        "taxi_proactor_group_create: options.spread: not a "
+                        "taxi_group_spread_t; got %d",
+                        (int)o.spread);
   /* The proactors' options, read here as taxi_proactor_create reads them,
    * so that a bad size is refused before anything is made. */
   taxi_proactor_options_t po;
   taxi_proactor_options_init(&po);
-  if (taxi__options_copy(&po, sizeof po, o.proactor, sizeof po) < 0)
+  if (taxi__options_copy(&po, sizeof po, o.proactor, sizeof po,
+                         "taxi_proactor_group_create: options.proactor",
+                         "taxi_proactor_options_init") < 0)
     return TAXI_EINVAL;
   po.flags |= TAXI_PROACTOR_ONE_THREAD;
 
@@ -124,7 +138,10 @@ int taxi_proactor_group_create(taxi_proactor_group_t **out,
   }
   for (unsigned i = 0; i < g->count; i++) {
     g->slots[i].g = g;
+    unsigned mark = taxi__refusals();
     rc = taxi_proactor_create(&g->slots[i].p, &po);
+    rc = taxi__refuse_within(rc, mark, "taxi_proactor_create: options",
+                             "taxi_proactor_group_create: options.proactor");
     if (rc < 0) {
       destroy_first(g, i);
       taxi__cond_destroy(&g->done);
@@ -215,7 +232,10 @@ int taxi_proactor_group_run(taxi_proactor_group_t *g) {
   if (!g) return TAXI_EINVAL;
   int idle = GROUP_IDLE;
   if (!atomic_compare_exchange_strong(&g->state, &idle, GROUP_RUNNING))
-    return TAXI_EBUSY;
+    return taxi__refuse(TAXI_EBUSY, "taxi_proactor_group_run: g: %s",
+                        idle == GROUP_RUNNING
+                            ? "another thread runs it already"
+                            : "another thread is destroying it");
   atomic_store(&g->first_error, 0);
   int rc = 0;
   taxi__mutex_lock(&g->mu);
@@ -263,7 +283,12 @@ int taxi_proactor_group_wait(taxi_proactor_group_t *g, int timeout_ms) {
   /* A completion handler of the group runs in one of the group's threads,
    * which the run it would wait for waits for in turn. */
   for (unsigned i = 0; i < g->count; i++)
-    if (taxi__proactor_in_handler(g->slots[i].p)) return TAXI_EBUSY;
+    if (taxi__proactor_in_handler(g->slots[i].p))
+      return taxi__refuse(TAXI_EBUSY,
+                          "taxi_proactor_group_wait: g: called from a "
+                          "completion handler of proactor %u of the group, "
+                          "whose run waits for this thread",
+                          i);
   taxi_time_t deadline = timeout_ms < 0 ? INT64_MAX
                                         : taxi_now() + (taxi_time_t)timeout_ms *
                                                            TAXI_NSEC_PER_MSEC;
@@ -298,12 +323,20 @@ int taxi_proactor_group_destroy(taxi_proactor_group_t *g) {
   if (!g) return TAXI_EINVAL;
   int idle = GROUP_IDLE;
   if (!atomic_compare_exchange_strong(&g->state, &idle, GROUP_DESTROYING))
-    return TAXI_EBUSY;
+    return taxi__refuse(TAXI_EBUSY, "taxi_proactor_group_destroy: g: %s",
+                        idle == GROUP_RUNNING
+                            ? "running: stop it and let taxi_proactor_group_"
+                              "run return first"
+                            : "another thread is destroying it");
   /* All or nothing: every proactor is checked before the first goes. */
   for (unsigned i = 0; i < g->count; i++) {
     if (proactor_busy(g->slots[i].p)) {
       atomic_store(&g->state, GROUP_IDLE);
-      return TAXI_EBUSY;
+      return taxi__refuse(TAXI_EBUSY,
+                          "taxi_proactor_group_destroy: g: proactor %u is "
+                          "busy (dispatched by a thread of the application, "
+                          "or this is one of its completion handlers)",
+                          i);
     }
   }
   /* Cannot fail now: run is excluded by the state, and only a thread of

@@ -299,7 +299,8 @@ struct taxi_proactor {
 
 /* ---- proactor_buffers.c ------------------------------------------------ */
 
-/* The pool options are valid: 0 or TAXI_EINVAL. */
+/* The pool options are valid: 0, or TAXI_EINVAL with a detail naming
+ * the field of taxi_proactor_create's options. */
 int taxi__pbufs_check(const taxi_proactor_options_t *o);
 /* Make the pool the options ask for (none for buffer_count 0), after the
  * backend is open.  0 or TAXI_ENOMEM (then taxi__pbufs_close cleans up). */

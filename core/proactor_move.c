@@ -18,6 +18,7 @@
 #include "config.h"
 
 #include "core/proactor_impl.h"
+#include "core/detail.h"
 
 /* 0 when h is attached to p and no operation on it is in flight (none
  * submitted, pausing, or waiting in either direction); else TAXI_ENOENT or
@@ -30,7 +31,11 @@ static int idle_row_locked(taxi_proactor_t *p, taxi_handle_t h, uint32_t *row) {
    * complete for a handle another proactor now owns. */
   if (!r->used || r->zombie) return TAXI_ENOENT;
   for (unsigned d = 0; d < 2; d++)
-    if (r->dir[d].cur || r->dir[d].wait.head) return TAXI_EBUSY;
+    if (r->dir[d].cur || r->dir[d].wait.head)
+      return taxi__refuse(TAXI_EBUSY,
+                          "taxi_proactor_move: h: operations on it are in "
+                          "flight (or queued): move it once they have "
+                          "completed");
   return 0;
 }
 
@@ -52,7 +57,11 @@ int taxi_proactor_move(taxi_proactor_t *from, taxi_handle_t h,
   /* IOCP: the handle stays bound to from's completion port until closed;
    * its completions could never reach `to`. */
   if ((from->ops->caps | to->ops->caps) & TAXI__PCAP_NO_MOVE)
-    return TAXI_ENOTSUP;
+    return taxi__refuse(
+        TAXI_ENOTSUP,
+        "taxi_proactor_move: h: the %s backend keeps a "
+        "handle bound to its port until closed",
+        from->ops->caps & TAXI__PCAP_NO_MOVE ? from->name : to->name);
 
   /* First look: the errors about `from` come before those about `to`, and
    * nothing is attached to `to` for a handle that cannot move. */

@@ -18,6 +18,7 @@
 
 #include "core/alloc.h"
 #include "core/backoff.h"
+#include "core/detail.h"
 #include "core/proactor_impl.h"
 
 #include <string.h>
@@ -122,7 +123,10 @@ int taxi_proactor_add_signal(taxi_proactor_t *p, int signo,
   taxi__mutex_lock(&p->lock);
   int rc = p->destroying ? TAXI_ESTOPPED : 0;
   if (rc == 0 && p->sig && p->sig->to[signo].fn) rc = TAXI_EEXIST;
-  if (rc == 0 && p->sig_busy) rc = TAXI_EBUSY;
+  if (rc == 0 && p->sig_busy)
+    rc = taxi__refuse(TAXI_EBUSY,
+                      "taxi_proactor_add_signal: p: another thread is adding "
+                      "or removing a signal of it now");
   if (rc == 0) p->sig_busy = true;
   taxi__mutex_unlock(&p->lock);
   if (rc < 0) return rc;
@@ -131,7 +135,10 @@ int taxi_proactor_add_signal(taxi_proactor_t *p, int signo,
   if (!s) rc = psig_open(p, &s);
   /* In the caller's thread, which the rules of taxi_reactor_add_signal
    * are about (the signal is blocked here, and in threads made later). */
+  unsigned mark = taxi__refusals();
   if (rc == 0) rc = taxi_reactor_add_signal(s->r, signo, &s->h);
+  rc = taxi__refuse_within(rc, mark, "taxi_reactor_add_signal: signo",
+                           "taxi_proactor_add_signal: signo");
   if (rc == 0 && !s->running) {
     /* Like every thread of taxi's it starts with the signals blocked, so
      * the signal source reads them without their delivery here. */
@@ -164,7 +171,11 @@ int taxi_proactor_remove_signal(taxi_proactor_t *p, int signo) {
   if (!p || signo <= 0 || signo >= PSIG_MAX) return TAXI_EINVAL;
   taxi__mutex_lock(&p->lock);
   taxi__psig_t *s = p->sig;
-  int rc = !s || !s->to[signo].fn ? TAXI_ENOENT : p->sig_busy ? TAXI_EBUSY : 0;
+  int rc = !s || !s->to[signo].fn ? TAXI_ENOENT : 0;
+  if (rc == 0 && p->sig_busy)
+    rc = taxi__refuse(TAXI_EBUSY,
+                      "taxi_proactor_remove_signal: p: another thread is "
+                      "adding or removing a signal of it now");
   if (rc == 0) {
     s->to[signo].fn = NULL;
     s->to[signo].arg = NULL;

@@ -9,6 +9,7 @@
 #include "config.h"
 
 #include "core/dispatch_source.h"
+#include "core/detail.h"
 #include "core/proactor_impl.h"
 
 static bool take(void *self, taxi_time_t now, taxi__event_t *ev) {
@@ -43,8 +44,19 @@ static int attach_pool(void *self, void *pool, size_t max_waiters) {
   (void)max_waiters; /* the completion queue is intrusive: no room to grow */
   /* A ONE_THREAD proactor belongs to one dispatching thread (its ring
    * may refuse any other): a pool's threads take turns. */
-  if (p->pool || p->has_owner || (p->flags & TAXI_PROACTOR_ONE_THREAD))
-    return TAXI_EBUSY;
+  if (p->pool)
+    return taxi__refuse(TAXI_EBUSY,
+                        "taxi_lf_create_proactor: p: another pool "
+                        "dispatches this proactor");
+  if (p->has_owner)
+    return taxi__refuse(TAXI_EBUSY,
+                        "taxi_lf_create_proactor: p: a thread is dispatching "
+                        "this proactor (taxi_proactor_run, _handle_events)");
+  if (p->flags & TAXI_PROACTOR_ONE_THREAD)
+    return taxi__refuse(TAXI_EBUSY,
+                        "taxi_lf_create_proactor: p: made with "
+                        "TAXI_PROACTOR_ONE_THREAD, for one dispatching "
+                        "thread, not a pool's");
   if (p->destroying) return TAXI_ESTOPPED;
   p->pool = pool;
   return 0;
@@ -84,8 +96,10 @@ static void proactor_source(taxi_proactor_t *p, taxi__source_t *out) {
 
 int taxi_lf_create_proactor(taxi_lf_pool_t **out, taxi_proactor_t *p,
                             const taxi_lf_options_t *opts) {
-  if (!out || !p) return TAXI_EINVAL;
+  if (!out || !p)
+    return taxi__refuse(TAXI_EINVAL, "taxi_lf_create_proactor: %s: NULL",
+                        !out ? "out" : "p");
   taxi__source_t src;
   proactor_source(p, &src);
-  return taxi__lf_create_source(out, &src, opts);
+  return taxi__lf_create_source(out, &src, opts, "taxi_lf_create_proactor");
 }

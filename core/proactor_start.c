@@ -12,8 +12,10 @@
 
 #include "core/proactor_impl.h"
 #include "core/proactor_op.h"
+#include "core/detail.h"
 #include "core/time_math.h"
 
+#include <inttypes.h>
 #include <string.h>
 
 /* Everything a start needs to know, gathered while validating. */
@@ -26,13 +28,43 @@ typedef struct start {
   void *act;
 } start_t;
 
+/* The public function that starts what s describes, for the details of
+ * its refusals. */
+static const char *start_name(const start_t *s) {
+  switch (s->kind) {
+    case TAXI_OP_ACCEPT:
+      return "taxi_proactor_accept";
+    case TAXI_OP_CONNECT:
+      return "taxi_proactor_connect";
+    case TAXI_OP_READ:
+      return s->flags & TAXI__READ_POOLED ? "taxi_proactor_read_pooled"
+                                          : "taxi_proactor_read";
+    case TAXI_OP_WRITE:
+      return "taxi_proactor_write";
+    case TAXI_OP_READ_FILE:
+      return "taxi_proactor_read_file";
+    case TAXI_OP_WRITE_FILE:
+      return "taxi_proactor_write_file";
+    case TAXI_OP_TRANSMIT_FILE:
+      return "taxi_proactor_transmit_file";
+    case TAXI_OP_TIMER:
+      return "taxi_proactor_timer";
+    default:
+      return "taxi_proactor_post";
+  }
+}
+
 /* The checks every start makes once the lock is held: the proactor is
  * alive, the record is free, the handle is attached. */
 static int admit_locked(taxi_proactor_t *p, const taxi_op_t *op,
                         const start_t *s, uint32_t *row) {
   if (p->destroying) return TAXI_ESTOPPED;
   if ((taxi__op_state_load(op) & TAXI__OP_STATE) != TAXI__OP_IDLE)
-    return op->internal_.proactor == p ? TAXI_EBUSY : TAXI_EINVAL;
+    return taxi__refuse(op->internal_.proactor == p ? TAXI_EBUSY : TAXI_EINVAL,
+                        "%s: op: in flight (started and not yet completed) "
+                        "on %s proactor",
+                        start_name(s),
+                        op->internal_.proactor == p ? "this" : "another");
   if (s->dir == TAXI__DIR_NONE) return 0;
   if (taxi__handle_map_get(&p->map, s->handle, row) < 0) return TAXI_ENOENT;
   /* A multishot read holds its handle's input until it ends: anything
@@ -40,7 +72,10 @@ static int admit_locked(taxi_proactor_t *p, const taxi_op_t *op,
   const taxi_op_t *cur = p->rows[*row].dir[TAXI__DIR_IN - 1].cur;
   if (s->dir == TAXI__DIR_IN && cur && cur->kind == TAXI_OP_READ &&
       (cur->internal_.flags & TAXI_READ_MULTISHOT))
-    return TAXI_EBUSY;
+    return taxi__refuse(TAXI_EBUSY,
+                        "%s: h: a multishot read holds its input until it "
+                        "ends (cancel it first)",
+                        start_name(s));
   return 0;
 }
 
@@ -360,8 +395,16 @@ int taxi_proactor_transmit_file(taxi_proactor_t *p, taxi_op_t *op,
 
 int taxi_proactor_timer(taxi_proactor_t *p, taxi_op_t *op, taxi_time_t delay,
                         taxi_completion_fn fn, void *act) {
-  if (!common_ok(p, op, fn) || delay < 0 || delay > TAXI_TIME_SPAN_MAX)
-    return TAXI_EINVAL;
+  if (!common_ok(p, op, fn))
+    return taxi__refuse(TAXI_EINVAL, "taxi_proactor_timer: %s: NULL",
+                        !p    ? "p"
+                        : !op ? "op"
+                              : "fn");
+  if (delay < 0 || delay > TAXI_TIME_SPAN_MAX)
+    return taxi__refuse(TAXI_EINVAL,
+                        "taxi_proactor_timer: delay: 0 to TAXI_TIME_SPAN_MAX "
+                        "ns; got %" PRId64,
+                        (int64_t)delay);
   start_t s = {TAXI_OP_TIMER, TAXI_INVALID_HANDLE, TAXI__DIR_NONE, 0, fn, act};
   taxi_time_t now = taxi_now();
   taxi_time_t deadline = taxi__time_add(now, delay);

@@ -15,9 +15,11 @@
 #include "backends/completion.h"
 #include "core/alloc.h"
 #include "core/backends.h"
+#include "core/detail.h"
 #include "core/options.h"
 #include "core/time_math.h"
 
+#include <inttypes.h>
 #include <string.h>
 
 #define DEFAULT_MAX_EVENTS 256u
@@ -79,18 +81,29 @@ void taxi_reactor_options_init(taxi_reactor_options_t *o) {
 
 int taxi_reactor_create(taxi_reactor_t **out,
                         const taxi_reactor_options_t *in) {
-  if (!out) return TAXI_EINVAL;
+  if (!out) return taxi__refuse(TAXI_EINVAL, "taxi_reactor_create: out: NULL");
   *out = NULL;
   taxi_reactor_options_t o;
   taxi_reactor_options_init(&o);
-  if (taxi__options_copy(&o, sizeof o, in, sizeof o) < 0) return TAXI_EINVAL;
+  if (taxi__options_copy(&o, sizeof o, in, sizeof o,
+                         "taxi_reactor_create: options",
+                         "taxi_reactor_options_init") < 0)
+    return TAXI_EINVAL;
   const taxi_reactor_options_t *opts = &o;
   unsigned max_events =
       opts->max_events ? opts->max_events : DEFAULT_MAX_EVENTS;
-  if (max_events > LIMIT_MAX_EVENTS) return TAXI_EINVAL;
+  if (max_events > LIMIT_MAX_EVENTS)
+    return taxi__refuse(TAXI_EINVAL,
+                        "taxi_reactor_create: options.max_events: at most "
+                        "%u; got %u",
+                        LIMIT_MAX_EVENTS, max_events);
   unsigned notes_limit = opts->notify_capacity ? opts->notify_capacity
                                                : TAXI_NOTIFY_DEFAULT_CAPACITY;
-  if (notes_limit > TAXI_NOTIFY_MAX_CAPACITY) return TAXI_EINVAL;
+  if (notes_limit > TAXI_NOTIFY_MAX_CAPACITY)
+    return taxi__refuse(TAXI_EINVAL,
+                        "taxi_reactor_create: options.notify_capacity: at "
+                        "most TAXI_NOTIFY_MAX_CAPACITY (%u); got %u",
+                        TAXI_NOTIFY_MAX_CAPACITY, notes_limit);
 
   taxi_reactor_t *r = taxi__calloc(1, sizeof *r);
   if (!r) return TAXI_ENOMEM;
@@ -102,6 +115,12 @@ int taxi_reactor_create(taxi_reactor_t **out,
   rc = taxi__mutex_init(&r->lock);
   if (rc < 0) goto fail_free;
   rc = taxi__backend_open(opts->backend, &r->ops, &r->backend);
+  if (rc == TAXI_ENOBACKEND)
+    taxi__refuse(rc,
+                 "taxi_reactor_create: options.backend: \"%s\" is not a "
+                 "backend compiled in that works here (see "
+                 "taxi_backend_names)",
+                 opts->backend ? opts->backend : "(NULL: TAXI_BACKEND or any)");
   if (rc < 0) goto fail_mutex;
   rc = open_internal_handles(r);
   if (rc < 0) goto fail_backend;
@@ -232,6 +251,10 @@ static int register_handle(taxi_reactor_t *r, taxi_handle_t handle,
     rc = register_locked(r, handle, h, events, add_flags);
     taxi__mutex_unlock(&r->lock);
   }
+  if (rc == TAXI_EBUSY)
+    taxi__refuse(rc,
+                 "taxi_reactor_register: h: closing (removed, its close hook "
+                 "not yet run); wait for the close hook");
   /* A closed handle is TAXI_EBADF whatever else is wrong.  The check is
    * made only on failure: where it succeeds, every backend's add has
    * found the handle open (the kernel's epoll_ctl or kevent, or the
@@ -424,17 +447,30 @@ static void timer_arm_locked(taxi_reactor_t *r, taxi_timer_t *t,
 
 int taxi_reactor_schedule(taxi_reactor_t *r, taxi_timer_t *t, taxi_handler_t *h,
                           taxi_time_t delay, taxi_time_t period, void *act) {
-  if (!r || !t || !h || !h->ops || !h->ops->timeout) return TAXI_EINVAL;
-  if (delay < 0 || period < 0) return TAXI_EINVAL;
-  if (delay > TAXI_TIME_SPAN_MAX || period > TAXI_TIME_SPAN_MAX)
-    return TAXI_EINVAL;
+  if (!r || !t || !h || !h->ops || !h->ops->timeout)
+    return taxi__refuse(TAXI_EINVAL, "taxi_reactor_schedule: %s: NULL",
+                        !r   ? "r"
+                        : !t ? "t"
+                        : !h ? "h"
+                             : "h->ops->timeout");
+  if (delay < 0 || delay > TAXI_TIME_SPAN_MAX)
+    return taxi__refuse(TAXI_EINVAL,
+                        "taxi_reactor_schedule: delay: 0 to "
+                        "TAXI_TIME_SPAN_MAX ns; got %" PRId64,
+                        (int64_t)delay);
+  if (period < 0 || period > TAXI_TIME_SPAN_MAX)
+    return taxi__refuse(TAXI_EINVAL,
+                        "taxi_reactor_schedule: period: 0 to "
+                        "TAXI_TIME_SPAN_MAX ns; got %" PRId64,
+                        (int64_t)period);
   taxi_time_t now = taxi_now();
 
   taxi__mutex_lock(&r->lock);
   int rc = 0;
   if (t->internal_.state != TAXI__T_IDLE && t->internal_.handler &&
       t->internal_.handler->internal_.reactor != r) {
-    rc = TAXI_EINVAL; /* armed on another reactor */
+    rc = taxi__refuse(TAXI_EINVAL,
+                      "taxi_reactor_schedule: t: armed on another reactor");
     goto out;
   }
   if (t->internal_.state != TAXI__T_ARMED) {
@@ -443,7 +479,14 @@ int taxi_reactor_schedule(taxi_reactor_t *r, taxi_timer_t *t, taxi_handler_t *h,
     if (rc < 0) goto out;
   }
   rc = taxi__reactor_attach_locked(r, h);
-  if (rc < 0) goto out;
+  if (rc < 0) {
+    taxi__refuse(rc, rc == TAXI_EBUSY
+                         ? "taxi_reactor_schedule: h: closing (removed, its "
+                           "close hook not yet run)"
+                         : "taxi_reactor_schedule: h: attached to another "
+                           "reactor");
+    goto out;
+  }
   /* Rescheduling moves the timer, possibly to another handler. */
   timer_cancel_locked(r, t);
   t->internal_.handler = h;
@@ -843,10 +886,22 @@ int taxi_reactor_move(taxi_reactor_t *from, taxi_handler_t *h,
   taxi__slot_t *s = slot_of(from, h);
   if (!s) goto out;
   rc = TAXI_EBUSY;
-  if (s->move_to || h->internal_.timers || h->internal_.signals) goto out;
-  rc = TAXI_ENOTSUP;
-  if ((s->interest & TAXI_EV_EXCEPT) && !(to->ops->caps & TAXI_CAP_EXCEPT))
+  if (s->move_to || h->internal_.timers || h->internal_.signals) {
+    taxi__refuse(rc, s->move_to
+                         ? "taxi_reactor_move: h: a move of it is pending "
+                           "already (an event of it is being dispatched)"
+                         : "taxi_reactor_move: h: has timers or signals, "
+                           "which cannot move with it (cancel them first)");
     goto out;
+  }
+  rc = TAXI_ENOTSUP;
+  if ((s->interest & TAXI_EV_EXCEPT) && !(to->ops->caps & TAXI_CAP_EXCEPT)) {
+    taxi__refuse(rc,
+                 "taxi_reactor_move: to: its backend (%s) cannot watch "
+                 "TAXI_EV_EXCEPT, which h asks for",
+                 to->ops->name);
+    goto out;
+  }
   if ((s->flags & TAXI__S_BUSY) || (h->internal_.serial & TAXI__SER_OWNED)) {
     /* An event of h was taken (its hooks run, maybe this is one, or it
      * waits in a pool's queue): move when that dispatch is over. */
@@ -856,6 +911,10 @@ int taxi_reactor_move(taxi_reactor_t *from, taxi_handler_t *h,
   }
   h->internal_.refs++;
   rc = move_locked(from, h, to);
+  if (rc == TAXI_EBUSY) /* given timers or signals while no lock was held */
+    taxi__refuse(rc,
+                 "taxi_reactor_move: h: has timers or signals, which cannot "
+                 "move with it (cancel them first)");
 out:
   taxi__mutex_unlock(&from->lock);
   return rc;
@@ -1183,8 +1242,17 @@ static int wait_failed_locked(taxi_reactor_t *r, int code, taxi_time_t deadline,
   return rc;
 }
 
-static int begin_dispatch_locked(taxi_reactor_t *r) {
-  if (r->has_owner || r->pool) return TAXI_EBUSY;
+static int begin_dispatch_locked(taxi_reactor_t *r, const char *fn) {
+  if (r->pool)
+    return taxi__refuse(TAXI_EBUSY,
+                        "%s: r: a thread pool dispatches it (taxi_lf_create, "
+                        "taxi_hsha_create)",
+                        fn);
+  if (r->has_owner)
+    return taxi__refuse(TAXI_EBUSY,
+                        "%s: r: another thread is dispatching it (or this "
+                        "is one of its hooks)",
+                        fn);
   if (atomic_load(&r->stopped)) return TAXI_ESTOPPED;
   r->has_owner = true;
   r->owner = taxi__thread_self();
@@ -1193,10 +1261,11 @@ static int begin_dispatch_locked(taxi_reactor_t *r) {
 
 /* Dispatch at most `limit` events within timeout_ms.  Returns how many, or
  * a negative code. */
-static int dispatch_loop(taxi_reactor_t *r, int timeout_ms, int limit) {
-  if (!r) return TAXI_EINVAL;
+static int dispatch_loop(taxi_reactor_t *r, int timeout_ms, int limit,
+                         const char *fn) {
+  if (!r) return taxi__refuse(TAXI_EINVAL, "%s: r: NULL", fn);
   taxi__mutex_lock(&r->lock);
-  int rc = begin_dispatch_locked(r);
+  int rc = begin_dispatch_locked(r, fn);
   if (rc < 0) {
     taxi__mutex_unlock(&r->lock);
     return rc;
@@ -1249,17 +1318,17 @@ void taxi__reactor_pass_wait_errors(taxi_reactor_t *r) {
 }
 
 int taxi_reactor_handle_events(taxi_reactor_t *r, int timeout_ms) {
-  return dispatch_loop(r, timeout_ms, INT32_MAX);
+  return dispatch_loop(r, timeout_ms, INT32_MAX, "taxi_reactor_handle_events");
 }
 
 int taxi_reactor_handle_one(taxi_reactor_t *r, int timeout_ms) {
-  return dispatch_loop(r, timeout_ms, 1);
+  return dispatch_loop(r, timeout_ms, 1, "taxi_reactor_handle_one");
 }
 
 int taxi_reactor_run(taxi_reactor_t *r) {
-  if (!r) return TAXI_EINVAL;
+  if (!r) return taxi__refuse(TAXI_EINVAL, "taxi_reactor_run: r: NULL");
   for (;;) {
-    int rc = taxi_reactor_handle_events(r, -1);
+    int rc = dispatch_loop(r, -1, INT32_MAX, "taxi_reactor_run");
     if (rc < 0) return rc; /* TAXI_ESTOPPED once stopped */
   }
 }
@@ -1275,8 +1344,15 @@ static void rearm_all_locked(taxi_reactor_t *r) {
 }
 
 int taxi__reactor_attach_pool_locked(taxi_reactor_t *r, void *pool,
-                                     size_t max_waiters) {
-  if (r->pool || r->has_owner) return TAXI_EBUSY;
+                                     size_t max_waiters, const char *fn) {
+  if (r->pool)
+    return taxi__refuse(
+        TAXI_EBUSY, "%s: r: another thread pool dispatches this reactor", fn);
+  if (r->has_owner)
+    return taxi__refuse(TAXI_EBUSY,
+                        "%s: r: a thread is dispatching this reactor "
+                        "(taxi_reactor_run, _handle_events, _handle_one)",
+                        fn);
   if (max_waiters == 0) max_waiters = 1;
   size_t cap = r->max_events * max_waiters;
   if (cap > r->pending_cap) {
@@ -1367,8 +1443,14 @@ int taxi_reactor_destroy(taxi_reactor_t *r) {
   if (!r) return TAXI_EINVAL;
   taxi__mutex_lock(&r->lock);
   if (r->has_owner || r->pool) {
+    bool pool = r->pool != NULL;
     taxi__mutex_unlock(&r->lock);
-    return TAXI_EBUSY;
+    return taxi__refuse(TAXI_EBUSY,
+                        pool ? "taxi_reactor_destroy: r: a thread pool "
+                               "dispatches it: destroy the pool first"
+                             : "taxi_reactor_destroy: r: a thread is "
+                               "dispatching it (or this is one of its "
+                               "hooks): stop it and let it return first");
   }
   detach_all_locked(r);
   taxi__mutex_unlock(&r->lock);

@@ -258,11 +258,11 @@ int taxi__reactor_wait_locked(taxi_reactor_t *r, taxi__ready_t *buf, size_t cap,
 /* Whether something is ready to take without waiting. */
 bool taxi__reactor_has_work_locked(const taxi_reactor_t *r, taxi_time_t now);
 /* Enter or leave pool mode.  attach: TAXI_EBUSY if r has a pool or a
- * dispatching thread; grows the pending ring for `max_waiters` concurrent
- * waits (TAXI_ENOMEM) and re-arms every handle one-shot where the backend
- * can.  r->lock held. */
+ * dispatching thread (the detail names `fn`, the pool's create); grows
+ * the pending ring for `max_waiters` concurrent waits (TAXI_ENOMEM) and
+ * re-arms every handle one-shot where the backend can.  r->lock held. */
 int taxi__reactor_attach_pool_locked(taxi_reactor_t *r, void *pool,
-                                     size_t max_waiters);
+                                     size_t max_waiters, const char *fn);
 void taxi__reactor_detach_pool_locked(taxi_reactor_t *r);
 /* Make every waiter return (and keep the channel readable while
  * r->wake_sticky), e.g. to shut a pool down.  r->lock held. */

@@ -20,6 +20,7 @@
 
 #include "core/reactor_impl.h"
 #include "core/alloc.h"
+#include "core/detail.h"
 
 #include <string.h>
 
@@ -129,7 +130,9 @@ int taxi_reactor_add_signal(taxi_reactor_t *r, int signo, taxi_handler_t *h) {
     goto out;
   }
   if (h->internal_.flags & TAXI__H_CLOSING) {
-    rc = TAXI_EBUSY;
+    rc = taxi__refuse(TAXI_EBUSY,
+                      "taxi_reactor_add_signal: h: closing (removed, its "
+                      "close hook not yet run)");
     goto out;
   }
   if ((h->internal_.flags & TAXI__H_ATTACHED) && h->internal_.reactor != r) {
@@ -137,7 +140,10 @@ int taxi_reactor_add_signal(taxi_reactor_t *r, int signo, taxi_handler_t *h) {
     goto out;
   }
   if (!claim(r, signo)) {
-    rc = TAXI_EBUSY;
+    rc = taxi__refuse(TAXI_EBUSY,
+                      "taxi_reactor_add_signal: signo: another reactor of "
+                      "the process owns signal %d",
+                      signo);
     goto out;
   }
   rc = add_locked(r, signo);

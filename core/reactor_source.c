@@ -34,7 +34,9 @@ static size_t room(const void *self) {
 }
 
 static int attach_pool(void *self, void *pool, size_t max_waiters) {
-  return taxi__reactor_attach_pool_locked(self, pool, max_waiters);
+  /* Only taxi_lf_create makes a pool over a reactor source. */
+  return taxi__reactor_attach_pool_locked(self, pool, max_waiters,
+                                          "taxi_lf_create");
 }
 
 static void detach_pool(void *self) { taxi__reactor_detach_pool_locked(self); }

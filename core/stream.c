@@ -11,7 +11,9 @@
 #include "alloc.h"
 #include "io_impl.h"
 #include "options.h"
+#include "detail.h"
 
+#include <inttypes.h>
 #include <string.h>
 
 /* Run `call` without the stream's lock: callbacks may call anything,
@@ -40,30 +42,46 @@ void taxi_stream_options_init(taxi_stream_options_t *o) {
   o->max_writes = 64;
 }
 
+#define REFUSE(...) taxi__refuse(TAXI_EINVAL, __VA_ARGS__)
+
 int taxi__stream_options(taxi_stream_options_t *out,
-                         const taxi_stream_options_t *in) {
+                         const taxi_stream_options_t *in, const char *where) {
   taxi_stream_options_init(out);
-  if (taxi__options_copy(out, sizeof *out, in, sizeof *out) < 0)
+  if (taxi__options_copy(out, sizeof *out, in, sizeof *out, where,
+                         "taxi_stream_options_init") < 0)
     return TAXI_EINVAL;
   if (out->read_buffer == 0 || out->read_buffer > MAX_READ_BUFFER)
-    return TAXI_EINVAL;
+    return REFUSE("%s.read_buffer: 1 to %" PRIu64 "; got %" PRIu64, where,
+                  (uint64_t)MAX_READ_BUFFER, (uint64_t)out->read_buffer);
   if (out->high_watermark < 1 || out->high_watermark > MAX_HIGH_WATERMARK)
-    return TAXI_EINVAL;
+    return REFUSE("%s.high_watermark: 1 to %ld; got %ld", where,
+                  MAX_HIGH_WATERMARK, out->high_watermark);
   if (out->low_watermark < 0 || out->low_watermark >= out->high_watermark)
-    return TAXI_EINVAL;
+    return REFUSE("%s.low_watermark: 0 to high_watermark - 1 (%ld); got %ld",
+                  where, out->high_watermark - 1, out->low_watermark);
   if ((out->flags & TAXI_STREAM_PAUSE_READING) &&
       (size_t)out->high_watermark <
           out->read_buffer + (size_t)out->low_watermark)
-    return TAXI_EINVAL;
-  if (out->max_writes == 0 || out->max_writes > MAX_WRITES) return TAXI_EINVAL;
-  if (out->flags & ~(TAXI_STREAM_PAUSE_READING | TAXI_STREAM_NODELAY |
-                     TAXI_STREAM_KEEPALIVE))
-    return TAXI_EINVAL;
-  if (taxi__io_span_check(out->idle_timeout) < 0 ||
-      taxi__io_span_check(out->read_timeout) < 0 ||
-      taxi__io_span_check(out->write_timeout) < 0 ||
-      taxi__io_span_check(out->connect_timeout) < 0)
-    return TAXI_EINVAL;
+    return REFUSE(
+        "%s.low_watermark: with TAXI_STREAM_PAUSE_READING at most "
+        "high_watermark - read_buffer (%ld); got %ld",
+        where, out->high_watermark - (long)out->read_buffer,
+        out->low_watermark);
+  if (out->max_writes == 0 || out->max_writes > MAX_WRITES)
+    return REFUSE("%s.max_writes: 1 to %u; got %u", where, MAX_WRITES,
+                  out->max_writes);
+  unsigned known =
+      TAXI_STREAM_PAUSE_READING | TAXI_STREAM_NODELAY | TAXI_STREAM_KEEPALIVE;
+  if (out->flags & ~known)
+    return REFUSE("%s.flags: unknown bits 0x%x (TAXI_STREAM_* are 0x%x)", where,
+                  out->flags & ~known, known);
+  const taxi_time_t *t[] = {&out->idle_timeout, &out->read_timeout,
+                            &out->write_timeout, &out->connect_timeout};
+  static const char *const names[] = {"idle", "read", "write", "connect"};
+  for (int i = 0; i < 4; i++)
+    if (taxi__io_span_check(*t[i]) < 0)
+      return REFUSE("%s.%s_timeout: 0 to TAXI_TIME_SPAN_MAX ns; got %" PRId64,
+                    where, names[i], (int64_t)*t[i]);
   return 0;
 }
 
@@ -675,7 +693,14 @@ int taxi_stream_detach(taxi_stream_t *s, taxi_stream_detach_fn fn, void *arg) {
   } else if (s->rcount > 0 ||
              (s->flags &
               (TAXI__S_READ_INTO | TAXI__S_CONNECTING | TAXI__S_END_REQ))) {
-    rc = TAXI_EBUSY;
+    rc = taxi__refuse(TAXI_EBUSY, "taxi_stream_detach: s: %s",
+                      s->rcount > 0 ? "writes are queued (detach once "
+                                      "every one has been told)"
+                      : (s->flags & TAXI__S_READ_INTO)
+                          ? "a read_into is in progress"
+                      : (s->flags & TAXI__S_CONNECTING)
+                          ? "still connecting"
+                          : "its write side is being shut down");
   } else {
     s->detach_fn = fn;
     s->detach_arg = arg;
@@ -819,7 +844,9 @@ int taxi_stream_read_start(taxi_stream_t *s, taxi_stream_read_fn fn) {
   int rc = lock_open(s);
   if (rc < 0) return rc;
   if (s->flags & TAXI__S_READ_INTO) {
-    rc = TAXI_EBUSY;
+    rc = taxi__refuse(TAXI_EBUSY,
+                      "taxi_stream_read_start: s: a read_into is in "
+                      "progress");
   } else {
     s->read_fn = fn;
     s->flags = (s->flags | TAXI__S_READING) & ~TAXI__S_EOF_TOLD;
@@ -834,7 +861,9 @@ int taxi_stream_read_stop(taxi_stream_t *s) {
   int rc = lock_open(s);
   if (rc < 0) return rc;
   if (s->flags & TAXI__S_READ_INTO) {
-    rc = TAXI_EBUSY;
+    rc = taxi__refuse(TAXI_EBUSY,
+                      "taxi_stream_read_stop: s: a read_into is in progress "
+                      "(it ends by completing)");
   } else if (s->flags & TAXI__S_READING) {
     s->flags &= ~TAXI__S_READING;
     request_locked(s);
@@ -850,7 +879,10 @@ int taxi_stream_read_into(taxi_stream_t *s, void *buf, size_t len,
   int rc = lock_open(s);
   if (rc < 0) return rc;
   if (s->flags & (TAXI__S_READ_INTO | TAXI__S_READING)) {
-    rc = TAXI_EBUSY;
+    rc = taxi__refuse(TAXI_EBUSY, "taxi_stream_read_into: s: %s",
+                      (s->flags & TAXI__S_READ_INTO)
+                          ? "a read_into is in progress already"
+                          : "reading (taxi_stream_read_start): stop first");
   } else {
     s->ri_buf = buf;
     s->ri_len = len;
@@ -906,7 +938,10 @@ int taxi_stream_set_timeouts(taxi_stream_t *s, taxi_time_t idle,
                              taxi_time_t read, taxi_time_t write) {
   if (taxi__io_span_check(idle) < 0 || taxi__io_span_check(read) < 0 ||
       taxi__io_span_check(write) < 0)
-    return TAXI_EINVAL;
+    return REFUSE("taxi_stream_set_timeouts: %s: 0 to TAXI_TIME_SPAN_MAX ns",
+                  taxi__io_span_check(idle) < 0   ? "idle"
+                  : taxi__io_span_check(read) < 0 ? "read"
+                                                  : "write");
   int rc = lock_open(s);
   if (rc < 0) return rc;
   s->idle_to = idle;
@@ -1003,8 +1038,11 @@ int taxi_stream_connect(taxi_stream_t **out, taxi_io_t *io, const char *address,
   taxi_stream_options_t o;
   taxi_addr_t a;
   taxi_handle_t fd;
-  if (!out || !io || !address) return TAXI_EINVAL;
-  int rc = taxi__stream_options(&o, opts);
+  if (!out || !io || !address)
+    return REFUSE("taxi_stream_connect: %s: NULL", !out  ? "out"
+                                                   : !io ? "io"
+                                                         : "address");
+  int rc = taxi__stream_options(&o, opts, "taxi_stream_connect: options");
   if (rc < 0) return rc;
   rc = taxi_addr_parse(&a, address);
   if (rc < 0) return rc;
@@ -1036,8 +1074,9 @@ int taxi_stream_connect(taxi_stream_t **out, taxi_io_t *io, const char *address,
 int taxi_stream_open(taxi_stream_t **out, taxi_io_t *io, taxi_handle_t h,
                      const taxi_stream_options_t *opts) {
   taxi_stream_options_t o;
-  if (!out || !io) return TAXI_EINVAL;
-  int rc = taxi__stream_options(&o, opts);
+  if (!out || !io)
+    return REFUSE("taxi_stream_open: %s: NULL", !out ? "out" : "io");
+  int rc = taxi__stream_options(&o, opts, "taxi_stream_open: options");
   if (rc < 0) return rc;
   if (h == TAXI_INVALID_HANDLE) return TAXI_EBADF;
   rc = taxi__handle_check(h);

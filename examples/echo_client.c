@@ -310,64 +310,23 @@ int main(int argc, char **argv) {
   unsigned port = 0;
   unsigned long connections = 4, messages = 10000, size = 64, id;
   unsigned long time_limit_s = RUN_TIME_LIMIT_S;
-  int keep_going = 0, have_port = 0, status = EXIT_OK, rc, i = 1;
+  int keep_going = 0, have_port = 0, status = EXIT_OK, rc;
   struct client cl;
   struct watchdog watchdog;
   taxi_time_t start, elapsed;
 
-  while (i < argc) {
-    const char *value;
-    int m;
-    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-      usage(stdout);
-      return EXIT_OK;
-    }
-    if (strcmp(argv[i], "--keep-going") == 0) {
-      keep_going = 1;
-      i++;
-      continue;
-    }
-    if ((m = echo_option(argc, argv, &i, "--port", &value)) > 0) {
-      if (echo_parse_port(value, &port) != 0 || port == 0) {
-        fprintf(stderr, "echo_client: invalid port '%s'\n", value);
-        return EXIT_USAGE;
-      }
-      have_port = 1;
-    } else if (m == 0 &&
-               (m = echo_option(argc, argv, &i, "--host", &value)) > 0) {
-      host = value;
-    } else if (m == 0 &&
-               (m = echo_option(argc, argv, &i, "--connections", &value)) > 0) {
-      if (echo_parse_count(value, 1, MAX_CONNECTIONS, &connections) != 0) {
-        fprintf(stderr, "echo_client: --connections must be 1 to %lu\n",
-                MAX_CONNECTIONS);
-        return EXIT_USAGE;
-      }
-    } else if (m == 0 &&
-               (m = echo_option(argc, argv, &i, "--messages", &value)) > 0) {
-      if (echo_parse_count(value, 1, 1000000000ul, &messages) != 0) {
-        fprintf(stderr, "echo_client: --messages must be 1 to 1000000000\n");
-        return EXIT_USAGE;
-      }
-    } else if (m == 0 &&
-               (m = echo_option(argc, argv, &i, "--time-limit", &value)) > 0) {
-      if (echo_parse_count(value, 1, 86400, &time_limit_s) != 0) {
-        fprintf(stderr, "echo_client: --time-limit must be 1 to 86400\n");
-        return EXIT_USAGE;
-      }
-    } else if (m == 0 &&
-               (m = echo_option(argc, argv, &i, "--size", &value)) > 0) {
-      if (echo_parse_count(value, 1, MAX_SIZE, &size) != 0) {
-        fprintf(stderr, "echo_client: --size must be 1 to %lu\n", MAX_SIZE);
-        return EXIT_USAGE;
-      }
-    } else {
-      if (m == 0)
-        fprintf(stderr, "echo_client: unknown argument '%s'\n", argv[i]);
-      usage(stderr);
-      return EXIT_USAGE;
-    }
-  }
+  const struct echo_arg args[] = {
+      {"--keep-going", ECHO_ARG_FLAG, &keep_going, 0, 0, NULL},
+      {"--port", ECHO_ARG_PORT, &port, 0, 0, &have_port},
+      {"--host", ECHO_ARG_TEXT, &host, 0, 0, NULL},
+      {"--connections", ECHO_ARG_COUNT, &connections, 1, MAX_CONNECTIONS, NULL},
+      {"--messages", ECHO_ARG_COUNT, &messages, 1, 1000000000ul, NULL},
+      {"--time-limit", ECHO_ARG_COUNT, &time_limit_s, 1, 86400, NULL},
+      {"--size", ECHO_ARG_COUNT, &size, 1, MAX_SIZE, NULL},
+  };
+  rc = echo_parse_args("echo_client", argc, argv, args,
+                       sizeof args / sizeof args[0], usage);
+  if (rc != 0) return rc > 0 ? EXIT_OK : EXIT_USAGE;
   if (!have_port) {
     fprintf(stderr, "echo_client: --port is required\n");
     usage(stderr);

@@ -208,6 +208,59 @@ int echo_parse_count(const char *text, unsigned long min, unsigned long max,
   return 0;
 }
 
+/* Take argv[*i] if it is args[k]: 1 taken, 0 not this option, -1 wrong. */
+static int take_arg(const char *prog, int argc, char **argv, int *i,
+                    const struct echo_arg *a) {
+  const char *value;
+  int m;
+  if (a->kind == ECHO_ARG_FLAG) {
+    if (strcmp(argv[*i], a->name) != 0) return 0;
+    *(int *)a->out = 1;
+    ++*i;
+  } else {
+    if ((m = echo_option(argc, argv, i, a->name, &value)) <= 0) return m;
+    if (a->kind == ECHO_ARG_TEXT) {
+      *(const char **)a->out = value;
+    } else if (a->kind == ECHO_ARG_PORT) {
+      unsigned port;
+      if (echo_parse_port(value, &port) != 0 || port == 0) {
+        fprintf(stderr, "%s: %s wants a port from 1 to 65535, not '%s'\n", prog,
+                a->name, value);
+        return -1;
+      }
+      *(unsigned *)a->out = port;
+    } else if (echo_parse_count(value, a->min, a->max,
+                                (unsigned long *)a->out) != 0) {
+      fprintf(stderr, "%s: %s must be %lu to %lu, not '%s'\n", prog, a->name,
+              a->min, a->max, value);
+      return -1;
+    }
+  }
+  if (a->given) *a->given = 1;
+  return 1;
+}
+
+int echo_parse_args(const char *prog, int argc, char **argv,
+                    const struct echo_arg *args, size_t nargs,
+                    void (*usage)(FILE *out)) {
+  int i = 1;
+  while (i < argc) {
+    int m = 0;
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      usage(stdout);
+      return 1;
+    }
+    for (size_t k = 0; k < nargs && m == 0; k++)
+      m = take_arg(prog, argc, argv, &i, &args[k]);
+    if (m == 0) fprintf(stderr, "%s: unknown argument '%s'\n", prog, argv[i]);
+    if (m <= 0) {
+      usage(stderr);
+      return -1;
+    }
+  }
+  return 0;
+}
+
 int echo_parse_port(const char *text, unsigned *port) {
   unsigned long v;
   if (echo_parse_count(text, 0, 65535, &v) != 0) return -1;

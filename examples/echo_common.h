@@ -16,6 +16,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include <taxi/taxi.h>
 
@@ -66,6 +67,33 @@ int echo_parse_port(const char *text, unsigned *port);
  */
 int echo_parse_count(const char *text, unsigned long min, unsigned long max,
                      unsigned long *value);
+
+/*
+ * echo_parse_args - parse a program's whole command line against a table
+ * of options: flags ("--keep-going"), texts ("--host H"), ports (1 to
+ * 65535) and counts (min to max), each "--name value" or "--name=value".
+ * A value out of range, an unknown argument or a missing value prints what
+ * is wrong (prefixed with `prog`) and then usage(stderr); "--help" and "-h"
+ * print usage(stdout).  Returns 0 when every argument was taken, 1 after
+ * --help, -1 after a mistake.
+ */
+enum echo_arg_kind {
+  ECHO_ARG_FLAG,
+  ECHO_ARG_TEXT,
+  ECHO_ARG_PORT,
+  ECHO_ARG_COUNT
+};
+struct echo_arg {
+  const char *name; /* "--port" */
+  enum echo_arg_kind kind;
+  void *out; /* int (a flag: set to 1), const char *, unsigned (a port),
+                unsigned long (a count) */
+  unsigned long min, max; /* a count's range */
+  int *given;             /* if not NULL, set to 1 when the option is given */
+};
+int echo_parse_args(const char *prog, int argc, char **argv,
+                    const struct echo_arg *args, size_t nargs,
+                    void (*usage)(FILE *out));
 
 /*
  * echo_listen - open a non-blocking TCP socket listening on host:port.

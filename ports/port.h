@@ -85,16 +85,6 @@ void taxi__close(taxi_handle_t h);
  * TAXI_EINVAL (not a regular file). */
 int taxi__file_size(taxi_handle_t h, int64_t *size);
 
-/* A non-blocking, close-on-exec TCP socket listening on host:port (host
- * NULL: every address; port 0: any free port, reported in *bound_port).
- * `balanced`: set the option that lets several sockets share the port
- * with the kernel balancing connections over them; TAXI_ENOTSUP where no
- * option does that.  Errors: TAXI_EINVAL (unknown host), TAXI_EADDRINUSE,
- * TAXI_EPERM, TAXI_ENOMEM, TAXI_ESYS. */
-int taxi__tcp_listen(const char *host, unsigned port, bool balanced,
-                     taxi_handle_t *out, unsigned *bound_port);
-/* Whether taxi__tcp_listen(balanced = true) is available here. */
-bool taxi__reuseport_balances(void);
 /* Processors online (at least 1). */
 unsigned taxi__cpu_count(void);
 

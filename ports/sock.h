@@ -42,11 +42,16 @@ void taxi__sockaddr_set(taxi_addr_t *out, const void *sa, unsigned len);
 /* ---- sockets ------------------------------------------------------------ */
 
 /* A stream socket listening on `a` with `backlog` (<= 0: the system's
- * maximum) and the TAXI_LISTEN_* flags.  The wildcard IPv6 address falls
- * back to IPv4's where the system has no IPv6.  TAXI_EADDRINUSE, TAXI_EPERM,
- * TAXI_ENOTSUP (TAXI_LISTEN_REUSEPORT where no option balances), ... */
+ * maximum) and the TAXI_LISTEN_* flags: every listening socket taxi makes
+ * (listeners, taxi_lf_sets_listen) is made here.  The wildcard IPv6
+ * address falls back to IPv4's where the system has no IPv6.
+ * TAXI_EADDRINUSE, TAXI_EPERM, TAXI_ENOTSUP (TAXI_LISTEN_REUSEPORT where
+ * no option balances), ... */
 int taxi__sock_listen(const taxi_addr_t *a, int backlog, unsigned flags,
                       taxi_handle_t *out);
+/* Whether TAXI_LISTEN_REUSEPORT is available here: several sockets share a
+ * port with the kernel balancing new connections over them. */
+bool taxi__reuseport_balances(void);
 /* An unconnected stream socket of a's family. */
 int taxi__sock_open(const taxi_addr_t *a, taxi_handle_t *out);
 /* Start connecting s to a: 0 when connected at once, TAXI_EAGAIN when in

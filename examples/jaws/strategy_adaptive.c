@@ -123,13 +123,12 @@ struct kept {
 
 struct conn {
   pthread_mutex_t lock;
-  atomic_uint refs;      /* the connection's (until it is gone), sweeps' */
-  int where;             /* SYNC or ASYNC */
-  taxi_handle_t fd;      /* SYNC: the blocking socket */
-  taxi_stream_t *stream; /* ASYNC: the stream serving it */
-  struct http_session *sess;
+  atomic_uint refs;           /* the connection's (until it is gone), sweeps' */
+  int where;                  /* SYNC or ASYNC */
+  taxi_handle_t fd;           /* SYNC: the blocking socket */
+  struct jaws_stream_conn sc; /* ASYNC: the stream serving it */
   struct adaptive *ad;
-  bool reading, closed, eof, moving;
+  bool moving;
   unsigned long long answered; /* responses the session handed the sink */
   struct kept kept[HTTP_SESSION_INFLIGHT];
   unsigned nkept;
@@ -190,7 +189,7 @@ static void on_read(taxi_stream_t *s, int status, const void *data, size_t len);
 static void conn_unref(struct conn *c) {
   if (atomic_fetch_sub(&c->refs, 1) != 1) return;
   pthread_mutex_destroy(&c->lock);
-  http_session_free(c->sess);
+  http_session_free(c->sc.sess);
   free(c);
 }
 
@@ -222,30 +221,6 @@ static void conn_gone(struct conn *c) {
   conn_unref(c);
 }
 
-/* Under c->lock, in ASYNC: after the session moved, read or not, end or
- * not. */
-static void settle(struct conn *c, enum http_step step) {
-  if (c->closed) return;
-  if (step == HTTP_CLOSE) {
-    if (c->reading) taxi_stream_read_stop(c->stream);
-    c->reading = false;
-    return;
-  }
-  if (c->eof) {
-    if (step != HTTP_BUSY && http_session_inflight(c->sess) == 0)
-      taxi_stream_end(c->stream);
-    return;
-  }
-  bool want =
-      step != HTTP_BUSY && http_session_room(c->sess) >= JAWS_READ_BUFFER;
-  if (want && !c->reading)
-    c->reading = taxi_stream_read_start(c->stream, on_read) == 0;
-  else if (!want && c->reading) {
-    taxi_stream_read_stop(c->stream);
-    c->reading = false;
-  }
-}
-
 static void on_sent(taxi_stream_t *s, int status, size_t bytes, void *arg) {
   struct sending *snd = arg;
   struct conn *c = snd->c;
@@ -258,9 +233,10 @@ static void on_sent(taxi_stream_t *s, int status, size_t bytes, void *arg) {
   vfs_release(snd->file);
   free(snd);
   pthread_mutex_lock(&c->lock);
-  http_session_sent(c->sess);
-  if (status == 0 && !c->closed && !c->moving)
-    settle(c, http_session_process(c->sess, jaws_now_ms()));
+  http_session_sent(c->sc.sess);
+  if (status == 0 && !c->sc.closed && !c->moving)
+    jaws_stream_settle(&c->sc, on_read,
+                       http_session_process(c->sc.sess, jaws_now_ms()));
   pthread_mutex_unlock(&c->lock);
 }
 
@@ -273,7 +249,7 @@ static int send_now(struct conn *c, const char *head, size_t head_len,
                     uint64_t body, bool close) {
   struct sending *snd = malloc(sizeof *snd);
   int rc;
-  if (snd == NULL || c->closed) {
+  if (snd == NULL || c->sc.closed) {
     free(snd);
     vfs_release(file);
     return -1;
@@ -282,24 +258,24 @@ static int send_now(struct conn *c, const char *head, size_t head_len,
   snd->file = file;
   snd->len = body;
   if (file == NULL) {
-    rc = taxi_stream_write(c->stream, head, head_len, on_sent, snd);
-  } else if ((rc = head_len ? taxi_stream_write(c->stream, head, head_len, NULL,
-                                                NULL)
+    rc = taxi_stream_write(c->sc.stream, head, head_len, on_sent, snd);
+  } else if ((rc = head_len ? taxi_stream_write(c->sc.stream, head, head_len,
+                                                NULL, NULL)
                             : 0) == 0) {
     if (file->data)
-      rc = taxi_stream_write_ref(c->stream, file->data + off, (size_t)len,
+      rc = taxi_stream_write_ref(c->sc.stream, file->data + off, (size_t)len,
                                  on_sent, snd);
     else
-      rc = taxi_stream_sendfile(c->stream, file->fd, (int64_t)off, (size_t)len,
-                                on_sent, snd);
+      rc = taxi_stream_sendfile(c->sc.stream, file->fd, (int64_t)off,
+                                (size_t)len, on_sent, snd);
   }
   if (rc < 0) {
     vfs_release(file);
     free(snd);
-    taxi_stream_close(c->stream);
+    taxi_stream_close(c->sc.stream);
     return -1;
   }
-  if (close) taxi_stream_end(c->stream);
+  if (close) taxi_stream_end(c->sc.stream);
   return 0;
 }
 
@@ -307,7 +283,7 @@ static void on_close(taxi_stream_t *s, int reason) {
   struct conn *c = taxi_stream_data(s);
   (void)reason;
   pthread_mutex_lock(&c->lock);
-  c->closed = true;
+  c->sc.closed = true;
   drop_kept(c);
   pthread_mutex_unlock(&c->lock);
   conn_gone(c);
@@ -402,7 +378,7 @@ static const struct http_sink_ops adaptive_sink = {respond};
 /* Under c->lock: c is served by stream s in ASYNC from now on. */
 static void become_async(struct conn *c, taxi_stream_t *s) {
   struct adaptive *ad = c->ad;
-  c->stream = s;
+  c->sc.stream = s;
   c->fd = TAXI_INVALID_HANDLE; /* the stream's now */
   c->where = ASYNC;
   c->moving = false;
@@ -427,7 +403,7 @@ static void hand_off(struct conn *c) {
   pthread_mutex_unlock(&ad->ctx_lock);
   pthread_mutex_lock(&c->lock);
   if (rc < 0) {
-    c->closed = true;
+    c->sc.closed = true;
     drop_kept(c);
     pthread_mutex_unlock(&c->lock);
     conn_gone(c); /* closes the socket, still SYNC's */
@@ -453,7 +429,8 @@ static void hand_off(struct conn *c) {
     k->file = NULL;
   }
   c->nkept = 0;
-  settle(c, http_session_process(c->sess, jaws_now_ms()));
+  jaws_stream_settle(&c->sc, on_read,
+                     http_session_process(c->sc.sess, jaws_now_ms()));
   pthread_mutex_unlock(&c->lock);
 }
 
@@ -474,7 +451,7 @@ static enum turn serve_turn(struct conn *c) {
   unsigned long long answered = c->answered;
   char buf[8192];
   for (int reads = 0; reads < TURN_READS; reads++) {
-    size_t room = http_session_room(c->sess);
+    size_t room = http_session_room(c->sc.sess);
     enum http_step step;
     long n;
     if (atomic_load(&srv->stopping)) return TURN_OVER;
@@ -484,11 +461,11 @@ static enum turn serve_turn(struct conn *c) {
     if (n == JAWS_SOCK_TIMEOUT) return TURN_WAIT;
     if (n <= 0) return TURN_OVER;
     pthread_mutex_lock(&c->lock);
-    step = http_session_feed(c->sess, buf, (size_t)n, jaws_now_ms());
+    step = http_session_feed(c->sc.sess, buf, (size_t)n, jaws_now_ms());
     pthread_mutex_unlock(&c->lock);
     if (c->moving) return TURN_MOVE;
     if (step == HTTP_CLOSE) return TURN_OVER;
-    if (c->answered != answered && !http_session_partial(c->sess))
+    if (c->answered != answered && !http_session_partial(c->sc.sess))
       return TURN_WAIT;
   }
   return TURN_BUSY;
@@ -497,8 +474,8 @@ static enum turn serve_turn(struct conn *c) {
 /* A connection of ad for peer, its session made; NULL (out of memory). */
 static struct conn *conn_new(struct adaptive *ad, const char *peer) {
   struct conn *c = calloc(1, sizeof *c);
-  if (c == NULL ||
-      (c->sess = http_session_new(ad->srv, &adaptive_sink, c, peer)) == NULL) {
+  if (c == NULL || (c->sc.sess = http_session_new(ad->srv, &adaptive_sink, c,
+                                                  peer)) == NULL) {
     free(c);
     return NULL;
   }
@@ -676,18 +653,18 @@ static void on_read(taxi_stream_t *s, int status, const void *data,
   struct conn *c = taxi_stream_data(s);
   enum http_step step;
   pthread_mutex_lock(&c->lock);
-  if (c->closed) { /* cannot happen once closed: defensive */
+  if (c->sc.closed) { /* cannot happen once closed: defensive */
     pthread_mutex_unlock(&c->lock);
     return;
   }
   if (status < 0) {
-    c->eof = true;
-    c->reading = false;
-    step = http_session_process(c->sess, jaws_now_ms());
+    c->sc.eof = true;
+    c->sc.reading = false;
+    step = http_session_process(c->sc.sess, jaws_now_ms());
   } else {
-    step = http_session_feed(c->sess, data, len, jaws_now_ms());
+    step = http_session_feed(c->sc.sess, data, len, jaws_now_ms());
   }
-  settle(c, step);
+  jaws_stream_settle(&c->sc, on_read, step);
   pthread_mutex_unlock(&c->lock);
 }
 
@@ -710,7 +687,8 @@ static void on_accept(taxi_listener_t *l, taxi_stream_t *s, void *arg) {
   atomic_fetch_add(&ad->accepted, 1);
   pthread_mutex_lock(&c->lock);
   become_async(c, s);
-  settle(c, http_session_process(c->sess, jaws_now_ms()));
+  jaws_stream_settle(&c->sc, on_read,
+                     http_session_process(c->sc.sess, jaws_now_ms()));
   pthread_mutex_unlock(&c->lock);
 }
 
@@ -723,7 +701,7 @@ static void on_sweep(taxi_io_timer_t *t, void *arg) {
   pthread_mutex_lock(&ad->list_lock);
   for (struct conn *c = ad->list; c && n < SWEEP_BATCH; c = c->next) {
     if (pthread_mutex_trylock(&c->lock) != 0) continue;
-    if (!c->closed && !c->moving && http_session_expired(c->sess, now)) {
+    if (!c->sc.closed && !c->moving && http_session_expired(c->sc.sess, now)) {
       atomic_fetch_add(&c->refs, 1);
       late[n++] = c;
     }
@@ -733,8 +711,9 @@ static void on_sweep(taxi_io_timer_t *t, void *arg) {
   for (size_t i = 0; i < n; i++) {
     struct conn *c = late[i];
     pthread_mutex_lock(&c->lock);
-    if (!c->closed && !c->moving && http_session_expired(c->sess, now)) {
-      if (http_session_timeout(c->sess) >= 0) settle(c, HTTP_CLOSE);
+    if (!c->sc.closed && !c->moving && http_session_expired(c->sc.sess, now)) {
+      if (http_session_timeout(c->sc.sess) >= 0)
+        jaws_stream_settle(&c->sc, on_read, HTTP_CLOSE);
     }
     pthread_mutex_unlock(&c->lock);
     conn_unref(c);

@@ -33,10 +33,8 @@ struct io_server;
 struct conn {
   pthread_mutex_t lock;
   atomic_uint refs; /* the stream's (until its close callback), sweeps' */
-  taxi_stream_t *stream;
-  struct http_session *sess;
+  struct jaws_stream_conn sc;
   struct io_server *ios;
-  bool reading, closed, eof;
   struct conn *prev, *next; /* every open connection, for the sweep */
 };
 
@@ -56,34 +54,11 @@ struct sending {
 static void conn_unref(struct conn *c) {
   if (atomic_fetch_sub(&c->refs, 1) != 1) return;
   pthread_mutex_destroy(&c->lock);
-  http_session_free(c->sess);
+  http_session_free(c->sc.sess);
   free(c);
 }
 
 static void on_read(taxi_stream_t *s, int status, const void *data, size_t len);
-
-/* Under c->lock: after the session moved, read or not, end or not. */
-static void settle(struct conn *c, enum http_step step) {
-  if (c->closed) return;
-  if (step == HTTP_CLOSE) {
-    if (c->reading) taxi_stream_read_stop(c->stream);
-    c->reading = false;
-    return;
-  }
-  if (c->eof) {
-    if (step != HTTP_BUSY && http_session_inflight(c->sess) == 0)
-      taxi_stream_end(c->stream);
-    return;
-  }
-  bool want =
-      step != HTTP_BUSY && http_session_room(c->sess) >= JAWS_READ_BUFFER;
-  if (want && !c->reading)
-    c->reading = taxi_stream_read_start(c->stream, on_read) == 0;
-  else if (!want && c->reading) {
-    taxi_stream_read_stop(c->stream);
-    c->reading = false;
-  }
-}
 
 static void on_sent(taxi_stream_t *s, int status, size_t bytes, void *arg) {
   struct sending *snd = arg;
@@ -93,9 +68,10 @@ static void on_sent(taxi_stream_t *s, int status, size_t bytes, void *arg) {
   vfs_release(snd->file);
   free(snd);
   pthread_mutex_lock(&c->lock);
-  http_session_sent(c->sess);
-  if (status == 0 && !c->closed)
-    settle(c, http_session_process(c->sess, jaws_now_ms()));
+  http_session_sent(c->sc.sess);
+  if (status == 0 && !c->sc.closed)
+    jaws_stream_settle(&c->sc, on_read,
+                       http_session_process(c->sc.sess, jaws_now_ms()));
   pthread_mutex_unlock(&c->lock);
 }
 
@@ -104,7 +80,7 @@ static int respond(void *sink, const struct http_out *o) {
   struct conn *c = sink;
   struct sending *snd = malloc(sizeof *snd);
   int rc;
-  if (snd == NULL || c->closed) {
+  if (snd == NULL || c->sc.closed) {
     free(snd);
     vfs_release(o->file);
     return -1;
@@ -112,23 +88,23 @@ static int respond(void *sink, const struct http_out *o) {
   snd->c = c;
   snd->file = o->file;
   if (o->file == NULL) {
-    rc = taxi_stream_write(c->stream, o->head, o->head_len, on_sent, snd);
-  } else if ((rc = taxi_stream_write(c->stream, o->head, o->head_len, NULL,
+    rc = taxi_stream_write(c->sc.stream, o->head, o->head_len, on_sent, snd);
+  } else if ((rc = taxi_stream_write(c->sc.stream, o->head, o->head_len, NULL,
                                      NULL)) == 0) {
     if (o->file->data)
-      rc = taxi_stream_write_ref(c->stream, o->file->data + o->off,
+      rc = taxi_stream_write_ref(c->sc.stream, o->file->data + o->off,
                                  (size_t)o->len, on_sent, snd);
     else
-      rc = taxi_stream_sendfile(c->stream, o->file->fd, (int64_t)o->off,
+      rc = taxi_stream_sendfile(c->sc.stream, o->file->fd, (int64_t)o->off,
                                 (size_t)o->len, on_sent, snd);
   }
   if (rc < 0) {
     vfs_release(o->file);
     free(snd);
-    taxi_stream_close(c->stream);
+    taxi_stream_close(c->sc.stream);
     return -1;
   }
-  if (o->close) taxi_stream_end(c->stream);
+  if (o->close) taxi_stream_end(c->sc.stream);
   return 0;
 }
 
@@ -140,13 +116,13 @@ static void on_read(taxi_stream_t *s, int status, const void *data,
   enum http_step step;
   pthread_mutex_lock(&c->lock);
   if (status < 0) {
-    c->eof = true;
-    c->reading = false;
-    step = http_session_process(c->sess, jaws_now_ms());
+    c->sc.eof = true;
+    c->sc.reading = false;
+    step = http_session_process(c->sc.sess, jaws_now_ms());
   } else {
-    step = http_session_feed(c->sess, data, len, jaws_now_ms());
+    step = http_session_feed(c->sc.sess, data, len, jaws_now_ms());
   }
-  settle(c, step);
+  jaws_stream_settle(&c->sc, on_read, step);
   pthread_mutex_unlock(&c->lock);
 }
 
@@ -162,7 +138,7 @@ static void on_close(taxi_stream_t *s, int reason) {
   if (c->next) c->next->prev = c->prev;
   pthread_mutex_unlock(&ios->list_lock);
   pthread_mutex_lock(&c->lock);
-  c->closed = true;
+  c->sc.closed = true;
   pthread_mutex_unlock(&c->lock);
   jaws_leave(ios->srv);
   conn_unref(c);
@@ -176,8 +152,8 @@ static void on_accept(taxi_listener_t *l, taxi_stream_t *s, void *arg) {
   if (!jaws_stream_admit(ios->srv, s)) return;
   jaws_stream_peer(s, peer, sizeof peer);
   c = calloc(1, sizeof *c);
-  if (c == NULL ||
-      (c->sess = http_session_new(ios->srv, &stream_sink, c, peer)) == NULL) {
+  if (c == NULL || (c->sc.sess = http_session_new(ios->srv, &stream_sink, c,
+                                                  peer)) == NULL) {
     free(c);
     jaws_leave(ios->srv);
     taxi_stream_close(s);
@@ -185,7 +161,7 @@ static void on_accept(taxi_listener_t *l, taxi_stream_t *s, void *arg) {
   }
   pthread_mutex_init(&c->lock, NULL);
   atomic_init(&c->refs, 1);
-  c->stream = s;
+  c->sc.stream = s;
   c->ios = ios;
   taxi_stream_set_data(s, c);
   taxi_stream_on_close(s, on_close);
@@ -194,8 +170,8 @@ static void on_accept(taxi_listener_t *l, taxi_stream_t *s, void *arg) {
   if (ios->list) ios->list->prev = c;
   ios->list = c;
   pthread_mutex_unlock(&ios->list_lock);
-  c->reading = taxi_stream_read_start(s, on_read) == 0;
-  if (!c->reading) taxi_stream_close(s);
+  c->sc.reading = taxi_stream_read_start(s, on_read) == 0;
+  if (!c->sc.reading) taxi_stream_close(s);
 }
 
 /* The header timeout: connections whose request head has been arriving
@@ -210,7 +186,7 @@ static void on_sweep(taxi_io_timer_t *t, void *arg) {
   pthread_mutex_lock(&ios->list_lock);
   for (struct conn *c = ios->list; c && n < SWEEP_BATCH; c = c->next) {
     if (pthread_mutex_trylock(&c->lock) != 0) continue;
-    if (!c->closed && http_session_expired(c->sess, now)) {
+    if (!c->sc.closed && http_session_expired(c->sc.sess, now)) {
       atomic_fetch_add(&c->refs, 1);
       late[n++] = c;
     }
@@ -220,8 +196,9 @@ static void on_sweep(taxi_io_timer_t *t, void *arg) {
   for (size_t i = 0; i < n; i++) {
     struct conn *c = late[i];
     pthread_mutex_lock(&c->lock);
-    if (!c->closed && http_session_expired(c->sess, now)) {
-      if (http_session_timeout(c->sess) >= 0) settle(c, HTTP_CLOSE);
+    if (!c->sc.closed && http_session_expired(c->sc.sess, now)) {
+      if (http_session_timeout(c->sc.sess) >= 0)
+        jaws_stream_settle(&c->sc, on_read, HTTP_CLOSE);
     }
     pthread_mutex_unlock(&c->lock);
     conn_unref(c);

@@ -44,3 +44,26 @@ void jaws_stream_peer(taxi_stream_t *s, char *out, size_t cap) {
     snprintf(out, cap, "%s", text);
   }
 }
+
+void jaws_stream_settle(struct jaws_stream_conn *sc,
+                        taxi_stream_read_fn on_read, enum http_step step) {
+  if (sc->closed) return;
+  if (step == HTTP_CLOSE) {
+    if (sc->reading) taxi_stream_read_stop(sc->stream);
+    sc->reading = false;
+    return;
+  }
+  if (sc->eof) {
+    if (step != HTTP_BUSY && http_session_inflight(sc->sess) == 0)
+      taxi_stream_end(sc->stream);
+    return;
+  }
+  bool want =
+      step != HTTP_BUSY && http_session_room(sc->sess) >= JAWS_READ_BUFFER;
+  if (want && !sc->reading)
+    sc->reading = taxi_stream_read_start(sc->stream, on_read) == 0;
+  else if (!want && sc->reading) {
+    taxi_stream_read_stop(sc->stream);
+    sc->reading = false;
+  }
+}

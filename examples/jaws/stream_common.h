@@ -2,7 +2,8 @@
 /*
  * examples/jaws/stream_common.h - what the strategies over taxi's stream
  * layer (strategy_io.c, strategy_adaptive.c) do alike: their streams'
- * options, the connection limit's refusal, the peer's address for the log.
+ * options, the connection limit's refusal, the peer's address for the log,
+ * and when a connection reads.
  */
 #ifndef JAWS_STREAM_COMMON_H
 #define JAWS_STREAM_COMMON_H
@@ -12,6 +13,7 @@
 
 #include <taxi/taxi.h>
 
+#include "http_session.h"
 #include "jaws.h"
 
 /* Bytes a stream reads at a time: reading goes on while the session has
@@ -33,5 +35,23 @@ bool jaws_stream_admit(struct jaws_server *srv, taxi_stream_t *s);
 /* The peer's numeric address without its port into out[cap] ("-" when
  * unknown). */
 void jaws_stream_peer(taxi_stream_t *s, char *out, size_t cap);
+
+/* A connection served by a stream, as both strategies keep it: under the
+ * connection's own lock. */
+struct jaws_stream_conn {
+  taxi_stream_t *stream;
+  struct http_session *sess;
+  bool reading; /* the stream's reading is started (with on_read) */
+  bool closed;  /* the stream's close callback has run */
+  bool eof;     /* the client ended its side */
+};
+
+/* After the session moved (`step`, what http_session_process or _feed
+ * said): read while the session has room for a read buffer and is not
+ * busy, stop reading when it has not; at the client's end, end the stream
+ * once nothing is in flight; on HTTP_CLOSE stop reading (the session
+ * closes it).  Under the connection's lock; nothing once closed. */
+void jaws_stream_settle(struct jaws_stream_conn *sc,
+                        taxi_stream_read_fn on_read, enum http_step step);
 
 #endif /* JAWS_STREAM_COMMON_H */

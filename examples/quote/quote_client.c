@@ -374,73 +374,25 @@ int main(int argc, char **argv) {
   unsigned port = 0;
   unsigned long connections = 4, requests = 1000, duration = 0, seed = 1;
   unsigned long time_limit = 60;
-  int have_port = 0, status = EXIT_OK, rc, i = 1;
+  int have_port = 0, status = EXIT_OK, rc;
   struct timer timer;
   taxi_time_t start, elapsed;
   char err[300];
 
-  while (i < argc) {
-    const char *value;
-    int m;
-    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-      usage(stdout);
-      return EXIT_OK;
-    }
-    if (strcmp(argv[i], "--split") == 0) {
-      cl.split = 1;
-      i++;
-      continue;
-    }
-    if ((m = echo_option(argc, argv, &i, "--port", &value)) > 0) {
-      if (echo_parse_port(value, &port) != 0 || port == 0) {
-        fprintf(stderr, "quote_client: invalid port '%s'\n", value);
-        return EXIT_USAGE;
-      }
-      have_port = 1;
-    } else if (m == 0 &&
-               (m = echo_option(argc, argv, &i, "--host", &value)) > 0) {
-      host = value;
-    } else if (m == 0 &&
-               (m = echo_option(argc, argv, &i, "--quotes", &value)) > 0) {
-      quotes = value;
-    } else if (m == 0 &&
-               (m = echo_option(argc, argv, &i, "--connections", &value)) > 0) {
-      if (echo_parse_count(value, 1, MAX_CONNECTIONS, &connections) != 0) {
-        fprintf(stderr, "quote_client: --connections must be 1 to %lu\n",
-                MAX_CONNECTIONS);
-        return EXIT_USAGE;
-      }
-    } else if (m == 0 &&
-               (m = echo_option(argc, argv, &i, "--requests", &value)) > 0) {
-      if (echo_parse_count(value, 1, 1000000000ul, &requests) != 0) {
-        fprintf(stderr, "quote_client: --requests must be 1 to 1000000000\n");
-        return EXIT_USAGE;
-      }
-    } else if (m == 0 &&
-               (m = echo_option(argc, argv, &i, "--duration", &value)) > 0) {
-      if (echo_parse_count(value, 1, 86400, &duration) != 0) {
-        fprintf(stderr, "quote_client: --duration must be 1 to 86400\n");
-        return EXIT_USAGE;
-      }
-    } else if (m == 0 &&
-               (m = echo_option(argc, argv, &i, "--seed", &value)) > 0) {
-      if (echo_parse_count(value, 0, 4000000000ul, &seed) != 0) {
-        fprintf(stderr, "quote_client: invalid --seed '%s'\n", value);
-        return EXIT_USAGE;
-      }
-    } else if (m == 0 &&
-               (m = echo_option(argc, argv, &i, "--time-limit", &value)) > 0) {
-      if (echo_parse_count(value, 1, 86400, &time_limit) != 0) {
-        fprintf(stderr, "quote_client: --time-limit must be 1 to 86400\n");
-        return EXIT_USAGE;
-      }
-    } else {
-      if (m == 0)
-        fprintf(stderr, "quote_client: unknown argument '%s'\n", argv[i]);
-      usage(stderr);
-      return EXIT_USAGE;
-    }
-  }
+  const struct echo_arg args[] = {
+      {"--split", ECHO_ARG_FLAG, &cl.split, 0, 0, NULL},
+      {"--port", ECHO_ARG_PORT, &port, 0, 0, &have_port},
+      {"--host", ECHO_ARG_TEXT, &host, 0, 0, NULL},
+      {"--quotes", ECHO_ARG_TEXT, &quotes, 0, 0, NULL},
+      {"--connections", ECHO_ARG_COUNT, &connections, 1, MAX_CONNECTIONS, NULL},
+      {"--requests", ECHO_ARG_COUNT, &requests, 1, 1000000000ul, NULL},
+      {"--duration", ECHO_ARG_COUNT, &duration, 1, 86400, NULL},
+      {"--seed", ECHO_ARG_COUNT, &seed, 0, 4000000000ul, NULL},
+      {"--time-limit", ECHO_ARG_COUNT, &time_limit, 1, 86400, NULL},
+  };
+  rc = echo_parse_args("quote_client", argc, argv, args,
+                       sizeof args / sizeof args[0], usage);
+  if (rc != 0) return rc > 0 ? EXIT_OK : EXIT_USAGE;
   if (!have_port || quotes == NULL) {
     fprintf(stderr, "quote_client: --port and --quotes are required\n");
     usage(stderr);

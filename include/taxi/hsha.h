@@ -80,7 +80,9 @@ typedef struct taxi_hsha_options {
   /* sizeof(taxi_hsha_options_t) as the program was compiled, set by the
    * initialisers (see taxi_reactor_options_t.size). */
   size_t size;
-  /* Worker threads; 0 means 4. */
+  /* Worker threads: the threads that run the hooks (the reactor thread
+   * besides them only queues events, and runs `busy` below).  Under the
+   * I/O context they are its `threads` (taxi_io_options_t).  0 means 4. */
   unsigned workers;
   /* Room in the request queue; 0 means 1024. */
   unsigned queue_capacity;

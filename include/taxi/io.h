@@ -104,19 +104,30 @@ typedef struct taxi_io_options {
    * environment, else the best that works.  Ignored when a reactor or proactor
    * is supplied. */
   const char *backend;
-  /* Threads that run callbacks: reactor 1 (0 means 1; more is
-   * TAXI_EINVAL); lf the whole pool, taxi_io_run's caller included (0: 4);
-   * hsha the workers (0: 4); proactor 1: taxi_io_run's caller alone, more:
-   * a Leader/Followers pool, the caller included (0: 1); proactors the
-   * proactors, each with a thread of the group's own while taxi_io_run's
-   * caller waits (0: 2; at most 1024). */
+  /* The number of threads that run the application's callbacks
+   * (taxi_io_run's caller counted when it is one of them), under every
+   * dispatcher; 0 asks for the dispatcher's default.  Reactor: 1, its
+   * only value (the caller; 2 or more is TAXI_EINVAL).  lf: the pool,
+   * the caller and threads - 1 spawned (0: 4; at most
+   * TAXI_LF_MAX_THREADS).  hsha: the pool's workers, while the caller
+   * waits and the pool's reactor thread queues events, running no
+   * callback but hsha->busy if set (0: 4; at most TAXI_HSHA_MAX_WORKERS;
+   * hsha->workers may only repeat it).  proactor: 1 the caller alone,
+   * more a Leader/Followers pool with the caller (0: 1; at most
+   * TAXI_LF_MAX_THREADS).  proactors: one thread of the group's per
+   * proactor, while the caller waits (0: 2; at most 1024).  With a
+   * supplied lf_pool leave it 0: the pool's threads are the
+   * application's (taxi_io_threads counts them); with a supplied
+   * hsha_pool, 0 or its number of workers.  (The close callbacks left at
+   * taxi_io_destroy run in its caller, but under proactors.) */
   unsigned threads;
   /* Options of the Leader/Followers pool (lf, and proactor with more than
    * one thread): promotion order, leaders.  NULL: the defaults.  Read by
    * taxi_io_create(), not kept. */
   const taxi_lf_options_t *lf;
   /* Options of the half-sync/half-async pool (NULL: the defaults); its
-   * `workers` is `threads`.  Read by taxi_io_create(), not kept. */
+   * workers are `threads` (its `workers` 0, or the same number).  Checked
+   * by taxi_io_create() (the pool is made by taxi_io_run), not kept. */
   const taxi_hsha_options_t *hsha;
   /* Supplied by the application instead of created (NULL: create).  A
    * reactor serves reactor, lf and hsha; a proactor serves proactor;
@@ -165,11 +176,14 @@ TAXI__OPTIONS_DEFAULT(taxi_io_options_t, taxi_io_options_init)
  *
  * Returns 0 and sets *out, or TAXI_EINVAL (out NULL, size too small or
  * naming fields this version does not know with non-zero values, unknown
- * dispatcher, threads out of range, a supplied object that does not fit
- * the dispatcher, bad pool options), TAXI_ENOBACKEND (no backend of that
- * name works here), TAXI_ENOTSUP (the system refuses the backend, or the
- * backend cannot have several leaders), TAXI_EPERM, TAXI_ENOMEM,
- * TAXI_ESYS.
+ * dispatcher, threads out of range or not those of a supplied pool, a
+ * supplied object that does not fit the dispatcher, bad pool options,
+ * the half-sync/half-async pool's included), TAXI_ENOBACKEND (no backend
+ * of that name works here), TAXI_ENOTSUP (the system refuses the
+ * backend, or the backend cannot have several leaders), TAXI_EPERM,
+ * TAXI_ENOMEM, TAXI_ESYS.  A refusal's detail (taxi_error_detail) names
+ * the field of these options, those of the objects the context makes
+ * (the reactor's backend, the pool's leaders) included.
  */
 TAXI_EXTERN int taxi_io_create(taxi_io_t **out, const taxi_io_options_t *opts);
 
@@ -234,8 +248,9 @@ TAXI_EXTERN taxi_io_dispatcher_t taxi_io_dispatcher(const taxi_io_t *io);
  * "emulated:poll", ...), a static string; NULL for NULL. */
 TAXI_EXTERN const char *taxi_io_backend(const taxi_io_t *io);
 
-/* taxi_io_threads - how many threads run callbacks (see
- * taxi_io_options_t.threads); 0 for NULL. */
+/* taxi_io_threads - how many threads run the application's callbacks
+ * (see taxi_io_options_t.threads): with a supplied lf_pool, how many the
+ * pool has now; 0 for NULL. */
 TAXI_EXTERN unsigned taxi_io_threads(const taxi_io_t *io);
 
 /* taxi_io_reactor / taxi_io_proactor - the dispatcher underneath (NULL

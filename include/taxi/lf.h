@@ -23,7 +23,12 @@
  * system call.
  *
  * Threads join the pool either by being spawned by it (taxi_lf_spawn) or by
- * calling taxi_lf_join() themselves; both may be mixed.  A thread that
+ * calling taxi_lf_join() themselves; both may be mixed.  Every one of them
+ * runs hooks, so the pool has no thread count among its options: it has
+ * the threads it was given.  (The I/O context's `threads`,
+ * taxi_io_options_t, is all of them: taxi_io_run's caller joins, the rest
+ * are spawned; the half-sync/half-async pool's `workers` count the same
+ * thing there, taxi/hsha.h.)  A thread that
  * awaits a reply (taxi/lf_bound.h) takes part in the pool for the time of
  * its wait: from a hook, where it is; from outside, as if it had joined.
  *

@@ -40,7 +40,9 @@ typedef struct taxi_lf_sets_options {
    * initialisers (see taxi_reactor_options_t.size). */
   size_t size;
   unsigned sets;            /* handle sets; 0: one per processor online */
-  unsigned threads_per_set; /* threads spawned per set; 0: 1 */
+  /* Threads spawned per set, each running hooks (threads that join a
+   * set's pool with taxi_lf_join come on top); 0: 1. */
+  unsigned threads_per_set;
   const char *backend;      /* as for taxi_reactor_create(), NULL: best */
   /* The options of every set's pool; NULL: the defaults. */
   const taxi_lf_options_t *pool;
@@ -136,12 +138,19 @@ typedef taxi_handler_t *(*taxi_lf_sets_acceptor_fn)(unsigned set,
                                                     void *arg);
 
 /*
- * taxi_lf_sets_listen - listen for TCP connections on host:port (host NULL:
- * every address; port 0: a free port, reported in *bound_port if not NULL)
- * and spread them over the sets as `balance` says.
+ * taxi_lf_sets_listen - listen for TCP connections on host:port and spread
+ * them over the sets as `balance` says.  host is a numeric IPv4 or IPv6
+ * address ("127.0.0.1", "::1"; names are not resolved), or NULL for every
+ * address: IPv6's wildcard, which takes IPv4 connections too (and is
+ * IPv4's on a system without IPv6), as "*:port" is for
+ * taxi_listener_create().  port 0: a free port, reported in *bound_port
+ * if not NULL.  The sockets are made as taxi_listener_create() makes its
+ * own (SO_REUSEADDR, the system's largest backlog, IPv6 sockets not
+ * v6-only).
  * Returns the balance used (TAXI_BALANCE_KERNEL or _ACCEPTOR), or
- * TAXI_EINVAL (NULL s or make, unknown balance, a NULL acceptor),
- * TAXI_ENOTSUP (TAXI_BALANCE_KERNEL where the kernel does not balance),
+ * TAXI_EINVAL (NULL s or make, unknown balance, port above 65535, a NULL
+ * acceptor), TAXI_EBADADDR (host not a numeric address), TAXI_ENOTSUP
+ * (TAXI_BALANCE_KERNEL where the kernel does not balance),
  * TAXI_EADDRINUSE, TAXI_EPERM, TAXI_ESYS.  On failure no listener is left.
  */
 TAXI_EXTERN int taxi_lf_sets_listen(taxi_lf_sets_t *s, const char *host,

@@ -61,8 +61,10 @@ typedef struct taxi_proactor_group_options {
   /* sizeof(taxi_proactor_group_options_t) as the program was compiled, set
    * by the initialisers (see taxi_reactor_options_t.size). */
   size_t size;
-  /* Proactors, and threads to dispatch them (the caller of
-   * taxi_proactor_group_run() dispatches the first); 0: 2.  At most 1024. */
+  /* Proactors, each dispatched by a thread of the group's own while the
+   * caller of taxi_proactor_group_run() waits: the threads that run the
+   * completion handlers (the I/O context's `threads` under
+   * TAXI_IO_PROACTORS, taxi_io_options_t).  0: 2.  At most 1024. */
   unsigned count;
   /* Options of every proactor (backend, queue depth, error callback...);
    * TAXI_PROACTOR_ONE_THREAD is added to their flags.  NULL: the defaults.

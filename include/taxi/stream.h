@@ -7,9 +7,11 @@
  *
  *     static void on_read(taxi_stream_t *s, int status, const void *data,
  *                         size_t len) {
- *       if (status < 0) { taxi_stream_close(s); return; }  // TAXI_EEOF
- *       if (taxi_stream_write(s, data, len, NULL, NULL) < 0)
- *         taxi_stream_close(s);
+ *       // At the end of the stream (TAXI_EEOF), or with the output buffer
+ *       // full: send what is queued, then close (taxi_stream_close would
+ *       // drop it).
+ *       if (status < 0 || taxi_stream_write(s, data, len, NULL, NULL) < 0)
+ *         taxi_stream_end(s);
  *     }
  *     static void on_accept(taxi_listener_t *l, taxi_stream_t *s, void *a) {
  *       taxi_stream_read_start(s, on_read);

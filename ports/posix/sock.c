@@ -225,11 +225,29 @@ options:
   return 0;
 }
 
+/*
+ * Which option makes several sockets share a port with the kernel
+ * balancing new connections among them:
+ *  - FreeBSD 12 and later: SO_REUSEPORT_LB (plain SO_REUSEPORT there only
+ *    lets them bind; connections then go to one of them);
+ *  - Linux 3.9 and later: SO_REUSEPORT, which hashes connections over the
+ *    sockets of the group;
+ *  - elsewhere (macOS, OpenBSD, NetBSD): none balances, so
+ *    TAXI_LISTEN_REUSEPORT is TAXI_ENOTSUP there.
+ */
 #if defined(SO_REUSEPORT_LB)
 #define BALANCING_OPTION SO_REUSEPORT_LB
 #elif defined(__linux__) && defined(SO_REUSEPORT)
 #define BALANCING_OPTION SO_REUSEPORT
 #endif
+
+bool taxi__reuseport_balances(void) {
+#ifdef BALANCING_OPTION
+  return true;
+#else
+  return false;
+#endif
+}
 
 static bool is_ip6_any(const taxi_addr_t *a) {
   const struct sockaddr_in6 *in =

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ports/posix/thread.c - threads, mutexes and condition variables over
- * pthreads.
+ * pthreads, and how many processors there are to run threads on.
  *
  * pthread functions return the error number instead of setting errno; it is
  * mapped with taxi__error_from_os().  Lock, unlock and wait are declared
@@ -23,6 +23,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 /* ---- threads ----------------------------------------------------------- */
 
@@ -195,3 +196,10 @@ int taxi__cond_timedwait(taxi__cond_t *c, taxi__mutex_t *m,
 void taxi__cond_signal(taxi__cond_t *c) { (void)pthread_cond_signal(c); }
 
 void taxi__cond_broadcast(taxi__cond_t *c) { (void)pthread_cond_broadcast(c); }
+
+/* ---- processors -------------------------------------------------------- */
+
+unsigned taxi__cpu_count(void) {
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? (unsigned)n : 1u;
+}

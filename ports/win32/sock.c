@@ -126,6 +126,9 @@ static int family_of(const taxi_addr_t *a) {
                                        : -1;
 }
 
+/* No option spreads connections over several listeners of one port. */
+bool taxi__reuseport_balances(void) { return false; }
+
 int taxi__sock_listen(const taxi_addr_t *a, int backlog, unsigned flags,
                       taxi_handle_t *out) {
   taxi_handle_t h;
@@ -135,7 +138,10 @@ int taxi__sock_listen(const taxi_addr_t *a, int backlog, unsigned flags,
   int rc = new_socket(family, &h);
   if (rc < 0) return rc;
   SOCKET s = (SOCKET)h;
-  /* SO_EXCLUSIVEADDRUSE: see ports/win32/listen.c. */
+  /* SO_EXCLUSIVEADDRUSE instead of SO_REUSEADDR: on Windows SO_REUSEADDR
+   * lets another socket bind the same port while ours listens (and take
+   * connections from it), which is not what the POSIX option means.  A
+   * socket in TIME_WAIT does not block a new listener on Windows anyway. */
   BOOL one = TRUE;
   if (!(flags & TAXI_LISTEN_NO_REUSEADDR))
     (void)setsockopt(s, SOL_SOCKET, SO_EXCLUSIVEADDRUSE, (char *)&one,

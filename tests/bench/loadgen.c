@@ -83,6 +83,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cmdline.h"
+#include "histogram.h"
+#include "json.h"
+
 #ifdef __linux__
 #include <sys/epoll.h>
 #define HAVE_EPOLL 1
@@ -141,89 +145,6 @@ static void sleep_ns(int64_t ns) {
   ts.tv_nsec = (long)(ns % NSEC_PER_SEC);
   while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
   }
-}
-
-/* ---- latency histogram ------------------------------------------------------
- *
- * Values are nanoseconds.  Below 2^SUB_BITS every value has its own bucket;
- * above, each power of two [2^m, 2^(m+1)) is split into HALF equal buckets,
- * so a bucket's width is at most 1/HALF of the values in it and its
- * midpoint is within 1/(2*HALF) = 0.2% of any of them.  Values of 2^40 ns
- * (18 minutes) and more go into the last bucket.
- */
-
-#define SUB_BITS 8
-#define SUB_COUNT (1 << SUB_BITS) /* 256 */
-#define HALF_COUNT (SUB_COUNT / 2)
-#define HIST_MAX_BITS 40
-#define HIST_BUCKETS ((HIST_MAX_BITS - SUB_BITS + 1) * HALF_COUNT + HALF_COUNT)
-
-struct histogram {
-  uint64_t count[HIST_BUCKETS];
-  uint64_t total;
-  uint64_t sum; /* of all values, for the mean */
-  uint64_t max;
-};
-
-static int highest_bit(uint64_t v) { /* v > 0 */
-#if defined(__GNUC__) || defined(__clang__)
-  return 63 - __builtin_clzll(v);
-#else
-  int b = 0;
-  while (v >>= 1) b++;
-  return b;
-#endif
-}
-
-static size_t hist_index(uint64_t v) {
-  int shift;
-  if (v >= (UINT64_C(1) << HIST_MAX_BITS))
-    v = (UINT64_C(1) << HIST_MAX_BITS) - 1;
-  if (v < SUB_COUNT) return (size_t)v;
-  shift = highest_bit(v) - (SUB_BITS - 1);
-  return (size_t)shift * HALF_COUNT + (size_t)(v >> shift);
-}
-
-/* The midpoint of bucket i, the value reported for it. */
-static double hist_value(size_t i) {
-  size_t shift, sub;
-  if (i < SUB_COUNT) return (double)i;
-  shift = i / HALF_COUNT - 1;
-  sub = i - shift * HALF_COUNT;
-  return ((double)sub + 0.5) * (double)(UINT64_C(1) << shift);
-}
-
-static void hist_record(struct histogram *h, uint64_t v) {
-  h->count[hist_index(v)]++;
-  h->total++;
-  h->sum += v;
-  if (v > h->max) h->max = v;
-}
-
-static void hist_merge(struct histogram *into, const struct histogram *h) {
-  size_t i;
-  for (i = 0; i < HIST_BUCKETS; i++) into->count[i] += h->count[i];
-  into->total += h->total;
-  into->sum += h->sum;
-  if (h->max > into->max) into->max = h->max;
-}
-
-/* The smallest recorded value v such that a fraction q of all values are
- * at most v, in nanoseconds; 0 if nothing was recorded. */
-static double hist_quantile(const struct histogram *h, double q) {
-  uint64_t want, seen = 0;
-  size_t i;
-  double v;
-  if (h->total == 0) return 0;
-  want = (uint64_t)(q * (double)h->total);
-  if ((double)want < q * (double)h->total || want < 1) want++;
-  for (i = 0; i < HIST_BUCKETS; i++) {
-    seen += h->count[i];
-    if (seen >= want) break;
-  }
-  if (i == HIST_BUCKETS) i--;
-  v = hist_value(i);
-  return v > (double)h->max ? (double)h->max : v;
 }
 
 /* ---- run-wide state ---------------------------------------------------------
@@ -853,58 +774,6 @@ static void usage(FILE *out) {
           "  --json                print the result as one JSON object\n");
 }
 
-/* "--name value" or "--name=value".  Returns 1 and sets *value if argv[*i]
- * is option `name`, 0 if it is not, -1 if its value is missing. */
-static int option(int argc, char **argv, int *i, const char *name,
-                  const char **value) {
-  size_t len = strlen(name);
-  if (strncmp(argv[*i], name, len) != 0) return 0;
-  if (argv[*i][len] == '=') {
-    *value = argv[*i] + len + 1;
-    ++*i;
-    return 1;
-  }
-  if (argv[*i][len] != '\0') return 0;
-  if (*i + 1 >= argc) {
-    fprintf(stderr, "loadgen: %s needs a value\n", name);
-    return -1;
-  }
-  *value = argv[*i + 1];
-  *i += 2;
-  return 1;
-}
-
-static int parse_long(const char *name, const char *text, long min, long max,
-                      long *out) {
-  char *end;
-  long v;
-  errno = 0;
-  v = strtol(text, &end, 10);
-  if (errno != 0 || end == text || *end != '\0' || v < min || v > max) {
-    fprintf(stderr,
-            "loadgen: %s wants a whole number from %ld to %ld, not '%s'\n",
-            name, min, max, text);
-    return -1;
-  }
-  *out = v;
-  return 0;
-}
-
-static int parse_seconds(const char *name, const char *text, double min,
-                         double *out) {
-  char *end;
-  double v;
-  errno = 0;
-  v = strtod(text, &end);
-  if (errno != 0 || end == text || *end != '\0' || !(v >= min) || v > 1e6) {
-    fprintf(stderr, "loadgen: %s wants seconds (at least %g), not '%s'\n", name,
-            min, text);
-    return -1;
-  }
-  *out = v;
-  return 0;
-}
-
 static int parse_args(int argc, char **argv) {
   int i = 1, have_duration = 0, have_limit = 0;
   opt.host = "127.0.0.1";
@@ -930,40 +799,54 @@ static int parse_args(int argc, char **argv) {
       i++;
       continue;
     }
-    if ((m = option(argc, argv, &i, "--port", &v)) > 0) {
-      if (parse_long("--port", v, 1, 65535, &n) < 0) return -1;
+    if ((m = cmdline_option("loadgen", argc, argv, &i, "--port", &v)) > 0) {
+      if (cmdline_long("loadgen", "--port", v, 1, 65535, &n) < 0) return -1;
       opt.port = v;
-    } else if (m == 0 && (m = option(argc, argv, &i, "--host", &v)) > 0) {
+    } else if (m == 0 && (m = cmdline_option("loadgen", argc, argv, &i,
+                                             "--host", &v)) > 0) {
       opt.host = v;
-    } else if (m == 0 &&
-               (m = option(argc, argv, &i, "--connections", &v)) > 0) {
-      if (parse_long("--connections", v, 1, MAX_CONNECTIONS, &opt.connections) <
-          0)
+    } else if (m == 0 && (m = cmdline_option("loadgen", argc, argv, &i,
+                                             "--connections", &v)) > 0) {
+      if (cmdline_long("loadgen", "--connections", v, 1, MAX_CONNECTIONS,
+                       &opt.connections) < 0)
         return -1;
-    } else if (m == 0 && (m = option(argc, argv, &i, "--threads", &v)) > 0) {
-      if (parse_long("--threads", v, 1, MAX_THREADS, &opt.threads) < 0)
+    } else if (m == 0 && (m = cmdline_option("loadgen", argc, argv, &i,
+                                             "--threads", &v)) > 0) {
+      if (cmdline_long("loadgen", "--threads", v, 1, MAX_THREADS,
+                       &opt.threads) < 0)
         return -1;
-    } else if (m == 0 && (m = option(argc, argv, &i, "--size", &v)) > 0) {
-      if (parse_long("--size", v, 1, MAX_SIZE, &opt.size) < 0) return -1;
-    } else if (m == 0 && (m = option(argc, argv, &i, "--duration", &v)) > 0) {
-      if (parse_seconds("--duration", v, 0.001, &opt.duration) < 0) return -1;
+    } else if (m == 0 && (m = cmdline_option("loadgen", argc, argv, &i,
+                                             "--size", &v)) > 0) {
+      if (cmdline_long("loadgen", "--size", v, 1, MAX_SIZE, &opt.size) < 0)
+        return -1;
+    } else if (m == 0 && (m = cmdline_option("loadgen", argc, argv, &i,
+                                             "--duration", &v)) > 0) {
+      if (cmdline_seconds("loadgen", "--duration", v, 0.001, &opt.duration) < 0)
+        return -1;
       have_duration = 1;
-    } else if (m == 0 && (m = option(argc, argv, &i, "--messages", &v)) > 0) {
-      if (parse_long("--messages", v, 1, LONG_MAX, &n) < 0) return -1;
+    } else if (m == 0 && (m = cmdline_option("loadgen", argc, argv, &i,
+                                             "--messages", &v)) > 0) {
+      if (cmdline_long("loadgen", "--messages", v, 1, LONG_MAX, &n) < 0)
+        return -1;
       opt.messages = n;
-    } else if (m == 0 && (m = option(argc, argv, &i, "--warmup", &v)) > 0) {
-      if (parse_seconds("--warmup", v, 0, &opt.warmup) < 0) return -1;
-    } else if (m == 0 && (m = option(argc, argv, &i, "--time-limit", &v)) > 0) {
-      if (parse_seconds("--time-limit", v, 0.001, &opt.time_limit) < 0)
+    } else if (m == 0 && (m = cmdline_option("loadgen", argc, argv, &i,
+                                             "--warmup", &v)) > 0) {
+      if (cmdline_seconds("loadgen", "--warmup", v, 0, &opt.warmup) < 0)
+        return -1;
+    } else if (m == 0 && (m = cmdline_option("loadgen", argc, argv, &i,
+                                             "--time-limit", &v)) > 0) {
+      if (cmdline_seconds("loadgen", "--time-limit", v, 0.001,
+                          &opt.time_limit) < 0)
         return -1;
       have_limit = 1;
-    } else if (m == 0 &&
-               (m = option(argc, argv, &i, "--on-measure-start", &v)) > 0) {
+    } else if (m == 0 && (m = cmdline_option("loadgen", argc, argv, &i,
+                                             "--on-measure-start", &v)) > 0) {
       opt.on_start = v;
-    } else if (m == 0 &&
-               (m = option(argc, argv, &i, "--on-measure-end", &v)) > 0) {
+    } else if (m == 0 && (m = cmdline_option("loadgen", argc, argv, &i,
+                                             "--on-measure-end", &v)) > 0) {
       opt.on_end = v;
-    } else if (m == 0 && (m = option(argc, argv, &i, "--poller", &v)) > 0) {
+    } else if (m == 0 && (m = cmdline_option("loadgen", argc, argv, &i,
+                                             "--poller", &v)) > 0) {
       if (strcmp(v, "poll") == 0) {
         opt.use_epoll = 0;
       } else if (strcmp(v, "epoll") == 0 && HAVE_EPOLL) {
@@ -990,19 +873,6 @@ static int parse_args(int argc, char **argv) {
     opt.time_limit =
         opt.warmup + (opt.messages > 0 ? 300.0 : opt.duration) + 30.0;
   return 0;
-}
-
-static void json_string(FILE *out, const char *s) {
-  fputc('"', out);
-  for (; *s; s++) {
-    if (*s == '"' || *s == '\\')
-      fprintf(out, "\\%c", *s);
-    else if ((unsigned char)*s < 0x20)
-      fprintf(out, "\\u%04x", (unsigned)(unsigned char)*s);
-    else
-      fputc(*s, out);
-  }
-  fputc('"', out);
 }
 
 int main(int argc, char **argv) {

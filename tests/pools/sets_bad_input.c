@@ -186,6 +186,16 @@ void test_sets_bad_input(void) {
   CU_ASSERT_EQUAL(
       taxi_lf_sets_listen(s, "127.0.0.1", 0, -1, make_acceptor, srv, &port),
       TAXI_EINVAL);
+  /* The address: numeric only (names are not resolved, as everywhere a
+   * listening socket is made), the port 0..65535; the detail says which. */
+  CU_ASSERT_EQUAL(taxi_lf_sets_listen(s, "localhost", 0, TAXI_BALANCE_AUTO,
+                                      make_acceptor, srv, &port),
+                  TAXI_EBADADDR);
+  CU_ASSERT_PTR_NOT_NULL(strstr(taxi_error_detail(), "host"));
+  CU_ASSERT_EQUAL(taxi_lf_sets_listen(s, "127.0.0.1", 65536, TAXI_BALANCE_AUTO,
+                                      make_acceptor, srv, &port),
+                  TAXI_EINVAL);
+  CU_ASSERT_PTR_NOT_NULL(strstr(taxi_error_detail(), "port"));
   CU_ASSERT_EQUAL(port, 4242u); /* not reported on failure */
   CU_ASSERT_EQUAL(atomic_load(&srv->made), 0);
   for (unsigned i = 0; i < 2; i++)

@@ -217,8 +217,8 @@ static void finish(struct ws_thread *t, struct ws_client *c, int64_t now) {
     struct ws_stats *s = t->st;
     int64_t span = now > c->t_start ? now - c->t_start : 1;
     s->requests++;
-    ws_hist_record(&s->first_byte, (uint64_t)(c->t_first - c->t_start));
-    ws_hist_record(&s->last_byte, (uint64_t)(c->t_last - c->t_start));
+    hist_record(&s->first_byte, (uint64_t)(c->t_first - c->t_start));
+    hist_record(&s->last_byte, (uint64_t)(c->t_last - c->t_start));
     s->rate_sum += (double)c->resp_bytes * 8.0 * 1e9 / (double)span;
     s->last_done = now;
     if (ws_opt.requests > 0) atomic_fetch_add(&ws_finished, 1);

@@ -14,6 +14,8 @@
  */
 #include "webstone.h"
 
+#include "../json.h"
+
 #include <string.h>
 
 const char *const ws_error_names[WS_ERR_COUNT] = {
@@ -23,63 +25,6 @@ const char *const ws_error_names[WS_ERR_COUNT] = {
 static const char *const json_names[WS_ERR_COUNT] = {
     "refused",    "reset",       "timeout", "bad_status",
     "short_body", "wrong_bytes", "other"};
-
-static int highest_bit(uint64_t v) { /* v > 0 */
-  return 63 - __builtin_clzll(v);
-}
-
-static size_t hist_index(uint64_t v) {
-  int shift;
-  if (v >= (UINT64_C(1) << WS_HIST_MAX_BITS))
-    v = (UINT64_C(1) << WS_HIST_MAX_BITS) - 1;
-  if (v < WS_SUB_COUNT) return (size_t)v;
-  shift = highest_bit(v) - (WS_SUB_BITS - 1);
-  return (size_t)shift * WS_HALF_COUNT + (size_t)(v >> shift);
-}
-
-/* The midpoint of bucket i, the value reported for it. */
-static double hist_value(size_t i) {
-  size_t shift, sub;
-  if (i < WS_SUB_COUNT) return (double)i;
-  shift = i / WS_HALF_COUNT - 1;
-  sub = i - shift * WS_HALF_COUNT;
-  return ((double)sub + 0.5) * (double)(UINT64_C(1) << shift);
-}
-
-void ws_hist_record(struct ws_histogram *h, uint64_t v) {
-  h->count[hist_index(v)]++;
-  h->total++;
-  h->sum += v;
-  if (v > h->max) h->max = v;
-}
-
-void ws_hist_merge(struct ws_histogram *into, const struct ws_histogram *h) {
-  size_t i;
-  for (i = 0; i < WS_HIST_BUCKETS; i++) into->count[i] += h->count[i];
-  into->total += h->total;
-  into->sum += h->sum;
-  if (h->max > into->max) into->max = h->max;
-}
-
-double ws_hist_quantile(const struct ws_histogram *h, double q) {
-  uint64_t want, seen = 0;
-  size_t i;
-  double v;
-  if (h->total == 0) return 0;
-  want = (uint64_t)(q * (double)h->total);
-  if ((double)want < q * (double)h->total || want < 1) want++;
-  for (i = 0; i < WS_HIST_BUCKETS; i++) {
-    seen += h->count[i];
-    if (seen >= want) break;
-  }
-  if (i == WS_HIST_BUCKETS) i--;
-  v = hist_value(i);
-  return v > (double)h->max ? (double)h->max : v;
-}
-
-double ws_hist_mean(const struct ws_histogram *h) {
-  return h->total ? (double)h->sum / (double)h->total : 0.0;
-}
 
 void ws_stats_merge(struct ws_stats *into, const struct ws_stats *s) {
   size_t i;
@@ -95,8 +40,8 @@ void ws_stats_merge(struct ws_stats *into, const struct ws_stats *s) {
   if (s->unfinished_max_ns > into->unfinished_max_ns)
     into->unfinished_max_ns = s->unfinished_max_ns;
   for (i = 0; i < WS_ERR_COUNT; i++) into->errors[i] += s->errors[i];
-  ws_hist_merge(&into->first_byte, &s->first_byte);
-  ws_hist_merge(&into->last_byte, &s->last_byte);
+  hist_merge(&into->first_byte, &s->first_byte);
+  hist_merge(&into->last_byte, &s->last_byte);
 }
 
 uint64_t ws_stats_errors(const struct ws_stats *s) {
@@ -106,25 +51,12 @@ uint64_t ws_stats_errors(const struct ws_stats *s) {
   return n;
 }
 
-static void json_string(FILE *out, const char *s) {
-  fputc('"', out);
-  for (; *s; s++) {
-    if (*s == '"' || *s == '\\')
-      fprintf(out, "\\%c", *s);
-    else if ((unsigned char)*s < 0x20)
-      fprintf(out, "\\u%04x", (unsigned)(unsigned char)*s);
-    else
-      fputc(*s, out);
-  }
-  fputc('"', out);
-}
-
 void ws_report(FILE *human, const struct ws_stats *s, double seconds,
                int failed) {
   double bps = seconds > 0 ? (double)s->bytes * 8.0 / seconds : 0;
   double rps = seconds > 0 ? (double)s->requests / seconds : 0;
   double per_req = s->requests ? s->rate_sum / (double)s->requests : 0;
-  const struct ws_histogram *fb = &s->first_byte, *lb = &s->last_byte;
+  const struct histogram *fb = &s->first_byte, *lb = &s->last_byte;
   char what[32];
   uint64_t errors = ws_stats_errors(s);
   size_t i;
@@ -142,9 +74,9 @@ void ws_report(FILE *human, const struct ws_stats *s, double seconds,
           what, ws_opt.clients, ws_opt.threads,
           ws_opt.keep_alive ? "keep-alive" : "close", seconds,
           (unsigned long long)s->requests, rps, bps / 1e6, per_req / 1e6,
-          ws_hist_mean(fb) / 1e6, ws_hist_quantile(fb, 0.5) / 1e6,
-          ws_hist_quantile(fb, 0.99) / 1e6, ws_hist_mean(lb) / 1e6,
-          ws_hist_quantile(lb, 0.5) / 1e6, ws_hist_quantile(lb, 0.99) / 1e6,
+          hist_mean(fb) / 1e6, hist_quantile(fb, 0.5) / 1e6,
+          hist_quantile(fb, 0.99) / 1e6, hist_mean(lb) / 1e6,
+          hist_quantile(lb, 0.5) / 1e6, hist_quantile(lb, 0.99) / 1e6,
           (unsigned long long)s->unfinished, (double)s->unfinished_max_ns / 1e6,
           (unsigned long long)errors);
   if (errors) {
@@ -176,9 +108,9 @@ void ws_report(FILE *human, const struct ws_stats *s, double seconds,
       (unsigned long long)s->requests, (unsigned long long)s->warmup_requests,
       (unsigned long long)s->connects, (unsigned long long)s->reconnects,
       (unsigned long long)s->bytes, (unsigned long long)s->body_bytes, rps, bps,
-      per_req, ws_hist_mean(fb) / 1e6, ws_hist_quantile(fb, 0.5) / 1e6,
-      ws_hist_quantile(fb, 0.99) / 1e6, ws_hist_mean(lb) / 1e6,
-      ws_hist_quantile(lb, 0.5) / 1e6, ws_hist_quantile(lb, 0.99) / 1e6,
+      per_req, hist_mean(fb) / 1e6, hist_quantile(fb, 0.5) / 1e6,
+      hist_quantile(fb, 0.99) / 1e6, hist_mean(lb) / 1e6,
+      hist_quantile(lb, 0.5) / 1e6, hist_quantile(lb, 0.99) / 1e6,
       (double)lb->max / 1e6, (unsigned long long)s->unfinished,
       (double)s->unfinished_max_ns / 1e6, (unsigned long long)errors);
   for (i = 0; i < WS_ERR_COUNT; i++)

@@ -93,58 +93,6 @@ static void usage(FILE *out) {
           "  --make-docroot DIR  write the benchmark's files into DIR\n");
 }
 
-/* "--name value" or "--name=value": 1 and *value, 0 if not this option,
- * -1 if the value is missing. */
-static int option(int argc, char **argv, int *i, const char *name,
-                  const char **value) {
-  size_t len = strlen(name);
-  if (strncmp(argv[*i], name, len) != 0) return 0;
-  if (argv[*i][len] == '=') {
-    *value = argv[*i] + len + 1;
-    ++*i;
-    return 1;
-  }
-  if (argv[*i][len] != '\0') return 0;
-  if (*i + 1 >= argc) {
-    fprintf(stderr, "webstone: %s needs a value\n", name);
-    return -1;
-  }
-  *value = argv[*i + 1];
-  *i += 2;
-  return 1;
-}
-
-static int parse_long(const char *name, const char *text, long min, long max,
-                      long *out) {
-  char *end;
-  long v;
-  errno = 0;
-  v = strtol(text, &end, 10);
-  if (errno != 0 || end == text || *end != '\0' || v < min || v > max) {
-    fprintf(stderr,
-            "webstone: %s wants a whole number from %ld to %ld, not '%s'\n",
-            name, min, max, text);
-    return -1;
-  }
-  *out = v;
-  return 0;
-}
-
-static int parse_seconds(const char *name, const char *text, double min,
-                         double *out) {
-  char *end;
-  double v;
-  errno = 0;
-  v = strtod(text, &end);
-  if (errno != 0 || end == text || *end != '\0' || !(v >= min) || v > 1e6) {
-    fprintf(stderr, "webstone: %s wants seconds (at least %g), not '%s'\n",
-            name, min, text);
-    return -1;
-  }
-  *out = v;
-  return 0;
-}
-
 /* 1: --make-docroot was done (or failed: *status), 0: a run, -1: usage. */
 static int parse_args(int argc, char **argv, int *status) {
   int i = 1, have_duration = 0, have_limit = 0;
@@ -174,42 +122,64 @@ static int parse_args(int argc, char **argv, int *status) {
       i++;
       continue;
     }
-    if ((m = option(argc, argv, &i, "--make-docroot", &v)) > 0) {
+    if ((m = cmdline_option("webstone", argc, argv, &i, "--make-docroot", &v)) >
+        0) {
       *status = ws_make_docroot(v) == 0 ? WS_EXIT_OK : WS_EXIT_ERROR;
       if (*status == WS_EXIT_OK) printf("webstone: wrote the docroot %s\n", v);
       return 1;
-    } else if (m == 0 && (m = option(argc, argv, &i, "--port", &v)) > 0) {
-      if (parse_long("--port", v, 1, 65535, &n) < 0) return -1;
+    } else if (m == 0 && (m = cmdline_option("webstone", argc, argv, &i,
+                                             "--port", &v)) > 0) {
+      if (cmdline_long("webstone", "--port", v, 1, 65535, &n) < 0) return -1;
       ws_opt.port = v;
-    } else if (m == 0 && (m = option(argc, argv, &i, "--host", &v)) > 0) {
+    } else if (m == 0 && (m = cmdline_option("webstone", argc, argv, &i,
+                                             "--host", &v)) > 0) {
       ws_opt.host = v;
-    } else if (m == 0 && (m = option(argc, argv, &i, "--docroot", &v)) > 0) {
+    } else if (m == 0 && (m = cmdline_option("webstone", argc, argv, &i,
+                                             "--docroot", &v)) > 0) {
       ws_opt.docroot = v;
-    } else if (m == 0 && (m = option(argc, argv, &i, "--clients", &v)) > 0) {
-      if (parse_long("--clients", v, 1, MAX_CLIENTS, &ws_opt.clients) < 0)
+    } else if (m == 0 && (m = cmdline_option("webstone", argc, argv, &i,
+                                             "--clients", &v)) > 0) {
+      if (cmdline_long("webstone", "--clients", v, 1, MAX_CLIENTS,
+                       &ws_opt.clients) < 0)
         return -1;
-    } else if (m == 0 && (m = option(argc, argv, &i, "--threads", &v)) > 0) {
-      if (parse_long("--threads", v, 1, MAX_THREADS, &ws_opt.threads) < 0)
+    } else if (m == 0 && (m = cmdline_option("webstone", argc, argv, &i,
+                                             "--threads", &v)) > 0) {
+      if (cmdline_long("webstone", "--threads", v, 1, MAX_THREADS,
+                       &ws_opt.threads) < 0)
         return -1;
-    } else if (m == 0 && (m = option(argc, argv, &i, "--size", &v)) > 0) {
-      if (parse_long("--size", v, 1, LONG_MAX, &ws_opt.size) < 0) return -1;
-    } else if (m == 0 && (m = option(argc, argv, &i, "--duration", &v)) > 0) {
-      if (parse_seconds("--duration", v, 0.001, &ws_opt.duration) < 0)
+    } else if (m == 0 && (m = cmdline_option("webstone", argc, argv, &i,
+                                             "--size", &v)) > 0) {
+      if (cmdline_long("webstone", "--size", v, 1, LONG_MAX, &ws_opt.size) < 0)
+        return -1;
+    } else if (m == 0 && (m = cmdline_option("webstone", argc, argv, &i,
+                                             "--duration", &v)) > 0) {
+      if (cmdline_seconds("webstone", "--duration", v, 0.001,
+                          &ws_opt.duration) < 0)
         return -1;
       have_duration = 1;
-    } else if (m == 0 && (m = option(argc, argv, &i, "--requests", &v)) > 0) {
-      if (parse_long("--requests", v, 1, LONG_MAX, &n) < 0) return -1;
+    } else if (m == 0 && (m = cmdline_option("webstone", argc, argv, &i,
+                                             "--requests", &v)) > 0) {
+      if (cmdline_long("webstone", "--requests", v, 1, LONG_MAX, &n) < 0)
+        return -1;
       ws_opt.requests = n;
-    } else if (m == 0 && (m = option(argc, argv, &i, "--warmup", &v)) > 0) {
-      if (parse_seconds("--warmup", v, 0, &ws_opt.warmup) < 0) return -1;
-    } else if (m == 0 && (m = option(argc, argv, &i, "--timeout", &v)) > 0) {
-      if (parse_seconds("--timeout", v, 0.001, &ws_opt.timeout) < 0) return -1;
-    } else if (m == 0 && (m = option(argc, argv, &i, "--time-limit", &v)) > 0) {
-      if (parse_seconds("--time-limit", v, 0.001, &ws_opt.time_limit) < 0)
+    } else if (m == 0 && (m = cmdline_option("webstone", argc, argv, &i,
+                                             "--warmup", &v)) > 0) {
+      if (cmdline_seconds("webstone", "--warmup", v, 0, &ws_opt.warmup) < 0)
+        return -1;
+    } else if (m == 0 && (m = cmdline_option("webstone", argc, argv, &i,
+                                             "--timeout", &v)) > 0) {
+      if (cmdline_seconds("webstone", "--timeout", v, 0.001, &ws_opt.timeout) <
+          0)
+        return -1;
+    } else if (m == 0 && (m = cmdline_option("webstone", argc, argv, &i,
+                                             "--time-limit", &v)) > 0) {
+      if (cmdline_seconds("webstone", "--time-limit", v, 0.001,
+                          &ws_opt.time_limit) < 0)
         return -1;
       have_limit = 1;
-    } else if (m == 0 && (m = option(argc, argv, &i, "--seed", &v)) > 0) {
-      if (parse_long("--seed", v, 0, LONG_MAX, &n) < 0) return -1;
+    } else if (m == 0 && (m = cmdline_option("webstone", argc, argv, &i,
+                                             "--seed", &v)) > 0) {
+      if (cmdline_long("webstone", "--seed", v, 0, LONG_MAX, &n) < 0) return -1;
       ws_opt.seed = (uint64_t)n;
     } else {
       if (m == 0) fprintf(stderr, "webstone: unknown argument '%s'\n", argv[i]);

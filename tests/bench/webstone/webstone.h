@@ -25,6 +25,9 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
+#include "../cmdline.h"
+#include "../histogram.h"
+
 #define WS_EXIT_OK 0
 #define WS_EXIT_ERROR 1
 #define WS_EXIT_USAGE 2
@@ -103,25 +106,6 @@ enum ws_error {
 
 extern const char *const ws_error_names[WS_ERR_COUNT];
 
-#define WS_SUB_BITS 8
-#define WS_SUB_COUNT (1 << WS_SUB_BITS)
-#define WS_HALF_COUNT (WS_SUB_COUNT / 2)
-#define WS_HIST_MAX_BITS 40
-#define WS_HIST_BUCKETS \
-  ((WS_HIST_MAX_BITS - WS_SUB_BITS + 1) * WS_HALF_COUNT + WS_HALF_COUNT)
-
-/* Nanoseconds, log-linear: a reported value is within 0.4% of the true one;
- * fixed size, so nothing is allocated per request. */
-struct ws_histogram {
-  uint64_t count[WS_HIST_BUCKETS];
-  uint64_t total, sum, max;
-};
-
-void ws_hist_record(struct ws_histogram *h, uint64_t v);
-void ws_hist_merge(struct ws_histogram *into, const struct ws_histogram *h);
-double ws_hist_quantile(const struct ws_histogram *h, double q);
-double ws_hist_mean(const struct ws_histogram *h);
-
 struct ws_stats {
   uint64_t requests;   /* completed while measuring */
   uint64_t bytes;      /* received while measuring: headers and bodies */
@@ -136,7 +120,7 @@ struct ws_stats {
   uint64_t unfinished, unfinished_max_ns;
   int64_t last_done; /* when the last counted request ended (ws_now_ns) */
   uint64_t errors[WS_ERR_COUNT];
-  struct ws_histogram first_byte, last_byte;
+  struct histogram first_byte, last_byte; /* ns, ../histogram.h */
 };
 
 void ws_stats_merge(struct ws_stats *into, const struct ws_stats *s);

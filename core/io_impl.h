@@ -6,6 +6,8 @@
  *   core/io.c           the context: create, run, stop, wait, destroy,
  *                       the wake-up socket pair, signals, counters;
  *   core/stream.c       a stream's state machine, written once;
+ *   core/stream_settings.c  its options, settings and what it tells;
+ *   core/stream_make.c  connecting, and streams of sockets one has;
  *   core/listener.c     listeners, and the hand-over of accepted sockets;
  *   core/io_timer.c     application timers;
  *   core/address.c      address strings;
@@ -337,6 +339,14 @@ void taxi__stream_event(taxi_stream_t *s, unsigned bits);
 void taxi__stream_event_locked(taxi_stream_t *s, unsigned bits);
 /* Close s with `reason` (0: asked by the application). */
 int taxi__stream_close(taxi_stream_t *s, int reason);
+/* The flags of a stream that is closing or closed: calls refuse it. */
+#define TAXI__S_CLOSED (TAXI__S_CLOSE_REQ | TAXI__S_CLOSING | TAXI__S_DEAD)
+/* Take the lock of an open stream: 0, or TAXI_EINVAL (NULL) / TAXI_EBADF
+ * (closing or closed; then the lock is not held). */
+int taxi__stream_lock_open(taxi_stream_t *s);
+/* Ask for a processing round of s (lock held): the thread processing s
+ * does it, else a kick through the dispatcher. */
+void taxi__stream_request_locked(taxi_stream_t *s);
 
 /* ---- listeners ------------------------------------------------------------
  */

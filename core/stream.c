@@ -10,7 +10,6 @@
 
 #include "alloc.h"
 #include "io_impl.h"
-#include "options.h"
 
 #include <string.h>
 
@@ -22,50 +21,6 @@
     call;                           \
     taxi__mutex_lock(&(s)->lock);   \
   } while (0)
-
-#define MAX_READ_BUFFER ((size_t)16 << 20)
-#define MAX_HIGH_WATERMARK ((long)256 << 20)
-#define MAX_WRITES 65536u
-
-/* ---- options --------------------------------------------------------------
- */
-
-void taxi_stream_options_init(taxi_stream_options_t *o) {
-  if (!o) return;
-  memset(o, 0, sizeof *o);
-  o->size = sizeof *o;
-  o->read_buffer = 8192;
-  o->high_watermark = 32768;
-  o->low_watermark = 8192;
-  o->max_writes = 64;
-}
-
-int taxi__stream_options(taxi_stream_options_t *out,
-                         const taxi_stream_options_t *in) {
-  taxi_stream_options_init(out);
-  if (taxi__options_copy(out, sizeof *out, in, sizeof *out) < 0)
-    return TAXI_EINVAL;
-  if (out->read_buffer == 0 || out->read_buffer > MAX_READ_BUFFER)
-    return TAXI_EINVAL;
-  if (out->high_watermark < 1 || out->high_watermark > MAX_HIGH_WATERMARK)
-    return TAXI_EINVAL;
-  if (out->low_watermark < 0 || out->low_watermark >= out->high_watermark)
-    return TAXI_EINVAL;
-  if ((out->flags & TAXI_STREAM_PAUSE_READING) &&
-      (size_t)out->high_watermark <
-          out->read_buffer + (size_t)out->low_watermark)
-    return TAXI_EINVAL;
-  if (out->max_writes == 0 || out->max_writes > MAX_WRITES) return TAXI_EINVAL;
-  if (out->flags & ~(TAXI_STREAM_PAUSE_READING | TAXI_STREAM_NODELAY |
-                     TAXI_STREAM_KEEPALIVE))
-    return TAXI_EINVAL;
-  if (taxi__io_span_check(out->idle_timeout) < 0 ||
-      taxi__io_span_check(out->read_timeout) < 0 ||
-      taxi__io_span_check(out->write_timeout) < 0 ||
-      taxi__io_span_check(out->connect_timeout) < 0)
-    return TAXI_EINVAL;
-  return 0;
-}
 
 /* ---- life -----------------------------------------------------------------
  */
@@ -148,7 +103,7 @@ static void kick_locked(taxi_stream_t *s, bool force) {
   if (s->io->drv->kick(s) < 0) s->flags &= ~TAXI__S_KICKED;
 }
 
-static void request_locked(taxi_stream_t *s) { kick_locked(s, false); }
+void taxi__stream_request_locked(taxi_stream_t *s) { kick_locked(s, false); }
 
 void taxi__stream_start(taxi_stream_t *s, bool here) {
   taxi__mutex_lock(&s->lock);
@@ -158,7 +113,7 @@ void taxi__stream_start(taxi_stream_t *s, bool here) {
     return;
   }
   s->flags &= ~TAXI__S_BUSY;
-  request_locked(s);
+  taxi__stream_request_locked(s);
   taxi__mutex_unlock(&s->lock);
 }
 
@@ -645,12 +600,10 @@ static void run_locked(taxi_stream_t *s) {
 /* ---- the public functions -------------------------------------------------
  */
 
-#define CLOSED_FLAGS (TAXI__S_CLOSE_REQ | TAXI__S_CLOSING | TAXI__S_DEAD)
-
 int taxi__stream_close(taxi_stream_t *s, int reason) {
   taxi__mutex_lock(&s->lock);
   int rc = TAXI_EBADF;
-  if (!(s->flags & CLOSED_FLAGS)) {
+  if (!(s->flags & TAXI__S_CLOSED)) {
     fail_locked(s, reason);
     /* Even if a kick is on its way: a pool that shut down drops the
      * events it had queued, a kick among them, and this one must come. */
@@ -670,7 +623,7 @@ int taxi_stream_detach(taxi_stream_t *s, taxi_stream_detach_fn fn, void *arg) {
   if (!s || !fn) return TAXI_EINVAL;
   taxi__mutex_lock(&s->lock);
   int rc = 0;
-  if (s->flags & CLOSED_FLAGS) {
+  if (s->flags & TAXI__S_CLOSED) {
     rc = TAXI_EBADF;
   } else if (s->rcount > 0 ||
              (s->flags &
@@ -688,12 +641,10 @@ int taxi_stream_detach(taxi_stream_t *s, taxi_stream_detach_fn fn, void *arg) {
   return rc;
 }
 
-/* Take the lock of an open stream: 0, or TAXI_EINVAL / TAXI_EBADF (then
- * the lock is not held). */
-static int lock_open(taxi_stream_t *s) {
+int taxi__stream_lock_open(taxi_stream_t *s) {
   if (!s) return TAXI_EINVAL;
   taxi__mutex_lock(&s->lock);
-  if (s->flags & CLOSED_FLAGS) {
+  if (s->flags & TAXI__S_CLOSED) {
     taxi__mutex_unlock(&s->lock);
     return TAXI_EBADF;
   }
@@ -703,7 +654,7 @@ static int lock_open(taxi_stream_t *s) {
 static int queue(taxi_stream_t *s, int kind, const void *data, size_t len,
                  taxi_handle_t file, int64_t foff, taxi_stream_done_fn fn,
                  void *arg) {
-  int rc = lock_open(s);
+  int rc = taxi__stream_lock_open(s);
   if (rc < 0) return rc;
   taxi_io_t *io = s->io;
   if (s->flags & TAXI__S_SHUT_REQ) {
@@ -748,7 +699,7 @@ static int queue(taxi_stream_t *s, int kind, const void *data, size_t len,
   }
   if (rc == 0) {
     TAXI__IO_COUNT(io, writes, 1);
-    request_locked(s);
+    taxi__stream_request_locked(s);
   }
   taxi__mutex_unlock(&s->lock);
   return rc;
@@ -788,27 +739,27 @@ size_t taxi_stream_write_queued(const taxi_stream_t *s) {
 }
 
 int taxi_stream_shutdown(taxi_stream_t *s) {
-  int rc = lock_open(s);
+  int rc = taxi__stream_lock_open(s);
   if (rc < 0) return rc;
   if (s->flags & TAXI__S_SHUT_REQ) {
     rc = TAXI_EPIPE;
   } else {
     s->flags |= TAXI__S_SHUT_REQ;
-    request_locked(s);
+    taxi__stream_request_locked(s);
   }
   taxi__mutex_unlock(&s->lock);
   return rc;
 }
 
 int taxi_stream_end(taxi_stream_t *s) {
-  int rc = lock_open(s);
+  int rc = taxi__stream_lock_open(s);
   if (rc < 0) return rc;
   if (s->flags & TAXI__S_END_REQ) {
     rc = TAXI_EBADF;
   } else {
     s->flags |= TAXI__S_SHUT_REQ | TAXI__S_END_REQ;
     s->flags &= ~TAXI__S_READING;
-    request_locked(s);
+    taxi__stream_request_locked(s);
   }
   taxi__mutex_unlock(&s->lock);
   return rc;
@@ -816,7 +767,7 @@ int taxi_stream_end(taxi_stream_t *s) {
 
 int taxi_stream_read_start(taxi_stream_t *s, taxi_stream_read_fn fn) {
   if (!fn) return TAXI_EINVAL;
-  int rc = lock_open(s);
+  int rc = taxi__stream_lock_open(s);
   if (rc < 0) return rc;
   if (s->flags & TAXI__S_READ_INTO) {
     rc = TAXI_EBUSY;
@@ -824,20 +775,20 @@ int taxi_stream_read_start(taxi_stream_t *s, taxi_stream_read_fn fn) {
     s->read_fn = fn;
     s->flags = (s->flags | TAXI__S_READING) & ~TAXI__S_EOF_TOLD;
     s->t_read = taxi_now();
-    request_locked(s);
+    taxi__stream_request_locked(s);
   }
   taxi__mutex_unlock(&s->lock);
   return rc;
 }
 
 int taxi_stream_read_stop(taxi_stream_t *s) {
-  int rc = lock_open(s);
+  int rc = taxi__stream_lock_open(s);
   if (rc < 0) return rc;
   if (s->flags & TAXI__S_READ_INTO) {
     rc = TAXI_EBUSY;
   } else if (s->flags & TAXI__S_READING) {
     s->flags &= ~TAXI__S_READING;
-    request_locked(s);
+    taxi__stream_request_locked(s);
   }
   taxi__mutex_unlock(&s->lock);
   return rc;
@@ -847,7 +798,7 @@ int taxi_stream_read_into(taxi_stream_t *s, void *buf, size_t len,
                           unsigned flags, taxi_stream_done_fn fn, void *arg) {
   if (!buf || len == 0 || !fn || (flags & ~TAXI_STREAM_READ_EXACT))
     return TAXI_EINVAL;
-  int rc = lock_open(s);
+  int rc = taxi__stream_lock_open(s);
   if (rc < 0) return rc;
   if (s->flags & (TAXI__S_READ_INTO | TAXI__S_READING)) {
     rc = TAXI_EBUSY;
@@ -860,203 +811,8 @@ int taxi_stream_read_into(taxi_stream_t *s, void *buf, size_t len,
     s->ri_arg = arg;
     s->flags |= TAXI__S_READ_INTO;
     s->t_read = taxi_now();
-    request_locked(s);
+    taxi__stream_request_locked(s);
   }
   taxi__mutex_unlock(&s->lock);
   return rc;
-}
-
-int taxi_stream_set_data(taxi_stream_t *s, void *data) {
-  if (!s) return TAXI_EINVAL;
-  taxi__mutex_lock(&s->lock);
-  s->data = data;
-  taxi__mutex_unlock(&s->lock);
-  return 0;
-}
-
-void *taxi_stream_data(const taxi_stream_t *s) {
-  if (!s) return NULL;
-  taxi_stream_t *m = (taxi_stream_t *)(uintptr_t)s;
-  taxi__mutex_lock(&m->lock);
-  void *d = m->data;
-  taxi__mutex_unlock(&m->lock);
-  return d;
-}
-
-int taxi_stream_on_close(taxi_stream_t *s, taxi_stream_close_fn fn) {
-  if (!s) return TAXI_EINVAL;
-  /* Still possible while closing (from the callbacks owed then, such as
-   * a failed connect's), until the close callback has run. */
-  taxi__mutex_lock(&s->lock);
-  int rc = (s->flags & TAXI__S_DEAD) ? TAXI_EBADF : 0;
-  if (rc == 0) s->close_fn = fn;
-  taxi__mutex_unlock(&s->lock);
-  return rc;
-}
-
-int taxi_stream_on_drain(taxi_stream_t *s, taxi_stream_drain_fn fn) {
-  int rc = lock_open(s);
-  if (rc < 0) return rc;
-  s->drain_fn = fn;
-  taxi__mutex_unlock(&s->lock);
-  return 0;
-}
-
-int taxi_stream_set_timeouts(taxi_stream_t *s, taxi_time_t idle,
-                             taxi_time_t read, taxi_time_t write) {
-  if (taxi__io_span_check(idle) < 0 || taxi__io_span_check(read) < 0 ||
-      taxi__io_span_check(write) < 0)
-    return TAXI_EINVAL;
-  int rc = lock_open(s);
-  if (rc < 0) return rc;
-  s->idle_to = idle;
-  s->read_to = read;
-  s->write_to = write;
-  s->t_active = s->t_read = s->t_write = taxi_now();
-  request_locked(s);
-  taxi__mutex_unlock(&s->lock);
-  return 0;
-}
-
-int taxi_stream_set_nodelay(taxi_stream_t *s, int on) {
-  int rc = lock_open(s);
-  if (rc < 0) return rc;
-  rc = taxi__sock_nodelay(s->fd, on != 0);
-  taxi__mutex_unlock(&s->lock);
-  return rc;
-}
-
-int taxi_stream_set_keepalive(taxi_stream_t *s, int on, unsigned idle_s,
-                              unsigned interval_s, unsigned count) {
-  int rc = lock_open(s);
-  if (rc < 0) return rc;
-  rc = taxi__sock_keepalive(s->fd, on != 0, idle_s, interval_s, count);
-  taxi__mutex_unlock(&s->lock);
-  return rc;
-}
-
-int taxi_stream_ref(taxi_stream_t *s) {
-  if (!s) return TAXI_EINVAL;
-  taxi__mutex_lock(&s->lock);
-  s->refs++;
-  taxi__mutex_unlock(&s->lock);
-  return 0;
-}
-
-int taxi_stream_unref(taxi_stream_t *s) {
-  if (!s) return TAXI_EINVAL;
-  taxi__mutex_lock(&s->lock);
-  if (s->refs == 0) {
-    taxi__mutex_unlock(&s->lock);
-    return TAXI_EINVAL;
-  }
-  bool free_it =
-      --s->refs == 0 && (s->flags & TAXI__S_DEAD) && !(s->flags & TAXI__S_BUSY);
-  taxi__mutex_unlock(&s->lock);
-  if (free_it) {
-    taxi__mutex_destroy(&s->lock);
-    taxi__free(s);
-  }
-  return 0;
-}
-
-int taxi_stream_peer(const taxi_stream_t *s, taxi_addr_t *out) {
-  if (!s || !out) return TAXI_EINVAL;
-  taxi_stream_t *m = (taxi_stream_t *)(uintptr_t)s;
-  taxi__mutex_lock(&m->lock);
-  int rc = m->peer.family ? 0 : TAXI_ENOENT;
-  if (rc == 0) *out = m->peer;
-  taxi__mutex_unlock(&m->lock);
-  return rc;
-}
-
-int taxi_stream_local(const taxi_stream_t *s, taxi_addr_t *out) {
-  if (!s || !out) return TAXI_EINVAL;
-  taxi_stream_t *m = (taxi_stream_t *)(uintptr_t)s;
-  int rc = lock_open(m);
-  if (rc < 0) return rc;
-  rc = taxi__sock_local_addr(m->fd, out);
-  if (rc == 0 && out->family == 0) rc = TAXI_ENOENT;
-  taxi__mutex_unlock(&m->lock);
-  return rc;
-}
-
-taxi_io_t *taxi_stream_io(const taxi_stream_t *s) { return s ? s->io : NULL; }
-
-taxi_handle_t taxi_stream_handle(const taxi_stream_t *s) {
-  if (!s) return TAXI_INVALID_HANDLE;
-  /* The caller may dup(2) it: from now on the close may not be the
-   * socket's end, so the stream shuts and deregisters it explicitly. */
-  taxi_stream_t *m = (taxi_stream_t *)(uintptr_t)s;
-  taxi__mutex_lock(&m->lock);
-  m->own_fd = false;
-  taxi__mutex_unlock(&m->lock);
-  return s->fd;
-}
-
-/* ---- making streams -------------------------------------------------------
- */
-
-int taxi_stream_connect(taxi_stream_t **out, taxi_io_t *io, const char *address,
-                        const taxi_stream_options_t *opts,
-                        taxi_stream_connect_fn fn, void *arg) {
-  taxi_stream_options_t o;
-  taxi_addr_t a;
-  taxi_handle_t fd;
-  if (!out || !io || !address) return TAXI_EINVAL;
-  int rc = taxi__stream_options(&o, opts);
-  if (rc < 0) return rc;
-  rc = taxi_addr_parse(&a, address);
-  if (rc < 0) return rc;
-  rc = taxi__sock_open(&a, &fd);
-  if (rc < 0) return rc;
-  taxi_stream_t *s;
-  rc = taxi__stream_new(io, fd, &o, false, &s);
-  if (rc < 0) {
-    taxi__close(fd);
-    return rc;
-  }
-  s->peer = a;
-  s->own_fd = true; /* made here; nothing runs it yet: no lock needed */
-  s->connect_fn = fn;
-  s->connect_arg = arg;
-  s->data = arg;
-  s->flags |= TAXI__S_CONNECTING;
-  taxi__mutex_lock(&s->lock);
-  /* A failure to start is reported like any other: through fn, from a
-   * dispatching thread. */
-  rc = io->drv->connect_start(s, &a);
-  if (rc < 0 && rc != TAXI_EAGAIN) s->conn_err = rc;
-  taxi__mutex_unlock(&s->lock);
-  *out = s;
-  taxi__stream_start(s, false);
-  return 0;
-}
-
-int taxi_stream_open(taxi_stream_t **out, taxi_io_t *io, taxi_handle_t h,
-                     const taxi_stream_options_t *opts) {
-  taxi_stream_options_t o;
-  if (!out || !io) return TAXI_EINVAL;
-  int rc = taxi__stream_options(&o, opts);
-  if (rc < 0) return rc;
-  if (h == TAXI_INVALID_HANDLE) return TAXI_EBADF;
-  rc = taxi__handle_check(h);
-  if (rc < 0) return rc;
-  rc = taxi__set_nonblocking(h);
-  if (rc < 0) return rc;
-  taxi_stream_t *s;
-  rc = taxi__stream_new(io, h, &o, false, &s);
-  if (rc < 0) return rc;
-  taxi_addr_t peer;
-  if (taxi__sock_peer_addr(h, &peer) == 0 && peer.family) s->peer = peer;
-  *out = s;
-  /* No round yet: its first comes with the application's first call that
-   * needs one (read_start, a write, set_timeouts, close, ...), so that
-   * nothing - a timeout among them - can close the stream, and free it,
-   * before the caller has set its callbacks. */
-  taxi__mutex_lock(&s->lock);
-  s->pending |= TAXI__P_WORK;
-  s->flags &= ~TAXI__S_BUSY;
-  taxi__mutex_unlock(&s->lock);
-  return 0;
 }

@@ -39,6 +39,25 @@
 #include "port.h"
 #include "sock.h"
 
+/* ---- posts ----------------------------------------------------------------
+ */
+
+/* A function posted to a stream, listener or context (core/post.c). */
+typedef struct taxi__post {
+  struct taxi__post *next;
+  union {
+    taxi_stream_post_fn s;
+    taxi_listener_post_fn l;
+    taxi_io_post_fn io;
+  } fn;
+  void *arg;
+} taxi__post_t;
+
+/* Posts waiting, oldest first (under the lock of their object). */
+typedef struct taxi__post_queue {
+  taxi__post_t *head, *tail;
+} taxi__post_queue_t;
+
 /* ---- drivers --------------------------------------------------------------
  */
 
@@ -97,6 +116,9 @@ typedef struct taxi__io_driver {
   /* Stop (hold true) or start again accepting on l, as the application
    * asked (taxi_listener_pause/resume): 0 or an error.  Lock not held. */
   int (*listener_hold)(taxi_listener_t *l, bool hold);
+  /* Have taxi__listener_run_posts(l) called soon in a dispatching thread,
+   * where the release of l waits for it: 0 or an error.  Lock held. */
+  int (*listener_post)(taxi_listener_t *l);
 
   /* Application timers. */
   int (*timer_start)(taxi_io_timer_t *t, taxi_time_t delay, taxi_time_t period);
@@ -146,7 +168,10 @@ struct taxi_io {
   unsigned char wake_buf[64];
   taxi_handler_t wake_h; /* reactive */
   taxi_op_t wake_op;     /* proactive */
-  bool wake_reading;
+  /* The read of wake[0] is in flight.  Atomic: under a pool its
+   * completions run in any thread, ordered by the proactor through the
+   * kernel's ring, which a race detector cannot see. */
+  atomic_bool wake_reading;
   /* proactors: the destroying thread runs the group until every stream,
    * listener and timer is gone; this timer, on the first proactor, looks
    * every 10 ms and stops the group then (or at give_up). */
@@ -164,6 +189,16 @@ struct taxi_io {
   taxi_stream_t *streams;
   taxi_listener_t *listeners;
   taxi_io_timer_t *timers;
+
+  /* Posts (core/post.c): the records free for reuse and the context's own
+   * queue, under post_lock; cb_lock is held while a function posted to the
+   * context or a signal callback runs, which serialises them. */
+  taxi__mutex_t post_lock, cb_lock;
+  taxi__post_t *post_free;
+  taxi__post_queue_t posts;
+  /* taxi_io_destroy has begun (destroying, without the lock): posts are
+   * refused. */
+  atomic_int ending;
 
   struct {
     atomic_ullong streams_opened, streams_closed, accepts, accept_errors,
@@ -199,6 +234,23 @@ int taxi__io_link_timer(taxi_io_t *io, taxi_io_timer_t *t);
 void taxi__io_unlink_timer(taxi_io_t *io, taxi_io_timer_t *t);
 /* Check a time span option: 0 or TAXI_EINVAL. */
 int taxi__io_span_check(taxi_time_t span);
+
+/* Posts (core/post.c).  A record from the free list, or a new one (NULL:
+ * out of memory); give it back with taxi__post_put. */
+taxi__post_t *taxi__post_get(taxi_io_t *io);
+void taxi__post_put(taxi_io_t *io, taxi__post_t *p);
+/* Append p to q; take the oldest of q (NULL if empty). */
+void taxi__post_push(taxi__post_queue_t *q, taxi__post_t *p);
+taxi__post_t *taxi__post_pop(taxi__post_queue_t *q);
+/* Whether posts to io and its objects are refused (TAXI_ESTOPPED). */
+bool taxi__io_stopping(taxi_io_t *io);
+/* The context's posts: set up, run those queued (a dispatching thread),
+ * and at taxi_io_destroy cancel what is left (TAXI_ECANCELED), then free
+ * the records. */
+int taxi__io_posts_init(taxi_io_t *io);
+void taxi__io_posts_run(taxi_io_t *io);
+void taxi__io_posts_cancel(taxi_io_t *io);
+void taxi__io_posts_fini(taxi_io_t *io);
 
 /* ---- streams --------------------------------------------------------------
  */
@@ -299,6 +351,7 @@ struct taxi_stream {
   taxi_time_t idle_to, read_to, write_to, connect_to;
   taxi_time_t t_active, t_read, t_write, t_connect, armed;
   taxi_addr_t peer;
+  taxi__post_queue_t posts; /* taxi_stream_post, not yet run */
   union {
     struct {
       taxi_handler_t h;
@@ -339,6 +392,11 @@ void taxi__stream_event(taxi_stream_t *s, unsigned bits);
 void taxi__stream_event_locked(taxi_stream_t *s, unsigned bits);
 /* Close s with `reason` (0: asked by the application). */
 int taxi__stream_close(taxi_stream_t *s, int reason);
+/* Run the functions posted to s before this round (core/stream_post.c),
+ * until one closes it; or, closing, each one left with TAXI_ECANCELED.
+ * Lock held, let go around each call. */
+void taxi__stream_posts_locked(taxi_stream_t *s);
+void taxi__stream_posts_cancel_locked(taxi_stream_t *s);
 /* The flags of a stream that is closing or closed: calls refuse it. */
 #define TAXI__S_CLOSED (TAXI__S_CLOSE_REQ | TAXI__S_CLOSING | TAXI__S_DEAD)
 /* Take the lock of an open stream: 0, or TAXI_EINVAL (NULL) / TAXI_EBADF
@@ -371,6 +429,13 @@ struct taxi_listener {
   bool closing, released;
   bool keep_socket; /* adopted with TAXI_LISTEN_KEEP_SOCKET: not closed */
   bool held;        /* paused by the application (taxi_listener_pause) */
+  /* taxi_listener_post: the functions not yet run, and whether the driver
+   * was asked for a run (under lock); cb_lock is held while an accept
+   * callback or a posted function runs, which serialises them (taken
+   * before lock, never while it is held). */
+  taxi__post_queue_t posts;
+  bool post_kicked;
+  taxi__mutex_t cb_lock;
   /* The next pause after an accept that found no descriptor, and the
    * consecutive failures of any other kind (core/backoff.h). */
   taxi_time_t backoff;
@@ -380,10 +445,12 @@ struct taxi_listener {
     struct {
       taxi_handler_t h;
       taxi_timer_t timer;
+      taxi_timer_t post; /* runs the posts */
       bool paused;
     } r;
     struct {
       taxi_op_t aop, bop;
+      taxi_op_t pop; /* runs the posts (counted in inflight) */
       unsigned inflight;
       bool attached;
       /* aop (the accept) and bop (the pause after a failure, or the
@@ -408,8 +475,13 @@ void taxi__listener_accepted(taxi_listener_t *l, taxi_handle_t fd,
 taxi_time_t taxi__listener_failed(taxi_listener_t *l, int rc);
 /* Accepting worked again: the next pause starts short. */
 void taxi__listener_recovered(taxi_listener_t *l);
-/* Nothing of l can run any more: on_close, then free. */
+/* Nothing of l can run any more: its posts cancelled, on_close, then
+ * free. */
 void taxi__listener_released(taxi_listener_t *l);
+/* In a dispatching thread, as the driver's listener_post asked: run the
+ * functions posted to l before this call, until l is closed
+ * (core/stream_post.c). */
+void taxi__listener_run_posts(taxi_listener_t *l);
 
 /* ---- timers ---------------------------------------------------------------
  */

@@ -501,6 +501,7 @@ static void owed_locked(taxi_stream_t *s, bool released) {
     UNLOCKED(s, fn(s, TAXI_ECANCELED, done, arg));
   }
   owed_writes_locked(s, released);
+  taxi__stream_posts_cancel_locked(s);
 }
 
 /* The owed callbacks, then the driver's teardown. */
@@ -567,6 +568,7 @@ static void round_locked(taxi_stream_t *s) {
   if (!(s->flags & TAXI__S_CLOSE_REQ) && (s->flags & TAXI__S_CONNECTING))
     connect_locked(s, now);
   if (!(s->flags & (TAXI__S_CLOSE_REQ | TAXI__S_CONNECTING))) {
+    if (s->posts.head) taxi__stream_posts_locked(s);
     reads_locked(s, now);
     bool paused = (s->flags & TAXI__S_PAUSED) != 0;
     writes_locked(s, now);

@@ -36,10 +36,21 @@
  * Inside its own callbacks a stream's writes are flushed right after the
  * callback returns, with no hand-off.
  *
+ * Posting.  taxi_stream_post() is the way to touch a stream from another
+ * thread (a worker that computed a reply, a timer of another stream): the
+ * function it is given runs in the stream's context, as one more of its
+ * callbacks, so it may read and change what the stream's callbacks share
+ * without a lock of its own, and its writes are flushed as a callback's
+ * are.  Each stand-alone call above is safe from any thread too, but a
+ * sequence of them (look at the queue, then write) is atomic only inside
+ * the stream's context.  taxi_listener_post() does the same for a
+ * listener, taxi_io_post() (taxi/io.h) for the context.
+ *
  * Closing.  A stream closes once: by taxi_stream_close(), by an error
  * (reset, a write error, a timeout) or by taxi_io_destroy().  Then every
  * write not yet done completes with TAXI_ECANCELED (the write that failed,
- * with its error), a pending taxi_stream_read_into with TAXI_ECANCELED, and
+ * with its error), a pending taxi_stream_read_into with TAXI_ECANCELED,
+ * every function posted and not yet run is called with TAXI_ECANCELED, and
  * last the close callback runs, exactly once, with the reason: 0 after
  * taxi_stream_close(), else the error.  Under a Proactor, a write the OS
  * was performing when the close came is told once that operation has
@@ -378,8 +389,8 @@ TAXI_EXTERN int taxi_stream_connect(taxi_stream_t **out, taxi_io_t *io,
  * the handle and closes it when it closes.  It stays still - nothing is
  * read, no timeout runs - until the first call that sets it going
  * (taxi_stream_read_start, a read_into, a write, set_timeouts, shutdown,
- * end, close, detach), so that nothing closes it before the caller has
- * set its callbacks.
+ * end, close, detach, a post), so that nothing closes it before the
+ * caller has set its callbacks.
  * Returns 0 and sets *out, or TAXI_EINVAL (NULL, bad options), TAXI_EBADF
  * (h not open), TAXI_ESTOPPED, TAXI_ENOMEM, TAXI_ESYS (then h is still the
  * caller's).
@@ -411,6 +422,66 @@ TAXI_EXTERN int taxi_stream_set_nodelay(taxi_stream_t *s, int on);
 TAXI_EXTERN int taxi_stream_set_keepalive(taxi_stream_t *s, int on,
                                           unsigned idle_s, unsigned interval_s,
                                           unsigned count);
+
+/* ---- posting ------------------------------------------------------------ */
+
+/* A function posted to a stream (taxi_stream_post): status 0, run in the
+ * stream's context; or TAXI_ECANCELED: the stream closed (or was detached)
+ * before its turn, and this call, made in the stream's context before its
+ * close (or detach) callback, is only for releasing arg. */
+typedef void (*taxi_stream_post_fn)(taxi_stream_t *s, int status, void *arg);
+
+/*
+ * taxi_stream_post - run fn(s, 0, arg) in the stream's context: in a
+ * thread that dispatches it, never at the same time as another callback
+ * of s (read, write completions, drain, timeout, connect, close, another
+ * posted function), and never inside this call, even when it is made from
+ * one of s's own callbacks (then fn runs after that callback returns).
+ * Functions posted to one stream run in the order they were posted.  The
+ * writes fn makes are flushed when it returns, as a callback's are.  A
+ * stream still connecting runs them once connected, after its connect
+ * callback; a stream made by taxi_stream_open is set going by a post.
+ *
+ * fn runs exactly once: with status 0, or with TAXI_ECANCELED if the
+ * stream closes or is detached first (then before its close or detach
+ * callback, in its context, so that arg may be released there).
+ *
+ * Memory: a post takes a record from the context's free list, allocating
+ * one only when none is free (records are kept for reuse until
+ * taxi_io_destroy), so that posting allocates nothing in steady state.
+ *
+ * Returns 0 (fn will run), or TAXI_EINVAL (NULL s or fn), TAXI_EBADF (s
+ * is closing, closed or detached), TAXI_ESTOPPED (taxi_io_stop was called
+ * or taxi_io_destroy began: nothing would run it), TAXI_ENOMEM; on an
+ * error fn does not run and arg stays the caller's.  Threads: any,
+ * callbacks of any stream included; s must not have been released (hold
+ * a reference, taxi_stream_ref, to post to a stream that may close).
+ */
+TAXI_EXTERN int taxi_stream_post(taxi_stream_t *s, taxi_stream_post_fn fn,
+                                 void *arg);
+
+/* A function posted to a listener (taxi_listener_post): status 0, or
+ * TAXI_ECANCELED when the listener closed before its turn. */
+typedef void (*taxi_listener_post_fn)(taxi_listener_t *l, int status,
+                                      void *arg);
+
+/*
+ * taxi_listener_post - run fn(l, 0, arg) in the listener's context: in a
+ * thread that dispatches the context, never at the same time as an accept
+ * callback of l or another function posted to it, never inside this call;
+ * in the order posted.  fn runs exactly once: with status 0, or with
+ * TAXI_ECANCELED if taxi_listener_close() (or taxi_io_destroy) comes
+ * first (then just before on_close).  A dispatching thread that is about
+ * to run an accept callback while a posted function runs waits for it:
+ * keep posted functions short.  Records as taxi_stream_post.
+ *
+ * Returns 0, or TAXI_EINVAL (NULL l or fn), TAXI_EBADF (taxi_listener_close
+ * was called), TAXI_ESTOPPED (the context is stopping), TAXI_ENOMEM, or an
+ * error of the dispatcher scheduling the run; on an error fn does not run.
+ * Threads: any, while l has not been closed (see taxi_listener_close).
+ */
+TAXI_EXTERN int taxi_listener_post(taxi_listener_t *l, taxi_listener_post_fn fn,
+                                   void *arg);
 
 /* ---- reading ------------------------------------------------------------ */
 
@@ -535,13 +606,13 @@ typedef void (*taxi_stream_detach_fn)(taxi_stream_t *s, taxi_handle_t h,
  * adaptive server moves a connection from one concurrency strategy to
  * another between requests, with taxi_stream_open) or outside taxi.
  * Reading stops at once; no callback of the stream runs after this but
- * fn.  Once nothing of the stream can run or touch the handle any more (a
- * Proactor's read in flight has been cancelled and has completed: no
- * request still names the descriptor), fn runs in a dispatching thread of
- * the context, or in the thread of taxi_io_destroy, with the handle and
- * the bytes that read had brought (usually none: the bytes already
- * delivered to the read callback are the application's).  A direction
- * shut down stays shut down.
+ * fn (functions posted and not yet run are called with TAXI_ECANCELED
+ * before it).  Once nothing of the stream can run or touch the handle any more
+ * (a Proactor's read in flight has been cancelled and has completed: no request
+ * still names the descriptor), fn runs in a dispatching thread of the context,
+ * or in the thread of taxi_io_destroy, with the handle and the bytes that read
+ * had brought (usually none: the bytes already delivered to the read callback
+ * are the application's).  A direction shut down stays shut down.
  *
  * Only a stream with nothing of its own in flight may leave: no write
  * queued, no read_into, no connect, no taxi_stream_end pending.  Detach

@@ -86,5 +86,6 @@ extern CU_TestInfo st_tests_closing[];
 extern CU_TestInfo st_tests_adopt[];
 extern CU_TestInfo st_tests_cross[];
 extern CU_TestInfo st_tests_peer[];
+extern CU_TestInfo st_tests_post[];
 
 #endif /* TAXI_TESTS_STREAM_SUITES_H */

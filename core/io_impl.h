@@ -209,6 +209,12 @@ struct taxi_io {
 
 #define TAXI__IO_COUNT(io, field, n) \
   atomic_fetch_add_explicit(&(io)->stats.field, (n), memory_order_relaxed)
+/* Count for stream s and its context alike (taxi_stream_counters). */
+#define TAXI__S_COUNT(s, field, n)                                         \
+  do {                                                                     \
+    TAXI__IO_COUNT((s)->io, field, (n));                                   \
+    atomic_fetch_add_explicit(&(s)->cnt.field, (n), memory_order_relaxed); \
+  } while (0)
 
 /* The wake-up socket became readable (in a dispatching thread). */
 void taxi__io_woken(taxi_io_t *io);
@@ -352,6 +358,11 @@ struct taxi_stream {
   taxi_time_t t_active, t_read, t_write, t_connect, armed;
   taxi_addr_t peer;
   taxi__post_queue_t posts; /* taxi_stream_post, not yet run */
+  /* taxi_stream_counters: atomics, read by any thread without the lock. */
+  struct {
+    atomic_ullong bytes_in, bytes_out, reads, writes, writes_refused,
+        read_pauses;
+  } cnt;
   union {
     struct {
       taxi_handler_t h;

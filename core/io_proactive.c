@@ -283,7 +283,7 @@ static void s_unread(taxi_stream_t *s) {
   s->d.p.r_done = false;
   s->rpos = 0;
   s->rlen = s->d.p.r_bytes;
-  TAXI__IO_COUNT(s->io, bytes_in, (uint64_t)s->rlen);
+  TAXI__S_COUNT(s, bytes_in, (uint64_t)s->rlen);
 }
 
 /* ---- listeners ------------------------------------------------------------

@@ -158,7 +158,7 @@ static void maybe_pause_locked(taxi_stream_t *s) {
   if ((s->oflags & TAXI_STREAM_PAUSE_READING) && !(s->flags & TAXI__S_PAUSED) &&
       s->wcap - s->wused < s->rcap) {
     s->flags |= TAXI__S_PAUSED | TAXI__S_NEED_DRAIN;
-    TAXI__IO_COUNT(s->io, read_pauses, 1);
+    TAXI__S_COUNT(s, read_pauses, 1);
   }
 }
 
@@ -198,7 +198,7 @@ static void reads_locked(taxi_stream_t *s, taxi_time_t now) {
       s->rpos = 0;
       s->rlen = (size_t)n;
       s->t_read = s->t_active = now;
-      TAXI__IO_COUNT(s->io, bytes_in, (uint64_t)n);
+      TAXI__S_COUNT(s, bytes_in, (uint64_t)n);
     }
     if (s->flags & TAXI__S_READ_INTO) {
       size_t take = s->ri_len - s->ri_done;
@@ -222,7 +222,7 @@ static void reads_locked(taxi_stream_t *s, taxi_time_t now) {
     const unsigned char *data = s->rbuf + s->rpos;
     size_t len = s->rlen;
     s->rlen = 0;
-    TAXI__IO_COUNT(s->io, reads, 1);
+    TAXI__S_COUNT(s, reads, 1);
     UNLOCKED(s, fn(s, 0, data, len));
   }
 }
@@ -296,7 +296,7 @@ static size_t consume_locked(taxi_stream_t *s, size_t n, done_call_t *calls,
 static void sent_locked(taxi_stream_t *s, size_t n) {
   done_call_t calls[17];
   size_t k = consume_locked(s, n, calls, 17);
-  TAXI__IO_COUNT(s->io, bytes_out, (uint64_t)n);
+  TAXI__S_COUNT(s, bytes_out, (uint64_t)n);
   for (size_t i = 0; i < k; i++)
     UNLOCKED(s, calls[i].fn(s, 0, calls[i].len, calls[i].arg));
 }
@@ -658,7 +658,6 @@ static int queue(taxi_stream_t *s, int kind, const void *data, size_t len,
                  void *arg) {
   int rc = taxi__stream_lock_open(s);
   if (rc < 0) return rc;
-  taxi_io_t *io = s->io;
   if (s->flags & TAXI__S_SHUT_REQ) {
     rc = TAXI_EPIPE;
   } else if (kind == TAXI__W_COPY && len > s->wcap) {
@@ -697,10 +696,10 @@ static int queue(taxi_stream_t *s, int kind, const void *data, size_t len,
   }
   if (rc == TAXI_EAGAIN) {
     s->flags |= TAXI__S_NEED_DRAIN;
-    TAXI__IO_COUNT(io, writes_refused, 1);
+    TAXI__S_COUNT(s, writes_refused, 1);
   }
   if (rc == 0) {
-    TAXI__IO_COUNT(io, writes, 1);
+    TAXI__S_COUNT(s, writes, 1);
     taxi__stream_request_locked(s);
   }
   taxi__mutex_unlock(&s->lock);

@@ -10,6 +10,7 @@
 #include "config.h"
 
 #include "alloc.h"
+#include "detail.h"
 #include "io_impl.h"
 #include "options.h"
 
@@ -186,4 +187,20 @@ taxi_handle_t taxi_stream_handle(const taxi_stream_t *s) {
   m->own_fd = false;
   taxi__mutex_unlock(&m->lock);
   return s->fd;
+}
+
+int taxi_stream_counters(const taxi_stream_t *s, taxi_stream_counters_t *out) {
+  if (!s || !out)
+    return taxi__refuse(TAXI_EINVAL, "taxi_stream_counters: %s: NULL",
+                        !s ? "s" : "out");
+  taxi_stream_t *m = (taxi_stream_t *)(uintptr_t)s;
+#define GET(f) out->f = atomic_load_explicit(&m->cnt.f, memory_order_relaxed)
+  GET(bytes_in);
+  GET(bytes_out);
+  GET(reads);
+  GET(writes);
+  GET(writes_refused);
+  GET(read_pauses);
+#undef GET
+  return 0;
 }

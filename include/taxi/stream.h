@@ -645,6 +645,30 @@ TAXI_EXTERN int taxi_stream_unref(taxi_stream_t *s);
 TAXI_EXTERN int taxi_stream_peer(const taxi_stream_t *s, taxi_addr_t *out);
 /* See taxi_stream_peer. */
 TAXI_EXTERN int taxi_stream_local(const taxi_stream_t *s, taxi_addr_t *out);
+/* What one stream did, counted as the context's totals are
+ * (taxi_io_stats_t in taxi/io.h). */
+typedef struct taxi_stream_counters {
+  uint64_t bytes_in;       /* bytes read from the connection */
+  uint64_t bytes_out;      /* bytes sent (writes, write_refs, files) */
+  uint64_t reads;          /* read callbacks with data */
+  uint64_t writes;         /* writes queued (write, write_ref, sendfile) */
+  uint64_t writes_refused; /* writes refused for lack of room (TAXI_EAGAIN) */
+  uint64_t read_pauses;    /* times reading paused for backpressure */
+} taxi_stream_counters_t;
+
+/*
+ * taxi_stream_counters - copy the stream's counters into *out.  Each is
+ * an atomic of its own, counted and read without a lock (the data path
+ * takes none for them), so that a copy made while the stream runs is not
+ * one instant's: each counter is exact, two may be a moment apart.  The
+ * counters stay readable after
+ * the close while the stream is referenced (taxi_stream_ref): read them in
+ * the close callback, or under a reference, for their final values.
+ * Returns 0 or TAXI_EINVAL (NULL).  Threads: any.
+ */
+TAXI_EXTERN int taxi_stream_counters(const taxi_stream_t *s,
+                                     taxi_stream_counters_t *out);
+
 /* The context of the stream; NULL for NULL. */
 TAXI_EXTERN taxi_io_t *taxi_stream_io(const taxi_stream_t *s);
 /* The socket (still the stream's); TAXI_INVALID_HANDLE for NULL.  A

@@ -87,5 +87,6 @@ extern CU_TestInfo st_tests_adopt[];
 extern CU_TestInfo st_tests_cross[];
 extern CU_TestInfo st_tests_peer[];
 extern CU_TestInfo st_tests_post[];
+extern CU_TestInfo st_tests_counters[];
 
 #endif /* TAXI_TESTS_STREAM_SUITES_H */

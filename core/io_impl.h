@@ -321,6 +321,7 @@ struct taxi_stream {
   taxi_stream_read_fn read_fn;
   taxi_stream_close_fn close_fn;
   taxi_stream_drain_fn drain_fn;
+  taxi_stream_timeout_fn timeout_fn;
   taxi_stream_connect_fn connect_fn;
   void *connect_arg;
   /* taxi_stream_detach: written once, before the teardown, under the lock;

@@ -52,6 +52,7 @@ int taxi__stream_new(taxi_io_t *io, taxi_handle_t fd,
   s->read_to = o->read_timeout;
   s->write_to = o->write_timeout;
   s->connect_to = o->connect_timeout;
+  s->timeout_fn = o->on_timeout;
   s->flags = TAXI__S_BUSY;
   s->t_active = s->t_read = s->t_write = s->t_connect = taxi_now();
   int rc = taxi__mutex_init(&s->lock);
@@ -390,23 +391,47 @@ static void writes_locked(taxi_stream_t *s, taxi_time_t now) {
 /* ---- timeouts -------------------------------------------------------------
  */
 
-static void earliest(taxi_time_t *next, taxi_time_t from, taxi_time_t span) {
+static void earliest(taxi_time_t *next, int *which, int kind, taxi_time_t from,
+                     taxi_time_t span) {
   if (span <= 0) return;
   taxi_time_t at = from + span; /* spans are <= 2^62: no overflow */
-  if (at < *next) *next = at;
+  if (at < *next) {
+    *next = at;
+    *which = kind;
+  }
 }
 
-/* Close s if a timeout passed; else make sure its timer fires by the
- * earliest deadline.  Lazy: activity only moves the deadlines later, so
- * the timer is touched only when it fires or an earlier one is needed. */
-static void deadlines_locked(taxi_stream_t *s, taxi_time_t now) {
+/* The earliest deadline of s (INT64_MAX: none), and which timeout it is
+ * (0: the connect's). */
+static taxi_time_t deadline_locked(const taxi_stream_t *s, int *which) {
   taxi_time_t next = INT64_MAX;
   if (s->flags & TAXI__S_CONNECTING) {
-    earliest(&next, s->t_connect, s->connect_to);
-  } else {
-    earliest(&next, s->t_active, s->idle_to);
-    if (reading_locked(s)) earliest(&next, s->t_read, s->read_to);
-    if (s->rcount > 0) earliest(&next, s->t_write, s->write_to);
+    earliest(&next, which, 0, s->t_connect, s->connect_to);
+    return next;
+  }
+  earliest(&next, which, TAXI_STREAM_TIMEOUT_IDLE, s->t_active, s->idle_to);
+  if (reading_locked(s))
+    earliest(&next, which, TAXI_STREAM_TIMEOUT_READ, s->t_read, s->read_to);
+  if (s->rcount > 0)
+    earliest(&next, which, TAXI_STREAM_TIMEOUT_WRITE, s->t_write, s->write_to);
+  return next;
+}
+
+/* Close s if a timeout passed (its on_timeout told first, see
+ * taxi_stream_timeout_fn); else make sure its timer fires by the earliest
+ * deadline.  Lazy: activity only moves the deadlines later, so the timer
+ * is touched only when it fires or an earlier one is needed. */
+static void deadlines_locked(taxi_stream_t *s, taxi_time_t now) {
+  int which = 0;
+  taxi_time_t next = deadline_locked(s, &which);
+  if (next <= now && which && s->timeout_fn && !(s->flags & TAXI__S_END_REQ)) {
+    taxi_stream_timeout_fn fn = s->timeout_fn;
+    UNLOCKED(s, fn(s, which));
+    if (s->flags & TAXI__S_CLOSE_REQ) return;
+    now = taxi_now();
+    /* Ended there: its flush gets the timeouts afresh. */
+    if (s->flags & TAXI__S_END_REQ) s->t_active = s->t_read = s->t_write = now;
+    next = deadline_locked(s, &which);
   }
   if (next == INT64_MAX) return;
   if (next <= now) {

@@ -138,6 +138,33 @@ TAXI_EXTERN unsigned taxi_addr_port(const taxi_addr_t *a);
 /* Enable keep-alive probes (keepalive_* below) on TCP streams. */
 #define TAXI_STREAM_KEEPALIVE 0x4u
 
+/* Which timeout expired (taxi_stream_timeout_fn). */
+#define TAXI_STREAM_TIMEOUT_IDLE 1  /* idle_timeout */
+#define TAXI_STREAM_TIMEOUT_READ 2  /* read_timeout */
+#define TAXI_STREAM_TIMEOUT_WRITE 3 /* write_timeout */
+
+/*
+ * The idle, read or write timeout of s expired (`which`: the earliest of
+ * them, TAXI_STREAM_TIMEOUT_*).  Called in the stream's context, as its
+ * other callbacks, before anything is done about it.  When it returns:
+ *   - the stream closed or was detached in it: nothing more;
+ *   - it called taxi_stream_end() (after writing a last message, say):
+ *     the end goes on, and its flush gets the stream's timeouts afresh
+ *     (counted from now); a timeout that expires during the end closes
+ *     the stream with TAXI_ETIMEDOUT without calling this again.  What was
+ *     queued before the end goes out first, then the shutdown: the peer
+ *     reads every byte, then the end of the stream.  The close callback
+ *     gets reason 0;
+ *   - it gave the stream new timeouts (taxi_stream_set_timeouts: they
+ *     count from the call): the stream lives on;
+ *   - otherwise, as without the callback: the stream closes with
+ *     TAXI_ETIMEDOUT, and what is queued is not sent (a write made here
+ *     without an end is dropped with the rest).
+ * The connect timeout is not told here: it fails the connect (the
+ * connect callback gets TAXI_ETIMEDOUT).
+ */
+typedef void (*taxi_stream_timeout_fn)(taxi_stream_t *s, int which);
+
 /*
  * Options of a stream.  Initialise with taxi_stream_options_init() (or
  * TAXI_STREAM_OPTIONS_INIT), then change what differs.  Sizes and
@@ -164,7 +191,8 @@ typedef struct taxi_stream_options {
                           before it and take no record of its own) */
   unsigned flags;      /* TAXI_STREAM_* */
   /* Timeouts in nanoseconds, 0: none.  A stream that reaches one is closed
-   * with TAXI_ETIMEDOUT.  idle: nothing read or written for that long;
+   * with TAXI_ETIMEDOUT (unless on_timeout, below, decides otherwise).
+   * idle: nothing read or written for that long;
    * read: reading (read_start or read_into) and nothing arrived for that
    * long (not counted while paused); write: bytes queued and none sent for
    * that long; connect: the connection not made within it. */
@@ -177,6 +205,10 @@ typedef struct taxi_stream_options {
   unsigned keepalive_idle;
   unsigned keepalive_interval; /* see keepalive_idle */
   unsigned keepalive_count;    /* see keepalive_idle */
+  /* Called when the idle, read or write timeout expires, before the
+   * stream is closed for it (see taxi_stream_timeout_fn); NULL: closed at
+   * once with TAXI_ETIMEDOUT. */
+  taxi_stream_timeout_fn on_timeout;
 } taxi_stream_options_t;
 
 /* taxi_stream_options_init - the defaults above.  Nothing for NULL. */

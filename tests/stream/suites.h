@@ -88,5 +88,6 @@ extern CU_TestInfo st_tests_cross[];
 extern CU_TestInfo st_tests_peer[];
 extern CU_TestInfo st_tests_post[];
 extern CU_TestInfo st_tests_counters[];
+extern CU_TestInfo st_tests_timeouts[];
 
 #endif /* TAXI_TESTS_STREAM_SUITES_H */

@@ -362,7 +362,7 @@ struct taxi_stream {
   /* taxi_stream_counters: atomics, read by any thread without the lock. */
   struct {
     atomic_ullong bytes_in, bytes_out, reads, writes, writes_refused,
-        read_pauses;
+        writes_no_record, read_pauses;
   } cnt;
   union {
     struct {

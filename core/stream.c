@@ -380,7 +380,8 @@ static void writes_locked(taxi_stream_t *s, taxi_time_t now) {
       s->flags &= ~TAXI__S_PAUSED;
       s->t_read = now; /* the read timeout starts again */
     }
-    if (s->flags & TAXI__S_NEED_DRAIN) {
+    /* After TAXI_ENOBUFS, room means a free record too. */
+    if ((s->flags & TAXI__S_NEED_DRAIN) && s->rcount < s->nrecs) {
       s->flags &= ~TAXI__S_NEED_DRAIN;
       taxi_stream_drain_fn fn = s->drain_fn;
       if (fn) UNLOCKED(s, fn(s));
@@ -696,7 +697,7 @@ static int queue(taxi_stream_t *s, int kind, const void *data, size_t len,
         !tail->fn) {
       tail->len += len; /* the ring is contiguous: join it */
     } else if (s->rcount == s->nrecs) {
-      rc = TAXI_EAGAIN;
+      rc = TAXI_ENOBUFS;
     } else {
       taxi__wrec_t *r = &s->recs[(s->rhead + s->rcount) % s->nrecs];
       memset(r, 0, sizeof *r);
@@ -719,9 +720,12 @@ static int queue(taxi_stream_t *s, int kind, const void *data, size_t len,
     memcpy(s->wbuf, (const unsigned char *)data + first, len - first);
     s->wused += len;
   }
-  if (rc == TAXI_EAGAIN) {
+  if (rc == TAXI_EAGAIN || rc == TAXI_ENOBUFS) {
     s->flags |= TAXI__S_NEED_DRAIN;
     TAXI__S_COUNT(s, writes_refused, 1);
+    if (rc == TAXI_ENOBUFS)
+      atomic_fetch_add_explicit(&s->cnt.writes_no_record, 1,
+                                memory_order_relaxed);
   }
   if (rc == 0) {
     TAXI__S_COUNT(s, writes, 1);

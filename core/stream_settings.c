@@ -200,6 +200,7 @@ int taxi_stream_counters(const taxi_stream_t *s, taxi_stream_counters_t *out) {
   GET(reads);
   GET(writes);
   GET(writes_refused);
+  GET(writes_no_record);
   GET(read_pauses);
 #undef GET
   return 0;

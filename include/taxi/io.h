@@ -360,7 +360,8 @@ typedef struct taxi_io_stats {
   uint64_t bytes_out;      /* bytes written by streams */
   uint64_t reads;          /* read callbacks with data */
   uint64_t writes;         /* writes queued */
-  uint64_t writes_refused; /* writes refused for lack of room (TAXI_EAGAIN) */
+  uint64_t writes_refused; /* writes refused for lack of room (TAXI_EAGAIN,
+                              TAXI_ENOBUFS) */
   uint64_t read_pauses;    /* times reading paused for backpressure */
   uint64_t timeouts;       /* streams closed by a timeout */
   uint64_t timers;         /* application timer callbacks run */

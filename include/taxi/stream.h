@@ -184,11 +184,13 @@ typedef struct taxi_stream_options {
    * and files hold no stream memory and do not count. */
   long high_watermark;
   /* The drain callback runs when the queued bytes fall to this after a
-   * write was refused or reading paused (default 8192; 0: when empty). */
+   * write was refused or reading paused (and, after TAXI_ENOBUFS, a write
+   * record is free again) (default 8192; 0: when empty). */
   long low_watermark;
   unsigned max_writes; /* writes queued at once at most (default 64; a
                           copying write without callback may join the one
-                          before it and take no record of its own) */
+                          before it and take no record of its own); one
+                          more is refused with TAXI_ENOBUFS */
   unsigned flags;      /* TAXI_STREAM_* */
   /* Timeouts in nanoseconds, 0: none.  A stream that reaches one is closed
    * with TAXI_ETIMEDOUT (unless on_timeout, below, decides otherwise).
@@ -560,9 +562,12 @@ TAXI_EXTERN int taxi_stream_read_into(taxi_stream_t *s, void *buf, size_t len,
  * they are all sent or the stream closed.  Queuing allocates nothing.
  *
  * Returns 0 (queued), or TAXI_EINVAL (NULL s or data, len 0, len above the
- * high watermark), TAXI_EAGAIN (no room now: above the high watermark, or
- * max_writes queued; nothing was queued, the drain callback will say when
- * there is room), TAXI_EBADF (closed), TAXI_EPIPE (after shutdown).
+ * high watermark), TAXI_EAGAIN (no room now: the bytes would take the
+ * queue above the high watermark), TAXI_ENOBUFS (every write record is in
+ * use: max_writes writes queued), TAXI_EBADF (closed), TAXI_EPIPE (after
+ * shutdown).  After TAXI_EAGAIN or TAXI_ENOBUFS nothing was queued, and the
+ * drain callback will say when there is room again (the queue down to the
+ * low watermark, and a record free).
  */
 TAXI_EXTERN int taxi_stream_write(taxi_stream_t *s, const void *data,
                                   size_t len, taxi_stream_done_fn fn,
@@ -570,8 +575,8 @@ TAXI_EXTERN int taxi_stream_write(taxi_stream_t *s, const void *data,
 
 /* taxi_stream_write_ref - as taxi_stream_write, without copying: the
  * caller's bytes must stay valid and unchanged until fn (required) runs.
- * They do not count against the high watermark; TAXI_EAGAIN only when
- * max_writes are queued. */
+ * They do not count against the high watermark: never TAXI_EAGAIN, but
+ * TAXI_ENOBUFS when max_writes are queued. */
 TAXI_EXTERN int taxi_stream_write_ref(taxi_stream_t *s, const void *data,
                                       size_t len, taxi_stream_done_fn fn,
                                       void *arg);
@@ -680,12 +685,15 @@ TAXI_EXTERN int taxi_stream_local(const taxi_stream_t *s, taxi_addr_t *out);
 /* What one stream did, counted as the context's totals are
  * (taxi_io_stats_t in taxi/io.h). */
 typedef struct taxi_stream_counters {
-  uint64_t bytes_in;       /* bytes read from the connection */
-  uint64_t bytes_out;      /* bytes sent (writes, write_refs, files) */
-  uint64_t reads;          /* read callbacks with data */
-  uint64_t writes;         /* writes queued (write, write_ref, sendfile) */
-  uint64_t writes_refused; /* writes refused for lack of room (TAXI_EAGAIN) */
-  uint64_t read_pauses;    /* times reading paused for backpressure */
+  uint64_t bytes_in;  /* bytes read from the connection */
+  uint64_t bytes_out; /* bytes sent (writes, write_refs, files) */
+  uint64_t reads;     /* read callbacks with data */
+  uint64_t writes;    /* writes queued (write, write_ref, sendfile) */
+  /* writes refused for lack of room: TAXI_EAGAIN (above the high
+   * watermark) and TAXI_ENOBUFS (no write record) */
+  uint64_t writes_refused;
+  uint64_t writes_no_record; /* of those, the TAXI_ENOBUFS ones */
+  uint64_t read_pauses;      /* times reading paused for backpressure */
 } taxi_stream_counters_t;
 
 /*

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tests/stream/counters.c - what a stream tells about itself: its
- * counters after a known exchange, matching the context's totals.
+ * counters after a known exchange, matching the context's totals; and
+ * the two refusals of a write, for room and for records.
  */
 #define _GNU_SOURCE 1
 
@@ -42,7 +43,8 @@ static void kn_read(taxi_stream_t *s, int status, const void *data,
   }
   if (atomic_fetch_add(&k->reads_seen, 1) == 0) {
     /* 100 bytes in: 3110 out in three writes, two refused: one for room
-     * (4096 bytes of ring), one for records (max_writes 3). */
+     * (4096 bytes of ring: TAXI_EAGAIN), one for records (max_writes 3:
+     * TAXI_ENOBUFS). */
     k->rc[0] = taxi_stream_write(s, data, len, kn_done, k);
     k->rc[1] = taxi_stream_write(s, big, sizeof big, kn_done, k);
     k->rc[2] = taxi_stream_write(s, big, 2000, NULL, NULL);
@@ -106,7 +108,7 @@ static void test_counters_known_exchange(void) {
   CU_ASSERT_EQUAL(k.rc[1], 0);
   CU_ASSERT_EQUAL(k.rc[2], TAXI_EAGAIN);
   CU_ASSERT_EQUAL(k.rc[3], 0);
-  CU_ASSERT_EQUAL(k.rc[4], TAXI_EAGAIN);
+  CU_ASSERT_EQUAL(k.rc[4], TAXI_ENOBUFS);
   CU_ASSERT_EQUAL(atomic_load(&k.done_calls), 3);
 
   const taxi_stream_counters_t *n = &k.at_close;
@@ -116,6 +118,7 @@ static void test_counters_known_exchange(void) {
   CU_ASSERT_EQUAL(n->reads, 2);
   CU_ASSERT_EQUAL(n->writes, 4);
   CU_ASSERT_EQUAL(n->writes_refused, 2);
+  CU_ASSERT_EQUAL(n->writes_no_record, 1);
   CU_ASSERT_EQUAL(n->read_pauses, 0);
   if (n->bytes_in != 150 || n->bytes_out != 3160 || n->reads != 2 ||
       n->writes != 4 || n->writes_refused != 2)
@@ -237,7 +240,98 @@ static void test_counters_read_pauses(void) {
   CU_ASSERT_EQUAL(taxi_stream_unref(atomic_load(&z.s)), 0);
 }
 
+/* ---- the two refusals: room and records -----------------------------------
+ */
+
+struct refusals {
+  int rc[7];
+  atomic_int drains, closed, ref_done;
+  int drain_rc, drain_rcount_full;
+};
+
+static unsigned char fill[5000];
+
+static void rf_done(taxi_stream_t *s, int status, size_t b, void *arg) {
+  struct refusals *r = arg;
+  (void)s;
+  (void)b;
+  if (status == 0) atomic_fetch_add(&r->ref_done, 1);
+}
+
+static void rf_drain(taxi_stream_t *s) {
+  struct refusals *r = taxi_stream_data(s);
+  /* Called once a record is free: this write takes it. */
+  if (atomic_fetch_add(&r->drains, 1) == 0) {
+    r->drain_rc = taxi_stream_write_ref(s, fill, 10, rf_done, r);
+    taxi_stream_end(s);
+  }
+}
+
+static void rf_closed(taxi_stream_t *s, int reason) {
+  struct refusals *r = taxi_stream_data(s);
+  (void)reason;
+  atomic_store(&r->closed, 1);
+}
+
+static void rf_accept(taxi_listener_t *l, taxi_stream_t *s, void *arg) {
+  struct refusals *r = arg;
+  (void)l;
+  taxi_stream_set_data(s, r);
+  taxi_stream_on_close(s, rf_closed);
+  taxi_stream_on_drain(s, rf_drain);
+  /* In the accept callback nothing is sent yet: the queue is what these
+   * calls made.  4096 bytes of ring, 2 records. */
+  r->rc[0] = taxi_stream_write(s, fill, 5000, NULL, NULL);   /* too long */
+  r->rc[1] = taxi_stream_write(s, fill, 3000, NULL, NULL);   /* record 1 */
+  r->rc[2] = taxi_stream_write(s, fill, 2000, NULL, NULL);   /* no room */
+  r->rc[3] = taxi_stream_write_ref(s, fill, 10, rf_done, r); /* record 2 */
+  r->rc[4] = taxi_stream_write_ref(s, fill, 10, rf_done, r); /* no record */
+  /* Room for 10 bytes, but they cannot join a zero-copy write. */
+  r->rc[5] = taxi_stream_write(s, fill, 10, NULL, NULL);
+  r->rc[6] = taxi_stream_sendfile(s, TAXI_INVALID_HANDLE, 0, 1, NULL, NULL);
+}
+
+static void test_write_refusal_codes(void) {
+  static struct refusals r;
+  memset(&r, 0, sizeof r);
+  memset(fill, 'f', sizeof fill);
+  st_io_t c;
+  if (st_io_create(&c) < 0) return;
+  taxi_stream_options_t so;
+  taxi_stream_options_init(&so);
+  so.high_watermark = 4096;
+  so.low_watermark = 0;
+  so.max_writes = 2;
+  taxi_listener_options_t lo;
+  taxi_listener_options_init(&lo);
+  lo.stream = &so;
+  int port = st_listen(&c, &lo, rf_accept, &r, NULL);
+  st_io_run(&c);
+  int fd = st_connect(port);
+  CU_ASSERT_FATAL(fd >= 0);
+  static char in[8192];
+  long n = st_recv_to_eof(fd, in, sizeof in);
+  CU_ASSERT(util_wait_flag(&r.closed, 1, 10000));
+  CU_ASSERT_EQUAL(r.rc[0], TAXI_EINVAL);
+  CU_ASSERT_EQUAL(r.rc[1], 0);
+  CU_ASSERT_EQUAL(r.rc[2], TAXI_EAGAIN);
+  CU_ASSERT_EQUAL(r.rc[3], 0);
+  CU_ASSERT_EQUAL(r.rc[4], TAXI_ENOBUFS);
+  CU_ASSERT_EQUAL(r.rc[5], TAXI_ENOBUFS);
+  CU_ASSERT_EQUAL(r.rc[6], TAXI_EBADF);
+  /* Told once, when a record was free, so that the write made there was
+   * taken; every byte then reached the peer. */
+  CU_ASSERT_EQUAL(atomic_load(&r.drains), 1);
+  CU_ASSERT_EQUAL(r.drain_rc, 0);
+  CU_ASSERT_EQUAL(n, 3020);
+  CU_ASSERT_EQUAL(atomic_load(&r.ref_done), 2);
+  close(fd);
+  st_io_destroy(&c);
+}
+
 CU_TestInfo st_tests_counters[] = {
+    {"write refusals: TAXI_EAGAIN for room, TAXI_ENOBUFS for records",
+     test_write_refusal_codes},
     {"a stream's counters after a known exchange",
      test_counters_known_exchange},
     {"a stream's counters: reading paused for backpressure",

@@ -759,15 +759,6 @@ int taxi_stream_sendfile(taxi_stream_t *s, taxi_handle_t file, int64_t offset,
   return queue(s, TAXI__W_FILE, NULL, len, file, offset, fn, arg);
 }
 
-size_t taxi_stream_write_queued(const taxi_stream_t *s) {
-  if (!s) return 0;
-  taxi_stream_t *m = (taxi_stream_t *)(uintptr_t)s;
-  taxi__mutex_lock(&m->lock);
-  size_t n = m->wused;
-  taxi__mutex_unlock(&m->lock);
-  return n;
-}
-
 int taxi_stream_shutdown(taxi_stream_t *s) {
   int rc = taxi__stream_lock_open(s);
   if (rc < 0) return rc;

@@ -205,3 +205,30 @@ int taxi_stream_counters(const taxi_stream_t *s, taxi_stream_counters_t *out) {
 #undef GET
   return 0;
 }
+
+size_t taxi_stream_write_queued(const taxi_stream_t *s) {
+  if (!s) return 0;
+  taxi_stream_t *m = (taxi_stream_t *)(uintptr_t)s;
+  taxi__mutex_lock(&m->lock);
+  size_t n = m->wused;
+  taxi__mutex_unlock(&m->lock);
+  return n;
+}
+
+size_t taxi_stream_write_room(const taxi_stream_t *s) {
+  if (!s) return 0;
+  taxi_stream_t *m = (taxi_stream_t *)(uintptr_t)s;
+  taxi__mutex_lock(&m->lock);
+  size_t n = 0;
+  if (!(m->flags & (TAXI__S_CLOSED | TAXI__S_SHUT_REQ))) n = m->wcap - m->wused;
+  taxi__mutex_unlock(&m->lock);
+  return n;
+}
+
+int taxi_stream_watermarks(const taxi_stream_t *s, size_t *low, size_t *high) {
+  if (!s) return taxi__refuse(TAXI_EINVAL, "taxi_stream_watermarks: s: NULL");
+  /* Set when the stream was made, never changed: no lock. */
+  if (low) *low = s->low;
+  if (high) *high = s->wcap;
+  return 0;
+}

@@ -605,6 +605,25 @@ TAXI_EXTERN int taxi_stream_sendfile(taxi_stream_t *s, taxi_handle_t file,
 TAXI_EXTERN size_t taxi_stream_write_queued(const taxi_stream_t *s);
 
 /*
+ * taxi_stream_write_room - the bytes a copying write may queue now without
+ * TAXI_EAGAIN: the high watermark less what is queued (a write also needs
+ * a record: TAXI_ENOBUFS).  0 for NULL, and for a stream that takes no
+ * more writes (closing, closed, or shut down).  Threads: any; from another
+ * thread it is a moment's value (bytes going out make room, another
+ * thread's writes take it); in the stream's own callbacks, and in a
+ * function posted to it, it holds until the stream's next write.
+ */
+TAXI_EXTERN size_t taxi_stream_write_room(const taxi_stream_t *s);
+
+/*
+ * taxi_stream_watermarks - the stream's low and high watermarks, in bytes
+ * (from its options; they do not change while it lives).  Either pointer
+ * may be NULL.  Returns 0 or TAXI_EINVAL (NULL s).  Threads: any.
+ */
+TAXI_EXTERN int taxi_stream_watermarks(const taxi_stream_t *s, size_t *low,
+                                       size_t *high);
+
+/*
  * taxi_stream_shutdown - half-close: once everything queued is sent, shut
  * the sending direction down (the peer reads end of stream); reading goes
  * on.  Later writes are TAXI_EPIPE.  Returns 0, TAXI_EINVAL, TAXI_EBADF,

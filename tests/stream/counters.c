@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tests/stream/counters.c - what a stream tells about itself: its
- * counters after a known exchange, matching the context's totals; and
- * the two refusals of a write, for room and for records.
+ * counters after a known exchange, matching the context's totals; the
+ * two refusals of a write, for room and for records; its write room and
+ * watermarks.
  */
 #define _GNU_SOURCE 1
 
@@ -329,7 +330,60 @@ static void test_write_refusal_codes(void) {
   st_io_destroy(&c);
 }
 
+/* ---- room and watermarks ----------------------------------------------------
+ */
+
+static void rm_done(taxi_stream_t *s, int status, size_t b, void *arg) {
+  (void)s;
+  (void)b;
+  (void)arg;
+  CU_ASSERT_EQUAL(status, TAXI_ECANCELED); /* closed before it went */
+}
+
+/* A stream of a socket pair's end in a context nothing dispatches: what
+ * it queues stays queued, so the room is exact. */
+static void test_room_and_watermarks(void) {
+  st_io_t c;
+  if (st_io_create(&c) < 0) return;
+  int sv[2];
+  CU_ASSERT_FATAL(util_socketpair(sv) == 0);
+  taxi_stream_options_t so;
+  taxi_stream_options_init(&so);
+  so.high_watermark = 4096;
+  so.low_watermark = 1024;
+  taxi_stream_t *s;
+  CU_ASSERT_FATAL(taxi_stream_open(&s, c.io, sv[0], &so) == 0);
+  taxi_stream_ref(s);
+  size_t low = 0, high = 0;
+  CU_ASSERT_EQUAL(taxi_stream_watermarks(s, &low, &high), 0);
+  CU_ASSERT_EQUAL(low, 1024);
+  CU_ASSERT_EQUAL(high, 4096);
+  CU_ASSERT_EQUAL(taxi_stream_watermarks(s, NULL, &high), 0);
+  CU_ASSERT_EQUAL(taxi_stream_watermarks(NULL, &low, &high), TAXI_EINVAL);
+  CU_ASSERT_EQUAL(taxi_stream_write_room(s), 4096);
+  CU_ASSERT_EQUAL(taxi_stream_write(s, fill, 1000, NULL, NULL), 0);
+  CU_ASSERT_EQUAL(taxi_stream_write_room(s), 3096);
+  CU_ASSERT_EQUAL(taxi_stream_write_queued(s), 1000);
+  CU_ASSERT_EQUAL(taxi_stream_write(s, fill, 3096, NULL, NULL), 0);
+  CU_ASSERT_EQUAL(taxi_stream_write_room(s), 0);
+  CU_ASSERT_EQUAL(taxi_stream_write(s, fill, 1, NULL, NULL), TAXI_EAGAIN);
+  /* Zero-copy writes take no room. */
+  CU_ASSERT_EQUAL(taxi_stream_write_ref(s, fill, 10, rm_done, NULL), 0);
+  CU_ASSERT_EQUAL(taxi_stream_write_room(s), 0);
+  CU_ASSERT_EQUAL(taxi_stream_write_queued(s), 4096);
+  /* No more writes: no room. */
+  CU_ASSERT_EQUAL(taxi_stream_close(s), 0);
+  CU_ASSERT_EQUAL(taxi_stream_write_room(s), 0);
+  CU_ASSERT_EQUAL(taxi_stream_write_room(NULL), 0);
+  st_io_destroy(&c);
+  CU_ASSERT_EQUAL(taxi_stream_watermarks(s, &low, &high), 0);
+  CU_ASSERT_EQUAL(high, 4096);
+  CU_ASSERT_EQUAL(taxi_stream_unref(s), 0);
+  close(sv[1]);
+}
+
 CU_TestInfo st_tests_counters[] = {
+    {"write room and watermarks", test_room_and_watermarks},
     {"write refusals: TAXI_EAGAIN for room, TAXI_ENOBUFS for records",
      test_write_refusal_codes},
     {"a stream's counters after a known exchange",

@@ -53,6 +53,9 @@ typedef struct taxi__post {
   void *arg;
 } taxi__post_t;
 
+/* A relay from one stream into another (core/stream_pipe.c). */
+typedef struct taxi__pipe taxi__pipe_t;
+
 /* Posts waiting, oldest first (under the lock of their object). */
 typedef struct taxi__post_queue {
   taxi__post_t *head, *tail;
@@ -288,17 +291,18 @@ typedef struct taxi__wrec {
 #define TAXI__S_EOF_TOLD 0x0080u   /* read_fn was told */
 #define TAXI__S_SHUT_REQ 0x0100u   /* shutdown asked for */
 #define TAXI__S_SHUT_DONE 0x0200u
-#define TAXI__S_CLOSE_REQ 0x0400u   /* close asked for (or an error) */
-#define TAXI__S_CLOSING 0x0800u     /* torn down; waiting for release */
-#define TAXI__S_RELEASED 0x1000u    /* no dispatcher event can come */
-#define TAXI__S_DEAD 0x2000u        /* the close callback has run */
-#define TAXI__S_NEED_DRAIN 0x4000u  /* tell drain_fn at the low watermark */
-#define TAXI__S_WFAIL 0x8000u       /* the head write failed (its error) */
-#define TAXI__S_END_REQ 0x10000u    /* close once flushed and shut down */
-#define TAXI__S_DETACH 0x20000u     /* closing by taxi_stream_detach */
-#define TAXI__S_OWE_WRITES 0x40000u /* write callbacks told at the release */
-#define TAXI__S_CORKED 0x80000u     /* corked while a file is queued */
-#define TAXI__S_NOCORK 0x100000u    /* the socket takes no cork */
+#define TAXI__S_CLOSE_REQ 0x0400u    /* close asked for (or an error) */
+#define TAXI__S_CLOSING 0x0800u      /* torn down; waiting for release */
+#define TAXI__S_RELEASED 0x1000u     /* no dispatcher event can come */
+#define TAXI__S_DEAD 0x2000u         /* the close callback has run */
+#define TAXI__S_NEED_DRAIN 0x4000u   /* tell drain_fn at the low watermark */
+#define TAXI__S_WFAIL 0x8000u        /* the head write failed (its error) */
+#define TAXI__S_END_REQ 0x10000u     /* close once flushed and shut down */
+#define TAXI__S_DETACH 0x20000u      /* closing by taxi_stream_detach */
+#define TAXI__S_OWE_WRITES 0x40000u  /* write callbacks told at the release */
+#define TAXI__S_CORKED 0x80000u      /* corked while a file is queued */
+#define TAXI__S_NOCORK 0x100000u     /* the socket takes no cork */
+#define TAXI__S_PIPE_DRAIN 0x200000u /* tell pipe_dst at the low watermark */
 
 /* Events (s->pending). */
 #define TAXI__P_WORK 0x01u     /* the application changed something */
@@ -359,6 +363,10 @@ struct taxi_stream {
   taxi_time_t t_active, t_read, t_write, t_connect, armed;
   taxi_addr_t peer;
   taxi__post_queue_t posts; /* taxi_stream_post, not yet run */
+  /* The pipe that reads this stream, and the one that writes into it
+   * (taxi_stream_pipe), under the lock: the reading is the pipe's while
+   * it runs. */
+  taxi__pipe_t *pipe_src, *pipe_dst;
   /* taxi_stream_counters: atomics, read by any thread without the lock. */
   struct {
     atomic_ullong bytes_in, bytes_out, reads, writes, writes_refused,
@@ -409,6 +417,11 @@ int taxi__stream_close(taxi_stream_t *s, int reason);
  * Lock held, let go around each call. */
 void taxi__stream_posts_locked(taxi_stream_t *s);
 void taxi__stream_posts_cancel_locked(taxi_stream_t *s);
+/* Pipes (core/stream_pipe.c), lock held and let go around the calls out:
+ * s is down to its low watermark with S_PIPE_DRAIN set (its pipe_dst may
+ * read again); s is closing (its pipes end, closing the other streams). */
+void taxi__stream_pipe_drained_locked(taxi_stream_t *s);
+void taxi__stream_pipes_closing_locked(taxi_stream_t *s);
 /* The flags of a stream that is closing or closed: calls refuse it. */
 #define TAXI__S_CLOSED (TAXI__S_CLOSE_REQ | TAXI__S_CLOSING | TAXI__S_DEAD)
 /* Take the lock of an open stream: 0, or TAXI_EINVAL (NULL) / TAXI_EBADF

@@ -386,6 +386,8 @@ static void writes_locked(taxi_stream_t *s, taxi_time_t now) {
       taxi_stream_drain_fn fn = s->drain_fn;
       if (fn) UNLOCKED(s, fn(s));
     }
+    if ((s->flags & TAXI__S_PIPE_DRAIN) && s->rcount < s->nrecs)
+      taxi__stream_pipe_drained_locked(s);
   }
 }
 
@@ -528,6 +530,7 @@ static void owed_locked(taxi_stream_t *s, bool released) {
   }
   owed_writes_locked(s, released);
   taxi__stream_posts_cancel_locked(s);
+  if (s->pipe_src || s->pipe_dst) taxi__stream_pipes_closing_locked(s);
 }
 
 /* The owed callbacks, then the driver's teardown. */
@@ -653,7 +656,7 @@ int taxi_stream_detach(taxi_stream_t *s, taxi_stream_detach_fn fn, void *arg) {
   int rc = 0;
   if (s->flags & TAXI__S_CLOSED) {
     rc = TAXI_EBADF;
-  } else if (s->rcount > 0 ||
+  } else if (s->rcount > 0 || s->pipe_src || s->pipe_dst ||
              (s->flags &
               (TAXI__S_READ_INTO | TAXI__S_CONNECTING | TAXI__S_END_REQ))) {
     rc = TAXI_EBUSY;
@@ -790,7 +793,7 @@ int taxi_stream_read_start(taxi_stream_t *s, taxi_stream_read_fn fn) {
   if (!fn) return TAXI_EINVAL;
   int rc = taxi__stream_lock_open(s);
   if (rc < 0) return rc;
-  if (s->flags & TAXI__S_READ_INTO) {
+  if ((s->flags & TAXI__S_READ_INTO) || s->pipe_src) {
     rc = TAXI_EBUSY;
   } else {
     s->read_fn = fn;
@@ -805,7 +808,7 @@ int taxi_stream_read_start(taxi_stream_t *s, taxi_stream_read_fn fn) {
 int taxi_stream_read_stop(taxi_stream_t *s) {
   int rc = taxi__stream_lock_open(s);
   if (rc < 0) return rc;
-  if (s->flags & TAXI__S_READ_INTO) {
+  if ((s->flags & TAXI__S_READ_INTO) || s->pipe_src) {
     rc = TAXI_EBUSY;
   } else if (s->flags & TAXI__S_READING) {
     s->flags &= ~TAXI__S_READING;
@@ -821,7 +824,7 @@ int taxi_stream_read_into(taxi_stream_t *s, void *buf, size_t len,
     return TAXI_EINVAL;
   int rc = taxi__stream_lock_open(s);
   if (rc < 0) return rc;
-  if (s->flags & (TAXI__S_READ_INTO | TAXI__S_READING)) {
+  if ((s->flags & (TAXI__S_READ_INTO | TAXI__S_READING)) || s->pipe_src) {
     rc = TAXI_EBUSY;
   } else {
     s->ri_buf = buf;

@@ -524,7 +524,8 @@ TAXI_EXTERN int taxi_listener_post(taxi_listener_t *l, taxi_listener_post_fn fn,
  * the stream's own buffer (read_buffer bytes at most per call), until
  * taxi_stream_read_stop, end of stream (one TAXI_EEOF call) or close.
  * Calling it again replaces fn.  Returns 0, TAXI_EINVAL (NULL), TAXI_EBADF
- * (closed), TAXI_EBUSY (a taxi_stream_read_into is pending).
+ * (closed), TAXI_EBUSY (a taxi_stream_read_into is pending, or a pipe reads
+ * the stream: taxi_stream_pipe).
  */
 TAXI_EXTERN int taxi_stream_read_start(taxi_stream_t *s,
                                        taxi_stream_read_fn fn);
@@ -534,7 +535,7 @@ TAXI_EXTERN int taxi_stream_read_start(taxi_stream_t *s,
  * running in another thread finishes).  Bytes that already arrived stay
  * in the stream's buffer for the next read_start or read_into.  Returns 0,
  * TAXI_EINVAL, TAXI_EBADF, TAXI_EBUSY (a read_into is pending: it ends
- * only by completing or by close).
+ * only by completing or by close; or a pipe reads the stream).
  */
 TAXI_EXTERN int taxi_stream_read_stop(taxi_stream_t *s);
 
@@ -548,7 +549,8 @@ TAXI_EXTERN int taxi_stream_read_stop(taxi_stream_t *s);
  * then fn(s, status, bytes, arg) once.  The bytes pass through the
  * stream's buffer.  One at a time, not while read_start is active.
  * Returns 0, TAXI_EINVAL (NULL, len 0, unknown flags), TAXI_EBADF,
- * TAXI_EBUSY (read_start active or a read_into pending).
+ * TAXI_EBUSY (read_start active, a read_into pending, or a pipe reads the
+ * stream).
  */
 TAXI_EXTERN int taxi_stream_read_into(taxi_stream_t *s, void *buf, size_t len,
                                       unsigned flags, taxi_stream_done_fn fn,
@@ -623,6 +625,70 @@ TAXI_EXTERN size_t taxi_stream_write_room(const taxi_stream_t *s);
 TAXI_EXTERN int taxi_stream_watermarks(const taxi_stream_t *s, size_t *low,
                                        size_t *high);
 
+/* ---- relaying ----------------------------------------------------------- */
+
+/* A pipe is over (taxi_stream_pipe): status 0 when `from` reached its end
+ * and the end was passed on (`to` shuts its sending down once the bytes
+ * relayed have gone out); otherwise why it stopped: the error with which
+ * from or to closed (TAXI_ECANCELED for a close without error), or
+ * TAXI_EPIPE (the application shut `to` down while the pipe wrote to it).
+ * from and to are valid during the call. */
+typedef void (*taxi_stream_pipe_fn)(taxi_stream_t *from, taxi_stream_t *to,
+                                    int status, void *arg);
+
+/*
+ * taxi_stream_pipe - relay everything read from `from` into `to`, with
+ * backpressure both ways and half-close, until from's end or a close:
+ *
+ *   - Each read of from is written to `to` at once (copied into its output
+ *     buffer, as taxi_stream_write does).  When `to` has less room left
+ *     than one read of from (from's read_buffer), reading from stops, and
+ *     it starts again once `to` has drained to its low watermark.  A read
+ *     `to` refuses all the same (the application's own writes to `to`
+ *     took the room, or its write records) waits in from's read buffer
+ *     for that drain.  So the bytes in transit in the process are at most
+ *     to's high watermark and one read buffer, however slow to's peer is,
+ *     and from's peer is held back by TCP's own flow control.
+ *   - Half-close: when from's peer shuts its side down (from reads the end
+ *     of the stream), `to` is shut down once what was relayed has gone out
+ *     (taxi_stream_shutdown: its peer reads every byte, then the end), and
+ *     the pipe is over: fn(from, to, 0, arg).  Both streams stay open: the
+ *     other direction may go on; end or close them when done with them.
+ *   - Errors: when either stream closes first (a reset, a timeout,
+ *     taxi_stream_close, taxi_io_destroy), the pipe closes the other one
+ *     (its close callback gets TAXI_ECANCELED, and what it had queued is
+ *     not sent) and fn gets the first one's reason (TAXI_ECANCELED for a
+ *     close without error).  If the application shuts `to` down while the
+ *     pipe writes to it, both are closed and fn gets TAXI_EPIPE.
+ *
+ * Both directions of a connection, as a proxy relays them: two pipes, one
+ * from a to b and one from b to a (a stream may be the source of one pipe
+ * and the destination of another).  from and to may belong to different
+ * contexts.
+ *
+ * fn (NULL: none) runs once, in the context of the stream whose event
+ * ended the pipe: from's read for its end or a refused write, the closing
+ * stream's close (before that stream's own close callback); it may run
+ * while the other stream's callbacks run in another thread.
+ *
+ * While the pipe runs it is from's reader: its read callback is replaced
+ * (bytes from read and did not deliver yet go first), taxi_stream_read_start,
+ * read_stop and read_into on from are TAXI_EBUSY, and so is
+ * taxi_stream_detach of either stream.  The application may still write
+ * to `to` (see above) and use both streams otherwise.  The pipe is
+ * allocated here, once, and holds a reference to each stream until fn
+ * has returned.
+ *
+ * Returns 0, or TAXI_EINVAL (NULL from or to, from == to, or to's high
+ * watermark less its low watermark below from's read buffer: a drain
+ * would never make room for a read), TAXI_EBADF (either is closing or
+ * closed), TAXI_EPIPE (to is shut down), TAXI_EBUSY (from is read by a
+ * pipe already or has a read_into pending; to is written by a pipe
+ * already), TAXI_ENOMEM.  Threads: any.
+ */
+TAXI_EXTERN int taxi_stream_pipe(taxi_stream_t *from, taxi_stream_t *to,
+                                 taxi_stream_pipe_fn fn, void *arg);
+
 /*
  * taxi_stream_shutdown - half-close: once everything queued is sent, shut
  * the sending direction down (the peer reads end of stream); reading goes
@@ -671,7 +737,8 @@ typedef void (*taxi_stream_detach_fn)(taxi_stream_t *s, taxi_handle_t h,
  * are the application's).  A direction shut down stays shut down.
  *
  * Only a stream with nothing of its own in flight may leave: no write
- * queued, no read_into, no connect, no taxi_stream_end pending.  Detach
+ * queued, no read_into, no connect, no taxi_stream_end pending, in no
+ * pipe (taxi_stream_pipe).  Detach
  * from a write's completion callback or from on_drain once the queue is
  * empty (taxi_stream_write_queued() is 0 and every write was told).
  *
@@ -712,7 +779,9 @@ typedef struct taxi_stream_counters {
    * watermark) and TAXI_ENOBUFS (no write record) */
   uint64_t writes_refused;
   uint64_t writes_no_record; /* of those, the TAXI_ENOBUFS ones */
-  uint64_t read_pauses;      /* times reading paused for backpressure */
+  /* times reading paused for backpressure (TAXI_STREAM_PAUSE_READING, or
+   * a pipe waiting for its destination: taxi_stream_pipe) */
+  uint64_t read_pauses;
 } taxi_stream_counters_t;
 
 /*

@@ -127,22 +127,31 @@ static void unlink_from(taxi_stream_t *s, taxi__pipe_t *p, bool src) {
   taxi__mutex_unlock(&s->lock);
 }
 
-/* The pipe is over with `status`: unless it was already, unlink it,
- * close the streams asked for (with TAXI_ECANCELED: the pipe's doing),
- * call fn, and drop the pipe's own reference.  Whoever calls holds p. */
-static void finish(taxi__pipe_t *p, int status, bool close_from,
-                   bool close_to) {
+/* Mark the pipe over: whether this call did (it then concludes it). */
+static bool claim(taxi__pipe_t *p) {
   taxi__mutex_lock(&p->lock);
   bool first = !p->done;
   p->done = true;
   taxi__mutex_unlock(&p->lock);
-  if (!first) return;
+  return first;
+}
+
+/* The pipe this call claimed is over with `status`: unlink it, close the
+ * streams asked for (with TAXI_ECANCELED: the pipe's doing), call fn, and
+ * drop the pipe's own reference.  Whoever calls holds p. */
+static void conclude(taxi__pipe_t *p, int status, bool close_from,
+                     bool close_to) {
   unlink_from(p->from, p, true);
   unlink_from(p->to, p, false);
   if (close_from) (void)taxi__stream_close(p->from, TAXI_ECANCELED);
   if (close_to) (void)taxi__stream_close(p->to, TAXI_ECANCELED);
   if (p->fn) p->fn(p->from, p->to, status, p->arg);
   put(p);
+}
+
+static void finish(taxi__pipe_t *p, int status, bool close_from,
+                   bool close_to) {
+  if (claim(p)) conclude(p, status, close_from, close_to);
 }
 
 /* from's read callback while the pipe runs. */
@@ -209,14 +218,14 @@ void taxi__stream_pipes_closing_locked(taxi_stream_t *s) {
   if (dst) hold(dst);
   int status = s->reason ? s->reason : TAXI_ECANCELED;
   taxi__mutex_unlock(&s->lock);
-  if (src) {
-    finish(src, status, false, true);
-    put(src);
-  }
-  if (dst) {
-    finish(dst, status, true, false);
-    put(dst);
-  }
+  /* Both claimed before either closes the other stream: that close would
+   * otherwise end the second pipe with its own reason (TAXI_ECANCELED),
+   * in another thread, before this one tells it the real one. */
+  bool end_src = src && claim(src), end_dst = dst && claim(dst);
+  if (end_src) conclude(src, status, false, true);
+  if (end_dst) conclude(dst, status, true, false);
+  if (src) put(src);
+  if (dst) put(dst);
   taxi__mutex_lock(&s->lock);
 }
 

@@ -21,7 +21,7 @@
 struct known {
   taxi_stream_t *s;
   atomic_int closed, reads_seen, done_calls;
-  int rc[5];
+  int rc[6];
   taxi_stream_counters_t at_close;
   int at_close_rc;
 };
@@ -47,14 +47,17 @@ static void kn_read(taxi_stream_t *s, int status, const void *data,
      * (4096 bytes of ring: TAXI_EAGAIN), one for records (max_writes 3:
      * TAXI_ENOBUFS). */
     k->rc[0] = taxi_stream_write(s, data, len, kn_done, k);
-    k->rc[1] = taxi_stream_write(s, big, sizeof big, kn_done, k);
-    k->rc[2] = taxi_stream_write(s, big, 2000, NULL, NULL);
-    k->rc[3] =
+    k->rc[1] =
         taxi_stream_write_ref(s, ref_bytes, sizeof ref_bytes, kn_done, k);
+    k->rc[2] = taxi_stream_write(s, big, sizeof big, NULL, NULL);
+    k->rc[3] = taxi_stream_write(s, big, 2000, NULL, NULL);
     k->rc[4] =
         taxi_stream_write_ref(s, ref_bytes, sizeof ref_bytes, kn_done, k);
   } else {
-    taxi_stream_write(s, data, len, NULL, NULL); /* 50 back */
+    /* 50 back, taken whether or not the completions of the first writes
+     * have been seen yet (a Proactor's may come after this read's): it
+     * joins the last write, which has no callback, or takes its record. */
+    k->rc[5] = taxi_stream_write(s, data, len, NULL, NULL);
   }
 }
 
@@ -99,7 +102,7 @@ static void test_counters_known_exchange(void) {
   memset(msg, 'm', sizeof msg);
   CU_ASSERT_EQUAL(st_send_all(fd, msg, 100), 0);
   CU_ASSERT_EQUAL(st_recv_all(fd, in, 3110), 0);
-  CU_ASSERT(memcmp(in, msg, 100) == 0 && in[100] == 'b' && in[3100] == 'r');
+  CU_ASSERT(memcmp(in, msg, 100) == 0 && in[100] == 'r' && in[110] == 'b');
   CU_ASSERT_EQUAL(st_send_all(fd, msg, 50), 0);
   CU_ASSERT_EQUAL(st_recv_all(fd, in, 50), 0);
   shutdown(fd, SHUT_WR);
@@ -107,10 +110,11 @@ static void test_counters_known_exchange(void) {
   CU_ASSERT(util_wait_flag(&k.closed, 1, 10000));
   CU_ASSERT_EQUAL(k.rc[0], 0);
   CU_ASSERT_EQUAL(k.rc[1], 0);
-  CU_ASSERT_EQUAL(k.rc[2], TAXI_EAGAIN);
-  CU_ASSERT_EQUAL(k.rc[3], 0);
+  CU_ASSERT_EQUAL(k.rc[2], 0);
+  CU_ASSERT_EQUAL(k.rc[3], TAXI_EAGAIN);
   CU_ASSERT_EQUAL(k.rc[4], TAXI_ENOBUFS);
-  CU_ASSERT_EQUAL(atomic_load(&k.done_calls), 3);
+  CU_ASSERT_EQUAL(k.rc[5], 0);
+  CU_ASSERT_EQUAL(atomic_load(&k.done_calls), 2);
 
   const taxi_stream_counters_t *n = &k.at_close;
   CU_ASSERT_EQUAL(k.at_close_rc, 0);

@@ -380,12 +380,15 @@ static void l_backoff_done(taxi_op_t *op, int status, size_t bytes, void *act) {
   (void)status;
   (void)bytes;
   taxi__mutex_lock(&l->lock);
-  l->d.p.inflight--;
   l->d.p.backing_off = false;
   if (!l->d.p.handing) l_hand_kept_locked(l);
   /* An accept fails to start only when the proactor is being destroyed
    * (or out of memory): then accepting ends with it. */
   (void)l_accept_locked(l);
+  /* Counted until the kept connections have been handed over: an accept
+   * callback that closes the listener must not release it under the
+   * hand-over (which takes the lock again after each callback). */
+  l->d.p.inflight--;
   bool last = l_last_locked(l);
   taxi__mutex_unlock(&l->lock);
   if (last) l_release(l);

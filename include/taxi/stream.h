@@ -672,12 +672,12 @@ typedef void (*taxi_stream_pipe_fn)(taxi_stream_t *from, taxi_stream_t *to,
  * while the other stream's callbacks run in another thread.
  *
  * While the pipe runs it is from's reader: its read callback is replaced
- * (bytes from read and did not deliver yet go first), taxi_stream_read_start,
- * read_stop and read_into on from are TAXI_EBUSY, and so is
- * taxi_stream_detach of either stream.  The application may still write
- * to `to` (see above) and use both streams otherwise.  The pipe is
- * allocated here, once, and holds a reference to each stream until fn
- * has returned.
+ * (bytes from read and did not deliver yet go first);
+ * taxi_stream_read_start, read_stop and read_into on from are TAXI_EBUSY,
+ * and so is taxi_stream_detach of either stream.  The application may
+ * still write to `to` (see above) and use both streams otherwise.  The
+ * pipe is allocated here, once, and holds a reference to each stream
+ * until fn has returned.
  *
  * Returns 0, or TAXI_EINVAL (NULL from or to, from == to, or to's high
  * watermark less its low watermark below from's read buffer: a drain
@@ -729,18 +729,19 @@ typedef void (*taxi_stream_detach_fn)(taxi_stream_t *s, taxi_handle_t h,
  * another between requests, with taxi_stream_open) or outside taxi.
  * Reading stops at once; no callback of the stream runs after this but
  * fn (functions posted and not yet run are called with TAXI_ECANCELED
- * before it).  Once nothing of the stream can run or touch the handle any more
- * (a Proactor's read in flight has been cancelled and has completed: no request
- * still names the descriptor), fn runs in a dispatching thread of the context,
- * or in the thread of taxi_io_destroy, with the handle and the bytes that read
- * had brought (usually none: the bytes already delivered to the read callback
- * are the application's).  A direction shut down stays shut down.
+ * before it).  Once nothing of the stream can run or touch the handle any
+ * more (a Proactor's read in flight has been cancelled and has completed:
+ * no request still names the descriptor), fn runs in a dispatching thread
+ * of the context, or in the thread of taxi_io_destroy, with the handle and
+ * the bytes that read had brought (usually none: the bytes already
+ * delivered to the read callback are the application's).  A direction
+ * shut down stays shut down.
  *
  * Only a stream with nothing of its own in flight may leave: no write
- * queued, no read_into, no connect, no taxi_stream_end pending, in no
- * pipe (taxi_stream_pipe).  Detach
- * from a write's completion callback or from on_drain once the queue is
- * empty (taxi_stream_write_queued() is 0 and every write was told).
+ * queued, no read_into, no connect, no taxi_stream_end pending, in no pipe
+ * (taxi_stream_pipe).  Detach from a write's completion callback or from
+ * on_drain once the queue is empty (taxi_stream_write_queued() is 0 and
+ * every write was told).
  *
  * Windows: a socket that an IOCP Proactor had stays bound to that
  * completion port (the OS cannot undo it): a Reactor context can serve it,
@@ -788,10 +789,10 @@ typedef struct taxi_stream_counters {
  * taxi_stream_counters - copy the stream's counters into *out.  Each is
  * an atomic of its own, counted and read without a lock (the data path
  * takes none for them), so that a copy made while the stream runs is not
- * one instant's: each counter is exact, two may be a moment apart.  The
- * counters stay readable after
- * the close while the stream is referenced (taxi_stream_ref): read them in
- * the close callback, or under a reference, for their final values.
+ * one instant's: each counter is exact, two may be a moment apart.  They
+ * stay readable after the close while the stream is referenced
+ * (taxi_stream_ref): read them in the close callback, or under a
+ * reference, for their final values.
  * Returns 0 or TAXI_EINVAL (NULL).  Threads: any.
  */
 TAXI_EXTERN int taxi_stream_counters(const taxi_stream_t *s,

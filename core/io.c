@@ -224,8 +224,10 @@ int taxi_io_create(taxi_io_t **out, const taxi_io_options_t *opts) {
   if (rc < 0) goto fail_free;
   rc = taxi__cond_init(&io->cond);
   if (rc < 0) goto fail_lock;
-  rc = dispatcher_create(io, &o);
+  rc = taxi__io_posts_init(io);
   if (rc < 0) goto fail_cond;
+  rc = dispatcher_create(io, &o);
+  if (rc < 0) goto fail_posts;
   rc = taxi__socketpair(io->wake);
   if (rc < 0) goto fail_dispatcher;
   rc = io->drv->open(io);
@@ -239,12 +241,14 @@ fail_open:
   io->drv->close(io);
   taxi__close(io->wake[1]);
   dispatcher_destroy(io);
-  goto fail_cond;
+  goto fail_posts;
 fail_pair:
   taxi__close(io->wake[0]);
   taxi__close(io->wake[1]);
 fail_dispatcher:
   dispatcher_destroy(io);
+fail_posts:
+  taxi__io_posts_fini(io);
 fail_cond:
   taxi__cond_destroy(&io->cond);
 fail_lock:
@@ -299,8 +303,13 @@ static void real_stop(taxi_io_t *io) {
 }
 
 void taxi__io_woken(taxi_io_t *io) {
-  atomic_store(&io->wake_pending, 0);
+  /* Drained first: a kick between the two would otherwise leave
+   * wake_pending set with no byte to read, and every later kick would
+   * count on that byte.  A kick that finds it still set has made its
+   * change before, and the steps below see it. */
   taxi__sock_drain(io->wake[0]);
+  atomic_store(&io->wake_pending, 0);
+  taxi__io_posts_run(io); /* before a stop, posted before it */
   if (atomic_load(&io->stop_requested)) real_stop(io);
 }
 
@@ -601,6 +610,7 @@ int taxi_io_destroy(taxi_io_t *io) {
                                 : "another thread is destroying it");
   }
   io->destroying = true;
+  atomic_store(&io->ending, 1);
   taxi__mutex_unlock(&io->lock);
 
   /* Close everything still open.  Listeners first, so no new streams
@@ -635,12 +645,14 @@ int taxi_io_destroy(taxi_io_t *io) {
   /* Our pool goes first, so that this thread may dispatch. */
   pool_destroy(io);
   drain(io);
+  taxi__io_posts_cancel(io); /* those not yet run: TAXI_ECANCELED */
 
   for (int signo = 1; signo < TAXI__IO_SIGNALS; signo++)
     if (io->sig[signo].fn) taxi_io_on_signal(io, signo, NULL, NULL);
   io->drv->close(io);
   taxi__close(io->wake[1]);
   dispatcher_destroy(io);
+  taxi__io_posts_fini(io);
   taxi__cond_destroy(&io->cond);
   taxi__mutex_destroy(&io->lock);
   taxi__free(io);
@@ -721,7 +733,10 @@ void taxi__io_signal(taxi_io_t *io, int signo) {
   taxi_io_signal_fn fn = io->sig[signo].fn;
   void *arg = io->sig[signo].arg;
   taxi__mutex_unlock(&io->lock);
-  if (fn) fn(io, signo, arg);
+  if (!fn) return;
+  taxi__mutex_lock(&io->cb_lock); /* never beside a post (core/post.c) */
+  fn(io, signo, arg);
+  taxi__mutex_unlock(&io->cb_lock);
 }
 
 int taxi_io_on_signal(taxi_io_t *io, int signo, taxi_io_signal_fn fn,

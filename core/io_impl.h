@@ -7,6 +7,8 @@
  *                       the wake-up socket pair, signals, counters;
  *   core/io_options.c   its options, and what `threads` means;
  *   core/stream.c       a stream's state machine, written once;
+ *   core/stream_settings.c  its options, settings and what it tells;
+ *   core/stream_make.c  connecting, and streams of sockets one has;
  *   core/listener.c     listeners, and the hand-over of accepted sockets;
  *   core/io_timer.c     application timers;
  *   core/address.c      address strings;
@@ -37,6 +39,28 @@
 #include "backoff.h"
 #include "port.h"
 #include "sock.h"
+
+/* ---- posts ----------------------------------------------------------------
+ */
+
+/* A function posted to a stream, listener or context (core/post.c). */
+typedef struct taxi__post {
+  struct taxi__post *next;
+  union {
+    taxi_stream_post_fn s;
+    taxi_listener_post_fn l;
+    taxi_io_post_fn io;
+  } fn;
+  void *arg;
+} taxi__post_t;
+
+/* A relay from one stream into another (core/stream_pipe.c). */
+typedef struct taxi__pipe taxi__pipe_t;
+
+/* Posts waiting, oldest first (under the lock of their object). */
+typedef struct taxi__post_queue {
+  taxi__post_t *head, *tail;
+} taxi__post_queue_t;
 
 /* ---- drivers --------------------------------------------------------------
  */
@@ -96,6 +120,9 @@ typedef struct taxi__io_driver {
   /* Stop (hold true) or start again accepting on l, as the application
    * asked (taxi_listener_pause/resume): 0 or an error.  Lock not held. */
   int (*listener_hold)(taxi_listener_t *l, bool hold);
+  /* Have taxi__listener_run_posts(l) called soon in a dispatching thread,
+   * where the release of l waits for it: 0 or an error.  Lock held. */
+  int (*listener_post)(taxi_listener_t *l);
 
   /* Application timers. */
   int (*timer_start)(taxi_io_timer_t *t, taxi_time_t delay, taxi_time_t period);
@@ -145,7 +172,10 @@ struct taxi_io {
   unsigned char wake_buf[64];
   taxi_handler_t wake_h; /* reactive */
   taxi_op_t wake_op;     /* proactive */
-  bool wake_reading;
+  /* The read of wake[0] is in flight.  Atomic: under a pool its
+   * completions run in any thread, ordered by the proactor through the
+   * kernel's ring, which a race detector cannot see. */
+  atomic_bool wake_reading;
   /* proactors: the destroying thread runs the group until every stream,
    * listener and timer is gone; this timer, on the first proactor, looks
    * every 10 ms and stops the group then (or at give_up). */
@@ -164,6 +194,16 @@ struct taxi_io {
   taxi_listener_t *listeners;
   taxi_io_timer_t *timers;
 
+  /* Posts (core/post.c): the records free for reuse and the context's own
+   * queue, under post_lock; cb_lock is held while a function posted to the
+   * context or a signal callback runs, which serialises them. */
+  taxi__mutex_t post_lock, cb_lock;
+  taxi__post_t *post_free;
+  taxi__post_queue_t posts;
+  /* taxi_io_destroy has begun (destroying, without the lock): posts are
+   * refused. */
+  atomic_int ending;
+
   struct {
     atomic_ullong streams_opened, streams_closed, accepts, accept_errors,
         accept_pauses, connects, connect_errors, bytes_in, bytes_out, reads,
@@ -173,6 +213,12 @@ struct taxi_io {
 
 #define TAXI__IO_COUNT(io, field, n) \
   atomic_fetch_add_explicit(&(io)->stats.field, (n), memory_order_relaxed)
+/* Count for stream s and its context alike (taxi_stream_counters). */
+#define TAXI__S_COUNT(s, field, n)                                         \
+  do {                                                                     \
+    TAXI__IO_COUNT((s)->io, field, (n));                                   \
+    atomic_fetch_add_explicit(&(s)->cnt.field, (n), memory_order_relaxed); \
+  } while (0)
 
 /* The wake-up socket became readable (in a dispatching thread). */
 void taxi__io_woken(taxi_io_t *io);
@@ -210,6 +256,23 @@ int taxi__io_options_read(taxi_io_t *io, taxi_io_options_t *o,
  * detail. */
 int taxi__io_threads_check(taxi_io_t *io, const taxi_io_options_t *o);
 
+/* Posts (core/post.c).  A record from the free list, or a new one (NULL:
+ * out of memory); give it back with taxi__post_put. */
+taxi__post_t *taxi__post_get(taxi_io_t *io);
+void taxi__post_put(taxi_io_t *io, taxi__post_t *p);
+/* Append p to q; take the oldest of q (NULL if empty). */
+void taxi__post_push(taxi__post_queue_t *q, taxi__post_t *p);
+taxi__post_t *taxi__post_pop(taxi__post_queue_t *q);
+/* Whether posts to io and its objects are refused (TAXI_ESTOPPED). */
+bool taxi__io_stopping(taxi_io_t *io);
+/* The context's posts: set up, run those queued (a dispatching thread),
+ * and at taxi_io_destroy cancel what is left (TAXI_ECANCELED), then free
+ * the records. */
+int taxi__io_posts_init(taxi_io_t *io);
+void taxi__io_posts_run(taxi_io_t *io);
+void taxi__io_posts_cancel(taxi_io_t *io);
+void taxi__io_posts_fini(taxi_io_t *io);
+
 /* ---- streams --------------------------------------------------------------
  */
 
@@ -240,17 +303,18 @@ typedef struct taxi__wrec {
 #define TAXI__S_EOF_TOLD 0x0080u   /* read_fn was told */
 #define TAXI__S_SHUT_REQ 0x0100u   /* shutdown asked for */
 #define TAXI__S_SHUT_DONE 0x0200u
-#define TAXI__S_CLOSE_REQ 0x0400u   /* close asked for (or an error) */
-#define TAXI__S_CLOSING 0x0800u     /* torn down; waiting for release */
-#define TAXI__S_RELEASED 0x1000u    /* no dispatcher event can come */
-#define TAXI__S_DEAD 0x2000u        /* the close callback has run */
-#define TAXI__S_NEED_DRAIN 0x4000u  /* tell drain_fn at the low watermark */
-#define TAXI__S_WFAIL 0x8000u       /* the head write failed (its error) */
-#define TAXI__S_END_REQ 0x10000u    /* close once flushed and shut down */
-#define TAXI__S_DETACH 0x20000u     /* closing by taxi_stream_detach */
-#define TAXI__S_OWE_WRITES 0x40000u /* write callbacks told at the release */
-#define TAXI__S_CORKED 0x80000u     /* corked while a file is queued */
-#define TAXI__S_NOCORK 0x100000u    /* the socket takes no cork */
+#define TAXI__S_CLOSE_REQ 0x0400u    /* close asked for (or an error) */
+#define TAXI__S_CLOSING 0x0800u      /* torn down; waiting for release */
+#define TAXI__S_RELEASED 0x1000u     /* no dispatcher event can come */
+#define TAXI__S_DEAD 0x2000u         /* the close callback has run */
+#define TAXI__S_NEED_DRAIN 0x4000u   /* tell drain_fn at the low watermark */
+#define TAXI__S_WFAIL 0x8000u        /* the head write failed (its error) */
+#define TAXI__S_END_REQ 0x10000u     /* close once flushed and shut down */
+#define TAXI__S_DETACH 0x20000u      /* closing by taxi_stream_detach */
+#define TAXI__S_OWE_WRITES 0x40000u  /* write callbacks told at the release */
+#define TAXI__S_CORKED 0x80000u      /* corked while a file is queued */
+#define TAXI__S_NOCORK 0x100000u     /* the socket takes no cork */
+#define TAXI__S_PIPE_DRAIN 0x200000u /* tell pipe_dst at the low watermark */
 
 /* Events (s->pending). */
 #define TAXI__P_WORK 0x01u     /* the application changed something */
@@ -273,6 +337,7 @@ struct taxi_stream {
   taxi_stream_read_fn read_fn;
   taxi_stream_close_fn close_fn;
   taxi_stream_drain_fn drain_fn;
+  taxi_stream_timeout_fn timeout_fn;
   taxi_stream_connect_fn connect_fn;
   void *connect_arg;
   /* taxi_stream_detach: written once, before the teardown, under the lock;
@@ -309,6 +374,16 @@ struct taxi_stream {
   taxi_time_t idle_to, read_to, write_to, connect_to;
   taxi_time_t t_active, t_read, t_write, t_connect, armed;
   taxi_addr_t peer;
+  taxi__post_queue_t posts; /* taxi_stream_post, not yet run */
+  /* The pipe that reads this stream, and the one that writes into it
+   * (taxi_stream_pipe), under the lock: the reading is the pipe's while
+   * it runs. */
+  taxi__pipe_t *pipe_src, *pipe_dst;
+  /* taxi_stream_counters: atomics, read by any thread without the lock. */
+  struct {
+    atomic_ullong bytes_in, bytes_out, reads, writes, writes_refused,
+        writes_no_record, read_pauses;
+  } cnt;
   union {
     struct {
       taxi_handler_t h;
@@ -351,6 +426,24 @@ void taxi__stream_event(taxi_stream_t *s, unsigned bits);
 void taxi__stream_event_locked(taxi_stream_t *s, unsigned bits);
 /* Close s with `reason` (0: asked by the application). */
 int taxi__stream_close(taxi_stream_t *s, int reason);
+/* Run the functions posted to s before this round (core/stream_post.c),
+ * until one closes it; or, closing, each one left with TAXI_ECANCELED.
+ * Lock held, let go around each call. */
+void taxi__stream_posts_locked(taxi_stream_t *s);
+void taxi__stream_posts_cancel_locked(taxi_stream_t *s);
+/* Pipes (core/stream_pipe.c), lock held and let go around the calls out:
+ * s is down to its low watermark with S_PIPE_DRAIN set (its pipe_dst may
+ * read again); s is closing (its pipes end, closing the other streams). */
+void taxi__stream_pipe_drained_locked(taxi_stream_t *s);
+void taxi__stream_pipes_closing_locked(taxi_stream_t *s);
+/* The flags of a stream that is closing or closed: calls refuse it. */
+#define TAXI__S_CLOSED (TAXI__S_CLOSE_REQ | TAXI__S_CLOSING | TAXI__S_DEAD)
+/* Take the lock of an open stream: 0, or TAXI_EINVAL (NULL) / TAXI_EBADF
+ * (closing or closed; then the lock is not held). */
+int taxi__stream_lock_open(taxi_stream_t *s);
+/* Ask for a processing round of s (lock held): the thread processing s
+ * does it, else a kick through the dispatcher. */
+void taxi__stream_request_locked(taxi_stream_t *s);
 
 /* ---- listeners ------------------------------------------------------------
  */
@@ -375,6 +468,13 @@ struct taxi_listener {
   bool closing, released;
   bool keep_socket; /* adopted with TAXI_LISTEN_KEEP_SOCKET: not closed */
   bool held;        /* paused by the application (taxi_listener_pause) */
+  /* taxi_listener_post: the functions not yet run, and whether the driver
+   * was asked for a run (under lock); cb_lock is held while an accept
+   * callback or a posted function runs, which serialises them (taken
+   * before lock, never while it is held). */
+  taxi__post_queue_t posts;
+  bool post_kicked;
+  taxi__mutex_t cb_lock;
   /* The next pause after an accept that found no descriptor, and the
    * consecutive failures of any other kind (core/backoff.h). */
   taxi_time_t backoff;
@@ -384,10 +484,12 @@ struct taxi_listener {
     struct {
       taxi_handler_t h;
       taxi_timer_t timer;
+      taxi_timer_t post; /* runs the posts */
       bool paused;
     } r;
     struct {
       taxi_op_t aop, bop;
+      taxi_op_t pop; /* runs the posts (counted in inflight) */
       unsigned inflight;
       bool attached;
       /* aop (the accept) and bop (the pause after a failure, or the
@@ -412,8 +514,13 @@ void taxi__listener_accepted(taxi_listener_t *l, taxi_handle_t fd,
 taxi_time_t taxi__listener_failed(taxi_listener_t *l, int rc);
 /* Accepting worked again: the next pause starts short. */
 void taxi__listener_recovered(taxi_listener_t *l);
-/* Nothing of l can run any more: on_close, then free. */
+/* Nothing of l can run any more: its posts cancelled, on_close, then
+ * free. */
 void taxi__listener_released(taxi_listener_t *l);
+/* In a dispatching thread, as the driver's listener_post asked: run the
+ * functions posted to l before this call, until l is closed
+ * (core/stream_post.c). */
+void taxi__listener_run_posts(taxi_listener_t *l);
 
 /* ---- timers ---------------------------------------------------------------
  */

@@ -29,7 +29,7 @@ static void wake_done(taxi_op_t *op, int status, size_t bytes, void *act) {
   taxi_io_t *io = act;
   (void)op;
   (void)bytes;
-  io->wake_reading = false;
+  atomic_store(&io->wake_reading, false);
   if (status == TAXI_ECANCELED) return; /* the context is going */
   taxi__io_woken(io);
   wake_read(io);
@@ -38,7 +38,7 @@ static void wake_done(taxi_op_t *op, int status, size_t bytes, void *act) {
 static void wake_read(taxi_io_t *io) {
   if (taxi_proactor_read(io->proactor, &io->wake_op, io->wake[0], io->wake_buf,
                          sizeof io->wake_buf, 0, wake_done, io) == 0)
-    io->wake_reading = true;
+    atomic_store(&io->wake_reading, true);
 }
 
 static int ctx_open(taxi_io_t *io) {
@@ -51,7 +51,7 @@ static int ctx_open(taxi_io_t *io) {
     taxi_proactor_detach(io->proactor, io->wake[0]);
     return rc;
   }
-  io->wake_reading = true;
+  atomic_store(&io->wake_reading, true);
   return 0;
 }
 
@@ -73,7 +73,7 @@ static void ctx_close(taxi_io_t *io) {
   taxi_proactor_close(io->proactor, io->wake[0]);
   if (io->group) return;
   taxi_time_t give_up = taxi_now() + 5 * TAXI_NSEC_PER_SEC;
-  while (io->wake_reading && taxi_now() < give_up) {
+  while (atomic_load(&io->wake_reading) && taxi_now() < give_up) {
     taxi_proactor_restart(io->proactor);
     int rc = taxi_proactor_handle_events(io->proactor, 10);
     if (rc < 0 && rc != TAXI_ESTOPPED) break;
@@ -284,7 +284,7 @@ static void s_unread(taxi_stream_t *s) {
   s->d.p.r_done = false;
   s->rpos = 0;
   s->rlen = s->d.p.r_bytes;
-  TAXI__IO_COUNT(s->io, bytes_in, (uint64_t)s->rlen);
+  TAXI__S_COUNT(s, bytes_in, (uint64_t)s->rlen);
 }
 
 /* ---- listeners ------------------------------------------------------------
@@ -381,12 +381,15 @@ static void l_backoff_done(taxi_op_t *op, int status, size_t bytes, void *act) {
   (void)status;
   (void)bytes;
   taxi__mutex_lock(&l->lock);
-  l->d.p.inflight--;
   l->d.p.backing_off = false;
   if (!l->d.p.handing) l_hand_kept_locked(l);
   /* An accept fails to start only when the proactor is being destroyed
    * (or out of memory): then accepting ends with it. */
   (void)l_accept_locked(l);
+  /* Counted until the kept connections have been handed over: an accept
+   * callback that closes the listener must not release it under the
+   * hand-over (which takes the lock again after each callback). */
+  l->d.p.inflight--;
   bool last = l_last_locked(l);
   taxi__mutex_unlock(&l->lock);
   if (last) l_release(l);
@@ -449,6 +452,7 @@ static void l_accepted(taxi_op_t *op, int status, size_t bytes, void *act) {
 static int l_open(taxi_listener_t *l) {
   taxi_op_init(&l->d.p.aop);
   taxi_op_init(&l->d.p.bop);
+  taxi_op_init(&l->d.p.pop);
   int rc = taxi_proactor_attach(l->io->proactor, l->fd);
   if (rc < 0) return rc;
   l->d.p.attached = true;
@@ -509,6 +513,28 @@ static int l_hold(taxi_listener_t *l, bool hold) {
     if (rc < 0) l->held = true;
   }
   taxi__mutex_unlock(&l->lock);
+  return rc;
+}
+
+/* The posts run in the completion of `pop`, which counts in inflight
+ * until they have: the release waits for it.  A closed listener leaves
+ * them to the release (TAXI_ECANCELED). */
+static void l_post_done(taxi_op_t *op, int status, size_t bytes, void *act) {
+  taxi_listener_t *l = act;
+  (void)op;
+  (void)status;
+  (void)bytes;
+  taxi__listener_run_posts(l);
+  taxi__mutex_lock(&l->lock);
+  l->d.p.inflight--;
+  bool last = l_last_locked(l);
+  taxi__mutex_unlock(&l->lock);
+  if (last) l_release(l);
+}
+
+static int l_post(taxi_listener_t *l) {
+  int rc = taxi_proactor_post(l->io->proactor, &l->d.p.pop, l_post_done, l);
+  if (rc == 0) l->d.p.inflight++;
   return rc;
 }
 
@@ -615,6 +641,7 @@ const taxi__io_driver_t taxi__io_proactive = {
     .listener_open = l_open,
     .listener_close = l_close_req,
     .listener_hold = l_hold,
+    .listener_post = l_post,
     .timer_start = t_start,
     .timer_stop = t_stop,
     .timer_destroy = t_destroy,

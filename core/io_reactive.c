@@ -290,8 +290,11 @@ static int l_input(taxi_handler_t *h, taxi_handle_t fd, unsigned ev) {
 
 static int l_timeout(taxi_handler_t *h, taxi_timer_t *t, void *act) {
   taxi_listener_t *l = LISTENER_OF(h);
-  (void)t;
   (void)act;
+  if (t == &l->d.r.post) {
+    taxi__listener_run_posts(l);
+    return 0;
+  }
   taxi__mutex_lock(&l->lock);
   l->d.r.paused = false;
   if (!l->held) taxi_reactor_resume(l->io->reactor, h);
@@ -312,6 +315,7 @@ static const taxi_handler_ops_t listener_ops = {
 static int l_open(taxi_listener_t *l) {
   taxi_handler_init(&l->d.r.h, &listener_ops);
   taxi_timer_init(&l->d.r.timer);
+  taxi_timer_init(&l->d.r.post);
   return taxi_reactor_register(l->io->reactor, l->fd, &l->d.r.h, TAXI_EV_READ);
 }
 
@@ -332,6 +336,13 @@ static int l_hold(taxi_listener_t *l, bool hold) {
   if (rc == 0) l->held = hold;
   taxi__mutex_unlock(&l->lock);
   return rc;
+}
+
+/* The posts run in a timer hook of the listener's handler: removing the
+ * handler cancels it, and the close hook waits for one that runs. */
+static int l_post(taxi_listener_t *l) {
+  return taxi_reactor_schedule(l->io->reactor, &l->d.r.post, &l->d.r.h, 0, 0,
+                               NULL);
 }
 
 /* ---- application timers ---------------------------------------------------
@@ -408,6 +419,7 @@ const taxi__io_driver_t taxi__io_reactive = {
     .listener_open = l_open,
     .listener_close = l_close_req,
     .listener_hold = l_hold,
+    .listener_post = l_post,
     .timer_start = t_start,
     .timer_stop = t_stop,
     .timer_destroy = t_destroy,

@@ -97,17 +97,34 @@ void taxi__listener_accepted(taxi_listener_t *l, taxi_handle_t fd,
   s->own_fd = true; /* accepted here; nothing runs it yet: no lock needed */
   TAXI__IO_COUNT(io, accepts, 1);
   /* s is busy: nothing of it runs until the callback has returned and
-   * taxi__stream_start lets it (in this dispatching thread). */
+   * taxi__stream_start lets it (in this dispatching thread).  cb_lock
+   * keeps the listener's posted functions out meanwhile. */
+  taxi__mutex_lock(&l->cb_lock);
   l->fn(l, s, l->arg);
+  taxi__mutex_unlock(&l->cb_lock);
   taxi__stream_start(s, true);
+}
+
+/* Free a listener that has no socket (or not any more). */
+static void listener_free(taxi_listener_t *l) {
+  taxi__mutex_destroy(&l->cb_lock);
+  taxi__mutex_destroy(&l->lock);
+  taxi__free(l);
 }
 
 void taxi__listener_released(taxi_listener_t *l) {
   taxi_io_t *io = l->io;
+  /* Nothing runs them any more, and nothing adds to them: closed. */
+  taxi__post_t *p;
+  while ((p = taxi__post_pop(&l->posts))) {
+    taxi_listener_post_fn fn = p->fn.l;
+    void *arg = p->arg;
+    taxi__post_put(io, p);
+    fn(l, TAXI_ECANCELED, arg);
+  }
   if (l->on_close) l->on_close(l, l->arg);
-  taxi__mutex_destroy(&l->lock);
   taxi__io_unlink_listener(io, l);
-  taxi__free(l);
+  listener_free(l);
 }
 
 /* A listener of io for fn(arg), with what o says but not yet a socket;
@@ -132,6 +149,11 @@ static taxi_listener_t *listener_new(taxi_io_t *io,
     taxi__free(l);
     return NULL;
   }
+  if ((*rc = taxi__mutex_init(&l->cb_lock)) < 0) {
+    taxi__mutex_destroy(&l->lock);
+    taxi__free(l);
+    return NULL;
+  }
   return l;
 }
 
@@ -148,8 +170,7 @@ static int listener_start(taxi_listener_t *l, taxi_listener_t **out) {
     }
   }
   if (rc < 0) {
-    taxi__mutex_destroy(&l->lock);
-    taxi__free(l);
+    listener_free(l);
     return rc;
   }
   *out = l;
@@ -197,8 +218,7 @@ int taxi_listener_create(taxi_listener_t **out, taxi_io_t *io,
                    "taxi_listener_create: options.flags: "
                    "TAXI_LISTEN_REUSEPORT, and no option here balances "
                    "connections over sockets sharing a port");
-    taxi__mutex_destroy(&l->lock);
-    taxi__free(l);
+    listener_free(l);
     return rc;
   }
   l->fd = fd;

@@ -10,7 +10,6 @@
 
 #include "alloc.h"
 #include "io_impl.h"
-#include "options.h"
 #include "detail.h"
 
 #include <inttypes.h>
@@ -24,66 +23,6 @@
     call;                           \
     taxi__mutex_lock(&(s)->lock);   \
   } while (0)
-
-#define MAX_READ_BUFFER ((size_t)16 << 20)
-#define MAX_HIGH_WATERMARK ((long)256 << 20)
-#define MAX_WRITES 65536u
-
-/* ---- options --------------------------------------------------------------
- */
-
-void taxi_stream_options_init(taxi_stream_options_t *o) {
-  if (!o) return;
-  memset(o, 0, sizeof *o);
-  o->size = sizeof *o;
-  o->read_buffer = 8192;
-  o->high_watermark = 32768;
-  o->low_watermark = 8192;
-  o->max_writes = 64;
-}
-
-#define REFUSE(...) taxi__refuse(TAXI_EINVAL, __VA_ARGS__)
-
-int taxi__stream_options(taxi_stream_options_t *out,
-                         const taxi_stream_options_t *in, const char *where) {
-  taxi_stream_options_init(out);
-  if (taxi__options_copy(out, sizeof *out, in, sizeof *out, where,
-                         "taxi_stream_options_init") < 0)
-    return TAXI_EINVAL;
-  if (out->read_buffer == 0 || out->read_buffer > MAX_READ_BUFFER)
-    return REFUSE("%s.read_buffer: 1 to %" PRIu64 "; got %" PRIu64, where,
-                  (uint64_t)MAX_READ_BUFFER, (uint64_t)out->read_buffer);
-  if (out->high_watermark < 1 || out->high_watermark > MAX_HIGH_WATERMARK)
-    return REFUSE("%s.high_watermark: 1 to %ld; got %ld", where,
-                  MAX_HIGH_WATERMARK, out->high_watermark);
-  if (out->low_watermark < 0 || out->low_watermark >= out->high_watermark)
-    return REFUSE("%s.low_watermark: 0 to high_watermark - 1 (%ld); got %ld",
-                  where, out->high_watermark - 1, out->low_watermark);
-  if ((out->flags & TAXI_STREAM_PAUSE_READING) &&
-      (size_t)out->high_watermark <
-          out->read_buffer + (size_t)out->low_watermark)
-    return REFUSE(
-        "%s.low_watermark: with TAXI_STREAM_PAUSE_READING at most "
-        "high_watermark - read_buffer (%ld); got %ld",
-        where, out->high_watermark - (long)out->read_buffer,
-        out->low_watermark);
-  if (out->max_writes == 0 || out->max_writes > MAX_WRITES)
-    return REFUSE("%s.max_writes: 1 to %u; got %u", where, MAX_WRITES,
-                  out->max_writes);
-  unsigned known =
-      TAXI_STREAM_PAUSE_READING | TAXI_STREAM_NODELAY | TAXI_STREAM_KEEPALIVE;
-  if (out->flags & ~known)
-    return REFUSE("%s.flags: unknown bits 0x%x (TAXI_STREAM_* are 0x%x)", where,
-                  out->flags & ~known, known);
-  const taxi_time_t *t[] = {&out->idle_timeout, &out->read_timeout,
-                            &out->write_timeout, &out->connect_timeout};
-  static const char *const names[] = {"idle", "read", "write", "connect"};
-  for (int i = 0; i < 4; i++)
-    if (taxi__io_span_check(*t[i]) < 0)
-      return REFUSE("%s.%s_timeout: 0 to TAXI_TIME_SPAN_MAX ns; got %" PRId64,
-                    where, names[i], (int64_t)*t[i]);
-  return 0;
-}
 
 /* ---- life -----------------------------------------------------------------
  */
@@ -115,6 +54,7 @@ int taxi__stream_new(taxi_io_t *io, taxi_handle_t fd,
   s->read_to = o->read_timeout;
   s->write_to = o->write_timeout;
   s->connect_to = o->connect_timeout;
+  s->timeout_fn = o->on_timeout;
   s->flags = TAXI__S_BUSY;
   s->t_active = s->t_read = s->t_write = s->t_connect = taxi_now();
   int rc = taxi__mutex_init(&s->lock);
@@ -166,7 +106,7 @@ static void kick_locked(taxi_stream_t *s, bool force) {
   if (s->io->drv->kick(s) < 0) s->flags &= ~TAXI__S_KICKED;
 }
 
-static void request_locked(taxi_stream_t *s) { kick_locked(s, false); }
+void taxi__stream_request_locked(taxi_stream_t *s) { kick_locked(s, false); }
 
 void taxi__stream_start(taxi_stream_t *s, bool here) {
   taxi__mutex_lock(&s->lock);
@@ -176,7 +116,7 @@ void taxi__stream_start(taxi_stream_t *s, bool here) {
     return;
   }
   s->flags &= ~TAXI__S_BUSY;
-  request_locked(s);
+  taxi__stream_request_locked(s);
   taxi__mutex_unlock(&s->lock);
 }
 
@@ -221,7 +161,7 @@ static void maybe_pause_locked(taxi_stream_t *s) {
   if ((s->oflags & TAXI_STREAM_PAUSE_READING) && !(s->flags & TAXI__S_PAUSED) &&
       s->wcap - s->wused < s->rcap) {
     s->flags |= TAXI__S_PAUSED | TAXI__S_NEED_DRAIN;
-    TAXI__IO_COUNT(s->io, read_pauses, 1);
+    TAXI__S_COUNT(s, read_pauses, 1);
   }
 }
 
@@ -261,7 +201,7 @@ static void reads_locked(taxi_stream_t *s, taxi_time_t now) {
       s->rpos = 0;
       s->rlen = (size_t)n;
       s->t_read = s->t_active = now;
-      TAXI__IO_COUNT(s->io, bytes_in, (uint64_t)n);
+      TAXI__S_COUNT(s, bytes_in, (uint64_t)n);
     }
     if (s->flags & TAXI__S_READ_INTO) {
       size_t take = s->ri_len - s->ri_done;
@@ -285,7 +225,7 @@ static void reads_locked(taxi_stream_t *s, taxi_time_t now) {
     const unsigned char *data = s->rbuf + s->rpos;
     size_t len = s->rlen;
     s->rlen = 0;
-    TAXI__IO_COUNT(s->io, reads, 1);
+    TAXI__S_COUNT(s, reads, 1);
     UNLOCKED(s, fn(s, 0, data, len));
   }
 }
@@ -359,7 +299,7 @@ static size_t consume_locked(taxi_stream_t *s, size_t n, done_call_t *calls,
 static void sent_locked(taxi_stream_t *s, size_t n) {
   done_call_t calls[17];
   size_t k = consume_locked(s, n, calls, 17);
-  TAXI__IO_COUNT(s->io, bytes_out, (uint64_t)n);
+  TAXI__S_COUNT(s, bytes_out, (uint64_t)n);
   for (size_t i = 0; i < k; i++)
     UNLOCKED(s, calls[i].fn(s, 0, calls[i].len, calls[i].arg));
 }
@@ -442,34 +382,61 @@ static void writes_locked(taxi_stream_t *s, taxi_time_t now) {
       s->flags &= ~TAXI__S_PAUSED;
       s->t_read = now; /* the read timeout starts again */
     }
-    if (s->flags & TAXI__S_NEED_DRAIN) {
+    /* After TAXI_ENOBUFS, room means a free record too. */
+    if ((s->flags & TAXI__S_NEED_DRAIN) && s->rcount < s->nrecs) {
       s->flags &= ~TAXI__S_NEED_DRAIN;
       taxi_stream_drain_fn fn = s->drain_fn;
       if (fn) UNLOCKED(s, fn(s));
     }
+    if ((s->flags & TAXI__S_PIPE_DRAIN) && s->rcount < s->nrecs)
+      taxi__stream_pipe_drained_locked(s);
   }
 }
 
 /* ---- timeouts -------------------------------------------------------------
  */
 
-static void earliest(taxi_time_t *next, taxi_time_t from, taxi_time_t span) {
+static void earliest(taxi_time_t *next, int *which, int kind, taxi_time_t from,
+                     taxi_time_t span) {
   if (span <= 0) return;
   taxi_time_t at = from + span; /* spans are <= 2^62: no overflow */
-  if (at < *next) *next = at;
+  if (at < *next) {
+    *next = at;
+    *which = kind;
+  }
 }
 
-/* Close s if a timeout passed; else make sure its timer fires by the
- * earliest deadline.  Lazy: activity only moves the deadlines later, so
- * the timer is touched only when it fires or an earlier one is needed. */
-static void deadlines_locked(taxi_stream_t *s, taxi_time_t now) {
+/* The earliest deadline of s (INT64_MAX: none), and which timeout it is
+ * (0: the connect's). */
+static taxi_time_t deadline_locked(const taxi_stream_t *s, int *which) {
   taxi_time_t next = INT64_MAX;
   if (s->flags & TAXI__S_CONNECTING) {
-    earliest(&next, s->t_connect, s->connect_to);
-  } else {
-    earliest(&next, s->t_active, s->idle_to);
-    if (reading_locked(s)) earliest(&next, s->t_read, s->read_to);
-    if (s->rcount > 0) earliest(&next, s->t_write, s->write_to);
+    earliest(&next, which, 0, s->t_connect, s->connect_to);
+    return next;
+  }
+  earliest(&next, which, TAXI_STREAM_TIMEOUT_IDLE, s->t_active, s->idle_to);
+  if (reading_locked(s))
+    earliest(&next, which, TAXI_STREAM_TIMEOUT_READ, s->t_read, s->read_to);
+  if (s->rcount > 0)
+    earliest(&next, which, TAXI_STREAM_TIMEOUT_WRITE, s->t_write, s->write_to);
+  return next;
+}
+
+/* Close s if a timeout passed (its on_timeout told first, see
+ * taxi_stream_timeout_fn); else make sure its timer fires by the earliest
+ * deadline.  Lazy: activity only moves the deadlines later, so the timer
+ * is touched only when it fires or an earlier one is needed. */
+static void deadlines_locked(taxi_stream_t *s, taxi_time_t now) {
+  int which = 0;
+  taxi_time_t next = deadline_locked(s, &which);
+  if (next <= now && which && s->timeout_fn && !(s->flags & TAXI__S_END_REQ)) {
+    taxi_stream_timeout_fn fn = s->timeout_fn;
+    UNLOCKED(s, fn(s, which));
+    if (s->flags & TAXI__S_CLOSE_REQ) return;
+    now = taxi_now();
+    /* Ended there: its flush gets the timeouts afresh. */
+    if (s->flags & TAXI__S_END_REQ) s->t_active = s->t_read = s->t_write = now;
+    next = deadline_locked(s, &which);
   }
   if (next == INT64_MAX) return;
   if (next <= now) {
@@ -564,6 +531,8 @@ static void owed_locked(taxi_stream_t *s, bool released) {
     UNLOCKED(s, fn(s, TAXI_ECANCELED, done, arg));
   }
   owed_writes_locked(s, released);
+  taxi__stream_posts_cancel_locked(s);
+  if (s->pipe_src || s->pipe_dst) taxi__stream_pipes_closing_locked(s);
 }
 
 /* The owed callbacks, then the driver's teardown. */
@@ -630,6 +599,7 @@ static void round_locked(taxi_stream_t *s) {
   if (!(s->flags & TAXI__S_CLOSE_REQ) && (s->flags & TAXI__S_CONNECTING))
     connect_locked(s, now);
   if (!(s->flags & (TAXI__S_CLOSE_REQ | TAXI__S_CONNECTING))) {
+    if (s->posts.head) taxi__stream_posts_locked(s);
     reads_locked(s, now);
     bool paused = (s->flags & TAXI__S_PAUSED) != 0;
     writes_locked(s, now);
@@ -663,12 +633,10 @@ static void run_locked(taxi_stream_t *s) {
 /* ---- the public functions -------------------------------------------------
  */
 
-#define CLOSED_FLAGS (TAXI__S_CLOSE_REQ | TAXI__S_CLOSING | TAXI__S_DEAD)
-
 int taxi__stream_close(taxi_stream_t *s, int reason) {
   taxi__mutex_lock(&s->lock);
   int rc = TAXI_EBADF;
-  if (!(s->flags & CLOSED_FLAGS)) {
+  if (!(s->flags & TAXI__S_CLOSED)) {
     fail_locked(s, reason);
     /* Even if a kick is on its way: a pool that shut down drops the
      * events it had queued, a kick among them, and this one must come. */
@@ -688,14 +656,17 @@ int taxi_stream_detach(taxi_stream_t *s, taxi_stream_detach_fn fn, void *arg) {
   if (!s || !fn) return TAXI_EINVAL;
   taxi__mutex_lock(&s->lock);
   int rc = 0;
-  if (s->flags & CLOSED_FLAGS) {
+  if (s->flags & TAXI__S_CLOSED) {
     rc = TAXI_EBADF;
-  } else if (s->rcount > 0 ||
+  } else if (s->rcount > 0 || s->pipe_src || s->pipe_dst ||
              (s->flags &
               (TAXI__S_READ_INTO | TAXI__S_CONNECTING | TAXI__S_END_REQ))) {
     rc = taxi__refuse(TAXI_EBUSY, "taxi_stream_detach: s: %s",
                       s->rcount > 0 ? "writes are queued (detach once "
                                       "every one has been told)"
+                      : (s->pipe_src || s->pipe_dst)
+                          ? "piped (taxi_stream_pipe) to or from another "
+                            "stream"
                       : (s->flags & TAXI__S_READ_INTO)
                           ? "a read_into is in progress"
                       : (s->flags & TAXI__S_CONNECTING)
@@ -713,12 +684,10 @@ int taxi_stream_detach(taxi_stream_t *s, taxi_stream_detach_fn fn, void *arg) {
   return rc;
 }
 
-/* Take the lock of an open stream: 0, or TAXI_EINVAL / TAXI_EBADF (then
- * the lock is not held). */
-static int lock_open(taxi_stream_t *s) {
+int taxi__stream_lock_open(taxi_stream_t *s) {
   if (!s) return TAXI_EINVAL;
   taxi__mutex_lock(&s->lock);
-  if (s->flags & CLOSED_FLAGS) {
+  if (s->flags & TAXI__S_CLOSED) {
     taxi__mutex_unlock(&s->lock);
     return TAXI_EBADF;
   }
@@ -728,9 +697,8 @@ static int lock_open(taxi_stream_t *s) {
 static int queue(taxi_stream_t *s, int kind, const void *data, size_t len,
                  taxi_handle_t file, int64_t foff, taxi_stream_done_fn fn,
                  void *arg) {
-  int rc = lock_open(s);
+  int rc = taxi__stream_lock_open(s);
   if (rc < 0) return rc;
-  taxi_io_t *io = s->io;
   if (s->flags & TAXI__S_SHUT_REQ) {
     rc = TAXI_EPIPE;
   } else if (kind == TAXI__W_COPY && len > s->wcap) {
@@ -744,7 +712,7 @@ static int queue(taxi_stream_t *s, int kind, const void *data, size_t len,
         !tail->fn) {
       tail->len += len; /* the ring is contiguous: join it */
     } else if (s->rcount == s->nrecs) {
-      rc = TAXI_EAGAIN;
+      rc = TAXI_ENOBUFS;
     } else {
       taxi__wrec_t *r = &s->recs[(s->rhead + s->rcount) % s->nrecs];
       memset(r, 0, sizeof *r);
@@ -767,13 +735,16 @@ static int queue(taxi_stream_t *s, int kind, const void *data, size_t len,
     memcpy(s->wbuf, (const unsigned char *)data + first, len - first);
     s->wused += len;
   }
-  if (rc == TAXI_EAGAIN) {
+  if (rc == TAXI_EAGAIN || rc == TAXI_ENOBUFS) {
     s->flags |= TAXI__S_NEED_DRAIN;
-    TAXI__IO_COUNT(io, writes_refused, 1);
+    TAXI__S_COUNT(s, writes_refused, 1);
+    if (rc == TAXI_ENOBUFS)
+      atomic_fetch_add_explicit(&s->cnt.writes_no_record, 1,
+                                memory_order_relaxed);
   }
   if (rc == 0) {
-    TAXI__IO_COUNT(io, writes, 1);
-    request_locked(s);
+    TAXI__S_COUNT(s, writes, 1);
+    taxi__stream_request_locked(s);
   }
   taxi__mutex_unlock(&s->lock);
   return rc;
@@ -803,37 +774,28 @@ int taxi_stream_sendfile(taxi_stream_t *s, taxi_handle_t file, int64_t offset,
   return queue(s, TAXI__W_FILE, NULL, len, file, offset, fn, arg);
 }
 
-size_t taxi_stream_write_queued(const taxi_stream_t *s) {
-  if (!s) return 0;
-  taxi_stream_t *m = (taxi_stream_t *)(uintptr_t)s;
-  taxi__mutex_lock(&m->lock);
-  size_t n = m->wused;
-  taxi__mutex_unlock(&m->lock);
-  return n;
-}
-
 int taxi_stream_shutdown(taxi_stream_t *s) {
-  int rc = lock_open(s);
+  int rc = taxi__stream_lock_open(s);
   if (rc < 0) return rc;
   if (s->flags & TAXI__S_SHUT_REQ) {
     rc = TAXI_EPIPE;
   } else {
     s->flags |= TAXI__S_SHUT_REQ;
-    request_locked(s);
+    taxi__stream_request_locked(s);
   }
   taxi__mutex_unlock(&s->lock);
   return rc;
 }
 
 int taxi_stream_end(taxi_stream_t *s) {
-  int rc = lock_open(s);
+  int rc = taxi__stream_lock_open(s);
   if (rc < 0) return rc;
   if (s->flags & TAXI__S_END_REQ) {
     rc = TAXI_EBADF;
   } else {
     s->flags |= TAXI__S_SHUT_REQ | TAXI__S_END_REQ;
     s->flags &= ~TAXI__S_READING;
-    request_locked(s);
+    taxi__stream_request_locked(s);
   }
   taxi__mutex_unlock(&s->lock);
   return rc;
@@ -841,32 +803,35 @@ int taxi_stream_end(taxi_stream_t *s) {
 
 int taxi_stream_read_start(taxi_stream_t *s, taxi_stream_read_fn fn) {
   if (!fn) return TAXI_EINVAL;
-  int rc = lock_open(s);
+  int rc = taxi__stream_lock_open(s);
   if (rc < 0) return rc;
-  if (s->flags & TAXI__S_READ_INTO) {
-    rc = taxi__refuse(TAXI_EBUSY,
-                      "taxi_stream_read_start: s: a read_into is in "
-                      "progress");
+  if ((s->flags & TAXI__S_READ_INTO) || s->pipe_src) {
+    rc = taxi__refuse(TAXI_EBUSY, "taxi_stream_read_start: s: %s",
+                      s->pipe_src ? "piped (taxi_stream_pipe) into another "
+                                    "stream"
+                                  : "a read_into is in progress");
   } else {
     s->read_fn = fn;
     s->flags = (s->flags | TAXI__S_READING) & ~TAXI__S_EOF_TOLD;
     s->t_read = taxi_now();
-    request_locked(s);
+    taxi__stream_request_locked(s);
   }
   taxi__mutex_unlock(&s->lock);
   return rc;
 }
 
 int taxi_stream_read_stop(taxi_stream_t *s) {
-  int rc = lock_open(s);
+  int rc = taxi__stream_lock_open(s);
   if (rc < 0) return rc;
-  if (s->flags & TAXI__S_READ_INTO) {
-    rc = taxi__refuse(TAXI_EBUSY,
-                      "taxi_stream_read_stop: s: a read_into is in progress "
-                      "(it ends by completing)");
+  if ((s->flags & TAXI__S_READ_INTO) || s->pipe_src) {
+    rc = taxi__refuse(TAXI_EBUSY, "taxi_stream_read_stop: s: %s",
+                      s->pipe_src ? "piped (taxi_stream_pipe) into another "
+                                    "stream"
+                                  : "a read_into is in progress (it ends by "
+                                    "completing)");
   } else if (s->flags & TAXI__S_READING) {
     s->flags &= ~TAXI__S_READING;
-    request_locked(s);
+    taxi__stream_request_locked(s);
   }
   taxi__mutex_unlock(&s->lock);
   return rc;
@@ -876,11 +841,13 @@ int taxi_stream_read_into(taxi_stream_t *s, void *buf, size_t len,
                           unsigned flags, taxi_stream_done_fn fn, void *arg) {
   if (!buf || len == 0 || !fn || (flags & ~TAXI_STREAM_READ_EXACT))
     return TAXI_EINVAL;
-  int rc = lock_open(s);
+  int rc = taxi__stream_lock_open(s);
   if (rc < 0) return rc;
-  if (s->flags & (TAXI__S_READ_INTO | TAXI__S_READING)) {
+  if ((s->flags & (TAXI__S_READ_INTO | TAXI__S_READING)) || s->pipe_src) {
     rc = taxi__refuse(TAXI_EBUSY, "taxi_stream_read_into: s: %s",
-                      (s->flags & TAXI__S_READ_INTO)
+                      s->pipe_src ? "piped (taxi_stream_pipe) into another "
+                                    "stream"
+                      : (s->flags & TAXI__S_READ_INTO)
                           ? "a read_into is in progress already"
                           : "reading (taxi_stream_read_start): stop first");
   } else {
@@ -892,210 +859,8 @@ int taxi_stream_read_into(taxi_stream_t *s, void *buf, size_t len,
     s->ri_arg = arg;
     s->flags |= TAXI__S_READ_INTO;
     s->t_read = taxi_now();
-    request_locked(s);
+    taxi__stream_request_locked(s);
   }
   taxi__mutex_unlock(&s->lock);
   return rc;
-}
-
-int taxi_stream_set_data(taxi_stream_t *s, void *data) {
-  if (!s) return TAXI_EINVAL;
-  taxi__mutex_lock(&s->lock);
-  s->data = data;
-  taxi__mutex_unlock(&s->lock);
-  return 0;
-}
-
-void *taxi_stream_data(const taxi_stream_t *s) {
-  if (!s) return NULL;
-  taxi_stream_t *m = (taxi_stream_t *)(uintptr_t)s;
-  taxi__mutex_lock(&m->lock);
-  void *d = m->data;
-  taxi__mutex_unlock(&m->lock);
-  return d;
-}
-
-int taxi_stream_on_close(taxi_stream_t *s, taxi_stream_close_fn fn) {
-  if (!s) return TAXI_EINVAL;
-  /* Still possible while closing (from the callbacks owed then, such as
-   * a failed connect's), until the close callback has run. */
-  taxi__mutex_lock(&s->lock);
-  int rc = (s->flags & TAXI__S_DEAD) ? TAXI_EBADF : 0;
-  if (rc == 0) s->close_fn = fn;
-  taxi__mutex_unlock(&s->lock);
-  return rc;
-}
-
-int taxi_stream_on_drain(taxi_stream_t *s, taxi_stream_drain_fn fn) {
-  int rc = lock_open(s);
-  if (rc < 0) return rc;
-  s->drain_fn = fn;
-  taxi__mutex_unlock(&s->lock);
-  return 0;
-}
-
-int taxi_stream_set_timeouts(taxi_stream_t *s, taxi_time_t idle,
-                             taxi_time_t read, taxi_time_t write) {
-  if (taxi__io_span_check(idle) < 0 || taxi__io_span_check(read) < 0 ||
-      taxi__io_span_check(write) < 0)
-    return REFUSE("taxi_stream_set_timeouts: %s: 0 to TAXI_TIME_SPAN_MAX ns",
-                  taxi__io_span_check(idle) < 0   ? "idle"
-                  : taxi__io_span_check(read) < 0 ? "read"
-                                                  : "write");
-  int rc = lock_open(s);
-  if (rc < 0) return rc;
-  s->idle_to = idle;
-  s->read_to = read;
-  s->write_to = write;
-  s->t_active = s->t_read = s->t_write = taxi_now();
-  request_locked(s);
-  taxi__mutex_unlock(&s->lock);
-  return 0;
-}
-
-int taxi_stream_set_nodelay(taxi_stream_t *s, int on) {
-  int rc = lock_open(s);
-  if (rc < 0) return rc;
-  rc = taxi__sock_nodelay(s->fd, on != 0);
-  taxi__mutex_unlock(&s->lock);
-  return rc;
-}
-
-int taxi_stream_set_keepalive(taxi_stream_t *s, int on, unsigned idle_s,
-                              unsigned interval_s, unsigned count) {
-  int rc = lock_open(s);
-  if (rc < 0) return rc;
-  rc = taxi__sock_keepalive(s->fd, on != 0, idle_s, interval_s, count);
-  taxi__mutex_unlock(&s->lock);
-  return rc;
-}
-
-int taxi_stream_ref(taxi_stream_t *s) {
-  if (!s) return TAXI_EINVAL;
-  taxi__mutex_lock(&s->lock);
-  s->refs++;
-  taxi__mutex_unlock(&s->lock);
-  return 0;
-}
-
-int taxi_stream_unref(taxi_stream_t *s) {
-  if (!s) return TAXI_EINVAL;
-  taxi__mutex_lock(&s->lock);
-  if (s->refs == 0) {
-    taxi__mutex_unlock(&s->lock);
-    return TAXI_EINVAL;
-  }
-  bool free_it =
-      --s->refs == 0 && (s->flags & TAXI__S_DEAD) && !(s->flags & TAXI__S_BUSY);
-  taxi__mutex_unlock(&s->lock);
-  if (free_it) {
-    taxi__mutex_destroy(&s->lock);
-    taxi__free(s);
-  }
-  return 0;
-}
-
-int taxi_stream_peer(const taxi_stream_t *s, taxi_addr_t *out) {
-  if (!s || !out) return TAXI_EINVAL;
-  taxi_stream_t *m = (taxi_stream_t *)(uintptr_t)s;
-  taxi__mutex_lock(&m->lock);
-  int rc = m->peer.family ? 0 : TAXI_ENOENT;
-  if (rc == 0) *out = m->peer;
-  taxi__mutex_unlock(&m->lock);
-  return rc;
-}
-
-int taxi_stream_local(const taxi_stream_t *s, taxi_addr_t *out) {
-  if (!s || !out) return TAXI_EINVAL;
-  taxi_stream_t *m = (taxi_stream_t *)(uintptr_t)s;
-  int rc = lock_open(m);
-  if (rc < 0) return rc;
-  rc = taxi__sock_local_addr(m->fd, out);
-  if (rc == 0 && out->family == 0) rc = TAXI_ENOENT;
-  taxi__mutex_unlock(&m->lock);
-  return rc;
-}
-
-taxi_io_t *taxi_stream_io(const taxi_stream_t *s) { return s ? s->io : NULL; }
-
-taxi_handle_t taxi_stream_handle(const taxi_stream_t *s) {
-  if (!s) return TAXI_INVALID_HANDLE;
-  /* The caller may dup(2) it: from now on the close may not be the
-   * socket's end, so the stream shuts and deregisters it explicitly. */
-  taxi_stream_t *m = (taxi_stream_t *)(uintptr_t)s;
-  taxi__mutex_lock(&m->lock);
-  m->own_fd = false;
-  taxi__mutex_unlock(&m->lock);
-  return s->fd;
-}
-
-/* ---- making streams -------------------------------------------------------
- */
-
-int taxi_stream_connect(taxi_stream_t **out, taxi_io_t *io, const char *address,
-                        const taxi_stream_options_t *opts,
-                        taxi_stream_connect_fn fn, void *arg) {
-  taxi_stream_options_t o;
-  taxi_addr_t a;
-  taxi_handle_t fd;
-  if (!out || !io || !address)
-    return REFUSE("taxi_stream_connect: %s: NULL", !out  ? "out"
-                                                   : !io ? "io"
-                                                         : "address");
-  int rc = taxi__stream_options(&o, opts, "taxi_stream_connect: options");
-  if (rc < 0) return rc;
-  rc = taxi_addr_parse(&a, address);
-  if (rc < 0) return rc;
-  rc = taxi__sock_open(&a, &fd);
-  if (rc < 0) return rc;
-  taxi_stream_t *s;
-  rc = taxi__stream_new(io, fd, &o, false, &s);
-  if (rc < 0) {
-    taxi__close(fd);
-    return rc;
-  }
-  s->peer = a;
-  s->own_fd = true; /* made here; nothing runs it yet: no lock needed */
-  s->connect_fn = fn;
-  s->connect_arg = arg;
-  s->data = arg;
-  s->flags |= TAXI__S_CONNECTING;
-  taxi__mutex_lock(&s->lock);
-  /* A failure to start is reported like any other: through fn, from a
-   * dispatching thread. */
-  rc = io->drv->connect_start(s, &a);
-  if (rc < 0 && rc != TAXI_EAGAIN) s->conn_err = rc;
-  taxi__mutex_unlock(&s->lock);
-  *out = s;
-  taxi__stream_start(s, false);
-  return 0;
-}
-
-int taxi_stream_open(taxi_stream_t **out, taxi_io_t *io, taxi_handle_t h,
-                     const taxi_stream_options_t *opts) {
-  taxi_stream_options_t o;
-  if (!out || !io)
-    return REFUSE("taxi_stream_open: %s: NULL", !out ? "out" : "io");
-  int rc = taxi__stream_options(&o, opts, "taxi_stream_open: options");
-  if (rc < 0) return rc;
-  if (h == TAXI_INVALID_HANDLE) return TAXI_EBADF;
-  rc = taxi__handle_check(h);
-  if (rc < 0) return rc;
-  rc = taxi__set_nonblocking(h);
-  if (rc < 0) return rc;
-  taxi_stream_t *s;
-  rc = taxi__stream_new(io, h, &o, false, &s);
-  if (rc < 0) return rc;
-  taxi_addr_t peer;
-  if (taxi__sock_peer_addr(h, &peer) == 0 && peer.family) s->peer = peer;
-  *out = s;
-  /* No round yet: its first comes with the application's first call that
-   * needs one (read_start, a write, set_timeouts, close, ...), so that
-   * nothing - a timeout among them - can close the stream, and free it,
-   * before the caller has set its callbacks. */
-  taxi__mutex_lock(&s->lock);
-  s->pending |= TAXI__P_WORK;
-  s->flags &= ~TAXI__S_BUSY;
-  taxi__mutex_unlock(&s->lock);
-  return 0;
 }

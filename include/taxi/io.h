@@ -230,9 +230,12 @@ TAXI_EXTERN int taxi_io_wait(taxi_io_t *io, int timeout_ms);
 
 /*
  * taxi_io_destroy - close every listener, stream and timer still open
- * (their close callbacks run in the calling thread, pending writes
- * completing with TAXI_ECANCELED, each exactly once), remove the signal
- * callbacks, destroy what the context created, and free it.
+ * (their close callbacks run in the calling thread, pending writes and
+ * posted functions completing with TAXI_ECANCELED, each exactly once),
+ * call the functions posted to the context and not yet run with
+ * TAXI_ECANCELED, remove the signal callbacks, destroy what the context
+ * created, and free it.  Posts are refused (TAXI_ESTOPPED) from its
+ * start.
  *
  * Returns 0, TAXI_EINVAL (NULL), TAXI_EBUSY (a thread is in taxi_io_run:
  * stop it and let it return first).  Threads: not from a callback of io.
@@ -266,10 +269,35 @@ TAXI_EXTERN taxi_proactor_t *taxi_io_proactor(const taxi_io_t *io);
  * NULL.  The context's: never run, stop or destroy it yourself. */
 TAXI_EXTERN taxi_proactor_group_t *taxi_io_proactor_group(const taxi_io_t *io);
 
+/* ---- posting ------------------------------------------------------------ */
+
+/* A function posted to the context (taxi_io_post): status 0, or
+ * TAXI_ECANCELED when taxi_io_destroy found it not yet run. */
+typedef void (*taxi_io_post_fn)(taxi_io_t *io, int status, void *arg);
+
+/*
+ * taxi_io_post - run fn(io, 0, arg) in the context's own serialised
+ * context: in a thread that dispatches io, never inside this call, never
+ * at the same time as another function posted to io or a signal callback
+ * of io (taxi_io_on_signal), in the order posted.  (A stream's or a
+ * listener's callbacks may run meanwhile in other threads: to be
+ * serialised with those, post to the stream or listener, taxi/stream.h.)
+ * fn runs exactly once: with status 0, or with TAXI_ECANCELED in the
+ * thread of taxi_io_destroy when the context stopped before its turn.
+ * Records as taxi_stream_post: nothing allocated in steady state.
+ *
+ * Returns 0, or TAXI_EINVAL (NULL io or fn), TAXI_ESTOPPED (taxi_io_stop
+ * was called, or taxi_io_destroy began), TAXI_ENOMEM, or the error of
+ * waking the dispatcher up (TAXI_ENOMEM, TAXI_ESYS); on an error fn does
+ * not run and arg stays the caller's.  Threads: any, callbacks included.
+ */
+TAXI_EXTERN int taxi_io_post(taxi_io_t *io, taxi_io_post_fn fn, void *arg);
+
 /* ---- signals ------------------------------------------------------------ */
 
 /* A signal callback: runs in a thread that dispatches io, like any other
- * callback, never inside the OS signal handler. */
+ * callback, never inside the OS signal handler, and never at the same
+ * time as a function posted to io (taxi_io_post). */
 typedef void (*taxi_io_signal_fn)(taxi_io_t *io, int signo, void *arg);
 
 /*
@@ -349,7 +377,8 @@ typedef struct taxi_io_stats {
   uint64_t bytes_out;      /* bytes written by streams */
   uint64_t reads;          /* read callbacks with data */
   uint64_t writes;         /* writes queued */
-  uint64_t writes_refused; /* writes refused for lack of room (TAXI_EAGAIN) */
+  uint64_t writes_refused; /* writes refused for lack of room (TAXI_EAGAIN,
+                              TAXI_ENOBUFS) */
   uint64_t read_pauses;    /* times reading paused for backpressure */
   uint64_t timeouts;       /* streams closed by a timeout */
   uint64_t timers;         /* application timer callbacks run */

@@ -38,10 +38,21 @@
  * Inside its own callbacks a stream's writes are flushed right after the
  * callback returns, with no hand-off.
  *
+ * Posting.  taxi_stream_post() is the way to touch a stream from another
+ * thread (a worker that computed a reply, a timer of another stream): the
+ * function it is given runs in the stream's context, as one more of its
+ * callbacks, so it may read and change what the stream's callbacks share
+ * without a lock of its own, and its writes are flushed as a callback's
+ * are.  Each stand-alone call above is safe from any thread too, but a
+ * sequence of them (look at the queue, then write) is atomic only inside
+ * the stream's context.  taxi_listener_post() does the same for a
+ * listener, taxi_io_post() (taxi/io.h) for the context.
+ *
  * Closing.  A stream closes once: by taxi_stream_close(), by an error
  * (reset, a write error, a timeout) or by taxi_io_destroy().  Then every
  * write not yet done completes with TAXI_ECANCELED (the write that failed,
- * with its error), a pending taxi_stream_read_into with TAXI_ECANCELED, and
+ * with its error), a pending taxi_stream_read_into with TAXI_ECANCELED,
+ * every function posted and not yet run is called with TAXI_ECANCELED, and
  * last the close callback runs, exactly once, with the reason: 0 after
  * taxi_stream_close(), else the error.  Under a Proactor, a write the OS
  * was performing when the close came is told once that operation has
@@ -129,6 +140,33 @@ TAXI_EXTERN unsigned taxi_addr_port(const taxi_addr_t *a);
 /* Enable keep-alive probes (keepalive_* below) on TCP streams. */
 #define TAXI_STREAM_KEEPALIVE 0x4u
 
+/* Which timeout expired (taxi_stream_timeout_fn). */
+#define TAXI_STREAM_TIMEOUT_IDLE 1  /* idle_timeout */
+#define TAXI_STREAM_TIMEOUT_READ 2  /* read_timeout */
+#define TAXI_STREAM_TIMEOUT_WRITE 3 /* write_timeout */
+
+/*
+ * The idle, read or write timeout of s expired (`which`: the earliest of
+ * them, TAXI_STREAM_TIMEOUT_*).  Called in the stream's context, as its
+ * other callbacks, before anything is done about it.  When it returns:
+ *   - the stream closed or was detached in it: nothing more;
+ *   - it called taxi_stream_end() (after writing a last message, say):
+ *     the end goes on, and its flush gets the stream's timeouts afresh
+ *     (counted from now); a timeout that expires during the end closes
+ *     the stream with TAXI_ETIMEDOUT without calling this again.  What was
+ *     queued before the end goes out first, then the shutdown: the peer
+ *     reads every byte, then the end of the stream.  The close callback
+ *     gets reason 0;
+ *   - it gave the stream new timeouts (taxi_stream_set_timeouts: they
+ *     count from the call): the stream lives on;
+ *   - otherwise, as without the callback: the stream closes with
+ *     TAXI_ETIMEDOUT, and what is queued is not sent (a write made here
+ *     without an end is dropped with the rest).
+ * The connect timeout is not told here: it fails the connect (the
+ * connect callback gets TAXI_ETIMEDOUT).
+ */
+typedef void (*taxi_stream_timeout_fn)(taxi_stream_t *s, int which);
+
 /*
  * Options of a stream.  Initialise with taxi_stream_options_init() (or
  * TAXI_STREAM_OPTIONS_INIT), then change what differs.  Sizes and
@@ -148,14 +186,17 @@ typedef struct taxi_stream_options {
    * and files hold no stream memory and do not count. */
   long high_watermark;
   /* The drain callback runs when the queued bytes fall to this after a
-   * write was refused or reading paused (default 8192; 0: when empty). */
+   * write was refused or reading paused (and, after TAXI_ENOBUFS, a write
+   * record is free again) (default 8192; 0: when empty). */
   long low_watermark;
   unsigned max_writes; /* writes queued at once at most (default 64; a
                           copying write without callback may join the one
-                          before it and take no record of its own) */
+                          before it and take no record of its own); one
+                          more is refused with TAXI_ENOBUFS */
   unsigned flags;      /* TAXI_STREAM_* */
   /* Timeouts in nanoseconds, 0: none.  A stream that reaches one is closed
-   * with TAXI_ETIMEDOUT.  idle: nothing read or written for that long;
+   * with TAXI_ETIMEDOUT (unless on_timeout, below, decides otherwise).
+   * idle: nothing read or written for that long;
    * read: reading (read_start or read_into) and nothing arrived for that
    * long (not counted while paused); write: bytes queued and none sent for
    * that long; connect: the connection not made within it. */
@@ -168,6 +209,10 @@ typedef struct taxi_stream_options {
   unsigned keepalive_idle;
   unsigned keepalive_interval; /* see keepalive_idle */
   unsigned keepalive_count;    /* see keepalive_idle */
+  /* Called when the idle, read or write timeout expires, before the
+   * stream is closed for it (see taxi_stream_timeout_fn); NULL: closed at
+   * once with TAXI_ETIMEDOUT. */
+  taxi_stream_timeout_fn on_timeout;
 } taxi_stream_options_t;
 
 /* taxi_stream_options_init - the defaults above.  Nothing for NULL. */
@@ -380,8 +425,8 @@ TAXI_EXTERN int taxi_stream_connect(taxi_stream_t **out, taxi_io_t *io,
  * the handle and closes it when it closes.  It stays still - nothing is
  * read, no timeout runs - until the first call that sets it going
  * (taxi_stream_read_start, a read_into, a write, set_timeouts, shutdown,
- * end, close, detach), so that nothing closes it before the caller has
- * set its callbacks.
+ * end, close, detach, a post), so that nothing closes it before the
+ * caller has set its callbacks.
  * Returns 0 and sets *out, or TAXI_EINVAL (NULL, bad options), TAXI_EBADF
  * (h not open), TAXI_ESTOPPED, TAXI_ENOMEM, TAXI_ESYS (then h is still the
  * caller's).
@@ -414,6 +459,66 @@ TAXI_EXTERN int taxi_stream_set_keepalive(taxi_stream_t *s, int on,
                                           unsigned idle_s, unsigned interval_s,
                                           unsigned count);
 
+/* ---- posting ------------------------------------------------------------ */
+
+/* A function posted to a stream (taxi_stream_post): status 0, run in the
+ * stream's context; or TAXI_ECANCELED: the stream closed (or was detached)
+ * before its turn, and this call, made in the stream's context before its
+ * close (or detach) callback, is only for releasing arg. */
+typedef void (*taxi_stream_post_fn)(taxi_stream_t *s, int status, void *arg);
+
+/*
+ * taxi_stream_post - run fn(s, 0, arg) in the stream's context: in a
+ * thread that dispatches it, never at the same time as another callback
+ * of s (read, write completions, drain, timeout, connect, close, another
+ * posted function), and never inside this call, even when it is made from
+ * one of s's own callbacks (then fn runs after that callback returns).
+ * Functions posted to one stream run in the order they were posted.  The
+ * writes fn makes are flushed when it returns, as a callback's are.  A
+ * stream still connecting runs them once connected, after its connect
+ * callback; a stream made by taxi_stream_open is set going by a post.
+ *
+ * fn runs exactly once: with status 0, or with TAXI_ECANCELED if the
+ * stream closes or is detached first (then before its close or detach
+ * callback, in its context, so that arg may be released there).
+ *
+ * Memory: a post takes a record from the context's free list, allocating
+ * one only when none is free (records are kept for reuse until
+ * taxi_io_destroy), so that posting allocates nothing in steady state.
+ *
+ * Returns 0 (fn will run), or TAXI_EINVAL (NULL s or fn), TAXI_EBADF (s
+ * is closing, closed or detached), TAXI_ESTOPPED (taxi_io_stop was called
+ * or taxi_io_destroy began: nothing would run it), TAXI_ENOMEM; on an
+ * error fn does not run and arg stays the caller's.  Threads: any,
+ * callbacks of any stream included; s must not have been released (hold
+ * a reference, taxi_stream_ref, to post to a stream that may close).
+ */
+TAXI_EXTERN int taxi_stream_post(taxi_stream_t *s, taxi_stream_post_fn fn,
+                                 void *arg);
+
+/* A function posted to a listener (taxi_listener_post): status 0, or
+ * TAXI_ECANCELED when the listener closed before its turn. */
+typedef void (*taxi_listener_post_fn)(taxi_listener_t *l, int status,
+                                      void *arg);
+
+/*
+ * taxi_listener_post - run fn(l, 0, arg) in the listener's context: in a
+ * thread that dispatches the context, never at the same time as an accept
+ * callback of l or another function posted to it, never inside this call;
+ * in the order posted.  fn runs exactly once: with status 0, or with
+ * TAXI_ECANCELED if taxi_listener_close() (or taxi_io_destroy) comes
+ * first (then just before on_close).  A dispatching thread that is about
+ * to run an accept callback while a posted function runs waits for it:
+ * keep posted functions short.  Records as taxi_stream_post.
+ *
+ * Returns 0, or TAXI_EINVAL (NULL l or fn), TAXI_EBADF (taxi_listener_close
+ * was called), TAXI_ESTOPPED (the context is stopping), TAXI_ENOMEM, or an
+ * error of the dispatcher scheduling the run; on an error fn does not run.
+ * Threads: any, while l has not been closed (see taxi_listener_close).
+ */
+TAXI_EXTERN int taxi_listener_post(taxi_listener_t *l, taxi_listener_post_fn fn,
+                                   void *arg);
+
 /* ---- reading ------------------------------------------------------------ */
 
 /*
@@ -421,7 +526,8 @@ TAXI_EXTERN int taxi_stream_set_keepalive(taxi_stream_t *s, int on,
  * the stream's own buffer (read_buffer bytes at most per call), until
  * taxi_stream_read_stop, end of stream (one TAXI_EEOF call) or close.
  * Calling it again replaces fn.  Returns 0, TAXI_EINVAL (NULL), TAXI_EBADF
- * (closed), TAXI_EBUSY (a taxi_stream_read_into is pending).
+ * (closed), TAXI_EBUSY (a taxi_stream_read_into is pending, or a pipe reads
+ * the stream: taxi_stream_pipe).
  */
 TAXI_EXTERN int taxi_stream_read_start(taxi_stream_t *s,
                                        taxi_stream_read_fn fn);
@@ -431,7 +537,7 @@ TAXI_EXTERN int taxi_stream_read_start(taxi_stream_t *s,
  * running in another thread finishes).  Bytes that already arrived stay
  * in the stream's buffer for the next read_start or read_into.  Returns 0,
  * TAXI_EINVAL, TAXI_EBADF, TAXI_EBUSY (a read_into is pending: it ends
- * only by completing or by close).
+ * only by completing or by close; or a pipe reads the stream).
  */
 TAXI_EXTERN int taxi_stream_read_stop(taxi_stream_t *s);
 
@@ -445,7 +551,8 @@ TAXI_EXTERN int taxi_stream_read_stop(taxi_stream_t *s);
  * then fn(s, status, bytes, arg) once.  The bytes pass through the
  * stream's buffer.  One at a time, not while read_start is active.
  * Returns 0, TAXI_EINVAL (NULL, len 0, unknown flags), TAXI_EBADF,
- * TAXI_EBUSY (read_start active or a read_into pending).
+ * TAXI_EBUSY (read_start active, a read_into pending, or a pipe reads the
+ * stream).
  */
 TAXI_EXTERN int taxi_stream_read_into(taxi_stream_t *s, void *buf, size_t len,
                                       unsigned flags, taxi_stream_done_fn fn,
@@ -459,9 +566,12 @@ TAXI_EXTERN int taxi_stream_read_into(taxi_stream_t *s, void *buf, size_t len,
  * they are all sent or the stream closed.  Queuing allocates nothing.
  *
  * Returns 0 (queued), or TAXI_EINVAL (NULL s or data, len 0, len above the
- * high watermark), TAXI_EAGAIN (no room now: above the high watermark, or
- * max_writes queued; nothing was queued, the drain callback will say when
- * there is room), TAXI_EBADF (closed), TAXI_EPIPE (after shutdown).
+ * high watermark), TAXI_EAGAIN (no room now: the bytes would take the
+ * queue above the high watermark), TAXI_ENOBUFS (every write record is in
+ * use: max_writes writes queued), TAXI_EBADF (closed), TAXI_EPIPE (after
+ * shutdown).  After TAXI_EAGAIN or TAXI_ENOBUFS nothing was queued, and the
+ * drain callback will say when there is room again (the queue down to the
+ * low watermark, and a record free).
  */
 TAXI_EXTERN int taxi_stream_write(taxi_stream_t *s, const void *data,
                                   size_t len, taxi_stream_done_fn fn,
@@ -469,8 +579,8 @@ TAXI_EXTERN int taxi_stream_write(taxi_stream_t *s, const void *data,
 
 /* taxi_stream_write_ref - as taxi_stream_write, without copying: the
  * caller's bytes must stay valid and unchanged until fn (required) runs.
- * They do not count against the high watermark; TAXI_EAGAIN only when
- * max_writes are queued. */
+ * They do not count against the high watermark: never TAXI_EAGAIN, but
+ * TAXI_ENOBUFS when max_writes are queued. */
 TAXI_EXTERN int taxi_stream_write_ref(taxi_stream_t *s, const void *data,
                                       size_t len, taxi_stream_done_fn fn,
                                       void *arg);
@@ -497,6 +607,89 @@ TAXI_EXTERN int taxi_stream_sendfile(taxi_stream_t *s, taxi_handle_t file,
 /* taxi_stream_write_queued - bytes of copying writes queued and not yet
  * sent (what the watermarks measure); 0 for NULL. */
 TAXI_EXTERN size_t taxi_stream_write_queued(const taxi_stream_t *s);
+
+/*
+ * taxi_stream_write_room - the bytes a copying write may queue now without
+ * TAXI_EAGAIN: the high watermark less what is queued (a write also needs
+ * a record: TAXI_ENOBUFS).  0 for NULL, and for a stream that takes no
+ * more writes (closing, closed, or shut down).  Threads: any; from another
+ * thread it is a moment's value (bytes going out make room, another
+ * thread's writes take it); in the stream's own callbacks, and in a
+ * function posted to it, it holds until the stream's next write.
+ */
+TAXI_EXTERN size_t taxi_stream_write_room(const taxi_stream_t *s);
+
+/*
+ * taxi_stream_watermarks - the stream's low and high watermarks, in bytes
+ * (from its options; they do not change while it lives).  Either pointer
+ * may be NULL.  Returns 0 or TAXI_EINVAL (NULL s).  Threads: any.
+ */
+TAXI_EXTERN int taxi_stream_watermarks(const taxi_stream_t *s, size_t *low,
+                                       size_t *high);
+
+/* ---- relaying ----------------------------------------------------------- */
+
+/* A pipe is over (taxi_stream_pipe): status 0 when `from` reached its end
+ * and the end was passed on (`to` shuts its sending down once the bytes
+ * relayed have gone out); otherwise why it stopped: the error with which
+ * from or to closed (TAXI_ECANCELED for a close without error), or
+ * TAXI_EPIPE (the application shut `to` down while the pipe wrote to it).
+ * from and to are valid during the call. */
+typedef void (*taxi_stream_pipe_fn)(taxi_stream_t *from, taxi_stream_t *to,
+                                    int status, void *arg);
+
+/*
+ * taxi_stream_pipe - relay everything read from `from` into `to`, with
+ * backpressure both ways and half-close, until from's end or a close:
+ *
+ *   - Each read of from is written to `to` at once (copied into its output
+ *     buffer, as taxi_stream_write does).  When `to` has less room left
+ *     than one read of from (from's read_buffer), reading from stops, and
+ *     it starts again once `to` has drained to its low watermark.  A read
+ *     `to` refuses all the same (the application's own writes to `to`
+ *     took the room, or its write records) waits in from's read buffer
+ *     for that drain.  So the bytes in transit in the process are at most
+ *     to's high watermark and one read buffer, however slow to's peer is,
+ *     and from's peer is held back by TCP's own flow control.
+ *   - Half-close: when from's peer shuts its side down (from reads the end
+ *     of the stream), `to` is shut down once what was relayed has gone out
+ *     (taxi_stream_shutdown: its peer reads every byte, then the end), and
+ *     the pipe is over: fn(from, to, 0, arg).  Both streams stay open: the
+ *     other direction may go on; end or close them when done with them.
+ *   - Errors: when either stream closes first (a reset, a timeout,
+ *     taxi_stream_close, taxi_io_destroy), the pipe closes the other one
+ *     (its close callback gets TAXI_ECANCELED, and what it had queued is
+ *     not sent) and fn gets the first one's reason (TAXI_ECANCELED for a
+ *     close without error).  If the application shuts `to` down while the
+ *     pipe writes to it, both are closed and fn gets TAXI_EPIPE.
+ *
+ * Both directions of a connection, as a proxy relays them: two pipes, one
+ * from a to b and one from b to a (a stream may be the source of one pipe
+ * and the destination of another).  from and to may belong to different
+ * contexts.
+ *
+ * fn (NULL: none) runs once, in the context of the stream whose event
+ * ended the pipe: from's read for its end or a refused write, the closing
+ * stream's close (before that stream's own close callback); it may run
+ * while the other stream's callbacks run in another thread.
+ *
+ * While the pipe runs it is from's reader: its read callback is replaced
+ * (bytes from read and did not deliver yet go first);
+ * taxi_stream_read_start, read_stop and read_into on from are TAXI_EBUSY,
+ * and so is taxi_stream_detach of either stream.  The application may
+ * still write to `to` (see above) and use both streams otherwise.  The
+ * pipe is allocated here, once, and holds a reference to each stream
+ * until fn has returned.
+ *
+ * Returns 0, or TAXI_EINVAL (NULL from or to, from == to, or to's high
+ * watermark less its low watermark below from's read buffer: a drain
+ * would never make room for a read), TAXI_EBADF (either is closing or
+ * closed), TAXI_EPIPE (to is shut down), TAXI_EBUSY (from is read by a
+ * pipe already or has a read_into pending; to is written by a pipe
+ * already), TAXI_ENOMEM.  Threads: any.
+ */
+TAXI_EXTERN int taxi_stream_pipe(taxi_stream_t *from, taxi_stream_t *to,
+                                 taxi_stream_pipe_fn fn, void *arg);
 
 /*
  * taxi_stream_shutdown - half-close: once everything queued is sent, shut
@@ -537,18 +730,20 @@ typedef void (*taxi_stream_detach_fn)(taxi_stream_t *s, taxi_handle_t h,
  * adaptive server moves a connection from one concurrency strategy to
  * another between requests, with taxi_stream_open) or outside taxi.
  * Reading stops at once; no callback of the stream runs after this but
- * fn.  Once nothing of the stream can run or touch the handle any more (a
- * Proactor's read in flight has been cancelled and has completed: no
- * request still names the descriptor), fn runs in a dispatching thread of
- * the context, or in the thread of taxi_io_destroy, with the handle and
+ * fn (functions posted and not yet run are called with TAXI_ECANCELED
+ * before it).  Once nothing of the stream can run or touch the handle any
+ * more (a Proactor's read in flight has been cancelled and has completed:
+ * no request still names the descriptor), fn runs in a dispatching thread
+ * of the context, or in the thread of taxi_io_destroy, with the handle and
  * the bytes that read had brought (usually none: the bytes already
  * delivered to the read callback are the application's).  A direction
  * shut down stays shut down.
  *
  * Only a stream with nothing of its own in flight may leave: no write
- * queued, no read_into, no connect, no taxi_stream_end pending.  Detach
- * from a write's completion callback or from on_drain once the queue is
- * empty (taxi_stream_write_queued() is 0 and every write was told).
+ * queued, no read_into, no connect, no taxi_stream_end pending, in no pipe
+ * (taxi_stream_pipe).  Detach from a write's completion callback or from
+ * on_drain once the queue is empty (taxi_stream_write_queued() is 0 and
+ * every write was told).
  *
  * Windows: a socket that an IOCP Proactor had stays bound to that
  * completion port (the OS cannot undo it): a Reactor context can serve it,
@@ -576,6 +771,35 @@ TAXI_EXTERN int taxi_stream_unref(taxi_stream_t *s);
 TAXI_EXTERN int taxi_stream_peer(const taxi_stream_t *s, taxi_addr_t *out);
 /* See taxi_stream_peer. */
 TAXI_EXTERN int taxi_stream_local(const taxi_stream_t *s, taxi_addr_t *out);
+/* What one stream did, counted as the context's totals are
+ * (taxi_io_stats_t in taxi/io.h). */
+typedef struct taxi_stream_counters {
+  uint64_t bytes_in;  /* bytes read from the connection */
+  uint64_t bytes_out; /* bytes sent (writes, write_refs, files) */
+  uint64_t reads;     /* read callbacks with data */
+  uint64_t writes;    /* writes queued (write, write_ref, sendfile) */
+  /* writes refused for lack of room: TAXI_EAGAIN (above the high
+   * watermark) and TAXI_ENOBUFS (no write record) */
+  uint64_t writes_refused;
+  uint64_t writes_no_record; /* of those, the TAXI_ENOBUFS ones */
+  /* times reading paused for backpressure (TAXI_STREAM_PAUSE_READING, or
+   * a pipe waiting for its destination: taxi_stream_pipe) */
+  uint64_t read_pauses;
+} taxi_stream_counters_t;
+
+/*
+ * taxi_stream_counters - copy the stream's counters into *out.  Each is
+ * an atomic of its own, counted and read without a lock (the data path
+ * takes none for them), so that a copy made while the stream runs is not
+ * one instant's: each counter is exact, two may be a moment apart.  They
+ * stay readable after the close while the stream is referenced
+ * (taxi_stream_ref): read them in the close callback, or under a
+ * reference, for their final values.
+ * Returns 0 or TAXI_EINVAL (NULL).  Threads: any.
+ */
+TAXI_EXTERN int taxi_stream_counters(const taxi_stream_t *s,
+                                     taxi_stream_counters_t *out);
+
 /* The context of the stream; NULL for NULL. */
 TAXI_EXTERN taxi_io_t *taxi_stream_io(const taxi_stream_t *s);
 /* The socket (still the stream's); TAXI_INVALID_HANDLE for NULL.  A

@@ -109,7 +109,7 @@ static void produce(struct producer *p) {
                                                    : sizeof chunk;
     for (size_t i = 0; i < n; i++) chunk[i] = st_byte(3, p->queued + i);
     int rc = taxi_stream_write(p->s, chunk, n, NULL, NULL);
-    if (rc == TAXI_EAGAIN) {
+    if (rc == TAXI_EAGAIN || rc == TAXI_ENOBUFS) { /* room, records */
       atomic_fetch_add(&p->refused, 1);
       return; /* the drain callback comes back */
     }

@@ -25,20 +25,21 @@
 
 #define MAX_PAIRS 64
 
-static CU_TestInfo all_tests[64];
+static CU_TestInfo all_tests[128];
 static taxi_test_suite_t suites[MAX_PAIRS];
 static const taxi_test_suite_t *list[MAX_PAIRS];
 static char names[MAX_PAIRS][96];
 static size_t npairs;
 
 static void collect_tests(void) {
-  CU_TestInfo *parts[] = {st_tests_echo,    st_tests_flow,  st_tests_connect,
-                          st_tests_threads, st_tests_misc,  st_tests_bad_input,
-                          st_tests_detach,  st_tests_group, st_tests_closing,
-                          st_tests_adopt,   st_tests_cross, st_tests_peer};
+  CU_TestInfo *parts[] = {
+      st_tests_echo,    st_tests_flow,      st_tests_connect,  st_tests_threads,
+      st_tests_misc,    st_tests_bad_input, st_tests_detach,   st_tests_group,
+      st_tests_closing, st_tests_adopt,     st_tests_cross,    st_tests_peer,
+      st_tests_post,    st_tests_counters,  st_tests_timeouts, st_tests_pipe};
   size_t n = 0;
   for (size_t p = 0; p < sizeof parts / sizeof parts[0]; p++)
-    for (CU_TestInfo *t = parts[p]; t->pName && n < 63; t++)
+    for (CU_TestInfo *t = parts[p]; t->pName && n < 127; t++)
       all_tests[n++] = *t;
   all_tests[n] = (CU_TestInfo)CU_TEST_INFO_NULL;
 }

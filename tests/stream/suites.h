@@ -87,5 +87,9 @@ extern CU_TestInfo st_tests_closing[];
 extern CU_TestInfo st_tests_adopt[];
 extern CU_TestInfo st_tests_cross[];
 extern CU_TestInfo st_tests_peer[];
+extern CU_TestInfo st_tests_post[];
+extern CU_TestInfo st_tests_counters[];
+extern CU_TestInfo st_tests_timeouts[];
+extern CU_TestInfo st_tests_pipe[];
 
 #endif /* TAXI_TESTS_STREAM_SUITES_H */

@@ -79,7 +79,7 @@ static void foreign_main(void *arg) {
     int rc = i - atomic_load(&z->foreign_acked) >= 512
                  ? TAXI_EAGAIN
                  : taxi_stream_write(z->s, msg, 8, z_written, z);
-    if (rc == TAXI_EAGAIN) {
+    if (rc == TAXI_EAGAIN || rc == TAXI_ENOBUFS) { /* room, records */
       util_sleep_ms(1);
       i--;
       continue;

@@ -39,11 +39,11 @@ typedef struct taxi_lf_sets_options {
   /* sizeof(taxi_lf_sets_options_t) as the program was compiled, set by the
    * initialisers (see taxi_reactor_options_t.size). */
   size_t size;
-  unsigned sets;            /* handle sets; 0: one per processor online */
+  unsigned sets; /* handle sets; 0: one per processor online */
   /* Threads spawned per set, each running hooks (threads that join a
    * set's pool with taxi_lf_join come on top); 0: 1. */
   unsigned threads_per_set;
-  const char *backend;      /* as for taxi_reactor_create(), NULL: best */
+  const char *backend; /* as for taxi_reactor_create(), NULL: best */
   /* The options of every set's pool; NULL: the defaults. */
   const taxi_lf_options_t *pool;
 } taxi_lf_sets_options_t;

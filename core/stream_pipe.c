@@ -29,6 +29,8 @@
 #include "detail.h"
 #include "io_impl.h"
 
+#include <inttypes.h>
+
 struct taxi__pipe {
   taxi_stream_t *from, *to;
   taxi_stream_pipe_fn fn;
@@ -275,9 +277,12 @@ int taxi_stream_pipe(taxi_stream_t *from, taxi_stream_t *to,
   if (to->wcap - to->low < from->rcap)
     return taxi__refuse(TAXI_EINVAL,
                         "taxi_stream_pipe: to: its high watermark less its "
-                        "low watermark (%zu) is below from's read_buffer "
-                        "(%zu): a read could never be relayed",
-                        to->wcap - to->low, from->rcap);
+                        "low watermark (%" PRIu64
+                        ") is below from's "
+                        "read_buffer (%" PRIu64
+                        "): a read could never be "
+                        "relayed",
+                        (uint64_t)(to->wcap - to->low), (uint64_t)from->rcap);
   taxi__pipe_t *p = taxi__calloc(1, sizeof *p);
   if (!p) return TAXI_ENOMEM;
   int rc = taxi__mutex_init(&p->lock);

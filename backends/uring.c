@@ -63,6 +63,15 @@
  *                  kernel sends every byte in one request since 5.18.
  *                  Never READV/WRITEV on sockets: for those io_uring
  *                  honours O_NONBLOCK and returns EAGAIN instead of waiting.
+ *                  A send may still end with EAGAIN: a request the kernel
+ *                  has had to poll for too often is handed to its io-wq
+ *                  workers, where a SENDMSG honours the socket's
+ *                  O_NONBLOCK and ends with EAGAIN if the socket is full
+ *                  then (seen on Linux 6.18: a gather write to a slow
+ *                  reader, under load).  That is not the operation's
+ *                  result: the step is submitted again behind an
+ *                  IORING_OP_POLL_ADD for the readiness it lacked
+ *                  (UOP_POLL_FIRST, see on_simple); a receive likewise.
  *   READ_FILE,     IORING_OP_READ / IORING_OP_WRITE at offset + done.
  *   WRITE_FILE
  *   TRANSMIT_FILE  header and trailer as a send (the header with MSG_MORE
@@ -376,7 +385,8 @@ enum {
   UD_MAIN = 0, /* the step's request (the pipe -> socket splice of a
                   transmit-file step) */
   UD_FILL = 1, /* transmit-file: file -> pipe splice */
-  UD_POLL = 2, /* transmit-file: wait for room in the socket */
+  UD_POLL = 2, /* transmit-file, or a step after EAGAIN (UOP_POLL_FIRST):
+                  wait for room in the socket, or for data */
   UD_TAG_MASK = 3
 };
 #define UD_WAKE ((uint64_t)0)       /* the poll on the wake-up channel */
@@ -403,6 +413,7 @@ enum {
 #define UOP_DEFERRED 0x100u   /* on the deferred list */
 #define UOP_MS_SINGLE 0x200u  /* multishot by re-armed single accepts */
 #define UOP_MS_PROBE 0x400u   /* ... after EINVAL from a kernel multishot */
+#define UOP_POLL_FIRST 0x800u /* the step waits behind a poll (EAGAIN) */
 
 typedef struct uring_pipe {
   int fd[2];
@@ -428,6 +439,9 @@ typedef struct uring_op {
   int fill_res;         /* result of the file -> pipe splice */
   int err;              /* the first real error of this step */
   unsigned splice_more; /* SPLICE_F_MORE: more data follows this step */
+  /* UOP_POLL_FIRST (a send or receive): the request's result once its CQE
+   * is in, and the poll's error in `err` */
+  int main_res;
   /* Lists.  A record may be on both at once (a connection of a multishot
    * accept deferred while its re-arm waits for an SQE). */
   taxi_op_t *bl_next;  /* the backlog */
@@ -901,6 +915,22 @@ static int prep_recv_select(uring_state_t *s, taxi_op_t *op) {
 }
 #endif
 
+/* The SQE of op's request, after a poll for `events` linked to it when the
+ * step waits for readiness first (UOP_POLL_FIRST); NULL without room for
+ * them.  The poll names `slot` as the request does. */
+static struct io_uring_sqe *sqe_get_polled(uring_state_t *s, taxi_op_t *op,
+                                           int slot, unsigned events) {
+  struct io_uring_sqe *poll;
+  if (!(uop(op)->state & UOP_POLL_FIRST)) return sqe_get(s);
+  if (!sq_reserve(s, 2)) return NULL;
+  poll = io_uring_get_sqe(&s->ring);
+  io_uring_prep_poll_add(poll, op->handle, events);
+  sqe_slot(poll, op, slot);
+  poll->flags |= IOSQE_IO_LINK;
+  sqe_tag(poll, op, UD_POLL);
+  return io_uring_get_sqe(&s->ring);
+}
+
 static int prep_recv(uring_state_t *s, taxi_op_t *op) {
   taxi_buf_t b;
   struct io_uring_sqe *sqe;
@@ -908,7 +938,7 @@ static int prep_recv(uring_state_t *s, taxi_op_t *op) {
   if (op->internal_.flags & TAXI__READ_SELECT) return prep_recv_select(s, op);
   if (taxi__op_remaining_bufs(op, &b, 1) != 1) return TAXI_EINVAL;
   slot = handle_slot(s, op);
-  sqe = sqe_get(s);
+  sqe = sqe_get_polled(s, op, slot, POLLIN);
   if (!sqe) return TAXI_EAGAIN;
   io_uring_prep_recv(sqe, op->handle, b.base, clamp_len(b.len), flags);
   sqe_slot(sqe, op, slot);
@@ -925,7 +955,7 @@ static int prep_send(uring_state_t *s, taxi_op_t *op, int extra_flags) {
   int slot, flags = MSG_NOSIGNAL | MSG_WAITALL | extra_flags;
   if (k == 0) return TAXI_EINVAL;
   slot = handle_slot(s, op);
-  sqe = sqe_get(s);
+  sqe = sqe_get_polled(s, op, slot, POLLOUT);
   if (!sqe) return TAXI_EAGAIN;
   if (k == 1) {
     io_uring_prep_send(sqe, op->handle, b[0].base, clamp_len(b[0].len), flags);
@@ -1105,7 +1135,37 @@ static bool retry_unrequested(uring_state_t *s, sink_t *k, taxi_op_t *op,
   return true;
 }
 
+/* A step submitted behind its poll (UOP_POLL_FIRST): true once the CQEs of
+ * both are in, with *res the step's outcome - the request's result, or the
+ * poll's error where the poll failed and the kernel cancelled the request
+ * linked to it. */
+static bool poll_first_done(uring_op_t *u, unsigned tag, int *res) {
+  if (tag == UD_POLL) {
+    if (*res < 0 && *res != -ECANCELED && !u->err) u->err = *res;
+  } else {
+    u->main_res = *res;
+  }
+  if (u->parts) return false;
+  u->state &= ~UOP_POLL_FIRST;
+  *res = u->main_res == -ECANCELED && u->err ? u->err : u->main_res;
+  return true;
+}
+
 static void on_simple(uring_state_t *s, sink_t *k, taxi_op_t *op, int res) {
+  uring_op_t *u = uop(op);
+  if (res == -EAGAIN && !(u->state & UOP_CANCEL) &&
+      (op->kind == TAXI_OP_READ || op->kind == TAXI_OP_WRITE ||
+       op->kind == TAXI_OP_TRANSMIT_FILE)) {
+    /* A send or receive on the socket (a transmit-file's header or
+     * trailer) that io-wq ended for want of room or data (see WRITE at
+     * the top of the file): not a result.  Again, once the socket is
+     * ready; the bytes it moved before were reported already. */
+    u->state |= UOP_POLL_FIRST;
+    u->err = 0;
+    u->main_res = 0;
+    requeue(s, k, op);
+    return;
+  }
   if (retry_unrequested(s, k, op, res)) return;
   uop(op)->retries = 0;
   if (op->kind == TAXI_OP_ACCEPT && res >= 0) op->peer_len = uop(op)->peer_len;
@@ -1248,6 +1308,7 @@ static void on_cqe(uring_state_t *s, sink_t *k, const struct io_uring_cqe *c,
   taxi_op_t *op;
   unsigned tag = (unsigned)(c->user_data & UD_TAG_MASK);
   uring_op_t *u;
+  int res = c->res;
   if (c->user_data & URING_FILES_UD) {
     uring_files_cqe(&s->files, c->user_data, c->res);
     return;
@@ -1261,7 +1322,8 @@ static void on_cqe(uring_state_t *s, sink_t *k, const struct io_uring_cqe *c,
   u = uop(op);
   /* A multishot request stays in flight while its CQEs say MORE. */
   if (!(c->flags & IORING_CQE_F_MORE)) u->parts &= ~(1u << tag);
-  if (c->res == -EBADF && u->fixed && u->parts == 0 && !u->pipe &&
+  if ((u->state & UOP_POLL_FIRST) && !poll_first_done(u, tag, &res)) return;
+  if (res == -EBADF && u->fixed && u->parts == 0 && !u->pipe &&
       !(u->state & UOP_CANCEL) &&
       uring_files_install_failed(&s->files, op->handle, u->fixed - 1)) {
     /* The install before it failed: again, on the fd this time. */
@@ -1269,13 +1331,13 @@ static void on_cqe(uring_state_t *s, sink_t *k, const struct io_uring_cqe *c,
     return;
   }
   if (op->kind == TAXI_OP_TRANSMIT_FILE && u->pipe)
-    on_tx_file(s, k, op, tag, c->res);
+    on_tx_file(s, k, op, tag, res);
   else if (op->internal_.flags & TAXI__READ_SELECT)
-    on_pooled(s, k, op, c->res, c->flags);
+    on_pooled(s, k, op, res, c->flags);
   else if (u->state & UOP_MULTISHOT)
-    on_multishot(s, k, op, c->res, c->flags);
+    on_multishot(s, k, op, res, c->flags);
   else
-    on_simple(s, k, op, c->res);
+    on_simple(s, k, op, res);
 }
 
 /* Reap CQEs while there is room; the rest stay in the ring. */

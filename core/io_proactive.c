@@ -152,12 +152,23 @@ static int s_open(taxi_stream_t *s, bool attached) {
   return rc;
 }
 
+/*
+ * A transfer may complete with TAXI_EAGAIN: the OS refused its requests
+ * for too long (the proactor's submit_pauses, the aio backend's refused
+ * requests), and the proactor gave up.  Not a failure of the stream, and
+ * not to be passed on: TAXI_EAGAIN from the driver tells the state machine
+ * that an operation is in flight and its completion will call back, so a
+ * stream told so with none in flight would wait for good.  The bytes moved
+ * before it count, and the operation is started again (the refusals, if
+ * they go on, are paused for again).
+ */
 static int64_t s_read(taxi_stream_t *s) {
   if (s->d.p.r_done) {
     s->d.p.r_done = false;
     int st = s->d.p.r_status;
-    if (st == 0) return (int64_t)s->d.p.r_bytes;
-    return st == TAXI_EEOF ? 0 : st;
+    if (st == 0 || (st == TAXI_EAGAIN && s->d.p.r_bytes > 0))
+      return (int64_t)s->d.p.r_bytes;
+    if (st != TAXI_EAGAIN) return st == TAXI_EEOF ? 0 : st;
   }
   if (s->d.p.r_busy) return TAXI_EAGAIN;
   int rc = taxi_proactor_read(s->d.p.px, &s->d.p.rop, s->fd, s->rbuf, s->rcap,
@@ -169,11 +180,14 @@ static int64_t s_read(taxi_stream_t *s) {
 }
 
 /* The result of the output operation, once the same head is offered
- * again; else start one. */
+ * again; else start one.  TAXI_EAGAIN (see s_read): the bytes it sent, or
+ * TAXI_EAGAIN with none, for the caller to start it again. */
 static int64_t w_result(taxi_stream_t *s) {
   s->d.p.w_done = false;
   int st = s->d.p.w_status;
-  return st == 0 ? (int64_t)s->d.p.w_bytes : st;
+  if (st == 0 || (st == TAXI_EAGAIN && s->d.p.w_bytes > 0))
+    return (int64_t)s->d.p.w_bytes;
+  return st;
 }
 
 /* Closing: a write cancelled (or failed) part way has sent its first
@@ -188,7 +202,10 @@ static int64_t s_written(taxi_stream_t *s) {
 }
 
 static int64_t s_write(taxi_stream_t *s, const taxi_buf_t *bufs, size_t n) {
-  if (s->d.p.w_done) return w_result(s);
+  if (s->d.p.w_done) {
+    int64_t r = w_result(s);
+    if (r != TAXI_EAGAIN) return r;
+  }
   if (s->d.p.w_busy) return TAXI_EAGAIN;
   if (n > TAXI_OP_MAX_BUFS) n = TAXI_OP_MAX_BUFS;
   int rc =
@@ -201,7 +218,10 @@ static int64_t s_write(taxi_stream_t *s, const taxi_buf_t *bufs, size_t n) {
 
 static int64_t s_sendfile(taxi_stream_t *s, taxi_handle_t file, int64_t off,
                           size_t len) {
-  if (s->d.p.w_done) return w_result(s);
+  if (s->d.p.w_done) {
+    int64_t r = w_result(s);
+    if (r != TAXI_EAGAIN) return r;
+  }
   if (s->d.p.w_busy) return TAXI_EAGAIN;
   int rc = taxi_proactor_transmit_file(s->d.p.px, &s->d.p.wop, s->fd, file, off,
                                        len, NULL, NULL, s_done, s);

@@ -2,11 +2,13 @@
 /*
  * tests/stream/flow.c - backpressure (a peer that stops reading), write
  * completion order across copying, zero-copy and file writes, half-close
- * both ways, reads into the caller's buffer, and a file sent corked.
+ * both ways, reads into the caller's buffer, a file sent corked, and a
+ * read the OS refuses until the proactor gives up on it.
  */
 #define _GNU_SOURCE 1
 
 #include "suites.h"
+#include "fault/fault.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -530,6 +532,52 @@ static void test_file_corked(void) {
   close(k.file);
 }
 
+/* ---- a read refused for too long -------------------------------------------
+ */
+
+static int refused_past_give_up(void *arg) {
+  (void)arg;
+  /* The aio backend pauses 16 times between refusals (core/backoff.h),
+   * about 2.3 s in all; the 17th refusal completes the read with
+   * TAXI_EAGAIN.  More than that: the stream read again after it. */
+  return fault_injected("aio_read") >= 20;
+}
+
+/* The aio backend's reads refused by the C library (aio_read failing with
+ * EAGAIN, injected) until the proactor gives up and completes the read
+ * with TAXI_EAGAIN: not a failure of the stream, which reads again rather
+ * than wait for good for a completion that cannot come, and echoes once
+ * the refusals stop.  Only the aio backend reads through aio_read. */
+static void test_read_refused_until_given_up(void) {
+  if (!fault_available()) {
+    printf("(skipped: %s) ", fault_unavailable_reason());
+    return;
+  }
+  st_io_t c;
+  st_echo_t e;
+  memset(&e, 0, sizeof e);
+  if (st_io_create(&c) < 0) return;
+  if (strncmp(taxi_io_backend(c.io), "aio", 3) != 0) { /* "aio:epoll" */
+    printf("(skipped: only the aio backend reads with aio_read) ");
+    taxi_io_destroy(c.io);
+    return;
+  }
+  int port = st_listen(&c, NULL, st_echo_accept, &e, NULL);
+  st_io_run(&c);
+  CU_ASSERT_EQUAL(fault_arm("aio_read:1:EAGAIN:0"), 0);
+  int fd = st_connect(port);
+  CU_ASSERT_FATAL(fd >= 0);
+  CU_ASSERT_EQUAL(st_send_all(fd, "ping", 4), 0);
+  CU_ASSERT(st_wait(refused_past_give_up, NULL, 20000));
+  fault_arm("");
+  char buf[4];
+  CU_ASSERT_EQUAL(st_recv_all(fd, buf, 4), 0);
+  CU_ASSERT(memcmp(buf, "ping", 4) == 0);
+  CU_ASSERT_EQUAL(atomic_load(&e.write_errors), 0);
+  close(fd);
+  st_io_destroy(&c);
+}
+
 CU_TestInfo st_tests_flow[] = {
     {"backpressure: reading pauses at the high watermark",
      test_backpressure_pauses_reading},
@@ -541,5 +589,7 @@ CU_TestInfo st_tests_flow[] = {
     {"half-close by the stream", test_half_close_by_stream},
     {"read into the caller's buffer (some, exact, EOF)", test_read_into},
     {"a file goes out corked, the socket uncorked after", test_file_corked},
+    {"a read refused until the proactor gives up is made again",
+     test_read_refused_until_given_up},
     CU_TEST_INFO_NULL,
 };

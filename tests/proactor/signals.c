@@ -15,6 +15,8 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -226,8 +228,28 @@ static void late_group_run(void *arg) {
   atomic_store(&run->rc, taxi_proactor_group_run(run->g));
 }
 
+/* libkqueue (kqueue on Linux) reads its EVFILT_SIGNAL from a signalfd of
+ * its own, which sees only the instances the thread that added the filter
+ * blocked; the group's catcher adds it in a thread of its own, so an
+ * instance taken by the test's thread runs taxi's do-nothing handler and
+ * never reaches the filter.  Real kqueue records the signal whichever
+ * thread takes it.  (tests/pools/signal_late.c skips the same case.) */
+static bool late_filter_misses(int mech) {
+#if defined(__linux__)
+  const char *backend = getenv("TAXI_BACKEND");
+  return mech == 0 && backend && strcmp(backend, "kqueue") == 0;
+#else
+  (void)mech;
+  return false;
+#endif
+}
+
 static void test_late_group(void) {
   for (int mech = 0; mech < 3; mech++) {
+    if (late_filter_misses(mech)) {
+      printf("\n    kqueue's filter: skipped (libkqueue)");
+      continue;
+    }
     late_choose(mech);
     late_run_t run = {gr_group(2, TAXI_SPREAD_ROUND_ROBIN), 1};
     pt_thread_t runner;

@@ -109,6 +109,7 @@
 #include "core/alloc.h"
 #include "core/backoff.h"
 #include "core/proactor_op.h"
+#include "core/reactor_closing.h"
 #include "ports/port.h"
 #include "taxi/reactor.h"
 
@@ -399,7 +400,7 @@ static int rearm_locked(aio_state_t *s, aio_handle_t *ah) {
   int rc = 0;
   if (!ah->registered) {
     if (!want) return 0;
-    rc = taxi_reactor_register(s->reactor, ah->fd, &ah->h, want);
+    rc = taxi__reactor_register_own(s->reactor, ah->fd, &ah->h, want);
     if (rc < 0) return rc;
     count(s, 1);
     ah->registered = true;
@@ -894,8 +895,8 @@ static int aio_open(void **state, const char *variant,
   if (rc == 0) rc = taxi_timer_init(&s->retry_timer);
   if (rc == 0) rc = taxi_handler_init(&s->wake_h, &wake_ops);
   if (rc == 0)
-    rc = taxi_reactor_register(s->reactor, taxi__wakeup_handle(&s->wakeup),
-                               &s->wake_h, TAXI_EV_READ);
+    rc = taxi__reactor_register_own(s->reactor, taxi__wakeup_handle(&s->wakeup),
+                                    &s->wake_h, TAXI_EV_READ);
   if (rc == 0) rc = open_bell(s);
   if (rc == 0) rc = start_reaper(s);
   if (rc < 0) {

@@ -195,8 +195,10 @@ static unsigned aps_events_out(apr_int16_t rtn) {
   if (rtn & APR_POLLOUT) ev |= TAXI_EV_WRITE;
   if (rtn & APR_POLLPRI) ev |= TAXI_EV_EXCEPT;
   if (rtn & APR_POLLHUP) ev |= TAXI_EV_HUP;
-  /* APR_POLLNVAL: the descriptor was closed while watched. */
+  /* APR_POLLNVAL: the descriptor was closed while watched (the core
+   * checks it before it believes so). */
   if (rtn & (APR_POLLERR | APR_POLLNVAL)) ev |= TAXI_EV_ERR;
+  if (rtn & APR_POLLNVAL) ev |= TAXI__EV_CLOSED;
   return ev;
 }
 
@@ -419,11 +421,12 @@ static int aps_add(void *state, taxi_handle_t h, uint64_t token,
   aps_state_t *s = state;
   aps_entry_t *e;
   slot_t *sl;
+  /* No one-shot arming here (no TAXI_CAP_ONESHOT). */
   int rc = check_events(s, h, events);
-  (void)flags; /* no one-shot arming (no TAXI_CAP_ONESHOT) */
   if (rc < 0) return rc;
-  /* A change applied later could not report a closed descriptor. */
-  rc = taxi__handle_check(h);
+  /* A change applied later could not report a closed descriptor; one the
+   * caller found open (TAXI__ARM_OPEN) is. */
+  if (!(flags & TAXI__ARM_OPEN)) rc = taxi__handle_check(h);
   if (rc < 0) return rc;
   taxi__mutex_lock(&s->lock);
   sl = slot_of(s, h);
@@ -480,6 +483,26 @@ static int aps_del(void *state, taxi_handle_t h) {
   return rc;
 }
 
+/* The poll failed with EBADF (APR's select method, as select(2) does): a
+ * watched descriptor was closed by the application before it was
+ * deleted.  Report those closed, as poll's POLLNVAL is, so the core can
+ * remove their handlers; until then each poll fails the same way.  None
+ * found: the culprit was deleted (or its number opened again) meanwhile,
+ * and the next poll sees the set as it is now.  Under the lock. */
+static size_t aps_report_closed(aps_state_t *s, taxi__ready_t *out,
+                                size_t max) {
+  size_t k = 0;
+  for (size_t fd = 0; fd < s->slot_cap && k < max; fd++) {
+    const aps_entry_t *e = s->slots[fd].entry;
+    if (!e || !e->applied || taxi__handle_check((taxi_handle_t)fd) == 0)
+      continue;
+    out[k].token = e->applied_token;
+    out[k].events = TAXI_EV_ERR | TAXI__EV_CLOSED;
+    k++;
+  }
+  return k;
+}
+
 static int aps_wait(void *state, taxi__ready_t *out, size_t max,
                     int timeout_ms) {
   aps_state_t *s = state;
@@ -515,13 +538,16 @@ static int aps_wait(void *state, taxi__ready_t *out, size_t max,
       k++;
       if (k == max) s->resume = (start + step + 1) % n;
     }
+  } else if (APR_STATUS_IS_EBADF(st)) {
+    k = aps_report_closed(s, out, max);
   }
   s->polling = false;
   taxi__cond_broadcast(&s->left);
   taxi__mutex_unlock(&s->lock);
 
   if (st == APR_SUCCESS || APR_STATUS_IS_TIMEUP(st) ||
-      APR_STATUS_IS_EINTR(st) || APR_STATUS_IS_EAGAIN(st) || k)
+      APR_STATUS_IS_EINTR(st) || APR_STATUS_IS_EAGAIN(st) ||
+      APR_STATUS_IS_EBADF(st) || k)
     return (int)k;
   return aps_error(st);
 }

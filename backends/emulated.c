@@ -52,6 +52,7 @@
 #include "core/alloc.h"
 #include "core/handle_map.h"
 #include "core/proactor_op.h"
+#include "core/reactor_closing.h"
 #include "core/reactor_interrupt.h"
 #include "ports/port.h"
 #include "taxi/backend.h"
@@ -169,7 +170,7 @@ static int set_interest(emu_t *e, emu_conn_t *c, unsigned want) {
   unsigned calls = 0; /* reactor calls: one epoll_ctl/kevent each */
   if (want == c->interest) return 0;
   if (!c->registered) {
-    rc = taxi_reactor_register(e->reactor, c->fd, &c->h, want);
+    rc = taxi__reactor_register_own(e->reactor, c->fd, &c->h, want);
     if (rc < 0) return rc;
     calls++;
     c->registered = true;

@@ -21,7 +21,11 @@
  * description, not to the descriptor number (epoll(7), Q6).  If the
  * application closes a descriptor while a dup(2) of it stays open, the
  * kernel keeps reporting it, with the token it was given, until the last
- * copy is closed; del then fails with EBADF, reported as success.
+ * copy is closed; del then fails with EBADF, reported as success.  Hence
+ * too EPOLL_CTL_MOD of a number closed since it was added fails: EBADF
+ * when it is not open, ENOENT when it names another file now, which is
+ * how the core finds a handle closed under it
+ * (TAXI__EXT_MODIFY_TELLS_CLOSED).
  */
 #ifndef _DEFAULT_SOURCE
 #define _DEFAULT_SOURCE 1 /* glibc hides POSIX under -std=c11 without it */
@@ -209,7 +213,7 @@ const taxi__readiness_ops_t taxi__backend_epoll = {
     .caps = TAXI_CAP_ONESHOT | TAXI_CAP_MULTI_WAIT | TAXI_CAP_EDGE |
             TAXI_CAP_LIVE_UPDATE | TAXI_CAP_EXCEPT,
     .max_handles = 0,
-    .ext = TAXI__EXT_CLOSE_DEREGISTERS,
+    .ext = TAXI__EXT_CLOSE_DEREGISTERS | TAXI__EXT_MODIFY_TELLS_CLOSED,
     .open = epoll_open,
     .close = epoll_close,
     .add = epoll_add,

@@ -21,7 +21,9 @@
  *  - POLLRDHUP is Linux-only (2.6.17) and needs _GNU_SOURCE.
  *  - POLLNVAL for a descriptor closed while registered, and on macOS for
  *    any device (macOS poll(2), BUGS: "poll() ... does not support
- *    devices"): both reported as TAXI_EV_ERR.
+ *    devices"): both reported as TAXI_EV_ERR with TAXI__EV_CLOSED, which
+ *    the core believes only when it finds the handle closed (or the
+ *    number another file's) itself.
  *  - EAGAIN from poll on FreeBSD and macOS (poll(2), ERRORS).
  */
 #ifndef _GNU_SOURCE
@@ -84,8 +86,10 @@ static unsigned poll_events_out(const void *entry) {
   if (revents & POLLPRI) ev |= TAXI_EV_EXCEPT;
   if (revents & POLL_PEER_CLOSED) ev |= TAXI_EV_HUP;
   /* POLLNVAL: the descriptor is not open (closed by the application while
-   * still registered), or on macOS a device poll() cannot watch. */
+   * still registered), or on macOS a device poll() cannot watch: the core
+   * tells them apart (core/reactor_closed.c). */
   if (revents & (POLLERR | POLLNVAL)) ev |= TAXI_EV_ERR;
+  if (revents & POLLNVAL) ev |= TAXI__EV_CLOSED;
   return ev;
 }
 

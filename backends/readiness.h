@@ -44,6 +44,14 @@ typedef struct taxi__ready {
   int32_t error;
 } taxi__ready_t;
 
+/* An event bit only a backend reports, beside the TAXI_EV_* ones (and
+ * with TAXI_EV_ERR): the mechanism says the handle is not open - poll's
+ * POLLNVAL, a select that failed for it.  The report may be about a
+ * number closed and opened again since the set the wait watched was
+ * taken, so the core believes it only after checking the handle as it is
+ * now (core/reactor_closed.c); no system call is needed here to set it. */
+#define TAXI__EV_CLOSED 0x100u
+
 /* Optional parts of a backend, in its `ext` bits.  The core uses a part
  * only where its bit is set, and otherwise does what it does for every
  * backend, so a backend without them needs no change. */
@@ -67,6 +75,15 @@ typedef struct taxi__ready {
  * skip del for a handle it is about to close that shares its socket with
  * no other descriptor (see close_ends_registration in core/reactor.c). */
 #define TAXI__EXT_CLOSE_DEREGISTERS 0x8u
+
+/* modify fails for a handle closed since it was added: TAXI_EBADF when
+ * the number is not open, TAXI_ENOENT when it names another file now
+ * (epoll: a registration is the file's and the number's together, and
+ * dies with the file).  The core then learns of such a handle from its
+ * re-arm, and checks it with a modify that changes nothing; without this
+ * bit it compares what the handle names with what it named at
+ * registration (core/reactor_closed.c). */
+#define TAXI__EXT_MODIFY_TELLS_CLOSED 0x10u
 
 /* Flags for add and modify. */
 /* Report the handle once, then keep it registered but inactive until the

@@ -22,9 +22,10 @@
  * select reports neither hang-ups nor errors as such: a peer that closed
  * makes the descriptor readable, a pending socket error makes it readable
  * and writable.  The one error it does report, EBADF for the whole call,
- * is turned into TAXI_EV_ERR for the descriptors found closed (see
- * select_report_closed()).  This file is written to POSIX select(2);
- * Winsock's select, whose fd_set is a list of SOCKETs, is not covered.
+ * is turned into reports of the descriptors found closed (TAXI_EV_ERR
+ * with TAXI__EV_CLOSED, see select_report_closed()).  This file is
+ * written to POSIX select(2); Winsock's select, whose fd_set is a list of
+ * SOCKETs, is not covered.
  */
 #ifndef _DEFAULT_SOURCE
 #define _DEFAULT_SOURCE 1 /* glibc hides POSIX under -std=c11 without it */
@@ -218,10 +219,11 @@ static void select_refresh(select_state_t *s) {
 }
 
 /* select failed with EBADF: some watched descriptor was closed by the
- * application before it was deleted.  Report those as TAXI_EV_ERR, as
- * poll reports POLLNVAL, so the core can drop them; until then each wait
- * fails the same way.  None found means the culprit was deleted (and the
- * number perhaps reused) meanwhile: the next wait has a fresh snapshot. */
+ * application before it was deleted.  Report those closed, as poll
+ * reports POLLNVAL, so the core can remove their handlers; until then
+ * each wait fails the same way.  None found means the culprit was deleted
+ * (and the number perhaps reused) meanwhile: the next wait has a fresh
+ * snapshot. */
 static int select_report_closed(select_state_t *s, taxi__ready_t *out,
                                 size_t max) {
   size_t k = 0;
@@ -229,7 +231,7 @@ static int select_report_closed(select_state_t *s, taxi__ready_t *out,
     if (!select_watched(&s->snap_rd, &s->snap_wr, &s->snap_ex, fd)) continue;
     if (taxi__handle_check(fd) == 0) continue;
     out[k].token = s->snap_tokens[fd];
-    out[k].events = TAXI_EV_ERR;
+    out[k].events = TAXI_EV_ERR | TAXI__EV_CLOSED;
     k++;
   }
   return (int)k;

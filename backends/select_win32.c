@@ -27,7 +27,8 @@
  *    except set too; found there, it is reported as TAXI_EV_ERR (and as
  *    TAXI_EV_EXCEPT only if that was asked for).
  *  - A socket closed while registered fails the whole call (WSAENOTSOCK):
- *    those found closed are reported as TAXI_EV_ERR, as poll's POLLNVAL.
+ *    those found closed are reported as TAXI_EV_ERR with TAXI__EV_CLOSED,
+ *    as poll's POLLNVAL.
  *  - The result sets list the ready sockets; looking each up in a sorted
  *    index keeps collection O(n log n) instead of FD_ISSET's scan per
  *    socket.
@@ -221,7 +222,7 @@ static int sel_report_closed(sel_state_t *s, taxi__ready_t *out, size_t max) {
   for (size_t i = 0; i < s->snap_count && k < max; i++) {
     if (taxi__is_socket((taxi_handle_t)s->snap[i].sock)) continue;
     out[k].token = s->snap[i].token;
-    out[k].events = TAXI_EV_ERR;
+    out[k].events = TAXI_EV_ERR | TAXI__EV_CLOSED;
     k++;
   }
   return (int)k;

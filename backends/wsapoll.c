@@ -22,12 +22,14 @@
  *    non-blocking connect() (no POLLHUP/POLLERR; the socket stays
  *    silent).  Nothing can be done about that here; the select backend
  *    reports it, so applications that need it there should use select.
- *  - A socket closed while registered: POLLNVAL, reported as TAXI_EV_ERR.
+ *  - A socket closed while registered: POLLNVAL, reported as TAXI_EV_ERR
+ *    with TAXI__EV_CLOSED (the core checks the socket before it
+ *    believes it).
  *    But under wine (8.0) a socket closed just as the call starts can
  *    fail the whole call with WSAENOTSOCK, and that happens in normal use:
  *    a close hook closes a socket right after its removal while the
  *    waiter may still poll the snapshot taken before it (seen in the pool
- *    stress tests).  The closed entries are then reported as TAXI_EV_ERR
+ *    stress tests).  The closed entries are then reported so too
  *    (their tokens are stale after a removal, which the core recognises)
  *    and the next wait polls a fresh snapshot, instead of failing the
  *    dispatcher.
@@ -77,6 +79,7 @@ static unsigned wp_events_out(const void *entry) {
   if (revents & POLLWRNORM) ev |= TAXI_EV_WRITE;
   if (revents & POLLHUP) ev |= TAXI_EV_HUP;
   if (revents & (POLLERR | POLLNVAL)) ev |= TAXI_EV_ERR;
+  if (revents & POLLNVAL) ev |= TAXI__EV_CLOSED;
   return ev;
 }
 
@@ -208,8 +211,8 @@ static int wp_del(void *state, taxi_handle_t h) {
 }
 
 /* The call failed: if a socket of the snapshot has been closed since the
- * snapshot was taken, that is why, and those entries are reported as
- * TAXI_EV_ERR (see the quirks above); 0 when none is found (the next
+ * snapshot was taken, that is why, and those entries are reported closed
+ * (see the quirks above); 0 when none is found (the next
  * wait takes a fresh snapshot).  Otherwise the error, as TAXI_E*. */
 static int wp_failed(wp_state_t *s, int err, taxi__ready_t *out, size_t max) {
   const taxi__pollfd_set_t *snap = &s->table.snap;
@@ -222,7 +225,7 @@ static int wp_failed(wp_state_t *s, int err, taxi__ready_t *out, size_t max) {
     closed = true;
     if (k < max) {
       out[k].token = snap->tokens[i];
-      out[k].events = TAXI_EV_ERR;
+      out[k].events = TAXI_EV_ERR | TAXI__EV_CLOSED;
       k++;
     }
   }

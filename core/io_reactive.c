@@ -42,8 +42,8 @@ static const taxi_handler_ops_t sig_ops = {.signal = sig_hook};
 static int ctx_open(taxi_io_t *io) {
   taxi_handler_init(&io->wake_h, &wake_ops);
   taxi_handler_init(&io->sig_h, &sig_ops);
-  return taxi_reactor_register(io->reactor, io->wake[0], &io->wake_h,
-                               TAXI_EV_READ);
+  return taxi__reactor_register_own(io->reactor, io->wake[0], &io->wake_h,
+                                    TAXI_EV_READ);
 }
 
 static void ctx_close(taxi_io_t *io) {
@@ -177,7 +177,7 @@ static void s_update(taxi_stream_t *s) {
   if (!s->d.r.registered) {
     if (!want) return;
     rc = s->own_fd ? taxi__reactor_register_open(r, s->fd, &s->d.r.h, want)
-                   : taxi_reactor_register(r, s->fd, &s->d.r.h, want);
+                   : taxi__reactor_register_own(r, s->fd, &s->d.r.h, want);
     if (rc == 0) {
       s->d.r.registered = s->d.r.attached = true;
       s->d.r.interest = want;
@@ -316,7 +316,8 @@ static int l_open(taxi_listener_t *l) {
   taxi_handler_init(&l->d.r.h, &listener_ops);
   taxi_timer_init(&l->d.r.timer);
   taxi_timer_init(&l->d.r.post);
-  return taxi_reactor_register(l->io->reactor, l->fd, &l->d.r.h, TAXI_EV_READ);
+  return taxi__reactor_register_own(l->io->reactor, l->fd, &l->d.r.h,
+                                    TAXI_EV_READ);
 }
 
 static void l_close_req(taxi_listener_t *l) {

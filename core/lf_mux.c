@@ -22,6 +22,7 @@
 #include "core/detail.h"
 #include "core/lf_bound.h"
 #include "core/options.h"
+#include "core/reactor_closing.h"
 #include "core/time_math.h"
 #include "ports/sock.h"
 
@@ -256,7 +257,7 @@ int taxi_lf_mux_create(taxi_lf_mux_t **out, taxi_lf_pool_t *p,
   m->lock = taxi__lf_lock(p);
   m->o = o;
   taxi_handler_init(&m->h, &mux_ops);
-  rc = taxi_reactor_register(r, handle, &m->h, TAXI_EV_READ);
+  rc = taxi__reactor_register_own(r, handle, &m->h, TAXI_EV_READ);
   if (rc == 0) {
     *out = m;
     return 0;

@@ -21,6 +21,7 @@
 #include "core/alloc.h"
 #include "core/detail.h"
 #include "core/options.h"
+#include "core/reactor_closing.h"
 #include "ports/port.h"
 #include "taxi/error.h"
 
@@ -173,8 +174,8 @@ int taxi_mq_create(taxi_mq_t **out, taxi_reactor_t *r,
     return rc;
   }
   taxi_handler_init(&q->h, &mq_ops);
-  rc = taxi_reactor_register(r, taxi__wakeup_handle(&q->wake), &q->h,
-                             TAXI_EV_READ);
+  rc = taxi__reactor_register_own(r, taxi__wakeup_handle(&q->wake), &q->h,
+                                  TAXI_EV_READ);
   if (rc < 0) {
     free_queue(q);
     return rc;

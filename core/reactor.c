@@ -26,7 +26,7 @@
 #define LIMIT_MAX_EVENTS 65536u
 
 static uint64_t make_token(uint32_t row, uint32_t generation) {
-  return ((uint64_t)generation << 32) | row;
+  return taxi__reactor_token(row, generation);
 }
 
 void taxi__reactor_wake_locked(taxi_reactor_t *r) {
@@ -40,10 +40,8 @@ void taxi__reactor_wake_all_locked(taxi_reactor_t *r) {
   if (taxi__rwake_force(r) > 0) r->stats.wakeups++;
 }
 
-/* In pool mode handles are armed one-shot where the backend can, so the
- * kernel deactivates a handle as it reports it. */
 static unsigned arm_flags(const taxi_reactor_t *r) {
-  return r->pool && (r->ops->caps & TAXI_CAP_ONESHOT) ? TAXI__ARM_ONESHOT : 0;
+  return taxi__reactor_arm_flags(r);
 }
 
 /* Backends without live update wait on a snapshot of their set: after a
@@ -186,6 +184,7 @@ static int slot_alloc_locked(taxi_reactor_t *r, uint32_t *row) {
 static void slot_free_locked(taxi_reactor_t *r, uint32_t row) {
   taxi__slot_t *s = &r->slots[row];
   if (s->flags & TAXI__S_REARM) r->rearm_pending--;
+  if (s->flags & TAXI__S_UNCHECKED) r->unchecked--;
   s->handler = NULL;
   s->handle = TAXI_INVALID_HANDLE;
   s->generation++; /* outstanding tokens for this row are now stale */
@@ -233,22 +232,44 @@ static bool attached_here(const taxi_reactor_t *r, const taxi_handler_t *h) {
          !(h->internal_.flags & TAXI__H_CLOSING) && h->internal_.reactor == r;
 }
 
+/* How a handle is registered, beside its interest. */
+typedef struct reg_how {
+  unsigned add_flags;  /* TAXI__ARM_OPEN or 0 */
+  unsigned slot_flags; /* TAXI__S_OWNED, TAXI__S_IDENT or 0 */
+  uint64_t ident;      /* with TAXI__S_IDENT */
+} reg_how_t;
+
 static int register_locked(taxi_reactor_t *r, taxi_handle_t handle,
                            taxi_handler_t *h, unsigned events,
-                           unsigned add_flags);
+                           const reg_how_t *how);
 
-/* taxi_reactor_register; add_flags: TAXI__ARM_OPEN or 0. */
+/* taxi_reactor_register; add_flags: TAXI__ARM_OPEN or 0; own: the library
+ * serves the handle with hooks that never close it. */
 static int register_handle(taxi_reactor_t *r, taxi_handle_t handle,
                            taxi_handler_t *h, unsigned events,
-                           unsigned add_flags) {
+                           unsigned add_flags, bool own) {
   if (!r || !h || !h->ops || !valid_interest(events)) return TAXI_EINVAL;
   if (handle == TAXI_INVALID_HANDLE) return TAXI_EBADF;
   int rc = 0;
   if ((events & TAXI_EV_EXCEPT) && !(r->ops->caps & TAXI_CAP_EXCEPT))
     rc = TAXI_ENOTSUP;
+  reg_how_t how = {add_flags, own ? TAXI__S_OWNED : 0, 0};
+  if (rc == 0 && !own && taxi__closed_by_identity(r)) {
+    /* What an application's handle names, to tell later whether it was
+     * closed under the reactor (core/reactor_closed.c).  It proves the
+     * handle open, so the backend's own check is skipped: no system call
+     * more than before. */
+    rc = taxi__handle_identity(handle, &how.ident);
+    how.slot_flags |= TAXI__S_IDENT;
+    how.add_flags |= TAXI__ARM_OPEN;
+  }
   if (rc == 0) {
     taxi__mutex_lock(&r->lock);
-    rc = register_locked(r, handle, h, events, add_flags);
+    rc = register_locked(r, handle, h, events, &how);
+    /* The number may be held by a handler whose handle was closed under
+     * the reactor and not found out yet: then this one takes it. */
+    while (rc == TAXI_EEXIST && taxi__closed_evict_locked(r, handle, h))
+      rc = register_locked(r, handle, h, events, &how);
     taxi__mutex_unlock(&r->lock);
   }
   if (rc == TAXI_EBUSY)
@@ -267,18 +288,23 @@ static int register_handle(taxi_reactor_t *r, taxi_handle_t handle,
 
 int taxi_reactor_register(taxi_reactor_t *r, taxi_handle_t handle,
                           taxi_handler_t *h, unsigned events) {
-  return register_handle(r, handle, h, events, 0);
+  return register_handle(r, handle, h, events, 0, false);
 }
 
 int taxi__reactor_register_open(taxi_reactor_t *r, taxi_handle_t handle,
                                 taxi_handler_t *h, unsigned events) {
-  return register_handle(r, handle, h, events, TAXI__ARM_OPEN);
+  return register_handle(r, handle, h, events, TAXI__ARM_OPEN, true);
+}
+
+int taxi__reactor_register_own(taxi_reactor_t *r, taxi_handle_t handle,
+                               taxi_handler_t *h, unsigned events) {
+  return register_handle(r, handle, h, events, 0, true);
 }
 
 /* The table part of registration (arguments checked).  r->lock held. */
 static int register_locked(taxi_reactor_t *r, taxi_handle_t handle,
                            taxi_handler_t *h, unsigned events,
-                           unsigned add_flags) {
+                           const reg_how_t *how) {
   uint32_t row;
   if (h->internal_.flags & TAXI__H_CLOSING) return TAXI_EBUSY;
   if ((h->internal_.flags & TAXI__H_ATTACHED) && h->internal_.reactor != r)
@@ -296,7 +322,7 @@ static int register_locked(taxi_reactor_t *r, taxi_handle_t handle,
   }
   taxi__slot_t *s = &r->slots[row];
   rc = r->ops->add(r->backend, handle, make_token(row, s->generation), events,
-                   arm_flags(r) | add_flags);
+                   arm_flags(r) | how->add_flags);
   if (rc < 0) {
     taxi__handle_map_del(&r->map, handle);
     slot_free_locked(r, row);
@@ -305,9 +331,10 @@ static int register_locked(taxi_reactor_t *r, taxi_handle_t handle,
   s->handler = h;
   s->handle = handle;
   s->interest = events;
-  s->flags = TAXI__S_ARMED;
+  s->flags = TAXI__S_ARMED | how->slot_flags;
   s->move_to = NULL;
   s->error = 0;
+  s->ident = how->ident;
   taxi__reactor_attach_locked(r, h); /* cannot fail: checked above */
   h->internal_.handle = handle;
   h->internal_.slot = row;
@@ -693,6 +720,14 @@ static bool take_io_locked(taxi_reactor_t *r, const taxi__ready_t *rd,
     return false;
   }
   taxi__slot_t *s = slot_for_token(r, rd->token);
+  /* Closed while registered, says the wait: believed if the handle, as it
+   * is now, confirms it (core/reactor_closed.c), and then taken for the
+   * dispatch that tells its handler, unless a claim of it tells it. */
+  if (s && (rd->events & TAXI__EV_CLOSED)) {
+    bool consumed;
+    if (taxi__closed_reported_locked(r, s, ev, &consumed)) return true;
+    if (consumed) return false;
+  }
   /* Removed, suspended (resume re-arms it), or already being processed by
    * another thread (the re-arm after its hooks reports it again). */
   if (!s || (s->flags & (TAXI__S_SUSPENDED | TAXI__S_BUSY))) {
@@ -851,12 +886,19 @@ static int move_locked(taxi_reactor_t *r, taxi_handler_t *h,
     taxi_handle_t handle = h->internal_.handle;
     unsigned interest = s->interest;
     bool suspended = s->flags & TAXI__S_SUSPENDED;
+    /* The same handle: the library's stays so, an application's keeps
+     * what it named at registration (taken now if `to` needs it and r did
+     * not; a closed one is then refused by the backend's own check). */
+    reg_how_t how = {0, s->flags & (TAXI__S_OWNED | TAXI__S_IDENT), s->ident};
+    if (!how.slot_flags && taxi__closed_by_identity(to) &&
+        taxi__handle_identity(handle, &how.ident) == 0)
+      how.slot_flags = TAXI__S_IDENT;
     deregister_locked(r, h, false);
     unlink_attached_locked(r, h);
     /* Its references, the attachment's included, carry over as they are. */
     taxi__handler_set_reactor(h, to);
     link_attached_locked(to, h);
-    rc = register_locked(to, handle, h, interest, 0);
+    rc = register_locked(to, handle, h, interest, &how);
     if (rc == 0 && suspended) {
       taxi__slot_t *ns = &to->slots[h->internal_.slot];
       ns->flags |= TAXI__S_SUSPENDED;
@@ -973,6 +1015,9 @@ static void release_dispatch_locked(taxi_reactor_t *r, taxi_handler_t *h,
 static bool finish_locked(taxi_reactor_t *r, const taxi__event_t *ev,
                           taxi_reactor_t *move_to, taxi__event_t *next) {
   bool more = taxi__serial_next_locked(r, ev->handler, next);
+  /* The claim ended: a removal for a closed handle made meanwhile tells
+   * the handler now (core/reactor_closed.c). */
+  if (!more) taxi__closed_claim_end_locked(r, ev->handler);
   release_dispatch_locked(r, ev->handler, move_to);
   return more;
 }
@@ -1029,6 +1074,8 @@ static unsigned run_one_locked(taxi_reactor_t *r, taxi__event_t *ev,
       return 0;
     case TAXI__EV_IO:
       r->stats.events++;
+      /* A hook that asked for removal is removed, closed handle or not. */
+      if (rc >= 0) taxi__closed_hooks_ran_locked(r, ev);
       move_to = io_done_locked(r, ev);
       break;
     case TAXI__EV_TIMER:
@@ -1104,6 +1151,7 @@ void taxi__reactor_untake_locked(taxi_reactor_t *r, taxi__event_t *ev) {
   taxi__event_t aside;
   while (ev->handler && taxi__serial_next_locked(r, ev->handler, &aside))
     untake_one_locked(r, &aside);
+  if (ev->handler) taxi__closed_claim_end_locked(r, ev->handler);
   untake_one_locked(r, ev);
 }
 
@@ -1168,6 +1216,16 @@ static void retry_rearms_locked(taxi_reactor_t *r, taxi_time_t now) {
     if (!s->handler || !(s->flags & TAXI__S_REARM)) continue;
     int rc = arm_locked(r, s);
     if (rc == 0) continue;
+    /* Refused twice, after its hooks or a change of mode: an application's
+     * handle closed under the reactor (a number not open; or another
+     * file's now, where the backend can tell) is that, not a handle the
+     * backend will not watch. */
+    if (!(s->flags & TAXI__S_OWNED) &&
+        (rc == TAXI_EBADF ||
+         (rc == TAXI_ENOENT && !taxi__closed_by_identity(r)))) {
+      taxi__closed_remove_locked(r, s, TAXI__FOUND_BY_REARM);
+      continue;
+    }
     if (!taxi__error_transient(rc))
       remove_deaf_locked(r, s, rc, r->rearm_backoff.failures + 1);
     else
@@ -1200,6 +1258,8 @@ int taxi__reactor_wait_locked(taxi_reactor_t *r, taxi__ready_t *buf, size_t cap,
                               taxi_time_t deadline, taxi_time_t *now) {
   retry_rearms_locked(r, *now);
   if (r->rearm_pending && r->rearm_due < deadline) deadline = r->rearm_due;
+  taxi_time_t check_due = taxi__closed_check_locked(r, *now);
+  if (check_due < deadline) deadline = check_due;
   taxi_timer_t *t = taxi__timer_heap_top(&r->timers);
   if (t && t->internal_.deadline < deadline) deadline = t->internal_.deadline;
   if (r->notes.count || r->sig_any_pending) deadline = *now;

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core/reactor_closing.h - the reactor's registration and removal for a
- * handle the library made and closes itself, for the stream driver
- * (core/io_reactive.c), which cannot include the reactor's internals
- * (their flag names overlap the stream's).
+ * handle the library serves with hooks of its own, and perhaps made and
+ * closes itself: for the stream driver (core/io_reactive.c), which cannot
+ * include the reactor's internals (their flag names overlap the
+ * stream's), and the library's other users of a reactor.
  */
 #ifndef TAXI_CORE_REACTOR_CLOSING_H
 #define TAXI_CORE_REACTOR_CLOSING_H
@@ -16,6 +17,15 @@
  * later) may skip that system call (TAXI__ARM_OPEN). */
 int taxi__reactor_register_open(taxi_reactor_t *r, taxi_handle_t handle,
                                 taxi_handler_t *h, unsigned events);
+
+/* taxi_reactor_register for a handle the library serves with hooks that
+ * never close it (a stream's, a listener's, a multiplexed connection's, a
+ * proactor backend's, a wake-up channel's): the reactor does not watch it
+ * for being closed under the reactor as it watches an application's
+ * (core/reactor_closed.c), which saves the checks.
+ * taxi__reactor_register_open implies it. */
+int taxi__reactor_register_own(taxi_reactor_t *r, taxi_handle_t handle,
+                               taxi_handler_t *h, unsigned events);
 
 /* taxi_reactor_remove for a handle that h's close hook closes, and whose
  * socket no other descriptor shares (the library made it and gave no one

@@ -27,6 +27,13 @@
 #define TAXI__H_ATTACHED 0x1u   /* attached to internal_.reactor */
 #define TAXI__H_HAS_HANDLE 0x2u /* registered for internal_.handle */
 #define TAXI__H_CLOSING 0x4u    /* removed; close hook runs at refs == 0 */
+/* Its handle was found closed while it was claimed (one of its hooks ran,
+ * or an event of it was taken): removed already, its error hook is called
+ * when the claim ends (see core/reactor_closed.c); the bits
+ * TAXI__H_LOST_STEP say which step found it. */
+#define TAXI__H_LOST 0x8u
+#define TAXI__H_LOST_STEP 0x30u
+#define TAXI__H_LOST_STEP_SHIFT 4
 
 /* One hook at a time (taxi_handler_t.internal_.serial, core/reactor_serial.c;
  * apart from `flags`, which calls given another reactor read under that
@@ -54,6 +61,15 @@
 /* Reported while its handler was owned: kept deactivated (with BUSY), its
  * events in `deferred`, for the owning thread to run next. */
 #define TAXI__S_DEFERRED 0x10u
+/* The library serves the handle with hooks of its own, which never close
+ * it (taxi__reactor_register_own, _open): not checked for being closed
+ * under the reactor (core/reactor_closed.c). */
+#define TAXI__S_OWNED 0x20u
+/* An application's I/O hooks ran since the handle was last checked for
+ * being closed under the reactor: the next check looks at it. */
+#define TAXI__S_UNCHECKED 0x40u
+/* `ident` says which open object the handle named at registration. */
+#define TAXI__S_IDENT 0x80u
 
 /*
  * A row of the demultiplexing table.  The token handed to the backend is
@@ -73,6 +89,10 @@ typedef struct taxi__slot {
   /* The error the backend reported with the handle's last event
    * (TAXI__EXT_EVENT_ERROR), until taxi_reactor_pending_error() reads it. */
   int error;
+  /* With TAXI__S_IDENT: what the handle named when it was registered
+   * (taxi__handle_identity), for backends whose re-arm cannot tell a
+   * closed or reused handle (core/reactor_closed.c). */
+  uint64_t ident;
 } taxi__slot_t;
 
 /* sig_pending[signo]: arrived and not taken; set aside (see above). */
@@ -197,6 +217,12 @@ struct taxi_reactor {
   size_t rearm_pending;
   taxi_time_t rearm_due;
 
+  /* Handles whose application hooks ran since they were last checked for
+   * being closed under the reactor (TAXI__S_UNCHECKED), and when the next
+   * check of them is due (core/reactor_closed.c). */
+  size_t unchecked;
+  taxi_time_t check_due;
+
   taxi_reactor_stats_t stats;
 };
 
@@ -219,6 +245,17 @@ static inline void taxi__handler_set_reactor(taxi_handler_t *h,
 #else
   *(void *volatile *)&h->internal_.reactor = r;
 #endif
+}
+
+/* The token a backend is given for the row `row` in its `generation`. */
+static inline uint64_t taxi__reactor_token(uint32_t row, uint32_t generation) {
+  return ((uint64_t)generation << 32) | row;
+}
+
+/* In pool mode handles are armed one-shot where the backend can, so the
+ * kernel deactivates a handle as it reports it. */
+static inline unsigned taxi__reactor_arm_flags(const taxi_reactor_t *r) {
+  return r->pool && (r->ops->caps & TAXI_CAP_ONESHOT) ? TAXI__ARM_ONESHOT : 0;
 }
 
 /* ---- the dispatch steps, for the reactor's own loop and for pools ------- */
@@ -329,5 +366,57 @@ bool taxi__signals_take_locked(taxi_reactor_t *r, taxi__event_t *ev);
 /* Release everything at destroy, and reopen in a forked child. */
 void taxi__signals_destroy(taxi_reactor_t *r);
 int taxi__signals_reinit_locked(taxi_reactor_t *r);
+
+/* Handles closed under the reactor (core/reactor_closed.c): a hook that
+ * closed its own handle and returned 0, or another thread that closed a
+ * registered handle.  All with r->lock held; those that tell a handler
+ * release it around the handler's error hook. */
+/* Whether r tells such handles by what they name (taxi__handle_identity,
+ * recorded at registration) rather than by a failed re-arm. */
+bool taxi__closed_by_identity(const taxi_reactor_t *r);
+/* Whether s's handle no longer names what was registered: closed, or its
+ * number taken by another open since.  One system call. */
+bool taxi__closed_probe_locked(taxi_reactor_t *r, taxi__slot_t *s);
+/* The step that found a handle closed, as the error callback names it:
+ * "wait", "rearm", "register", "check". */
+typedef enum taxi__closed_step {
+  TAXI__FOUND_BY_WAIT,
+  TAXI__FOUND_BY_REARM,
+  TAXI__FOUND_BY_REGISTER,
+  TAXI__FOUND_BY_CHECK
+} taxi__closed_step_t;
+/* Remove the handler of s, whose handle was found closed by `step`: its
+ * error hook is told TAXI_EBADF, then its close hook runs with
+ * TAXI_INVALID_HANDLE (the number may be another's by then).  If the
+ * handler is claimed (one of its hooks runs, or an event of it was taken:
+ * core/reactor_serial.c), it is removed at once and its error hook called
+ * when the claim ends (taxi__closed_claim_end_locked). */
+void taxi__closed_remove_locked(taxi_reactor_t *r, taxi__slot_t *s,
+                                taxi__closed_step_t step);
+/* h's claim ended (its events run, dropped or given back): call the error
+ * hook a removal made meanwhile put off. */
+void taxi__closed_claim_end_locked(taxi_reactor_t *r, taxi_handler_t *h);
+/* The I/O hooks of ev's handle returned and did not ask for removal: its
+ * handle is checked at the next check where nothing else would tell that
+ * a hook closed it. */
+void taxi__closed_hooks_ran_locked(taxi_reactor_t *r, const taxi__event_t *ev);
+/* Before a wait: check the handles marked since the last check, if it is
+ * due, removing those found closed.  Returns the time the next check is
+ * due, or INT64_MAX when none is. */
+taxi_time_t taxi__closed_check_locked(taxi_reactor_t *r, taxi_time_t now);
+/* A wait reported s's handle closed (TAXI__EV_CLOSED): *consumed says
+ * whether it was so and its handler removed; if so and the handler was
+ * not claimed, *ev is taken (claiming it) for the dispatch that tells it
+ * (that finds the handler removed: see taxi__closed_claim_end_locked) and
+ * true returned.  Not consumed: dispatch the report as an error (the
+ * library's own handles, a handle being dispatched, or one still open and
+ * the same).  The lock is held throughout. */
+bool taxi__closed_reported_locked(taxi_reactor_t *r, taxi__slot_t *s,
+                                  taxi__event_t *ev, bool *consumed);
+/* Registering `handle` found it taken by another handler than h: if that
+ * handler's handle was closed under the reactor, remove it and return
+ * true (r->lock may have been released meanwhile: look again). */
+bool taxi__closed_evict_locked(taxi_reactor_t *r, taxi_handle_t handle,
+                               const taxi_handler_t *h);
 
 #endif /* TAXI_CORE_REACTOR_IMPL_H */

@@ -75,6 +75,12 @@ void taxi__sleep(taxi_time_t ns);
 
 /* 0 if h names an open handle, else TAXI_EBADF. */
 int taxi__handle_check(taxi_handle_t h);
+/* As taxi__handle_check, and on success *id says which open object h
+ * names: a handle closed and its number taken by another open names
+ * another object, with another id.  Equal ids tell nothing more: where
+ * the system names objects by their handle alone (Windows), the id only
+ * tells a socket from a handle of another kind. */
+int taxi__handle_identity(taxi_handle_t h, uint64_t *id);
 int taxi__set_nonblocking(taxi_handle_t h);
 int taxi__set_cloexec(taxi_handle_t h);
 /* A connected pair of stream sockets, both non-blocking and close-on-exec. */

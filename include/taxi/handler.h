@@ -105,11 +105,27 @@ typedef struct taxi_handler_ops {
   int (*signal)(taxi_handler_t *h, int signo);
   /* The handler left the reactor (removed, or the reactor destroyed). */
   void (*close)(taxi_handler_t *h, taxi_handle_t handle);
-  /* The reactor could not go on watching the handle (after its hook ran,
-   * re-arming it failed for good: TAXI_ENOMEM after every retry, TAXI_EBADF
-   * for a handle closed under the reactor, ...) and removes the handler
-   * because of `code`: this runs once, before the close hook, so the
-   * application learns why its connection ends.  Optional. */
+  /* The reactor could not go on watching the handle and removes the
+   * handler because of `code`: this runs once, before the close hook, so
+   * the application learns why its connection ends.  Optional.
+   *   TAXI_EBADF: the handle was closed under the reactor - by a hook of
+   *   the handler that closed it and returned 0 (a hook that means to end
+   *   returns a negative value, and its close hook closes), or by another
+   *   thread - whether or not another open took the number since.  The
+   *   close hook then gets TAXI_INVALID_HANDLE: the number may name
+   *   another descriptor by then, which closing would end (`handle` here
+   *   is the number, for the record: do not close it either).  The
+   *   dispatcher finds it out within about 100 ms of the hook's return
+   *   (see taxi_reactor_register), or when another handler registers the
+   *   number, which then succeeds.  This runs in a dispatching thread
+   *   (where the dispatcher runs hooks when a wait reported the handle
+   *   closed), or in the thread registering the number; never beside
+   *   another hook of the handler (after the one running, if any).  Until
+   *   then the handler may be given events of whatever descriptor took
+   *   the number.  On Windows a socket closed and its handle's value
+   *   taken by another socket at once is not told apart.
+   *   Otherwise re-arming the handle after its hook failed for good
+   *   (TAXI_ENOMEM after every retry, ...). */
   void (*error)(taxi_handler_t *h, taxi_handle_t handle, int code);
 } taxi_handler_ops_t;
 

@@ -111,13 +111,34 @@ TAXI_EXTERN int taxi_reactor_caps(const taxi_reactor_t *r, unsigned *out);
  * taxi_reactor_register - watch `handle` for `events` (TAXI_EV_READ, _WRITE,
  * _EXCEPT; HUP and ERR are always watched) and dispatch them to `h`.  A
  * handler serves one handle at a time; it may also have timers and signals.
- * The handle should be non-blocking.  taxi does not take ownership of it.
+ * The handle should be non-blocking.  taxi does not take ownership of it:
+ * remove the handler (a hook ends it by returning a negative value), then
+ * close the handle, in the close hook.
+ *
+ * A handle closed while registered - by a hook that closed it and
+ * returned 0, or by another thread - is found out, and its handler
+ * removed with TAXI_EBADF through its error hook (taxi/handler.h), once:
+ * when a wait reports the handle closed (poll, select, WSAPoll, APR's
+ * poll and select), when re-arming it fails (the pools over epoll), when
+ * another handler registers its number, and otherwise by a check of the
+ * handles whose hooks ran, at most once per 100 ms per handle, made by
+ * the dispatching thread before it waits.  None of these costs a system
+ * call per event; the check costs one per checked handle (an fstat, or on
+ * epoll an epoll_ctl that changes nothing).  To tell a handle closed and
+ * its number taken by another open from the handle registered, the
+ * reactor notes at registration what the handle names, except on epoll:
+ * an fstat, made instead of the check for an open handle that poll,
+ * select and APR made there anyway (a system call more on kqueue, and on
+ * Windows, where a socket closed and its value taken at once by another
+ * socket is not told apart).
  *
  * Returns 0, or:
  *   TAXI_EINVAL   r or h NULL, events empty or with unknown bits, or h is
  *                 attached to another reactor, or h->ops is NULL;
  *   TAXI_EBADF    handle is TAXI_INVALID_HANDLE or not an open handle;
- *   TAXI_EEXIST   handle is already registered, or h already has a handle;
+ *   TAXI_EEXIST   handle is already registered (to a handler whose handle
+ *                 was not closed under the reactor: see above), or h
+ *                 already has a handle;
  *   TAXI_EBUSY    h was removed and its close hook has not run yet;
  *   TAXI_ETOOMANY the backend cannot watch this handle (select's FD_SETSIZE);
  *   TAXI_ENOTSUP  the backend cannot watch for these events (EXCEPT) or this
@@ -398,7 +419,8 @@ typedef struct taxi_reactor_stats {
   uint64_t signals;          /* signal hooks run */
   uint64_t wakeups;          /* times the wake-up channel was written */
   uint64_t transient_errors; /* failed waits and re-arms, retried */
-  uint64_t rearm_removed;    /* handlers removed: handle not re-armable */
+  uint64_t rearm_removed;    /* handlers removed: handle not re-armable,
+                                or closed under the reactor */
   size_t handles;            /* handles registered now */
 } taxi_reactor_stats_t;
 

@@ -50,6 +50,27 @@ int taxi__handle_check(taxi_handle_t h) {
   return TAXI_EBADF;
 }
 
+/* Windows gives a socket no identity apart from its handle's value, and
+ * gives a closed handle's value to the next kernel object of any kind
+ * (an event, a thread) as soon as to a socket: the id tells a socket (0)
+ * from any other handle (1), so that a registered socket closed and its
+ * value taken by something else is told apart. */
+int taxi__handle_identity(taxi_handle_t h, uint64_t *id) {
+  DWORD flags;
+  if (h != TAXI_INVALID_HANDLE && h != 0) {
+    if (taxi__is_socket(h)) {
+      *id = 0;
+      return 0;
+    }
+    if (GetHandleInformation((HANDLE)h, &flags)) {
+      *id = 1;
+      return 0;
+    }
+  }
+  taxi__set_os_error(ERROR_INVALID_HANDLE);
+  return TAXI_EBADF;
+}
+
 int taxi__set_nonblocking(taxi_handle_t h) {
   u_long on = 1;
   int rc = taxi__winsock_init();

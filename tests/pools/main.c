@@ -204,6 +204,7 @@ static const taxi_test_suite_t *const pools_base_suites[] = {
     &pools_suite_hook_state,
     &pools_suite_stop_result,
     &pools_suite_mqueue,
+    &pools_suite_closed,
 };
 #define POOLS_N_SUITES (sizeof pools_base_suites / sizeof pools_base_suites[0])
 

@@ -53,6 +53,7 @@ extern const taxi_test_suite_t pools_suite_serial;
 extern const taxi_test_suite_t pools_suite_hook_state;
 extern const taxi_test_suite_t pools_suite_stop_result;
 extern const taxi_test_suite_t pools_suite_mqueue;
+extern const taxi_test_suite_t pools_suite_closed;
 
 /* Leader/Followers per handle set (sets.c, self-contained): the suite for
  * one backend, already named "pools[<backend>]: sets". */

@@ -327,14 +327,14 @@ static void aside(bool hsha, bool by_signal) {
   }
   CU_ASSERT(pools_wait_count(&m.fired, 2, POOLS_WAIT_MS));
   CU_ASSERT_EQUAL(atomic_load(by_signal ? &s.signals : &s.timeouts), 1);
-  if (!by_signal) {
-    /* The one-shot timer is done: nothing left to cancel. */
-    CU_ASSERT_EQUAL(taxi_reactor_cancel(p.r, &s.timer), TAXI_ENOENT);
-  }
 
+  /* The close hook runs once every hook of s has returned (under HS/HA
+   * the worker that ran the set-aside timer may still be finishing it
+   * when the marker's second round is seen): still once then. */
   CU_ASSERT_EQUAL(taxi_reactor_remove(p.r, &s.h), 0);
   CU_ASSERT_EQUAL(taxi_reactor_remove(p.r, &m.h), 0);
   CU_ASSERT(pools_wait_count(&s.closes, 1, POOLS_WAIT_MS));
+  CU_ASSERT_EQUAL(atomic_load(by_signal ? &s.signals : &s.timeouts), 1);
   pool_end(&p);
   pools_close_pair(s.sv);
 }

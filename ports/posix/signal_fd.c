@@ -190,7 +190,7 @@ int taxi__sigsrc_fd_del(taxi__sigsrc_t *s, int signo) {
     if (rc == 0) rc = err;
   }
 
-  if (!taxi__sigbit_test(s->was_blocked, signo)) {
+  {
     sigset_t one;
     const struct timespec zero = {0, 0};
     int got;
@@ -198,14 +198,16 @@ int taxi__sigsrc_fd_del(taxi__sigsrc_t *s, int signo) {
     sigemptyset(&one);
     sigaddset(&one, signo);
     /* An instance that arrived while s owned the signal but was not read
-     * yet would, once unblocked, be delivered to the restored disposition
-     * (usually the default action: termination).  It was s's, and s is
-     * done with it: discard it, as the self-pipe variant drops its unread
-     * bytes for the signal.  Real-time signals may be queued several
-     * times. */
+     * yet would, once unblocked - here, or later by whoever had it blocked
+     * before s (another source, the application) - be delivered to the
+     * restored disposition (usually the default action: termination).  It
+     * was s's, and s is done with it: discard it, as the self-pipe variant
+     * drops its unread bytes for the signal.  Real-time signals may be
+     * queued several times. */
     do got = sigtimedwait(&one, NULL, &zero);
     while (got == signo || (got == -1 && errno == EINTR));
-    (void)pthread_sigmask(SIG_UNBLOCK, &one, NULL);
+    if (!taxi__sigbit_test(s->was_blocked, signo))
+      (void)pthread_sigmask(SIG_UNBLOCK, &one, NULL);
   }
   taxi__sigbit_clear(s->was_blocked, signo);
   taxi__sigbit_clear(s->forwarded, signo);

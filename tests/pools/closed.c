@@ -76,9 +76,11 @@ static const taxi_handler_ops_t answer_ops = {.input = answer_input,
 typedef struct closer {
   taxi_handler_t h;
   int sv[2];
-  int spare;           /* what is dup2'd over the closed number, or -1 */
-  int reused;          /* the number it took, or -1 */
-  taxi_reactor_t *r;   /* for registering the newcomer from the hook */
+  int spare;  /* what is dup2'd over the closed number, or -1 */
+  int reused; /* the number it took, or -1 */
+  /* For registering the newcomer from the hook: known only once x is
+   * registered (lf_sets chooses the set), so set while hooks may run. */
+  _Atomic(taxi_reactor_t *) r;
   answerer_t *in_hook; /* registered on the reused number by the hook */
   atomic_int in_hook_rc;
   atomic_int closed_it; /* the hook closed (and reused) its descriptor */
@@ -110,7 +112,8 @@ static int closer_input(taxi_handler_t *h, taxi_handle_t fd, unsigned ev) {
   if (c->spare >= 0 && dup2(c->spare, fd) == fd) c->reused = fd;
   if (c->in_hook && c->reused >= 0)
     atomic_store(&c->in_hook_rc,
-                 taxi_reactor_register(c->r, fd, &c->in_hook->h, TAXI_EV_READ));
+                 taxi_reactor_register(atomic_load(&c->r), fd, &c->in_hook->h,
+                                       TAXI_EV_READ));
 #endif
   atomic_store(&c->closed_it, 1);
   closer_leave(c);
@@ -248,7 +251,7 @@ static void run_case(int by, int reuse) {
       CU_ASSERT_EQUAL_FATAL(taxi_hsha_create(&d.hs, d.r, &o), 0);
     }
   }
-  x.r = d.r;
+  atomic_store(&x.r, d.r);
   if (reuse == TIMER) {
     taxi_timer_init(&x.timer);
     CU_ASSERT_EQUAL_FATAL(

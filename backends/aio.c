@@ -82,8 +82,8 @@
  *
  * Detach does not wait for the requests in flight on the handle: it only
  * asks for their cancellation, and the core closes a closed handle's
- * descriptor once their completions have come (core/proactor_impl.h), so
- * the number is never reused while a glibc helper may still read or write
+ * descriptor once their completions have come (core/proactor/proactor_impl.h),
+ * so the number is never reused while a glibc helper may still read or write
  * it, and no thread blocks with a lock held.
  *
  * Counters: every aio_* call made for an operation (submit, cancel, the
@@ -106,10 +106,10 @@
 
 #include "backends/completion.h"
 #include "backends/nbio.h"
-#include "core/alloc.h"
-#include "core/backoff.h"
-#include "core/proactor_op.h"
-#include "core/reactor_closing.h"
+#include "core/common/alloc.h"
+#include "core/common/backoff.h"
+#include "core/proactor/proactor_op.h"
+#include "core/reactor/reactor_closing.h"
 #include "ports/port.h"
 #include "taxi/reactor.h"
 
@@ -546,7 +546,7 @@ static int64_t step_locked(aio_state_t *s, taxi_op_t *op, bool *started) {
  * either (the socket is ready: that is why the request was made), so it
  * would spin.  Instead op waits on the retry list, and one timer of the
  * internal reactor tries the whole list again after a pause that grows
- * with each round refused in a row (core/backoff.h).  When the refusals
+ * with each round refused in a row (core/common/backoff.h).  When the refusals
  * last too long, op completes with the error.  Returns true if it listed
  * a completion.
  */

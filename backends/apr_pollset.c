@@ -67,7 +67,7 @@
 
 #include "readiness.h"
 
-#include "core/alloc.h"
+#include "core/common/alloc.h"
 #include "ports/port.h"
 
 #include <apr_general.h>

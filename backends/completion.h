@@ -14,7 +14,7 @@
  *
  * What one submission does.  submit() starts ONE step of the operation's
  * remainder, as described by its record (taxi__op_* helpers in
- * core/proactor_op.h compute it):
+ * core/proactor/proactor_op.h compute it):
  *   ACCEPT         accept one connection; result = the new handle
  *                  (non-blocking, close-on-exec), peer address stored in
  *                  op->peer / op->peer_len by the backend;
@@ -178,7 +178,7 @@ typedef struct taxi__completion_ops {
 /* For a backend that completes over readiness with a reactor of its own:
  * the reactor's taxi_reactor_handle_events() then returns a failed wait
  * at once, for the backend's wait to return; the proactor, or the pool
- * dispatching it, backs off and reports (core/reactor.c). */
+ * dispatching it, backs off and reports (core/reactor/reactor.c). */
 struct taxi_reactor;
 void taxi__reactor_pass_wait_errors(struct taxi_reactor *r);
 

@@ -54,8 +54,8 @@
 #if TAXI_HAVE_IOCP
 
 #include "backends/completion.h"
-#include "core/alloc.h"
-#include "core/proactor_op.h"
+#include "core/common/alloc.h"
+#include "core/proactor/proactor_op.h"
 #include "ports/win32/win32_impl.h"
 
 #include <mswsock.h>

@@ -63,7 +63,7 @@
 
 #include "readiness.h"
 
-#include "core/alloc.h"
+#include "core/common/alloc.h"
 #include "ports/port.h"
 
 #include <errno.h>

@@ -8,7 +8,7 @@
  * everywhere (backends/nbio_step.c).
  *
  * Each function performs ONE step of what is left of `op` (as described by
- * core/proactor_op.h: internal_.done out of internal_.total) and never
+ * core/proactor/proactor_op.h: internal_.done out of internal_.total) and never
  * blocks on a handle made non-blocking.  It returns:
  *   >= 0          bytes transferred (ACCEPT: the new handle; CONNECT: 0),
  *                 0 from a read meaning end of stream;
@@ -27,7 +27,7 @@
 #define TAXI_BACKENDS_NBIO_H
 
 #include "backends/completion.h"
-#include "core/proactor_op.h"
+#include "core/proactor/proactor_op.h"
 
 #include <stdbool.h>
 #include <stdint.h>

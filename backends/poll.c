@@ -38,7 +38,7 @@
 #include "pollfd_table.h"
 #include "readiness.h"
 
-#include "core/alloc.h"
+#include "core/common/alloc.h"
 #include "ports/port.h"
 
 #include <errno.h>
@@ -87,7 +87,7 @@ static unsigned poll_events_out(const void *entry) {
   if (revents & POLL_PEER_CLOSED) ev |= TAXI_EV_HUP;
   /* POLLNVAL: the descriptor is not open (closed by the application while
    * still registered), or on macOS a device poll() cannot watch: the core
-   * tells them apart (core/reactor_closed.c). */
+   * tells them apart (core/reactor/reactor_closed.c). */
   if (revents & (POLLERR | POLLNVAL)) ev |= TAXI_EV_ERR;
   if (revents & POLLNVAL) ev |= TAXI__EV_CLOSED;
   return ev;

@@ -7,7 +7,7 @@
 
 #include "backends/pollfd_table.h"
 
-#include "core/alloc.h"
+#include "core/common/alloc.h"
 
 #include <string.h>
 

@@ -7,8 +7,8 @@
  * {token, events} and never calls user code; the core decides what to
  * dispatch, to whom, and in which thread.  Each backend lives in its own
  * file in backends/, guards itself with its TAXI_HAVE_* macro, and exports
- * one `const taxi__readiness_ops_t taxi__backend_NAME`; core/backends.c
- * lists them in order of preference.
+ * one `const taxi__readiness_ops_t taxi__backend_NAME`;
+ * core/reactor/reactor_backends.c lists them in order of preference.
  *
  * Thread contract (what the core guarantees and what it expects):
  *  - open/close/add/modify/del are serialised by the caller (the reactor's
@@ -49,7 +49,8 @@ typedef struct taxi__ready {
  * POLLNVAL, a select that failed for it.  The report may be about a
  * number closed and opened again since the set the wait watched was
  * taken, so the core believes it only after checking the handle as it is
- * now (core/reactor_closed.c); no system call is needed here to set it. */
+ * now (core/reactor/reactor_closed.c); no system call is needed here to set it.
+ */
 #define TAXI__EV_CLOSED 0x100u
 
 /* Optional parts of a backend, in its `ext` bits.  The core uses a part
@@ -73,7 +74,8 @@ typedef struct taxi__ready {
 /* Closing the last descriptor of a socket removes its registration, as
  * epoll's belong to the open file description (epoll(7)): the core may
  * skip del for a handle it is about to close that shares its socket with
- * no other descriptor (see close_ends_registration in core/reactor.c). */
+ * no other descriptor (see close_ends_registration in core/reactor/reactor.c).
+ */
 #define TAXI__EXT_CLOSE_DEREGISTERS 0x8u
 
 /* modify fails for a handle closed since it was added: TAXI_EBADF when
@@ -82,7 +84,7 @@ typedef struct taxi__ready {
  * dies with the file).  The core then learns of such a handle from its
  * re-arm, and checks it with a modify that changes nothing; without this
  * bit it compares what the handle names with what it named at
- * registration (core/reactor_closed.c). */
+ * registration (core/reactor/reactor_closed.c). */
 #define TAXI__EXT_MODIFY_TELLS_CLOSED 0x10u
 
 /* Flags for add and modify. */

@@ -44,8 +44,8 @@
 
 #include "readiness.h"
 
-#include "core/alloc.h"
-#include "core/handle_map.h"
+#include "core/common/alloc.h"
+#include "core/common/handle_map.h"
 #include "ports/win32/win32_impl.h"
 
 #include <limits.h>

@@ -203,7 +203,7 @@
  * holds a reference to the file, so it must be emptied for a closed
  * socket to go.  The core calls release once every request on the handle
  * has completed (after the cancels of a close or detach, with the row of
- * the handle: core/proactor_impl.h), just before it closes the fd; a
+ * the handle: core/proactor/proactor_impl.h), just before it closes the fd; a
  * FILES_UPDATE of -1 then empties the slot and is entered at once where
  * this thread may enter the ring (else the owner of a one-thread ring is
  * woken to), so the peer sees the close as soon as without a table.  The
@@ -268,8 +268,8 @@
 #include "completion.h"
 #include "uring_files.h"
 
-#include "core/alloc.h"
-#include "core/proactor_op.h"
+#include "core/common/alloc.h"
+#include "core/proactor/proactor_op.h"
 #include "ports/port.h"
 
 #include <liburing.h>

@@ -14,7 +14,7 @@
 
 #include "uring_files.h"
 
-#include "core/alloc.h"
+#include "core/common/alloc.h"
 
 #include <errno.h>
 #include <string.h>

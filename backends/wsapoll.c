@@ -46,8 +46,8 @@
 #include "pollfd_table.h"
 #include "readiness.h"
 
-#include "core/alloc.h"
-#include "core/handle_map.h"
+#include "core/common/alloc.h"
+#include "core/common/handle_map.h"
 #include "ports/win32/win32_impl.h"
 
 #include <limits.h>

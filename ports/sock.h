@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ports/sock.h - the socket calls of the stream layer (core/io*.c,
- * core/stream*.c, core/listener.c): socket addresses, listening,
+ * core/stream*.c, core/stream/listener.c): socket addresses, listening,
  * connecting, accepting, non-blocking transfers and socket options.
  * One implementation per operating system family: ports/posix/sock.c,
  * ports/win32/sock.c.

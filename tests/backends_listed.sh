@@ -7,7 +7,7 @@
 # completion backend one of the Proactor family (tests/proactor/NAME.backend).
 # A name with a colon (apr:poll) is a method of the backend before it and
 # is covered by that backend's entry.  So a backend added to the table
-# (core/backends.c, core/proactor_backends.c) without its entries in
+# (core/reactor/reactor_backends.c, core/proactor/proactor_backends.c) without its entries in
 # Makefile.am (FAMILY_ENTRIES) fails here instead of going untested.
 #
 # Environment: builddir, TAXI_FAMILY_ENTRIES (the entries make check runs;

@@ -441,9 +441,8 @@ static const taxi_handler_ops_t hs_marker_ops = {.timeout = hs_marker_timeout};
  * the second.  The second is taken while the first's hook runs - a marker
  * timer due after it is queued meanwhile - and set aside for the worker
  * that runs the first, since one handler's hooks never overlap
- * (core/reactor_serial.c): it runs right after the first returns.  How a
- * stream's hand-off from another thread (its kick timer) reaches a
- * worker. */
+ * (core/reactor/reactor_serial.c): it runs right after the first returns.  How
+ * a stream's hand-off from another thread (its kick timer) reaches a worker. */
 static void test_timer_rescheduled_during_hook(void) {
   hs_test_t *t = hs_new();
   static hs_again_t x;

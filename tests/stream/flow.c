@@ -537,7 +537,7 @@ static void test_file_corked(void) {
 
 static int refused_past_give_up(void *arg) {
   (void)arg;
-  /* The aio backend pauses 16 times between refusals (core/backoff.h),
+  /* The aio backend pauses 16 times between refusals (core/common/backoff.h),
    * about 2.3 s in all; the 17th refusal completes the read with
    * TAXI_EAGAIN.  More than that: the stream read again after it. */
   return fault_injected("aio_read") >= 20;

@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * core/common/alloc.h - every heap allocation in taxi goes through these, so
+ * that taxi_set_allocator() sees all of them.
+ */
+#ifndef TAXI_CORE_ALLOC_H
+#define TAXI_CORE_ALLOC_H
+
+#include <stddef.h>
+
+void *taxi__malloc(size_t size);
+/* Zeroed; TAXI-style overflow check on n * size (NULL on overflow). */
+void *taxi__calloc(size_t n, size_t size);
+void *taxi__realloc(void *p, size_t size);
+/* Grow an array: realloc to n * size with an overflow check. */
+void *taxi__reallocarray(void *p, size_t n, size_t size);
+void taxi__free(void *p);
+
+#endif /* TAXI_CORE_ALLOC_H */

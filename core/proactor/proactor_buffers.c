@@ -1,0 +1,207 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * core/proactor/proactor_buffers.c - the buffer pool of pooled reads
+ * (taxi_proactor_read_pooled): buffers made with the proactor, lent to a
+ * completion handler with the bytes that arrived, given back by
+ * taxi_proactor_buffer_release.
+ *
+ * Two ways to fill a buffer, chosen once, when the pool is made:
+ *  - the backend chooses (io_uring's ring of provided buffers): every free
+ *    buffer is the backend's (buf_give), a completion names the one the
+ *    kernel filled, and a release gives it back to the backend;
+ *  - the core chooses: free buffers wait on a stack here, a read takes one
+ *    when it is submitted (an ordinary READ into it) and gives it back if
+ *    no bytes came.
+ * Either way `held` marks the buffers the application holds, so that a
+ * release of one it does not hold (twice, or one never lent) is refused
+ * instead of corrupting the pool.
+ *
+ * Growth.  A read that finds no buffer doubles the pool while it is below
+ * its cap: a new chunk as big as the pool so far, so the steady state
+ * allocates nothing and a buffer's id is found from its address by chunk.
+ * At the cap the read waits on the paused list (no deadline) until a
+ * release wakes it.  Ids are never reused for another address.
+ *
+ * Locking: the proactor's lock, like everything in core/proactor_impl.h.
+ */
+#include "config.h"
+
+#include "core/common/alloc.h"
+#include "core/common/detail.h"
+#include "core/proactor/proactor_impl.h"
+#include "core/proactor/proactor_op.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+#define POOL_DEFAULT_SIZE 4096u
+#define POOL_MAX_SIZE (1024u * 1024u)
+#define POOL_MAX_COUNT 32768u
+
+static bool power_of_two(unsigned n) { return n && !(n & (n - 1)); }
+
+#define WHERE "taxi_proactor_create: options"
+
+int taxi__pbufs_check(const taxi_proactor_options_t *o) {
+  if (o->buffer_count == 0) {
+    if (o->buffer_max || o->buffer_size)
+      return taxi__refuse(
+          TAXI_EINVAL,
+          WHERE
+          ".%s: set without buffer_count, which makes "
+          "the pool; got %" PRIu64,
+          o->buffer_max ? "buffer_max" : "buffer_size",
+          o->buffer_max ? (uint64_t)o->buffer_max : (uint64_t)o->buffer_size);
+    return 0;
+  }
+  unsigned max = o->buffer_max ? o->buffer_max : o->buffer_count;
+  if (!power_of_two(o->buffer_count) || o->buffer_count > POOL_MAX_COUNT)
+    return taxi__refuse(TAXI_EINVAL,
+                        WHERE ".buffer_count: a power of two up to %u; got %u",
+                        POOL_MAX_COUNT, o->buffer_count);
+  if (!power_of_two(max) || max < o->buffer_count || max > POOL_MAX_COUNT)
+    return taxi__refuse(TAXI_EINVAL,
+                        WHERE
+                        ".buffer_max: 0, or a power of two from "
+                        "buffer_count (%u) up to %u; got %u",
+                        o->buffer_count, POOL_MAX_COUNT, o->buffer_max);
+  if (o->buffer_size > POOL_MAX_SIZE)
+    return taxi__refuse(TAXI_EINVAL,
+                        WHERE ".buffer_size: at most %u; got %" PRIu64,
+                        POOL_MAX_SIZE, (uint64_t)o->buffer_size);
+  return 0;
+}
+
+/* Make buffers [count, count + n) in a new chunk and free them. */
+static int pool_add_locked(taxi_proactor_t *p, unsigned n) {
+  taxi__pbufs_t *b = p->bufs;
+  if (b->nchunks == TAXI__PBUF_CHUNKS) return TAXI_ENOMEM;
+  unsigned char *mem = taxi__malloc((size_t)n * b->size);
+  if (!mem) return TAXI_ENOMEM;
+  unsigned first = b->count;
+  b->chunk[b->nchunks] = mem;
+  b->chunk_first[b->nchunks] = first;
+  b->nchunks++;
+  b->count += n;
+  for (unsigned i = 0; i < n; i++) {
+    if (b->native)
+      p->ops->buf_give(p->backend, first + i, mem + (size_t)i * b->size);
+    else
+      b->free[b->nfree++] = first + i;
+  }
+  return 0;
+}
+
+int taxi__pbufs_open(taxi_proactor_t *p, const taxi_proactor_options_t *o) {
+  if (o->buffer_count == 0) return 0;
+  taxi__pbufs_t *b = taxi__calloc(1, sizeof *b);
+  if (!b) return TAXI_ENOMEM;
+  b->size = o->buffer_size ? o->buffer_size : POOL_DEFAULT_SIZE;
+  b->max = o->buffer_max ? o->buffer_max : o->buffer_count;
+  b->held = taxi__calloc(b->max, sizeof *b->held);
+  b->free = taxi__calloc(b->max, sizeof *b->free);
+  p->bufs = b;
+  if (!b->held || !b->free) return TAXI_ENOMEM; /* taxi__pbufs_close frees */
+  b->native = p->ops->buf_open && p->ops->buf_give &&
+              p->ops->buf_open(p->backend, b->max, b->size) == 0;
+  return pool_add_locked(p, o->buffer_count);
+}
+
+void taxi__pbufs_close(taxi_proactor_t *p) {
+  taxi__pbufs_t *b = p->bufs;
+  if (!b) return;
+  for (unsigned i = 0; i < b->nchunks; i++) taxi__free(b->chunk[i]);
+  taxi__free(b->held);
+  taxi__free(b->free);
+  taxi__free(b);
+  p->bufs = NULL;
+}
+
+void *taxi__pbufs_addr(const taxi_proactor_t *p, unsigned id) {
+  const taxi__pbufs_t *b = p->bufs;
+  unsigned c = b->nchunks;
+  while (c > 0 && b->chunk_first[c - 1] > id) c--;
+  if (c == 0 || id >= b->count) return NULL;
+  return b->chunk[c - 1] + (size_t)(id - b->chunk_first[c - 1]) * b->size;
+}
+
+/* The id of the buffer starting at `addr`, or -1. */
+static long pool_id(const taxi__pbufs_t *b, const void *addr) {
+  /* As integers: the pointer may be any object's, which C does not let
+   * one compare with a chunk's. */
+  uintptr_t a = (uintptr_t)addr;
+  for (unsigned c = 0; c < b->nchunks; c++) {
+    unsigned n = (c + 1 < b->nchunks ? b->chunk_first[c + 1] : b->count) -
+                 b->chunk_first[c];
+    uintptr_t lo = (uintptr_t)b->chunk[c];
+    if (a < lo || a - lo >= (uintptr_t)n * b->size) continue;
+    size_t off = (size_t)(a - lo);
+    if (off % b->size) return -1;
+    return (long)(b->chunk_first[c] + off / b->size);
+  }
+  return -1;
+}
+
+int taxi__pbufs_grow_locked(taxi_proactor_t *p) {
+  taxi__pbufs_t *b = p->bufs;
+  if (b->count >= b->max) return TAXI_ENOMEM;
+  int rc = pool_add_locked(p, b->count);
+  if (rc == 0) p->stats.buffer_grows++;
+  return rc;
+}
+
+bool taxi__pbufs_take_locked(taxi_proactor_t *p, unsigned *id) {
+  taxi__pbufs_t *b = p->bufs;
+  /* A growth adds at least one free buffer. */
+  if (b->nfree == 0 && taxi__pbufs_grow_locked(p) < 0) return false;
+  *id = b->free[--b->nfree];
+  return true;
+}
+
+/* A free buffer, back to whoever chooses. */
+static void pool_free_locked(taxi_proactor_t *p, unsigned id) {
+  taxi__pbufs_t *b = p->bufs;
+  if (b->native)
+    p->ops->buf_give(p->backend, id, taxi__pbufs_addr(p, id));
+  else
+    b->free[b->nfree++] = id;
+  /* One read waiting for a buffer may go on. */
+  for (taxi_op_t *op = p->paused.head; op; op = op->internal_.next) {
+    if ((op->internal_.flags & TAXI__READ_POOLED) &&
+        op->internal_.deadline == INT64_MAX) {
+      op->internal_.deadline = 0;
+      taxi__proactor_kick_locked(p);
+      break;
+    }
+  }
+}
+
+void taxi__pbufs_unused_locked(taxi_proactor_t *p, unsigned id) {
+  pool_free_locked(p, id);
+}
+
+void taxi__pbufs_lend_locked(taxi_proactor_t *p, unsigned id) {
+  p->bufs->held[id] = 1;
+  p->bufs->nheld++;
+}
+
+/* ---- the public calls --------------------------------------------------- */
+
+int taxi_proactor_buffer_release(taxi_proactor_t *p, void *data) {
+  if (!p || !data) return TAXI_EINVAL;
+  taxi__mutex_lock(&p->lock);
+  taxi__pbufs_t *b = p->bufs;
+  long id = b ? pool_id(b, data) : -1;
+  int rc = 0;
+  if (id < 0) {
+    rc = TAXI_EINVAL;
+  } else if (!b->held[id]) {
+    rc = TAXI_ENOENT;
+  } else {
+    b->held[id] = 0;
+    b->nheld--;
+    pool_free_locked(p, (unsigned)id);
+  }
+  taxi__mutex_unlock(&p->lock);
+  return rc;
+}

@@ -1,0 +1,406 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * core/proactor/proactor_impl.h - the proactor's private state, shared by the
+ * files of core/ that implement it: proactor.c (life cycle, handles, cancel),
+ * proactor_start.c (starting operations), proactor_dispatch.c (completion
+ * processing, timers, dispatch) and core/pools/proactor_source.c (the L/F
+ * pool's view).
+ *
+ * The life of an operation record (op->internal_.state & TAXI__OP_STATE):
+ *
+ *   IDLE ──start──> QUEUED ──becomes its handle's head──> SUBMITTED
+ *                    (waits behind older ops of the       (given to the
+ *                     same handle and direction)           backend; exactly
+ *                                                          one completion
+ *        ──timer──> TIMER (in the heap)                    comes from wait)
+ *        ──post───> READY
+ *   SUBMITTED (multishot accept, out of descriptors) ──> PAUSED ──the
+ *             pause is over──> SUBMITTED again
+ *   SUBMITTED ──partial transfer──> SUBMITTED again (the rest resubmitted)
+ *   SUBMITTED / TIMER / QUEUED (cancelled) ──done──> READY (in the
+ *             completion queue, result in internal_.status / done)
+ *   READY ──taken by a dispatching thread──> TAKEN ──handler called──> IDLE
+ *
+ * A multishot accept stays in flight across its completions: each
+ * connection takes it READY -> TAKEN -> (handler) -> SUBMITTED again (the
+ * core re-issues it where the backend lacks TAXI__PCAP_MULTISHOT_ACCEPT)
+ * until the final completion.  While it is READY or TAKEN it is still the
+ * head of its listener's input queue, so later accepts keep waiting.
+ *
+ * Per handle and direction only the head (`cur`) is ever submitted; the
+ * others wait in a FIFO linked through internal_.next.  That is what makes
+ * completions come in the order of issue on every backend.  The head is
+ * not linked through `next`, so a multishot head can sit in the completion
+ * queue (also linked through `next`) while it still blocks its queue.
+ *
+ * Closing or detaching a handle cancels its heads, marks every queued op
+ * cancelled and forgets the handle (it may be attached again at once), but
+ * keeps its row as a "zombie" until the heads' completions arrive: then the
+ * queued ops complete with TAXI_ECANCELED, still in order, and the row is
+ * freed.  So an op always knows its row (internal_.heap_index) while it is
+ * queued or submitted.
+ *
+ * A closed handle's descriptor is closed with its zombie row, not before:
+ * a backend may still hold a request that names the descriptor by number
+ * (an io_uring SQE prepared but not yet submitted, a linked request the
+ * kernel resolves only when it runs, a glibc aio helper about to read),
+ * and a number closed early can be given to a new connection at once,
+ * whose bytes that request would then take or whose peer it would write
+ * to.  Once every head has completed, nothing in any backend names the
+ * number, whatever the backend.  The backend's release is called then, just
+ * before the close (io_uring empties the handle's slot in its table of
+ * registered files, which holds the file too).
+ *
+ * Cancellation sets TAXI__OP_CANCEL.  A failure that arrives afterwards
+ * is reported as TAXI_ECANCELED (the backend's own, or EBADF from a handle
+ * closed under a request not yet handed to the kernel); a success stands;
+ * a transfer that made progress stops there, with TAXI_ECANCELED and the
+ * bytes so far.  QUEUED ops and timers never reached a backend and
+ * complete with TAXI_ECANCELED at once.
+ *
+ * With a kernel multishot accept (TAXI__PCAP_MULTISHOT_ACCEPT) the op
+ * keeps TAXI__OP_INBACKEND while one delivery is READY or TAKEN;
+ * completions arriving meanwhile wait in `backlog`, in order, and are
+ * delivered one per handler call.  When TAXI__ACCEPT_BACKLOG_MAX wait
+ * there, the kernel's request is cancelled (TAXI__OP_THROTTLED) and
+ * submitted again once its end has been taken from the backlog, that is
+ * once the handler has caught up; meanwhile connections wait in the
+ * listen backlog.
+ *
+ * Field reuse in taxi_op_t.internal_ (the public struct has no spare room,
+ * and these never overlap in time):
+ *   heap_index  TIMER: position in the timer heap; QUEUED/SUBMITTED and
+ *               a multishot head: the row of its handle (TAXI__NO_ROW if
+ *               none);
+ *   offset      TIMER: the sequence number that orders equal deadlines;
+ *   file        ACCEPT, from its completion to its dispatch: the accepted
+ *               handle (copied to op->accepted just before the handler
+ *               runs, so a multishot handler still reading op->accepted is
+ *               never overwritten under it).
+ *
+ * Locking: `lock` protects everything here.  It is held while calling the
+ * backend's attach/detach/submit/cancel and released around its wait and
+ * around completion handlers.  `stopped` and the backend counters are
+ * atomics (read without the lock); internal_.state is written under the
+ * lock with atomic stores so taxi_op_in_flight() may read it without one.
+ */
+#ifndef TAXI_CORE_PROACTOR_IMPL_H
+#define TAXI_CORE_PROACTOR_IMPL_H
+
+#include "taxi/proactor.h"
+#include "backends/completion.h"
+#include "core/common/handle_map.h"
+#include "core/reactor/reactor_impl.h"
+#include "core/common/timer_heap.h"
+#include "core/common/backoff.h"
+#include "ports/port.h"
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Operation states (internal_.state & TAXI__OP_STATE). */
+#define TAXI__OP_IDLE 0u
+#define TAXI__OP_QUEUED 1u
+#define TAXI__OP_SUBMITTED 2u
+#define TAXI__OP_TIMER 3u
+#define TAXI__OP_READY 4u
+#define TAXI__OP_TAKEN 5u
+/* Waiting out a pause before it is submitted again: a multishot accept
+ * that failed for lack of descriptors (or another transient cause), or an
+ * operation whose submission the OS refused for now.  On the proactor's
+ * `paused` list, resumed at internal_.deadline; still the head of its
+ * handle's queue (heap_index keeps its row). */
+#define TAXI__OP_PAUSED 6u
+#define TAXI__OP_STATE 0xffu
+/* Flags kept with the state. */
+#define TAXI__OP_CANCEL 0x100u /* cancellation requested */
+/* READY/TAKEN: a multishot accept delivery after which the op stays in
+ * flight. */
+#define TAXI__OP_MORE 0x200u
+/* The backend owes a completion (set at submit, cleared by a completion
+ * without TAXI__CQ_MORE). */
+#define TAXI__OP_INBACKEND 0x400u
+/* A kernel multishot accept the core asked the backend to end because
+ * TAXI__ACCEPT_BACKLOG_MAX deliveries wait for its handler: its end
+ * (TAXI_ECANCELED) submits it again, not completes it. */
+#define TAXI__OP_THROTTLED 0x800u
+
+/* Deliveries of kernel multishot accepts kept waiting for their handlers
+ * before the core stops the kernel accepting (see TAXI_ACCEPT_MULTISHOT in
+ * taxi/proactor.h). */
+#define TAXI__ACCEPT_BACKLOG_MAX 64u
+
+/* Directions of the per-handle queues (internal_.dir). */
+#define TAXI__DIR_NONE 0u
+#define TAXI__DIR_IN 1u
+#define TAXI__DIR_OUT 2u
+
+#define TAXI__NO_ROW ((size_t)-1)
+
+/* taxi__proactor_submit_locked: a pooled read found no free buffer (never
+ * returned to the application). */
+#define TAXI__NO_BUFFER (-1000)
+
+/* The state word, read without the lock by taxi_op_in_flight() and by the
+ * EBUSY check of a record perhaps in flight on another proactor. */
+static inline unsigned taxi__op_state_load(const taxi_op_t *op) {
+#if defined(__GNUC__) || defined(__clang__)
+  return __atomic_load_n(&op->internal_.state, __ATOMIC_ACQUIRE);
+#else
+  return *(const volatile unsigned *)&op->internal_.state;
+#endif
+}
+
+static inline void taxi__op_state_store(taxi_op_t *op, unsigned v) {
+#if defined(__GNUC__) || defined(__clang__)
+  __atomic_store_n(&op->internal_.state, v, __ATOMIC_RELEASE);
+#else
+  *(volatile unsigned *)&op->internal_.state = v;
+#endif
+}
+
+static inline unsigned taxi__op_phase(const taxi_op_t *op) {
+  return op->internal_.state & TAXI__OP_STATE;
+}
+
+/* Set the phase, keeping the flags. */
+static inline void taxi__op_set_phase(taxi_op_t *op, unsigned phase) {
+  taxi__op_state_store(op, (op->internal_.state & ~TAXI__OP_STATE) | phase);
+}
+
+/* A FIFO of operation records linked through internal_.next. */
+typedef struct taxi__opq {
+  taxi_op_t *head, *tail;
+} taxi__opq_t;
+
+/* One direction of a handle: the submitted head and those waiting. */
+typedef struct taxi__pdir {
+  taxi_op_t *cur;   /* submitted (or a multishot head being delivered) */
+  taxi__opq_t wait; /* not submitted yet, oldest first */
+} taxi__pdir_t;
+
+/* A row of the per-handle table. */
+typedef struct taxi__prow {
+  taxi_handle_t handle;
+  bool used;
+  bool zombie;         /* closed or detached, waiting for its heads */
+  bool close_pending;  /* closed: close the descriptor with the row */
+  bool made;           /* accepted or connected here, or moved from a
+                          proactor where it was (the backend's adopt) */
+  uint32_t next_free;  /* free-list link while unused */
+  taxi__pdir_t dir[2]; /* [0] input, [1] output */
+} taxi__prow_t;
+
+#define TAXI__ROW_NIL 0xffffffffu
+
+/* A completion that arrived for a multishot accept while its previous one
+ * was still READY or TAKEN (kernel multishot only); kept in order. */
+typedef struct taxi__backlog {
+  taxi__completion_t *items; /* a ring */
+  size_t cap, head, count;
+} taxi__backlog_t;
+
+typedef struct taxi__psig taxi__psig_t;
+
+/* The buffer pool of pooled reads (core/proactor/proactor_buffers.c). */
+#define TAXI__PBUF_CHUNKS 16 /* doublings from the first size to the cap */
+typedef struct taxi__pbufs {
+  size_t size;         /* bytes per buffer */
+  unsigned count, max; /* buffers made; the cap */
+  bool native;         /* the backend chooses (buf_open said so) */
+  unsigned char *chunk[TAXI__PBUF_CHUNKS]; /* ids chunk_first[i].. */
+  unsigned chunk_first[TAXI__PBUF_CHUNKS];
+  unsigned nchunks;
+  unsigned char *held; /* [max]: 1 while the application holds it */
+  unsigned nheld;
+  uint32_t *free; /* [max]: free ids when the core chooses, a stack */
+  unsigned nfree;
+} taxi__pbufs_t;
+
+struct taxi_proactor {
+  taxi__mutex_t lock;
+  const taxi__completion_ops_t *ops;
+  void *backend;
+  taxi__completion_counters_t counters;
+
+  /* The per-handle table; grows only when more handles are attached at
+   * once than ever before. */
+  taxi__prow_t *rows;
+  uint32_t nrows, rows_cap, free_head;
+  taxi__handle_map_t map; /* attached handle -> row (zombies are not in it) */
+
+  /* The completion queue: READY ops, oldest first.  Intrusive, so queuing
+   * a completion never allocates. */
+  taxi__opq_t ready;
+  size_t ready_count;
+
+  /* Timers: TIMER ops by (deadline, sequence); taxi__proactor_timer_ops. */
+  taxi__timer_heap_t timers;
+  int64_t timer_seq;
+
+  taxi__backlog_t backlog;
+
+  /* Operations pausing after a transient failure (TAXI__OP_PAUSED), linked
+   * through internal_.next: multishot accepts out of descriptors, and
+   * submissions the OS refused for now (IOCP's WSAEWOULDBLOCK: too many
+   * overlapped requests).  A pause grows while the failures go on and
+   * starts again from the shortest after a success (one backoff for the
+   * accepts, one for the submissions).  The report of the latest pause
+   * waits here for the lock to be released (taxi__proactor_wait_locked). */
+  taxi__opq_t paused;
+  taxi__backoff_t accept_backoff;
+  taxi__backoff_t submit_backoff;
+  bool pause_report;
+  const char *pause_report_where; /* "accept", "submit" */
+  int pause_report_code;
+  taxi_handle_t pause_report_handle;
+  unsigned pause_report_attempt;
+
+  /* Operations the backend owes a completion for (SUBMITTED). */
+  size_t in_backend;
+
+  /* The buffer of the proactor's own dispatch calls (one thread at a
+   * time; pool threads have their own). */
+  taxi__completion_t *wait_buf;
+  size_t max_events;
+
+  /* Dispatching. */
+  bool has_owner; /* a thread is inside handle_events/run */
+  taxi__thread_id_t owner;
+  void *pool;  /* the L/F pool attached, if any */
+  bool sticky; /* a pool is shutting down: waits return at once */
+  bool destroying;
+  bool woken;       /* a wake-up was sent since the last wait returned */
+  unsigned waiters; /* threads blocked in the backend's wait */
+  taxi_time_t waiters_deadline; /* the latest deadline among them */
+  atomic_bool stopped;
+  unsigned flags; /* TAXI_PROACTOR_* of the options */
+  /* TAXI_PROACTOR_ONE_THREAD: the thread that dispatched first, the only
+   * one allowed to dispatch from then on. */
+  bool bound;
+  taxi__thread_id_t bound_thread;
+  /* taxi_proactor_backend(): the backend's name, and the reactor backend
+   * it runs over if any ("emulated:poll"). */
+  char name[48];
+  /* The failed waits of run/handle_events (core/common/backoff.h). */
+  taxi_error_fn on_error;
+  void *on_error_arg;
+  taxi__backoff_t wait_backoff;
+
+  /* Signals (core/proactor/proactor_signal.c): made with the first one added.
+   */
+  taxi__psig_t *sig;
+  bool sig_busy; /* an add or remove is under way outside the lock */
+
+  taxi__pbufs_t *bufs; /* NULL: no pool (options.buffer_count 0) */
+
+  taxi_proactor_stats_t stats; /* started, completed, cancelled, submissions */
+};
+
+/* ---- proactor_buffers.c ------------------------------------------------ */
+
+/* The pool options are valid: 0, or TAXI_EINVAL with a detail naming
+ * the field of taxi_proactor_create's options. */
+int taxi__pbufs_check(const taxi_proactor_options_t *o);
+/* Make the pool the options ask for (none for buffer_count 0), after the
+ * backend is open.  0 or TAXI_ENOMEM (then taxi__pbufs_close cleans up). */
+int taxi__pbufs_open(taxi_proactor_t *p, const taxi_proactor_options_t *o);
+/* Free it, once the backend is closed (the kernel may point into it). */
+void taxi__pbufs_close(taxi_proactor_t *p);
+/* The address of buffer `id`. */
+void *taxi__pbufs_addr(const taxi_proactor_t *p, unsigned id);
+/* The core chooses: take a free buffer (growing the pool if it may);
+ * false when none is left.  p->lock held. */
+bool taxi__pbufs_take_locked(taxi_proactor_t *p, unsigned *id);
+/* Double the pool: 0, or TAXI_ENOMEM at the cap or out of memory. */
+int taxi__pbufs_grow_locked(taxi_proactor_t *p);
+/* A buffer a completion filled goes to the application / a buffer a read
+ * had and did not fill goes back.  p->lock held. */
+void taxi__pbufs_lend_locked(taxi_proactor_t *p, unsigned id);
+void taxi__pbufs_unused_locked(taxi_proactor_t *p, unsigned id);
+
+/* ---- proactor_signal.c ------------------------------------------------- */
+
+/* Stop catching signals (join the catching thread, restore each signal's
+ * disposition); the record it posts may still be in flight.  Without the
+ * lock, before the proactor drains. */
+void taxi__proactor_signals_close(taxi_proactor_t *p);
+/* Free what is left, once nothing is in flight. */
+void taxi__proactor_signals_free(taxi_proactor_t *p);
+
+/* ---- proactor.c -------------------------------------------------------- */
+
+/* Attach h (backend attach + a row).  p->lock held.  0, TAXI_EEXIST,
+ * TAXI_EBADF, TAXI_ENOMEM, or the backend's error. */
+int taxi__proactor_attach_locked(taxi_proactor_t *p, taxi_handle_t h);
+/* h (attached) was made by this proactor: an accepted connection, a
+ * socket being connected, one moved from a proactor where it was made.
+ * Tells the backend once.  p->lock held. */
+void taxi__proactor_adopt_locked(taxi_proactor_t *p, taxi_handle_t h);
+/* Cancel everything on h and forget it (close: also close it, once no
+ * operation of the backend can name it any more).  p->lock held.  0 or
+ * TAXI_ENOENT. */
+int taxi__proactor_forget_locked(taxi_proactor_t *p, taxi_handle_t h,
+                                 bool close_it);
+/* A pooled read waits for a buffer: on the paused list with no deadline
+ * until a release gives it one (core/proactor/proactor_buffers.c).  p->lock
+ * held. */
+void taxi__proactor_starve_locked(taxi_proactor_t *p, taxi_op_t *op);
+/* A PAUSED accept leaves the paused list.  p->lock held. */
+void taxi__proactor_unpause_locked(taxi_proactor_t *p, taxi_op_t *op);
+
+/* Free a zombie row whose queues are empty, closing its descriptor if the
+ * handle was closed.  p->lock held. */
+void taxi__proactor_row_release_locked(taxi_proactor_t *p, size_t row);
+
+/* ---- proactor_start.c -------------------------------------------------- */
+
+/* Give op (the head of its direction) to the backend.  0, or the code
+ * the backend refused it with: then op is as before the call and the
+ * caller completes it with that code.  p->lock held. */
+int taxi__proactor_submit_locked(taxi_proactor_t *p, taxi_op_t *op);
+/* Submit op (the head of its handle's queue, or a handle-less op): a
+ * refusal that may pass (TAXI_EAGAIN) pauses it and it is submitted again
+ * after a growing pause, up to TAXI__BACKOFF_LIMIT refusals in a row;
+ * returns 0 then, or when submitted.  Any other refusal, or the last, is
+ * returned for the caller to complete op with. */
+int taxi__proactor_submit_or_pause_locked(taxi_proactor_t *p, taxi_op_t *op);
+
+/* ---- proactor_dispatch.c ----------------------------------------------- */
+
+/* Finish op with `status` (bytes in internal_.done): unlink it from its
+ * handle (advancing that queue) and queue it for dispatch.  p->lock held. */
+void taxi__proactor_complete_locked(taxi_proactor_t *p, taxi_op_t *op,
+                                    int status);
+/* Process what a backend wait reported.  p->lock held. */
+void taxi__proactor_process_locked(taxi_proactor_t *p,
+                                   const taxi__completion_t *c);
+/* Timers.  p->lock held; taxi__timer_heap_reserve(&p->timers) first, so
+ * that push cannot fail. */
+extern const taxi__timer_heap_ops_t taxi__proactor_timer_ops;
+void taxi__proactor_timer_push_locked(taxi_proactor_t *p, taxi_op_t *op);
+void taxi__proactor_timer_remove_locked(taxi_proactor_t *p, taxi_op_t *op);
+/* Wake the waiting threads if something is ready for them or the earliest
+ * deadline moved before the one they wait for.  p->lock held. */
+void taxi__proactor_kick_locked(taxi_proactor_t *p);
+
+/* The dispatch steps (see core/pools/dispatch_source.h).  p->lock held. */
+bool taxi__proactor_take_locked(taxi_proactor_t *p, taxi_time_t now,
+                                taxi__event_t *ev);
+bool taxi__proactor_run_locked(taxi_proactor_t *p, taxi__event_t *ev);
+void taxi__proactor_untake_locked(taxi_proactor_t *p, taxi__event_t *ev);
+int taxi__proactor_wait_locked(taxi_proactor_t *p, taxi__completion_t *buf,
+                               size_t cap, taxi_time_t deadline,
+                               taxi_time_t *now);
+bool taxi__proactor_has_work_locked(const taxi_proactor_t *p, taxi_time_t now);
+
+/* Whether the calling thread is running a completion handler of p. */
+bool taxi__proactor_in_handler(const taxi_proactor_t *p);
+
+/* destroy: complete everything with TAXI_ECANCELED and run the handlers in
+ * this thread.  p->lock held. */
+void taxi__proactor_drain_locked(taxi_proactor_t *p);
+
+#endif /* TAXI_CORE_PROACTOR_IMPL_H */

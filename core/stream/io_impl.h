@@ -1,0 +1,556 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * core/stream/io_impl.h - the I/O context, its streams, listeners and timers,
+ * as the files of the stream layer share them:
+ *
+ *   core/stream/io.c           the context: create, run, stop, wait, destroy,
+ *                       the wake-up socket pair, signals, counters;
+ *   core/stream/io_options.c   its options, and what `threads` means;
+ *   core/stream/stream.c       a stream's state machine, written once;
+ *   core/stream/stream_settings.c  its options, settings and what it tells;
+ *   core/stream/stream_make.c  connecting, and streams of sockets one has;
+ *   core/stream/listener.c     listeners, and the hand-over of accepted
+ * sockets; core/stream/io_timer.c     application timers; core/stream/address.c
+ * address strings; core/stream/io_reactive.c  the driver over a reactor
+ * (reactor, lf, hsha); core/stream/io_proactive.c the driver over a proactor.
+ *
+ * The layer uses only the public Reactor, pool and Proactor API and the
+ * ports (port.h, sock.h): it could live outside the library.  A driver
+ * turns what its dispatcher reports into stream events
+ * (taxi__stream_event) and performs the transfers a stream asks for; the
+ * state machine does not know which driver runs it.
+ *
+ * Serialisation.  A stream's callbacks must not overlap, but its events
+ * may arrive in several threads at once (a reactor's timer hooks are not
+ * serialised with its I/O hooks; a proactor's read and write completions
+ * may run together).  Each event takes the stream's lock and, if no thread
+ * is processing the stream, becomes the one that does (S_BUSY): it loops
+ * until no event is pending, releasing the lock around each callback.
+ * Events that find the stream busy only record themselves (pending bits)
+ * for that thread.  The lock is never held while a callback runs.
+ */
+#ifndef TAXI_CORE_IO_IMPL_H
+#define TAXI_CORE_IO_IMPL_H
+
+#include "taxi/io.h"
+#include "taxi/stream.h"
+
+#include "core/common/backoff.h"
+#include "port.h"
+#include "sock.h"
+
+/* ---- posts ----------------------------------------------------------------
+ */
+
+/* A function posted to a stream, listener or context (core/stream/post.c). */
+typedef struct taxi__post {
+  struct taxi__post *next;
+  union {
+    taxi_stream_post_fn s;
+    taxi_listener_post_fn l;
+    taxi_io_post_fn io;
+  } fn;
+  void *arg;
+} taxi__post_t;
+
+/* A relay from one stream into another (core/stream/stream_pipe.c). */
+typedef struct taxi__pipe taxi__pipe_t;
+
+/* Posts waiting, oldest first (under the lock of their object). */
+typedef struct taxi__post_queue {
+  taxi__post_t *head, *tail;
+} taxi__post_queue_t;
+
+/* ---- drivers --------------------------------------------------------------
+ */
+
+typedef struct taxi__io_driver {
+  int (*open)(taxi_io_t *io); /* watch the wake-up socket */
+  void (*close)(taxi_io_t *io);
+  /* Dispatch in the calling thread for at most timeout_ms (destroy). */
+  int (*dispatch)(taxi_io_t *io, int timeout_ms);
+  int (*add_signal)(taxi_io_t *io, int signo);
+  int (*remove_signal)(taxi_io_t *io, int signo);
+
+  /* Streams.  All but teardown are called with the stream's lock held. */
+  int (*stream_open)(taxi_stream_t *s, bool attached);
+  /* Into s->rbuf: bytes (> 0), 0 at end of stream, TAXI_EAGAIN (an event
+   * will come), or an error. */
+  int64_t (*read)(taxi_stream_t *s);
+  /* The queue's head: bytes done, TAXI_EAGAIN (an event will come), or an
+   * error.  A proactive driver starts the operation and returns the
+   * result when the same head is offered again after its completion. */
+  int64_t (*write)(taxi_stream_t *s, const taxi_buf_t *bufs, size_t n);
+  int64_t (*sendfile)(taxi_stream_t *s, taxi_handle_t file, int64_t offset,
+                      size_t len);
+  int (*connect_start)(taxi_stream_t *s, const taxi_addr_t *a);
+  /* 0 connected, TAXI_EAGAIN not yet, or the error. */
+  int (*connect_result)(taxi_stream_t *s);
+  void (*update)(taxi_stream_t *s); /* interest to match the state */
+  void (*defer)(taxi_stream_t *s);  /* an I/O event found it busy */
+  int (*kick)(taxi_stream_t *s);    /* an event soon, in a dispatcher */
+  void (*arm)(taxi_stream_t *s, taxi_time_t deadline);
+  /* Released for a detach: bytes a completed read brought in go to rbuf
+   * (NULL: reads complete only in a round). */
+  void (*unread)(taxi_stream_t *s);
+  /* Closing: the result of an output operation that completed and was
+   * not yet taken (bytes, or its error), TAXI_EBUSY while one is still in
+   * flight, TAXI_EAGAIN when there is none; starts nothing (NULL: writes
+   * complete only in a round). */
+  int64_t (*written)(taxi_stream_t *s);
+  /* Lock not held: stop every source of events; P_RELEASED follows when
+   * none can come any more (and the handle is closed). */
+  void (*teardown)(taxi_stream_t *s);
+  unsigned max_bufs; /* buffers one write takes */
+  /* The teardown closes a handle of the stream's own at once (or once the
+   * hooks running in other threads return), so for taxi_stream_end the
+   * close sends the FIN after the queued bytes and no shutdown is needed.
+   * Not so where operations in flight keep the socket open (a Proactor's
+   * close waits for their cancellation). */
+  bool closes_at_teardown;
+  /* Its sends return at once (a readiness driver): the stream corks the
+   * socket while a file is queued (see cork_locked in stream.c).  Not a
+   * Proactor's, whose sends are in flight when writes_locked returns. */
+  bool corks_files;
+
+  /* Listeners. */
+  int (*listener_open)(taxi_listener_t *l);
+  void (*listener_close)(taxi_listener_t *l); /* lock not held */
+  /* Stop (hold true) or start again accepting on l, as the application
+   * asked (taxi_listener_pause/resume): 0 or an error.  Lock not held. */
+  int (*listener_hold)(taxi_listener_t *l, bool hold);
+  /* Have taxi__listener_run_posts(l) called soon in a dispatching thread,
+   * where the release of l waits for it: 0 or an error.  Lock held. */
+  int (*listener_post)(taxi_listener_t *l);
+
+  /* Application timers. */
+  int (*timer_start)(taxi_io_timer_t *t, taxi_time_t delay, taxi_time_t period);
+  int (*timer_stop)(taxi_io_timer_t *t);
+  void (*timer_destroy)(taxi_io_timer_t *t);
+} taxi__io_driver_t;
+
+extern const taxi__io_driver_t taxi__io_reactive;
+extern const taxi__io_driver_t taxi__io_proactive;
+
+/* ---- the context ----------------------------------------------------------
+ */
+
+#define TAXI__IO_SIGNALS 128
+
+struct taxi_io {
+  taxi_io_dispatcher_t kind;
+  const taxi__io_driver_t *drv;
+  unsigned threads;
+  taxi_lf_options_t lf_opts;
+  taxi_hsha_options_t hsha_opts;
+  taxi_reactor_t *reactor;
+  taxi_proactor_t *proactor;             /* with a group: its first */
+  taxi_proactor_group_t *group;          /* proactors */
+  taxi_lf_pool_t *lf;                    /* while running, or supplied */
+  taxi_hsha_pool_t *hsha;                /* while running, or supplied */
+  _Atomic(taxi_hsha_pool_t *) hsha_live; /* for the stop from a worker */
+  bool own_reactor, own_proactor, own_group, own_lf, own_hsha;
+
+  taxi__mutex_t lock;     /* the state below and the lists */
+  taxi__cond_t cond;      /* stopped, run returned, an object released */
+  bool running;           /* a thread is in taxi_io_run */
+  bool stop_done;         /* the dispatcher was told to stop */
+  bool failed;            /* a pool stopped by itself, on a failure */
+  taxi_error_fn on_error; /* the application's, from the options */
+  void *on_error_arg;
+  taxi_error_fn hsha_on_error; /* the pool's own, if the options had one */
+  void *hsha_on_error_arg;
+  bool destroying;
+  int first_error;
+  atomic_int stop_requested;
+
+  /* The wake-up socket pair: taxi_io_stop writes to [1]; the dispatcher
+   * watches [0]. */
+  taxi_handle_t wake[2];
+  atomic_int wake_pending;
+  unsigned char wake_buf[64];
+  taxi_handler_t wake_h; /* reactive */
+  taxi_op_t wake_op;     /* proactive */
+  /* The read of wake[0] is in flight.  Atomic: under a pool its
+   * completions run in any thread, ordered by the proactor through the
+   * kernel's ring, which a race detector cannot see. */
+  atomic_bool wake_reading;
+  /* proactors: the destroying thread runs the group until every stream,
+   * listener and timer is gone; this timer, on the first proactor, looks
+   * every 10 ms and stops the group then (or at give_up). */
+  taxi_op_t drain_op;
+  taxi_time_t drain_give_up;
+
+  /* Signals: the callbacks, and (proactive) those added to the proactor. */
+  struct {
+    taxi_io_signal_fn fn;
+    void *arg;
+  } sig[TAXI__IO_SIGNALS];
+  taxi_handler_t sig_h;             /* reactive */
+  bool sig_added[TAXI__IO_SIGNALS]; /* proactive */
+
+  taxi_stream_t *streams;
+  taxi_listener_t *listeners;
+  taxi_io_timer_t *timers;
+
+  /* Posts (core/stream/post.c): the records free for reuse and the context's
+   * own queue, under post_lock; cb_lock is held while a function posted to the
+   * context or a signal callback runs, which serialises them. */
+  taxi__mutex_t post_lock, cb_lock;
+  taxi__post_t *post_free;
+  taxi__post_queue_t posts;
+  /* taxi_io_destroy has begun (destroying, without the lock): posts are
+   * refused. */
+  atomic_int ending;
+
+  struct {
+    atomic_ullong streams_opened, streams_closed, accepts, accept_errors,
+        accept_pauses, connects, connect_errors, bytes_in, bytes_out, reads,
+        writes, writes_refused, read_pauses, timeouts, timers;
+  } stats;
+};
+
+#define TAXI__IO_COUNT(io, field, n) \
+  atomic_fetch_add_explicit(&(io)->stats.field, (n), memory_order_relaxed)
+/* Count for stream s and its context alike (taxi_stream_counters). */
+#define TAXI__S_COUNT(s, field, n)                                         \
+  do {                                                                     \
+    TAXI__IO_COUNT((s)->io, field, (n));                                   \
+    atomic_fetch_add_explicit(&(s)->cnt.field, (n), memory_order_relaxed); \
+  } while (0)
+
+/* The wake-up socket became readable (in a dispatching thread). */
+void taxi__io_woken(taxi_io_t *io);
+/* Make the dispatcher call taxi__io_woken soon: a byte on the wake-up
+ * socket unless one is pending.  0, or the code of a failed send (the
+ * next kick tries again).  Async-signal-safe. */
+int taxi__io_kick(taxi_io_t *io);
+/* Signal signo arrived (in a dispatching thread). */
+void taxi__io_signal(taxi_io_t *io, int signo);
+/* The error callback of what the context makes for itself: tells the
+ * application's, and a fatal report ends taxi_io_run. */
+void taxi__io_on_error(const taxi_error_report_t *r, void *arg);
+/* A helper thread of the context failed for good (`code`, reported
+ * already): the run ends with that code. */
+void taxi__io_fail(taxi_io_t *io, int code);
+/* Add to / take from the context's lists (TAXI_ESTOPPED when destroying).
+ * Taking wakes taxi_io_destroy. */
+int taxi__io_link_stream(taxi_io_t *io, taxi_stream_t *s);
+void taxi__io_unlink_stream(taxi_io_t *io, taxi_stream_t *s);
+int taxi__io_link_listener(taxi_io_t *io, taxi_listener_t *l);
+void taxi__io_unlink_listener(taxi_io_t *io, taxi_listener_t *l);
+int taxi__io_link_timer(taxi_io_t *io, taxi_io_timer_t *t);
+void taxi__io_unlink_timer(taxi_io_t *io, taxi_io_timer_t *t);
+/* Check a time span option: 0 or TAXI_EINVAL. */
+int taxi__io_span_check(taxi_time_t span);
+/* The caller's options `in` (NULL: the defaults) copied into *o, and the
+ * pools' options they point to into io->lf_opts and io->hsha_opts (o->lf
+ * and o->hsha are then NULL): 0, or TAXI_EINVAL with its detail
+ * (core/stream/io_options.c). */
+int taxi__io_options_read(taxi_io_t *io, taxi_io_options_t *o,
+                          const taxi_io_options_t *in);
+/* Set io->threads from o->threads for io->kind, as taxi_io_options_t
+ * says, and check the half-sync/half-async pool's options, which the
+ * pool made at taxi_io_run would check: 0, or TAXI_EINVAL with its
+ * detail. */
+int taxi__io_threads_check(taxi_io_t *io, const taxi_io_options_t *o);
+
+/* Posts (core/stream/post.c).  A record from the free list, or a new one (NULL:
+ * out of memory); give it back with taxi__post_put. */
+taxi__post_t *taxi__post_get(taxi_io_t *io);
+void taxi__post_put(taxi_io_t *io, taxi__post_t *p);
+/* Append p to q; take the oldest of q (NULL if empty). */
+void taxi__post_push(taxi__post_queue_t *q, taxi__post_t *p);
+taxi__post_t *taxi__post_pop(taxi__post_queue_t *q);
+/* Whether posts to io and its objects are refused (TAXI_ESTOPPED). */
+bool taxi__io_stopping(taxi_io_t *io);
+/* The context's posts: set up, run those queued (a dispatching thread),
+ * and at taxi_io_destroy cancel what is left (TAXI_ECANCELED), then free
+ * the records. */
+int taxi__io_posts_init(taxi_io_t *io);
+void taxi__io_posts_run(taxi_io_t *io);
+void taxi__io_posts_cancel(taxi_io_t *io);
+void taxi__io_posts_fini(taxi_io_t *io);
+
+/* ---- streams --------------------------------------------------------------
+ */
+
+/* One queued write. */
+enum { TAXI__W_COPY = 1, TAXI__W_REF = 2, TAXI__W_FILE = 3 };
+typedef struct taxi__wrec {
+  int kind;
+  size_t off;               /* COPY: offset of its first byte in the ring */
+  size_t len, done;         /* bytes in all, bytes sent */
+  const unsigned char *ptr; /* REF */
+  taxi_handle_t file;       /* FILE */
+  int64_t foff;             /* FILE: offset of its first byte */
+  taxi_stream_done_fn fn;
+  void *arg;
+} taxi__wrec_t;
+
+/* The longest file a stream sends corked (see cork_locked in stream.c). */
+#define TAXI__CORK_MAX ((size_t)1 << 20)
+
+/* Stream flags (s->flags). */
+#define TAXI__S_BUSY 0x0001u       /* a thread processes the stream */
+#define TAXI__S_KICKED 0x0002u     /* a kick is on its way */
+#define TAXI__S_CONNECTING 0x0004u /* connect not over */
+#define TAXI__S_READING 0x0008u    /* read_start active */
+#define TAXI__S_READ_INTO 0x0010u  /* a read_into pending */
+#define TAXI__S_PAUSED 0x0020u     /* reading paused for backpressure */
+#define TAXI__S_EOF 0x0040u        /* the socket reported end of stream */
+#define TAXI__S_EOF_TOLD 0x0080u   /* read_fn was told */
+#define TAXI__S_SHUT_REQ 0x0100u   /* shutdown asked for */
+#define TAXI__S_SHUT_DONE 0x0200u
+#define TAXI__S_CLOSE_REQ 0x0400u    /* close asked for (or an error) */
+#define TAXI__S_CLOSING 0x0800u      /* torn down; waiting for release */
+#define TAXI__S_RELEASED 0x1000u     /* no dispatcher event can come */
+#define TAXI__S_DEAD 0x2000u         /* the close callback has run */
+#define TAXI__S_NEED_DRAIN 0x4000u   /* tell drain_fn at the low watermark */
+#define TAXI__S_WFAIL 0x8000u        /* the head write failed (its error) */
+#define TAXI__S_END_REQ 0x10000u     /* close once flushed and shut down */
+#define TAXI__S_DETACH 0x20000u      /* closing by taxi_stream_detach */
+#define TAXI__S_OWE_WRITES 0x40000u  /* write callbacks told at the release */
+#define TAXI__S_CORKED 0x80000u      /* corked while a file is queued */
+#define TAXI__S_NOCORK 0x100000u     /* the socket takes no cork */
+#define TAXI__S_PIPE_DRAIN 0x200000u /* tell pipe_dst at the low watermark */
+
+/* Events (s->pending). */
+#define TAXI__P_WORK 0x01u     /* the application changed something */
+#define TAXI__P_READABLE 0x02u /* reactive: the handle is readable */
+#define TAXI__P_WRITABLE 0x04u /* reactive: writable (or connected) */
+#define TAXI__P_DEADLINE 0x08u /* the deadline timer fired or ended */
+#define TAXI__P_KICK 0x10u     /* a kick arrived */
+#define TAXI__P_RELEASED 0x20u /* the dispatcher is done with it */
+
+struct taxi_stream {
+  taxi_io_t *io;
+  taxi_handle_t fd;
+  taxi__mutex_t lock;
+  taxi_stream_t *prev, *next; /* in io->streams, under io->lock */
+  unsigned flags, pending;
+  int reason; /* why it closes */
+  int conn_err;
+  unsigned refs; /* taxi_stream_ref */
+  void *data;
+  taxi_stream_read_fn read_fn;
+  taxi_stream_close_fn close_fn;
+  taxi_stream_drain_fn drain_fn;
+  taxi_stream_timeout_fn timeout_fn;
+  taxi_stream_connect_fn connect_fn;
+  void *connect_arg;
+  /* taxi_stream_detach: written once, before the teardown, under the lock;
+   * keep_handle is read by the drivers' teardown and close hooks. */
+  taxi_stream_detach_fn detach_fn;
+  void *detach_arg;
+  bool keep_handle;
+  /* The library made the descriptor (accepted or connected it) and its
+   * number was never handed out (taxi_stream_handle clears it): no other
+   * descriptor shares its socket, so closing it is the socket's end - the
+   * FIN goes out, and every epoll set forgets it.  Under the lock. */
+  bool own_fd;
+  /* Set under the lock before the teardown (own_fd and not keep_handle),
+   * read by the driver's teardown: what the close will end. */
+  bool close_ends_socket;
+  /* read_into */
+  unsigned char *ri_buf;
+  size_t ri_len, ri_done;
+  unsigned ri_flags;
+  taxi_stream_done_fn ri_fn;
+  void *ri_arg;
+  /* the read buffer: bytes read and not yet delivered are
+   * rbuf[rpos .. rpos + rlen) */
+  unsigned char *rbuf;
+  size_t rcap, rpos, rlen;
+  /* the output ring: bytes queued are wbuf[whead ..) mod wcap, wused */
+  unsigned char *wbuf;
+  size_t wcap, whead, wused, low;
+  taxi__wrec_t *recs;
+  unsigned nrecs, rhead, rcount;
+  unsigned wfiles; /* FILE records among them, of TAXI__CORK_MAX or less */
+  /* options and timeouts */
+  unsigned oflags;
+  taxi_time_t idle_to, read_to, write_to, connect_to;
+  taxi_time_t t_active, t_read, t_write, t_connect, armed;
+  taxi_addr_t peer;
+  taxi__post_queue_t posts; /* taxi_stream_post, not yet run */
+  /* The pipe that reads this stream, and the one that writes into it
+   * (taxi_stream_pipe), under the lock: the reading is the pipe's while
+   * it runs. */
+  taxi__pipe_t *pipe_src, *pipe_dst;
+  /* taxi_stream_counters: atomics, read by any thread without the lock. */
+  struct {
+    atomic_ullong bytes_in, bytes_out, reads, writes, writes_refused,
+        writes_no_record, read_pauses;
+  } cnt;
+  union {
+    struct {
+      taxi_handler_t h;
+      taxi_timer_t kick, deadline;
+      unsigned interest;
+      bool registered, attached, suspended, readable, writable, wblocked;
+    } r;
+    struct {
+      taxi_proactor_t *px; /* the proactor it is attached to */
+      taxi_op_t rop, wop, kop, top;
+      unsigned inflight;
+      bool attached, r_busy, r_done, w_busy, w_done, k_busy, t_busy;
+      int r_status, w_status;
+      size_t r_bytes, w_bytes;
+      taxi_time_t t_deadline;
+    } p;
+  } d;
+};
+
+/* Check options (NULL: defaults) and copy them to *out.  A refusal's
+ * detail names the field as `where` names the structure (the public
+ * function and its path: "taxi_stream_connect: options"). */
+int taxi__stream_options(taxi_stream_options_t *out,
+                         const taxi_stream_options_t *in, const char *where);
+/* A stream of connected socket fd, busy (nothing of it runs) until
+ * taxi__stream_start.  `attached`: the proactor knows fd already. */
+int taxi__stream_new(taxi_io_t *io, taxi_handle_t fd,
+                     const taxi_stream_options_t *o, bool attached,
+                     taxi_stream_t **out);
+/* Let a new stream run: here (a dispatching thread: the accept path) or,
+ * with here false, in a dispatcher (the caller is the application). */
+void taxi__stream_start(taxi_stream_t *s, bool here);
+/* Free a stream that never started (its handle is the caller's again). */
+void taxi__stream_discard(taxi_stream_t *s);
+/* Something happened to s (TAXI__P_* bits); see "Serialisation". */
+void taxi__stream_event(taxi_stream_t *s, unsigned bits);
+/* The same with s's lock held, which it releases: for a driver that
+ * updates its own state and reports the event in one hold of the lock
+ * (once it lets go, s may be released by the thread processing it). */
+void taxi__stream_event_locked(taxi_stream_t *s, unsigned bits);
+/* Close s with `reason` (0: asked by the application). */
+int taxi__stream_close(taxi_stream_t *s, int reason);
+/* Run the functions posted to s before this round (core/stream/stream_post.c),
+ * until one closes it; or, closing, each one left with TAXI_ECANCELED.
+ * Lock held, let go around each call. */
+void taxi__stream_posts_locked(taxi_stream_t *s);
+void taxi__stream_posts_cancel_locked(taxi_stream_t *s);
+/* Pipes (core/stream/stream_pipe.c), lock held and let go around the calls out:
+ * s is down to its low watermark with S_PIPE_DRAIN set (its pipe_dst may
+ * read again); s is closing (its pipes end, closing the other streams). */
+void taxi__stream_pipe_drained_locked(taxi_stream_t *s);
+void taxi__stream_pipes_closing_locked(taxi_stream_t *s);
+/* The flags of a stream that is closing or closed: calls refuse it. */
+#define TAXI__S_CLOSED (TAXI__S_CLOSE_REQ | TAXI__S_CLOSING | TAXI__S_DEAD)
+/* Take the lock of an open stream: 0, or TAXI_EINVAL (NULL) / TAXI_EBADF
+ * (closing or closed; then the lock is not held). */
+int taxi__stream_lock_open(taxi_stream_t *s);
+/* Ask for a processing round of s (lock held): the thread processing s
+ * does it, else a kick through the dispatcher. */
+void taxi__stream_request_locked(taxi_stream_t *s);
+
+/* ---- listeners ------------------------------------------------------------
+ */
+
+/* A connection accepted while its listener was paused, not yet handed
+ * over (Proactor driver). */
+struct taxi__kept_conn {
+  taxi_handle_t fd;
+  taxi_addr_t peer;
+};
+
+struct taxi_listener {
+  taxi_io_t *io;
+  taxi_handle_t fd;
+  taxi__mutex_t lock;
+  taxi_listener_t *prev, *next; /* in io->listeners */
+  taxi_accept_fn fn;
+  void *arg;
+  void (*on_close)(taxi_listener_t *l, void *arg);
+  taxi_stream_options_t sopts;
+  taxi_addr_t local;
+  bool closing, released;
+  bool keep_socket; /* adopted with TAXI_LISTEN_KEEP_SOCKET: not closed */
+  bool held;        /* paused by the application (taxi_listener_pause) */
+  /* taxi_listener_post: the functions not yet run, and whether the driver
+   * was asked for a run (under lock); cb_lock is held while an accept
+   * callback or a posted function runs, which serialises them (taken
+   * before lock, never while it is held). */
+  taxi__post_queue_t posts;
+  bool post_kicked;
+  taxi__mutex_t cb_lock;
+  /* The next pause after an accept that found no descriptor, and the
+   * consecutive failures of any other kind (core/common/backoff.h). */
+  taxi_time_t backoff;
+  taxi__backoff_t other;
+  unsigned failures; /* consecutive failed accepts, of any kind */
+  union {
+    struct {
+      taxi_handler_t h;
+      taxi_timer_t timer;
+      taxi_timer_t post; /* runs the posts */
+      bool paused;
+    } r;
+    struct {
+      taxi_op_t aop, bop;
+      taxi_op_t pop; /* runs the posts (counted in inflight) */
+      unsigned inflight;
+      bool attached;
+      /* aop (the accept) and bop (the pause after a failure, or the
+       * hand-over of kept connections) are in flight: each is cleared
+       * under the lock by its last completion. */
+      bool accepting, backing_off;
+      /* Connections the accept delivered while the listener was paused,
+       * kept for the callback until it resumes (see
+       * core/stream/io_proactive.c); `kept` is allocated at the first pause.
+       * handing: a thread is passing them to the callback. */
+      struct taxi__kept_conn *kept;
+      unsigned nkept;
+      bool handing;
+    } p;
+  } d;
+};
+
+/* A connection was accepted on l: make its stream and hand it over. */
+void taxi__listener_accepted(taxi_listener_t *l, taxi_handle_t fd,
+                             const taxi_addr_t *peer, bool attached);
+/* Accepting failed with rc: count it; returns how long to pause. */
+taxi_time_t taxi__listener_failed(taxi_listener_t *l, int rc);
+/* Accepting worked again: the next pause starts short. */
+void taxi__listener_recovered(taxi_listener_t *l);
+/* Nothing of l can run any more: its posts cancelled, on_close, then
+ * free. */
+void taxi__listener_released(taxi_listener_t *l);
+/* In a dispatching thread, as the driver's listener_post asked: run the
+ * functions posted to l before this call, until l is closed
+ * (core/stream/stream_post.c). */
+void taxi__listener_run_posts(taxi_listener_t *l);
+
+/* ---- timers ---------------------------------------------------------------
+ */
+
+struct taxi_io_timer {
+  taxi_io_t *io;
+  taxi_io_timer_fn fn;
+  void *arg;
+  taxi__mutex_t lock;
+  taxi_io_timer_t *prev, *next; /* in io->timers */
+  bool destroying;
+  union {
+    struct {
+      taxi_handler_t h;
+      taxi_timer_t t;
+      bool attached;
+    } r;
+    struct {
+      taxi_op_t op;
+      bool busy;    /* op in flight */
+      bool armed;   /* should fire */
+      bool running; /* fn running */
+      bool restart; /* start op again when it completes */
+      taxi_time_t deadline, period;
+    } p;
+  } d;
+};
+
+/* Run t's callback (counts it). */
+void taxi__timer_fire(taxi_io_timer_t *t);
+/* Unlink and free t (nothing of it runs any more). */
+void taxi__timer_free(taxi_io_timer_t *t);
+
+#endif /* TAXI_CORE_IO_IMPL_H */

@@ -1,0 +1,427 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * core/stream/io_reactive.c - the stream layer's driver over a reactor, whoever
+ * dispatches it (one thread, a Leader/Followers or a half-sync/half-async
+ * pool): readiness events become stream events, and the stream's
+ * transfers are non-blocking socket calls made when it is ready.
+ *
+ * Each stream is one event handler with two timers: `kick` (delay 0) gets
+ * work done in a dispatching thread when another thread asked for it, and
+ * `deadline` serves the timeouts.  The handle is registered once the
+ * stream first wants an event; no interest at all is a suspended handle
+ * (a registration cannot be empty).  Level-triggered: a handle readable
+ * again after one receive is reported again, which keeps one busy stream
+ * from starving the others.
+ */
+#include "config.h"
+
+#include "core/common/alloc.h"
+#include "core/stream/io_impl.h"
+#include "core/reactor/reactor_closing.h"
+
+#define STREAM_OF(hp) TAXI_CONTAINER_OF(hp, taxi_stream_t, d.r.h)
+
+/* ---- the context ----------------------------------------------------------
+ */
+
+static int wake_input(taxi_handler_t *h, taxi_handle_t fd, unsigned ev) {
+  (void)fd;
+  (void)ev;
+  taxi__io_woken(TAXI_CONTAINER_OF(h, taxi_io_t, wake_h));
+  return 0;
+}
+
+static int sig_hook(taxi_handler_t *h, int signo) {
+  taxi__io_signal(TAXI_CONTAINER_OF(h, taxi_io_t, sig_h), signo);
+  return 0;
+}
+
+static const taxi_handler_ops_t wake_ops = {.input = wake_input};
+static const taxi_handler_ops_t sig_ops = {.signal = sig_hook};
+
+static int ctx_open(taxi_io_t *io) {
+  taxi_handler_init(&io->wake_h, &wake_ops);
+  taxi_handler_init(&io->sig_h, &sig_ops);
+  return taxi__reactor_register_own(io->reactor, io->wake[0], &io->wake_h,
+                                    TAXI_EV_READ);
+}
+
+static void ctx_close(taxi_io_t *io) {
+  taxi_reactor_remove(io->reactor, &io->wake_h);
+  /* Its signals are gone, but the handler stays attached until removed:
+   * a reactor the application supplied outlives the context (ENOENT when
+   * no signal was ever asked for). */
+  (void)taxi_reactor_remove(io->reactor, &io->sig_h);
+  taxi__close(io->wake[0]);
+}
+
+static int ctx_dispatch(taxi_io_t *io, int timeout_ms) {
+  return taxi_reactor_handle_events(io->reactor, timeout_ms);
+}
+
+static int ctx_add_signal(taxi_io_t *io, int signo) {
+  return taxi_reactor_add_signal(io->reactor, signo, &io->sig_h);
+}
+
+static int ctx_remove_signal(taxi_io_t *io, int signo) {
+  return taxi_reactor_remove_signal(io->reactor, signo);
+}
+
+/* ---- streams --------------------------------------------------------------
+ */
+
+static int s_input(taxi_handler_t *h, taxi_handle_t fd, unsigned ev) {
+  (void)fd;
+  (void)ev;
+  taxi__stream_event(STREAM_OF(h), TAXI__P_READABLE);
+  return 0;
+}
+
+static int s_output(taxi_handler_t *h, taxi_handle_t fd, unsigned ev) {
+  (void)fd;
+  (void)ev;
+  taxi__stream_event(STREAM_OF(h), TAXI__P_WRITABLE);
+  return 0;
+}
+
+static int s_timeout(taxi_handler_t *h, taxi_timer_t *t, void *act) {
+  taxi_stream_t *s = STREAM_OF(h);
+  (void)act;
+  taxi__stream_event(s, t == &s->d.r.kick ? TAXI__P_KICK : TAXI__P_DEADLINE);
+  return 0;
+}
+
+/* After the last hook: no event of s can come any more. */
+static void s_close(taxi_handler_t *h, taxi_handle_t fd) {
+  taxi_stream_t *s = STREAM_OF(h);
+  (void)fd;
+  if (!s->keep_handle) taxi__close(s->fd); /* else detached: the caller's */
+  taxi__stream_event(s, TAXI__P_RELEASED);
+}
+
+static const taxi_handler_ops_t stream_ops = {.input = s_input,
+                                              .output = s_output,
+                                              .timeout = s_timeout,
+                                              .close = s_close};
+
+static int s_open(taxi_stream_t *s, bool attached) {
+  (void)attached;
+  taxi_handler_init(&s->d.r.h, &stream_ops);
+  taxi_timer_init(&s->d.r.kick);
+  taxi_timer_init(&s->d.r.deadline);
+  return 0;
+}
+
+static int64_t s_read(taxi_stream_t *s) {
+  if (!s->d.r.readable) return TAXI_EAGAIN;
+  /* One receive per report: if more is waiting, the handle is reported
+   * again after the others had their turn. */
+  s->d.r.readable = false;
+  int64_t n = taxi__sock_recv(s->fd, s->rbuf, s->rcap);
+  /* The end of the stream, or a reset whose error the reactor kept from
+   * the event (taxi_reactor_pending_error) because the socket lost it. */
+  int err = 0;
+  if (n == 0 && s->d.r.registered &&
+      taxi_reactor_pending_error(s->io->reactor, &s->d.r.h, &err) == 0 && err)
+    return err;
+  return n;
+}
+
+static int64_t s_write(taxi_stream_t *s, const taxi_buf_t *bufs, size_t n) {
+  if (s->d.r.wblocked) return TAXI_EAGAIN;
+  int64_t rc = taxi__sock_sendv(s->fd, bufs, n);
+  if (rc == TAXI_EAGAIN) s->d.r.wblocked = true;
+  return rc;
+}
+
+static int64_t s_sendfile(taxi_stream_t *s, taxi_handle_t file, int64_t off,
+                          size_t len) {
+  if (s->d.r.wblocked) return TAXI_EAGAIN;
+  int64_t rc = taxi__sock_sendfile(s->fd, file, off, len);
+  if (rc == TAXI_EAGAIN) s->d.r.wblocked = true;
+  return rc;
+}
+
+static int s_connect_start(taxi_stream_t *s, const taxi_addr_t *a) {
+  int rc = taxi__sock_connect(s->fd, a);
+  if (rc == 0) s->d.r.writable = true; /* connected at once */
+  return rc;
+}
+
+static int s_connect_result(taxi_stream_t *s) {
+  if (s->conn_err) return s->conn_err;
+  if (!s->d.r.writable) return TAXI_EAGAIN;
+  s->d.r.writable = false;
+  /* The error as the reactor reported it, else the socket's. */
+  int err = 0;
+  if (taxi_reactor_pending_error(s->io->reactor, &s->d.r.h, &err) == 0 && err)
+    return err;
+  return taxi__sock_connect_result(s->fd);
+}
+
+static void s_update(taxi_stream_t *s) {
+  taxi_reactor_t *r = s->io->reactor;
+  unsigned want = 0;
+  if (s->flags & TAXI__S_CONNECTING) {
+    if (!s->conn_err) want = TAXI_EV_WRITE;
+  } else {
+    bool reading =
+        (s->flags & TAXI__S_READ_INTO) ||
+        (s->flags & (TAXI__S_READING | TAXI__S_PAUSED | TAXI__S_EOF_TOLD)) ==
+            TAXI__S_READING;
+    if (reading && s->rlen == 0 && !(s->flags & TAXI__S_EOF))
+      want |= TAXI_EV_READ;
+    if (s->rcount > 0 && s->d.r.wblocked) want |= TAXI_EV_WRITE;
+  }
+  int rc = 0;
+  if (!s->d.r.registered) {
+    if (!want) return;
+    rc = s->own_fd ? taxi__reactor_register_open(r, s->fd, &s->d.r.h, want)
+                   : taxi__reactor_register_own(r, s->fd, &s->d.r.h, want);
+    if (rc == 0) {
+      s->d.r.registered = s->d.r.attached = true;
+      s->d.r.interest = want;
+      s->d.r.suspended = false;
+    }
+  } else if (want) {
+    if (want != s->d.r.interest) {
+      rc = taxi_reactor_modify(r, &s->d.r.h, want);
+      if (rc == 0) s->d.r.interest = want;
+    }
+    if (rc == 0 && s->d.r.suspended) {
+      rc = taxi_reactor_resume(r, &s->d.r.h);
+      if (rc == 0) s->d.r.suspended = false;
+    }
+  } else if (!s->d.r.suspended) {
+    rc = taxi_reactor_suspend(r, &s->d.r.h);
+    if (rc == 0) s->d.r.suspended = true;
+  }
+  if (rc < 0) {
+    /* The reactor cannot watch the handle (beyond select's FD_SETSIZE,
+     * out of memory): the stream cannot go on. */
+    s->reason = rc;
+    s->flags |= TAXI__S_CLOSE_REQ;
+    s->pending |= TAXI__P_WORK;
+  }
+}
+
+static void s_defer(taxi_stream_t *s) {
+  if (s->d.r.registered && !s->d.r.suspended &&
+      taxi_reactor_suspend(s->io->reactor, &s->d.r.h) == 0)
+    s->d.r.suspended = true;
+}
+
+static int s_kick(taxi_stream_t *s) {
+  int rc = taxi_reactor_schedule(s->io->reactor, &s->d.r.kick, &s->d.r.h, 0, 0,
+                                 NULL);
+  if (rc == 0) s->d.r.attached = true;
+  return rc;
+}
+
+static void s_arm(taxi_stream_t *s, taxi_time_t deadline) {
+  taxi_time_t delay = deadline - taxi_now();
+  if (delay < 0) delay = 0;
+  if (taxi_reactor_schedule(s->io->reactor, &s->d.r.deadline, &s->d.r.h, delay,
+                            0, NULL) == 0)
+    s->d.r.attached = true;
+  else
+    s->armed = 0; /* tried again at the next round */
+}
+
+static void s_teardown(taxi_stream_t *s) {
+  /* Called by the thread processing s: it alone reads these. */
+  if (!s->d.r.attached) {
+    if (!s->keep_handle) taxi__close(s->fd);
+    taxi__stream_event(s, TAXI__P_RELEASED);
+    return;
+  }
+  /* The close hook (s_close) follows, here or after the hooks of s
+   * running in other threads.  Closing a socket nothing else shares
+   * deregisters it too, which the reactor may count on. */
+  if (s->close_ends_socket)
+    taxi__reactor_remove_closing(s->io->reactor, &s->d.r.h);
+  else
+    taxi_reactor_remove(s->io->reactor, &s->d.r.h);
+}
+
+/* ---- listeners ------------------------------------------------------------
+ */
+
+#define LISTENER_OF(hp) TAXI_CONTAINER_OF(hp, taxi_listener_t, d.r.h)
+
+/* Connections taken per readiness report: a bound, so that a flood of
+ * connections does not keep the thread from the streams it serves. */
+#define ACCEPT_BATCH 64
+
+static int l_input(taxi_handler_t *h, taxi_handle_t fd, unsigned ev) {
+  taxi_listener_t *l = LISTENER_OF(h);
+  (void)fd;
+  (void)ev;
+  for (int i = 0; i < ACCEPT_BATCH; i++) {
+    taxi_handle_t conn;
+    taxi_addr_t peer;
+    /* Paused (taxi_listener_pause) by the callback or another thread
+     * since the report: the rest stays queued, the handle suspended. */
+    taxi__mutex_lock(&l->lock);
+    bool held = l->held;
+    taxi__mutex_unlock(&l->lock);
+    if (held) return 0;
+    int rc = taxi__sock_accept(l->fd, &conn, &peer);
+    if (rc == TAXI_EAGAIN) return 0;
+    if (rc < 0) {
+      /* Out of descriptors (or memory): the connection stays queued and
+       * the listener readable, so pause instead of spinning. */
+      taxi_time_t pause = taxi__listener_failed(l, rc);
+      taxi__mutex_lock(&l->lock);
+      if (taxi_reactor_suspend(l->io->reactor, h) == 0 &&
+          taxi_reactor_schedule(l->io->reactor, &l->d.r.timer, h, pause, 0,
+                                NULL) == 0)
+        l->d.r.paused = true;
+      else if (!l->held)
+        taxi_reactor_resume(l->io->reactor, h);
+      taxi__mutex_unlock(&l->lock);
+      return 0;
+    }
+    if (i == 0) taxi__listener_recovered(l);
+    taxi__listener_accepted(l, conn, &peer, false);
+  }
+  return 0;
+}
+
+static int l_timeout(taxi_handler_t *h, taxi_timer_t *t, void *act) {
+  taxi_listener_t *l = LISTENER_OF(h);
+  (void)act;
+  if (t == &l->d.r.post) {
+    taxi__listener_run_posts(l);
+    return 0;
+  }
+  taxi__mutex_lock(&l->lock);
+  l->d.r.paused = false;
+  if (!l->held) taxi_reactor_resume(l->io->reactor, h);
+  taxi__mutex_unlock(&l->lock);
+  return 0;
+}
+
+static void l_close(taxi_handler_t *h, taxi_handle_t fd) {
+  taxi_listener_t *l = LISTENER_OF(h);
+  (void)fd;
+  if (!l->keep_socket) taxi__close(l->fd);
+  taxi__listener_released(l);
+}
+
+static const taxi_handler_ops_t listener_ops = {
+    .input = l_input, .timeout = l_timeout, .close = l_close};
+
+static int l_open(taxi_listener_t *l) {
+  taxi_handler_init(&l->d.r.h, &listener_ops);
+  taxi_timer_init(&l->d.r.timer);
+  taxi_timer_init(&l->d.r.post);
+  return taxi__reactor_register_own(l->io->reactor, l->fd, &l->d.r.h,
+                                    TAXI_EV_READ);
+}
+
+static void l_close_req(taxi_listener_t *l) {
+  taxi_reactor_remove(l->io->reactor, &l->d.r.h);
+}
+
+/* The handle is watched while neither the application (held) nor a
+ * failed accept (paused, until its timer) stops it; both flags change
+ * under the lock, with the suspension they call for. */
+static int l_hold(taxi_listener_t *l, bool hold) {
+  int rc = 0;
+  taxi__mutex_lock(&l->lock);
+  if (l->held != hold && !l->closing && !l->d.r.paused) {
+    rc = hold ? taxi_reactor_suspend(l->io->reactor, &l->d.r.h)
+              : taxi_reactor_resume(l->io->reactor, &l->d.r.h);
+  }
+  if (rc == 0) l->held = hold;
+  taxi__mutex_unlock(&l->lock);
+  return rc;
+}
+
+/* The posts run in a timer hook of the listener's handler: removing the
+ * handler cancels it, and the close hook waits for one that runs. */
+static int l_post(taxi_listener_t *l) {
+  return taxi_reactor_schedule(l->io->reactor, &l->d.r.post, &l->d.r.h, 0, 0,
+                               NULL);
+}
+
+/* ---- application timers ---------------------------------------------------
+ */
+
+#define TIMER_OF(hp) TAXI_CONTAINER_OF(hp, taxi_io_timer_t, d.r.h)
+
+static int t_timeout(taxi_handler_t *h, taxi_timer_t *t, void *act) {
+  (void)t;
+  (void)act;
+  taxi__timer_fire(TIMER_OF(h));
+  return 0;
+}
+
+static void t_close(taxi_handler_t *h, taxi_handle_t fd) {
+  (void)fd;
+  taxi__timer_free(TIMER_OF(h));
+}
+
+static const taxi_handler_ops_t timer_ops = {.timeout = t_timeout,
+                                             .close = t_close};
+
+static int t_start(taxi_io_timer_t *t, taxi_time_t delay, taxi_time_t period) {
+  taxi__mutex_lock(&t->lock);
+  if (!t->d.r.attached) {
+    taxi_handler_init(&t->d.r.h, &timer_ops);
+    taxi_timer_init(&t->d.r.t);
+  }
+  int rc = taxi_reactor_schedule(t->io->reactor, &t->d.r.t, &t->d.r.h, delay,
+                                 period, NULL);
+  if (rc == 0) t->d.r.attached = true;
+  taxi__mutex_unlock(&t->lock);
+  return rc;
+}
+
+static int t_stop(taxi_io_timer_t *t) {
+  taxi__mutex_lock(&t->lock);
+  int rc = t->d.r.attached ? taxi_reactor_cancel(t->io->reactor, &t->d.r.t)
+                           : TAXI_ENOENT;
+  taxi__mutex_unlock(&t->lock);
+  return rc;
+}
+
+static void t_destroy(taxi_io_timer_t *t) {
+  taxi__mutex_lock(&t->lock);
+  bool attached = t->d.r.attached;
+  taxi__mutex_unlock(&t->lock);
+  /* Removal cancels the timer; the close hook frees it after a callback
+   * running in another thread has returned. */
+  if (!attached || taxi_reactor_remove(t->io->reactor, &t->d.r.h) < 0)
+    taxi__timer_free(t);
+}
+
+const taxi__io_driver_t taxi__io_reactive = {
+    .open = ctx_open,
+    .close = ctx_close,
+    .dispatch = ctx_dispatch,
+    .add_signal = ctx_add_signal,
+    .remove_signal = ctx_remove_signal,
+    .stream_open = s_open,
+    .read = s_read,
+    .write = s_write,
+    .sendfile = s_sendfile,
+    .connect_start = s_connect_start,
+    .connect_result = s_connect_result,
+    .update = s_update,
+    .defer = s_defer,
+    .kick = s_kick,
+    .arm = s_arm,
+    .teardown = s_teardown,
+    .max_bufs = 16,
+    .closes_at_teardown = true,
+    .corks_files = true,
+    .listener_open = l_open,
+    .listener_close = l_close_req,
+    .listener_hold = l_hold,
+    .listener_post = l_post,
+    .timer_start = t_start,
+    .timer_stop = t_stop,
+    .timer_destroy = t_destroy,
+};

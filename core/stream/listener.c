@@ -1,0 +1,292 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * core/stream/listener.c - listeners: the socket, the hand-over of each
+ * accepted connection to the application as a new stream, and the pause after a
+ * failed accept.
+ *
+ * The driver accepts (core/stream/io_reactive.c: non-blocking accept on
+ * readiness; core/stream/io_proactive.c: a multishot accept operation) and
+ * calls taxi__listener_accepted() or taxi__listener_failed().  Those two and
+ * the pause policy below are all this layer knows about accepting, so the
+ * Reactor side can move to a library Acceptor by replacing the driver's
+ * accept step and deleting the policy.
+ */
+#include "config.h"
+
+#include "core/common/alloc.h"
+#include "core/stream/io_impl.h"
+#include "core/common/options.h"
+#include "core/common/detail.h"
+
+#include <string.h>
+
+/* The pause after an accept that found no descriptor (EMFILE, ENFILE): it
+ * starts at 10 ms and doubles while that lasts, up to 1 s; the
+ * connections already served finish meanwhile and give some back.  Any
+ * other failure (ENOMEM, ENOBUFS, ...) is paused for as every dispatcher's
+ * transient failures are (core/common/backoff.h: 1 ms doubling to 256 ms).
+ * Accepting again at once would find the same failure and spin.  A
+ * listener never gives up: each failure is counted and reported, not
+ * fatal (its connections wait in the listen backlog meanwhile). */
+#define BACKOFF_FIRST (10 * TAXI_NSEC_PER_MSEC)
+#define BACKOFF_MAX (1000 * TAXI_NSEC_PER_MSEC)
+
+void taxi_listener_options_init(taxi_listener_options_t *o) {
+  if (!o) return;
+  memset(o, 0, sizeof *o);
+  o->size = sizeof *o;
+}
+
+taxi_time_t taxi__listener_failed(taxi_listener_t *l, int rc) {
+  TAXI__IO_COUNT(l->io, accept_errors, 1);
+  taxi__mutex_lock(&l->lock);
+  unsigned attempt = ++l->failures;
+  taxi_time_t pause;
+  if (rc == TAXI_ETOOMANY) {
+    TAXI__IO_COUNT(l->io, accept_pauses, 1);
+    pause = l->backoff;
+    l->backoff = pause * 2 > BACKOFF_MAX ? BACKOFF_MAX : pause * 2;
+  } else {
+    pause = taxi__backoff_failed(&l->other);
+    if (pause < 0) {
+      /* Past the count that stops a dispatcher: a listener keeps trying,
+       * at the longest pause. */
+      pause = TAXI__BACKOFF_MAX_NS;
+    }
+  }
+  taxi__mutex_unlock(&l->lock);
+  taxi__report_error(taxi__io_on_error, l->io, rc, "accept", l->fd, attempt,
+                     false);
+  return pause;
+}
+
+void taxi__listener_recovered(taxi_listener_t *l) {
+  taxi__mutex_lock(&l->lock);
+  l->backoff = BACKOFF_FIRST;
+  taxi__backoff_reset(&l->other);
+  l->failures = 0;
+  taxi__mutex_unlock(&l->lock);
+}
+
+void taxi__listener_accepted(taxi_listener_t *l, taxi_handle_t fd,
+                             const taxi_addr_t *peer, bool attached) {
+  taxi_io_t *io = l->io;
+  taxi_stream_t *s;
+  taxi__mutex_lock(&l->lock);
+  bool closing = l->closing;
+  taxi__mutex_unlock(&l->lock);
+  int rc = closing ? TAXI_ESTOPPED
+                   : taxi__stream_new(io, fd, &l->sopts, attached, &s);
+  if (rc < 0) {
+    /* The connection is dropped: the peer sees it closed. */
+    if (attached)
+      taxi_proactor_close(io->proactor, fd);
+    else
+      taxi__close(fd);
+    if (rc != TAXI_ESTOPPED) TAXI__IO_COUNT(io, accept_errors, 1);
+    return;
+  }
+  /* A multishot accept (io_uring's) leaves the address out, since the
+   * kernel would write every connection's into one buffer: ask the
+   * socket then, before the peer has had much time to go (getpeername
+   * fails once it has, and the stream has no peer to tell). */
+  if (peer && peer->family)
+    s->peer = *peer;
+  else
+    (void)taxi__sock_peer_addr(fd, &s->peer);
+  s->own_fd = true; /* accepted here; nothing runs it yet: no lock needed */
+  TAXI__IO_COUNT(io, accepts, 1);
+  /* s is busy: nothing of it runs until the callback has returned and
+   * taxi__stream_start lets it (in this dispatching thread).  cb_lock
+   * keeps the listener's posted functions out meanwhile. */
+  taxi__mutex_lock(&l->cb_lock);
+  l->fn(l, s, l->arg);
+  taxi__mutex_unlock(&l->cb_lock);
+  taxi__stream_start(s, true);
+}
+
+/* Free a listener that has no socket (or not any more). */
+static void listener_free(taxi_listener_t *l) {
+  taxi__mutex_destroy(&l->cb_lock);
+  taxi__mutex_destroy(&l->lock);
+  taxi__free(l);
+}
+
+void taxi__listener_released(taxi_listener_t *l) {
+  taxi_io_t *io = l->io;
+  /* Nothing runs them any more, and nothing adds to them: closed. */
+  taxi__post_t *p;
+  while ((p = taxi__post_pop(&l->posts))) {
+    taxi_listener_post_fn fn = p->fn.l;
+    void *arg = p->arg;
+    taxi__post_put(io, p);
+    fn(l, TAXI_ECANCELED, arg);
+  }
+  if (l->on_close) l->on_close(l, l->arg);
+  taxi__io_unlink_listener(io, l);
+  listener_free(l);
+}
+
+/* A listener of io for fn(arg), with what o says but not yet a socket;
+ * NULL with *rc set on failure. */
+static taxi_listener_t *listener_new(taxi_io_t *io,
+                                     const taxi_listener_options_t *o,
+                                     taxi_accept_fn fn, void *arg,
+                                     const char *where, int *rc) {
+  taxi_listener_t *l = taxi__calloc(1, sizeof *l);
+  if (!l) {
+    *rc = TAXI_ENOMEM;
+    return NULL;
+  }
+  l->io = io;
+  l->fn = fn;
+  l->arg = arg;
+  l->on_close = o->on_close;
+  l->backoff = BACKOFF_FIRST;
+  *rc = taxi__stream_options(&l->sopts, o->stream, where);
+  if (*rc == 0) *rc = taxi__mutex_init(&l->lock);
+  if (*rc < 0) {
+    taxi__free(l);
+    return NULL;
+  }
+  if ((*rc = taxi__mutex_init(&l->cb_lock)) < 0) {
+    taxi__mutex_destroy(&l->lock);
+    taxi__free(l);
+    return NULL;
+  }
+  return l;
+}
+
+/* l's socket is l->fd: learn its address and let the driver accept on it.
+ * On failure l is freed (its socket left open) and the error returned. */
+static int listener_start(taxi_listener_t *l, taxi_listener_t **out) {
+  taxi_io_t *io = l->io;
+  int rc = taxi__sock_local_addr(l->fd, &l->local);
+  if (rc == 0) {
+    rc = taxi__io_link_listener(io, l);
+    if (rc == 0) {
+      rc = io->drv->listener_open(l);
+      if (rc < 0) taxi__io_unlink_listener(io, l);
+    }
+  }
+  if (rc < 0) {
+    listener_free(l);
+    return rc;
+  }
+  *out = l;
+  return 0;
+}
+
+int taxi_listener_create(taxi_listener_t **out, taxi_io_t *io,
+                         const char *address,
+                         const taxi_listener_options_t *opts, taxi_accept_fn fn,
+                         void *arg) {
+  taxi_listener_options_t o;
+  taxi_addr_t a;
+  taxi_handle_t fd;
+  int rc;
+  if (!out || !io || !address || !fn)
+    return taxi__refuse(TAXI_EINVAL, "taxi_listener_create: %s: NULL",
+                        !out       ? "out"
+                        : !io      ? "io"
+                        : !address ? "address"
+                                   : "fn");
+  taxi_listener_options_init(&o);
+  if (taxi__options_copy(&o, sizeof o, opts, sizeof o,
+                         "taxi_listener_create: options",
+                         "taxi_listener_options_init") < 0)
+    return TAXI_EINVAL;
+  unsigned known =
+      TAXI_LISTEN_REUSEPORT | TAXI_LISTEN_V6ONLY | TAXI_LISTEN_NO_REUSEADDR;
+  if (o.flags & ~known)
+    return taxi__refuse(TAXI_EINVAL,
+                        "taxi_listener_create: options.flags: bits 0x%x are "
+                        "not TAXI_LISTEN_REUSEPORT, _V6ONLY or "
+                        "_NO_REUSEADDR",
+                        o.flags & ~known);
+  if ((rc = taxi_addr_parse(&a, address)) < 0)
+    return taxi__refuse(rc,
+                        "taxi_listener_create: address: \"%.64s\" is not an "
+                        "address taxi_addr_parse reads (%s)",
+                        address, taxi_strerror(rc));
+  taxi_listener_t *l = listener_new(
+      io, &o, fn, arg, "taxi_listener_create: options.stream", &rc);
+  if (!l) return rc;
+  if ((rc = taxi__sock_listen(&a, o.backlog, o.flags, &fd)) < 0) {
+    if (rc == TAXI_ENOTSUP && (o.flags & TAXI_LISTEN_REUSEPORT))
+      taxi__refuse(rc,
+                   "taxi_listener_create: options.flags: "
+                   "TAXI_LISTEN_REUSEPORT, and no option here balances "
+                   "connections over sockets sharing a port");
+    listener_free(l);
+    return rc;
+  }
+  l->fd = fd;
+  if ((rc = listener_start(l, out)) < 0) taxi__close(fd);
+  return rc;
+}
+
+int taxi_listener_adopt(taxi_listener_t **out, taxi_io_t *io,
+                        taxi_handle_t sock, const taxi_listener_options_t *opts,
+                        taxi_accept_fn fn, void *arg) {
+  taxi_listener_options_t o;
+  int rc;
+  if (!out || !io || !fn)
+    return taxi__refuse(TAXI_EINVAL, "taxi_listener_adopt: %s: NULL",
+                        !out  ? "out"
+                        : !io ? "io"
+                              : "fn");
+  taxi_listener_options_init(&o);
+  if (taxi__options_copy(&o, sizeof o, opts, sizeof o,
+                         "taxi_listener_adopt: options",
+                         "taxi_listener_options_init") < 0)
+    return TAXI_EINVAL;
+  if (o.flags & ~TAXI_LISTEN_KEEP_SOCKET)
+    return taxi__refuse(TAXI_EINVAL,
+                        "taxi_listener_adopt: options.flags: only "
+                        "TAXI_LISTEN_KEEP_SOCKET (the others are about "
+                        "binding, which the caller did); got 0x%x",
+                        o.flags);
+  if (sock == TAXI_INVALID_HANDLE) return TAXI_EBADF;
+  /* Checked before anything changes the socket: a failed adoption leaves
+   * it as it was, but for O_NONBLOCK. */
+  if ((rc = taxi__sock_listening(sock)) < 0)
+    return rc == TAXI_EINVAL ? taxi__refuse(rc,
+                                            "taxi_listener_adopt: sock: a "
+                                            "socket that is not listening")
+                             : rc;
+  if ((rc = taxi__set_nonblocking(sock)) < 0) return rc;
+  taxi_listener_t *l =
+      listener_new(io, &o, fn, arg, "taxi_listener_adopt: options.stream", &rc);
+  if (!l) return rc;
+  l->fd = sock;
+  l->keep_socket = (o.flags & TAXI_LISTEN_KEEP_SOCKET) != 0;
+  return listener_start(l, out);
+}
+
+int taxi_listener_pause(taxi_listener_t *l) {
+  if (!l) return TAXI_EINVAL;
+  return l->io->drv->listener_hold(l, true);
+}
+
+int taxi_listener_resume(taxi_listener_t *l) {
+  if (!l) return TAXI_EINVAL;
+  return l->io->drv->listener_hold(l, false);
+}
+
+int taxi_listener_address(const taxi_listener_t *l, taxi_addr_t *out) {
+  if (!l || !out) return TAXI_EINVAL;
+  *out = l->local; /* set at creation, never changed */
+  return 0;
+}
+
+int taxi_listener_close(taxi_listener_t *l) {
+  if (!l) return TAXI_EINVAL;
+  taxi__mutex_lock(&l->lock);
+  bool was = l->closing;
+  l->closing = true;
+  taxi__mutex_unlock(&l->lock);
+  if (was) return TAXI_EBADF;
+  l->io->drv->listener_close(l);
+  return 0;
+}

@@ -1,0 +1,866 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * core/stream/stream.c - a stream's state machine, written once for every
+ * dispatcher: the driver (core/stream/io_reactive.c,
+ * core/stream/io_proactive.c) reports events and performs transfers; this file
+ * decides what happens next and runs the application's callbacks, one at a time
+ * (see "Serialisation" in core/stream/io_impl.h).
+ */
+#include "config.h"
+
+#include "core/common/alloc.h"
+#include "core/stream/io_impl.h"
+#include "core/common/detail.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+/* Run `call` without the stream's lock: callbacks may call anything,
+ * including this stream's functions from this thread. */
+#define UNLOCKED(s, call)           \
+  do {                              \
+    taxi__mutex_unlock(&(s)->lock); \
+    call;                           \
+    taxi__mutex_lock(&(s)->lock);   \
+  } while (0)
+
+/* ---- life -----------------------------------------------------------------
+ */
+
+static size_t round_up(size_t n) { return (n + 15) & ~(size_t)15; }
+
+int taxi__stream_new(taxi_io_t *io, taxi_handle_t fd,
+                     const taxi_stream_options_t *o, bool attached,
+                     taxi_stream_t **out) {
+  /* One block: the stream, its write records, read buffer and ring. */
+  size_t head = round_up(sizeof(taxi_stream_t));
+  size_t recs = round_up((size_t)o->max_writes * sizeof(taxi__wrec_t));
+  size_t rbuf = round_up(o->read_buffer);
+  size_t wbuf = (size_t)o->high_watermark;
+  taxi_stream_t *s = taxi__malloc(head + recs + rbuf + wbuf);
+  if (!s) return TAXI_ENOMEM;
+  memset(s, 0, sizeof *s);
+  s->recs = (taxi__wrec_t *)(void *)((char *)s + head);
+  s->rbuf = (unsigned char *)s + head + recs;
+  s->wbuf = s->rbuf + rbuf;
+  s->io = io;
+  s->fd = fd;
+  s->rcap = o->read_buffer;
+  s->wcap = wbuf;
+  s->low = (size_t)o->low_watermark;
+  s->nrecs = o->max_writes;
+  s->oflags = o->flags;
+  s->idle_to = o->idle_timeout;
+  s->read_to = o->read_timeout;
+  s->write_to = o->write_timeout;
+  s->connect_to = o->connect_timeout;
+  s->timeout_fn = o->on_timeout;
+  s->flags = TAXI__S_BUSY;
+  s->t_active = s->t_read = s->t_write = s->t_connect = taxi_now();
+  int rc = taxi__mutex_init(&s->lock);
+  if (rc < 0) {
+    taxi__free(s);
+    return rc;
+  }
+  rc = taxi__io_link_stream(io, s);
+  if (rc == 0) {
+    rc = io->drv->stream_open(s, attached);
+    if (rc < 0) taxi__io_unlink_stream(io, s);
+  }
+  if (rc < 0) {
+    taxi__mutex_destroy(&s->lock);
+    taxi__free(s);
+    return rc;
+  }
+  /* TCP options: a Unix-domain stream refuses them, which is fine. */
+  if (o->flags & TAXI_STREAM_NODELAY) (void)taxi__sock_nodelay(fd, true);
+  if (o->flags & TAXI_STREAM_KEEPALIVE)
+    (void)taxi__sock_keepalive(fd, true, o->keepalive_idle,
+                               o->keepalive_interval, o->keepalive_count);
+  TAXI__IO_COUNT(io, streams_opened, 1);
+  *out = s;
+  return 0;
+}
+
+void taxi__stream_discard(taxi_stream_t *s) {
+  taxi__io_unlink_stream(s->io, s);
+  TAXI__IO_COUNT(s->io, streams_closed, 1);
+  taxi__mutex_destroy(&s->lock);
+  taxi__free(s);
+}
+
+static void run_locked(taxi_stream_t *s);
+
+/* Ask for a processing round: by the thread processing s if there is one,
+ * else by a kick through the dispatcher.  Lock held. */
+static void kick_locked(taxi_stream_t *s, bool force) {
+  if (s->flags & TAXI__S_BUSY) {
+    s->pending |= TAXI__P_WORK;
+    return;
+  }
+  if (s->flags & TAXI__S_CLOSING) return;
+  if ((s->flags & TAXI__S_KICKED) && !force) return;
+  s->flags |= TAXI__S_KICKED;
+  /* Growing the timer heap may fail (out of memory): then the next event
+   * of the stream (I/O, its deadline) does the work instead. */
+  if (s->io->drv->kick(s) < 0) s->flags &= ~TAXI__S_KICKED;
+}
+
+void taxi__stream_request_locked(taxi_stream_t *s) { kick_locked(s, false); }
+
+void taxi__stream_start(taxi_stream_t *s, bool here) {
+  taxi__mutex_lock(&s->lock);
+  s->pending |= TAXI__P_WORK; /* a first round: interest, timeouts */
+  if (here) {
+    run_locked(s); /* unlocks */
+    return;
+  }
+  s->flags &= ~TAXI__S_BUSY;
+  taxi__stream_request_locked(s);
+  taxi__mutex_unlock(&s->lock);
+}
+
+void taxi__stream_event(taxi_stream_t *s, unsigned bits) {
+  taxi__mutex_lock(&s->lock);
+  taxi__stream_event_locked(s, bits);
+}
+
+void taxi__stream_event_locked(taxi_stream_t *s, unsigned bits) {
+  s->pending |= bits;
+  if (s->flags & TAXI__S_BUSY) {
+    /* The thread processing s will see the bits.  Meanwhile a
+     * level-triggered handle would be reported again and again: have the
+     * driver deactivate it until then. */
+    if (bits & (TAXI__P_READABLE | TAXI__P_WRITABLE)) s->io->drv->defer(s);
+    taxi__mutex_unlock(&s->lock);
+    return;
+  }
+  s->flags |= TAXI__S_BUSY;
+  run_locked(s);
+}
+
+static void fail_locked(taxi_stream_t *s, int err) {
+  if (!(s->flags & TAXI__S_CLOSE_REQ)) {
+    s->reason = err;
+    s->flags |= TAXI__S_CLOSE_REQ;
+  }
+}
+
+/* ---- reading --------------------------------------------------------------
+ */
+
+static bool reading_locked(const taxi_stream_t *s) {
+  if (s->flags & TAXI__S_READ_INTO) return true;
+  return (s->flags & (TAXI__S_READING | TAXI__S_PAUSED | TAXI__S_EOF_TOLD)) ==
+         TAXI__S_READING;
+}
+
+/* With TAXI_STREAM_PAUSE_READING: stop reading while a read's worth of
+ * echo might not fit in the ring. */
+static void maybe_pause_locked(taxi_stream_t *s) {
+  if ((s->oflags & TAXI_STREAM_PAUSE_READING) && !(s->flags & TAXI__S_PAUSED) &&
+      s->wcap - s->wused < s->rcap) {
+    s->flags |= TAXI__S_PAUSED | TAXI__S_NEED_DRAIN;
+    TAXI__S_COUNT(s, read_pauses, 1);
+  }
+}
+
+static void deliver_eof_locked(taxi_stream_t *s) {
+  if (s->flags & TAXI__S_READ_INTO) {
+    taxi_stream_done_fn fn = s->ri_fn;
+    void *arg = s->ri_arg;
+    size_t done = s->ri_done;
+    s->flags &= ~TAXI__S_READ_INTO;
+    UNLOCKED(s, fn(s, TAXI_EEOF, done, arg));
+    return;
+  }
+  taxi_stream_read_fn fn = s->read_fn;
+  s->flags |= TAXI__S_EOF_TOLD;
+  UNLOCKED(s, fn(s, TAXI_EEOF, NULL, 0));
+}
+
+static void reads_locked(taxi_stream_t *s, taxi_time_t now) {
+  while (!(s->flags & TAXI__S_CLOSE_REQ)) {
+    maybe_pause_locked(s);
+    if (!reading_locked(s)) return;
+    if (s->rlen == 0) {
+      if (s->flags & TAXI__S_EOF) {
+        deliver_eof_locked(s);
+        continue;
+      }
+      int64_t n = s->io->drv->read(s);
+      if (n == TAXI_EAGAIN) return;
+      if (n < 0) {
+        fail_locked(s, (int)n);
+        return;
+      }
+      if (n == 0) {
+        s->flags |= TAXI__S_EOF;
+        continue;
+      }
+      s->rpos = 0;
+      s->rlen = (size_t)n;
+      s->t_read = s->t_active = now;
+      TAXI__S_COUNT(s, bytes_in, (uint64_t)n);
+    }
+    if (s->flags & TAXI__S_READ_INTO) {
+      size_t take = s->ri_len - s->ri_done;
+      if (take > s->rlen) take = s->rlen;
+      memcpy(s->ri_buf + s->ri_done, s->rbuf + s->rpos, take);
+      s->rpos += take;
+      s->rlen -= take;
+      s->ri_done += take;
+      if ((s->ri_flags & TAXI_STREAM_READ_EXACT) && s->ri_done < s->ri_len)
+        continue;
+      taxi_stream_done_fn fn = s->ri_fn;
+      void *arg = s->ri_arg;
+      size_t done = s->ri_done;
+      s->flags &= ~TAXI__S_READ_INTO;
+      UNLOCKED(s, fn(s, 0, done, arg));
+      continue;
+    }
+    /* The bytes stay in rbuf, untouched, until the callback returns: only
+     * the thread processing s reads into it. */
+    taxi_stream_read_fn fn = s->read_fn;
+    const unsigned char *data = s->rbuf + s->rpos;
+    size_t len = s->rlen;
+    s->rlen = 0;
+    TAXI__S_COUNT(s, reads, 1);
+    UNLOCKED(s, fn(s, 0, data, len));
+  }
+}
+
+/* ---- writing --------------------------------------------------------------
+ */
+
+/* The buffers of the queue from its head, up to max, stopping before a
+ * file.  Returns how many. */
+static size_t gather_locked(const taxi_stream_t *s, taxi_buf_t *bufs,
+                            size_t max) {
+  size_t n = 0;
+  for (unsigned i = 0; i < s->rcount && n < max; i++) {
+    const taxi__wrec_t *r = &s->recs[(s->rhead + i) % s->nrecs];
+    size_t left = r->len - r->done;
+    if (r->kind == TAXI__W_FILE) break;
+    if (r->kind == TAXI__W_REF) {
+      bufs[n].base = (void *)(uintptr_t)(r->ptr + r->done);
+      bufs[n++].len = left;
+      continue;
+    }
+    size_t at = (r->off + r->done) % s->wcap;
+    size_t first = s->wcap - at < left ? s->wcap - at : left;
+    bufs[n].base = s->wbuf + at;
+    bufs[n++].len = first;
+    if (first < left && n < max) {
+      bufs[n].base = s->wbuf;
+      bufs[n++].len = left - first;
+    } else if (first < left) {
+      break;
+    }
+  }
+  return n;
+}
+
+/* What a finished write tells its callback. */
+typedef struct done_call {
+  taxi_stream_done_fn fn;
+  void *arg;
+  size_t len;
+  int status;
+} done_call_t;
+
+/* n bytes of the queue are sent: advance, and collect the records done.
+ * Returns how many calls were stored (at most cap; the queue is gathered
+ * in at most 16 buffers, so at most 16 records end per step). */
+static size_t consume_locked(taxi_stream_t *s, size_t n, done_call_t *calls,
+                             size_t cap) {
+  size_t k = 0;
+  while (n > 0 && s->rcount > 0) {
+    taxi__wrec_t *r = &s->recs[s->rhead];
+    size_t take = r->len - r->done < n ? r->len - r->done : n;
+    r->done += take;
+    n -= take;
+    if (r->kind == TAXI__W_COPY) {
+      s->whead = (s->whead + take) % s->wcap;
+      s->wused -= take;
+    }
+    if (r->done < r->len) break;
+    if (r->kind == TAXI__W_FILE && r->len <= TAXI__CORK_MAX) s->wfiles--;
+    if (r->fn && k < cap) calls[k++] = (done_call_t){r->fn, r->arg, r->len, 0};
+    s->rhead = (s->rhead + 1) % s->nrecs;
+    s->rcount--;
+  }
+  if (s->wused == 0) s->whead = 0;
+  return k;
+}
+
+/* n bytes of the queue went out: count them and tell the writes they
+ * completed. */
+static void sent_locked(taxi_stream_t *s, size_t n) {
+  done_call_t calls[17];
+  size_t k = consume_locked(s, n, calls, 17);
+  TAXI__S_COUNT(s, bytes_out, (uint64_t)n);
+  for (size_t i = 0; i < k; i++)
+    UNLOCKED(s, calls[i].fn(s, 0, calls[i].len, calls[i].arg));
+}
+
+/* A file goes out corked where the driver's sends return at once: in
+ * full segments, its head with its first bytes, instead of a part-filled
+ * segment at the end of each send (TCP_NODELAY pushes every one), each of
+ * which costs the receiver a wake-up - a sixth of a client's CPU per
+ * 500 KB response over loopback.  Not a file over TAXI__CORK_MAX: one of
+ * 5 MB cost the client a fifth more corked (measured over loopback: the
+ * sends of a long transfer are full already, and a cork holds them in
+ * bursts).  Corked while such a file record is queued, uncorked (which
+ * sends what is held) once none is: two system calls per file, none per
+ * event.  A socket that takes no cork (not TCP, or no such option here)
+ * is not asked again; a failed uncork is tried again at the next write,
+ * and the kernel sends what is held within 200 ms anyway. */
+static void cork_locked(taxi_stream_t *s) {
+  bool want = s->wfiles > 0, corked = (s->flags & TAXI__S_CORKED) != 0;
+  if (!s->io->drv->corks_files || want == corked || (s->flags & TAXI__S_NOCORK))
+    return;
+  if (taxi__sock_cork(s->fd, want) == 0)
+    s->flags ^= TAXI__S_CORKED;
+  else if (want)
+    s->flags |= TAXI__S_NOCORK;
+}
+
+static void writes_locked(taxi_stream_t *s, taxi_time_t now) {
+  const taxi__io_driver_t *drv = s->io->drv;
+  cork_locked(s);
+  while (s->rcount > 0 && !(s->flags & TAXI__S_CLOSE_REQ)) {
+    taxi__wrec_t *r = &s->recs[s->rhead];
+    int64_t n;
+    if (r->kind == TAXI__W_FILE) {
+      n = drv->sendfile(s, r->file, r->foff + (int64_t)r->done,
+                        r->len - r->done);
+      if (n == TAXI_EEOF) {
+        /* The file shrank after it was queued: what is left of it is
+         * not there to send, and the peer would wait for it. */
+        s->flags |= TAXI__S_WFAIL;
+        fail_locked(s, TAXI_EEOF);
+        return;
+      }
+    } else {
+      taxi_buf_t bufs[16];
+      size_t nb = gather_locked(s, bufs, drv->max_bufs);
+      n = drv->write(s, bufs, nb);
+    }
+    if (n == TAXI_EAGAIN) break;
+    if (n < 0) {
+      s->flags |= TAXI__S_WFAIL;
+      fail_locked(s, (int)n);
+      return;
+    }
+    s->t_write = s->t_active = now;
+    sent_locked(s, (size_t)n);
+  }
+  if (s->flags & TAXI__S_CLOSE_REQ) return;
+  cork_locked(s);
+  if (s->rcount == 0 &&
+      (s->flags & (TAXI__S_SHUT_REQ | TAXI__S_SHUT_DONE)) == TAXI__S_SHUT_REQ &&
+      !(s->flags & TAXI__S_CONNECTING)) {
+    s->flags |= TAXI__S_SHUT_DONE;
+    /* taxi_stream_end of a socket nothing else shares, closed right after
+     * this: the close sends the FIN after the queued bytes by itself. */
+    bool close_shuts = (s->flags & TAXI__S_END_REQ) && s->own_fd &&
+                       s->io->drv->closes_at_teardown;
+    int rc = close_shuts ? 0 : taxi__sock_shutdown_write(s->fd);
+    if (rc < 0) {
+      fail_locked(s, rc);
+      return;
+    }
+  }
+  if ((s->flags & (TAXI__S_END_REQ | TAXI__S_SHUT_DONE)) ==
+      (TAXI__S_END_REQ | TAXI__S_SHUT_DONE)) {
+    fail_locked(s, 0); /* taxi_stream_end: flushed and shut: close */
+    return;
+  }
+  if (s->wused <= s->low) {
+    if (s->flags & TAXI__S_PAUSED) {
+      s->flags &= ~TAXI__S_PAUSED;
+      s->t_read = now; /* the read timeout starts again */
+    }
+    /* After TAXI_ENOBUFS, room means a free record too. */
+    if ((s->flags & TAXI__S_NEED_DRAIN) && s->rcount < s->nrecs) {
+      s->flags &= ~TAXI__S_NEED_DRAIN;
+      taxi_stream_drain_fn fn = s->drain_fn;
+      if (fn) UNLOCKED(s, fn(s));
+    }
+    if ((s->flags & TAXI__S_PIPE_DRAIN) && s->rcount < s->nrecs)
+      taxi__stream_pipe_drained_locked(s);
+  }
+}
+
+/* ---- timeouts -------------------------------------------------------------
+ */
+
+static void earliest(taxi_time_t *next, int *which, int kind, taxi_time_t from,
+                     taxi_time_t span) {
+  if (span <= 0) return;
+  taxi_time_t at = from + span; /* spans are <= 2^62: no overflow */
+  if (at < *next) {
+    *next = at;
+    *which = kind;
+  }
+}
+
+/* The earliest deadline of s (INT64_MAX: none), and which timeout it is
+ * (0: the connect's). */
+static taxi_time_t deadline_locked(const taxi_stream_t *s, int *which) {
+  taxi_time_t next = INT64_MAX;
+  if (s->flags & TAXI__S_CONNECTING) {
+    earliest(&next, which, 0, s->t_connect, s->connect_to);
+    return next;
+  }
+  earliest(&next, which, TAXI_STREAM_TIMEOUT_IDLE, s->t_active, s->idle_to);
+  if (reading_locked(s))
+    earliest(&next, which, TAXI_STREAM_TIMEOUT_READ, s->t_read, s->read_to);
+  if (s->rcount > 0)
+    earliest(&next, which, TAXI_STREAM_TIMEOUT_WRITE, s->t_write, s->write_to);
+  return next;
+}
+
+/* Close s if a timeout passed (its on_timeout told first, see
+ * taxi_stream_timeout_fn); else make sure its timer fires by the earliest
+ * deadline.  Lazy: activity only moves the deadlines later, so the timer
+ * is touched only when it fires or an earlier one is needed. */
+static void deadlines_locked(taxi_stream_t *s, taxi_time_t now) {
+  int which = 0;
+  taxi_time_t next = deadline_locked(s, &which);
+  if (next <= now && which && s->timeout_fn && !(s->flags & TAXI__S_END_REQ)) {
+    taxi_stream_timeout_fn fn = s->timeout_fn;
+    UNLOCKED(s, fn(s, which));
+    if (s->flags & TAXI__S_CLOSE_REQ) return;
+    now = taxi_now();
+    /* Ended there: its flush gets the timeouts afresh. */
+    if (s->flags & TAXI__S_END_REQ) s->t_active = s->t_read = s->t_write = now;
+    next = deadline_locked(s, &which);
+  }
+  if (next == INT64_MAX) return;
+  if (next <= now) {
+    TAXI__IO_COUNT(s->io, timeouts, 1);
+    if (s->flags & TAXI__S_CONNECTING) TAXI__IO_COUNT(s->io, connect_errors, 1);
+    fail_locked(s, TAXI_ETIMEDOUT);
+    return;
+  }
+  if (s->armed == 0 || next < s->armed) {
+    s->armed = next;
+    s->io->drv->arm(s, next);
+  }
+}
+
+/* ---- connecting -----------------------------------------------------------
+ */
+
+static void connect_locked(taxi_stream_t *s, taxi_time_t now) {
+  int rc = s->io->drv->connect_result(s);
+  if (rc == TAXI_EAGAIN) return;
+  if (rc < 0) {
+    TAXI__IO_COUNT(s->io, connect_errors, 1);
+    fail_locked(s, rc);
+    return;
+  }
+  s->flags &= ~TAXI__S_CONNECTING;
+  s->t_active = s->t_read = s->t_write = now;
+  TAXI__IO_COUNT(s->io, connects, 1);
+  taxi_stream_connect_fn fn = s->connect_fn;
+  void *arg = s->connect_arg;
+  s->connect_fn = NULL;
+  if (fn) UNLOCKED(s, fn(s, 0, arg));
+}
+
+/* ---- closing --------------------------------------------------------------
+ */
+
+/* The write callbacks owed at a close.  An output operation that completed
+ * (a Proactor's, not yet taken by a round) counts, and its records are
+ * told they were written; the rest TAXI_ECANCELED (the first the write's
+ * error, if one failed).  While an operation is still in flight
+ * (`released` false) nothing is told: it may yet complete, and it may
+ * still read the queued bytes and the caller's buffers of write_ref, so
+ * the records wait for the release (S_OWE_WRITES). */
+static void owed_writes_locked(taxi_stream_t *s, bool released) {
+  const taxi__io_driver_t *drv = s->io->drv;
+  int64_t n = drv->written && s->rcount > 0 ? drv->written(s) : TAXI_EAGAIN;
+  if (n == TAXI_EBUSY && !released) {
+    s->flags |= TAXI__S_OWE_WRITES;
+    return;
+  }
+  s->flags &= ~TAXI__S_OWE_WRITES;
+  int reason = s->reason;
+  bool failed = (s->flags & TAXI__S_WFAIL) != 0;
+  if (n > 0) {
+    sent_locked(s, (size_t)n);
+  } else if (n < 0 && n != TAXI_EAGAIN && n != TAXI_EBUSY && !failed) {
+    failed = true; /* the write in flight failed: its record is told why */
+    reason = (int)n;
+  }
+  while (s->rcount > 0) {
+    taxi__wrec_t r = s->recs[s->rhead];
+    s->rhead = (s->rhead + 1) % s->nrecs;
+    s->rcount--;
+    if (r.kind == TAXI__W_FILE && r.len <= TAXI__CORK_MAX) s->wfiles--;
+    int status = failed && reason ? reason : TAXI_ECANCELED;
+    failed = false;
+    if (r.fn) UNLOCKED(s, r.fn(s, status, r.done, r.arg));
+  }
+  /* The ring may still be read by an operation in flight: it stays until
+   * the stream is released; nothing in it counts as queued any more. */
+  s->wused = s->whead = 0;
+}
+
+/* Every callback the stream still owes before its close callback
+ * (`released`: no operation of the driver's can be in flight). */
+static void owed_locked(taxi_stream_t *s, bool released) {
+  s->flags |= TAXI__S_CLOSING;
+  int reason = s->reason;
+  if (s->flags & TAXI__S_CONNECTING) {
+    taxi_stream_connect_fn fn = s->connect_fn;
+    void *arg = s->connect_arg;
+    s->flags &= ~TAXI__S_CONNECTING;
+    s->connect_fn = NULL;
+    if (fn) UNLOCKED(s, fn(s, reason ? reason : TAXI_ECANCELED, arg));
+  }
+  if (s->flags & TAXI__S_READ_INTO) {
+    taxi_stream_done_fn fn = s->ri_fn;
+    void *arg = s->ri_arg;
+    size_t done = s->ri_done;
+    s->flags &= ~TAXI__S_READ_INTO;
+    UNLOCKED(s, fn(s, TAXI_ECANCELED, done, arg));
+  }
+  owed_writes_locked(s, released);
+  taxi__stream_posts_cancel_locked(s);
+  if (s->pipe_src || s->pipe_dst) taxi__stream_pipes_closing_locked(s);
+}
+
+/* The owed callbacks, then the driver's teardown. */
+static void teardown_locked(taxi_stream_t *s) {
+  s->close_ends_socket = s->own_fd && !s->keep_handle;
+  owed_locked(s, false);
+  UNLOCKED(s, s->io->drv->teardown(s));
+}
+
+/* The dispatcher is done with s: the close callback, once. */
+static void finish_locked(taxi_stream_t *s) {
+  if (s->flags & TAXI__S_DEAD) return;
+  if (s->flags & TAXI__S_OWE_WRITES) owed_writes_locked(s, true);
+  s->flags |= TAXI__S_DEAD;
+  taxi_stream_close_fn fn = s->close_fn;
+  taxi_io_t *io = s->io;
+  /* Counted first: whoever the close callback tells may read the counters
+   * at once. */
+  TAXI__IO_COUNT(io, streams_closed, 1);
+  if (s->flags & TAXI__S_DETACH) {
+    if (io->drv->unread) io->drv->unread(s);
+    UNLOCKED(s,
+             s->detach_fn(s, s->fd, s->rbuf + s->rpos, s->rlen, s->detach_arg));
+  } else if (fn) {
+    UNLOCKED(s, fn(s, s->reason));
+  }
+  /* Without the stream's lock: taxi_io_destroy takes the context's lock,
+   * then the streams'. */
+  UNLOCKED(s, taxi__io_unlink_stream(io, s));
+}
+
+/* ---- the processing loop --------------------------------------------------
+ */
+
+static bool work_left(const taxi_stream_t *s) {
+  if (s->flags & TAXI__S_DEAD) return false;
+  if (s->pending) return true;
+  if ((s->flags & (TAXI__S_RELEASED | TAXI__S_DEAD)) == TAXI__S_RELEASED)
+    return true;
+  return (s->flags & (TAXI__S_CLOSE_REQ | TAXI__S_CLOSING)) ==
+         TAXI__S_CLOSE_REQ;
+}
+
+static void round_locked(taxi_stream_t *s) {
+  unsigned p = s->pending;
+  s->pending = 0;
+  if (p & TAXI__P_KICK) s->flags &= ~TAXI__S_KICKED;
+  if (p & TAXI__P_RELEASED) s->flags |= TAXI__S_RELEASED;
+  if (p & TAXI__P_DEADLINE) s->armed = 0;
+  if (s->flags & TAXI__S_RELEASED) {
+    /* Released without a teardown of ours (the reactor was destroyed
+     * under it): the callbacks it owes come first all the same. */
+    if (!(s->flags & (TAXI__S_CLOSING | TAXI__S_DEAD))) owed_locked(s, true);
+    finish_locked(s);
+    return;
+  }
+  if (s->flags & TAXI__S_CLOSING) return; /* waiting for the release */
+  if (p & TAXI__P_READABLE) s->d.r.readable = true;
+  if (p & TAXI__P_WRITABLE) {
+    s->d.r.writable = true;
+    s->d.r.wblocked = false;
+  }
+  taxi_time_t now = taxi_now();
+  if (!(s->flags & TAXI__S_CLOSE_REQ) && (s->flags & TAXI__S_CONNECTING))
+    connect_locked(s, now);
+  if (!(s->flags & (TAXI__S_CLOSE_REQ | TAXI__S_CONNECTING))) {
+    if (s->posts.head) taxi__stream_posts_locked(s);
+    reads_locked(s, now);
+    bool paused = (s->flags & TAXI__S_PAUSED) != 0;
+    writes_locked(s, now);
+    /* Writing may have ended a pause: read again (a proactive stream has
+     * no read in flight to call it back). */
+    if (!(s->flags & TAXI__S_CLOSE_REQ) && reading_locked(s) &&
+        (paused || s->rlen > 0 || (s->flags & TAXI__S_EOF)))
+      s->pending |= TAXI__P_WORK;
+  }
+  if (!(s->flags & TAXI__S_CLOSE_REQ)) deadlines_locked(s, now);
+  if (s->flags & TAXI__S_CLOSE_REQ) {
+    teardown_locked(s);
+    return;
+  }
+  s->io->drv->update(s);
+}
+
+/* The thread that set S_BUSY processes s until nothing is pending, then
+ * lets go: unlocks, and frees s if it is dead and unreferenced. */
+static void run_locked(taxi_stream_t *s) {
+  while (work_left(s)) round_locked(s);
+  s->flags &= ~TAXI__S_BUSY;
+  bool free_it = (s->flags & TAXI__S_DEAD) && s->refs == 0;
+  taxi__mutex_unlock(&s->lock);
+  if (free_it) {
+    taxi__mutex_destroy(&s->lock);
+    taxi__free(s);
+  }
+}
+
+/* ---- the public functions -------------------------------------------------
+ */
+
+int taxi__stream_close(taxi_stream_t *s, int reason) {
+  taxi__mutex_lock(&s->lock);
+  int rc = TAXI_EBADF;
+  if (!(s->flags & TAXI__S_CLOSED)) {
+    fail_locked(s, reason);
+    /* Even if a kick is on its way: a pool that shut down drops the
+     * events it had queued, a kick among them, and this one must come. */
+    kick_locked(s, true);
+    rc = 0;
+  }
+  taxi__mutex_unlock(&s->lock);
+  return rc;
+}
+
+int taxi_stream_close(taxi_stream_t *s) {
+  if (!s) return TAXI_EINVAL;
+  return taxi__stream_close(s, 0);
+}
+
+int taxi_stream_detach(taxi_stream_t *s, taxi_stream_detach_fn fn, void *arg) {
+  if (!s || !fn) return TAXI_EINVAL;
+  taxi__mutex_lock(&s->lock);
+  int rc = 0;
+  if (s->flags & TAXI__S_CLOSED) {
+    rc = TAXI_EBADF;
+  } else if (s->rcount > 0 || s->pipe_src || s->pipe_dst ||
+             (s->flags &
+              (TAXI__S_READ_INTO | TAXI__S_CONNECTING | TAXI__S_END_REQ))) {
+    rc = taxi__refuse(TAXI_EBUSY, "taxi_stream_detach: s: %s",
+                      s->rcount > 0 ? "writes are queued (detach once "
+                                      "every one has been told)"
+                      : (s->pipe_src || s->pipe_dst)
+                          ? "piped (taxi_stream_pipe) to or from another "
+                            "stream"
+                      : (s->flags & TAXI__S_READ_INTO)
+                          ? "a read_into is in progress"
+                      : (s->flags & TAXI__S_CONNECTING)
+                          ? "still connecting"
+                          : "its write side is being shut down");
+  } else {
+    s->detach_fn = fn;
+    s->detach_arg = arg;
+    s->keep_handle = true;
+    s->flags = (s->flags | TAXI__S_DETACH) & ~TAXI__S_READING;
+    fail_locked(s, 0);
+    kick_locked(s, true);
+  }
+  taxi__mutex_unlock(&s->lock);
+  return rc;
+}
+
+int taxi__stream_lock_open(taxi_stream_t *s) {
+  if (!s) return TAXI_EINVAL;
+  taxi__mutex_lock(&s->lock);
+  if (s->flags & TAXI__S_CLOSED) {
+    taxi__mutex_unlock(&s->lock);
+    return TAXI_EBADF;
+  }
+  return 0;
+}
+
+static int queue(taxi_stream_t *s, int kind, const void *data, size_t len,
+                 taxi_handle_t file, int64_t foff, taxi_stream_done_fn fn,
+                 void *arg) {
+  int rc = taxi__stream_lock_open(s);
+  if (rc < 0) return rc;
+  if (s->flags & TAXI__S_SHUT_REQ) {
+    rc = TAXI_EPIPE;
+  } else if (kind == TAXI__W_COPY && len > s->wcap) {
+    rc = TAXI_EINVAL;
+  } else if (kind == TAXI__W_COPY && len > s->wcap - s->wused) {
+    rc = TAXI_EAGAIN;
+  } else {
+    taxi__wrec_t *tail =
+        s->rcount ? &s->recs[(s->rhead + s->rcount - 1) % s->nrecs] : NULL;
+    if (kind == TAXI__W_COPY && !fn && tail && tail->kind == TAXI__W_COPY &&
+        !tail->fn) {
+      tail->len += len; /* the ring is contiguous: join it */
+    } else if (s->rcount == s->nrecs) {
+      rc = TAXI_ENOBUFS;
+    } else {
+      taxi__wrec_t *r = &s->recs[(s->rhead + s->rcount) % s->nrecs];
+      memset(r, 0, sizeof *r);
+      r->kind = kind;
+      r->len = len;
+      r->fn = fn;
+      r->arg = arg;
+      r->ptr = data;
+      r->file = file;
+      r->foff = foff;
+      r->off = (s->whead + s->wused) % s->wcap;
+      if (kind == TAXI__W_FILE && len <= TAXI__CORK_MAX) s->wfiles++;
+      if (s->rcount++ == 0) s->t_write = taxi_now();
+    }
+  }
+  if (rc == 0 && kind == TAXI__W_COPY) {
+    size_t at = (s->whead + s->wused) % s->wcap;
+    size_t first = s->wcap - at < len ? s->wcap - at : len;
+    memcpy(s->wbuf + at, data, first);
+    memcpy(s->wbuf, (const unsigned char *)data + first, len - first);
+    s->wused += len;
+  }
+  if (rc == TAXI_EAGAIN || rc == TAXI_ENOBUFS) {
+    s->flags |= TAXI__S_NEED_DRAIN;
+    TAXI__S_COUNT(s, writes_refused, 1);
+    if (rc == TAXI_ENOBUFS)
+      atomic_fetch_add_explicit(&s->cnt.writes_no_record, 1,
+                                memory_order_relaxed);
+  }
+  if (rc == 0) {
+    TAXI__S_COUNT(s, writes, 1);
+    taxi__stream_request_locked(s);
+  }
+  taxi__mutex_unlock(&s->lock);
+  return rc;
+}
+
+int taxi_stream_write(taxi_stream_t *s, const void *data, size_t len,
+                      taxi_stream_done_fn fn, void *arg) {
+  if (!s || !data || len == 0) return TAXI_EINVAL;
+  return queue(s, TAXI__W_COPY, data, len, TAXI_INVALID_HANDLE, 0, fn, arg);
+}
+
+int taxi_stream_write_ref(taxi_stream_t *s, const void *data, size_t len,
+                          taxi_stream_done_fn fn, void *arg) {
+  if (!s || !data || len == 0 || !fn) return TAXI_EINVAL;
+  return queue(s, TAXI__W_REF, data, len, TAXI_INVALID_HANDLE, 0, fn, arg);
+}
+
+int taxi_stream_sendfile(taxi_stream_t *s, taxi_handle_t file, int64_t offset,
+                         size_t len, taxi_stream_done_fn fn, void *arg) {
+  int64_t size;
+  if (!s || offset < 0 || len == 0) return TAXI_EINVAL;
+  if (file == TAXI_INVALID_HANDLE) return TAXI_EBADF;
+  int rc = taxi__file_size(file, &size);
+  if (rc < 0) return rc == TAXI_EBADF ? TAXI_EBADF : TAXI_EINVAL;
+  if (offset > size || (uint64_t)(size - offset) < (uint64_t)len)
+    return TAXI_EINVAL;
+  return queue(s, TAXI__W_FILE, NULL, len, file, offset, fn, arg);
+}
+
+int taxi_stream_shutdown(taxi_stream_t *s) {
+  int rc = taxi__stream_lock_open(s);
+  if (rc < 0) return rc;
+  if (s->flags & TAXI__S_SHUT_REQ) {
+    rc = TAXI_EPIPE;
+  } else {
+    s->flags |= TAXI__S_SHUT_REQ;
+    taxi__stream_request_locked(s);
+  }
+  taxi__mutex_unlock(&s->lock);
+  return rc;
+}
+
+int taxi_stream_end(taxi_stream_t *s) {
+  int rc = taxi__stream_lock_open(s);
+  if (rc < 0) return rc;
+  if (s->flags & TAXI__S_END_REQ) {
+    rc = TAXI_EBADF;
+  } else {
+    s->flags |= TAXI__S_SHUT_REQ | TAXI__S_END_REQ;
+    s->flags &= ~TAXI__S_READING;
+    taxi__stream_request_locked(s);
+  }
+  taxi__mutex_unlock(&s->lock);
+  return rc;
+}
+
+int taxi_stream_read_start(taxi_stream_t *s, taxi_stream_read_fn fn) {
+  if (!fn) return TAXI_EINVAL;
+  int rc = taxi__stream_lock_open(s);
+  if (rc < 0) return rc;
+  if ((s->flags & TAXI__S_READ_INTO) || s->pipe_src) {
+    rc = taxi__refuse(TAXI_EBUSY, "taxi_stream_read_start: s: %s",
+                      s->pipe_src ? "piped (taxi_stream_pipe) into another "
+                                    "stream"
+                                  : "a read_into is in progress");
+  } else {
+    s->read_fn = fn;
+    s->flags = (s->flags | TAXI__S_READING) & ~TAXI__S_EOF_TOLD;
+    s->t_read = taxi_now();
+    taxi__stream_request_locked(s);
+  }
+  taxi__mutex_unlock(&s->lock);
+  return rc;
+}
+
+int taxi_stream_read_stop(taxi_stream_t *s) {
+  int rc = taxi__stream_lock_open(s);
+  if (rc < 0) return rc;
+  if ((s->flags & TAXI__S_READ_INTO) || s->pipe_src) {
+    rc = taxi__refuse(TAXI_EBUSY, "taxi_stream_read_stop: s: %s",
+                      s->pipe_src ? "piped (taxi_stream_pipe) into another "
+                                    "stream"
+                                  : "a read_into is in progress (it ends by "
+                                    "completing)");
+  } else if (s->flags & TAXI__S_READING) {
+    s->flags &= ~TAXI__S_READING;
+    taxi__stream_request_locked(s);
+  }
+  taxi__mutex_unlock(&s->lock);
+  return rc;
+}
+
+int taxi_stream_read_into(taxi_stream_t *s, void *buf, size_t len,
+                          unsigned flags, taxi_stream_done_fn fn, void *arg) {
+  if (!buf || len == 0 || !fn || (flags & ~TAXI_STREAM_READ_EXACT))
+    return TAXI_EINVAL;
+  int rc = taxi__stream_lock_open(s);
+  if (rc < 0) return rc;
+  if ((s->flags & (TAXI__S_READ_INTO | TAXI__S_READING)) || s->pipe_src) {
+    rc = taxi__refuse(TAXI_EBUSY, "taxi_stream_read_into: s: %s",
+                      s->pipe_src ? "piped (taxi_stream_pipe) into another "
+                                    "stream"
+                      : (s->flags & TAXI__S_READ_INTO)
+                          ? "a read_into is in progress already"
+                          : "reading (taxi_stream_read_start): stop first");
+  } else {
+    s->ri_buf = buf;
+    s->ri_len = len;
+    s->ri_done = 0;
+    s->ri_flags = flags;
+    s->ri_fn = fn;
+    s->ri_arg = arg;
+    s->flags |= TAXI__S_READ_INTO;
+    s->t_read = taxi_now();
+    taxi__stream_request_locked(s);
+  }
+  taxi__mutex_unlock(&s->lock);
+  return rc;
+}

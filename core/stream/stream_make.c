@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * core/stream/stream_make.c - making streams the application asks for: a
+ * connection made in the background (taxi_stream_connect), and a stream of
+ * a connected socket the application has (taxi_stream_open).  Accepted
+ * streams are made by core/listener.c.
+ */
+#include "config.h"
+
+#include "core/common/detail.h"
+#include "core/stream/io_impl.h"
+
+int taxi_stream_connect(taxi_stream_t **out, taxi_io_t *io, const char *address,
+                        const taxi_stream_options_t *opts,
+                        taxi_stream_connect_fn fn, void *arg) {
+  taxi_stream_options_t o;
+  taxi_addr_t a;
+  taxi_handle_t fd;
+  if (!out || !io || !address)
+    return taxi__refuse(TAXI_EINVAL, "taxi_stream_connect: %s: NULL",
+                        !out  ? "out"
+                        : !io ? "io"
+                              : "address");
+  int rc = taxi__stream_options(&o, opts, "taxi_stream_connect: options");
+  if (rc < 0) return rc;
+  rc = taxi_addr_parse(&a, address);
+  if (rc < 0) return rc;
+  rc = taxi__sock_open(&a, &fd);
+  if (rc < 0) return rc;
+  taxi_stream_t *s;
+  rc = taxi__stream_new(io, fd, &o, false, &s);
+  if (rc < 0) {
+    taxi__close(fd);
+    return rc;
+  }
+  s->peer = a;
+  s->own_fd = true; /* made here; nothing runs it yet: no lock needed */
+  s->connect_fn = fn;
+  s->connect_arg = arg;
+  s->data = arg;
+  s->flags |= TAXI__S_CONNECTING;
+  taxi__mutex_lock(&s->lock);
+  /* A failure to start is reported like any other: through fn, from a
+   * dispatching thread. */
+  rc = io->drv->connect_start(s, &a);
+  if (rc < 0 && rc != TAXI_EAGAIN) s->conn_err = rc;
+  taxi__mutex_unlock(&s->lock);
+  *out = s;
+  taxi__stream_start(s, false);
+  return 0;
+}
+
+int taxi_stream_open(taxi_stream_t **out, taxi_io_t *io, taxi_handle_t h,
+                     const taxi_stream_options_t *opts) {
+  taxi_stream_options_t o;
+  if (!out || !io)
+    return taxi__refuse(TAXI_EINVAL, "taxi_stream_open: %s: NULL",
+                        !out ? "out" : "io");
+  int rc = taxi__stream_options(&o, opts, "taxi_stream_open: options");
+  if (rc < 0) return rc;
+  if (h == TAXI_INVALID_HANDLE) return TAXI_EBADF;
+  rc = taxi__handle_check(h);
+  if (rc < 0) return rc;
+  rc = taxi__set_nonblocking(h);
+  if (rc < 0) return rc;
+  taxi_stream_t *s;
+  rc = taxi__stream_new(io, h, &o, false, &s);
+  if (rc < 0) return rc;
+  taxi_addr_t peer;
+  if (taxi__sock_peer_addr(h, &peer) == 0 && peer.family) s->peer = peer;
+  *out = s;
+  /* No round yet: its first comes with the application's first call that
+   * needs one (read_start, a write, set_timeouts, close, ...), so that
+   * nothing - a timeout among them - can close the stream, and free it,
+   * before the caller has set its callbacks. */
+  taxi__mutex_lock(&s->lock);
+  s->pending |= TAXI__P_WORK;
+  s->flags &= ~TAXI__S_BUSY;
+  taxi__mutex_unlock(&s->lock);
+  return 0;
+}

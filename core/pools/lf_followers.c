@@ -13,9 +13,6 @@
 
 #include "core/pools/lf_impl.h"
 
-/* ---- followers ------------------------------------------------------------
- */
-
 /* Higher priority first; among equals the latest to arrive (LIFO). */
 static bool ahead_of(const taxi__lf_thread_t *a, const taxi__lf_thread_t *b) {
   return a->priority >= b->priority;

@@ -218,8 +218,7 @@ static int pool_loop(taxi_lf_pool_t *p, taxi__lf_thread_t *t,
   return rc;
 }
 
-/* ---- thread records --------------------------------------------------------
- */
+/* ---- thread records ---------------------------------------------------- */
 
 void taxi__lf_record_free(taxi__lf_thread_t *t) {
   taxi__cond_destroy(&t->cond);
@@ -318,9 +317,7 @@ int taxi_lf_current_thread(taxi_lf_pool_t *p) {
                                                           : -1;
 }
 
-/* ---- taking part for a caller (core/pools/lf_bound.h)
- * ----------------------------
- */
+/* ---- taking part for a caller (core/pools/lf_bound.h) ---------------- */
 
 taxi__mutex_t *taxi__lf_lock(taxi_lf_pool_t *p) { return p->src.lock; }
 

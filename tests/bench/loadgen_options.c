@@ -34,6 +34,25 @@ void usage(FILE *out) {
 
 int parse_args(int argc, char **argv) {
   int i = 1, have_duration = 0, have_limit = 0;
+  long messages = 0;
+  const char *poller = NULL;
+  const cmdline_spec_t specs[] = {
+      {"--port", CMDLINE_PORT, &opt.port, 0, 0, 0, NULL},
+      {"--host", CMDLINE_TEXT, &opt.host, 0, 0, 0, NULL},
+      {"--connections", CMDLINE_LONG, &opt.connections, 1, MAX_CONNECTIONS, 0,
+       NULL},
+      {"--threads", CMDLINE_LONG, &opt.threads, 1, MAX_THREADS, 0, NULL},
+      {"--size", CMDLINE_LONG, &opt.size, 1, MAX_SIZE, 0, NULL},
+      {"--duration", CMDLINE_SECONDS, &opt.duration, 0, 0, 0.001,
+       &have_duration},
+      {"--messages", CMDLINE_LONG, &messages, 1, LONG_MAX, 0, NULL},
+      {"--warmup", CMDLINE_SECONDS, &opt.warmup, 0, 0, 0, NULL},
+      {"--time-limit", CMDLINE_SECONDS, &opt.time_limit, 0, 0, 0.001,
+       &have_limit},
+      {"--on-measure-start", CMDLINE_TEXT, &opt.on_start, 0, 0, 0, NULL},
+      {"--on-measure-end", CMDLINE_TEXT, &opt.on_end, 0, 0, 0, NULL},
+      {"--poller", CMDLINE_TEXT, &poller, 0, 0, 0, NULL},
+  };
   opt.host = "127.0.0.1";
   opt.port = NULL;
   opt.connections = 64;
@@ -45,8 +64,6 @@ int parse_args(int argc, char **argv) {
   opt.use_epoll = HAVE_EPOLL;
 
   while (i < argc) {
-    const char *v;
-    long n;
     int m;
     if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
       usage(stdout);
@@ -57,66 +74,22 @@ int parse_args(int argc, char **argv) {
       i++;
       continue;
     }
-    if ((m = cmdline_option("loadgen", argc, argv, &i, "--port", &v)) > 0) {
-      if (cmdline_long("loadgen", "--port", v, 1, 65535, &n) < 0) return -1;
-      opt.port = v;
-    } else if (m == 0 && (m = cmdline_option("loadgen", argc, argv, &i,
-                                             "--host", &v)) > 0) {
-      opt.host = v;
-    } else if (m == 0 && (m = cmdline_option("loadgen", argc, argv, &i,
-                                             "--connections", &v)) > 0) {
-      if (cmdline_long("loadgen", "--connections", v, 1, MAX_CONNECTIONS,
-                       &opt.connections) < 0)
-        return -1;
-    } else if (m == 0 && (m = cmdline_option("loadgen", argc, argv, &i,
-                                             "--threads", &v)) > 0) {
-      if (cmdline_long("loadgen", "--threads", v, 1, MAX_THREADS,
-                       &opt.threads) < 0)
-        return -1;
-    } else if (m == 0 && (m = cmdline_option("loadgen", argc, argv, &i,
-                                             "--size", &v)) > 0) {
-      if (cmdline_long("loadgen", "--size", v, 1, MAX_SIZE, &opt.size) < 0)
-        return -1;
-    } else if (m == 0 && (m = cmdline_option("loadgen", argc, argv, &i,
-                                             "--duration", &v)) > 0) {
-      if (cmdline_seconds("loadgen", "--duration", v, 0.001, &opt.duration) < 0)
-        return -1;
-      have_duration = 1;
-    } else if (m == 0 && (m = cmdline_option("loadgen", argc, argv, &i,
-                                             "--messages", &v)) > 0) {
-      if (cmdline_long("loadgen", "--messages", v, 1, LONG_MAX, &n) < 0)
-        return -1;
-      opt.messages = n;
-    } else if (m == 0 && (m = cmdline_option("loadgen", argc, argv, &i,
-                                             "--warmup", &v)) > 0) {
-      if (cmdline_seconds("loadgen", "--warmup", v, 0, &opt.warmup) < 0)
-        return -1;
-    } else if (m == 0 && (m = cmdline_option("loadgen", argc, argv, &i,
-                                             "--time-limit", &v)) > 0) {
-      if (cmdline_seconds("loadgen", "--time-limit", v, 0.001,
-                          &opt.time_limit) < 0)
-        return -1;
-      have_limit = 1;
-    } else if (m == 0 && (m = cmdline_option("loadgen", argc, argv, &i,
-                                             "--on-measure-start", &v)) > 0) {
-      opt.on_start = v;
-    } else if (m == 0 && (m = cmdline_option("loadgen", argc, argv, &i,
-                                             "--on-measure-end", &v)) > 0) {
-      opt.on_end = v;
-    } else if (m == 0 && (m = cmdline_option("loadgen", argc, argv, &i,
-                                             "--poller", &v)) > 0) {
-      if (strcmp(v, "poll") == 0) {
-        opt.use_epoll = 0;
-      } else if (strcmp(v, "epoll") == 0 && HAVE_EPOLL) {
-        opt.use_epoll = 1;
-      } else {
-        fprintf(stderr, "loadgen: --poller: '%s' is not available here\n", v);
-        return -1;
-      }
-    } else {
-      if (m == 0) fprintf(stderr, "loadgen: unknown argument '%s'\n", argv[i]);
+    m = cmdline_table("loadgen", argc, argv, &i, specs,
+                      sizeof specs / sizeof specs[0]);
+    if (m < 0) return -1;
+    if (m == 0) {
+      fprintf(stderr, "loadgen: unknown argument '%s'\n", argv[i]);
       return -1;
     }
+  }
+  opt.messages = messages;
+  if (poller && strcmp(poller, "poll") == 0) {
+    opt.use_epoll = 0;
+  } else if (poller && (strcmp(poller, "epoll") != 0 || !HAVE_EPOLL)) {
+    fprintf(stderr, "loadgen: --poller: '%s' is not available here\n", poller);
+    return -1;
+  } else if (poller) {
+    opt.use_epoll = 1;
   }
   if (opt.port == NULL) {
     fprintf(stderr, "loadgen: --port is required\n");

@@ -13,6 +13,7 @@
 
 #include "runner.h"
 #include "util.h"
+#include "net_helpers.h"
 
 /* The pair under test (set by main before the suite runs). */
 extern taxi_io_dispatcher_t st_dispatcher;
@@ -43,14 +44,14 @@ void st_io_destroy(st_io_t *c);
 int st_listen(st_io_t *c, const taxi_listener_options_t *o, taxi_accept_fn fn,
               void *arg, taxi_listener_t **out);
 
-/* A blocking TCP client socket connected to 127.0.0.1:port, or -1. */
+/* A blocking TCP client socket connected to 127.0.0.1:port, or -1: 10 s
+ * time-outs, TCP_NODELAY (net_connect_loopback). */
 int st_connect(int port);
 /* The same with SO_RCVBUF set to rcvbuf bytes first (0: the default). */
 int st_connect_rcvbuf(int port, int rcvbuf);
-/* Send all / receive exactly n bytes (blocking, bounded by 10 s).  0 or
- * -1. */
-int st_send_all(int fd, const void *buf, size_t n);
-int st_recv_all(int fd, void *buf, size_t n);
+/* Send all / receive exactly n bytes on the clients above (blocking,
+ * bounded by their time-outs): net_send_all and net_recv_all of
+ * net_helpers.h. */
 /* Read until EOF (bounded); returns bytes read, or -1. */
 long st_recv_to_eof(int fd, void *buf, size_t cap);
 

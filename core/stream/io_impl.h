@@ -425,7 +425,7 @@ void taxi__stream_event(taxi_stream_t *s, unsigned bits);
 void taxi__stream_event_locked(taxi_stream_t *s, unsigned bits);
 /* Close s with `reason` (0: asked by the application). */
 int taxi__stream_close(taxi_stream_t *s, int reason);
-/* Run the functions posted to s before this round (core/stream/stream_post.c),
+/* Run the functions posted to s before this round (core/stream/post.c),
  * until one closes it; or, closing, each one left with TAXI_ECANCELED.
  * Lock held, let go around each call. */
 void taxi__stream_posts_locked(taxi_stream_t *s);
@@ -518,7 +518,7 @@ void taxi__listener_recovered(taxi_listener_t *l);
 void taxi__listener_released(taxi_listener_t *l);
 /* In a dispatching thread, as the driver's listener_post asked: run the
  * functions posted to l before this call, until l is closed
- * (core/stream/stream_post.c). */
+ * (core/stream/post.c). */
 void taxi__listener_run_posts(taxi_listener_t *l);
 
 /* ---- timers ---------------------------------------------------------------

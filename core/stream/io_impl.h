@@ -228,13 +228,17 @@ int taxi__io_kick(taxi_io_t *io);
 /* Signal signo arrived (in a dispatching thread). */
 void taxi__io_signal(taxi_io_t *io, int signo);
 /* The error callback of what the context makes for itself: tells the
- * application's, and a fatal report ends taxi_io_run. */
+ * application's, and a fatal report ends taxi_io_run (core/stream/io_run.c).
+ * arg: the context. */
 void taxi__io_on_error(const taxi_error_report_t *r, void *arg);
+/* The same for the half-sync/half-async pool whose options named a
+ * callback of the application's (io->hsha_on_error): tells that one. */
+void taxi__io_hsha_on_error(const taxi_error_report_t *r, void *arg);
 /* A helper thread of the context failed for good (`code`, reported
  * already): the run ends with that code. */
 void taxi__io_fail(taxi_io_t *io, int code);
 /* Add to / take from the context's lists (TAXI_ESTOPPED when destroying).
- * Taking wakes taxi_io_destroy. */
+ * Taking wakes taxi_io_destroy (core/stream/io_lists.c). */
 int taxi__io_link_stream(taxi_io_t *io, taxi_stream_t *s);
 void taxi__io_unlink_stream(taxi_io_t *io, taxi_stream_t *s);
 int taxi__io_link_listener(taxi_io_t *io, taxi_listener_t *l);

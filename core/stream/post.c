@@ -16,7 +16,7 @@
  * The context's own posts run where its wake-up is read (taxi__io_woken:
  * taxi_io_stop's socket pair, which every driver watches), so that they
  * need nothing of the drivers.  cb_lock is held while one runs, and while
- * a signal callback runs (core/stream/io.c): they never overlap.
+ * a signal callback runs (core/stream/io_signal.c): they never overlap.
  */
 #include "config.h"
 

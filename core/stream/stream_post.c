@@ -5,7 +5,7 @@
  * taxi_listener_post).  Their queues are run, or cancelled, by
  * core/stream/post.c's functions, which the context's wake-up, a stream's
  * round and the driver call; this file calls the records (post.c), the
- * wake-up (io.c: taxi__io_kick) and the state machine (stream.c: a
+ * wake-up (io_run.c: taxi__io_kick) and the state machine (stream.c: a
  * round asked for), and the driver through its table.
  *
  * The context's posts run where its wake-up is read, so each post sends

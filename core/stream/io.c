@@ -6,9 +6,10 @@
  *
  * Every use of the other objects' create and destroy calls is in this
  * file (dispatcher_create, pool_create), so that renaming them is a change
- * here only.  Calls io_options.c, post.c, io_run.c, io_signal.c,
- * io_info.c, and still closes what is left by name (stream.c,
- * listener.c, io_timer.c).
+ * here only.  The top of the wing: calls io_options.c, post.c, io_run.c,
+ * io_signal.c and io_info.c, the driver through its table, and what is
+ * left on the context's lists through their ops' close hooks, never
+ * stream.c, listener.c or io_timer.c by name.
  */
 #include "config.h"
 
@@ -154,6 +155,8 @@ static void pool_destroy(taxi_io_t *io) {
   io->lf = NULL;
 }
 
+static const taxi__io_ops_t io_ops = {taxi__io_woken, taxi__io_signal};
+
 int taxi_io_create(taxi_io_t **out, const taxi_io_options_t *opts) {
   taxi_io_options_t o;
   if (!out) return taxi__refuse(TAXI_EINVAL, "taxi_io_create: out: NULL");
@@ -189,6 +192,8 @@ int taxi_io_create(taxi_io_t **out, const taxi_io_options_t *opts) {
   atomic_init(&io->stop_requested, 0);
   atomic_init(&io->wake_pending, 0);
   atomic_init(&io->hsha_live, o.hsha_pool);
+  /* What the driver reports of the context: io_run.c, io_signal.c. */
+  io->ops = &io_ops;
   rc = taxi__io_threads_check(io, &o);
   if (rc < 0) goto fail_free;
   rc = taxi__mutex_init(&io->lock);
@@ -311,8 +316,9 @@ int taxi_io_destroy(taxi_io_t *io) {
   atomic_store(&io->ending, 1);
   taxi__mutex_unlock(&io->lock);
 
-  /* Close everything still open.  Listeners first, so no new streams
-   * come; each close is asked for under the list lock and done
+  /* Close everything still open, each through the close hook of its ops
+   * record (this file knows no kind of object).  Listeners first, so no
+   * new streams come; each close is asked for under the list lock and done
    * later (by drain), so the lists may be walked safely. */
   taxi__mutex_lock(&io->lock);
   taxi_listener_t *ls[64];
@@ -321,21 +327,21 @@ int taxi_io_destroy(taxi_io_t *io) {
     for (taxi_listener_t *l = io->listeners; l && n < 64; l = l->next)
       if (!l->closing) ls[n++] = l;
     taxi__mutex_unlock(&io->lock);
-    for (size_t i = 0; i < n; i++) taxi_listener_close(ls[i]);
+    for (size_t i = 0; i < n; i++) (void)ls[i]->ops->close(ls[i]);
     taxi__mutex_lock(&io->lock);
     if (n < 64) break;
   }
   /* TAXI_EBADF only: closing already (its own close, an error), and
    * released by the drain below all the same. */
   for (taxi_stream_t *s = io->streams; s; s = s->next)
-    (void)taxi__stream_close(s, 0);
+    (void)s->ops->close(s, 0);
   taxi_io_timer_t *ts[64];
   for (;;) {
     size_t n = 0;
     for (taxi_io_timer_t *t = io->timers; t && n < 64; t = t->next)
       if (!t->destroying) ts[n++] = t;
     taxi__mutex_unlock(&io->lock);
-    for (size_t i = 0; i < n; i++) taxi_io_timer_destroy(ts[i]);
+    for (size_t i = 0; i < n; i++) (void)ts[i]->ops->close(ts[i]);
     taxi__mutex_lock(&io->lock);
     if (n < 64) break;
   }

@@ -3,8 +3,8 @@
  * core/stream/io_lists.c - the context's lists of streams, listeners and
  * timers: what taxi_io_destroy must close, and waits for.  Each object
  * links itself when made and unlinks itself when gone (stream.c,
- * listener.c, io_timer.c); taxi_io_destroy (io.c) closes those left.
- * Calls nothing of the wing.
+ * listener.c, io_timer.c); taxi_io_destroy (io.c) closes those left
+ * through the close hook of their ops record.  Calls nothing of the wing.
  */
 #include "config.h"
 

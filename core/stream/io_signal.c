@@ -2,7 +2,7 @@
 /*
  * core/stream/io_signal.c - the application's signal callbacks: which
  * signal calls what, added to or removed from the dispatcher through the
- * driver's table, and run (taxi__io_signal, from the driver) under the
+ * driver's table, and run (io->ops->signal, from the driver) under the
  * context's cb_lock, which its posts take too.  Calls nothing of the wing
  * by name.
  */

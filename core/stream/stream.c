@@ -2,15 +2,16 @@
 /*
  * core/stream/stream.c - a stream's state machine, written once for every
  * dispatcher: the driver (core/stream/io_reactive.c,
- * core/stream/io_proactive.c) reports events and performs transfers; this file
- * decides what happens next and runs the application's callbacks, one at a time
- * (see "Serialisation" in core/stream/io_impl.h).  It also makes, starts and
- * closes a stream; the application's reads and writes are
- * core/stream/stream_read.c's and core/stream/stream_write.c's, which ask for a
- * round here.
+ * core/stream/io_proactive.c) reports events (through s->ops, installed
+ * here) and performs transfers; this file decides what happens next and runs
+ * the application's callbacks, one at a time (see "Serialisation" in
+ * core/stream/io_impl.h).  It also makes, starts and closes a stream; the
+ * application's reads and writes are core/stream/stream_read.c's and
+ * core/stream/stream_write.c's, which ask for a round here.
  *
- * Calls io.c (link, unlink), post.c (a round runs the stream's posts),
- * stream_pipe.c and the driver through its table.
+ * Calls io_lists.c (link, unlink), post.c (a round runs the stream's
+ * posts), the driver through its table and a pipe through s->pipe_ops;
+ * nothing else of the wing.
  */
 #include "config.h"
 
@@ -35,6 +36,13 @@
 
 static size_t round_up(size_t n) { return (n + 15) & ~(size_t)15; }
 
+/* What the drivers report, and how taxi_io_destroy closes a stream. */
+static const taxi__stream_ops_t stream_ops = {
+    .close = taxi__stream_close,
+    .event = taxi__stream_event,
+    .event_locked = taxi__stream_event_locked,
+};
+
 int taxi__stream_new(taxi_io_t *io, taxi_handle_t fd,
                      const taxi_stream_options_t *o, bool attached,
                      taxi_stream_t **out) {
@@ -50,6 +58,7 @@ int taxi__stream_new(taxi_io_t *io, taxi_handle_t fd,
   s->rbuf = (unsigned char *)s + head + recs;
   s->wbuf = s->rbuf + rbuf;
   s->io = io;
+  s->ops = &stream_ops;
   s->fd = fd;
   s->rcap = o->read_buffer;
   s->wcap = wbuf;
@@ -395,7 +404,7 @@ static void writes_locked(taxi_stream_t *s, taxi_time_t now) {
       if (fn) UNLOCKED(s, fn(s));
     }
     if ((s->flags & TAXI__S_PIPE_DRAIN) && s->rcount < s->nrecs)
-      taxi__stream_pipe_drained_locked(s);
+      s->pipe_ops->drained_locked(s);
   }
 }
 
@@ -538,7 +547,7 @@ static void owed_locked(taxi_stream_t *s, bool released) {
   }
   owed_writes_locked(s, released);
   taxi__stream_posts_cancel_locked(s);
-  if (s->pipe_src || s->pipe_dst) taxi__stream_pipes_closing_locked(s);
+  if (s->pipe_src || s->pipe_dst) s->pipe_ops->closing_locked(s);
 }
 
 /* The owed callbacks, then the driver's teardown. */

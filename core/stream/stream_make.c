@@ -3,7 +3,9 @@
  * core/stream/stream_make.c - making streams the application asks for: a
  * connection made in the background (taxi_stream_connect), and a stream of
  * a connected socket the application has (taxi_stream_open).  Accepted
- * streams are made by core/listener.c.
+ * streams are made by core/stream/listener.c.  Calls stream.c (a new
+ * stream, its start), stream_settings.c (its options), address.c and the
+ * driver through its table.
  */
 #include "config.h"
 

@@ -5,7 +5,8 @@
  * options), its references, and what it tells about itself.  None of
  * these is part of the state machine (core/stream/stream.c): each takes the
  * stream's lock for a moment, and those that change what the stream
- * waits for ask for a processing round.
+ * waits for ask for a processing round.  Calls stream.c and io_options.c
+ * only.
  */
 #include "config.h"
 

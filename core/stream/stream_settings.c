@@ -15,6 +15,7 @@
 #include "core/common/options.h"
 
 #include <inttypes.h>
+#include <stddef.h>
 #include <string.h>
 
 #define MAX_READ_BUFFER ((size_t)16 << 20)
@@ -39,7 +40,10 @@ void taxi_stream_options_init(taxi_stream_options_t *o) {
 int taxi__stream_options(taxi_stream_options_t *out,
                          const taxi_stream_options_t *in, const char *where) {
   taxi_stream_options_init(out);
-  if (taxi__options_copy(out, sizeof *out, in, sizeof *out, where,
+  /* attempt_delay and on_attempt came later: a program that knows none
+   * of them passes the size before them. */
+  if (taxi__options_copy(out, sizeof *out, in,
+                         offsetof(taxi_stream_options_t, attempt_delay), where,
                          "taxi_stream_options_init") < 0)
     return TAXI_EINVAL;
   if (out->read_buffer == 0 || out->read_buffer > MAX_READ_BUFFER)
@@ -74,6 +78,13 @@ int taxi__stream_options(taxi_stream_options_t *out,
     if (taxi__io_span_check(*t[i]) < 0)
       return REFUSE("%s.%s_timeout: 0 to TAXI_TIME_SPAN_MAX ns; got %" PRId64,
                     where, names[i], (int64_t)*t[i]);
+  if (out->attempt_delay != 0 &&
+      (out->attempt_delay < 10 * TAXI_NSEC_PER_MSEC ||
+       out->attempt_delay > 2 * TAXI_NSEC_PER_SEC))
+    return REFUSE(
+        "%s.attempt_delay: 0 (250 ms), or 10 ms to 2 s (RFC 8305); "
+        "got %" PRId64 " ns",
+        where, (int64_t)out->attempt_delay);
   return 0;
 }
 

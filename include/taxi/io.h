@@ -60,12 +60,14 @@
 #include "hsha.h"
 #include "proactor.h"
 #include "proactor_group.h"
+#include "resolve.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-typedef struct taxi_io taxi_io_t;             /* an I/O context */
+typedef struct taxi_io taxi_io_t; /* an I/O context */
+/* (taxi/resolve.h declares it too, for its own use.) */
 typedef struct taxi_io_timer taxi_io_timer_t; /* a timer of a context */
 
 /* Who dispatches the context's events (see the top of this header). */
@@ -153,6 +155,17 @@ typedef struct taxi_io_options {
    * TAXI_SPREAD_ROUND_ROBIN, the default, or TAXI_SPREAD_LEAST_LOADED);
    * another value is TAXI_EINVAL.  Ignored by the other dispatchers. */
   taxi_group_spread_t spread;
+  /* Name resolution (taxi/resolve.h, and taxi_stream_connect to
+   * "host:port"): the resolver threads the context starts at the first
+   * name, at most (0: 2; at most 64), and how many names may wait for one
+   * (0: 256; at most 65536: one more is refused with TAXI_ENOBUFS). */
+  unsigned resolve_threads;
+  unsigned resolve_queue; /* see resolve_threads */
+  /* The application's resolver, run in the resolver threads instead of
+   * getaddrinfo (see taxi_resolve_hook_fn), with resolve_hook_arg; NULL:
+   * the system's. */
+  taxi_resolve_hook_fn resolve_hook;
+  void *resolve_hook_arg; /* passed to resolve_hook */
 } taxi_io_options_t;
 
 /* taxi_io_options_init - the defaults: reactor dispatcher, automatic

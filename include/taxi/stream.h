@@ -163,6 +163,15 @@ typedef struct taxi_stream_options {
    * stream is closed for it (see taxi_stream_timeout_fn); NULL: closed at
    * once with TAXI_ETIMEDOUT. */
   taxi_stream_timeout_fn on_timeout;
+  /* taxi_stream_connect to a host name: the "connection attempt delay"
+   * of RFC 8305 (Happy Eyeballs v2), after which the next address is
+   * tried while the earlier attempts go on (0: 250 ms; else 10 ms to
+   * 2 s, TAXI_EINVAL outside). */
+  taxi_time_t attempt_delay;
+  /* taxi_stream_connect to a host name: told of each address as its
+   * attempt starts, in order (NULL: not told).  Runs in the stream's
+   * context, as its callbacks do, before its connect callback. */
+  void (*on_attempt)(taxi_stream_t *s, const taxi_addr_t *addr);
 } taxi_stream_options_t;
 
 /* taxi_stream_options_init - the defaults above.  Nothing for NULL. */

@@ -312,8 +312,12 @@ int taxi__resolve_start(taxi_resolve_t **out, taxi_io_t *io, const char *host,
   taxi_addr_t a;
   bool numeric = taxi__host_numeric(host, port, &a);
 
+  bool timed = r->deadline != 0;
   taxi__mutex_lock(&rs->arm_lock);
   taxi__mutex_lock(&rs->lock);
+  /* Set before r can be delivered (and freed): the caller's pointer is
+   * valid from the start until its callback returns. */
+  if (out) *out = r;
   rc = 0;
   if (rs->closed) {
     rc = taxi__refuse(TAXI_ESTOPPED, "%s: io: being destroyed", who);
@@ -347,14 +351,15 @@ int taxi__resolve_start(taxi_resolve_t **out, taxi_io_t *io, const char *host,
     }
   }
   taxi__mutex_unlock(&rs->lock);
-  if (rc == 0 && r->deadline) arm(rs);
+  /* r may be delivered and freed by now: not touched again. */
+  if (rc == 0 && timed) arm(rs);
   taxi__mutex_unlock(&rs->arm_lock);
   if (rc < 0) {
+    if (out) *out = NULL;
     taxi__post_put(io, r->post);
     taxi__free(r);
     return rc;
   }
-  if (out) *out = r; /* numeric: valid until its callback returns */
   return 0;
 }
 

@@ -35,7 +35,8 @@ typedef struct taxi__resolver {
   unsigned threads, idle, max_threads;
   unsigned queued, max_queue;
   taxi_resolve_t *head, *tail; /* the queue */
-  taxi_resolve_t *waiting;     /* every resolution not yet posted */
+  /* Every resolution whose callback has not begun (posted or not). */
+  taxi_resolve_t *waiting;
   taxi_resolve_hook_fn hook;
   void *hook_arg;
   /* The timeouts: a timer of the context's, armed for the earliest
@@ -65,6 +66,13 @@ static void unwait_locked(taxi__resolver_t *rs, taxi_resolve_t *r) {
   r->wprev = r->wnext = NULL;
 }
 
+static void wait_locked(taxi__resolver_t *rs, taxi_resolve_t *r) {
+  r->wprev = NULL;
+  r->wnext = rs->waiting;
+  if (rs->waiting) rs->waiting->wprev = r;
+  rs->waiting = r;
+}
+
 static void unqueue_locked(taxi__resolver_t *rs, taxi_resolve_t *r) {
   if (!r->queued) return;
   taxi_resolve_t **at = &rs->head, *prev = NULL;
@@ -85,7 +93,6 @@ static void unqueue_locked(taxi__resolver_t *rs, taxi_resolve_t *r) {
  * delivery, once. */
 static void post_locked(taxi__resolver_t *rs, taxi_resolve_t *r, int status) {
   unqueue_locked(rs, r);
-  unwait_locked(rs, r);
   r->status = status;
   r->posted = true;
   taxi__io_post_record(rs->io, r->post, deliver, r);
@@ -99,6 +106,7 @@ static void deliver(taxi_io_t *io, int status, void *arg) {
   (void)io;
   taxi__mutex_lock(&rs->lock);
   r->running = true;
+  unwait_locked(rs, r);
   int st = r->canceled ? TAXI_ECANCELED : status < 0 ? status : r->status;
   taxi__mutex_unlock(&rs->lock);
   r->fn(r, st, st == 0 ? r->addrs : NULL, st == 0 ? r->n : 0, r->arg);
@@ -114,7 +122,8 @@ static void deliver(taxi_io_t *io, int status, void *arg) {
 static taxi_time_t earliest_locked(const taxi__resolver_t *rs) {
   taxi_time_t at = 0;
   for (const taxi_resolve_t *r = rs->waiting; r; r = r->wnext)
-    if (r->deadline && (at == 0 || r->deadline < at)) at = r->deadline;
+    if (!r->posted && r->deadline && (at == 0 || r->deadline < at))
+      at = r->deadline;
   return at;
 }
 
@@ -139,7 +148,8 @@ static void expire(taxi_io_timer_t *t, void *arg) {
   taxi_resolve_t *r = rs->waiting;
   while (r && !rs->closed) {
     taxi_resolve_t *next = r->wnext;
-    if (r->deadline && r->deadline <= now) post_locked(rs, r, TAXI_ETIMEDOUT);
+    if (!r->posted && r->deadline && r->deadline <= now)
+      post_locked(rs, r, TAXI_ETIMEDOUT);
     r = next;
   }
   taxi__mutex_unlock(&rs->lock);
@@ -325,6 +335,7 @@ int taxi__resolve_start(taxi_resolve_t **out, taxi_io_t *io, const char *host,
     /* No thread needed; the callback still comes through the posts. */
     r->addrs[0] = a;
     r->n = taxi__addrs_order(r->addrs, 1, family);
+    wait_locked(rs, r);
     post_locked(rs, r, r->n ? 0 : TAXI_ENOADDR);
   } else if (rs->queued >= rs->max_queue) {
     rc = taxi__refuse(TAXI_ENOBUFS,
@@ -339,9 +350,7 @@ int taxi__resolve_start(taxi_resolve_t **out, taxi_io_t *io, const char *host,
       rs->head = r;
     rs->tail = r;
     rs->queued++;
-    r->wnext = rs->waiting;
-    if (rs->waiting) rs->waiting->wprev = r;
-    rs->waiting = r;
+    wait_locked(rs, r);
     rc = spawn_locked(rs);
     if (rc < 0) {
       unqueue_locked(rs, r);
@@ -386,9 +395,11 @@ void taxi__resolver_close(taxi_io_t *io) {
   if (!rs) return;
   taxi__mutex_lock(&rs->arm_lock);
   taxi__mutex_lock(&rs->lock);
-  while (rs->waiting) {
-    rs->waiting->canceled = true;
-    post_locked(rs, rs->waiting, TAXI_ECANCELED);
+  /* Answered ones whose delivery has not begun are cancelled too: the
+   * drain of taxi_io_destroy may still run their posts. */
+  for (taxi_resolve_t *r = rs->waiting; r; r = r->wnext) {
+    r->canceled = true;
+    if (!r->posted) post_locked(rs, r, TAXI_ECANCELED);
   }
   rs->closed = true;
   taxi__cond_broadcast(&rs->cond);

@@ -11,7 +11,6 @@
 #include "core/common/detail.h"
 #include "core/common/options.h"
 
-#include <stddef.h>
 #include <string.h>
 
 void taxi_io_options_init(taxi_io_options_t *o) {
@@ -31,11 +30,8 @@ int taxi__io_options_read(taxi_io_t *io, taxi_io_options_t *o,
   taxi_io_options_init(o);
   taxi_lf_options_init(&io->lf_opts);
   taxi_hsha_options_init(&io->hsha_opts);
-  /* The resolve_* fields came later: a program that knows none of them
-   * passes the size before them. */
-  if (taxi__options_copy(
-          o, sizeof *o, in, offsetof(taxi_io_options_t, resolve_threads),
-          "taxi_io_create: options", "taxi_io_options_init") < 0 ||
+  if (taxi__options_copy(o, sizeof *o, in, sizeof *o, "taxi_io_create: options",
+                         "taxi_io_options_init") < 0 ||
       taxi__options_copy(&io->lf_opts, sizeof io->lf_opts, o->lf,
                          sizeof io->lf_opts, "taxi_io_create: options.lf",
                          "taxi_lf_options_init") < 0 ||

@@ -258,7 +258,10 @@ int taxi__dial_round_locked(taxi_stream_t *s, taxi_time_t now) {
     k = attempts_locked(d, now, started);
     if (d->live == 0 && d->next >= d->naddrs) rc = d->last_err;
   }
-  taxi_time_t next_at = d->next < d->naddrs && d->live > 0 ? d->next_at : 0;
+  /* The next attempt's time, while one is to come (none once one won:
+   * its socket comes with the detach). */
+  taxi_time_t next_at =
+      !d->won && d->next < d->naddrs && d->live > 0 ? d->next_at : 0;
   /* What the socket needs once d may be gone (abandoned below). */
   unsigned oflags = d->oflags, ka_idle = d->ka_idle,
            ka_interval = d->ka_interval, ka_count = d->ka_count;

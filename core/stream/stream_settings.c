@@ -15,7 +15,6 @@
 #include "core/common/options.h"
 
 #include <inttypes.h>
-#include <stddef.h>
 #include <string.h>
 
 #define MAX_READ_BUFFER ((size_t)16 << 20)
@@ -40,10 +39,7 @@ void taxi_stream_options_init(taxi_stream_options_t *o) {
 int taxi__stream_options(taxi_stream_options_t *out,
                          const taxi_stream_options_t *in, const char *where) {
   taxi_stream_options_init(out);
-  /* attempt_delay and on_attempt came later: a program that knows none
-   * of them passes the size before them. */
-  if (taxi__options_copy(out, sizeof *out, in,
-                         offsetof(taxi_stream_options_t, attempt_delay), where,
+  if (taxi__options_copy(out, sizeof *out, in, sizeof *out, where,
                          "taxi_stream_options_init") < 0)
     return TAXI_EINVAL;
   if (out->read_buffer == 0 || out->read_buffer > MAX_READ_BUFFER)

@@ -189,7 +189,8 @@ TAXI__OPTIONS_DEFAULT(taxi_io_options_t, taxi_io_options_init)
  *
  * Returns 0 and sets *out, or TAXI_EINVAL (out NULL, size too small or
  * naming fields this version does not know with non-zero values, unknown
- * dispatcher, threads out of range or not those of a supplied pool, a
+ * dispatcher, threads, resolve_threads or resolve_queue out of range,
+ * threads not those of a supplied pool, a
  * supplied object that does not fit the dispatcher, bad pool options,
  * the half-sync/half-async pool's included), TAXI_ENOBACKEND (no backend
  * of that name works here), TAXI_ENOTSUP (the system refuses the
@@ -246,8 +247,10 @@ TAXI_EXTERN int taxi_io_wait(taxi_io_t *io, int timeout_ms);
  * (their close callbacks run in the calling thread, pending writes and
  * posted functions completing with TAXI_ECANCELED, each exactly once),
  * call the functions posted to the context and not yet run with
- * TAXI_ECANCELED, remove the signal callbacks, destroy what the context
- * created, and free it.  Posts are refused (TAXI_ESTOPPED) from its
+ * TAXI_ECANCELED, as the callbacks of the resolutions not yet delivered
+ * (taxi/resolve.h: a resolver thread still waiting for an answer drops it
+ * when it comes, and leaves), remove the signal callbacks, destroy what the
+ * context created, and free it.  Posts are refused (TAXI_ESTOPPED) from its
  * start.
  *
  * Returns 0, TAXI_EINVAL (NULL), TAXI_EBUSY (a thread is in taxi_io_run:

@@ -62,8 +62,8 @@ typedef struct taxi_resolve taxi_resolve_t; /* a resolution in progress */
  *
  * Runs once per taxi_resolve, in a thread that dispatches the context,
  * serialised with the functions posted to it (taxi_io_post), never inside
- * taxi_resolve; TAXI_ECANCELED at taxi_io_destroy runs in its caller.  r
- * is freed when this returns.
+ * taxi_resolve; TAXI_ECANCELED at taxi_io_destroy runs during it, as the
+ * context's posts do.  r is freed when this returns.
  */
 typedef void (*taxi_resolve_fn)(taxi_resolve_t *r, int status,
                                 const taxi_addr_t *addrs, size_t n, void *arg);

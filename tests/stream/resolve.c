@@ -53,6 +53,8 @@ static int hosts_hook(const char *host, const char *port, int family,
     rc = one(&out[0], H.dual_v4) > 0 && one(&out[1], H.dual_v6) > 0 ? 2 : -1;
   } else if (strcmp(host, "dead.test") == 0) {
     rc = one(&out[0], H.dead_v6) > 0 && one(&out[1], H.dead_v4) > 0 ? 2 : -1;
+  } else if (strcmp(host, "hole.test") == 0) {
+    rc = one(out, H.dual_v6);
   } else if (strcmp(host, "v4only.test") == 0) {
     rc = one(out, "127.0.0.1:0");
   } else if (strcmp(host, "slow.test") == 0) {
@@ -413,7 +415,8 @@ static int closed_port(int family) {
 
 /* IPv6 answered first and black-holed: the IPv4 address is tried after
  * the attempt delay while the IPv6 one is still pending, and wins.  The
- * order of the attempts is asserted, not the time. */
+ * order of the attempts is asserted, not the time.  Then every address
+ * refused, and a destroy while an attempt is pending. */
 static void test_happy_eyeballs_fallback(void) {
   st_io_t c;
   int fds[4] = {-1, -1, -1, -1}, p6 = closed_port(AF_INET6);
@@ -448,7 +451,17 @@ static void test_happy_eyeballs_fallback(void) {
   CU_ASSERT_EQUAL(k.status, TAXI_ECONNREFUSED);
   CU_ASSERT_EQUAL(atomic_load(&k.ntried), 2);
   CU_ASSERT(addr_is(&k.tried[0], H.dead_v6));
+
+  /* Destroyed while an attempt is pending: cancelled, each callback once. */
+  memset(&k, 0, sizeof k);
+  taxi_stream_t *s;
+  CU_ASSERT_EQUAL_FATAL(
+      taxi_stream_connect(&s, c.io, "hole.test:7", &so, cl_connected, &k), 0);
+  CU_ASSERT(util_wait_flag(&k.ntried, 1, 10000));
   st_io_destroy(&c);
+  CU_ASSERT_EQUAL(atomic_load(&k.connect_calls), 1);
+  CU_ASSERT_EQUAL(atomic_load(&k.closes), 1);
+  if (hole >= 0) CU_ASSERT_EQUAL(k.status, TAXI_ECANCELED);
   for (int i = 0; i < 4; i++)
     if (fds[i] >= 0) close(fds[i]);
   if (hole >= 0) close(hole);

@@ -556,6 +556,7 @@ static void teardown_locked(taxi_stream_t *s) {
 /* The dispatcher is done with s: the close callback, once. */
 static void finish_locked(taxi_stream_t *s) {
   if (s->flags & TAXI__S_DEAD) return;
+  if (s->dial) taxi__dial_abandon_locked(s); /* released without teardown */
   if (s->flags & TAXI__S_OWE_WRITES) owed_writes_locked(s, true);
   s->flags |= TAXI__S_DEAD;
   taxi_stream_close_fn fn = s->close_fn;

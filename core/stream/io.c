@@ -195,6 +195,7 @@ int taxi_io_create(taxi_io_t **out, const taxi_io_options_t *opts) {
   /* What the driver reports of the context: io_run.c, io_signal.c. */
   io->ops = &io_ops;
   rc = taxi__io_threads_check(io, &o);
+  if (rc == 0) rc = taxi__io_resolve_options(io, &o);
   if (rc < 0) goto fail_free;
   rc = taxi__mutex_init(&io->lock);
   if (rc < 0) goto fail_free;
@@ -315,6 +316,7 @@ int taxi_io_destroy(taxi_io_t *io) {
   io->destroying = true;
   atomic_store(&io->ending, 1);
   taxi__mutex_unlock(&io->lock);
+  taxi__resolver_close(io); /* its callbacks: TAXI_ECANCELED, below */
 
   /* Close everything still open, each through the close hook of its ops
    * record (this file knows no kind of object).  Listeners first, so no
@@ -350,6 +352,7 @@ int taxi_io_destroy(taxi_io_t *io) {
   pool_destroy(io);
   drain(io);
   taxi__io_posts_cancel(io); /* those not yet run: TAXI_ECANCELED */
+  taxi__resolver_release(io);
 
   for (int signo = 1; signo < TAXI__IO_SIGNALS; signo++)
     if (io->sig[signo].fn) taxi_io_on_signal(io, signo, NULL, NULL);

@@ -67,6 +67,7 @@
 
 #include "taxi/io.h"
 #include "taxi/stream.h"
+#include "taxi/resolve.h"
 
 #include "core/common/backoff.h"
 #include "port.h"
@@ -117,6 +118,9 @@ typedef struct taxi__io_driver {
   int64_t (*sendfile)(taxi_stream_t *s, taxi_handle_t file, int64_t offset,
                       size_t len);
   int (*connect_start)(taxi_stream_t *s, const taxi_addr_t *a);
+  /* A dialing stream (opened without a handle) has its connected handle
+   * in s->fd now: take it (NULL: nothing to do).  0 or an error. */
+  int (*adopt)(taxi_stream_t *s);
   /* 0 connected, TAXI_EAGAIN not yet, or the error. */
   int (*connect_result)(taxi_stream_t *s);
   void (*update)(taxi_stream_t *s); /* interest to match the state */
@@ -302,6 +306,14 @@ struct taxi_io {
    * refused. */
   atomic_int ending;
 
+  /* Name resolution (core/stream/resolver.c): the options, and the
+   * resolver made at the first name (under lock; freed by the last of the
+   * context and its threads). */
+  unsigned resolve_threads, resolve_queue;
+  taxi_resolve_hook_fn resolve_hook;
+  void *resolve_hook_arg;
+  struct taxi__resolver *resolver;
+
   struct {
     atomic_ullong streams_opened, streams_closed, accepts, accept_errors,
         accept_pauses, connects, connect_errors, bytes_in, bytes_out, reads,
@@ -347,6 +359,21 @@ int taxi__io_link_listener(taxi_io_t *io, taxi_listener_t *l);
 void taxi__io_unlink_listener(taxi_io_t *io, taxi_listener_t *l);
 int taxi__io_link_timer(taxi_io_t *io, taxi_io_timer_t *t);
 void taxi__io_unlink_timer(taxi_io_t *io, taxi_io_timer_t *t);
+/* Split "host:port" of a name (core/stream/resolve.c): host into
+ * host[TAXI_RESOLVE_NAME_MAX + 1], the port into *port.  0, or
+ * TAXI_EBADADDR with a detail naming `who` (no port, a bad port, an empty,
+ * too long or malformed host, brackets around something not an IPv6
+ * address, an IPv6 address without brackets, a Unix-domain address). */
+int taxi__host_port_split(const char *text, char *host, unsigned *port,
+                          const char *who);
+/* Read the resolver's options (resolve_*) into io: 0, or TAXI_EINVAL
+ * with its detail (core/stream/resolve.c). */
+int taxi__io_resolve_options(taxi_io_t *io, const taxi_io_options_t *o);
+/* taxi_io_destroy: at its start, cancel every resolution (their callbacks
+ * posted with TAXI_ECANCELED) and let the resolver threads go; at its
+ * end, the context's hold on the resolver (core/stream/resolver.c). */
+void taxi__resolver_close(taxi_io_t *io);
+void taxi__resolver_release(taxi_io_t *io);
 /* Check a time span option: 0 or TAXI_EINVAL. */
 int taxi__io_span_check(taxi_time_t span);
 /* The caller's options `in` (NULL: the defaults) copied into *o, and the
@@ -371,11 +398,16 @@ taxi__post_t *taxi__post_pop(taxi__post_queue_t *q);
 /* Whether posts to io and its objects are refused (TAXI_ESTOPPED). */
 bool taxi__io_stopping(taxi_io_t *io);
 /* The context's posts: set up, run those queued (a dispatching thread: its
- * wake-up),
- * and at taxi_io_destroy cancel what is left (TAXI_ECANCELED), then free
- * the records. */
+ * wake-up), and at taxi_io_destroy cancel what is left (TAXI_ECANCELED),
+ * then free the records. */
 int taxi__io_posts_init(taxi_io_t *io);
 void taxi__io_posts_run(taxi_io_t *io);
+/* Post fn(io, status, arg) to io with record p, taken beforehand with
+ * taxi__post_get (so that this cannot fail): as taxi_io_post, but also
+ * while io is stopped or being destroyed (the record then runs at
+ * taxi_io_destroy, with TAXI_ECANCELED if its drain did not run it). */
+void taxi__io_post_record(taxi_io_t *io, taxi__post_t *p, taxi_io_post_fn fn,
+                          void *arg);
 void taxi__io_posts_cancel(taxi_io_t *io);
 void taxi__io_posts_fini(taxi_io_t *io);
 
@@ -421,6 +453,15 @@ typedef struct taxi__wrec {
 #define TAXI__S_CORKED 0x80000u      /* corked while a file is queued */
 #define TAXI__S_NOCORK 0x100000u     /* the socket takes no cork */
 #define TAXI__S_PIPE_DRAIN 0x200000u /* tell pipe_dst at the low watermark */
+/* Connecting to a host name (core/stream/stream_dial.c): no socket yet
+ * (fd is TAXI_INVALID_HANDLE, keep_handle set), the driver has nothing
+ * to watch but its kicks and deadline; s->dial races the addresses. */
+#define TAXI__S_DIALING 0x400000u
+
+/* A private bit of s->oflags: a stream the library makes for itself (an
+ * attempt of a dial), not counted in the context's stream and connect
+ * counters, which count the application's streams. */
+#define TAXI__STREAM_QUIET 0x80000000u
 
 /* Events (s->pending). */
 #define TAXI__P_WORK 0x01u     /* the application changed something */
@@ -482,6 +523,10 @@ struct taxi_stream {
   taxi_time_t t_active, t_read, t_write, t_connect, armed;
   taxi_addr_t peer;
   taxi__post_queue_t posts; /* taxi_stream_post, not yet run */
+  /* Connecting to a host name (S_DIALING): the race of the addresses,
+   * and when its next step is due (0: none); under the lock. */
+  struct taxi__dial *dial;
+  taxi_time_t dial_at;
   /* The pipe that reads this stream, and the one that writes into it
    * (taxi_stream_pipe), under the lock: the reading is the pipe's while
    * it runs. */
@@ -524,6 +569,14 @@ int taxi__stream_new(taxi_io_t *io, taxi_handle_t fd,
 /* Let a new stream run: here (a dispatching thread: the accept path) or,
  * with here false, in a dispatcher (the caller is the application). */
 void taxi__stream_start(taxi_stream_t *s, bool here);
+/* Connect a new stream to address a (o checked already), as
+ * taxi_stream_connect does, with close_fn set from the start (NULL: none
+ * until the application sets one). */
+int taxi__stream_connect_to(taxi_stream_t **out, taxi_io_t *io,
+                            const taxi_addr_t *a,
+                            const taxi_stream_options_t *o,
+                            taxi_stream_connect_fn fn,
+                            taxi_stream_close_fn close_fn, void *arg);
 /* Free a stream that never started (its handle is the caller's again). */
 void taxi__stream_discard(taxi_stream_t *s);
 /* Something happened to s (TAXI__P_* bits); see "Serialisation". */
@@ -540,6 +593,17 @@ int taxi__stream_close(taxi_stream_t *s, int reason);
  * Lock held, let go around each call. */
 void taxi__stream_posts_locked(taxi_stream_t *s);
 void taxi__stream_posts_cancel_locked(taxi_stream_t *s);
+/* Dialing (core/stream/stream_dial.c).  Start the race of host:port's
+ * addresses for s, a stream made without a socket (S_DIALING, before its
+ * start): 0 or an error (then s is the caller's to discard).  A round of
+ * s while dialing, lock held (let go around the calls out): 0 when s has
+ * its connected socket now, TAXI_EAGAIN (s->dial_at says when to come
+ * back), or the error that ends the connect.  s closing: the race is
+ * abandoned (lock held, let go). */
+int taxi__dial_start(taxi_stream_t *s, const char *host, unsigned port,
+                     const taxi_stream_options_t *o);
+int taxi__dial_round_locked(taxi_stream_t *s, taxi_time_t now);
+void taxi__dial_abandon_locked(taxi_stream_t *s);
 /* The flags of a stream that is closing or closed: calls refuse it. */
 #define TAXI__S_CLOSED (TAXI__S_CLOSE_REQ | TAXI__S_CLOSING | TAXI__S_DEAD)
 /* Take the lock of an open stream: 0, or TAXI_EINVAL (NULL) / TAXI_EBADF
@@ -638,6 +702,7 @@ struct taxi_io_timer {
   taxi__mutex_t lock;
   taxi_io_timer_t *prev, *next; /* in io->timers */
   bool destroying;
+  bool internal; /* the library's own (the resolver's): not counted */
   union {
     struct {
       taxi_handler_t h;

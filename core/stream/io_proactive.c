@@ -153,7 +153,17 @@ static int s_open(taxi_stream_t *s, bool attached) {
   if (attached && px != home && taxi_proactor_move(home, s->fd, px) < 0)
     px = home;
   s->d.p.px = px;
+  /* A dialing stream has no handle yet: s_adopt attaches it. */
+  if (s->fd == TAXI_INVALID_HANDLE) return 0;
   int rc = attached ? 0 : taxi_proactor_attach(px, s->fd);
+  s->d.p.attached = rc == 0;
+  return rc;
+}
+
+/* A dialing stream got its connected handle (detached from the attempt
+ * that made it): the proactor chosen at its open takes it. */
+static int s_adopt(taxi_stream_t *s) {
+  int rc = taxi_proactor_attach(s->d.p.px, s->fd);
   s->d.p.attached = rc == 0;
   return rc;
 }
@@ -655,6 +665,7 @@ const taxi__io_driver_t taxi__io_proactive = {
     .write = s_write,
     .sendfile = s_sendfile,
     .connect_start = s_connect_start,
+    .adopt = s_adopt,
     .connect_result = s_connect_result,
     .update = s_update,
     .defer = s_defer,

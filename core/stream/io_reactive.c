@@ -418,6 +418,7 @@ const taxi__io_driver_t taxi__io_reactive = {
     .write = s_write,
     .sendfile = s_sendfile,
     .connect_start = s_connect_start,
+    .adopt = NULL, /* registered at its first round that wants events */
     .connect_result = s_connect_result,
     .update = s_update,
     .defer = s_defer,

@@ -83,7 +83,7 @@ int taxi_io_timer_destroy(taxi_io_timer_t *t) {
 }
 
 void taxi__timer_fire(taxi_io_timer_t *t) {
-  TAXI__IO_COUNT(t->io, timers, 1);
+  if (!t->internal) TAXI__IO_COUNT(t->io, timers, 1);
   t->fn(t, t->arg);
 }
 

@@ -87,19 +87,22 @@ int taxi__stream_new(taxi_io_t *io, taxi_handle_t fd,
     taxi__free(s);
     return rc;
   }
-  /* TCP options: a Unix-domain stream refuses them, which is fine. */
-  if (o->flags & TAXI_STREAM_NODELAY) (void)taxi__sock_nodelay(fd, true);
-  if (o->flags & TAXI_STREAM_KEEPALIVE)
+  /* TCP options: a Unix-domain stream refuses them, which is fine.  A
+   * dialing stream (no socket yet) gets them with its socket. */
+  if ((o->flags & TAXI_STREAM_NODELAY) && fd != TAXI_INVALID_HANDLE)
+    (void)taxi__sock_nodelay(fd, true);
+  if ((o->flags & TAXI_STREAM_KEEPALIVE) && fd != TAXI_INVALID_HANDLE)
     (void)taxi__sock_keepalive(fd, true, o->keepalive_idle,
                                o->keepalive_interval, o->keepalive_count);
-  TAXI__IO_COUNT(io, streams_opened, 1);
+  if (!(s->oflags & TAXI__STREAM_QUIET)) TAXI__IO_COUNT(io, streams_opened, 1);
   *out = s;
   return 0;
 }
 
 void taxi__stream_discard(taxi_stream_t *s) {
   taxi__io_unlink_stream(s->io, s);
-  TAXI__IO_COUNT(s->io, streams_closed, 1);
+  if (!(s->oflags & TAXI__STREAM_QUIET))
+    TAXI__IO_COUNT(s->io, streams_closed, 1);
   taxi__mutex_destroy(&s->lock);
   taxi__free(s);
 }
@@ -426,6 +429,7 @@ static void earliest(taxi_time_t *next, int *which, int kind, taxi_time_t from,
 static taxi_time_t deadline_locked(const taxi_stream_t *s, int *which) {
   taxi_time_t next = INT64_MAX;
   if (s->flags & TAXI__S_CONNECTING) {
+    /* The connect timeout covers a host name's resolution too. */
     earliest(&next, which, 0, s->t_connect, s->connect_to);
     return next;
   }
@@ -453,13 +457,17 @@ static void deadlines_locked(taxi_stream_t *s, taxi_time_t now) {
     if (s->flags & TAXI__S_END_REQ) s->t_active = s->t_read = s->t_write = now;
     next = deadline_locked(s, &which);
   }
-  if (next == INT64_MAX) return;
   if (next <= now) {
     TAXI__IO_COUNT(s->io, timeouts, 1);
-    if (s->flags & TAXI__S_CONNECTING) TAXI__IO_COUNT(s->io, connect_errors, 1);
+    if ((s->flags & TAXI__S_CONNECTING) && !(s->oflags & TAXI__STREAM_QUIET))
+      TAXI__IO_COUNT(s->io, connect_errors, 1);
     fail_locked(s, TAXI_ETIMEDOUT);
     return;
   }
+  /* A dial's next step (its next attempt) is due then: not a timeout. */
+  if ((s->flags & TAXI__S_DIALING) && s->dial_at && s->dial_at < next)
+    next = s->dial_at;
+  if (next == INT64_MAX) return;
   if (s->armed == 0 || next < s->armed) {
     s->armed = next;
     s->io->drv->arm(s, next);
@@ -470,16 +478,18 @@ static void deadlines_locked(taxi_stream_t *s, taxi_time_t now) {
  */
 
 static void connect_locked(taxi_stream_t *s, taxi_time_t now) {
-  int rc = s->io->drv->connect_result(s);
-  if (rc == TAXI_EAGAIN) return;
+  int rc = (s->flags & TAXI__S_DIALING) ? taxi__dial_round_locked(s, now)
+                                        : s->io->drv->connect_result(s);
+  if (rc == TAXI_EAGAIN || (s->flags & TAXI__S_CLOSE_REQ)) return;
+  bool quiet = (s->oflags & TAXI__STREAM_QUIET) != 0;
   if (rc < 0) {
-    TAXI__IO_COUNT(s->io, connect_errors, 1);
+    if (!quiet) TAXI__IO_COUNT(s->io, connect_errors, 1);
     fail_locked(s, rc);
     return;
   }
   s->flags &= ~TAXI__S_CONNECTING;
   s->t_active = s->t_read = s->t_write = now;
-  TAXI__IO_COUNT(s->io, connects, 1);
+  if (!quiet) TAXI__IO_COUNT(s->io, connects, 1);
   taxi_stream_connect_fn fn = s->connect_fn;
   void *arg = s->connect_arg;
   s->connect_fn = NULL;
@@ -552,6 +562,7 @@ static void owed_locked(taxi_stream_t *s, bool released) {
 
 /* The owed callbacks, then the driver's teardown. */
 static void teardown_locked(taxi_stream_t *s) {
+  if (s->dial) taxi__dial_abandon_locked(s);
   s->close_ends_socket = s->own_fd && !s->keep_handle;
   owed_locked(s, false);
   UNLOCKED(s, s->io->drv->teardown(s));
@@ -560,13 +571,14 @@ static void teardown_locked(taxi_stream_t *s) {
 /* The dispatcher is done with s: the close callback, once. */
 static void finish_locked(taxi_stream_t *s) {
   if (s->flags & TAXI__S_DEAD) return;
+  if (s->dial) taxi__dial_abandon_locked(s); /* released without teardown */
   if (s->flags & TAXI__S_OWE_WRITES) owed_writes_locked(s, true);
   s->flags |= TAXI__S_DEAD;
   taxi_stream_close_fn fn = s->close_fn;
   taxi_io_t *io = s->io;
   /* Counted first: whoever the close callback tells may read the counters
    * at once. */
-  TAXI__IO_COUNT(io, streams_closed, 1);
+  if (!(s->oflags & TAXI__STREAM_QUIET)) TAXI__IO_COUNT(io, streams_closed, 1);
   if (s->flags & TAXI__S_DETACH) {
     if (io->drv->unread) io->drv->unread(s);
     UNLOCKED(s,
@@ -629,7 +641,7 @@ static void round_locked(taxi_stream_t *s) {
     teardown_locked(s);
     return;
   }
-  s->io->drv->update(s);
+  if (!(s->flags & TAXI__S_DIALING)) s->io->drv->update(s);
 }
 
 /* The thread that set S_BUSY processes s until nothing is pending, then

@@ -74,6 +74,19 @@ int taxi_io_post(taxi_io_t *io, taxi_io_post_fn fn, void *arg) {
   return 0;
 }
 
+void taxi__io_post_record(taxi_io_t *io, taxi__post_t *p, taxi_io_post_fn fn,
+                          void *arg) {
+  p->fn.io = fn;
+  p->arg = arg;
+  taxi__mutex_lock(&io->post_lock);
+  taxi__post_push(&io->posts, p);
+  taxi__mutex_unlock(&io->post_lock);
+  /* A failed wake-up (the OS out of buffers) leaves the record queued:
+   * the next wake-up runs it, or taxi_io_destroy does; the caller has no
+   * better way to deliver it. */
+  (void)taxi__io_kick(io);
+}
+
 /* ---- streams --------------------------------------------------------------
  */
 

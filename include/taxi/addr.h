@@ -52,8 +52,9 @@ typedef struct taxi_addr {
  *                    to IPv4's on systems without IPv6);
  *   "unix:/path"     a Unix-domain socket; "unix:@name" one in Linux's
  *                    abstract namespace.
- * Addresses are numeric: names are not resolved.  Ports are 0..65535 (0:
- * any free port, for listening).
+ * Addresses are numeric: names are not resolved here (taxi/resolve.h
+ * resolves them, and taxi_stream_connect takes them).  Ports are
+ * 0..65535 (0: any free port, for listening).
  *
  * Returns 0 and fills *out, or TAXI_EINVAL (NULL), TAXI_EBADADDR (empty,
  * no port, port not a number or above 65535, host not a numeric address,

@@ -46,11 +46,16 @@ int st_io_create(st_io_t *c) {
 }
 
 int st_io_create_spread(st_io_t *c, taxi_group_spread_t spread) {
-  memset(c, 0, sizeof *c);
-  pair_from_suite();
   taxi_io_options_t o;
   taxi_io_options_init(&o);
   o.spread = spread;
+  return st_io_create_with(c, &o);
+}
+
+int st_io_create_with(st_io_t *c, const taxi_io_options_t *base) {
+  memset(c, 0, sizeof *c);
+  pair_from_suite();
+  taxi_io_options_t o = *base;
   o.dispatcher = st_dispatcher;
   o.backend = st_backend;
   o.threads = st_dispatcher == TAXI_IO_LF        ? 3

@@ -31,6 +31,9 @@ typedef struct st_io {
 int st_io_create(st_io_t *c);
 /* The same, streams spread over a proactors group as `spread` says. */
 int st_io_create_spread(st_io_t *c, taxi_group_spread_t spread);
+/* The same with the options of base besides (its dispatcher, backend
+ * and threads are the pair's). */
+int st_io_create_with(st_io_t *c, const taxi_io_options_t *base);
 /* Start taxi_io_run in a thread. */
 void st_io_run(st_io_t *c);
 /* taxi_io_stop, wait (bounded), join; returns what taxi_io_run returned
@@ -92,5 +95,6 @@ extern CU_TestInfo st_tests_post[];
 extern CU_TestInfo st_tests_counters[];
 extern CU_TestInfo st_tests_timeouts[];
 extern CU_TestInfo st_tests_pipe[];
+extern CU_TestInfo st_tests_resolve[];
 
 #endif /* TAXI_TESTS_STREAM_SUITES_H */

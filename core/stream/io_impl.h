@@ -9,6 +9,7 @@
  *
  *   io_options.c   the context's options, what `threads` means, spans;
  *   address.c      address strings;
+ *   host_names.c   "host:port", and the order of a name's addresses;
  *   post.c         the records of posted functions, and running or
  *                  cancelling the queues of the context, a stream, a
  *                  listener;
@@ -24,10 +25,14 @@
  *   stream_settings.c  a stream's options, settings and what it tells;
  *   stream_read.c  the application's reads (read_start, read_into);
  *   stream_write.c its writes, sendfile, shutdown and end;
- *   stream_make.c  connecting, and streams of sockets one has;
+ *   stream_connect.c  a stream connecting to one address;
  *   listener.c     listeners, and the hand-over of accepted sockets;
  *   stream_pipe.c  relaying one stream into another;
  *   stream_post.c  posting functions to the context, a stream, a listener;
+ *   resolver.c     resolving names in the resolver threads;
+ *   resolve.c      taxi_resolve, its options;
+ *   stream_dial.c  connecting to a name: its addresses raced;
+ *   stream_make.c  taxi_stream_connect, and streams of sockets one has;
  *   io.c           the context's creation and destruction.
  *
  * The other way goes through function pointers only:
@@ -43,7 +48,9 @@
  *     The `close` hook of each is how taxi_io_destroy closes what is left
  *     on the context's lists, without knowing what they are;
  *   - a stream's pipe_ops (stream_pipe.c, set with the pipe): what the
- *     state machine tells a pipe (drained, closing).
+ *     state machine tells a pipe (drained, closing);
+ *   - a dialing stream's dial_ops (stream_dial.c, set with the dial): the
+ *     state machine's rounds run the race of a name's addresses.
  *
  * The layer uses only the public Reactor, pool and Proactor API (and the
  * internal interfaces their headers declare) and the ports (port.h,
@@ -233,6 +240,18 @@ typedef struct taxi__pipe_ops {
   /* s is closing: its pipes end, closing the other streams. */
   void (*closing_locked)(taxi_stream_t *s);
 } taxi__pipe_ops_t;
+
+/* What the state machine asks of the race of a dialing stream
+ * (stream_dial.c sets s->dial_ops with s->dial, before the stream's first
+ * round; it stays).  Both with s's lock held, let go around the calls out. */
+typedef struct taxi__dial_ops {
+  /* A round of s while dialing: 0 when s has its connected socket now,
+   * TAXI_EAGAIN (s->dial_at says when to come back), or the error that
+   * ends the connect. */
+  int (*round_locked)(taxi_stream_t *s, taxi_time_t now);
+  /* s is closing or released: the race is abandoned. */
+  void (*abandon_locked)(taxi_stream_t *s);
+} taxi__dial_ops_t;
 
 /* ---- the context ----------------------------------------------------------
  */
@@ -526,6 +545,7 @@ struct taxi_stream {
   /* Connecting to a host name (S_DIALING): the race of the addresses,
    * and when its next step is due (0: none); under the lock. */
   struct taxi__dial *dial;
+  const taxi__dial_ops_t *dial_ops;
   taxi_time_t dial_at;
   /* The pipe that reads this stream, and the one that writes into it
    * (taxi_stream_pipe), under the lock: the reading is the pipe's while
@@ -595,15 +615,10 @@ void taxi__stream_posts_locked(taxi_stream_t *s);
 void taxi__stream_posts_cancel_locked(taxi_stream_t *s);
 /* Dialing (core/stream/stream_dial.c).  Start the race of host:port's
  * addresses for s, a stream made without a socket (S_DIALING, before its
- * start): 0 or an error (then s is the caller's to discard).  A round of
- * s while dialing, lock held (let go around the calls out): 0 when s has
- * its connected socket now, TAXI_EAGAIN (s->dial_at says when to come
- * back), or the error that ends the connect.  s closing: the race is
- * abandoned (lock held, let go). */
+ * start): 0 or an error (then s is the caller's to discard).  It sets
+ * s->dial_ops, through which the state machine runs the race. */
 int taxi__dial_start(taxi_stream_t *s, const char *host, unsigned port,
                      const taxi_stream_options_t *o);
-int taxi__dial_round_locked(taxi_stream_t *s, taxi_time_t now);
-void taxi__dial_abandon_locked(taxi_stream_t *s);
 /* The flags of a stream that is closing or closed: calls refuse it. */
 #define TAXI__S_CLOSED (TAXI__S_CLOSE_REQ | TAXI__S_CLOSING | TAXI__S_DEAD)
 /* Take the lock of an open stream: 0, or TAXI_EINVAL (NULL) / TAXI_EBADF

@@ -478,7 +478,7 @@ static void deadlines_locked(taxi_stream_t *s, taxi_time_t now) {
  */
 
 static void connect_locked(taxi_stream_t *s, taxi_time_t now) {
-  int rc = (s->flags & TAXI__S_DIALING) ? taxi__dial_round_locked(s, now)
+  int rc = (s->flags & TAXI__S_DIALING) ? s->dial_ops->round_locked(s, now)
                                         : s->io->drv->connect_result(s);
   if (rc == TAXI_EAGAIN || (s->flags & TAXI__S_CLOSE_REQ)) return;
   bool quiet = (s->oflags & TAXI__STREAM_QUIET) != 0;
@@ -562,7 +562,7 @@ static void owed_locked(taxi_stream_t *s, bool released) {
 
 /* The owed callbacks, then the driver's teardown. */
 static void teardown_locked(taxi_stream_t *s) {
-  if (s->dial) taxi__dial_abandon_locked(s);
+  if (s->dial) s->dial_ops->abandon_locked(s);
   s->close_ends_socket = s->own_fd && !s->keep_handle;
   owed_locked(s, false);
   UNLOCKED(s, s->io->drv->teardown(s));
@@ -571,7 +571,7 @@ static void teardown_locked(taxi_stream_t *s) {
 /* The dispatcher is done with s: the close callback, once. */
 static void finish_locked(taxi_stream_t *s) {
   if (s->flags & TAXI__S_DEAD) return;
-  if (s->dial) taxi__dial_abandon_locked(s); /* released without teardown */
+  if (s->dial) s->dial_ops->abandon_locked(s); /* released without teardown */
   if (s->flags & TAXI__S_OWE_WRITES) owed_writes_locked(s, true);
   s->flags |= TAXI__S_DEAD;
   taxi_stream_close_fn fn = s->close_fn;

@@ -7,7 +7,7 @@
  * The application's stream exists from the call on, without a socket
  * (S_DIALING): it takes writes, reads and a close as any stream still
  * connecting does, its connect timeout covers the resolution, and its
- * rounds run the race (taxi__dial_round_locked), serialised with its
+ * rounds run the race (round_locked, through s->dial_ops), serialised with its
  * callbacks as every round is.  Each attempt is a stream of the library's
  * own connecting to one address (quiet: not counted in the context's
  * counters); a new one starts every attempt delay while the earlier ones
@@ -174,6 +174,12 @@ static void attempt_connected(taxi_stream_t *s, int status, void *arg) {
 
 /* ---- the owner's side ---------------------------------------------------- */
 
+static int round_locked(taxi_stream_t *s, taxi_time_t now);
+static void abandon_locked(taxi_stream_t *s);
+
+/* How the state machine (stream.c) runs the race without naming it. */
+static const taxi__dial_ops_t dial_ops = {round_locked, abandon_locked};
+
 int taxi__dial_start(taxi_stream_t *s, const char *host, unsigned port,
                      const taxi_stream_options_t *o) {
   taxi__dial_t *d = taxi__calloc(1, sizeof *d);
@@ -211,6 +217,7 @@ int taxi__dial_start(taxi_stream_t *s, const char *host, unsigned port,
     dial_free(d);
     return rc;
   }
+  s->dial_ops = &dial_ops;
   s->dial = d;
   return 0;
 }
@@ -237,7 +244,7 @@ static size_t attempts_locked(taxi__dial_t *d, taxi_time_t now,
   return k;
 }
 
-int taxi__dial_round_locked(taxi_stream_t *s, taxi_time_t now) {
+static int round_locked(taxi_stream_t *s, taxi_time_t now) {
   taxi__dial_t *d = s->dial;
   taxi_addr_t started[TAXI_RESOLVE_MAX];
   taxi_handle_t fd = TAXI_INVALID_HANDLE;
@@ -274,7 +281,7 @@ int taxi__dial_round_locked(taxi_stream_t *s, taxi_time_t now) {
     s->dial_at = next_at;
     return rc;
   }
-  taxi__dial_abandon_locked(s);
+  abandon_locked(s);
   if (rc < 0) return rc;
   /* The winner's socket is the stream's now. */
   s->fd = fd;
@@ -288,7 +295,7 @@ int taxi__dial_round_locked(taxi_stream_t *s, taxi_time_t now) {
   return s->io->drv->adopt ? s->io->drv->adopt(s) : 0;
 }
 
-void taxi__dial_abandon_locked(taxi_stream_t *s) {
+static void abandon_locked(taxi_stream_t *s) {
   taxi__dial_t *d = s->dial;
   if (!d) return;
   s->dial = NULL;

@@ -4,46 +4,15 @@
  * connection made in the background (taxi_stream_connect, to an address
  * or to a host name: core/stream/stream_dial.c races the addresses), and a
  * stream of a connected socket the application has (taxi_stream_open).
- * Accepted streams are made by core/stream/listener.c.  Calls stream.c (a
- * new stream, its start), stream_settings.c (its options), stream_dial.c,
- * address.c and the driver through its table.
+ * Accepted streams are made by core/stream/listener.c.  Calls
+ * stream_connect.c (a connection to one address), stream_dial.c (the race
+ * of a name's addresses), host_names.c, stream.c (a new stream, its
+ * start), stream_settings.c (its options) and address.c.
  */
 #include "config.h"
 
 #include "core/common/detail.h"
 #include "core/stream/io_impl.h"
-
-int taxi__stream_connect_to(taxi_stream_t **out, taxi_io_t *io,
-                            const taxi_addr_t *a,
-                            const taxi_stream_options_t *o,
-                            taxi_stream_connect_fn fn,
-                            taxi_stream_close_fn close_fn, void *arg) {
-  taxi_handle_t fd;
-  int rc = taxi__sock_open(a, &fd);
-  if (rc < 0) return rc;
-  taxi_stream_t *s;
-  rc = taxi__stream_new(io, fd, o, false, &s);
-  if (rc < 0) {
-    taxi__close(fd);
-    return rc;
-  }
-  s->peer = *a;
-  s->own_fd = true; /* made here; nothing runs it yet: no lock needed */
-  s->connect_fn = fn;
-  s->connect_arg = arg;
-  s->close_fn = close_fn;
-  s->data = arg;
-  s->flags |= TAXI__S_CONNECTING;
-  taxi__mutex_lock(&s->lock);
-  /* A failure to start is reported like any other: through fn, from a
-   * dispatching thread. */
-  rc = io->drv->connect_start(s, a);
-  if (rc < 0 && rc != TAXI_EAGAIN) s->conn_err = rc;
-  taxi__mutex_unlock(&s->lock);
-  *out = s;
-  taxi__stream_start(s, false);
-  return 0;
-}
 
 /* A host name: a stream without a socket yet, which races the name's
  * addresses (core/stream/stream_dial.c) and takes the winner's. */

@@ -16,7 +16,7 @@ ci_steps=(
   "deps:every Debian package any step needs, in one apt-get; configure generated"
   "format:clang-format on every C file; the licence tag on every source"
   "test:the README test command (./dev.sh test: gcc build, make check); the build must be warning-free"
-  "docs:make docs: the API reference and the pages (an undocumented symbol or a broken link fails it)"
+  "docs:make docs: the API reference and the pages (an undocumented symbol or a broken link fails it); make layers: calls one way, no circle, no library file over 800 lines"
   "fault:the whole fault-injection sweep beside the bigger soaks (build/)"
   "distcheck:make distcheck: the tarball builds, installs, uninstalls; a smoke test runs from it"
   "consumers:install, then C (pkg-config), APR, C++ (g++, clang++) and CMake consumers; exports only taxi_*"
@@ -48,7 +48,7 @@ ci_log_dir() { echo "$top/ci-logs"; }
 # autoreconf at once in the same tree and trip over one another's files.
 step_deps() {
   deps clang-format doxygen clang libclang-rt-14-dev cmake patch \
-    gcc-mingw-w64-x86-64 wine64 dpkg-dev g++
+    gcc-mingw-w64-x86-64 wine64 dpkg-dev g++ python3
   autogen
 }
 
@@ -88,7 +88,7 @@ ci_build() { "$top/dev.sh" build >/dev/null; }
 
 step_docs() {
   ci_build
-  (cd "$top/build" && make docs)
+  (cd "$top/build" && make docs && make layers LAYERS_FLAGS=--check)
 }
 
 # The whole sweep (every dispatcher, backend, call site and error) beside

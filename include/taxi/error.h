@@ -58,7 +58,7 @@ extern "C" {
 #define TAXI_EADDRINUSE (-19)
 /* End of stream before the operation completed. */
 #define TAXI_EEOF (-20)
-/* A malformed address string (see taxi_addr_parse() in taxi/stream.h). */
+/* A malformed address string (see taxi_addr_parse() in taxi/addr.h). */
 #define TAXI_EBADADDR (-21)
 
 /* A message longer than the room given for it (a reply larger than its

@@ -55,6 +55,7 @@
 #include "proactor.h"
 #include "proactor_group.h"
 #include "io.h"
+#include "addr.h"
 #include "stream.h"
 #include "version.h"
 

@@ -6,8 +6,8 @@
  * the backend works is told in docs/backends/uring.md.
  *
  * Every function declared here runs with the backend's mutex held
- * (uring_state_t.lock), unless its comment says otherwise; "lock held"
- * below means that mutex.
+ * (uring_state_t.lock), or while the state is not shared (open, close),
+ * unless its comment says otherwise; "lock held" below means that mutex.
  */
 #ifndef TAXI_BACKENDS_URING_IMPL_H
 #define TAXI_BACKENDS_URING_IMPL_H

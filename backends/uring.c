@@ -17,10 +17,10 @@
  * transmit-file, one-thread rings, pooled reads, registered files,
  * refusals, kernel requirements): docs/backends/uring.md.  The other
  * files: uring_ring.c (the ring, its set-up, wake-ups), uring_prep.c
- * (requests), uring_transmit.c (transmit-file and its pipes),
- * uring_queue.c (the backlog, deferred completions), uring_reap.c
- * (completions), uring_owner.c (one-thread rings, orphans),
- * uring_bufring.c (provided buffers), uring_files.c (registered files).
+ * (requests), uring_pipe.c (transmit-file's pipes), uring_queue.c (the
+ * backlog, deferred completions), uring_reap.c (completions),
+ * uring_owner.c (one-thread rings, orphans), uring_bufring.c (provided
+ * buffers), uring_files.c (registered files).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE 1 /* syscall(2) */

@@ -5,6 +5,10 @@
  * an operation record, and the functions one file calls in another.  How
  * the backend works is told in docs/backends/uring.md.
  *
+ * The files call one way: uring.c -> uring_owner.c -> uring_reap.c ->
+ * uring_prep.c -> uring_queue.c, uring_pipe.c -> uring_ring.c ->
+ * uring_files.c.
+ *
  * Every function declared here runs with the backend's mutex held
  * (uring_state_t.lock), or while the state is not shared (open, close),
  * unless its comment says otherwise; "lock held" below means that mutex.
@@ -287,17 +291,17 @@ int uring_ring_setup(uring_state_t *s, unsigned depth, bool compat, bool single,
 
 /* ---- requests (backends/uring_prep.c) ------------------------------------ */
 
-/* Name op and `tag` in sqe's user_data, and expect its CQE. */
-void uring_sqe_tag(struct io_uring_sqe *sqe, taxi_op_t *op, unsigned tag);
-/* Prepare a send of op's remaining buffers (WRITE, a transmit's header or
- * trailer). */
-int uring_prep_send(uring_state_t *s, taxi_op_t *op, int extra_flags);
 /* Prepare the request(s) of op's current step; TAXI_EAGAIN: no SQE. */
 int uring_prep_op(uring_state_t *s, taxi_op_t *op);
 /* Prepare a cancel of every request of op still due. */
 int uring_prep_cancels(uring_state_t *s, taxi_op_t *op);
+/* Queue op's step again (a retry, a re-armed accept, a pipe drain); on
+ * the backlog without an SQE, ended when it cannot be queued at all. */
+void uring_requeue(uring_state_t *s, sink_t *k, taxi_op_t *op);
+/* Retry the backlog, oldest first, until the SQ is full. */
+void uring_backlog_run(uring_state_t *s, sink_t *k);
 
-/* ---- transmit-file (backends/uring_transmit.c) --------------------------- */
+/* ---- transmit-file's pipes (backends/uring_pipe.c) ----------------------- */
 
 /* Close a pipe (not reused). */
 void uring_pipe_destroy(uring_state_t *s, uring_pipe_t *p);
@@ -305,13 +309,6 @@ void uring_pipe_destroy(uring_state_t *s, uring_pipe_t *p);
 int uring_pipe_get(uring_state_t *s, uint64_t len, uring_pipe_t **out);
 /* Give a pipe back; one not `clean` is closed. */
 void uring_pipe_put(uring_state_t *s, uring_pipe_t *p, bool clean);
-/* Prepare the request(s) of a transmit-file's current part. */
-int uring_prep_transmit(uring_state_t *s, taxi_op_t *op);
-/* The file part's step has no request left: drain, retry or report. */
-void uring_tx_step_done(uring_state_t *s, sink_t *k, taxi_op_t *op);
-/* A CQE of a transmit-file's file part. */
-void uring_on_tx_file(uring_state_t *s, sink_t *k, taxi_op_t *op, unsigned tag,
-                      int res);
 
 /* ---- the backlog and deferred completions (backends/uring_queue.c) ------- */
 
@@ -326,23 +323,17 @@ void uring_emit(uring_state_t *s, sink_t *k, taxi_op_t *op, int64_t result,
                 unsigned flags);
 /* Move deferred completions into k while it has room. */
 void uring_deferred_drain(uring_state_t *s, sink_t *k);
-/* End op with `code`: its step cannot be queued. */
-void uring_fail_step(uring_state_t *s, sink_t *k, taxi_op_t *op, int code);
-/* Queue op's step again, on the backlog without an SQE. */
-void uring_requeue(uring_state_t *s, sink_t *k, taxi_op_t *op);
-/* Retry the backlog, oldest first, until the SQ is full. */
-void uring_backlog_run(uring_state_t *s, sink_t *k);
 
 /* ---- completions (backends/uring_reap.c) --------------------------------- */
 
-/* Resubmit op after an -ECANCELED nobody asked for; true if it was. */
-bool uring_retry_unrequested(uring_state_t *s, sink_t *k, taxi_op_t *op,
-                             int res);
 /* Handle one CQE. */
 void uring_on_cqe(uring_state_t *s, sink_t *k, const struct io_uring_cqe *c,
                   bool *woken);
 /* Handle the CQEs in the ring while k has room. */
 void uring_reap(uring_state_t *s, sink_t *k, bool *woken);
+/* A transmit-file's file part has no request left in its step: drain
+ * the pipe, retry, or report. */
+void uring_tx_step_done(uring_state_t *s, sink_t *k, taxi_op_t *op);
 
 /* ---- one-thread rings (backends/uring_owner.c) --------------------------- */
 

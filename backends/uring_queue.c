@@ -109,41 +109,6 @@ void uring_deferred_drain(uring_state_t *s, sink_t *k) {
   }
 }
 
-/* A step that cannot be queued at all ends the operation. */
-void uring_fail_step(uring_state_t *s, sink_t *k, taxi_op_t *op, int code) {
-  uring_op_t *u = uop(op);
-  if (u->pipe) {
-    uring_pipe_put(s, u->pipe, u->in_pipe == 0);
-    u->pipe = NULL;
-  }
-  uring_emit(s, k, op, code, 0);
-}
-
-/* Queue op's step again from wait (a retry, a re-armed accept, a pipe
- * drain); without an SQE it waits on the backlog. */
-void uring_requeue(uring_state_t *s, sink_t *k, taxi_op_t *op) {
-  int r = uring_prep_op(s, op);
-  if (r == TAXI_EAGAIN)
-    uring_backlog_add(s, op, UOP_NEED_STEP);
-  else if (r < 0)
-    uring_fail_step(s, k, op, r);
-}
-
-/* Retry what waits on the backlog, oldest first, until the SQ is full. */
-void uring_backlog_run(uring_state_t *s, sink_t *k) {
-  while (s->backlog) {
-    taxi_op_t *op = s->backlog;
-    uring_op_t *u = uop(op);
-    int r = (u->state & UOP_NEED_STEP) ? uring_prep_op(s, op)
-                                       : uring_prep_cancels(s, op);
-    if (r == TAXI_EAGAIN) return;
-    s->backlog = u->bl_next;
-    if (!s->backlog) s->backlog_tail = NULL;
-    u->state &= ~(UOP_NEED_STEP | UOP_NEED_CANCEL);
-    if (r < 0) uring_fail_step(s, k, op, r);
-  }
-}
-
 #else
 /* ISO C wants at least one declaration in a translation unit. */
 typedef int uring_queue_absent;

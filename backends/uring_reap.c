@@ -2,8 +2,9 @@
 /*
  * backends/uring_reap.c - reaping the io_uring backend's completions:
  * each CQE turned into the operation's result, a next step, a retry of a
- * cancellation nobody asked for, or nothing (the backend's own requests).
- * Lock held throughout.
+ * cancellation nobody asked for, or nothing (the backend's own requests);
+ * a transmit-file step's pipe drained before it is reported
+ * (docs/backends/uring.md, "Transmit-file").  Lock held throughout.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE 1 /* cpu_set_t in liburing.h */
@@ -18,8 +19,8 @@
 
 /* An -ECANCELED nobody asked for (the submitting thread exited): submit
  * the step again rather than report it.  True if it was. */
-bool uring_retry_unrequested(uring_state_t *s, sink_t *k, taxi_op_t *op,
-                             int res) {
+static bool retry_unrequested(uring_state_t *s, sink_t *k, taxi_op_t *op,
+                              int res) {
   uring_op_t *u = uop(op);
   if (res != -ECANCELED || (u->state & UOP_CANCEL)) return false;
   if (u->retries >= URING_MAX_RETRIES) return false;
@@ -59,7 +60,7 @@ static void on_simple(uring_state_t *s, sink_t *k, taxi_op_t *op, int res) {
     uring_requeue(s, k, op);
     return;
   }
-  if (uring_retry_unrequested(s, k, op, res)) return;
+  if (retry_unrequested(s, k, op, res)) return;
   uop(op)->retries = 0;
   if (op->kind == TAXI_OP_ACCEPT && res >= 0) op->peer_len = uop(op)->peer_len;
   uring_emit(s, k, op, os_result(res), 0);
@@ -102,7 +103,7 @@ static void on_multishot(uring_state_t *s, sink_t *k, taxi_op_t *op, int res,
     uring_requeue(s, k, op);
     return;
   }
-  if (uring_retry_unrequested(s, k, op, res)) return;
+  if (retry_unrequested(s, k, op, res)) return;
   uring_emit(s, k, op, os_result(res), 0);
 }
 
@@ -126,9 +127,74 @@ static void on_pooled(uring_state_t *s, sink_t *k, taxi_op_t *op, int res,
     uring_emit(s, k, op, TAXI_ENOMEM, TAXI__CQ_NOBUFS);
     return;
   }
-  if (uring_retry_unrequested(s, k, op, res)) return;
+  if (retry_unrequested(s, k, op, res)) return;
   uop(op)->retries = 0;
   uring_emit(s, k, op, os_result(res), f);
+}
+
+/* Transmit-file, file part: every request of the step has completed. */
+void uring_tx_step_done(uring_state_t *s, sink_t *k, taxi_op_t *op) {
+  uring_op_t *u = uop(op);
+  int64_t result;
+  if (!(u->state & UOP_CANCEL) && !u->err && u->in_pipe > 0) {
+    /* The socket took less than the pipe holds: drain before reporting. */
+    u->state |= UOP_DRAIN;
+    uring_requeue(s, k, op);
+    return;
+  }
+  u->state &= ~UOP_DRAIN;
+  if (u->sent == 0 && !(u->state & UOP_CANCEL) && !u->err &&
+      u->fill_res == -ECANCELED && retry_unrequested(s, k, op, u->fill_res))
+    return; /* keeps the pipe, which is empty */
+  uring_pipe_put(s, u->pipe, u->in_pipe == 0);
+  u->pipe = NULL;
+  u->retries = 0;
+  if (u->sent > 0)
+    result = (int64_t)u->sent;
+  else if (u->state & UOP_CANCEL)
+    result = TAXI_ECANCELED;
+  else if (u->err)
+    result = os_result(u->err);
+  else if (u->fill_res < 0)
+    result = os_result(u->fill_res);
+  else
+    /* 0: the file ended before the range did (it shrank since the call);
+     * the core reports TAXI_EEOF. */
+    result = 0;
+  uring_emit(s, k, op, result, 0);
+}
+
+static void note_err(uring_op_t *u, int res) {
+  /* EAGAIN (a full socket) and ECANCELED (a broken link, a cancel) are
+   * what a drain handles, not errors. */
+  if (res < 0 && res != -EAGAIN && res != -ECANCELED && !u->err) u->err = res;
+}
+
+static void on_tx_file(uring_state_t *s, sink_t *k, taxi_op_t *op, unsigned tag,
+                       int res) {
+  uring_op_t *u = uop(op);
+  switch (tag) {
+    case UD_FILL:
+      u->fill_res = res;
+      if (res > 0) u->in_pipe += (uint32_t)res;
+      note_err(u, res);
+      break;
+    case UD_MAIN:
+      if (res > 0) {
+        u->in_pipe -= (uint32_t)res;
+        u->sent += (uint64_t)res;
+      } else if (res == 0 && u->in_pipe > 0 && !(u->parts & (1u << UD_FILL))) {
+        /* Nothing moved although the pipe holds data: not a state that
+         * draining again would leave. */
+        note_err(u, -EIO);
+      }
+      note_err(u, res);
+      break;
+    default: /* UD_POLL: a mask, or an error the splice will meet too */
+      note_err(u, res);
+      break;
+  }
+  if (u->parts == 0) uring_tx_step_done(s, k, op);
 }
 
 void uring_on_cqe(uring_state_t *s, sink_t *k, const struct io_uring_cqe *c,
@@ -159,7 +225,7 @@ void uring_on_cqe(uring_state_t *s, sink_t *k, const struct io_uring_cqe *c,
     return;
   }
   if (op->kind == TAXI_OP_TRANSMIT_FILE && u->pipe)
-    uring_on_tx_file(s, k, op, tag, res);
+    on_tx_file(s, k, op, tag, res);
   else if (op->internal_.flags & TAXI__READ_SELECT)
     on_pooled(s, k, op, res, c->flags);
   else if (u->state & UOP_MULTISHOT)

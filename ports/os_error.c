@@ -1,10 +1,20 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ports/os_error.c - the per-thread record behind taxi_last_os_error(),
- * one file for every system; each port maps its own codes
+ * and reading the thread's last OS error (errno, or GetLastError() on
+ * Windows), one file for every system; each port maps its own codes
  * (taxi__map_os_error: ports/posix/error.c, ports/win32/error.c).
  */
 #include "config.h"
+
+#if defined(_WIN32)
+#include "win32/win32_impl.h"
+/* Winsock's WSAGetLastError() is GetLastError(): one for both families. */
+#define OS_LAST_ERROR() ((int)GetLastError())
+#else
+#include <errno.h>
+#define OS_LAST_ERROR() errno
+#endif
 
 #include "port.h"
 
@@ -32,6 +42,8 @@ int taxi__error_from_os(int os_error) {
   last_os_error = os_error;
   return taxi__map_os_error(os_error);
 }
+
+int taxi__last_error(void) { return taxi__error_from_os(OS_LAST_ERROR()); }
 
 void taxi__set_os_error(int os_error) { last_os_error = os_error; }
 

@@ -63,5 +63,3 @@ int taxi__map_os_error(int e) {
       return TAXI_ESYS;
   }
 }
-
-int taxi__last_error(void) { return taxi__error_from_os(errno); }

@@ -86,5 +86,3 @@ int taxi__map_os_error(int os_error) {
       return TAXI_ESYS;
   }
 }
-
-int taxi__last_error(void) { return taxi__error_from_os((int)GetLastError()); }

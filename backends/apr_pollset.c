@@ -1,65 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * backends/apr_pollset.c - a readiness backend over APR's apr_pollset_*.
+ * backends/apr_pollset.c - a readiness backend over APR's apr_pollset_*,
+ * one table per APR method: "apr" (APR_POLLSET_DEFAULT), "apr:epoll",
+ * "apr:poll", "apr:select", "apr:kqueue", "apr:port".  A named method is
+ * created with APR_POLLSET_NODEFAULT, so one this APR lacks fails to open.
  *
- * It lets taxi run wherever the Apache Portable Runtime runs, and lets an
- * APR application see the same mechanism APR would choose for it.  One
- * table per APR method, each under its own name:
- *
- *   "apr"          APR_POLLSET_DEFAULT: whatever APR prefers here
- *   "apr:epoll"    APR_POLLSET_EPOLL        "apr:poll"  APR_POLLSET_POLL
- *   "apr:select"   APR_POLLSET_SELECT       "apr:kqueue" APR_POLLSET_KQUEUE
- *   "apr:port"     APR_POLLSET_PORT (Solaris event ports)
- *
- * A named method is created with APR_POLLSET_NODEFAULT, so a method this
- * APR lacks fails to open (the backend is then "compiled in but not
- * available") instead of quietly becoming the default one.  A name after
- * "apr:" that is none of these is simply not in the table: the core
- * answers TAXI_ENOBACKEND.
- *
- * Capabilities, and why they are no more than this:
- *  - no TAXI_CAP_ONESHOT: APR has no one-shot arming, so the L/F pool
- *    deactivates a handle by removing it from the set (modify to 0).
- *  - no TAXI_CAP_MULTI_WAIT: APR does not promise that several threads may
- *    sit in apr_pollset_poll() on one set.
- *  - no TAXI_CAP_LIVE_UPDATE: apr_pollset_add/remove may run during a poll
- *    only with APR_POLLSET_THREADSAFE, which poll and select refuse.  This
- *    backend never asks for it; it keeps concurrent add/modify/del safe
- *    itself, the same way for every method (see below).  Claiming less
- *    than a method could do costs a wake-up per change, never correctness.
- *  - TAXI_CAP_EXCEPT only for epoll and poll, whose APR implementations
- *    pass APR_POLLPRI through to EPOLLPRI/POLLPRI and back; the default
- *    method is not known until run time, so "apr" does not claim it.
- *  - max_handles is FD_SETSIZE for select (a higher descriptor gets
- *    TAXI_ETOOMANY), otherwise 0: the APR set is re-created twice as large
- *    when it fills up, since APR's sets have a fixed capacity.
- *
- * Who touches the APR set: only a thread that holds this backend's lock
- * while nobody is inside apr_pollset_poll().  add/modify/del take the lock;
- * if a wait is in progress they interrupt it (APR_POLLSET_WAKEABLE,
- * apr_pollset_wakeup()) and wait on a condition until the waiter has left
- * apr_pollset_poll(), then change the APR set themselves and return.  So
- * every change is made before the call returns, errors come back to the
- * caller, and a descriptor is out of the set before del returns and the
- * application may close it (a change left for the waiter to make later
- * would reach a descriptor closed, or even reused, meanwhile).  The
- * interrupted wait returns what it had, possibly nothing; the core waits
- * again, with the new set.  The waiter never takes the core's lock, so a
- * caller holding it cannot deadlock against the waiter.
- *
- * APR needs an apr_socket_t to watch a descriptor.  One is made per
- * descriptor number, the first time that number is registered, together
- * with the apr_pollfd_t handed to APR (APR_POLLSET_NOCOPY: APR keeps a
- * pointer to it rather than a copy), in this backend's own apr_pool_t, and
- * both are reused for every later registration of that number: nothing is
- * allocated per event or per re-arm.  The apr_socket_t carries no cleanup,
- * so destroying the pool never closes an application's descriptor.
- *
- * APR must be initialised before use.  Each open calls apr_initialize()
- * and each close apr_terminate(); APR counts these calls itself, but not
- * atomically, so they are serialised here.  An application that uses APR
- * itself calls apr_initialize() first, as APR asks, and its count keeps
- * APR alive whatever taxi opens and closes.
+ * Only a thread that holds this backend's lock while nobody is inside
+ * apr_pollset_poll() touches the APR set: add, modify and del interrupt a
+ * wait in progress (APR_POLLSET_WAKEABLE) and make the change themselves
+ * before they return.  No one-shot, one waiter, no live update.  Why
+ * those capabilities, the sockets APR needs, and initialising APR:
+ * docs/backends/apr_pollset.md.
  */
 #include "config.h"
 

@@ -8,42 +8,12 @@
  * part after the colon is the reactor backend (none: the reactor's own
  * choice).
  *
- * How an operation goes (the core submits only the oldest operation of
- * each handle and direction, so a handle has at most one here per
- * direction):
- *   submit   tries the step at once (writes and connects usually succeed
- *            or progress at once; a read is tried at once unless the
- *            handle is already watched for input, in which case the
- *            reactor will say when) and otherwise watches the handle for
- *            the readiness the step needs;
- *   hooks    the reactor's input/output hooks, run inside wait, perform
- *            the step when the handle is ready and list the completion;
- *   wait     returns listed completions; only if there are none does it
- *            run the reactor (taxi_reactor_handle_events) for the timeout.
- * Files (READ_FILE, WRITE_FILE) are never waited for - epoll cannot watch
- * regular files and they are always "ready" - so their pread/pwrite runs at
- * submit.
- *
- * Watching is lazy to save system calls: a handle is registered with the
- * reactor only when an operation first has to wait; input interest stays
- * on after a read completes (the next read usually follows at once, and
- * level-triggered reporting then costs nothing extra), and is dropped
- * only when the reactor reports input nobody asked for; output interest
- * is dropped as soon as the write is done (a writable socket would
- * otherwise be reported on every wait).
- *
- * Locking: `lock` guards the handle table, each handle's operations and
- * interest, and the list of completions.  submit/cancel/attach/detach run
- * under the proactor's lock and take it; wait runs without the proactor's
- * lock, and the hooks it runs take it.  The order is always proactor lock
- * -> this lock -> reactor lock; the reactor never runs a hook with its own
- * lock held, and detach releases this lock before removing a handler
- * (whose close hook takes it).
- *
- * System calls counted: every non-blocking I/O call (backends/nbio.c), and
- * the reactor's waits and wake-up writes (read from taxi_reactor_stats
- * after each wait).  Interest changes on a kernel set (epoll_ctl, kevent:
- * backends with TAXI_CAP_LIVE_UPDATE) count one each.
+ * submit tries the step at once and otherwise watches the handle; the
+ * reactor's hooks, run inside wait, perform the step when the handle is
+ * ready and list the completion; wait returns listed completions and runs
+ * the reactor only when there are none.  Lock order: proactor lock -> this
+ * backend's lock -> reactor lock.  How an operation goes, why watching is
+ * lazy, the locking and the counters: docs/backends/emulated.md.
  */
 #include "config.h"
 

@@ -4,48 +4,12 @@
  * port: every operation is an overlapped call whose completion packet the
  * port queues; wait dequeues packets with GetQueuedCompletionStatusEx.
  *
- * Per operation, the record's backend room (TAXI_OP_BACKEND_SIZE) holds an
- * iocp_op_t: the OVERLAPPED the call was given, the operation it belongs
- * to (a packet carries only the OVERLAPPED's address), and for an accept
- * the new socket and AcceptEx's address buffer.
- *
- * The calls:
- *   ACCEPT         AcceptEx into a socket of the listener's family; on
- *                  completion SO_UPDATE_ACCEPT_CONTEXT (so getpeername and
- *                  shutdown work on it) and GetAcceptExSockaddrs for the
- *                  peer's address;
- *   CONNECT        ConnectEx, which wants a bound socket: bound to the
- *                  wildcard address first unless it already is; on
- *                  completion SO_UPDATE_CONNECT_CONTEXT;
- *   READ / WRITE   WSARecv / WSASend (gathering, up to TAXI_OP_MAX_BUFS);
- *   READ_FILE,
- *   WRITE_FILE     ReadFile / WriteFile at the offset in the OVERLAPPED
- *                  (the file must have been opened with
- *                  FILE_FLAG_OVERLAPPED; ERROR_HANDLE_EOF is end of file);
- *   TRANSMIT_FILE  TransmitFile with the remaining header and the trailer
- *                  as TRANSMIT_FILE_BUFFERS and the file range from the
- *                  OVERLAPPED's offset, all in one call; only the trailer
- *                  left (after a short send): WSASend.
- * A call that fails at once (not ERROR_IO_PENDING) queues no packet: its
- * error is submit()'s result.  One that succeeds at once still queues one
- * (completion-port skipping is not enabled), so every started call yields
- * exactly one completion.
- *
- * The Extension functions (AcceptEx, ConnectEx, GetAcceptExSockaddrs,
- * TransmitFile) are looked up once per process through WSAIoctl, as
- * Microsoft requires of providers other than its own.
- *
- * Threads: several may wait on the port at once (TAXI__PCAP_MULTI_WAIT);
- * the port hands each packet to one of them - the concurrent handle set
- * that lets the L/F pool run many leaders.  wake posts an empty packet;
- * wake(all) posts one per thread waiting.
- *
- * Cancellation: CancelIoEx on the handle and the operation's OVERLAPPED;
- * the aborted call's packet (ERROR_OPERATION_ABORTED) is its completion.
- *
- * Wine: it implements AcceptEx, ConnectEx, TransmitFile and
- * GetQueuedCompletionStatusEx.  Quirks met under it are noted where
- * handled.
+ * Every started call yields exactly one completion (a call that fails at
+ * once queues none, and its error is submit()'s result); several threads
+ * may wait on the port at once (TAXI__PCAP_MULTI_WAIT); cancellation is
+ * CancelIoEx, whose aborted packet is the completion.  The call each
+ * operation makes, the extension functions and wine:
+ * docs/backends/iocp.md.  Quirks met under wine are noted where handled.
  */
 #include "config.h"
 

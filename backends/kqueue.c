@@ -2,60 +2,17 @@
 /*
  * backends/kqueue.c - the BSD and macOS kqueue(2) readiness backend.
  *
- * Written to the kqueue(2) manual pages of FreeBSD and macOS.  Nothing in
- * it is specific to those two, so NetBSD 10 and later (earlier ones declare
- * udata as intptr_t), OpenBSD and DragonFly should serve as well, but it
- * has not been built there.  Each handle is up to two kernel events
- * ("knotes"): one for EVFILT_READ, one for EVFILT_WRITE, both carrying the
- * handle's token in udata.  The kernel keeps the set, so any number of
- * threads may wait in kevent(2) while others change it
- * (TAXI_CAP_MULTI_WAIT, TAXI_CAP_LIVE_UPDATE).
- *
- * The backend also keeps one byte per descriptor saying which knotes it
- * created and how: kevent cannot tell "already registered" (EV_ADD on an
- * existing knote silently modifies it) and the flags a knote was created
- * with cannot be changed later.  That table is read and written only by
- * add, modify and del, which the caller serialises, never by wait.
- *
- * A filter is created (EV_ADD) the first time it is asked for and only
- * disabled (EV_DISABLE) when no longer wanted, so the core's frequent
- * re-arming costs no allocation in the kernel.  Changes are applied with
- * EV_RECEIPT, which makes kevent report the outcome of every change in the
- * event list instead of stopping at the first error and without returning
- * pending events (kqueue(2), EV_RECEIPT; FreeBSD 8, macOS 10.6).  Where
- * EV_RECEIPT is missing, changes are applied one kevent call each.
- *
- * One-shot arming is EV_DISPATCH (FreeBSD 8, macOS 10.6): "disable the
- * event source immediately after delivery", per filter.  Re-arming uses
- * EV_ADD|EV_ENABLE rather than EV_ENABLE alone: EV_ADD on an existing knote
- * runs the filter again, so a condition that still holds (unread data) is
- * reported again, whereas some kernels (NetBSD, OpenBSD, older FreeBSD)
- * re-queue a knote on EV_ENABLE only if it is still marked active.
- * EV_CLEAR (edge triggering) is not used: the core wants level-triggered
- * reports, as from epoll.
- *
- * Quirks handled here, each where it is handled:
- *  - a kqueue is not inherited across fork(2) (kqueue(2)): a child must
- *    not close the number, which may name another file there by now;
- *  - close(2) removes the knotes of a descriptor (kqueue(2)), so del and
- *    modify meet ENOENT/EBADF for handles the application closed first;
- *  - EVFILT_WRITE is refused for vnodes on FreeBSD (kqueue(2)), and some
- *    devices are refused on macOS: EINVAL/ENODEV become TAXI_ENOTSUP;
- *  - EVFILT_READ on a regular file (FreeBSD vnodes) fires only while the
- *    file offset is before the end of the file, unlike poll;
- *  - udata is a pointer, too narrow for the core's 64-bit tokens on 32-bit
- *    systems: open refuses there, and the core falls back to poll.
- *
- * Optional parts (backends/readiness.h): the reactor's wake-up is an
- * EVFILT_USER event where configure found one (TAXI__EXT_WAKEUP), signals
- * are EVFILT_SIGNAL events (TAXI__EXT_SIGNAL), and the socket error EV_EOF
- * carries in fflags goes with the event (TAXI__EXT_EVENT_ERROR).
- *
- * What the core must know: read and write readiness of one handle are
- * separate kernel events.  One wait merges the two into one entry when it
- * gets both, but with several waiters, or with EV_DISPATCH (which disables
- * each filter on its own), one thread may receive TAXI_EV_READ for a handle
- * while another receives TAXI_EV_WRITE for it.
+ * Each handle is up to two knotes (EVFILT_READ, EVFILT_WRITE) carrying its
+ * token in udata; the kernel keeps the set, so any number of threads may
+ * wait while others change it (TAXI_CAP_MULTI_WAIT, TAXI_CAP_LIVE_UPDATE).
+ * Read and write readiness of one handle are separate kernel events: with
+ * several waiters or EV_DISPATCH, one thread may receive TAXI_EV_READ for
+ * a handle while another receives TAXI_EV_WRITE for it.  A byte per
+ * descriptor, touched by add, modify and del only (the caller serialises
+ * them), records which knotes exist and how they were made.  Why filters
+ * are only disabled, EV_RECEIPT, EV_DISPATCH re-armed with EV_ADD, and the
+ * optional parts: docs/backends/kqueue.md.  Quirks (fork, close removing
+ * knotes, refused filters, 32-bit udata) are noted where handled.
  */
 #include "config.h"
 

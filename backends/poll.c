@@ -43,13 +43,10 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stddef.h>
 #include <poll.h>
 #include <stdint.h>
 #include <string.h>
-
-/* Values of poll_state_t.where[fd] other than position + 1. */
-#define POLL_UNKNOWN 0u
-#define POLL_SILENT UINT32_MAX
 
 #define POLL_MIN_CAP 64u
 
@@ -61,7 +58,7 @@
 
 typedef struct poll_state {
   taxi__pollfd_table_t table; /* of struct pollfd; its lock guards `where` */
-  uint32_t *where; /* [where_cap] by descriptor: POLL_* or index + 1 */
+  uint32_t *where; /* [where_cap] by descriptor: TAXI__POLLFD_* or index + 1 */
   size_t where_cap;
 } poll_state_t;
 
@@ -93,7 +90,7 @@ static unsigned poll_events_out(const void *entry) {
   return ev;
 }
 
-/* Make where[fd] addressable; new rows are POLL_UNKNOWN. */
+/* Make where[fd] addressable; new rows are TAXI__POLLFD_UNKNOWN. */
 static int poll_where_reserve(poll_state_t *s, taxi_handle_t fd) {
   size_t need = (size_t)fd + 1;
   size_t cap = s->where_cap ? s->where_cap : POLL_MIN_CAP;
@@ -111,27 +108,35 @@ static int poll_where_reserve(poll_state_t *s, taxi_handle_t fd) {
   return 0;
 }
 
-static uint32_t poll_where(const poll_state_t *s, taxi_handle_t fd) {
-  return (size_t)fd < s->where_cap ? s->where[fd] : POLL_UNKNOWN;
+/* The table's taxi__pollfd_ops_t: places in `where`, struct pollfd. */
+static uint32_t poll_where_get(void *ctx, taxi_handle_t fd) {
+  const poll_state_t *s = ctx;
+  return (size_t)fd < s->where_cap ? s->where[fd] : TAXI__POLLFD_UNKNOWN;
 }
 
-static int poll_append(poll_state_t *s, taxi_handle_t fd, uint64_t token,
-                       unsigned events) {
-  struct pollfd *p = taxi__pollfd_table_append(&s->table, token);
-  if (!p) return TAXI_ENOMEM;
-  p->fd = fd;
-  p->events = poll_mask(events);
-  s->where[fd] = (uint32_t)s->table.live.count;
-  return 0;
+static int poll_where_set(void *ctx, taxi_handle_t fd, uint32_t where) {
+  poll_state_t *s = ctx;
+  int rc = poll_where_reserve(s, fd);
+  if (rc == 0) s->where[fd] = where;
+  return rc;
 }
 
-/* Remove entry i; the last one moves into its place. */
-static void poll_remove_at(poll_state_t *s, size_t i) {
-  if (taxi__pollfd_table_remove_at(&s->table, i)) {
-    const struct pollfd *moved = taxi__pollfd_table_entry(&s->table, i);
-    s->where[moved->fd] = (uint32_t)(i + 1);
-  }
+static void poll_fill(void *entry, taxi_handle_t fd) {
+  ((struct pollfd *)entry)->fd = fd;
 }
+
+static taxi_handle_t poll_handle_of(const void *entry) {
+  return ((const struct pollfd *)entry)->fd;
+}
+
+static const taxi__pollfd_ops_t poll_table_ops = {
+    .where_get = poll_where_get,
+    .where_set = poll_where_set,
+    .fill = poll_fill,
+    .handle_of = poll_handle_of,
+    .mask = poll_mask,
+    .events_offset = offsetof(struct pollfd, events),
+};
 
 /* Checks common to add and modify, made before taking the lock.  Only a
  * handle being added (`is_new`) is checked for being open: a known one is
@@ -150,7 +155,8 @@ static int poll_open(void **state) {
   poll_state_t *s = taxi__calloc(1, sizeof *s);
   int rc;
   if (!s) return TAXI_ENOMEM;
-  rc = taxi__pollfd_table_init(&s->table, sizeof(struct pollfd));
+  rc = taxi__pollfd_table_init(&s->table, sizeof(struct pollfd),
+                               &poll_table_ops, s);
   if (rc < 0) {
     taxi__free(s);
     return rc;
@@ -174,78 +180,31 @@ static int poll_add(void *state, taxi_handle_t h, uint64_t token,
    * has just made is open. */
   int rc = poll_check(h, events, !(flags & TAXI__ARM_OPEN));
   if (rc < 0) return rc;
-  taxi__mutex_lock(&s->table.lock);
-  if (poll_where(s, h) != POLL_UNKNOWN) {
-    rc = TAXI_EEXIST;
-  } else if ((rc = poll_where_reserve(s, h)) == 0) {
-    if (events) {
-      rc = poll_append(s, h, token, events);
-    } else {
-      s->where[h] = POLL_SILENT;
-    }
-  }
-  taxi__mutex_unlock(&s->table.lock);
-  return rc;
+  return taxi__pollfd_table_add(&s->table, h, token, events);
 }
 
 static int poll_modify(void *state, taxi_handle_t h, uint64_t token,
                        unsigned events, unsigned flags) {
   poll_state_t *s = state;
-  uint32_t w;
   int rc = poll_check(h, events, false);
   (void)flags;
   if (rc < 0) return rc;
-  taxi__mutex_lock(&s->table.lock);
-  w = poll_where(s, h);
-  if (w == POLL_UNKNOWN) {
-    rc = TAXI_ENOENT;
-  } else if (w == POLL_SILENT) {
-    if (events) rc = poll_append(s, h, token, events);
-  } else if (!events) {
-    poll_remove_at(s, w - 1);
-    s->where[h] = POLL_SILENT;
-  } else {
-    taxi__pollfd_table_t *t = &s->table;
-    struct pollfd *p = taxi__pollfd_table_entry(t, w - 1);
-    short mask = poll_mask(events);
-    /* The core re-arms handles often; an unchanged entry must not cost
-     * the waiter a fresh snapshot. */
-    if (p->events != mask || t->live.tokens[w - 1] != token) {
-      p->events = mask;
-      t->live.tokens[w - 1] = token;
-      t->generation++;
-    }
-  }
-  taxi__mutex_unlock(&s->table.lock);
-  return rc;
+  return taxi__pollfd_table_modify(&s->table, h, token, events);
 }
 
 static int poll_del(void *state, taxi_handle_t h) {
   poll_state_t *s = state;
-  uint32_t w;
-  int rc = 0;
   if (h < 0) return TAXI_ENOENT;
   /* No handle check: a handle the application closed first is simply
    * forgotten. */
-  taxi__mutex_lock(&s->table.lock);
-  w = poll_where(s, h);
-  if (w == POLL_UNKNOWN) {
-    rc = TAXI_ENOENT;
-  } else {
-    if (w != POLL_SILENT) poll_remove_at(s, w - 1);
-    s->where[h] = POLL_UNKNOWN;
-  }
-  taxi__mutex_unlock(&s->table.lock);
-  return rc;
+  return taxi__pollfd_table_del(&s->table, h);
 }
 
 static int poll_wait(void *state, taxi__ready_t *out, size_t max,
                      int timeout_ms) {
   poll_state_t *s = state;
   int n, rc;
-  if (!out || max == 0) return TAXI_EINVAL;
-  if (max > INT_MAX) max = INT_MAX;
-  rc = taxi__pollfd_table_refresh(&s->table);
+  rc = taxi__pollfd_table_wait_start(&s->table, out, &max);
   if (rc < 0) return rc;
   if (timeout_ms < 0) timeout_ms = -1;
   n = poll(s->table.snap.fds, (nfds_t)s->table.snap.count, timeout_ms);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * backends/pollfd_table.c - the packed entry array with its snapshot
- * shared by the poll and WSAPoll backends (see backends/pollfd_table.h).
+ * backends/pollfd_table.c - the packed entry array with its snapshot, and
+ * the changes to the set by handle, shared by the poll and WSAPoll
+ * backends (see backends/pollfd_table.h).
  */
 #include "config.h"
 
@@ -9,6 +10,7 @@
 
 #include "core/common/alloc.h"
 
+#include <limits.h>
 #include <string.h>
 
 #define PT_MIN_CAP 64u
@@ -43,12 +45,15 @@ static void *pt_at(const taxi__pollfd_set_t *set, size_t i, size_t entry) {
   return (char *)set->fds + i * entry;
 }
 
-int taxi__pollfd_table_init(taxi__pollfd_table_t *t, size_t entry_size) {
+int taxi__pollfd_table_init(taxi__pollfd_table_t *t, size_t entry_size,
+                            const taxi__pollfd_ops_t *ops, void *ctx) {
   int rc;
   memset(t, 0, sizeof *t);
   rc = taxi__mutex_init(&t->lock);
   if (rc < 0) return rc;
   t->entry_size = entry_size;
+  t->ops = ops;
+  t->ctx = ctx;
   t->generation = 1; /* the empty snapshot (generation 0) is out of date */
   return 0;
 }
@@ -90,6 +95,91 @@ bool taxi__pollfd_table_remove_at(taxi__pollfd_table_t *t, size_t i) {
   return moved;
 }
 
+/* The events mask of entry `entry`. */
+static short *pt_events(const taxi__pollfd_table_t *t, void *entry) {
+  return (short *)(void *)((char *)entry + t->ops->events_offset);
+}
+
+/* An entry for h watched for `events` (lock held). */
+static int pt_append(taxi__pollfd_table_t *t, taxi_handle_t h, uint64_t token,
+                     unsigned events) {
+  void *entry = taxi__pollfd_table_append(t, token);
+  int rc;
+  if (!entry) return TAXI_ENOMEM;
+  rc = t->ops->where_set(t->ctx, h, (uint32_t)t->live.count);
+  if (rc < 0) {
+    (void)taxi__pollfd_table_remove_at(t, t->live.count - 1); /* the last */
+    return rc;
+  }
+  t->ops->fill(entry, h);
+  *pt_events(t, entry) = t->ops->mask(events);
+  return 0;
+}
+
+/* Remove entry i; the last one moves into its place (lock held).  Its new
+ * place replaces a known handle's, which needs no memory. */
+static void pt_remove(taxi__pollfd_table_t *t, size_t i) {
+  if (taxi__pollfd_table_remove_at(t, i)) {
+    const void *moved = taxi__pollfd_table_entry(t, i);
+    (void)t->ops->where_set(t->ctx, t->ops->handle_of(moved),
+                            (uint32_t)(i + 1));
+  }
+}
+
+int taxi__pollfd_table_add(taxi__pollfd_table_t *t, taxi_handle_t h,
+                           uint64_t token, unsigned events) {
+  int rc;
+  taxi__mutex_lock(&t->lock);
+  if (t->ops->where_get(t->ctx, h) != TAXI__POLLFD_UNKNOWN)
+    rc = TAXI_EEXIST;
+  else if (events)
+    rc = pt_append(t, h, token, events);
+  else
+    rc = t->ops->where_set(t->ctx, h, TAXI__POLLFD_SILENT);
+  taxi__mutex_unlock(&t->lock);
+  return rc;
+}
+
+/* modify, and del (`forget`: no events, and h leaves the set). */
+static int pt_change(taxi__pollfd_table_t *t, taxi_handle_t h, uint64_t token,
+                     unsigned events, bool forget) {
+  const uint32_t idle = forget ? TAXI__POLLFD_UNKNOWN : TAXI__POLLFD_SILENT;
+  int rc = 0;
+  uint32_t w;
+  taxi__mutex_lock(&t->lock);
+  w = t->ops->where_get(t->ctx, h);
+  if (w == TAXI__POLLFD_UNKNOWN) {
+    rc = TAXI_ENOENT;
+  } else if (w == TAXI__POLLFD_SILENT) {
+    if (events)
+      rc = pt_append(t, h, token, events);
+    else if (forget)
+      (void)t->ops->where_set(t->ctx, h, idle);
+  } else if (!events) {
+    pt_remove(t, w - 1);
+    (void)t->ops->where_set(t->ctx, h, idle);
+  } else {
+    short *mask = pt_events(t, taxi__pollfd_table_entry(t, w - 1));
+    short want = t->ops->mask(events);
+    if (*mask != want || t->live.tokens[w - 1] != token) {
+      *mask = want;
+      t->live.tokens[w - 1] = token;
+      t->generation++;
+    }
+  }
+  taxi__mutex_unlock(&t->lock);
+  return rc;
+}
+
+int taxi__pollfd_table_modify(taxi__pollfd_table_t *t, taxi_handle_t h,
+                              uint64_t token, unsigned events) {
+  return pt_change(t, h, token, events, false);
+}
+
+int taxi__pollfd_table_del(taxi__pollfd_table_t *t, taxi_handle_t h) {
+  return pt_change(t, h, 0, 0, true);
+}
+
 int taxi__pollfd_table_refresh(taxi__pollfd_table_t *t) {
   int rc = 0;
   taxi__mutex_lock(&t->lock);
@@ -107,6 +197,13 @@ int taxi__pollfd_table_refresh(taxi__pollfd_table_t *t) {
   }
   taxi__mutex_unlock(&t->lock);
   return rc;
+}
+
+int taxi__pollfd_table_wait_start(taxi__pollfd_table_t *t,
+                                  const taxi__ready_t *out, size_t *max) {
+  if (!out || *max == 0) return TAXI_EINVAL;
+  if (*max > INT_MAX) *max = INT_MAX; /* the count comes back as an int */
+  return taxi__pollfd_table_refresh(t);
 }
 
 int taxi__pollfd_table_collect(taxi__pollfd_table_t *t, int nready,

@@ -12,9 +12,9 @@
  * a time (the backends do not claim TAXI_CAP_MULTI_WAIT), so the snapshot
  * needs no lock of its own.
  *
- * Where each handle sits (descriptor-indexed on POSIX, a hash map of
- * SOCKETs on Windows) and how an entry's fields are filled are the
- * backend's.
+ * The changes by handle (add, modify, del) are made here too; where each
+ * handle sits (descriptor-indexed on POSIX, a hash map of SOCKETs on
+ * Windows) and an entry's fields are the backend's (taxi__pollfd_ops_t).
  */
 #ifndef TAXI_BACKENDS_POLLFD_TABLE_H
 #define TAXI_BACKENDS_POLLFD_TABLE_H
@@ -27,6 +27,31 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* A handle's place in the set (taxi__pollfd_ops_t.where_get), when it is
+ * not its entry's position + 1. */
+#define TAXI__POLLFD_UNKNOWN 0u /* not in the set */
+#define TAXI__POLLFD_SILENT \
+  UINT32_MAX /* in it, watched for nothing: no entry */
+
+/* What the table asks of its backend to change the set by handle: where
+ * each handle's entry sits, and the fields of an entry.  Called with the
+ * table's lock held. */
+typedef struct taxi__pollfd_ops {
+  /* h's place: TAXI__POLLFD_UNKNOWN, TAXI__POLLFD_SILENT, or position + 1. */
+  uint32_t (*where_get)(void *ctx, taxi_handle_t h);
+  /* Record h's place (TAXI__POLLFD_UNKNOWN: forget h).  0, or TAXI_ENOMEM
+   * when memory ran out for a handle not yet known (nothing changed then);
+   * a known handle's place is changed without allocating. */
+  int (*where_set)(void *ctx, taxi_handle_t h, uint32_t where);
+  /* Name h in a new entry (zeroed; its events are the table's). */
+  void (*fill)(void *entry, taxi_handle_t h);
+  /* The handle an entry names. */
+  taxi_handle_t (*handle_of)(const void *entry);
+  /* The system's poll mask for TAXI_EV_* interest. */
+  short (*mask)(unsigned events);
+  size_t events_offset; /* of the entry's events mask (a short) */
+} taxi__pollfd_ops_t;
+
 /* Entries and their tokens, index for index. */
 typedef struct taxi__pollfd_set {
   void *fds;        /* [cap] entries of the table's entry size */
@@ -36,6 +61,8 @@ typedef struct taxi__pollfd_set {
 
 typedef struct taxi__pollfd_table {
   size_t entry_size;
+  const taxi__pollfd_ops_t *ops;
+  void *ctx; /* the backend's, for ops */
   taxi__mutex_t lock;
 
   /* Under `lock`. */
@@ -48,9 +75,11 @@ typedef struct taxi__pollfd_table {
   size_t resume; /* where the next scan of the results starts */
 } taxi__pollfd_table_t;
 
-/* Empty table of entries `entry_size` bytes long.  0 or the mutex's
- * error; destroy only after success. */
-int taxi__pollfd_table_init(taxi__pollfd_table_t *t, size_t entry_size);
+/* Empty table of entries `entry_size` bytes long, whose handles' places
+ * `ops` keeps with `ctx`.  0 or the mutex's error; destroy only after
+ * success. */
+int taxi__pollfd_table_init(taxi__pollfd_table_t *t, size_t entry_size,
+                            const taxi__pollfd_ops_t *ops, void *ctx);
 void taxi__pollfd_table_destroy(taxi__pollfd_table_t *t);
 
 /* Under `lock`: append an entry for `token` and return it, for the
@@ -65,6 +94,25 @@ void *taxi__pollfd_table_entry(taxi__pollfd_table_t *t, size_t i);
  * place.  Returns true when an entry moved (the backend then records that
  * the entry now at `i` sits there).  Bumps the generation. */
 bool taxi__pollfd_table_remove_at(taxi__pollfd_table_t *t, size_t i);
+
+/* add, modify and del of backends/readiness.h, once the backend has
+ * checked h and events: take `lock`, change the set, and keep the places
+ * through ops.  add: TAXI_EEXIST when h is in the set; modify and del:
+ * TAXI_ENOENT when it is not; TAXI_ENOMEM.  A handle watched for nothing
+ * has no entry (TAXI__POLLFD_SILENT).  modify leaves an unchanged entry
+ * alone: the core re-arms handles often, and that must not cost the
+ * waiter a fresh snapshot. */
+int taxi__pollfd_table_add(taxi__pollfd_table_t *t, taxi_handle_t h,
+                           uint64_t token, unsigned events);
+int taxi__pollfd_table_modify(taxi__pollfd_table_t *t, taxi_handle_t h,
+                              uint64_t token, unsigned events);
+int taxi__pollfd_table_del(taxi__pollfd_table_t *t, taxi_handle_t h);
+
+/* Waiting thread, at the start of a wait into out[0..*max): TAXI_EINVAL
+ * for no room, else *max capped at what a poll call can report and the
+ * snapshot brought up to date (taxi__pollfd_table_refresh). */
+int taxi__pollfd_table_wait_start(taxi__pollfd_table_t *t,
+                                  const taxi__ready_t *out, size_t *max);
 
 /* Waiting thread: bring the snapshot up to date (takes `lock`).
  * Allocates only when the set has grown beyond every earlier snapshot;

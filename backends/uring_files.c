@@ -3,7 +3,7 @@
  * backends/uring_files.c - the io_uring backend's table of registered
  * files: the slots, which handle holds which, and the FILES_UPDATE
  * requests that install and empty them (see backends/uring_files.h, and
- * "Registered files" in backends/uring.c).
+ * "Registered files" in docs/backends/uring.md).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE 1 /* syscall(2) */

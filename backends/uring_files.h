@@ -2,7 +2,7 @@
 /*
  * backends/uring_files.h - the io_uring backend's table of registered
  * files (private to backends/uring*.c; see "Registered files" in
- * backends/uring.c for why and when a handle gets a slot).
+ * docs/backends/uring.md for why and when a handle gets a slot).
  *
  * The table is registered once, sparse, when the ring is made.  Every
  * attached handle has an entry here, keyed by its descriptor number; for

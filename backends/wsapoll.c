@@ -51,18 +51,16 @@
 #include "ports/win32/win32_impl.h"
 
 #include <limits.h>
+#include <stddef.h>
 #include <string.h>
-
-/* handle map values other than position + 1 */
-#define WP_SILENT UINT32_MAX
 
 typedef struct wp_state {
   taxi__pollfd_table_t table; /* of WSAPOLLFD; its lock guards `where` */
-  taxi__handle_map_t where;   /* socket -> WP_SILENT or position + 1 */
+  taxi__handle_map_t where; /* socket -> TAXI__POLLFD_SILENT or position + 1 */
 } wp_state_t;
 
-static SHORT wp_mask(unsigned events) {
-  SHORT mask = 0;
+static short wp_mask(unsigned events) {
+  short mask = 0;
   if (events & TAXI_EV_READ) mask |= POLLRDNORM;
   if (events & TAXI_EV_WRITE) mask |= POLLWRNORM;
   return mask;
@@ -83,36 +81,37 @@ static unsigned wp_events_out(const void *entry) {
   return ev;
 }
 
-/* Point the map entry of `sock` at `value` (present or not). */
-static int wp_where_set(wp_state_t *s, SOCKET sock, uint32_t value) {
-  (void)taxi__handle_map_del(&s->where, (taxi_handle_t)sock);
-  return taxi__handle_map_put(&s->where, (taxi_handle_t)sock, value);
+/* The table's taxi__pollfd_ops_t: places in the map `where`, WSAPOLLFD. */
+static uint32_t wp_where_get(void *ctx, taxi_handle_t h) {
+  wp_state_t *s = ctx;
+  uint32_t w;
+  return taxi__handle_map_get(&s->where, h, &w) == 0 ? w : TAXI__POLLFD_UNKNOWN;
 }
 
-static int wp_append(wp_state_t *s, SOCKET sock, uint64_t token,
-                     unsigned events) {
-  taxi__pollfd_table_t *t = &s->table;
-  WSAPOLLFD *p = taxi__pollfd_table_append(t, token);
-  int rc;
-  if (!p) return TAXI_ENOMEM;
-  rc = wp_where_set(s, sock, (uint32_t)t->live.count);
-  if (rc < 0) {
-    (void)taxi__pollfd_table_remove_at(t, t->live.count - 1); /* the last */
-    return rc;
-  }
-  p->fd = sock;
-  p->events = wp_mask(events);
-  return 0;
+/* The map update replaces a present key's value, which needs no memory. */
+static int wp_where_set(void *ctx, taxi_handle_t h, uint32_t where) {
+  wp_state_t *s = ctx;
+  (void)taxi__handle_map_del(&s->where, h);
+  if (where == TAXI__POLLFD_UNKNOWN) return 0;
+  return taxi__handle_map_put(&s->where, h, where);
 }
 
-/* Remove entry i; the last one moves into its place.  The map update
- * replaces a present key's value, which needs no memory. */
-static void wp_remove_at(wp_state_t *s, size_t i) {
-  if (taxi__pollfd_table_remove_at(&s->table, i)) {
-    const WSAPOLLFD *moved = taxi__pollfd_table_entry(&s->table, i);
-    (void)wp_where_set(s, moved->fd, (uint32_t)(i + 1));
-  }
+static void wp_fill(void *entry, taxi_handle_t h) {
+  ((WSAPOLLFD *)entry)->fd = (SOCKET)h;
 }
+
+static taxi_handle_t wp_handle_of(const void *entry) {
+  return (taxi_handle_t)((const WSAPOLLFD *)entry)->fd;
+}
+
+static const taxi__pollfd_ops_t wp_table_ops = {
+    .where_get = wp_where_get,
+    .where_set = wp_where_set,
+    .fill = wp_fill,
+    .handle_of = wp_handle_of,
+    .mask = wp_mask,
+    .events_offset = offsetof(WSAPOLLFD, events),
+};
 
 static int wp_check(taxi_handle_t h, unsigned events) {
   if (h == TAXI_INVALID_HANDLE) return TAXI_EBADF;
@@ -126,7 +125,7 @@ static int wp_open(void **state) {
   if (rc < 0) return rc;
   wp_state_t *s = taxi__calloc(1, sizeof *s);
   if (!s) return TAXI_ENOMEM;
-  rc = taxi__pollfd_table_init(&s->table, sizeof(WSAPOLLFD));
+  rc = taxi__pollfd_table_init(&s->table, sizeof(WSAPOLLFD), &wp_table_ops, s);
   if (rc < 0) {
     taxi__free(s);
     return rc;
@@ -147,67 +146,27 @@ static void wp_close(void *state) {
 static int wp_add(void *state, taxi_handle_t h, uint64_t token, unsigned events,
                   unsigned flags) {
   wp_state_t *s = state;
-  uint32_t w;
   int rc = wp_check(h, events);
   (void)flags; /* no one-shot arming (no TAXI_CAP_ONESHOT) */
   if (rc < 0) return rc;
   rc = taxi__handle_check(h);
   if (rc < 0) return rc;
   if (!taxi__is_socket(h)) return TAXI_ENOTSUP;
-  taxi__mutex_lock(&s->table.lock);
-  if (taxi__handle_map_get(&s->where, h, &w) == 0) {
-    rc = TAXI_EEXIST;
-  } else if (events) {
-    rc = wp_append(s, (SOCKET)h, token, events);
-  } else {
-    rc = taxi__handle_map_put(&s->where, h, WP_SILENT);
-  }
-  taxi__mutex_unlock(&s->table.lock);
-  return rc;
+  return taxi__pollfd_table_add(&s->table, h, token, events);
 }
 
 static int wp_modify(void *state, taxi_handle_t h, uint64_t token,
                      unsigned events, unsigned flags) {
   wp_state_t *s = state;
-  uint32_t w;
   int rc = wp_check(h, events);
   (void)flags;
   if (rc < 0) return rc;
-  taxi__mutex_lock(&s->table.lock);
-  if (taxi__handle_map_get(&s->where, h, &w) < 0) {
-    rc = TAXI_ENOENT;
-  } else if (w == WP_SILENT) {
-    if (events) rc = wp_append(s, (SOCKET)h, token, events);
-  } else if (!events) {
-    wp_remove_at(s, w - 1);
-    (void)wp_where_set(s, (SOCKET)h, WP_SILENT);
-  } else {
-    taxi__pollfd_table_t *t = &s->table;
-    WSAPOLLFD *p = taxi__pollfd_table_entry(t, w - 1);
-    SHORT mask = wp_mask(events);
-    if (p->events != mask || t->live.tokens[w - 1] != token) {
-      p->events = mask;
-      t->live.tokens[w - 1] = token;
-      t->generation++;
-    }
-  }
-  taxi__mutex_unlock(&s->table.lock);
-  return rc;
+  return taxi__pollfd_table_modify(&s->table, h, token, events);
 }
 
 static int wp_del(void *state, taxi_handle_t h) {
   wp_state_t *s = state;
-  uint32_t w;
-  int rc = 0;
-  taxi__mutex_lock(&s->table.lock);
-  if (taxi__handle_map_get(&s->where, h, &w) < 0) {
-    rc = TAXI_ENOENT;
-  } else {
-    if (w != WP_SILENT) wp_remove_at(s, w - 1);
-    (void)taxi__handle_map_del(&s->where, h);
-  }
-  taxi__mutex_unlock(&s->table.lock);
-  return rc;
+  return taxi__pollfd_table_del(&s->table, h);
 }
 
 /* The call failed: if a socket of the snapshot has been closed since the
@@ -236,9 +195,7 @@ static int wp_wait(void *state, taxi__ready_t *out, size_t max,
                    int timeout_ms) {
   wp_state_t *s = state;
   int n, rc;
-  if (!out || max == 0) return TAXI_EINVAL;
-  if (max > INT_MAX) max = INT_MAX;
-  rc = taxi__pollfd_table_refresh(&s->table);
+  rc = taxi__pollfd_table_wait_start(&s->table, out, &max);
   if (rc < 0) return rc;
   if (s->table.snap.count == 0) {
     /* See select_win32.c: an empty set cannot be waited on. */

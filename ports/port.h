@@ -33,7 +33,15 @@ int taxi__error_from_os(int os_error);
 /* The calling thread's last OS error (errno or its Windows equivalent),
  * mapped and recorded as above. */
 int taxi__last_error(void);
+/* Record os_error for taxi_last_os_error() in this thread.  The record,
+ * taxi__error_from_os(), taxi__last_error() and this one are one file for
+ * every system (ports/os_error.c); the mapping is each port's
+ * (ports/posix/error.c, ports/win32/error.c).  Async-signal-safe on
+ * POSIX. */
 void taxi__set_os_error(int os_error);
+/* The TAXI_E* code of an OS error number (errno, or a Win32 or Winsock
+ * code), recording nothing: TAXI_ESYS for one it does not know. */
+int taxi__map_os_error(int os_error);
 
 /* ---- threads ----------------------------------------------------------- */
 

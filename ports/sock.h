@@ -3,8 +3,10 @@
  * ports/sock.h - the socket calls of the stream layer (core/io*.c,
  * core/stream*.c, core/stream/listener.c): socket addresses, listening,
  * connecting, accepting, non-blocking transfers and socket options.
- * One implementation per operating system family: ports/posix/sock.c,
- * ports/win32/sock.c.
+ * What is alike on every system is one file both ports compile (the
+ * addresses: ports/sockaddr.c; the errors of sockets: ports/sockerr.c);
+ * the rest is one implementation per operating system family:
+ * ports/posix/sock.c, ports/win32/sock.c.
  *
  * Conventions as in ports/port.h: 0 (or a byte count) on success, a
  * negative TAXI_E* code on failure, the OS error recorded first.  Every
@@ -38,6 +40,9 @@ int taxi__sockaddr_format(const taxi_addr_t *a, char *buf, size_t cap);
 unsigned taxi__sockaddr_port(const taxi_addr_t *a);
 /* Fill *out from a struct sockaddr of len bytes (as the system gave it). */
 void taxi__sockaddr_set(taxi_addr_t *out, const void *sa, unsigned len);
+/* The AF_* family of a socket for `a`, or -1 where the system has none
+ * (an address of no family; a Unix-domain one on Windows). */
+int taxi__sockaddr_family(const taxi_addr_t *a);
 
 /* Set the port of an IPv4 or IPv6 address (others are left alone). */
 void taxi__sockaddr_set_port(taxi_addr_t *a, unsigned port);
@@ -77,6 +82,9 @@ int taxi__sock_connect(taxi_handle_t s, const taxi_addr_t *a);
 /* Once a connect in progress is over: 0 when connected, else its error
  * (TAXI_ECONNREFUSED, TAXI_ETIMEDOUT, ...). */
 int taxi__sock_connect_result(taxi_handle_t s);
+/* The TAXI_E* code of a connect that failed with OS error os_error,
+ * recorded: an unreachable network or host counts as TAXI_ECONNREFUSED. */
+int taxi__sock_connect_error(int os_error);
 /* The error pending on s (SO_ERROR), which reading clears: 0 in *err when
  * none or when s is not a socket, else its TAXI_E* code (TAXI_ECONNRESET,
  * TAXI_ECONNREFUSED, ...).  Returns 0, or the error of asking. */
@@ -90,6 +98,8 @@ int taxi__sock_accept(taxi_handle_t listener, taxi_handle_t *out,
  * is a socket that is not listening, TAXI_EBADF if it is not an open
  * socket. */
 int taxi__sock_listening(taxi_handle_t s);
+/* The address s is bound to, and the one it is connected to: 0, or the
+ * error of asking (TAXI_EBADF, ...). */
 int taxi__sock_local_addr(taxi_handle_t s, taxi_addr_t *out);
 int taxi__sock_peer_addr(taxi_handle_t s, taxi_addr_t *out);
 

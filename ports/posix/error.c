@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * ports/posix/error.c - errno to TAXI_E* mapping and the per-thread record
- * behind taxi_last_os_error().
+ * ports/posix/error.c - errno to TAXI_E* mapping (the per-thread record
+ * behind taxi_last_os_error() is ports/os_error.c).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE 1 /* POSIX errno values under -std=c11 */
@@ -12,29 +12,10 @@
 
 #include <errno.h>
 
-/*
- * The recorded error is read and written from ordinary code only, but
- * taxi__wakeup_signal() may record one from a signal handler.  With the
- * default (general-dynamic) TLS model of a shared library the first access
- * in a thread may call into the dynamic loader, which can allocate: not
- * async-signal-safe.  initial-exec places the variable in the static TLS
- * block, so every access is a plain load or store.  The price is 4 bytes of
- * glibc's static TLS surplus when the library is dlopen()ed, which is what
- * the surplus exists for.  Mach-O has no such model; there only the
- * wake-up's error path (a closed channel, i.e. misuse) touches it.
- */
-#if defined(__ELF__) && (defined(__GNUC__) || defined(__clang__))
-#define TAXI__TLS_SIGNAL_SAFE __attribute__((tls_model("initial-exec")))
-#else
-#define TAXI__TLS_SIGNAL_SAFE
-#endif
-
-static _Thread_local int last_os_error TAXI__TLS_SIGNAL_SAFE;
-
 /* Written as one switch; the values that are aliases on some systems
  * (EWOULDBLOCK == EAGAIN and ENOTSUP == EOPNOTSUPP on Linux, distinct on
  * others) are added only where they differ, to keep the cases unique. */
-static int map_errno(int e) {
+int taxi__map_os_error(int e) {
   switch (e) {
     case EINVAL:
       return TAXI_EINVAL;
@@ -82,14 +63,3 @@ static int map_errno(int e) {
       return TAXI_ESYS;
   }
 }
-
-int taxi__error_from_os(int os_error) {
-  last_os_error = os_error;
-  return map_errno(os_error);
-}
-
-int taxi__last_error(void) { return taxi__error_from_os(errno); }
-
-void taxi__set_os_error(int os_error) { last_os_error = os_error; }
-
-TAXI_EXTERN int taxi_last_os_error(void) { return last_os_error; }

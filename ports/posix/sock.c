@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ports/posix/sock.c - the stream layer's socket calls on POSIX systems
- * (see ports/sock.h).
+ * (see ports/sock.h).  The addresses are in ports/sockaddr.c, shared with
+ * Windows.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE 1 /* accept4(), SOCK_NONBLOCK, MSG_NOSIGNAL, sendfile */
@@ -31,164 +32,8 @@
 #define SEND_FLAGS 0 /* SO_NOSIGPIPE is set on every socket instead */
 #endif
 
-_Static_assert(sizeof(struct sockaddr_storage) <=
-                   sizeof(((taxi_addr_t *)0)->sa.bytes),
-               "taxi_addr_t holds any socket address");
-
-/* ---- addresses ------------------------------------------------------------
- */
-
-int taxi__sockaddr_ip(taxi_addr_t *out, bool v6, const char *host, size_t hlen,
-                      unsigned port) {
-  char text[INET6_ADDRSTRLEN + 1];
-  if (port > 65535) return TAXI_EBADADDR;
-  if (host && (hlen == 0 || hlen >= sizeof text)) return TAXI_EBADADDR;
-  if (host) {
-    memcpy(text, host, hlen);
-    text[hlen] = '\0';
-  }
-  memset(out, 0, sizeof *out);
-  if (v6) {
-    struct sockaddr_in6 *a = (struct sockaddr_in6 *)(void *)out->sa.bytes;
-    a->sin6_family = AF_INET6;
-    a->sin6_port = htons((uint16_t)port);
-    a->sin6_addr = in6addr_any;
-    if (host && inet_pton(AF_INET6, text, &a->sin6_addr) != 1)
-      return TAXI_EBADADDR;
-    out->family = TAXI_ADDR_IPV6;
-    out->len = sizeof *a;
-  } else {
-    struct sockaddr_in *a = (struct sockaddr_in *)(void *)out->sa.bytes;
-    a->sin_family = AF_INET;
-    a->sin_port = htons((uint16_t)port);
-    a->sin_addr.s_addr = htonl(INADDR_ANY);
-    if (host && inet_pton(AF_INET, text, &a->sin_addr) != 1)
-      return TAXI_EBADADDR;
-    out->family = TAXI_ADDR_IPV4;
-    out->len = sizeof *a;
-  }
-  return 0;
-}
-
-int taxi__sockaddr_unix(taxi_addr_t *out, const char *path, size_t len) {
-  struct sockaddr_un *a = (struct sockaddr_un *)(void *)out->sa.bytes;
-  if (len == 0 || (path[0] == '@' && len == 1)) return TAXI_EBADADDR;
-  /* Room for the terminating zero the kernel does not need but other
-   * programs reading the name expect. */
-  if (len >= sizeof a->sun_path) return TAXI_EBADADDR;
-  if (memchr(path, '\0', len)) return TAXI_EBADADDR;
-  memset(out, 0, sizeof *out);
-  a->sun_family = AF_UNIX;
-  memcpy(a->sun_path, path, len);
-  out->family = TAXI_ADDR_UNIX;
-  out->len = (unsigned)(offsetof(struct sockaddr_un, sun_path) + len + 1);
-  if (path[0] == '@') {
-#if defined(__linux__)
-    /* Linux's abstract namespace: a leading zero byte, and the length says
-     * where the name ends (no terminating zero). */
-    a->sun_path[0] = '\0';
-    out->len = (unsigned)(offsetof(struct sockaddr_un, sun_path) + len);
-#else
-    return TAXI_ENOTSUP;
-#endif
-  }
-  return 0;
-}
-
-int taxi__sockaddr_format(const taxi_addr_t *a, char *buf, size_t cap) {
-  char host[INET6_ADDRSTRLEN];
-  int n = -1;
-  switch (a->family) {
-    case TAXI_ADDR_IPV4: {
-      const struct sockaddr_in *in =
-          (const struct sockaddr_in *)(const void *)a->sa.bytes;
-      if (!inet_ntop(AF_INET, &in->sin_addr, host, sizeof host))
-        return TAXI_EINVAL;
-      n = snprintf(buf, cap, "%s:%u", host, (unsigned)ntohs(in->sin_port));
-      break;
-    }
-    case TAXI_ADDR_IPV6: {
-      const struct sockaddr_in6 *in =
-          (const struct sockaddr_in6 *)(const void *)a->sa.bytes;
-      if (!inet_ntop(AF_INET6, &in->sin6_addr, host, sizeof host))
-        return TAXI_EINVAL;
-      n = snprintf(buf, cap, "[%s]:%u", host, (unsigned)ntohs(in->sin6_port));
-      break;
-    }
-    case TAXI_ADDR_UNIX: {
-      const struct sockaddr_un *un =
-          (const struct sockaddr_un *)(const void *)a->sa.bytes;
-      size_t off = offsetof(struct sockaddr_un, sun_path);
-      size_t len = a->len > off ? a->len - off : 0;
-      if (len > sizeof un->sun_path) len = sizeof un->sun_path;
-      if (len && un->sun_path[0] == '\0') /* abstract */
-        n = snprintf(buf, cap, "unix:@%.*s", (int)(len - 1), un->sun_path + 1);
-      else
-        n = snprintf(buf, cap, "unix:%.*s", (int)strnlen(un->sun_path, len),
-                     un->sun_path);
-      break;
-    }
-    default:
-      return TAXI_EINVAL;
-  }
-  if (n < 0 || (size_t)n >= cap) return TAXI_EINVAL;
-  return n;
-}
-
-unsigned taxi__sockaddr_port(const taxi_addr_t *a) {
-  if (a->family == TAXI_ADDR_IPV4)
-    return ntohs(
-        ((const struct sockaddr_in *)(const void *)a->sa.bytes)->sin_port);
-  if (a->family == TAXI_ADDR_IPV6)
-    return ntohs(
-        ((const struct sockaddr_in6 *)(const void *)a->sa.bytes)->sin6_port);
-  return 0;
-}
-
-/* Fill *out from what the system gave (getsockname, accept, ...). */
-static void addr_from(taxi_addr_t *out, const struct sockaddr_storage *ss,
-                      socklen_t len) {
-  memset(out, 0, sizeof *out);
-  if (len > sizeof out->sa.bytes) len = sizeof out->sa.bytes;
-  memcpy(out->sa.bytes, ss, len);
-  out->len = (unsigned)len;
-  switch (ss->ss_family) {
-    case AF_INET:
-      out->family = TAXI_ADDR_IPV4;
-      break;
-    case AF_INET6:
-      out->family = TAXI_ADDR_IPV6;
-      break;
-    case AF_UNIX:
-      out->family = TAXI_ADDR_UNIX;
-      break;
-    default:
-      out->family = 0;
-  }
-}
-
-void taxi__sockaddr_set(taxi_addr_t *out, const void *sa, unsigned len) {
-  struct sockaddr_storage ss;
-  memset(&ss, 0, sizeof ss);
-  if (len > sizeof ss) len = sizeof ss;
-  memcpy(&ss, sa, len);
-  addr_from(out, &ss, (socklen_t)len);
-}
-
 /* ---- sockets --------------------------------------------------------------
  */
-
-static int family_of(const taxi_addr_t *a) {
-  switch (a->family) {
-    case TAXI_ADDR_IPV4:
-      return AF_INET;
-    case TAXI_ADDR_IPV6:
-      return AF_INET6;
-    case TAXI_ADDR_UNIX:
-      return AF_UNIX;
-  }
-  return -1;
-}
 
 static int set_int(int fd, int level, int name, int value) {
   return setsockopt(fd, level, name, &value, sizeof value) == 0
@@ -225,6 +70,12 @@ options:
   return 0;
 }
 
+int taxi__sock_open(const taxi_addr_t *a, taxi_handle_t *out) {
+  int family = taxi__sockaddr_family(a);
+  if (family < 0) return TAXI_EINVAL;
+  return new_socket(family, out);
+}
+
 /*
  * Which option makes several sockets share a port with the kernel
  * balancing new connections among them:
@@ -259,7 +110,7 @@ static bool is_ip6_any(const taxi_addr_t *a) {
 int taxi__sock_listen(const taxi_addr_t *a, int backlog, unsigned flags,
                       taxi_handle_t *out) {
   taxi_addr_t any4;
-  int fd, family = family_of(a);
+  int fd, family = taxi__sockaddr_family(a);
   if (family < 0) return TAXI_EINVAL;
   int rc = new_socket(family, &fd);
   if (rc < 0 && errno == EAFNOSUPPORT && is_ip6_any(a)) {
@@ -295,12 +146,6 @@ int taxi__sock_listen(const taxi_addr_t *a, int backlog, unsigned flags,
   return 0;
 }
 
-int taxi__sock_open(const taxi_addr_t *a, taxi_handle_t *out) {
-  int family = family_of(a);
-  if (family < 0) return TAXI_EINVAL;
-  return new_socket(family, out);
-}
-
 int taxi__sock_connect(taxi_handle_t s, const taxi_addr_t *a) {
   for (;;) {
     if (connect(s, (const struct sockaddr *)(const void *)a->sa.bytes,
@@ -310,35 +155,8 @@ int taxi__sock_connect(taxi_handle_t s, const taxi_addr_t *a) {
     if (errno == EINPROGRESS || errno == EALREADY) return TAXI_EAGAIN;
     /* A Unix-domain socket whose listener's backlog is full. */
     if (errno == EAGAIN) return TAXI_EAGAIN;
-    if (errno == ENETUNREACH || errno == EHOSTUNREACH) {
-      taxi__set_os_error(errno);
-      return TAXI_ECONNREFUSED;
-    }
-    return taxi__last_error();
+    return taxi__sock_connect_error(errno);
   }
-}
-
-int taxi__sock_connect_result(taxi_handle_t s) {
-  int err = 0;
-  socklen_t len = sizeof err;
-  if (getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
-    return taxi__last_error();
-  if (err == 0) return 0;
-  if (err == ENETUNREACH || err == EHOSTUNREACH) {
-    taxi__set_os_error(err);
-    return TAXI_ECONNREFUSED;
-  }
-  return taxi__error_from_os(err);
-}
-
-int taxi__sock_pending_error(taxi_handle_t s, int *err) {
-  int e = 0;
-  socklen_t len = sizeof e;
-  *err = 0;
-  if (getsockopt(s, SOL_SOCKET, SO_ERROR, &e, &len) != 0)
-    return errno == ENOTSOCK ? 0 : taxi__last_error();
-  if (e != 0) *err = taxi__error_from_os(e);
-  return 0;
 }
 
 int taxi__sock_accept(taxi_handle_t listener, taxi_handle_t *out,
@@ -382,7 +200,7 @@ int taxi__sock_accept(taxi_handle_t listener, taxi_handle_t *out,
 #if !defined(MSG_NOSIGNAL) && defined(SO_NOSIGPIPE)
     (void)set_int(fd, SOL_SOCKET, SO_NOSIGPIPE, 1);
 #endif
-    addr_from(peer, &ss, len);
+    taxi__sockaddr_set(peer, &ss, (unsigned)len);
     *out = fd;
     return 0;
   }
@@ -399,24 +217,6 @@ int taxi__sock_listening(taxi_handle_t s) {
     return rc;
   }
   return on ? 0 : TAXI_EINVAL;
-}
-
-int taxi__sock_local_addr(taxi_handle_t s, taxi_addr_t *out) {
-  struct sockaddr_storage ss;
-  socklen_t len = sizeof ss;
-  if (getsockname(s, (struct sockaddr *)&ss, &len) != 0)
-    return taxi__last_error();
-  addr_from(out, &ss, len);
-  return 0;
-}
-
-int taxi__sock_peer_addr(taxi_handle_t s, taxi_addr_t *out) {
-  struct sockaddr_storage ss;
-  socklen_t len = sizeof ss;
-  if (getpeername(s, (struct sockaddr *)&ss, &len) != 0)
-    return taxi__last_error();
-  addr_from(out, &ss, len);
-  return 0;
 }
 
 /* ---- transfers ------------------------------------------------------------

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * ports/win32/error.c - Win32 and Winsock error codes to TAXI_E*, and the
- * per-thread record behind taxi_last_os_error().
+ * ports/win32/error.c - Win32 and Winsock error codes to TAXI_E* (the
+ * per-thread record behind taxi_last_os_error() is ports/os_error.c).
  *
  * Winsock's WSAGetLastError() is the thread's GetLastError() value, so one
  * table maps both families; the WSAE* codes (10000 and up) and the
@@ -12,9 +12,8 @@
 
 #include "win32_impl.h"
 
-static _Thread_local int last_os_error;
-
-static int map_error(DWORD e) {
+int taxi__map_os_error(int os_error) {
+  DWORD e = (DWORD)os_error;
   switch (e) {
     case ERROR_INVALID_PARAMETER:
     case WSAEINVAL:
@@ -87,14 +86,3 @@ static int map_error(DWORD e) {
       return TAXI_ESYS;
   }
 }
-
-int taxi__error_from_os(int os_error) {
-  last_os_error = os_error;
-  return map_error((DWORD)os_error);
-}
-
-int taxi__last_error(void) { return taxi__error_from_os((int)GetLastError()); }
-
-void taxi__set_os_error(int os_error) { last_os_error = os_error; }
-
-TAXI_EXTERN int taxi_last_os_error(void) { return last_os_error; }

@@ -1,11 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ports/win32/sock.c - the stream layer's socket calls over Winsock (see
- * ports/sock.h).
- *
- * Unix-domain addresses are TAXI_ENOTSUP here: Windows 10 has AF_UNIX
- * stream sockets, but neither WSAPoll nor the emulated and iocp Proactor
- * paths of taxi have been checked with them, and wine lacks them.
+ * ports/sock.h).  The addresses are in ports/sockaddr.c, shared with
+ * POSIX.
  */
 #include "config.h"
 
@@ -17,90 +14,6 @@
 
 #include <stdio.h>
 #include <string.h>
-
-/* ---- addresses ------------------------------------------------------------
- */
-
-int taxi__sockaddr_ip(taxi_addr_t *out, bool v6, const char *host, size_t hlen,
-                      unsigned port) {
-  char text[INET6_ADDRSTRLEN + 1];
-  if (port > 65535) return TAXI_EBADADDR;
-  if (host && (hlen == 0 || hlen >= sizeof text)) return TAXI_EBADADDR;
-  if (host) {
-    memcpy(text, host, hlen);
-    text[hlen] = '\0';
-  }
-  memset(out, 0, sizeof *out);
-  if (v6) {
-    struct sockaddr_in6 *a = (struct sockaddr_in6 *)(void *)out->sa.bytes;
-    a->sin6_family = AF_INET6;
-    a->sin6_port = htons((u_short)port);
-    a->sin6_addr = in6addr_any;
-    if (host && inet_pton(AF_INET6, text, &a->sin6_addr) != 1)
-      return TAXI_EBADADDR;
-    out->family = TAXI_ADDR_IPV6;
-    out->len = sizeof *a;
-  } else {
-    struct sockaddr_in *a = (struct sockaddr_in *)(void *)out->sa.bytes;
-    a->sin_family = AF_INET;
-    a->sin_port = htons((u_short)port);
-    a->sin_addr.s_addr = htonl(INADDR_ANY);
-    if (host && inet_pton(AF_INET, text, &a->sin_addr) != 1)
-      return TAXI_EBADADDR;
-    out->family = TAXI_ADDR_IPV4;
-    out->len = sizeof *a;
-  }
-  return 0;
-}
-
-int taxi__sockaddr_unix(taxi_addr_t *out, const char *path, size_t len) {
-  (void)out;
-  if (len == 0 || (path[0] == '@' && len == 1)) return TAXI_EBADADDR;
-  return TAXI_ENOTSUP;
-}
-
-int taxi__sockaddr_format(const taxi_addr_t *a, char *buf, size_t cap) {
-  char host[INET6_ADDRSTRLEN];
-  int n;
-  if (a->family == TAXI_ADDR_IPV4) {
-    const struct sockaddr_in *in =
-        (const struct sockaddr_in *)(const void *)a->sa.bytes;
-    if (!inet_ntop(AF_INET, (void *)&in->sin_addr, host, sizeof host))
-      return TAXI_EINVAL;
-    n = snprintf(buf, cap, "%s:%u", host, (unsigned)ntohs(in->sin_port));
-  } else if (a->family == TAXI_ADDR_IPV6) {
-    const struct sockaddr_in6 *in =
-        (const struct sockaddr_in6 *)(const void *)a->sa.bytes;
-    if (!inet_ntop(AF_INET6, (void *)&in->sin6_addr, host, sizeof host))
-      return TAXI_EINVAL;
-    n = snprintf(buf, cap, "[%s]:%u", host, (unsigned)ntohs(in->sin6_port));
-  } else {
-    return TAXI_EINVAL;
-  }
-  if (n < 0 || (size_t)n >= cap) return TAXI_EINVAL;
-  return n;
-}
-
-unsigned taxi__sockaddr_port(const taxi_addr_t *a) {
-  if (a->family == TAXI_ADDR_IPV4)
-    return ntohs(
-        ((const struct sockaddr_in *)(const void *)a->sa.bytes)->sin_port);
-  if (a->family == TAXI_ADDR_IPV6)
-    return ntohs(
-        ((const struct sockaddr_in6 *)(const void *)a->sa.bytes)->sin6_port);
-  return 0;
-}
-
-void taxi__sockaddr_set(taxi_addr_t *out, const void *sa, unsigned len) {
-  const struct sockaddr *s = sa;
-  memset(out, 0, sizeof *out);
-  if (len > sizeof out->sa.bytes) len = sizeof out->sa.bytes;
-  memcpy(out->sa.bytes, sa, len);
-  out->len = len;
-  out->family = s->sa_family == AF_INET    ? TAXI_ADDR_IPV4
-                : s->sa_family == AF_INET6 ? TAXI_ADDR_IPV6
-                                           : 0;
-}
 
 /* ---- sockets --------------------------------------------------------------
  */
@@ -120,10 +33,10 @@ static int new_socket(int family, taxi_handle_t *out) {
   return 0;
 }
 
-static int family_of(const taxi_addr_t *a) {
-  return a->family == TAXI_ADDR_IPV4   ? AF_INET
-         : a->family == TAXI_ADDR_IPV6 ? AF_INET6
-                                       : -1;
+int taxi__sock_open(const taxi_addr_t *a, taxi_handle_t *out) {
+  int family = taxi__sockaddr_family(a);
+  if (family < 0) return TAXI_ENOTSUP;
+  return new_socket(family, out);
 }
 
 /* No option spreads connections over several listeners of one port. */
@@ -132,7 +45,7 @@ bool taxi__reuseport_balances(void) { return false; }
 int taxi__sock_listen(const taxi_addr_t *a, int backlog, unsigned flags,
                       taxi_handle_t *out) {
   taxi_handle_t h;
-  int family = family_of(a);
+  int family = taxi__sockaddr_family(a);
   if (family < 0) return TAXI_ENOTSUP;
   if (flags & TAXI_LISTEN_REUSEPORT) return TAXI_ENOTSUP;
   int rc = new_socket(family, &h);
@@ -162,44 +75,13 @@ int taxi__sock_listen(const taxi_addr_t *a, int backlog, unsigned flags,
   return 0;
 }
 
-int taxi__sock_open(const taxi_addr_t *a, taxi_handle_t *out) {
-  int family = family_of(a);
-  if (family < 0) return TAXI_ENOTSUP;
-  return new_socket(family, out);
-}
-
 int taxi__sock_connect(taxi_handle_t s, const taxi_addr_t *a) {
   if (connect((SOCKET)s, (const struct sockaddr *)(const void *)a->sa.bytes,
               (int)a->len) == 0)
     return 0;
   int e = WSAGetLastError();
   if (e == WSAEWOULDBLOCK || e == WSAEINPROGRESS) return TAXI_EAGAIN;
-  if (e == WSAENETUNREACH || e == WSAEHOSTUNREACH) {
-    taxi__set_os_error(e);
-    return TAXI_ECONNREFUSED;
-  }
-  return taxi__error_from_os(e);
-}
-
-int taxi__sock_connect_result(taxi_handle_t s) {
-  int err = 0, len = sizeof err;
-  if (getsockopt((SOCKET)s, SOL_SOCKET, SO_ERROR, (char *)&err, &len) != 0)
-    return taxi__last_error();
-  if (err == 0) return 0;
-  if (err == WSAENETUNREACH || err == WSAEHOSTUNREACH) {
-    taxi__set_os_error(err);
-    return TAXI_ECONNREFUSED;
-  }
-  return taxi__error_from_os(err);
-}
-
-int taxi__sock_pending_error(taxi_handle_t s, int *err) {
-  int e = 0, len = sizeof e;
-  *err = 0;
-  if (getsockopt((SOCKET)s, SOL_SOCKET, SO_ERROR, (char *)&e, &len) != 0)
-    return WSAGetLastError() == WSAENOTSOCK ? 0 : taxi__last_error();
-  if (e != 0) *err = taxi__error_from_os(e);
-  return 0;
+  return taxi__sock_connect_error(e);
 }
 
 int taxi__sock_accept(taxi_handle_t listener, taxi_handle_t *out,
@@ -237,24 +119,6 @@ int taxi__sock_listening(taxi_handle_t s) {
   if (getsockopt((SOCKET)s, SOL_SOCKET, SO_ACCEPTCONN, (char *)&on, &len) != 0)
     return taxi__last_error();
   return on ? 0 : TAXI_EINVAL;
-}
-
-int taxi__sock_local_addr(taxi_handle_t s, taxi_addr_t *out) {
-  struct sockaddr_storage ss;
-  int len = sizeof ss;
-  if (getsockname((SOCKET)s, (struct sockaddr *)&ss, &len) != 0)
-    return taxi__last_error();
-  taxi__sockaddr_set(out, &ss, (unsigned)len);
-  return 0;
-}
-
-int taxi__sock_peer_addr(taxi_handle_t s, taxi_addr_t *out) {
-  struct sockaddr_storage ss;
-  int len = sizeof ss;
-  if (getpeername((SOCKET)s, (struct sockaddr *)&ss, &len) != 0)
-    return taxi__last_error();
-  taxi__sockaddr_set(out, &ss, (unsigned)len);
-  return 0;
 }
 
 /* ---- transfers ------------------------------------------------------------

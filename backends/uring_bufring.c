@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * backends/uring_bufring.c - the io_uring backend's ring of provided
+ * buffers (docs/backends/uring.md, "Pooled reads"): the proactor's
+ * buffer pool registered as buffer group 0, so that a pooled read lets
+ * the kernel pick the buffer.  Without liburing 2.3's helpers, none: the
+ * core picks the buffers.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1 /* cpu_set_t in liburing.h */
+#endif
+#include "config.h"
+
+#ifdef TAXI_HAVE_URING
+
+#include "uring_impl.h"
+
+#include <string.h>
+#include <sys/mman.h>
+
+/* The ring of provided buffers, registered while the ring may still be
+ * registered with by any thread (before a one-thread ring is enabled:
+ * the proactor is being made).  Its memory must be page-aligned. */
+#ifdef URING_HAVE_BUF_RING
+int uring_buf_open(void *state, unsigned max, size_t size) {
+  uring_state_t *s = state;
+  if (!s->has_recv_multishot || s->br) return TAXI_ENOTSUP;
+  size_t bytes = (size_t)max * sizeof(struct io_uring_buf);
+  void *mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  count_syscall(s);
+  if (mem == MAP_FAILED) return TAXI_ENOTSUP; /* the core chooses then */
+  struct io_uring_buf_reg reg;
+  memset(&reg, 0, sizeof reg);
+  reg.ring_addr = (uint64_t)(uintptr_t)mem;
+  reg.ring_entries = max;
+  reg.bgid = 0;
+  io_uring_buf_ring_init(mem);
+  count_syscall(s);
+  if (io_uring_register_buf_ring(&s->ring, &reg, 0) < 0) {
+    munmap(mem, bytes);
+    count_syscall(s);
+    return TAXI_ENOTSUP;
+  }
+  s->br = mem;
+  s->br_entries = max;
+  s->br_bytes = bytes;
+  s->buf_size = size;
+  return 0;
+}
+
+/* Publish one free buffer to the kernel: memory only, so any thread may
+ * (under the mutex: the ring's tail has one producer). */
+void uring_buf_give(void *state, unsigned id, void *addr) {
+  uring_state_t *s = state;
+  taxi__mutex_lock(&s->lock);
+  io_uring_buf_ring_add(s->br, addr, (unsigned)s->buf_size, (unsigned short)id,
+                        io_uring_buf_ring_mask(s->br_entries), 0);
+  io_uring_buf_ring_advance(s->br, 1);
+  taxi__mutex_unlock(&s->lock);
+}
+#else
+int uring_buf_open(void *state, unsigned max, size_t size) {
+  (void)state;
+  (void)max;
+  (void)size;
+  return TAXI_ENOTSUP;
+}
+
+void uring_buf_give(void *state, unsigned id, void *addr) {
+  (void)state;
+  (void)id;
+  (void)addr;
+}
+#endif
+
+#else
+/* ISO C wants at least one declaration in a translation unit. */
+typedef int uring_bufring_absent;
+#endif /* TAXI_HAVE_URING */

@@ -234,7 +234,14 @@ static void test_pipe_error_closes_other(void) {
   CU_ASSERT(e == TAXI_ECONNRESET || e == TAXI_EPIPE);
   CU_ASSERT_EQUAL(atomic_load(&r.reason[0]), TAXI_ECANCELED); /* closed */
   CU_ASSERT_EQUAL(atomic_load(&r.status[0]), e);
-  CU_ASSERT_EQUAL(atomic_load(&r.status[1]), e);
+  /* The pipe reading b ends with b's error, or with 0 when b read the end
+   * of the stream first: the system reports a reset once, to whichever
+   * call comes first, and a read after it finds the end.  With a read and
+   * a write in flight at once (a Proactor), the write may take the reset
+   * and the read the end, which the pipe passes on before b's close. */
+  int s1 = atomic_load(&r.status[1]);
+  CU_ASSERT(s1 == e || s1 == 0);
+  if (s1 != e) printf("(the pipe from b: %s) ", taxi_error_name(s1));
   if (e != TAXI_ECONNRESET && e != TAXI_EPIPE)
     printf("(closed with %s) ", taxi_error_name(e));
   rl_finish(&c, &r, fds);

@@ -33,6 +33,13 @@ static void watch_pairs(taxi_reactor_t *r, int n, int sv[][2], conf_probe_t *p,
   }
 }
 
+/* Nothing dispatched yet (the registers settled), then a byte from the
+ * peer of each pair: all n ready at once. */
+static void ready_pairs(taxi_reactor_t *r, int n, int sv[][2]) {
+  conf_settle(r, 10);
+  for (int i = 0; i < n; i++) CU_ASSERT_EQUAL(util_write_byte(sv[i][1]), 1);
+}
+
 /* The reactor destroyed (it closes the probes), then the pairs. */
 static void end_pairs(taxi_reactor_t *r, int n, int sv[][2]) {
   CU_ASSERT_EQUAL(taxi_reactor_destroy(r), 0);
@@ -550,8 +557,7 @@ static void test_handle_one_takes_pending(void) {
   int sv[N][2];
   conf_probe_t p[N];
   watch_pairs(r, N, sv, p, NULL, TAXI_EV_READ);
-  conf_settle(r, 10);
-  for (int i = 0; i < N; i++) CU_ASSERT_EQUAL(util_write_byte(sv[i][1]), 1);
+  ready_pairs(r, N, sv);
 
   taxi_reactor_stats_t s0, s1, s;
   CU_ASSERT_EQUAL(taxi_reactor_stats(r, &s0), 0);
@@ -583,8 +589,7 @@ static void test_all_ready_dispatched_in_one_call(void) {
   int sv[N][2];
   conf_probe_t p[N];
   watch_pairs(r, N, sv, p, NULL, TAXI_EV_READ);
-  conf_settle(r, 10);
-  for (int i = 0; i < N; i++) CU_ASSERT_EQUAL(util_write_byte(sv[i][1]), 1);
+  ready_pairs(r, N, sv);
   CU_ASSERT_EQUAL(taxi_reactor_handle_events(r, WAIT_MS), N);
   for (int i = 0; i < N; i++) CU_ASSERT_EQUAL(atomic_load(&p[i].inputs), 1);
 

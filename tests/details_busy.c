@@ -15,6 +15,8 @@
 
 /* ---- `threads` means one thing (taxi/io.h) ------------------------------- */
 
+DETAILS_CREATE(io, taxi_io_t, taxi_io_create)
+
 /* A pool the application supplies: a context's `threads` that is not the
  * pool's own is refused, and the context's threads are the pool's.  One
  * row a kind of pool. */
@@ -85,14 +87,17 @@ static void test_threads(void) {
   o.dispatcher = TAXI_IO_HSHA;
   o.threads = 3;
   o.hsha = &ho;
-  ho.workers = 5;
-  REFUSED(taxi_io_create(&io, &o), TAXI_EINVAL, "taxi_io_create",
-          "options.hsha.workers");
-  ho.workers = 0;
-  ho.queue_capacity = TAXI_HSHA_MAX_QUEUE + 1;
-  REFUSED(taxi_io_create(&io, &o), TAXI_EINVAL, "taxi_io_create",
-          "options.hsha.queue_capacity");
-  ho.queue_capacity = 0;
+  /* The pool's options, nested: refused as the context's fields. */
+  static const field_step_t steps[] = {
+      REFUSE(taxi_hsha_options_t, workers, 5, TAXI_EINVAL,
+             "options.hsha.workers"),
+      SET(taxi_hsha_options_t, workers, 0),
+      REFUSE(taxi_hsha_options_t, queue_capacity, TAXI_HSHA_MAX_QUEUE + 1,
+             TAXI_EINVAL, "options.hsha.queue_capacity"),
+      SET(taxi_hsha_options_t, queue_capacity, 0),
+  };
+  refuse_steps(&ho, steps, sizeof steps / sizeof steps[0], create_io, &o, NULL,
+               "taxi_io_create");
   ho.workers = 3; /* the same as threads: allowed */
   CU_ASSERT_EQUAL_FATAL(taxi_io_create(&io, &o), 0);
   CU_ASSERT_EQUAL(taxi_io_threads(io), 3);

@@ -37,6 +37,7 @@
 
 #include <taxi/taxi.h>
 
+#include "client_common.h"
 #include "echo_common.h"
 
 #define EXIT_OK 0
@@ -71,13 +72,10 @@ struct client {
  * its replies, both sides' socket buffers could fill and stall for good.
  */
 struct connection {
-  taxi_handler_t handler;
+  struct client_conn base; /* first: the shared hooks free the whole block */
   struct client *client;
-  taxi_handle_t fd;
-  unsigned long id;
   unsigned long done;    /* round trips completed */
   size_t sent, received; /* progress of the current round trip */
-  unsigned interest;     /* what is registered with the reactor */
   unsigned char *out, *in;
   unsigned char buffers[]; /* out and in, `size` bytes each */
 };
@@ -85,8 +83,8 @@ struct connection {
 /* Stop everything because of this connection; returns what the failing
  * hook should return (-1: remove the connection). */
 static int connection_fail(struct connection *c, const char *what) {
-  fprintf(stderr, "echo_client: connection %lu, round trip %lu: %s\n", c->id,
-          c->done + 1, what);
+  fprintf(stderr, "echo_client: connection %lu, round trip %lu: %s\n",
+          c->base.id, c->done + 1, what);
   c->client->failed = 1;
   taxi_reactor_stop(c->client->reactor);
   return -1;
@@ -98,7 +96,7 @@ static int connection_dropped(struct connection *c, const char *what) {
   struct client *cl = c->client;
   if (!cl->keep_going) return connection_fail(c, what);
   fprintf(stderr, "echo_client: connection %lu, round trip %lu: %s (dropped)\n",
-          c->id, c->done + 1, what);
+          c->base.id, c->done + 1, what);
   cl->dropped++;
   if (--cl->running == 0) taxi_reactor_stop(cl->reactor);
   return -1;
@@ -109,7 +107,7 @@ static int connection_dropped(struct connection *c, const char *what) {
  * connection, or a stale one, does not pass the check by accident. */
 static void connection_prepare(struct connection *c) {
   uint32_t x =
-      (uint32_t)(c->id * 0x9E3779B9u) ^ (uint32_t)(c->done * 0x85EBCA6Bu);
+      (uint32_t)(c->base.id * 0x9E3779B9u) ^ (uint32_t)(c->done * 0x85EBCA6Bu);
   size_t i;
 
   for (i = 0; i < c->client->size; i++) {
@@ -125,15 +123,8 @@ static void connection_prepare(struct connection *c) {
 /* Register for what the connection needs now: replies always, and room to
  * write while part of the message is still unsent. */
 static int connection_follow(struct connection *c) {
-  unsigned interest = TAXI_EV_READ;
-  int rc;
-
-  if (c->sent < c->client->size) interest |= TAXI_EV_WRITE;
-  if (interest == c->interest) return 0;
-  rc = taxi_reactor_modify(c->client->reactor, &c->handler, interest);
-  if (rc < 0) return connection_fail(c, taxi_strerror(rc));
-  c->interest = interest;
-  return 0;
+  int rc = client_conn_follow(&c->base, c->sent < c->client->size);
+  return rc < 0 ? connection_fail(c, taxi_strerror(rc)) : 0;
 }
 
 /* Send as much of the current message as the socket takes now.
@@ -141,7 +132,8 @@ static int connection_follow(struct connection *c) {
 static int connection_send(struct connection *c) {
   while (c->sent < c->client->size) {
     size_t n;
-    switch (echo_send(c->fd, c->out + c->sent, c->client->size - c->sent, &n)) {
+    switch (echo_send(c->base.fd, c->out + c->sent, c->client->size - c->sent,
+                      &n)) {
       case ECHO_IO_OK:
         c->sent += n;
         break;
@@ -154,16 +146,14 @@ static int connection_send(struct connection *c) {
   return 0;
 }
 
-static int connection_input(taxi_handler_t *h, taxi_handle_t fd,
-                            unsigned events) {
-  struct connection *c = TAXI_CONTAINER_OF(h, struct connection, handler);
+static int connection_input(struct client_conn *base) {
+  struct connection *c = (struct connection *)base;
   struct client *cl = c->client;
   size_t n;
   char what[96];
-  (void)fd;
-  (void)events; /* hang-ups and errors show up as EOF or error from recv */
 
-  switch (echo_recv(c->fd, c->in + c->received, cl->size - c->received, &n)) {
+  switch (
+      echo_recv(c->base.fd, c->in + c->received, cl->size - c->received, &n)) {
     case ECHO_IO_OK:
       break;
     case ECHO_IO_AGAIN:
@@ -193,7 +183,7 @@ static int connection_input(taxi_handler_t *h, taxi_handle_t fd,
   cl->round_trips++;
   if (c->done == cl->messages) {
     /* This connection is finished; the last one to finish ends the run.
-     * Returning -1 has taxi remove it and call connection_close(). */
+     * Returning -1 has taxi remove it and run its close hook. */
     if (--cl->running == 0) taxi_reactor_stop(cl->reactor);
     return -1;
   }
@@ -204,30 +194,11 @@ static int connection_input(taxi_handler_t *h, taxi_handle_t fd,
   return connection_follow(c);
 }
 
-static int connection_output(taxi_handler_t *h, taxi_handle_t fd,
-                             unsigned events) {
-  struct connection *c = TAXI_CONTAINER_OF(h, struct connection, handler);
-  (void)fd;
-  /* READ is always watched, so hang-ups go to connection_input; an error
-   * reported here is also returned by the send. */
-  (void)events;
-
+static int connection_output(struct client_conn *base) {
+  struct connection *c = (struct connection *)base;
   if (connection_send(c) < 0) return -1;
   return connection_follow(c);
 }
-
-static void connection_close(taxi_handler_t *h, taxi_handle_t fd) {
-  struct connection *c = TAXI_CONTAINER_OF(h, struct connection, handler);
-  (void)fd;
-  echo_close(c->fd);
-  free(c);
-}
-
-static const taxi_handler_ops_t connection_ops = {
-    .input = connection_input,
-    .output = connection_output,
-    .close = connection_close,
-};
 
 /* Connect, and hand the connection to the reactor; the reactor then owns it
  * (taxi_reactor_destroy() closes it if the run ends early).
@@ -235,34 +206,26 @@ static const taxi_handler_ops_t connection_ops = {
 static int connection_open(struct client *cl, const char *host, unsigned port,
                            unsigned long id) {
   struct connection *c = malloc(sizeof *c + 2 * cl->size);
-  int rc;
 
   if (c == NULL) {
     fprintf(stderr, "echo_client: out of memory\n");
     return -1;
   }
-  if (echo_connect(host, port, &c->fd) != 0) {
+  if (echo_connect(host, port, &c->base.fd) != 0) {
     fprintf(stderr, "echo_client: %s\n", echo_last_error());
     free(c);
     return -1;
   }
   c->client = cl;
-  c->id = id;
+  c->base.id = id;
   c->done = 0;
   c->out = c->buffers;
   c->in = c->buffers + cl->size;
   connection_prepare(c);
   /* The first message goes out when the socket reports writable. */
-  c->interest = TAXI_EV_READ | TAXI_EV_WRITE;
-  taxi_handler_init(&c->handler, &connection_ops);
-  rc = taxi_reactor_register(cl->reactor, c->fd, &c->handler, c->interest);
-  if (rc < 0) {
-    fprintf(stderr, "echo_client: cannot watch connection %lu: %s\n", id,
-            taxi_strerror(rc));
-    echo_close(c->fd); /* not attached: its close hook will not run */
-    free(c);
+  if (client_conn_register(&c->base, cl->reactor, connection_input,
+                           connection_output, "echo_client") != 0)
     return -1;
-  }
   cl->running++;
   return 0;
 }

@@ -10,6 +10,9 @@
 #ifndef TAXI_TESTS_DETAILS_H
 #define TAXI_TESTS_DETAILS_H
 
+#include <stdbool.h>
+#include <stddef.h>
+
 #include "runner.h"
 #include "taxi/taxi.h"
 
@@ -27,6 +30,54 @@ void check(int rc, int code, const char *fn, const char *field,
     reset_detail();                                        \
     check((call), (code), (fn), (field), #call, __LINE__); \
   } while (0)
+
+/* A create given options o (and ctx: the reactor, for the creates on
+ * one; else unused); *made: it gave an object anyway (it must not). */
+typedef int (*details_create_fn)(const void *o, void *ctx, bool *made);
+
+/* The create `fn` as a details_create_fn named create_NAME, making an
+ * object of type `type`: fn(&obj, o), or fn(&obj, ctx, o) with _ON. */
+#define DETAILS_CREATE(name, type, fn)                             \
+  static int create_##name(const void *o, void *ctx, bool *made) { \
+    type *obj = NULL;                                              \
+    (void)ctx;                                                     \
+    int rc = fn(&obj, o);                                          \
+    *made = obj != NULL;                                           \
+    return rc;                                                     \
+  }
+#define DETAILS_CREATE_ON(name, type, fn)                          \
+  static int create_##name(const void *o, void *ctx, bool *made) { \
+    type *obj = NULL;                                              \
+    int rc = fn(&obj, ctx, o);                                     \
+    *made = obj != NULL;                                           \
+    return rc;                                                     \
+  }
+
+/* One step of a create's refusals: set one integer field (of 1, 2, 4 or
+ * 8 bytes) of a structure of options; then, if code is not 0, the create
+ * must be refused with code and a detail naming `field`.  The steps of a
+ * table run in order over one structure, so that a step may build on the
+ * ones before (a field set back to its default, or one another needs). */
+typedef struct field_step {
+  size_t at, width; /* the field's offset and size */
+  long long value;
+  int code;          /* 0: only set the field */
+  const char *field; /* what the detail must name */
+} field_step_t;
+
+#define FIELD_OF(type, member) \
+  offsetof(type, member), sizeof(((type *)0)->member)
+#define SET(type, member, value) \
+  { FIELD_OF(type, member), (long long)(value), 0, NULL }
+#define REFUSE(type, member, value, code, field) \
+  { FIELD_OF(type, member), (long long)(value), (code), (field) }
+
+/* Run the n steps over `fields` (the options, or options nested in
+ * them), calling create(opts, ctx) where a step expects a refusal; `fn`
+ * is the name the details must begin with. */
+void refuse_steps(void *fields, const field_step_t *steps, size_t n,
+                  details_create_fn create, const void *opts, void *ctx,
+                  const char *fn);
 
 /* A readiness backend that lets one thread wait at a time (poll, select,
  * wsapoll), or NULL if none works here. */

@@ -15,6 +15,57 @@
 
 /* ---- `threads` means one thing (taxi/io.h) ------------------------------- */
 
+DETAILS_CREATE(io, taxi_io_t, taxi_io_create)
+
+/* A pool the application supplies: a context's `threads` that is not the
+ * pool's own is refused, and the context's threads are the pool's.  One
+ * row a kind of pool. */
+typedef struct supplied_case {
+  taxi_io_dispatcher_t dispatcher; /* TAXI_IO_HSHA or TAXI_IO_LF */
+  unsigned refused;                /* a `threads` that is refused */
+  unsigned made;    /* taxi_io_threads() once the context is made */
+  unsigned spawned; /* threads the application then gives the pool (0: none) */
+} supplied_case_t;
+
+static const supplied_case_t supplied_cases[] = {
+    /* A half-sync/half-async pool of 2 workers: its workers. */
+    {TAXI_IO_HSHA, 3, 2, 0},
+    /* A Leader/Followers pool: the threads the application gave it,
+     * counted when asked. */
+    {TAXI_IO_LF, 4, 0, 2},
+};
+
+static void supplied_pool(taxi_reactor_t *r, const supplied_case_t *c) {
+  taxi_io_t *io = NULL;
+  taxi_io_options_t o = TAXI_IO_OPTIONS_INIT;
+  o.dispatcher = c->dispatcher;
+  o.reactor = r;
+  taxi_hsha_pool_t *hp = NULL;
+  taxi_lf_pool_t *lp = NULL;
+  if (c->dispatcher == TAXI_IO_HSHA) {
+    taxi_hsha_options_t pool_o = TAXI_HSHA_OPTIONS_INIT;
+    pool_o.workers = 2;
+    CU_ASSERT_EQUAL_FATAL(taxi_hsha_create(&hp, r, &pool_o), 0);
+    o.hsha_pool = hp;
+  } else {
+    CU_ASSERT_EQUAL_FATAL(taxi_lf_create(&lp, r, NULL), 0);
+    o.lf_pool = lp;
+  }
+  o.threads = c->refused;
+  REFUSED(taxi_io_create(&io, &o), TAXI_EINVAL, "taxi_io_create",
+          "options.threads");
+  o.threads = 0;
+  CU_ASSERT_EQUAL_FATAL(taxi_io_create(&io, &o), 0);
+  CU_ASSERT_EQUAL(taxi_io_threads(io), c->made);
+  if (c->spawned) {
+    CU_ASSERT_EQUAL_FATAL(taxi_lf_spawn(lp, c->spawned), 0);
+    CU_ASSERT_EQUAL(taxi_io_threads(io), c->spawned);
+  }
+  CU_ASSERT_EQUAL(taxi_io_destroy(io), 0);
+  if (hp) CU_ASSERT_EQUAL(taxi_hsha_destroy(hp), 0);
+  if (lp) CU_ASSERT_EQUAL(taxi_lf_destroy(lp), 0);
+}
+
 /* The threads that run the callbacks: the reactor's one (2 refused, with
  * the reason), the half-sync/half-async pool's workers (its options may
  * not say otherwise, and what the pool would refuse is refused when the
@@ -36,55 +87,27 @@ static void test_threads(void) {
   o.dispatcher = TAXI_IO_HSHA;
   o.threads = 3;
   o.hsha = &ho;
-  ho.workers = 5;
-  REFUSED(taxi_io_create(&io, &o), TAXI_EINVAL, "taxi_io_create",
-          "options.hsha.workers");
-  ho.workers = 0;
-  ho.queue_capacity = TAXI_HSHA_MAX_QUEUE + 1;
-  REFUSED(taxi_io_create(&io, &o), TAXI_EINVAL, "taxi_io_create",
-          "options.hsha.queue_capacity");
-  ho.queue_capacity = 0;
+  /* The pool's options, nested: refused as the context's fields. */
+  static const field_step_t steps[] = {
+      REFUSE(taxi_hsha_options_t, workers, 5, TAXI_EINVAL,
+             "options.hsha.workers"),
+      SET(taxi_hsha_options_t, workers, 0),
+      REFUSE(taxi_hsha_options_t, queue_capacity, TAXI_HSHA_MAX_QUEUE + 1,
+             TAXI_EINVAL, "options.hsha.queue_capacity"),
+      SET(taxi_hsha_options_t, queue_capacity, 0),
+  };
+  refuse_steps(&ho, steps, sizeof steps / sizeof steps[0], create_io, &o, NULL,
+               "taxi_io_create");
   ho.workers = 3; /* the same as threads: allowed */
   CU_ASSERT_EQUAL_FATAL(taxi_io_create(&io, &o), 0);
   CU_ASSERT_EQUAL(taxi_io_threads(io), 3);
   CU_ASSERT_EQUAL(taxi_io_destroy(io), 0);
   o.hsha = NULL;
 
-  /* A supplied half-sync/half-async pool: its workers. */
   taxi_reactor_t *r;
   CU_ASSERT_EQUAL_FATAL(util_reactor_create(&r, NULL), 0);
-  taxi_hsha_pool_t *hp;
-  taxi_hsha_options_t pool_o = TAXI_HSHA_OPTIONS_INIT;
-  pool_o.workers = 2;
-  CU_ASSERT_EQUAL_FATAL(taxi_hsha_create(&hp, r, &pool_o), 0);
-  o.reactor = r;
-  o.hsha_pool = hp;
-  o.threads = 3;
-  REFUSED(taxi_io_create(&io, &o), TAXI_EINVAL, "taxi_io_create",
-          "options.threads");
-  o.threads = 0;
-  CU_ASSERT_EQUAL_FATAL(taxi_io_create(&io, &o), 0);
-  CU_ASSERT_EQUAL(taxi_io_threads(io), 2);
-  CU_ASSERT_EQUAL(taxi_io_destroy(io), 0);
-  CU_ASSERT_EQUAL(taxi_hsha_destroy(hp), 0);
-  o.hsha_pool = NULL;
-
-  /* A supplied Leader/Followers pool: the threads the application gave
-   * it, counted when asked. */
-  taxi_lf_pool_t *lp;
-  CU_ASSERT_EQUAL_FATAL(taxi_lf_create(&lp, r, NULL), 0);
-  o.dispatcher = TAXI_IO_LF;
-  o.lf_pool = lp;
-  o.threads = 4;
-  REFUSED(taxi_io_create(&io, &o), TAXI_EINVAL, "taxi_io_create",
-          "options.threads");
-  o.threads = 0;
-  CU_ASSERT_EQUAL_FATAL(taxi_io_create(&io, &o), 0);
-  CU_ASSERT_EQUAL(taxi_io_threads(io), 0);
-  CU_ASSERT_EQUAL_FATAL(taxi_lf_spawn(lp, 2), 0);
-  CU_ASSERT_EQUAL(taxi_io_threads(io), 2);
-  CU_ASSERT_EQUAL(taxi_io_destroy(io), 0);
-  CU_ASSERT_EQUAL(taxi_lf_destroy(lp), 0);
+  for (size_t i = 0; i < sizeof supplied_cases / sizeof supplied_cases[0]; i++)
+    supplied_pool(r, &supplied_cases[i]);
   CU_ASSERT_EQUAL(taxi_reactor_destroy(r), 0);
 }
 

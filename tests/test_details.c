@@ -9,6 +9,8 @@
  * every dispatcher (taxi/io.h).
  */
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -40,6 +42,48 @@ void check(int rc, int code, const char *fn, const char *field,
   CU_ASSERT(ok);
 }
 
+void refuse_steps(void *fields, const field_step_t *steps, size_t n,
+                  details_create_fn create, const void *opts, void *ctx,
+                  const char *fn) {
+  unsigned char *base = fields;
+  for (size_t i = 0; i < n; i++) {
+    const field_step_t *st = &steps[i];
+    /* Through an unsigned integer of the field's size: its bytes are
+     * those of the value assigned to the field itself. */
+    switch (st->width) {
+      case 1: {
+        uint8_t v = (uint8_t)st->value;
+        memcpy(base + st->at, &v, sizeof v);
+        break;
+      }
+      case 2: {
+        uint16_t v = (uint16_t)st->value;
+        memcpy(base + st->at, &v, sizeof v);
+        break;
+      }
+      case 4: {
+        uint32_t v = (uint32_t)st->value;
+        memcpy(base + st->at, &v, sizeof v);
+        break;
+      }
+      case 8: {
+        uint64_t v = (uint64_t)st->value;
+        memcpy(base + st->at, &v, sizeof v);
+        break;
+      }
+      default:
+        CU_FAIL_FATAL("refuse_steps: a field of an unexpected size");
+    }
+    if (st->code == 0) continue;
+    bool made = false;
+    char call[96];
+    snprintf(call, sizeof call, "%s, step %zu", fn, i);
+    reset_detail();
+    check(create(opts, ctx, &made), st->code, fn, st->field, call, __LINE__);
+    CU_ASSERT_FALSE(made);
+  }
+}
+
 /* A readiness backend that lets one thread wait at a time (poll, select,
  * wsapoll), or NULL if none works here. */
 const char *single_wait_backend(void) {
@@ -53,6 +97,37 @@ const char *single_wait_backend(void) {
 }
 
 /* ---- options.size, as every create reads it ------------------------------ */
+
+/* The creates, as the tables below call them. */
+DETAILS_CREATE(reactor, taxi_reactor_t, taxi_reactor_create)
+DETAILS_CREATE(proactor, taxi_proactor_t, taxi_proactor_create)
+DETAILS_CREATE(io, taxi_io_t, taxi_io_create)
+DETAILS_CREATE(lf_sets, taxi_lf_sets_t, taxi_lf_sets_create)
+DETAILS_CREATE(group, taxi_proactor_group_t, taxi_proactor_group_create)
+DETAILS_CREATE_ON(lf, taxi_lf_pool_t, taxi_lf_create)
+DETAILS_CREATE_ON(hsha, taxi_hsha_pool_t, taxi_hsha_create)
+DETAILS_CREATE_ON(mq, taxi_mq_t, taxi_mq_create)
+
+/* One row a type of options: its size, its create, and (where checked)
+ * the initialiser the detail must name. */
+typedef struct zeroed_case {
+  size_t size;
+  details_create_fn create;
+  const char *fn, *hint;
+} zeroed_case_t;
+
+static const zeroed_case_t zeroed_cases[] = {
+    {sizeof(taxi_reactor_options_t), create_reactor, "taxi_reactor_create",
+     "call taxi_reactor_options_init()"},
+    {sizeof(taxi_proactor_options_t), create_proactor, "taxi_proactor_create",
+     NULL},
+    {sizeof(taxi_io_options_t), create_io, "taxi_io_create",
+     "call taxi_io_options_init()"},
+    {sizeof(taxi_lf_sets_options_t), create_lf_sets, "taxi_lf_sets_create",
+     NULL},
+    {sizeof(taxi_proactor_group_options_t), create_group,
+     "taxi_proactor_group_create", NULL},
+};
 
 /* A structure not set by an initialiser (size 0), and one from a newer
  * taxi with a field this one does not know set: both options.size, and
@@ -70,40 +145,23 @@ static void test_size(void) {
   REFUSED(taxi_reactor_create(&r, &big.o), TAXI_EINVAL, "taxi_reactor_create",
           "options.size");
   CU_ASSERT_PTR_NOT_NULL(strstr(taxi_error_detail(), "beyond"));
-  taxi_reactor_options_t ro;
-  memset(&ro, 0, sizeof ro);
-  REFUSED(taxi_reactor_create(&r, &ro), TAXI_EINVAL, "taxi_reactor_create",
-          "options.size");
-  CU_ASSERT_PTR_NOT_NULL(
-      strstr(taxi_error_detail(), "call taxi_reactor_options_init()"));
   CU_ASSERT_PTR_NULL(r);
 
-  taxi_proactor_t *p = NULL;
-  taxi_proactor_options_t po;
-  memset(&po, 0, sizeof po);
-  REFUSED(taxi_proactor_create(&p, &po), TAXI_EINVAL, "taxi_proactor_create",
-          "options.size");
-  taxi_io_t *io = NULL;
-  taxi_io_options_t io_o;
-  memset(&io_o, 0, sizeof io_o);
-  REFUSED(taxi_io_create(&io, &io_o), TAXI_EINVAL, "taxi_io_create",
-          "options.size");
-  CU_ASSERT_PTR_NOT_NULL(
-      strstr(taxi_error_detail(), "call taxi_io_options_init()"));
-  taxi_lf_sets_t *s = NULL;
-  taxi_lf_sets_options_t so;
-  memset(&so, 0, sizeof so);
-  REFUSED(taxi_lf_sets_create(&s, &so), TAXI_EINVAL, "taxi_lf_sets_create",
-          "options.size");
-  taxi_proactor_group_t *g = NULL;
-  taxi_proactor_group_options_t go;
-  memset(&go, 0, sizeof go);
-  REFUSED(taxi_proactor_group_create(&g, &go), TAXI_EINVAL,
-          "taxi_proactor_group_create", "options.size");
-  CU_ASSERT_PTR_NULL(p);
-  CU_ASSERT_PTR_NULL(io);
-  CU_ASSERT_PTR_NULL(s);
-  CU_ASSERT_PTR_NULL(g);
+  for (size_t i = 0; i < sizeof zeroed_cases / sizeof zeroed_cases[0]; i++) {
+    const zeroed_case_t *c = &zeroed_cases[i];
+    union {
+      max_align_t align;
+      unsigned char bytes[512];
+    } zero;
+    CU_ASSERT_FATAL(c->size <= sizeof zero);
+    memset(&zero, 0, sizeof zero);
+    bool made = false;
+    reset_detail();
+    check(c->create(&zero, NULL, &made), TAXI_EINVAL, c->fn, "options.size",
+          c->fn, __LINE__);
+    if (c->hint) CU_ASSERT_PTR_NOT_NULL(strstr(taxi_error_detail(), c->hint));
+    CU_ASSERT_FALSE(made);
+  }
 }
 
 /* ---- each create, each refused field ------------------------------------- */
@@ -111,14 +169,17 @@ static void test_size(void) {
 static void test_reactor(void) {
   taxi_reactor_t *r = NULL;
   taxi_reactor_options_t o = TAXI_REACTOR_OPTIONS_INIT;
-  o.max_events = 65537;
-  REFUSED(taxi_reactor_create(&r, &o), TAXI_EINVAL, "taxi_reactor_create",
-          "options.max_events");
-  o.max_events = 0;
-  o.notify_capacity = TAXI_NOTIFY_MAX_CAPACITY + 1;
-  REFUSED(taxi_reactor_create(&r, &o), TAXI_EINVAL, "taxi_reactor_create",
-          "options.notify_capacity");
-  o.notify_capacity = 0;
+  static const field_step_t steps[] = {
+      REFUSE(taxi_reactor_options_t, max_events, 65537, TAXI_EINVAL,
+             "options.max_events"),
+      SET(taxi_reactor_options_t, max_events, 0),
+      REFUSE(taxi_reactor_options_t, notify_capacity,
+             TAXI_NOTIFY_MAX_CAPACITY + 1, TAXI_EINVAL,
+             "options.notify_capacity"),
+      SET(taxi_reactor_options_t, notify_capacity, 0),
+  };
+  refuse_steps(&o, steps, sizeof steps / sizeof steps[0], create_reactor, &o,
+               NULL, "taxi_reactor_create");
   o.backend = "no-such-backend";
   REFUSED(taxi_reactor_create(&r, &o), TAXI_ENOBACKEND, "taxi_reactor_create",
           "options.backend");
@@ -131,25 +192,25 @@ static void test_reactor(void) {
 static void test_proactor(void) {
   taxi_proactor_t *p = NULL;
   taxi_proactor_options_t o = TAXI_PROACTOR_OPTIONS_INIT;
-  o.flags = 0x80;
-  REFUSED(taxi_proactor_create(&p, &o), TAXI_EINVAL, "taxi_proactor_create",
-          "options.flags");
-  o.flags = 0;
-  o.buffer_size = 512; /* without buffer_count */
-  REFUSED(taxi_proactor_create(&p, &o), TAXI_EINVAL, "taxi_proactor_create",
-          "options.buffer_size");
-  o.buffer_size = 0;
-  o.buffer_count = 3;
-  REFUSED(taxi_proactor_create(&p, &o), TAXI_EINVAL, "taxi_proactor_create",
-          "options.buffer_count");
-  o.buffer_count = 4;
-  o.buffer_max = 2;
-  REFUSED(taxi_proactor_create(&p, &o), TAXI_EINVAL, "taxi_proactor_create",
-          "options.buffer_max");
-  o.buffer_max = 0;
-  o.buffer_size = 2u << 20;
-  REFUSED(taxi_proactor_create(&p, &o), TAXI_EINVAL, "taxi_proactor_create",
-          "options.buffer_size");
+  static const field_step_t steps[] = {
+      REFUSE(taxi_proactor_options_t, flags, 0x80, TAXI_EINVAL,
+             "options.flags"),
+      SET(taxi_proactor_options_t, flags, 0),
+      /* without buffer_count */
+      REFUSE(taxi_proactor_options_t, buffer_size, 512, TAXI_EINVAL,
+             "options.buffer_size"),
+      SET(taxi_proactor_options_t, buffer_size, 0),
+      REFUSE(taxi_proactor_options_t, buffer_count, 3, TAXI_EINVAL,
+             "options.buffer_count"),
+      SET(taxi_proactor_options_t, buffer_count, 4),
+      REFUSE(taxi_proactor_options_t, buffer_max, 2, TAXI_EINVAL,
+             "options.buffer_max"),
+      SET(taxi_proactor_options_t, buffer_max, 0),
+      REFUSE(taxi_proactor_options_t, buffer_size, 2u << 20, TAXI_EINVAL,
+             "options.buffer_size"),
+  };
+  refuse_steps(&o, steps, sizeof steps / sizeof steps[0], create_proactor, &o,
+               NULL, "taxi_proactor_create");
   taxi_proactor_options_init(&o);
   o.backend = "no-such-backend";
   REFUSED(taxi_proactor_create(&p, &o), TAXI_ENOBACKEND, "taxi_proactor_create",
@@ -162,17 +223,16 @@ static void test_lf(void) {
   CU_ASSERT_EQUAL_FATAL(util_reactor_create(&r, NULL), 0);
   taxi_lf_pool_t *pool = NULL;
   taxi_lf_options_t o = TAXI_LF_OPTIONS_INIT;
-  o.size = 3;
-  REFUSED(taxi_lf_create(&pool, r, &o), TAXI_EINVAL, "taxi_lf_create",
-          "options.size");
-  taxi_lf_options_init(&o);
-  o.promotion = (taxi_promotion_t)9;
-  REFUSED(taxi_lf_create(&pool, r, &o), TAXI_EINVAL, "taxi_lf_create",
-          "options.promotion");
-  o.promotion = TAXI_PROMOTE_LIFO;
-  o.leaders = (taxi_leaders_t)9;
-  REFUSED(taxi_lf_create(&pool, r, &o), TAXI_EINVAL, "taxi_lf_create",
-          "options.leaders");
+  static const field_step_t steps[] = {
+      REFUSE(taxi_lf_options_t, size, 3, TAXI_EINVAL, "options.size"),
+      /* taxi_lf_options_init(): nothing else was changed */
+      SET(taxi_lf_options_t, size, sizeof(taxi_lf_options_t)),
+      REFUSE(taxi_lf_options_t, promotion, 9, TAXI_EINVAL, "options.promotion"),
+      SET(taxi_lf_options_t, promotion, TAXI_PROMOTE_LIFO),
+      REFUSE(taxi_lf_options_t, leaders, 9, TAXI_EINVAL, "options.leaders"),
+  };
+  refuse_steps(&o, steps, sizeof steps / sizeof steps[0], create_lf, &o, r,
+               "taxi_lf_create");
   REFUSED(taxi_lf_create(&pool, NULL, NULL), TAXI_EINVAL, "taxi_lf_create",
           "r: NULL");
   CU_ASSERT_PTR_NULL(pool);
@@ -201,28 +261,25 @@ static void test_hsha(void) {
   CU_ASSERT_EQUAL_FATAL(util_reactor_create(&r, NULL), 0);
   taxi_hsha_pool_t *pool = NULL;
   taxi_hsha_options_t o = TAXI_HSHA_OPTIONS_INIT;
-  o.workers = TAXI_HSHA_MAX_WORKERS + 1;
-  REFUSED(taxi_hsha_create(&pool, r, &o), TAXI_EINVAL, "taxi_hsha_create",
-          "options.workers");
-  o.workers = 1;
-  o.queue_capacity = TAXI_HSHA_MAX_QUEUE + 1;
-  REFUSED(taxi_hsha_create(&pool, r, &o), TAXI_EINVAL, "taxi_hsha_create",
-          "options.queue_capacity");
-  o.queue_capacity = 8;
-  o.high_water = 9;
-  REFUSED(taxi_hsha_create(&pool, r, &o), TAXI_EINVAL, "taxi_hsha_create",
-          "options.high_water");
-  o.high_water = 0;
-  o.full = (taxi_hsha_full_t)7;
-  REFUSED(taxi_hsha_create(&pool, r, &o), TAXI_EINVAL, "taxi_hsha_create",
-          "options.full");
-  o.full = TAXI_HSHA_FULL_REJECT; /* without busy */
-  REFUSED(taxi_hsha_create(&pool, r, &o), TAXI_EINVAL, "taxi_hsha_create",
-          "options.busy");
-  o.full = TAXI_HSHA_FULL_WAIT;
-  o.size = 0;
-  REFUSED(taxi_hsha_create(&pool, r, &o), TAXI_EINVAL, "taxi_hsha_create",
-          "options.size");
+  static const field_step_t steps[] = {
+      REFUSE(taxi_hsha_options_t, workers, TAXI_HSHA_MAX_WORKERS + 1,
+             TAXI_EINVAL, "options.workers"),
+      SET(taxi_hsha_options_t, workers, 1),
+      REFUSE(taxi_hsha_options_t, queue_capacity, TAXI_HSHA_MAX_QUEUE + 1,
+             TAXI_EINVAL, "options.queue_capacity"),
+      SET(taxi_hsha_options_t, queue_capacity, 8),
+      REFUSE(taxi_hsha_options_t, high_water, 9, TAXI_EINVAL,
+             "options.high_water"),
+      SET(taxi_hsha_options_t, high_water, 0),
+      REFUSE(taxi_hsha_options_t, full, 7, TAXI_EINVAL, "options.full"),
+      /* without busy */
+      REFUSE(taxi_hsha_options_t, full, TAXI_HSHA_FULL_REJECT, TAXI_EINVAL,
+             "options.busy"),
+      SET(taxi_hsha_options_t, full, TAXI_HSHA_FULL_WAIT),
+      REFUSE(taxi_hsha_options_t, size, 0, TAXI_EINVAL, "options.size"),
+  };
+  refuse_steps(&o, steps, sizeof steps / sizeof steps[0], create_hsha, &o, r,
+               "taxi_hsha_create");
   CU_ASSERT_PTR_NULL(pool);
   CU_ASSERT_EQUAL(taxi_reactor_destroy(r), 0);
 }
@@ -230,14 +287,16 @@ static void test_hsha(void) {
 static void test_lf_sets(void) {
   taxi_lf_sets_t *s = NULL;
   taxi_lf_sets_options_t o = TAXI_LF_SETS_OPTIONS_INIT;
-  o.sets = TAXI_LF_SETS_MAX + 1;
-  REFUSED(taxi_lf_sets_create(&s, &o), TAXI_EINVAL, "taxi_lf_sets_create",
-          "options.sets");
-  o.sets = 1;
-  o.threads_per_set = TAXI_LF_MAX_THREADS + 1;
-  REFUSED(taxi_lf_sets_create(&s, &o), TAXI_EINVAL, "taxi_lf_sets_create",
-          "options.threads_per_set");
-  o.threads_per_set = 1;
+  static const field_step_t steps[] = {
+      REFUSE(taxi_lf_sets_options_t, sets, TAXI_LF_SETS_MAX + 1, TAXI_EINVAL,
+             "options.sets"),
+      SET(taxi_lf_sets_options_t, sets, 1),
+      REFUSE(taxi_lf_sets_options_t, threads_per_set, TAXI_LF_MAX_THREADS + 1,
+             TAXI_EINVAL, "options.threads_per_set"),
+      SET(taxi_lf_sets_options_t, threads_per_set, 1),
+  };
+  refuse_steps(&o, steps, sizeof steps / sizeof steps[0], create_lf_sets, &o,
+               NULL, "taxi_lf_sets_create");
   /* The reactors' and pools' refusals are the sets' own fields. */
   o.backend = "no-such-backend";
   REFUSED(taxi_lf_sets_create(&s, &o), TAXI_ENOBACKEND, "taxi_lf_sets_create",
@@ -313,17 +372,17 @@ static void test_mqueue(void) {
   REFUSED(taxi_mq_create(&q, r, &o), TAXI_EINVAL, "taxi_mq_create",
           "options.run");
   o.run = details_mq_run;
-  o.capacity = TAXI_MQ_MAX_CAPACITY + 1;
-  REFUSED(taxi_mq_create(&q, r, &o), TAXI_EINVAL, "taxi_mq_create",
-          "options.capacity");
-  o.capacity = 0;
-  o.batch = TAXI_MQ_MAX_BATCH + 1;
-  REFUSED(taxi_mq_create(&q, r, &o), TAXI_EINVAL, "taxi_mq_create",
-          "options.batch");
-  o.batch = 0;
-  o.size = 0;
-  REFUSED(taxi_mq_create(&q, r, &o), TAXI_EINVAL, "taxi_mq_create",
-          "options.size");
+  static const field_step_t steps[] = {
+      REFUSE(taxi_mq_options_t, capacity, TAXI_MQ_MAX_CAPACITY + 1, TAXI_EINVAL,
+             "options.capacity"),
+      SET(taxi_mq_options_t, capacity, 0),
+      REFUSE(taxi_mq_options_t, batch, TAXI_MQ_MAX_BATCH + 1, TAXI_EINVAL,
+             "options.batch"),
+      SET(taxi_mq_options_t, batch, 0),
+      REFUSE(taxi_mq_options_t, size, 0, TAXI_EINVAL, "options.size"),
+  };
+  refuse_steps(&o, steps, sizeof steps / sizeof steps[0], create_mq, &o, r,
+               "taxi_mq_create");
   CU_ASSERT_PTR_NULL(q);
   CU_ASSERT_EQUAL(taxi_reactor_destroy(r), 0);
 }
@@ -331,14 +390,16 @@ static void test_mqueue(void) {
 static void test_proactor_group(void) {
   taxi_proactor_group_t *g = NULL;
   taxi_proactor_group_options_t o = TAXI_PROACTOR_GROUP_OPTIONS_INIT;
-  o.count = 1025;
-  REFUSED(taxi_proactor_group_create(&g, &o), TAXI_EINVAL,
-          "taxi_proactor_group_create", "options.count");
-  o.count = 1;
-  o.spread = (taxi_group_spread_t)7;
-  REFUSED(taxi_proactor_group_create(&g, &o), TAXI_EINVAL,
-          "taxi_proactor_group_create", "options.spread");
-  o.spread = TAXI_SPREAD_ROUND_ROBIN;
+  static const field_step_t steps[] = {
+      REFUSE(taxi_proactor_group_options_t, count, 1025, TAXI_EINVAL,
+             "options.count"),
+      SET(taxi_proactor_group_options_t, count, 1),
+      REFUSE(taxi_proactor_group_options_t, spread, 7, TAXI_EINVAL,
+             "options.spread"),
+      SET(taxi_proactor_group_options_t, spread, TAXI_SPREAD_ROUND_ROBIN),
+  };
+  refuse_steps(&o, steps, sizeof steps / sizeof steps[0], create_group, &o,
+               NULL, "taxi_proactor_group_create");
   taxi_proactor_options_t po = TAXI_PROACTOR_OPTIONS_INIT;
   po.size = 2;
   o.proactor = &po;
@@ -361,22 +422,20 @@ static void test_proactor_group(void) {
 static void test_io(void) {
   taxi_io_t *io = NULL;
   taxi_io_options_t o = TAXI_IO_OPTIONS_INIT;
-  o.dispatcher = (taxi_io_dispatcher_t)9;
-  REFUSED(taxi_io_create(&io, &o), TAXI_EINVAL, "taxi_io_create",
-          "options.dispatcher");
-  o.dispatcher = TAXI_IO_LF;
-  o.threads = TAXI_LF_MAX_THREADS + 1;
-  REFUSED(taxi_io_create(&io, &o), TAXI_EINVAL, "taxi_io_create",
-          "options.threads");
-  o.dispatcher = TAXI_IO_PROACTORS;
-  o.threads = 1025;
-  REFUSED(taxi_io_create(&io, &o), TAXI_EINVAL, "taxi_io_create",
-          "options.threads");
-  o.threads = 1;
-  o.spread = (taxi_group_spread_t)7;
-  REFUSED(taxi_io_create(&io, &o), TAXI_EINVAL, "taxi_io_create",
-          "options.spread");
-  o.spread = TAXI_SPREAD_ROUND_ROBIN;
+  static const field_step_t steps[] = {
+      REFUSE(taxi_io_options_t, dispatcher, 9, TAXI_EINVAL,
+             "options.dispatcher"),
+      SET(taxi_io_options_t, dispatcher, TAXI_IO_LF),
+      REFUSE(taxi_io_options_t, threads, TAXI_LF_MAX_THREADS + 1, TAXI_EINVAL,
+             "options.threads"),
+      SET(taxi_io_options_t, dispatcher, TAXI_IO_PROACTORS),
+      REFUSE(taxi_io_options_t, threads, 1025, TAXI_EINVAL, "options.threads"),
+      SET(taxi_io_options_t, threads, 1),
+      REFUSE(taxi_io_options_t, spread, 7, TAXI_EINVAL, "options.spread"),
+      SET(taxi_io_options_t, spread, TAXI_SPREAD_ROUND_ROBIN),
+  };
+  refuse_steps(&o, steps, sizeof steps / sizeof steps[0], create_io, &o, NULL,
+               "taxi_io_create");
   /* The objects the context makes refuse the context's own fields. */
   o.backend = "no-such-backend";
   const taxi_io_dispatcher_t each[] = {TAXI_IO_REACTOR, TAXI_IO_LF,

@@ -41,6 +41,7 @@
 
 #include <taxi/taxi.h>
 
+#include "../client_common.h"
 #include "../echo_common.h"
 #include "quote.h"
 
@@ -88,12 +89,10 @@ struct client {
 };
 
 struct connection {
-  taxi_handler_t handler;
+  struct client_conn base; /* first: the shared hooks free the whole block */
   struct client *client;
-  taxi_handle_t fd;
-  unsigned long id, done;
+  unsigned long done;
   uint32_t rng;
-  unsigned interest;
   size_t sent, received;
   size_t limit; /* send up to here before waiting for the next event */
   taxi_time_t started;
@@ -149,15 +148,15 @@ static void prepare(struct connection *c) {
 static int finish(struct connection *c) {
   struct client *cl = c->client;
   if (--cl->running == 0) taxi_reactor_stop(cl->reactor);
-  return -1; /* taxi removes the handler and calls connection_close */
+  return -1; /* taxi removes the handler and runs its close hook */
 }
 
 /* The server ended the connection, or an error: what was due is missing. */
 static int dropped(struct connection *c, const char *what) {
   struct client *cl = c->client;
   if (cl->requests) {
-    fprintf(stderr, "quote_client: connection %lu, request %lu: %s\n", c->id,
-            c->done + 1, what);
+    fprintf(stderr, "quote_client: connection %lu, request %lu: %s\n",
+            c->base.id, c->done + 1, what);
     cl->missing += cl->requests - c->done;
   } else if (c->sent || !cl->draining) {
     cl->missing++;
@@ -167,14 +166,8 @@ static int dropped(struct connection *c, const char *what) {
 }
 
 static int follow(struct connection *c) {
-  unsigned interest = TAXI_EV_READ;
-  if (c->sent < QUOTE_REQUEST_SIZE) interest |= TAXI_EV_WRITE;
-  if (interest != c->interest) {
-    int rc = taxi_reactor_modify(c->client->reactor, &c->handler, interest);
-    if (rc < 0) return dropped(c, taxi_strerror(rc));
-    c->interest = interest;
-  }
-  return 0;
+  int rc = client_conn_follow(&c->base, c->sent < QUOTE_REQUEST_SIZE);
+  return rc < 0 ? dropped(c, taxi_strerror(rc)) : 0;
 }
 
 static int send_some(struct connection *c) {
@@ -186,7 +179,7 @@ static int send_some(struct connection *c) {
       c->limit = QUOTE_REQUEST_SIZE;
       return follow(c);
     }
-    switch (echo_send(c->fd, c->req + c->sent, c->limit - c->sent, &n)) {
+    switch (echo_send(c->base.fd, c->req + c->sent, c->limit - c->sent, &n)) {
       case ECHO_IO_OK:
         if (c->sent == 0) c->client->outstanding++;
         c->sent += n;
@@ -200,16 +193,13 @@ static int send_some(struct connection *c) {
   return follow(c);
 }
 
-static int connection_input(taxi_handler_t *h, taxi_handle_t fd,
-                            unsigned events) {
-  struct connection *c = TAXI_CONTAINER_OF(h, struct connection, handler);
+static int connection_input(struct client_conn *base) {
+  struct connection *c = (struct connection *)base;
   struct client *cl = c->client;
   size_t n;
-  (void)fd;
-  (void)events;
 
-  switch (echo_recv(c->fd, c->got + c->received, QUOTE_REPLY_SIZE - c->received,
-                    &n)) {
+  switch (echo_recv(c->base.fd, c->got + c->received,
+                    QUOTE_REPLY_SIZE - c->received, &n)) {
     case ECHO_IO_OK:
       break;
     case ECHO_IO_AGAIN:
@@ -224,7 +214,7 @@ static int connection_input(taxi_handler_t *h, taxi_handle_t fd,
     fprintf(stderr,
             "quote_client: connection %lu: a reply before the "
             "request was sent\n",
-            c->id);
+            c->base.id);
     taxi_reactor_stop(cl->reactor);
     return -1;
   }
@@ -236,7 +226,7 @@ static int connection_input(taxi_handler_t *h, taxi_handle_t fd,
     fprintf(stderr,
             "quote_client: connection %lu, request %lu (symbol field "
             "\"%.32s\"): wrong answer\n",
-            c->id, c->done + 1, (const char *)c->req + 4);
+            c->base.id, c->done + 1, (const char *)c->req + 4);
     taxi_reactor_stop(cl->reactor);
     return -1;
   }
@@ -249,26 +239,9 @@ static int connection_input(taxi_handler_t *h, taxi_handle_t fd,
   return send_some(c);
 }
 
-static int connection_output(taxi_handler_t *h, taxi_handle_t fd,
-                             unsigned events) {
-  struct connection *c = TAXI_CONTAINER_OF(h, struct connection, handler);
-  (void)fd;
-  (void)events;
-  return send_some(c);
+static int connection_output(struct client_conn *base) {
+  return send_some((struct connection *)base);
 }
-
-static void connection_close(taxi_handler_t *h, taxi_handle_t fd) {
-  struct connection *c = TAXI_CONTAINER_OF(h, struct connection, handler);
-  (void)fd;
-  echo_close(c->fd);
-  free(c);
-}
-
-static const taxi_handler_ops_t connection_ops = {
-    .input = connection_input,
-    .output = connection_output,
-    .close = connection_close,
-};
 
 /* One timer: with --duration first the end of sending, then the end of
  * the grace period; with --requests the time limit. */
@@ -306,12 +279,11 @@ static const taxi_handler_ops_t timer_ops = {.timeout = timer_fired};
 static int connection_open(struct client *cl, const char *host, unsigned port,
                            unsigned long id, unsigned long seed) {
   struct connection *c = calloc(1, sizeof *c);
-  int rc;
   if (c == NULL) {
     fprintf(stderr, "quote_client: out of memory\n");
     return -1;
   }
-  if (echo_connect(host, port, &c->fd) != 0) {
+  if (echo_connect(host, port, &c->base.fd) != 0) {
     free(c);
     cl->refused++;
     if (cl->requests) {
@@ -321,19 +293,12 @@ static int connection_open(struct client *cl, const char *host, unsigned port,
     return 0;
   }
   c->client = cl;
-  c->id = id;
+  c->base.id = id;
   c->rng = (uint32_t)(seed * 2654435761u + id * 40503u) | 1u;
   prepare(c);
-  c->interest = TAXI_EV_READ | TAXI_EV_WRITE;
-  taxi_handler_init(&c->handler, &connection_ops);
-  rc = taxi_reactor_register(cl->reactor, c->fd, &c->handler, c->interest);
-  if (rc < 0) {
-    fprintf(stderr, "quote_client: cannot watch connection %lu: %s\n", id,
-            taxi_strerror(rc));
-    echo_close(c->fd);
-    free(c);
+  if (client_conn_register(&c->base, cl->reactor, connection_input,
+                           connection_output, "quote_client") != 0)
     return -1;
-  }
   cl->running++;
   return 0;
 }

@@ -36,13 +36,7 @@ static void test_workers_dispatch(void) {
   o.workers = 3;
   hs_create(t, &o);
   CU_ASSERT(pool_wait_threads(t, 3));
-  int ok = 1;
-  for (int round = 0; round < ROUNDS && ok; round++) {
-    for (int i = 0; i < N; i++)
-      CU_ASSERT_EQUAL(util_write_byte(t->conn[i].sv[1]), 1);
-    ok = pool_wait_bytes(t, (long)N * (round + 1));
-  }
-  CU_ASSERT(ok);
+  CU_ASSERT(pool_rounds(t, N, ROUNDS));
   CU_ASSERT_EQUAL(atomic_load(&t->on_main), 0);
   pthread_mutex_lock(&t->mu);
   int distinct = t->nworkers_seen;

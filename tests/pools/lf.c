@@ -36,13 +36,7 @@ static void test_spawn_and_join(void) {
   CU_ASSERT_EQUAL(taxi_lf_spawn(t->p, 3), 0);
   int j = lf_start_joiner(t, LF_JOIN_MS, 0);
   CU_ASSERT(lf_wait_shape(t->p, 4, -1, -1));
-  int ok = 1;
-  for (int round = 0; round < ROUNDS && ok; round++) {
-    for (int i = 0; i < CONNS; i++)
-      CU_ASSERT_EQUAL(util_write_byte(t->conn[i].sv[1]), 1);
-    ok = pool_wait_bytes(t, (long)CONNS * (round + 1));
-  }
-  CU_ASSERT(ok);
+  CU_ASSERT(pool_rounds(t, CONNS, ROUNDS));
   CU_ASSERT_EQUAL(pool_total_bytes(t), (long)CONNS * ROUNDS);
   CU_ASSERT_EQUAL(atomic_load(&t->bad_thread), 0);
   CU_ASSERT_EQUAL(taxi_lf_current_thread(t->p), -1);
@@ -355,13 +349,7 @@ static void test_rearm_after_eagain(void) {
   pool_conns(t, N, &pool_count_ops);
   lf_create(t, TAXI_PROMOTE_LIFO, TAXI_LEADERS_ONE);
   CU_ASSERT_EQUAL(taxi_lf_spawn(t->p, 2), 0);
-  int ok = 1;
-  for (int round = 0; round < ROUNDS && ok; round++) {
-    for (int i = 0; i < N; i++)
-      CU_ASSERT_EQUAL(util_write_byte(t->conn[i].sv[1]), 1);
-    ok = pool_wait_bytes(t, (long)N * (round + 1));
-  }
-  CU_ASSERT(ok);
+  CU_ASSERT(pool_rounds(t, N, ROUNDS));
   taxi_reactor_stats_t s;
   CU_ASSERT_EQUAL(taxi_reactor_stats(t->r, &s), 0);
   CU_ASSERT_EQUAL(s.transient_errors, 0);

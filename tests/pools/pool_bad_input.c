@@ -18,11 +18,11 @@ static void bad_null(const pool_row_t *row) {
   CU_ASSERT_EQUAL(row->create(NULL, NULL, 0, &p), TAXI_EINVAL);
   CU_ASSERT_EQUAL(row->stop(NULL), TAXI_EINVAL);
   CU_ASSERT_EQUAL(row->destroy(NULL), TAXI_EINVAL);
-  CU_ASSERT_EQUAL(row->counts(NULL, &c), TAXI_EINVAL);
+  CU_ASSERT_EQUAL(pool_row_counts(row, NULL, &c), TAXI_EINVAL);
   if (row->more_null) row->more_null(t);
   /* NULL options mean defaults. */
   pool_start(t, NULL, 0);
-  CU_ASSERT_EQUAL(row->counts(t->p, NULL), TAXI_EINVAL);
+  CU_ASSERT_EQUAL(pool_row_counts(row, t->p, NULL), TAXI_EINVAL);
   pool_free(t);
 }
 
@@ -35,7 +35,7 @@ static void bad_destroyed(const pool_row_t *row) {
       util_bounded(row->destroy, p, POOLS_WAIT_MS, row->destroy_name), 0);
   pool_counts_t c;
   CU_ASSERT_EQUAL(row->stop(p), TAXI_EINVAL);
-  CU_ASSERT_EQUAL(row->counts(p, &c), TAXI_EINVAL);
+  CU_ASSERT_EQUAL(pool_row_counts(row, p, &c), TAXI_EINVAL);
   CU_ASSERT_EQUAL(row->destroy(p), TAXI_EINVAL);
   if (row->more_destroyed) row->more_destroyed(p);
   pool_free(t);

@@ -104,10 +104,28 @@ void pool_free(pool_test_t *t) {
 
 /* ---- counters ------------------------------------------------------------ */
 
+int pool_row_counts(const pool_row_t *row, void *p, pool_counts_t *out) {
+  union {
+    max_align_t align;
+    unsigned char bytes[512];
+  } s;
+  CU_ASSERT_FATAL(row->stats_size <= sizeof s.bytes);
+  memset(&s, 0, sizeof s);
+  int rc = row->stats(p, out ? s.bytes : NULL);
+  if (rc == 0 && out) {
+    memcpy(&out->threads, s.bytes + row->threads_at, sizeof out->threads);
+    memcpy(&out->events, s.bytes + row->events_at, sizeof out->events);
+    out->queued = 0;
+    if (row->queued_at != POOL_NO_FIELD)
+      memcpy(&out->queued, s.bytes + row->queued_at, sizeof out->queued);
+  }
+  return rc;
+}
+
 pool_counts_t pool_counts(pool_test_t *t) {
   pool_counts_t c;
   memset(&c, 0, sizeof c);
-  CU_ASSERT_EQUAL(t->row->counts(t->p, &c), 0);
+  CU_ASSERT_EQUAL(pool_row_counts(t->row, t->p, &c), 0);
   return c;
 }
 
@@ -120,7 +138,7 @@ static int pool_wait_for(pool_test_t *t,
   taxi_time_t start = taxi_now();
   for (;;) {
     memset(last, 0, sizeof *last);
-    int rc = t->row->counts(t->p, last);
+    int rc = pool_row_counts(t->row, t->p, last);
     if (rc == 0 && pred(t, last, n)) return 1;
     if (util_elapsed_ms(start) > POOLS_WAIT_MS) return 0;
     util_sleep_ms(1);
@@ -189,6 +207,16 @@ int pool_wait_bytes(pool_test_t *t, long goal) {
     util_sleep_ms(1);
   }
   return 1;
+}
+
+int pool_rounds(pool_test_t *t, int n, int rounds) {
+  int ok = 1;
+  for (int round = 0; round < rounds && ok; round++) {
+    for (int i = 0; i < n; i++)
+      CU_ASSERT_EQUAL(util_write_byte(t->conn[i].sv[1]), 1);
+    ok = pool_wait_bytes(t, (long)n * (round + 1));
+  }
+  return ok;
 }
 
 /* ---- hooks --------------------------------------------------------------- */

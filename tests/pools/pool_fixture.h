@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <sched.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,8 +69,13 @@ typedef struct pool_row {
                 void **out);
   int (*stop)(void *p);
   int (*destroy)(void *p);
-  /* taxi_*_stats, translated; out NULL is passed on as NULL. */
-  int (*counts)(void *p, pool_counts_t *out);
+  /* The pool's taxi_*_stats (out NULL is passed on as NULL) over its
+   * own structure of stats_size bytes, and where the counts are in it
+   * (POOL_FIELD; queued_at POOL_NO_FIELD: counted 0); read through
+   * pool_row_counts(). */
+  int (*stats)(void *p, void *out);
+  size_t stats_size;
+  size_t threads_at, events_at, queued_at;
   /* 1 when the pool holds n threads, none of them in a hook. */
   int (*idle)(const pool_counts_t *c, void *p, unsigned n);
   /* Options (for create) with the pool's optional ordering in use: LF
@@ -85,6 +91,20 @@ typedef struct pool_row {
   void (*more_null)(pool_test_t *t);
   void (*more_destroyed)(void *destroyed);
 } pool_row_t;
+
+/* The offset of `member` of the stats structure `type`, which must have
+ * the size of the pool_counts_t field `field` (else the build fails). */
+#define POOL_FIELD(type, member, field)                        \
+  (offsetof(type, member) +                                    \
+   0 * sizeof(char[sizeof(((type *)0)->member) ==              \
+                           sizeof(((pool_counts_t *)0)->field) \
+                       ? 1                                     \
+                       : -1]))
+#define POOL_NO_FIELD ((size_t)-1)
+
+/* row's stats of p as pool_counts_t (out NULL: passed on as NULL);
+ * returns what the pool's stats call returned. */
+int pool_row_counts(const pool_row_t *row, void *p, pool_counts_t *out);
 
 extern const pool_row_t pool_row_lf;
 extern const pool_row_t pool_row_hsha;
@@ -164,6 +184,9 @@ int pool_wait_queued(pool_test_t *t, unsigned n);
 long pool_total_bytes(pool_test_t *t);
 int pool_total_inputs(pool_test_t *t);
 int pool_wait_bytes(pool_test_t *t, long goal);
+/* `rounds` times: a byte to each of the first n connections, then a wait
+ * (bounded) until every byte so far was read.  1 when every round was. */
+int pool_rounds(pool_test_t *t, int n, int rounds);
 
 /* Hooks: close counts; count notes the thread, records the order, drains;
  * block drains, counts and waits for the gate. */

@@ -29,17 +29,7 @@ static int lf_row_create(taxi_reactor_t *r, const void *opts, unsigned threads,
   return 0;
 }
 
-static int lf_row_counts(void *p, pool_counts_t *out) {
-  taxi_lf_stats_t s;
-  memset(&s, 0, sizeof s);
-  int rc = taxi_lf_stats(p, out ? &s : NULL);
-  if (rc == 0 && out) {
-    out->threads = s.threads;
-    out->events = s.events;
-    out->queued = 0;
-  }
-  return rc;
-}
+static int lf_row_stats(void *p, void *out) { return taxi_lf_stats(p, out); }
 
 /* Idle: n threads, each leading or following. */
 static int lf_row_idle(const pool_counts_t *c, void *p, unsigned n) {
@@ -197,7 +187,11 @@ const pool_row_t pool_row_lf = {
     .create = lf_row_create,
     .stop = lf_do_shutdown,
     .destroy = lf_do_destroy,
-    .counts = lf_row_counts,
+    .stats = lf_row_stats,
+    .stats_size = sizeof(taxi_lf_stats_t),
+    .threads_at = POOL_FIELD(taxi_lf_stats_t, threads, threads),
+    .events_at = POOL_FIELD(taxi_lf_stats_t, events, events),
+    .queued_at = POOL_NO_FIELD,
     .idle = lf_row_idle,
     .priority_options = lf_row_priority_options,
     .note_thread = lf_note_thread,
@@ -224,17 +218,7 @@ static int hs_row_create(taxi_reactor_t *r, const void *opts, unsigned threads,
   return rc;
 }
 
-static int hs_row_counts(void *p, pool_counts_t *out) {
-  taxi_hsha_stats_t s;
-  memset(&s, 0, sizeof s);
-  int rc = taxi_hsha_stats(p, out ? &s : NULL);
-  if (rc == 0 && out) {
-    out->threads = s.workers;
-    out->events = s.events;
-    out->queued = s.queued;
-  }
-  return rc;
-}
+static int hs_row_stats(void *p, void *out) { return taxi_hsha_stats(p, out); }
 
 /* Workers wait for the queue whenever they are not in a hook. */
 static int hs_row_idle(const pool_counts_t *c, void *p, unsigned n) {
@@ -311,7 +295,11 @@ const pool_row_t pool_row_hsha = {
     .create = hs_row_create,
     .stop = hs_do_shutdown,
     .destroy = hs_do_destroy,
-    .counts = hs_row_counts,
+    .stats = hs_row_stats,
+    .stats_size = sizeof(taxi_hsha_stats_t),
+    .threads_at = POOL_FIELD(taxi_hsha_stats_t, workers, threads),
+    .events_at = POOL_FIELD(taxi_hsha_stats_t, events, events),
+    .queued_at = POOL_FIELD(taxi_hsha_stats_t, queued, queued),
     .idle = hs_row_idle,
     .priority_options = hs_row_priority_options,
     .note_thread = hs_note_thread,

@@ -26,7 +26,7 @@ static void pool_shutter_main(void *arg) {
   s->hooks_done_then = done;
   pool_counts_t c;
   memset(&c, 0, sizeof c);
-  s->t->row->counts(s->t->p, &c);
+  pool_row_counts(s->t->row, s->t->p, &c);
   s->threads_then = c.threads;
   atomic_store(&s->returned, 1);
 }
@@ -119,7 +119,7 @@ static int pool_shutdown_input(taxi_handler_t *h, taxi_handle_t fd,
     atomic_store(&t->rc_shutdown, t->row->stop(t->p));
     pool_counts_t s;
     memset(&s, 0, sizeof s);
-    atomic_store(&t->rc_stats, t->row->counts(t->p, &s));
+    atomic_store(&t->rc_stats, pool_row_counts(t->row, t->p, &s));
     atomic_store(&t->threads_after_stop, (int)s.threads);
     atomic_store(&t->rc_shutdown2, t->row->stop(t->p));
     atomic_store(&t->rc_destroy, t->row->destroy(t->p));

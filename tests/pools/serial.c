@@ -246,10 +246,6 @@ static void stress(bool hsha, taxi_leaders_t leaders) {
   CU_ASSERT_EQUAL(atomic_load(&s.closes), 1);
 }
 
-static void test_stress_lf_one(void) { stress(false, TAXI_LEADERS_ONE); }
-static void test_stress_lf_many(void) { stress(false, TAXI_LEADERS_MANY); }
-static void test_stress_hsha(void) { stress(true, TAXI_LEADERS_ONE); }
-
 /* ---- a timer or a signal due while the handle's hook runs ------------- */
 
 typedef struct marker {
@@ -274,150 +270,205 @@ static int marker_signal(taxi_handler_t *h, int signo) {
 static const taxi_handler_ops_t marker_ops = {.timeout = marker_timeout,
                                               .signal = marker_signal};
 
+/* What the ordered tests share: a pool, s with its handle's hook held on
+ * the gate, and the marker whose hook proves that the pool went on. */
+typedef struct ordered {
+  pool_t p;
+  serial_t s;
+  pools_gate_t gate;
+  marker_t m;
+} ordered_t;
+
+/* Starts the pool (8 threads, one leader), registers s (and, by_signal,
+ * SIGUSR1 for s and SIGUSR2 for the marker), and returns once s's input
+ * hook is on the gate. */
+static void ordered_start(ordered_t *o, bool hsha, bool by_signal) {
+  pool_start(&o->p, hsha, TAXI_LEADERS_ONE);
+  serial_init(&o->s);
+  pools_gate_init(&o->gate);
+  o->s.gate = &o->gate;
+  memset(&o->m, 0, sizeof o->m);
+  CU_ASSERT_EQUAL(taxi_handler_init(&o->m.h, &marker_ops), 0);
+  CU_ASSERT_EQUAL(taxi_timer_init(&o->m.timer), 0);
+  pools_pair(o->s.sv);
+  CU_ASSERT_EQUAL_FATAL(
+      taxi_reactor_register(o->p.r, o->s.sv[0], &o->s.h, TAXI_EV_READ), 0);
+  if (by_signal) {
+    CU_ASSERT_EQUAL_FATAL(taxi_reactor_add_signal(o->p.r, SIGUSR1, &o->s.h), 0);
+    CU_ASSERT_EQUAL_FATAL(taxi_reactor_add_signal(o->p.r, SIGUSR2, &o->m.h), 0);
+  }
+  CU_ASSERT_EQUAL(util_write_byte(o->s.sv[1]), 1);
+  CU_ASSERT_FATAL(pools_wait_count(&o->gate.entered, 1, POOLS_WAIT_MS));
+}
+
 /* With the handle's hook held on the gate: make s's timer (or SIGUSR1)
  * due, then the marker's later timer (or SIGUSR2, taken after SIGUSR1);
  * once the marker's hook ran, s's event was taken and set aside.  It runs
  * when the gate opens, after the hook, once. */
 static void aside(bool hsha, bool by_signal) {
-  pool_t p;
-  pool_start(&p, hsha, TAXI_LEADERS_ONE);
-  serial_t s;
-  serial_init(&s);
-  pools_gate_t gate;
-  pools_gate_init(&gate);
-  s.gate = &gate;
-  marker_t m;
-  memset(&m, 0, sizeof m);
-  CU_ASSERT_EQUAL(taxi_handler_init(&m.h, &marker_ops), 0);
-  CU_ASSERT_EQUAL(taxi_timer_init(&m.timer), 0);
-  pools_pair(s.sv);
-  CU_ASSERT_EQUAL_FATAL(taxi_reactor_register(p.r, s.sv[0], &s.h, TAXI_EV_READ),
-                        0);
-  if (by_signal) {
-    CU_ASSERT_EQUAL_FATAL(taxi_reactor_add_signal(p.r, SIGUSR1, &s.h), 0);
-    CU_ASSERT_EQUAL_FATAL(taxi_reactor_add_signal(p.r, SIGUSR2, &m.h), 0);
-  }
-  CU_ASSERT_EQUAL(util_write_byte(s.sv[1]), 1);
-  CU_ASSERT_FATAL(pools_wait_count(&gate.entered, 1, POOLS_WAIT_MS));
+  ordered_t o;
+  ordered_start(&o, hsha, by_signal);
+  pool_t *p = &o.p;
+  serial_t *s = &o.s;
+  marker_t *m = &o.m;
+  atomic_int *ran = by_signal ? &s->signals : &s->timeouts;
 
   if (by_signal) {
     CU_ASSERT_EQUAL(kill(getpid(), SIGUSR1), 0);
     CU_ASSERT_EQUAL(kill(getpid(), SIGUSR2), 0);
   } else {
-    CU_ASSERT_EQUAL(taxi_reactor_schedule(p.r, &s.timer, &s.h, MS, 0, NULL), 0);
-    CU_ASSERT_EQUAL(taxi_reactor_schedule(p.r, &m.timer, &m.h, 2 * MS, 0, NULL),
+    CU_ASSERT_EQUAL(taxi_reactor_schedule(p->r, &s->timer, &s->h, MS, 0, NULL),
                     0);
+    CU_ASSERT_EQUAL(
+        taxi_reactor_schedule(p->r, &m->timer, &m->h, 2 * MS, 0, NULL), 0);
   }
-  CU_ASSERT(pools_wait_count(&m.fired, 1, POOLS_WAIT_MS));
+  CU_ASSERT(pools_wait_count(&m->fired, 1, POOLS_WAIT_MS));
   /* Taken, not run: the handle's hook still holds the handler. */
-  CU_ASSERT_EQUAL(atomic_load(by_signal ? &s.signals : &s.timeouts), 0);
-  pools_gate_open(&gate);
-  CU_ASSERT(
-      pools_wait_count(by_signal ? &s.signals : &s.timeouts, 1, POOLS_WAIT_MS));
-  CU_ASSERT_EQUAL(atomic_load(&s.input_done), 1);
-  CU_ASSERT_EQUAL(atomic_load(&s.early), 0);
-  CU_ASSERT_EQUAL(atomic_load(&s.overlaps), 0);
-  CU_ASSERT_EQUAL(atomic_load(&gate.timeouts), 0);
+  CU_ASSERT_EQUAL(atomic_load(ran), 0);
+  pools_gate_open(&o.gate);
+  CU_ASSERT(pools_wait_count(ran, 1, POOLS_WAIT_MS));
+  CU_ASSERT_EQUAL(atomic_load(&s->input_done), 1);
+  CU_ASSERT_EQUAL(atomic_load(&s->early), 0);
+  CU_ASSERT_EQUAL(atomic_load(&s->overlaps), 0);
+  CU_ASSERT_EQUAL(atomic_load(&o.gate.timeouts), 0);
 
   /* Once only: after another round of the marker, still one. */
   if (by_signal) {
     CU_ASSERT_EQUAL(kill(getpid(), SIGUSR2), 0);
   } else {
-    CU_ASSERT_EQUAL(taxi_reactor_schedule(p.r, &m.timer, &m.h, MS, 0, NULL), 0);
+    CU_ASSERT_EQUAL(taxi_reactor_schedule(p->r, &m->timer, &m->h, MS, 0, NULL),
+                    0);
   }
-  CU_ASSERT(pools_wait_count(&m.fired, 2, POOLS_WAIT_MS));
-  CU_ASSERT_EQUAL(atomic_load(by_signal ? &s.signals : &s.timeouts), 1);
+  CU_ASSERT(pools_wait_count(&m->fired, 2, POOLS_WAIT_MS));
+  CU_ASSERT_EQUAL(atomic_load(ran), 1);
 
   /* The close hook runs once every hook of s has returned (under HS/HA
    * the worker that ran the set-aside timer may still be finishing it
    * when the marker's second round is seen): still once then. */
-  CU_ASSERT_EQUAL(taxi_reactor_remove(p.r, &s.h), 0);
-  CU_ASSERT_EQUAL(taxi_reactor_remove(p.r, &m.h), 0);
-  CU_ASSERT(pools_wait_count(&s.closes, 1, POOLS_WAIT_MS));
-  CU_ASSERT_EQUAL(atomic_load(by_signal ? &s.signals : &s.timeouts), 1);
-  pool_end(&p);
-  pools_close_pair(s.sv);
+  CU_ASSERT_EQUAL(taxi_reactor_remove(p->r, &s->h), 0);
+  CU_ASSERT_EQUAL(taxi_reactor_remove(p->r, &m->h), 0);
+  CU_ASSERT(pools_wait_count(&s->closes, 1, POOLS_WAIT_MS));
+  CU_ASSERT_EQUAL(atomic_load(ran), 1);
+  pool_end(p);
+  pools_close_pair(s->sv);
 }
-
-static void test_lf_timer_aside(void) { aside(false, false); }
-static void test_lf_signal_aside(void) { aside(false, true); }
-static void test_hsha_timer_aside(void) { aside(true, false); }
-static void test_hsha_signal_aside(void) { aside(true, true); }
 
 /* Cancelled, or the handler removed, while set aside: it never runs. */
 static void forgotten(bool hsha, bool remove) {
-  pool_t p;
-  pool_start(&p, hsha, TAXI_LEADERS_ONE);
-  serial_t s;
-  serial_init(&s);
-  pools_gate_t gate;
-  pools_gate_init(&gate);
-  s.gate = &gate;
-  marker_t m;
-  memset(&m, 0, sizeof m);
-  CU_ASSERT_EQUAL(taxi_handler_init(&m.h, &marker_ops), 0);
-  CU_ASSERT_EQUAL(taxi_timer_init(&m.timer), 0);
-  pools_pair(s.sv);
-  CU_ASSERT_EQUAL_FATAL(taxi_reactor_register(p.r, s.sv[0], &s.h, TAXI_EV_READ),
-                        0);
-  CU_ASSERT_EQUAL(util_write_byte(s.sv[1]), 1);
-  CU_ASSERT_FATAL(pools_wait_count(&gate.entered, 1, POOLS_WAIT_MS));
-  CU_ASSERT_EQUAL(taxi_reactor_schedule(p.r, &s.timer, &s.h, MS, MS, NULL), 0);
-  CU_ASSERT_EQUAL(taxi_reactor_schedule(p.r, &m.timer, &m.h, 2 * MS, 0, NULL),
+  ordered_t o;
+  ordered_start(&o, hsha, false);
+  pool_t *p = &o.p;
+  serial_t *s = &o.s;
+  marker_t *m = &o.m;
+
+  CU_ASSERT_EQUAL(taxi_reactor_schedule(p->r, &s->timer, &s->h, MS, MS, NULL),
                   0);
-  CU_ASSERT(pools_wait_count(&m.fired, 1, POOLS_WAIT_MS));
+  CU_ASSERT_EQUAL(
+      taxi_reactor_schedule(p->r, &m->timer, &m->h, 2 * MS, 0, NULL), 0);
+  CU_ASSERT(pools_wait_count(&m->fired, 1, POOLS_WAIT_MS));
   if (remove) {
-    CU_ASSERT_EQUAL(taxi_reactor_remove(p.r, &s.h), 0);
+    CU_ASSERT_EQUAL(taxi_reactor_remove(p->r, &s->h), 0);
   } else {
-    CU_ASSERT_EQUAL(taxi_reactor_cancel(p.r, &s.timer), 0);
+    CU_ASSERT_EQUAL(taxi_reactor_cancel(p->r, &s->timer), 0);
   }
-  pools_gate_open(&gate);
-  CU_ASSERT(pools_wait_count(&gate.left, 1, POOLS_WAIT_MS));
+  pools_gate_open(&o.gate);
+  CU_ASSERT(pools_wait_count(&o.gate.left, 1, POOLS_WAIT_MS));
   /* Another marker round: anything the gate let go has run by then. */
-  CU_ASSERT_EQUAL(taxi_reactor_schedule(p.r, &m.timer, &m.h, MS, 0, NULL), 0);
-  CU_ASSERT(pools_wait_count(&m.fired, 2, POOLS_WAIT_MS));
-  CU_ASSERT_EQUAL(atomic_load(&s.timeouts), 0);
+  CU_ASSERT_EQUAL(taxi_reactor_schedule(p->r, &m->timer, &m->h, MS, 0, NULL),
+                  0);
+  CU_ASSERT(pools_wait_count(&m->fired, 2, POOLS_WAIT_MS));
+  CU_ASSERT_EQUAL(atomic_load(&s->timeouts), 0);
   if (remove) {
-    CU_ASSERT(pools_wait_count(&s.closes, 1, POOLS_WAIT_MS));
+    CU_ASSERT(pools_wait_count(&s->closes, 1, POOLS_WAIT_MS));
   } else {
-    CU_ASSERT_EQUAL(taxi_reactor_remove(p.r, &s.h), 0);
+    CU_ASSERT_EQUAL(taxi_reactor_remove(p->r, &s->h), 0);
   }
-  CU_ASSERT_EQUAL(taxi_reactor_remove(p.r, &m.h), 0);
-  pool_end(&p);
-  pools_close_pair(s.sv);
-  CU_ASSERT_EQUAL(atomic_load(&s.closes), 1);
+  CU_ASSERT_EQUAL(taxi_reactor_remove(p->r, &m->h), 0);
+  pool_end(p);
+  pools_close_pair(s->sv);
+  CU_ASSERT_EQUAL(atomic_load(&s->closes), 1);
 }
 
-static void test_lf_cancelled_aside(void) { forgotten(false, false); }
-static void test_lf_removed_aside(void) { forgotten(false, true); }
-static void test_hsha_cancelled_aside(void) { forgotten(true, false); }
-static void test_hsha_removed_aside(void) { forgotten(true, true); }
+/* ---- the cases -------------------------------------------------------- */
+
+/* One row a CUnit test: which test, on which pool, and its one flag. */
+typedef enum { SERIAL_STRESS, SERIAL_ASIDE, SERIAL_FORGOTTEN } serial_kind_t;
+
+typedef struct serial_case {
+  serial_kind_t kind;
+  bool hsha;
+  taxi_leaders_t leaders; /* SERIAL_STRESS under lf */
+  bool flag;              /* ASIDE: by a signal; FORGOTTEN: removed */
+} serial_case_t;
+
+static const serial_case_t serial_cases[] = {
+    {SERIAL_STRESS, false, TAXI_LEADERS_ONE, false},
+    {SERIAL_STRESS, false, TAXI_LEADERS_MANY, false},
+    {SERIAL_STRESS, true, TAXI_LEADERS_ONE, false},
+    {SERIAL_ASIDE, false, TAXI_LEADERS_ONE, false},
+    {SERIAL_ASIDE, false, TAXI_LEADERS_ONE, true},
+    {SERIAL_ASIDE, true, TAXI_LEADERS_ONE, false},
+    {SERIAL_ASIDE, true, TAXI_LEADERS_ONE, true},
+    {SERIAL_FORGOTTEN, false, TAXI_LEADERS_ONE, false},
+    {SERIAL_FORGOTTEN, false, TAXI_LEADERS_ONE, true},
+    {SERIAL_FORGOTTEN, true, TAXI_LEADERS_ONE, false},
+    {SERIAL_FORGOTTEN, true, TAXI_LEADERS_ONE, true},
+};
+
+static void serial_run(size_t i) {
+  const serial_case_t *c = &serial_cases[i];
+  switch (c->kind) {
+    case SERIAL_STRESS:
+      stress(c->hsha, c->leaders);
+      break;
+    case SERIAL_ASIDE:
+      aside(c->hsha, c->flag);
+      break;
+    case SERIAL_FORGOTTEN:
+      forgotten(c->hsha, c->flag);
+      break;
+  }
+}
+
+#define SERIAL_TEST(i) \
+  static void test_serial_##i(void) { serial_run(i); }
+SERIAL_TEST(0)
+SERIAL_TEST(1)
+SERIAL_TEST(2)
+SERIAL_TEST(3)
+SERIAL_TEST(4)
+SERIAL_TEST(5)
+SERIAL_TEST(6)
+SERIAL_TEST(7)
+SERIAL_TEST(8)
+SERIAL_TEST(9)
+SERIAL_TEST(10)
 
 #endif /* !_WIN32 */
 
 static CU_TestInfo serial_tests[] = {
     {"lf, 8 threads: timer, signal and input hooks never overlap",
-     TAXI_TEST_POSIX_ONLY(test_stress_lf_one)},
+     TAXI_TEST_POSIX_ONLY(test_serial_0)},
     {"lf, 8 threads, many leaders: timer, signal and input never overlap",
-     TAXI_TEST_POSIX_ONLY(test_stress_lf_many)},
+     TAXI_TEST_POSIX_ONLY(test_serial_1)},
     {"hsha, 8 workers: timer, signal and input hooks never overlap",
-     TAXI_TEST_POSIX_ONLY(test_stress_hsha)},
+     TAXI_TEST_POSIX_ONLY(test_serial_2)},
     {"lf: a timer due while the input hook runs runs after it, once",
-     TAXI_TEST_POSIX_ONLY(test_lf_timer_aside)},
+     TAXI_TEST_POSIX_ONLY(test_serial_3)},
     {"lf: a signal arriving while the input hook runs runs after it, once",
-     TAXI_TEST_POSIX_ONLY(test_lf_signal_aside)},
+     TAXI_TEST_POSIX_ONLY(test_serial_4)},
     {"hsha: a timer due while the input hook runs runs after it, once",
-     TAXI_TEST_POSIX_ONLY(test_hsha_timer_aside)},
+     TAXI_TEST_POSIX_ONLY(test_serial_5)},
     {"hsha: a signal arriving while the input hook runs runs after it, once",
-     TAXI_TEST_POSIX_ONLY(test_hsha_signal_aside)},
+     TAXI_TEST_POSIX_ONLY(test_serial_6)},
     {"lf: a timer cancelled while set aside does not run",
-     TAXI_TEST_POSIX_ONLY(test_lf_cancelled_aside)},
+     TAXI_TEST_POSIX_ONLY(test_serial_7)},
     {"lf: a handler removed with a timer set aside: it does not run",
-     TAXI_TEST_POSIX_ONLY(test_lf_removed_aside)},
+     TAXI_TEST_POSIX_ONLY(test_serial_8)},
     {"hsha: a timer cancelled while set aside does not run",
-     TAXI_TEST_POSIX_ONLY(test_hsha_cancelled_aside)},
+     TAXI_TEST_POSIX_ONLY(test_serial_9)},
     {"hsha: a handler removed with a timer set aside: it does not run",
-     TAXI_TEST_POSIX_ONLY(test_hsha_removed_aside)},
+     TAXI_TEST_POSIX_ONLY(test_serial_10)},
     CU_TEST_INFO_NULL,
 };
 

@@ -10,10 +10,54 @@
 #include "suites.h"
 
 #include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+/* ---- the listening tests' streams ------------------------------------------
+ */
+
+/* What the accepted streams of each listening test are given: a row each
+ * (ring: set the watermarks and the record count, else the defaults). */
+typedef struct listen_case {
+  bool ring;
+  long high, low;
+  unsigned max_writes;
+  unsigned flags;
+} listen_case_t;
+
+enum { LC_KNOWN, LC_PAUSES, LC_REFUSALS };
+
+static const listen_case_t listen_cases[] = {
+    [LC_KNOWN] = {true, 4096, 1024, 3, 0},
+    [LC_PAUSES] = {false, 0, 0, 0, TAXI_STREAM_PAUSE_READING},
+    [LC_REFUSALS] = {true, 4096, 0, 2, 0},
+};
+
+/* Create the context, listen with row lc's stream options (the listener
+ * copies them) and start dispatching; *port is the port (-1 if the
+ * listener was refused: the connect after it fails the test).  Returns 0,
+ * or -1 if there is no context (st_io_create has said why). */
+static int cn_listen(st_io_t *c, const listen_case_t *lc, taxi_accept_fn fn,
+                     void *arg, int *port) {
+  if (st_io_create(c) < 0) return -1;
+  taxi_stream_options_t so;
+  taxi_stream_options_init(&so);
+  if (lc->ring) {
+    so.high_watermark = lc->high;
+    so.low_watermark = lc->low;
+    so.max_writes = lc->max_writes;
+  }
+  so.flags |= lc->flags;
+  taxi_listener_options_t lo;
+  taxi_listener_options_init(&lo);
+  lo.stream = &so;
+  *port = st_listen(c, &lo, fn, arg, NULL);
+  st_io_run(c);
+  return 0;
+}
 
 /* ---- counters after a known exchange ----------------------------------------
  */
@@ -84,17 +128,8 @@ static void test_counters_known_exchange(void) {
   memset(big, 'b', sizeof big);
   memset(ref_bytes, 'r', sizeof ref_bytes);
   st_io_t c;
-  if (st_io_create(&c) < 0) return;
-  taxi_stream_options_t so;
-  taxi_stream_options_init(&so);
-  so.high_watermark = 4096;
-  so.low_watermark = 1024;
-  so.max_writes = 3;
-  taxi_listener_options_t lo;
-  taxi_listener_options_init(&lo);
-  lo.stream = &so;
-  int port = st_listen(&c, &lo, kn_accept, &k, NULL);
-  st_io_run(&c);
+  int port;
+  if (cn_listen(&c, &listen_cases[LC_KNOWN], kn_accept, &k, &port) < 0) return;
   int fd = st_connect(port);
   CU_ASSERT_FATAL(fd >= 0);
   /* One message at a time, each answered before the next: a read each. */
@@ -197,15 +232,8 @@ static void test_counters_read_pauses(void) {
   static struct paused z;
   memset(&z, 0, sizeof z);
   st_io_t c;
-  if (st_io_create(&c) < 0) return;
-  taxi_stream_options_t so;
-  taxi_stream_options_init(&so);
-  so.flags = TAXI_STREAM_PAUSE_READING;
-  taxi_listener_options_t lo;
-  taxi_listener_options_init(&lo);
-  lo.stream = &so;
-  int port = st_listen(&c, &lo, pz_accept, &z, NULL);
-  st_io_run(&c);
+  int port;
+  if (cn_listen(&c, &listen_cases[LC_PAUSES], pz_accept, &z, &port) < 0) return;
   int fd = st_connect_rcvbuf(port, 4096);
   CU_ASSERT_FATAL(fd >= 0);
   util_set_nonblock(fd);
@@ -301,17 +329,9 @@ static void test_write_refusal_codes(void) {
   memset(&r, 0, sizeof r);
   memset(fill, 'f', sizeof fill);
   st_io_t c;
-  if (st_io_create(&c) < 0) return;
-  taxi_stream_options_t so;
-  taxi_stream_options_init(&so);
-  so.high_watermark = 4096;
-  so.low_watermark = 0;
-  so.max_writes = 2;
-  taxi_listener_options_t lo;
-  taxi_listener_options_init(&lo);
-  lo.stream = &so;
-  int port = st_listen(&c, &lo, rf_accept, &r, NULL);
-  st_io_run(&c);
+  int port;
+  if (cn_listen(&c, &listen_cases[LC_REFUSALS], rf_accept, &r, &port) < 0)
+    return;
   int fd = st_connect(port);
   CU_ASSERT_FATAL(fd >= 0);
   static char in[8192];

@@ -25,8 +25,9 @@
 struct relay {
   _Atomic(taxi_stream_t *) s[2];
   atomic_int accepted, closed, reason[2], dones, done_calls;
-  atomic_int status[2]; /* of pipe 0 -> 1 and 1 -> 0; 1: not over */
-  bool end_when_done;   /* both pipes over with 0: end both streams */
+  atomic_int status[2];     /* of pipe 0 -> 1 and 1 -> 0; 1: not over */
+  bool end_when_done;       /* both pipes over with 0: end both streams */
+  taxi_stream_options_t so; /* of the accepted streams: the defaults */
 };
 
 static void rl_closed(taxi_stream_t *s, int reason) {
@@ -58,15 +59,19 @@ static void rl_done(taxi_stream_t *from, taxi_stream_t *to, int status,
   }
 }
 
-/* Listen with `so` for the accepted streams, connect two clients (fds,
- * non-blocking; the first with rcvbuf0 if not 0), and pipe both ways. */
-static int rl_setup(st_io_t *c, struct relay *r, taxi_stream_options_t *so,
-                    int fds[2], int rcvbuf0) {
+/* Clear r, listen with the default stream options for the accepted
+ * streams, connect two clients (fds, non-blocking; the first with rcvbuf0
+ * if not 0), and pipe both ways. */
+static int rl_setup(st_io_t *c, struct relay *r, bool end_when_done, int fds[2],
+                    int rcvbuf0) {
+  memset(r, 0, sizeof *r);
+  r->end_when_done = end_when_done;
+  taxi_stream_options_init(&r->so); /* 32 KB ring, low 8 KB, 8 KB reads */
   for (int i = 0; i < 2; i++) atomic_store(&r->status[i], 1);
   if (st_io_create(c) < 0) return -1;
   taxi_listener_options_t lo;
   taxi_listener_options_init(&lo);
-  lo.stream = so;
+  lo.stream = &r->so;
   int port = st_listen(c, &lo, rl_accept, r, NULL);
   if (port < 0) return -1;
   st_io_run(c);
@@ -138,13 +143,9 @@ static void send_some(int fd, unsigned seed, uint64_t *sent, uint64_t max) {
  * the end of the stream, and both streams are ended. */
 static void test_pipe_backpressure_half_close(void) {
   static struct relay r;
-  memset(&r, 0, sizeof r);
-  r.end_when_done = true;
   st_io_t c;
   int fds[2];
-  taxi_stream_options_t so;
-  taxi_stream_options_init(&so); /* 32 KB ring, low 8 KB, 8 KB reads */
-  if (rl_setup(&c, &r, &so, fds, 4096) < 0) return;
+  if (rl_setup(&c, &r, true, fds, 4096) < 0) return;
   taxi_stream_t *a = atomic_load(&r.s[0]), *b = atomic_load(&r.s[1]);
   const uint64_t cap = (uint64_t)256 << 20, back = 300000;
   uint64_t sent[2] = {0, 0}, got[2] = {0, 0};
@@ -206,69 +207,80 @@ static void test_pipe_backpressure_half_close(void) {
   rl_finish(&c, &r, fds);
 }
 
-/* ---- an error on one stream closes the other --------------------------------
+/* ---- an end of one stream closes the other -------------------------------
  */
 
-/* Client 2 resets its connection: b fails (on the relayed writes, or its
- * reading), the pipes end with that error, and a is closed. */
-static void test_pipe_error_closes_other(void) {
+/* One row a way for one stream to end. */
+typedef struct end_case {
+  /* Client 2 resets its connection: b fails (on the relayed writes, or
+   * its reading), the pipes end with that error, and a is closed.  Else
+   * the application closes a: the pipes end with TAXI_ECANCELED, and b is
+   * closed, its client seeing the end. */
+  bool reset;
+} end_case_t;
+
+static const end_case_t end_cases[] = {{true}, {false}};
+
+static void end_closes_other(const end_case_t *k) {
   static struct relay r;
-  memset(&r, 0, sizeof r);
   st_io_t c;
   int fds[2];
-  taxi_stream_options_t so;
-  taxi_stream_options_init(&so);
-  if (rl_setup(&c, &r, &so, fds, 0) < 0) return;
-  struct linger lg = {1, 0};
-  setsockopt(fds[1], SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
-  close(fds[1]); /* a reset */
-  fds[1] = -1;
-  uint64_t sent = 0;
-  taxi_time_t start = taxi_now();
-  while (atomic_load(&r.closed) < 2 && util_elapsed_ms(start) < 10000) {
-    struct pollfd p = {fds[0], POLLOUT, 0};
-    if (poll(&p, 1, 10) == 1) send_some(fds[0], 3, &sent, (uint64_t)1 << 30);
+  if (rl_setup(&c, &r, false, fds, 0) < 0) return;
+  int e; /* what the pipes end with */
+  if (k->reset) {
+    struct linger lg = {1, 0};
+    setsockopt(fds[1], SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+    close(fds[1]); /* a reset */
+    fds[1] = -1;
+    uint64_t sent = 0;
+    taxi_time_t start = taxi_now();
+    while (atomic_load(&r.closed) < 2 && util_elapsed_ms(start) < 10000) {
+      struct pollfd p = {fds[0], POLLOUT, 0};
+      if (poll(&p, 1, 10) == 1) send_some(fds[0], 3, &sent, (uint64_t)1 << 30);
+    }
+    CU_ASSERT_EQUAL(atomic_load(&r.closed), 2);
+    e = atomic_load(&r.reason[1]);
+    CU_ASSERT(e == TAXI_ECONNRESET || e == TAXI_EPIPE);
+    CU_ASSERT_EQUAL(atomic_load(&r.reason[0]), TAXI_ECANCELED); /* closed */
+    if (e != TAXI_ECONNRESET && e != TAXI_EPIPE)
+      printf("(closed with %s) ", taxi_error_name(e));
+  } else {
+    e = TAXI_ECANCELED;
+    CU_ASSERT_EQUAL(taxi_stream_close(atomic_load(&r.s[0])), 0);
+    CU_ASSERT(util_wait_flag(&r.closed, 2, 10000));
+    CU_ASSERT_EQUAL(atomic_load(&r.reason[0]), 0);
+    CU_ASSERT_EQUAL(atomic_load(&r.reason[1]), TAXI_ECANCELED);
   }
-  CU_ASSERT_EQUAL(atomic_load(&r.closed), 2);
-  int e = atomic_load(&r.reason[1]);
-  CU_ASSERT(e == TAXI_ECONNRESET || e == TAXI_EPIPE);
-  CU_ASSERT_EQUAL(atomic_load(&r.reason[0]), TAXI_ECANCELED); /* closed */
   CU_ASSERT_EQUAL(atomic_load(&r.status[0]), e);
-  /* The pipe reading b ends with b's error, or with 0 when b read the end
-   * of the stream first: the system reports a reset once, to whichever
-   * call comes first, and a read after it finds the end.  With a read and
-   * a write in flight at once (a Proactor), the write may take the reset
-   * and the read the end, which the pipe passes on before b's close. */
+  /* After a reset, the pipe reading b ends with b's error, or with 0 when
+   * b read the end of the stream first: the system reports a reset once,
+   * to whichever call comes first, and a read after it finds the end.
+   * With a read and a write in flight at once (a Proactor), the write may
+   * take the reset and the read the end, which the pipe passes on before
+   * b's close. */
   int s1 = atomic_load(&r.status[1]);
-  CU_ASSERT(s1 == e || s1 == 0);
-  if (s1 != e) printf("(the pipe from b: %s) ", taxi_error_name(s1));
-  if (e != TAXI_ECONNRESET && e != TAXI_EPIPE)
-    printf("(closed with %s) ", taxi_error_name(e));
+  if (k->reset) {
+    CU_ASSERT(s1 == e || s1 == 0);
+    if (s1 != e) printf("(the pipe from b: %s) ", taxi_error_name(s1));
+  } else {
+    CU_ASSERT_EQUAL(s1, e);
+  }
+  if (!k->reset) {
+    char buf[16];
+    util_set_nonblock(fds[1]);
+    struct pollfd p = {fds[1], POLLIN, 0};
+    CU_ASSERT_EQUAL(poll(&p, 1, 10000), 1);
+    CU_ASSERT_EQUAL(recv(fds[1], buf, sizeof buf, 0), 0);
+  }
   rl_finish(&c, &r, fds);
 }
 
-/* The application closes one stream: the pipes end with TAXI_ECANCELED,
- * and the other stream is closed, its client seeing the end. */
+static void test_pipe_error_closes_other(void) {
+  end_closes_other(&end_cases[0]);
+}
+
 static void test_pipe_close_closes_other(void) {
-  static struct relay r;
-  memset(&r, 0, sizeof r);
-  st_io_t c;
-  int fds[2];
-  taxi_stream_options_t so;
-  taxi_stream_options_init(&so);
-  if (rl_setup(&c, &r, &so, fds, 0) < 0) return;
-  CU_ASSERT_EQUAL(taxi_stream_close(atomic_load(&r.s[0])), 0);
-  CU_ASSERT(util_wait_flag(&r.closed, 2, 10000));
-  CU_ASSERT_EQUAL(atomic_load(&r.reason[0]), 0);
-  CU_ASSERT_EQUAL(atomic_load(&r.reason[1]), TAXI_ECANCELED);
-  CU_ASSERT_EQUAL(atomic_load(&r.status[0]), TAXI_ECANCELED);
-  CU_ASSERT_EQUAL(atomic_load(&r.status[1]), TAXI_ECANCELED);
-  char buf[16];
-  util_set_nonblock(fds[1]);
-  struct pollfd p = {fds[1], POLLIN, 0};
-  CU_ASSERT_EQUAL(poll(&p, 1, 10000), 1);
-  CU_ASSERT_EQUAL(recv(fds[1], buf, sizeof buf, 0), 0);
-  rl_finish(&c, &r, fds);
+  end_closes_other(&end_cases[1]);
 }
 
 /* ---- the application's writes beside a pipe ---------------------------------
@@ -306,12 +318,9 @@ static void app_writer_main(void *arg) {
  * relayed read b refused went back to a's buffer). */
 static void test_pipe_beside_app_writes(void) {
   static struct relay r;
-  memset(&r, 0, sizeof r);
   st_io_t c;
   int fds[2];
-  taxi_stream_options_t so;
-  taxi_stream_options_init(&so);
-  if (rl_setup(&c, &r, &so, fds, 0) < 0) return;
+  if (rl_setup(&c, &r, false, fds, 0) < 0) return;
   static struct app_writer w;
   memset(&w, 0, sizeof w);
   w.to = atomic_load(&r.s[1]);

@@ -396,10 +396,11 @@ int taxi_proactor_destroy(taxi_proactor_t *p) {
   p->destroying = true;
   p->has_owner = true;
   p->owner = taxi__thread_self();
-  /* The catching thread posts to the proactor: gone before it drains
-   * (posts are refused from now on). */
+  /* What was made later (the signal catcher, whose thread posts to the
+   * proactor) stops before it drains (posts are refused from now on). */
+  const taxi__proactor_teardown_t *teardown = p->teardown;
   taxi__mutex_unlock(&p->lock);
-  taxi__proactor_signals_close(p);
+  if (teardown) teardown->stop(p);
   taxi__mutex_lock(&p->lock);
   close_all_locked(p);
   taxi__proactor_drain_locked(p);
@@ -411,7 +412,7 @@ int taxi_proactor_destroy(taxi_proactor_t *p) {
 
   p->ops->close(p->backend);
   taxi__pbufs_close(p); /* after the backend: the kernel may point into it */
-  taxi__proactor_signals_free(p);
+  if (teardown) teardown->release(p);
   taxi__handle_map_destroy(&p->map);
   taxi__mutex_destroy(&p->lock);
   taxi__free(p->rows);

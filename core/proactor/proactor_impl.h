@@ -204,6 +204,18 @@ typedef struct taxi__backlog {
 
 typedef struct taxi__psig taxi__psig_t;
 
+/* What taxi_proactor_destroy runs for a part made later than the
+ * proactor, registered by the part when it is made (the signal catcher,
+ * core/proactor/proactor_signal.c), so that destroy need not know it. */
+typedef struct taxi__proactor_teardown {
+  /* Stop what may still start operations on the proactor (a thread that
+   * posts).  Without the lock, before the proactor drains. */
+  void (*stop)(taxi_proactor_t *p);
+  /* Free what is left, once nothing is in flight and the backend is
+   * closed. */
+  void (*release)(taxi_proactor_t *p);
+} taxi__proactor_teardown_t;
+
 /* The buffer pool of pooled reads (core/proactor/proactor_buffers.c). */
 #define TAXI__PBUF_CHUNKS 16 /* doublings from the first size to the cap */
 typedef struct taxi__pbufs {
@@ -293,6 +305,8 @@ struct taxi_proactor {
    */
   taxi__psig_t *sig;
   bool sig_busy; /* an add or remove is under way outside the lock */
+  /* Set with `sig`; NULL while there is nothing to tear down. */
+  const taxi__proactor_teardown_t *teardown;
 
   taxi__pbufs_t *bufs; /* NULL: no pool (options.buffer_count 0) */
 
@@ -320,15 +334,6 @@ int taxi__pbufs_grow_locked(taxi_proactor_t *p);
  * had and did not fill goes back.  p->lock held. */
 void taxi__pbufs_lend_locked(taxi_proactor_t *p, unsigned id);
 void taxi__pbufs_unused_locked(taxi_proactor_t *p, unsigned id);
-
-/* ---- proactor_signal.c ------------------------------------------------- */
-
-/* Stop catching signals (join the catching thread, restore each signal's
- * disposition); the record it posts may still be in flight.  Without the
- * lock, before the proactor drains. */
-void taxi__proactor_signals_close(taxi_proactor_t *p);
-/* Free what is left, once nothing is in flight. */
-void taxi__proactor_signals_free(taxi_proactor_t *p);
 
 /* ---- proactor.c -------------------------------------------------------- */
 

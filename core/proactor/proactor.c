@@ -17,9 +17,6 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Completions one wait may report into the dispatcher's buffer. */
-#define MAX_EVENTS 128u
-
 /* ---- records ------------------------------------------------------------ */
 
 void taxi_op_init(taxi_op_t *op) {
@@ -67,7 +64,7 @@ int taxi_proactor_create(taxi_proactor_t **out,
   taxi_proactor_t *p = taxi__calloc(1, sizeof *p);
   if (!p) return TAXI_ENOMEM;
   int rc = TAXI_ENOMEM;
-  p->max_events = MAX_EVENTS;
+  p->max_events = TAXI__PROACTOR_MAX_EVENTS;
   p->on_error = o.on_error;
   p->on_error_arg = o.on_error_arg;
   p->flags = o.flags;

@@ -6,26 +6,8 @@
  * processing, timers, dispatch) and core/pools/proactor_source.c (the L/F
  * pool's view).
  *
- * The life of an operation record (op->internal_.state & TAXI__OP_STATE):
- *
- *   IDLE ──start──> QUEUED ──becomes its handle's head──> SUBMITTED
- *                    (waits behind older ops of the       (given to the
- *                     same handle and direction)           backend; exactly
- *                                                          one completion
- *        ──timer──> TIMER (in the heap)                    comes from wait)
- *        ──post───> READY
- *   SUBMITTED (multishot accept, out of descriptors) ──> PAUSED ──the
- *             pause is over──> SUBMITTED again
- *   SUBMITTED ──partial transfer──> SUBMITTED again (the rest resubmitted)
- *   SUBMITTED / TIMER / QUEUED (cancelled) ──done──> READY (in the
- *             completion queue, result in internal_.status / done)
- *   READY ──taken by a dispatching thread──> TAKEN ──handler called──> IDLE
- *
- * A multishot accept stays in flight across its completions: each
- * connection takes it READY -> TAKEN -> (handler) -> SUBMITTED again (the
- * core re-issues it where the backend lacks TAXI__PCAP_MULTISHOT_ACCEPT)
- * until the final completion.  While it is READY or TAKEN it is still the
- * head of its listener's input queue, so later accepts keep waiting.
+ * The life of an operation record, its phases and flags, are told in
+ * core/proactor/proactor_consts.h.
  *
  * Per handle and direction only the head (`cur`) is ever submitted; the
  * others wait in a FIFO linked through internal_.next.  That is what makes
@@ -89,86 +71,17 @@
 
 #include "taxi/proactor.h"
 #include "backends/completion.h"
-#include "core/common/handle_map.h"
-#include "core/reactor/reactor_impl.h"
-#include "core/common/timer_heap.h"
 #include "core/common/backoff.h"
+#include "core/common/handle_map.h"
+#include "core/common/timer_heap.h"
+#include "core/proactor/proactor_consts.h"
+#include "core/reactor/reactor_impl.h"
 #include "ports/port.h"
 
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-
-/* Operation states (internal_.state & TAXI__OP_STATE). */
-#define TAXI__OP_IDLE 0u
-#define TAXI__OP_QUEUED 1u
-#define TAXI__OP_SUBMITTED 2u
-#define TAXI__OP_TIMER 3u
-#define TAXI__OP_READY 4u
-#define TAXI__OP_TAKEN 5u
-/* Waiting out a pause before it is submitted again: a multishot accept
- * that failed for lack of descriptors (or another transient cause), or an
- * operation whose submission the OS refused for now.  On the proactor's
- * `paused` list, resumed at internal_.deadline; still the head of its
- * handle's queue (heap_index keeps its row). */
-#define TAXI__OP_PAUSED 6u
-#define TAXI__OP_STATE 0xffu
-/* Flags kept with the state. */
-#define TAXI__OP_CANCEL 0x100u /* cancellation requested */
-/* READY/TAKEN: a multishot accept delivery after which the op stays in
- * flight. */
-#define TAXI__OP_MORE 0x200u
-/* The backend owes a completion (set at submit, cleared by a completion
- * without TAXI__CQ_MORE). */
-#define TAXI__OP_INBACKEND 0x400u
-/* A kernel multishot accept the core asked the backend to end because
- * TAXI__ACCEPT_BACKLOG_MAX deliveries wait for its handler: its end
- * (TAXI_ECANCELED) submits it again, not completes it. */
-#define TAXI__OP_THROTTLED 0x800u
-
-/* Deliveries of kernel multishot accepts kept waiting for their handlers
- * before the core stops the kernel accepting (see TAXI_ACCEPT_MULTISHOT in
- * taxi/proactor.h). */
-#define TAXI__ACCEPT_BACKLOG_MAX 64u
-
-/* Directions of the per-handle queues (internal_.dir). */
-#define TAXI__DIR_NONE 0u
-#define TAXI__DIR_IN 1u
-#define TAXI__DIR_OUT 2u
-
-#define TAXI__NO_ROW ((size_t)-1)
-
-/* taxi__proactor_submit_locked: a pooled read found no free buffer (never
- * returned to the application). */
-#define TAXI__NO_BUFFER (-1000)
-
-/* The state word, read without the lock by taxi_op_in_flight() and by the
- * EBUSY check of a record perhaps in flight on another proactor. */
-static inline unsigned taxi__op_state_load(const taxi_op_t *op) {
-#if defined(__GNUC__) || defined(__clang__)
-  return __atomic_load_n(&op->internal_.state, __ATOMIC_ACQUIRE);
-#else
-  return *(const volatile unsigned *)&op->internal_.state;
-#endif
-}
-
-static inline void taxi__op_state_store(taxi_op_t *op, unsigned v) {
-#if defined(__GNUC__) || defined(__clang__)
-  __atomic_store_n(&op->internal_.state, v, __ATOMIC_RELEASE);
-#else
-  *(volatile unsigned *)&op->internal_.state = v;
-#endif
-}
-
-static inline unsigned taxi__op_phase(const taxi_op_t *op) {
-  return op->internal_.state & TAXI__OP_STATE;
-}
-
-/* Set the phase, keeping the flags. */
-static inline void taxi__op_set_phase(taxi_op_t *op, unsigned phase) {
-  taxi__op_state_store(op, (op->internal_.state & ~TAXI__OP_STATE) | phase);
-}
 
 /* A FIFO of operation records linked through internal_.next. */
 typedef struct taxi__opq {
@@ -193,8 +106,6 @@ typedef struct taxi__prow {
   taxi__pdir_t dir[2]; /* [0] input, [1] output */
 } taxi__prow_t;
 
-#define TAXI__ROW_NIL 0xffffffffu
-
 /* A completion that arrived for a multishot accept while its previous one
  * was still READY or TAKEN (kernel multishot only); kept in order. */
 typedef struct taxi__backlog {
@@ -217,7 +128,6 @@ typedef struct taxi__proactor_teardown {
 } taxi__proactor_teardown_t;
 
 /* The buffer pool of pooled reads (core/proactor/proactor_buffers.c). */
-#define TAXI__PBUF_CHUNKS 16 /* doublings from the first size to the cap */
 typedef struct taxi__pbufs {
   size_t size;         /* bytes per buffer */
   unsigned count, max; /* buffers made; the cap */

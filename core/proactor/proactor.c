@@ -364,6 +364,19 @@ int taxi_proactor_stats(const taxi_proactor_t *cp, taxi_proactor_stats_t *out) {
   return 0;
 }
 
+/* ---- pooled buffers ---------------------------------------------------- */
+
+int taxi_proactor_buffer_release(taxi_proactor_t *p, void *data) {
+  if (!p || !data) return TAXI_EINVAL;
+  taxi__mutex_lock(&p->lock);
+  bool wake = false;
+  int rc = taxi__pbufs_release_locked(p, data, &wake);
+  /* A read waiting for a buffer may go on: the waiting threads look. */
+  if (wake) taxi__proactor_kick_locked(p);
+  taxi__mutex_unlock(&p->lock);
+  return rc;
+}
+
 /* ---- destruction -------------------------------------------------------- */
 
 /* Forget every handle still attached, closing it. */

@@ -475,8 +475,9 @@ static void pooled_result_locked(taxi_proactor_t *p, taxi_op_t *op,
       taxi__proactor_complete_locked(p, op, 0);
     return;
   }
-  if (chose && op->internal_.nbufs)
-    taxi__pbufs_unused_locked(p, (unsigned)op->internal_.offset);
+  if (chose && op->internal_.nbufs &&
+      taxi__pbufs_unused_locked(p, (unsigned)op->internal_.offset))
+    taxi__proactor_kick_locked(p);
   op->internal_.nbufs = 0;
   op->internal_.done = 0;
   if (resume_throttled_locked(p, op, result)) return;
@@ -534,9 +535,10 @@ void taxi__proactor_process_locked(taxi_proactor_t *p,
   if (phase == TAXI__OP_READY || phase == TAXI__OP_TAKEN) {
     /* A multishot accept's previous connection is not delivered yet. */
     if (backlog_push_locked(p, c) < 0) {
-      if (c->flags & TAXI__CQ_BUFFER)
-        taxi__pbufs_unused_locked(p, c->flags >> TAXI__CQ_BUF_SHIFT);
-      else if (op->kind == TAXI_OP_ACCEPT && c->result >= 0)
+      if (c->flags & TAXI__CQ_BUFFER) {
+        if (taxi__pbufs_unused_locked(p, c->flags >> TAXI__CQ_BUF_SHIFT))
+          taxi__proactor_kick_locked(p);
+      } else if (op->kind == TAXI_OP_ACCEPT && c->result >= 0)
         taxi__close((taxi_handle_t)c->result);
       if (!more)
         taxi__op_state_store(op, op->internal_.state | TAXI__OP_CANCEL);

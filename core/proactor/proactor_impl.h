@@ -243,7 +243,13 @@ int taxi__pbufs_grow_locked(taxi_proactor_t *p);
 /* A buffer a completion filled goes to the application / a buffer a read
  * had and did not fill goes back.  p->lock held. */
 void taxi__pbufs_lend_locked(taxi_proactor_t *p, unsigned id);
-void taxi__pbufs_unused_locked(taxi_proactor_t *p, unsigned id);
+/* ... true when a read waiting for a buffer may now go on: the caller has
+ * the waiting threads woken (this layer may not). */
+bool taxi__pbufs_unused_locked(taxi_proactor_t *p, unsigned id);
+/* taxi_proactor_buffer_release's work: 0, TAXI_EINVAL (not a buffer of
+ * the pool) or TAXI_ENOENT (not held); *wake as for
+ * taxi__pbufs_unused_locked.  p->lock held. */
+int taxi__pbufs_release_locked(taxi_proactor_t *p, void *data, bool *wake);
 
 /* ---- proactor.c -------------------------------------------------------- */
 

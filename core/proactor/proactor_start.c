@@ -137,7 +137,8 @@ int taxi__proactor_submit_locked(taxi_proactor_t *p, taxi_op_t *op) {
   if (rc == 0) return 0;
   taxi__op_state_store(op, before);
   p->in_backend--;
-  if (took) taxi__pbufs_unused_locked(p, (unsigned)op->internal_.offset);
+  if (took && taxi__pbufs_unused_locked(p, (unsigned)op->internal_.offset))
+    taxi__proactor_kick_locked(p);
   return rc < 0 ? rc : TAXI_ESYS;
 }
 

@@ -1,19 +1,58 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * core/proactor/proactor_impl.h - the proactor's private state, shared by the
- * files of core/ that implement it: proactor.c (life cycle, handles, cancel),
- * proactor_start.c (starting operations), proactor_dispatch.c (completion
- * processing, timers, dispatch) and core/pools/proactor_source.c (the L/F
- * pool's view).
+ * core/proactor/proactor_impl.h - the proactor's private state and the
+ * functions its layers offer each other.
  *
- * The life of an operation record, its phases and flags, are told in
- * core/proactor/proactor_consts.h.
+ * The layering of core/proactor/.  A file calls by name only the files of
+ * the layers below its own; work a lower layer finds for a higher one is
+ * handed up through the state (the follow-on queues and the wake_wanted
+ * flag that the loop reads) or through a hook (the teardown hook), never by
+ * a call:
+ *
+ *   5  above the core   proactor_signal.c (signals; uses the public API
+ *                       and registers the teardown hook), proactor_group.c,
+ *                       proactor_move.c; core/pools/proactor_source.c from
+ *                       the pools' wing
+ *   4  life cycle       proactor.c (create, destroy, handles, cancel,
+ *                       counters, buffer release), proactor_start.c
+ *                       (starting operations)
+ *   3  the loop         proactor_dispatch.c: submits the follow-on
+ *                       operations the completion layer queued, expires
+ *                       timers, ends pauses, waits, dispatches, drains
+ *   2  completion       proactor_complete.c: processes what the backend
+ *                       reports, completes operations, queues follow-ons
+ *      submission       proactor_submit.c: gives a head to the backend, or
+ *                       pauses it (completion and submission never call
+ *                       each other: submit -> complete -> submit would be
+ *                       a recursion)
+ *   1  the table        proactor_table.c (rows per attached handle, their
+ *                       queues, the timer heap, the paused list),
+ *                       proactor_buffers.c (the pool of pooled reads),
+ *                       proactor_op.c (what is left of an operation),
+ *                       proactor_backends.c (choosing a backend)
+ *   0  headers          proactor_consts.h (phases, flags, limits), this one
+ *
+ * The follow-ons.  When a head leaves its handle's queue (completed), the
+ * completion layer does not submit the next operation: it puts the row on
+ * the `due` list (linked through the rows by index), and a transfer that
+ * has more to go, or a request to issue again, goes on the `again` list
+ * (linked through internal_.next: a head is on no other list then).  The
+ * loop's taxi__proactor_follow_ons_locked() submits them, completing those
+ * the backend refuses, until both lists are empty.  Every caller of the
+ * completion layer runs it before the lock is released, so outside the
+ * lock both lists are always empty (and no row on them can be freed or
+ * reused meanwhile).  Both lists are intrusive: no allocation per
+ * completion.
+ *
+ * The life of an operation record is told in proactor_consts.h.
  *
  * Per handle and direction only the head (`cur`) is ever submitted; the
  * others wait in a FIFO linked through internal_.next.  That is what makes
  * completions come in the order of issue on every backend.  The head is
- * not linked through `next`, so a multishot head can sit in the completion
- * queue (also linked through `next`) while it still blocks its queue.
+ * not linked through `next` by its handle, so a multishot head can sit in
+ * the completion queue (also linked through `next`) while it still blocks
+ * its queue, and a head with no backend can wait on the paused list or on
+ * the loop's `again` list.
  *
  * Closing or detaching a handle cancels its heads, marks every queued op
  * cancelled and forgets the handle (it may be attached again at once), but
@@ -88,6 +127,30 @@ typedef struct taxi__opq {
   taxi_op_t *head, *tail;
 } taxi__opq_t;
 
+static inline void taxi__opq_push(taxi__opq_t *q, taxi_op_t *op) {
+  op->internal_.next = NULL;
+  if (q->tail)
+    q->tail->internal_.next = op;
+  else
+    q->head = op;
+  q->tail = op;
+}
+
+static inline void taxi__opq_push_front(taxi__opq_t *q, taxi_op_t *op) {
+  op->internal_.next = q->head;
+  q->head = op;
+  if (!q->tail) q->tail = op;
+}
+
+static inline taxi_op_t *taxi__opq_pop(taxi__opq_t *q) {
+  taxi_op_t *op = q->head;
+  if (!op) return NULL;
+  q->head = op->internal_.next;
+  if (!q->head) q->tail = NULL;
+  op->internal_.next = NULL;
+  return op;
+}
+
 /* One direction of a handle: the submitted head and those waiting. */
 typedef struct taxi__pdir {
   taxi_op_t *cur;   /* submitted (or a multishot head being delivered) */
@@ -102,7 +165,9 @@ typedef struct taxi__prow {
   bool close_pending;  /* closed: close the descriptor with the row */
   bool made;           /* accepted or connected here, or moved from a
                           proactor where it was (the backend's adopt) */
+  bool due;            /* on the loop's `due` list */
   uint32_t next_free;  /* free-list link while unused */
+  uint32_t next_due;   /* `due` list link while on it */
   taxi__pdir_t dir[2]; /* [0] input, [1] output */
 } taxi__prow_t;
 
@@ -180,6 +245,15 @@ struct taxi_proactor {
   taxi_handle_t pause_report_handle;
   unsigned pause_report_attempt;
 
+  /* The follow-ons the completion layer leaves to the loop (see above):
+   * rows whose head left (linked by index through next_due), and heads to
+   * submit again (linked through internal_.next). */
+  uint32_t due_head, due_tail;
+  taxi__opq_t again;
+  /* A lower layer found that waiting threads should look again (a
+   * buffer freed for a pooled read waiting for one); the loop wakes them. */
+  bool wake_wanted;
+
   /* Operations the backend owes a completion for (SUBMITTED). */
   size_t in_backend;
 
@@ -223,7 +297,44 @@ struct taxi_proactor {
   taxi_proactor_stats_t stats; /* started, completed, cancelled, submissions */
 };
 
-/* ---- proactor_buffers.c ------------------------------------------------ */
+/* ==== layer 1: proactor_table.c ======================================== */
+
+/* Attach h (backend attach + a row).  p->lock held.  0, TAXI_EEXIST,
+ * TAXI_EBADF, TAXI_ENOMEM, or the backend's error. */
+int taxi__proactor_attach_locked(taxi_proactor_t *p, taxi_handle_t h);
+/* h (attached) was made by this proactor: an accepted connection, a
+ * socket being connected, one moved from a proactor where it was made.
+ * Tells the backend once.  p->lock held. */
+void taxi__proactor_adopt_locked(taxi_proactor_t *p, taxi_handle_t h);
+/* Free a zombie row whose queues are empty, closing its descriptor if the
+ * handle was closed.  p->lock held. */
+void taxi__proactor_row_release_locked(taxi_proactor_t *p, size_t row);
+/* The loop's list of rows whose head left (see above): put `row` on it
+ * (once), take the oldest (TAXI__ROW_NIL when empty).  p->lock held. */
+void taxi__proactor_due_push_locked(taxi_proactor_t *p, size_t row);
+uint32_t taxi__proactor_due_pop_locked(taxi_proactor_t *p);
+
+/* Timers.  p->lock held; taxi__timer_heap_reserve(&p->timers) first, so
+ * that push cannot fail. */
+extern const taxi__timer_heap_ops_t taxi__proactor_timer_ops;
+void taxi__proactor_timer_push_locked(taxi_proactor_t *p, taxi_op_t *op);
+void taxi__proactor_timer_remove_locked(taxi_proactor_t *p, taxi_op_t *op);
+
+/* The paused list.  Put op on it for `pause` after a transient failure;
+ * the report of it (`where`, `code`, `attempt`) waits for the lock to be
+ * released (taxi__proactor_wait_locked).  p->lock held. */
+void taxi__proactor_pause_locked(taxi_proactor_t *p, taxi_op_t *op,
+                                 taxi_time_t pause, const char *where, int code,
+                                 unsigned attempt);
+/* A pooled read waits for a buffer: on the paused list with no deadline
+ * until a release gives it one (core/proactor/proactor_buffers.c).  p->lock
+ * held. */
+void taxi__proactor_starve_locked(taxi_proactor_t *p, taxi_op_t *op);
+/* A PAUSED op leaves the paused list (SUBMITTED again, for the caller to
+ * submit or end).  p->lock held. */
+void taxi__proactor_unpause_locked(taxi_proactor_t *p, taxi_op_t *op);
+
+/* ==== layer 1: proactor_buffers.c ====================================== */
 
 /* The pool options are valid: 0, or TAXI_EINVAL with a detail naming
  * the field of taxi_proactor_create's options. */
@@ -240,69 +351,56 @@ void *taxi__pbufs_addr(const taxi_proactor_t *p, unsigned id);
 bool taxi__pbufs_take_locked(taxi_proactor_t *p, unsigned *id);
 /* Double the pool: 0, or TAXI_ENOMEM at the cap or out of memory. */
 int taxi__pbufs_grow_locked(taxi_proactor_t *p);
-/* A buffer a completion filled goes to the application / a buffer a read
- * had and did not fill goes back.  p->lock held. */
+/* A buffer a completion filled goes to the application.  p->lock held. */
 void taxi__pbufs_lend_locked(taxi_proactor_t *p, unsigned id);
-/* ... true when a read waiting for a buffer may now go on: the caller has
- * the waiting threads woken (this layer may not). */
+/* A buffer a read had and did not fill goes back.  Returns true when a
+ * read waiting for a buffer may now go on: the caller's layer sets
+ * p->wake_wanted so that the loop wakes the waiting threads.  p->lock
+ * held. */
 bool taxi__pbufs_unused_locked(taxi_proactor_t *p, unsigned id);
 /* taxi_proactor_buffer_release's work: 0, TAXI_EINVAL (not a buffer of
  * the pool) or TAXI_ENOENT (not held); *wake as for
  * taxi__pbufs_unused_locked.  p->lock held. */
 int taxi__pbufs_release_locked(taxi_proactor_t *p, void *data, bool *wake);
 
-/* ---- proactor.c -------------------------------------------------------- */
-
-/* Attach h (backend attach + a row).  p->lock held.  0, TAXI_EEXIST,
- * TAXI_EBADF, TAXI_ENOMEM, or the backend's error. */
-int taxi__proactor_attach_locked(taxi_proactor_t *p, taxi_handle_t h);
-/* h (attached) was made by this proactor: an accepted connection, a
- * socket being connected, one moved from a proactor where it was made.
- * Tells the backend once.  p->lock held. */
-void taxi__proactor_adopt_locked(taxi_proactor_t *p, taxi_handle_t h);
-/* Cancel everything on h and forget it (close: also close it, once no
- * operation of the backend can name it any more).  p->lock held.  0 or
- * TAXI_ENOENT. */
-int taxi__proactor_forget_locked(taxi_proactor_t *p, taxi_handle_t h,
-                                 bool close_it);
-/* A pooled read waits for a buffer: on the paused list with no deadline
- * until a release gives it one (core/proactor/proactor_buffers.c).  p->lock
- * held. */
-void taxi__proactor_starve_locked(taxi_proactor_t *p, taxi_op_t *op);
-/* A PAUSED accept leaves the paused list.  p->lock held. */
-void taxi__proactor_unpause_locked(taxi_proactor_t *p, taxi_op_t *op);
-
-/* Free a zombie row whose queues are empty, closing its descriptor if the
- * handle was closed.  p->lock held. */
-void taxi__proactor_row_release_locked(taxi_proactor_t *p, size_t row);
-
-/* ---- proactor_start.c -------------------------------------------------- */
+/* ==== layer 2: proactor_submit.c ======================================= */
 
 /* Give op (the head of its direction) to the backend.  0, or the code
- * the backend refused it with: then op is as before the call and the
- * caller completes it with that code.  p->lock held. */
+ * the backend refused it with (TAXI__NO_BUFFER: a pooled read found no
+ * buffer): then op is as before the call.  p->lock held. */
 int taxi__proactor_submit_locked(taxi_proactor_t *p, taxi_op_t *op);
-/* Submit op (the head of its handle's queue, or a handle-less op): a
- * refusal that may pass (TAXI_EAGAIN) pauses it and it is submitted again
- * after a growing pause, up to TAXI__BACKOFF_LIMIT refusals in a row;
- * returns 0 then, or when submitted.  Any other refusal, or the last, is
- * returned for the caller to complete op with. */
+/* Submit op (the head of its handle's queue): a pooled read without a
+ * buffer waits for one, a refusal that may pass (TAXI_EAGAIN) pauses it
+ * and it is submitted again after a growing pause, up to
+ * TAXI__BACKOFF_LIMIT refusals in a row; returns 0 then, or when
+ * submitted.  Any other refusal, or the last, is returned for the caller
+ * to complete op with.  p->lock held. */
 int taxi__proactor_submit_or_pause_locked(taxi_proactor_t *p, taxi_op_t *op);
 
-/* ---- proactor_dispatch.c ----------------------------------------------- */
+/* ==== layer 2: proactor_complete.c ===================================== */
 
 /* Finish op with `status` (bytes in internal_.done): unlink it from its
- * handle (advancing that queue) and queue it for dispatch.  p->lock held. */
+ * handle and queue it for dispatch.  When it was its handle's head, the
+ * row goes on the `due` list for the loop to submit the next (the caller
+ * runs taxi__proactor_follow_ons_locked before releasing the lock).
+ * p->lock held. */
 void taxi__proactor_complete_locked(taxi_proactor_t *p, taxi_op_t *op,
                                     int status);
-/* Process what a backend wait reported.  p->lock held. */
+/* Process what a backend wait reported; follow-ons are queued.  p->lock
+ * held. */
 void taxi__proactor_process_locked(taxi_proactor_t *p,
                                    const taxi__completion_t *c);
-/* Timers.  p->lock held; taxi__timer_heap_reserve(&p->timers) first, so
- * that push cannot fail. */
-extern const taxi__timer_heap_ops_t taxi__proactor_timer_ops;
-void taxi__proactor_timer_push_locked(taxi_proactor_t *p, taxi_op_t *op);
-void taxi__proactor_timer_remove_locked(taxi_proactor_t *p, taxi_op_t *op);
+/* After the handler of a multishot delivery: the next delivery from the
+ * backlog, or the request goes on (queued on `again` where the core
+ * issues it anew), or it ends.  p->lock held. */
+void taxi__proactor_multishot_next_locked(taxi_proactor_t *p, taxi_op_t *op);
+
+/* ==== layer 3: proactor_dispatch.c ===================================== */
+
+/* Submit the follow-ons the completion layer queued (see above), and wake
+ * the waiting threads if a lower layer asked for it.  Every caller of the
+ * completion layer runs it before releasing the lock.  p->lock held. */
+void taxi__proactor_follow_ons_locked(taxi_proactor_t *p);
 /* Wake the waiting threads if something is ready for them or the earliest
  * deadline moved before the one they wait for.  p->lock held. */
 void taxi__proactor_kick_locked(taxi_proactor_t *p);
@@ -323,5 +421,13 @@ bool taxi__proactor_in_handler(const taxi_proactor_t *p);
 /* destroy: complete everything with TAXI_ECANCELED and run the handlers in
  * this thread.  p->lock held. */
 void taxi__proactor_drain_locked(taxi_proactor_t *p);
+
+/* ==== layer 4: proactor.c ============================================== */
+
+/* Cancel everything on h and forget it (close: also close it, once no
+ * operation of the backend can name it any more).  p->lock held.  0 or
+ * TAXI_ENOENT. */
+int taxi__proactor_forget_locked(taxi_proactor_t *p, taxi_handle_t h,
+                                 bool close_it);
 
 #endif /* TAXI_CORE_PROACTOR_IMPL_H */

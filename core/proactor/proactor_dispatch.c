@@ -77,9 +77,9 @@ void taxi__proactor_follow_ons_locked(taxi_proactor_t *p) {
       submit_head_locked(p, op);
       continue;
     }
-    uint32_t row = taxi__proactor_due_pop_locked(p);
-    if (row == TAXI__ROW_NIL) break;
-    advance_locked(p, row);
+    /* Most completions leave nothing due: no call for them. */
+    if (p->due_head == TAXI__ROW_NIL) break;
+    advance_locked(p, taxi__proactor_due_pop_locked(p));
   }
   if (p->wake_wanted) {
     p->wake_wanted = false;

@@ -178,7 +178,7 @@ typedef struct taxi__completion_ops {
 /* For a backend that completes over readiness with a reactor of its own:
  * the reactor's taxi_reactor_handle_events() then returns a failed wait
  * at once, for the backend's wait to return; the proactor, or the pool
- * dispatching it, backs off and reports (core/reactor/reactor.c). */
+ * dispatching it, backs off and reports (core/reactor/reactor_run.c). */
 struct taxi_reactor;
 void taxi__reactor_pass_wait_errors(struct taxi_reactor *r);
 

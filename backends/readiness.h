@@ -74,8 +74,8 @@ typedef struct taxi__ready {
 /* Closing the last descriptor of a socket removes its registration, as
  * epoll's belong to the open file description (epoll(7)): the core may
  * skip del for a handle it is about to close that shares its socket with
- * no other descriptor (see close_ends_registration in core/reactor/reactor.c).
- */
+ * no other descriptor (see close_ends_registration in
+ * core/reactor/reactor_table.c). */
 #define TAXI__EXT_CLOSE_DEREGISTERS 0x8u
 
 /* modify fails for a handle closed since it was added: TAXI_EBADF when

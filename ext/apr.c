@@ -29,6 +29,9 @@
 #include <apr_strings.h>
 
 #include <errno.h>
+#ifndef _WIN32
+#include <netdb.h> /* EAI_* */
+#endif
 #include <stdio.h>
 
 /* ---- handles ------------------------------------------------------------ */
@@ -243,6 +246,16 @@ apr_status_t taxi_apr_status(int code) {
       return APR_FROM_OS_ERROR(EMSGSIZE);
     case TAXI_ENOBUFS:
       return APR_FROM_OS_ERROR(ENOBUFS);
+#if defined(EAI_NONAME) && defined(EAI_AGAIN) && defined(EAI_FAMILY)
+    /* APR's resolver reports getaddrinfo's failures as
+     * APR_OS_START_EAIERR + EAI_* (apr_errno.h); no other status says so. */
+    case TAXI_ENONAME:
+      return APR_OS_START_EAIERR + EAI_NONAME;
+    case TAXI_ETRYAGAIN:
+      return APR_OS_START_EAIERR + EAI_AGAIN;
+    case TAXI_ENOADDR:
+      return APR_OS_START_EAIERR + EAI_FAMILY;
+#endif
     default:
       return APR_EGENERAL;
   }
@@ -275,6 +288,11 @@ int taxi_apr_error(apr_status_t st) {
   if (st == APR_FROM_OS_ERROR(EADDRINUSE)) return TAXI_EADDRINUSE;
   if (st == APR_FROM_OS_ERROR(EMSGSIZE)) return TAXI_EMSGSIZE;
   if (st == APR_FROM_OS_ERROR(ENOBUFS)) return TAXI_ENOBUFS;
+#if defined(EAI_NONAME) && defined(EAI_AGAIN) && defined(EAI_FAMILY)
+  if (st == APR_OS_START_EAIERR + EAI_NONAME) return TAXI_ENONAME;
+  if (st == APR_OS_START_EAIERR + EAI_AGAIN) return TAXI_ETRYAGAIN;
+  if (st == APR_OS_START_EAIERR + EAI_FAMILY) return TAXI_ENOADDR;
+#endif
   return TAXI_ESYS;
 }
 

@@ -43,6 +43,10 @@ void taxi__set_os_error(int os_error);
  * reaches a thread of taxi's. */
 int taxi__thread_create(taxi__thread_t *t, void *(*fn)(void *), void *arg);
 int taxi__thread_join(taxi__thread_t t);
+/* Let t end on its own, its resources freed when it returns: it is never
+ * joined (a thread that may be blocked in a call nothing can interrupt,
+ * such as getaddrinfo, when its owner goes). */
+int taxi__thread_detach(taxi__thread_t t);
 taxi__thread_id_t taxi__thread_self(void);
 bool taxi__thread_equal(taxi__thread_id_t a, taxi__thread_id_t b);
 

@@ -39,6 +39,23 @@ unsigned taxi__sockaddr_port(const taxi_addr_t *a);
 /* Fill *out from a struct sockaddr of len bytes (as the system gave it). */
 void taxi__sockaddr_set(taxi_addr_t *out, const void *sa, unsigned len);
 
+/* Set the port of an IPv4 or IPv6 address (others are left alone). */
+void taxi__sockaddr_set_port(taxi_addr_t *a, unsigned port);
+
+/* ---- names -------------------------------------------------------------- */
+
+/* The addresses of host name `host` (a numeric address is one too) for
+ * stream sockets to `port`, of `family` (0: any, TAXI_ADDR_IPV4,
+ * TAXI_ADDR_IPV6), in the order the system's resolver gives them (RFC
+ * 6724's on most), at most max of them, into out.  Blocks for as long as
+ * the resolver takes: call it from a thread that dispatches nothing
+ * (ports/posix/resolve.c, ports/win32/resolve.c).  Returns how many (> 0),
+ * or TAXI_ENONAME (no such name), TAXI_ETRYAGAIN (a temporary failure: no
+ * answer from a name server), TAXI_ENOADDR (no address of that family),
+ * TAXI_ENOMEM, TAXI_ESYS. */
+int taxi__sock_resolve(const char *host, unsigned port, int family,
+                       taxi_addr_t *out, size_t max);
+
 /* ---- sockets ------------------------------------------------------------ */
 
 /* A stream socket listening on `a` with `backlog` (<= 0: the system's

@@ -91,9 +91,9 @@ def compile_one(args, src, outdir, n):
 
 
 def rel(path, srcdir):
-    p = os.path.normpath(os.path.join(srcdir, path) if not os.path.isabs(path) else path)
-    r = os.path.relpath(p, os.path.abspath(srcdir))
-    return r
+    """A path gcc recorded (as the compiler was given it: relative to the
+    directory it ran in, which is ours) as a path of the source tree."""
+    return os.path.relpath(os.path.abspath(path), os.path.abspath(srcdir))
 
 
 def read_graph(args, sources):
@@ -271,6 +271,11 @@ def main():
     sources = sorted(set(s for s in args.sources if s.endswith('.c')))
     functions, calls = read_graph(args, sources)
     edges = file_edges(functions, calls)
+    if len(functions) < len(sources) or not edges:
+        # Nothing recognised: a check that sees nothing must not pass.
+        raise SystemExit('layers: %d functions and %d calls between files read from '
+                         '%d sources: the call graph was not understood' %
+                         (len(functions), len(edges), len(sources)))
 
     files = sorted(set(f for _, f in functions.values()) | set(sources))
     problems = 0

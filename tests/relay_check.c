@@ -45,6 +45,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "net_helpers.h"
+
 static int scale = 1;
 static int failures, passes;
 
@@ -72,49 +74,10 @@ static unsigned char seq(unsigned seed, uint64_t i) {
   return (unsigned char)(x >> 56);
 }
 
-static int send_all(int fd, const void *buf, size_t n) {
-  const char *p = buf;
-  while (n) {
-    ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) return -1;
-    p += k;
-    n -= (size_t)k;
-  }
-  return 0;
-}
-
-static int recv_all(int fd, void *buf, size_t n) {
-  char *p = buf;
-  while (n) {
-    ssize_t k = recv(fd, p, n, 0);
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) return -1;
-    p += k;
-    n -= (size_t)k;
-  }
-  return 0;
-}
-
 /* A blocking connection to 127.0.0.1:port, with a receive buffer of
  * rcvbuf bytes if not 0, and 10 s (scaled) send and receive timeouts. */
 static int connect_to(int port, int rcvbuf) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  if (rcvbuf) setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
-  struct timeval tv = {10 * scale, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-  struct sockaddr_in a;
-  memset(&a, 0, sizeof a);
-  a.sin_family = AF_INET;
-  a.sin_port = htons((uint16_t)port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
+  return net_connect_loopback(port, rcvbuf, 10 * scale, 0);
 }
 
 static void put64(unsigned char *b, uint64_t v) {
@@ -139,12 +102,13 @@ static uint64_t get64(const unsigned char *b) {
 static void *upstream_conn(void *arg) {
   int fd = (int)(intptr_t)arg;
   unsigned char op, buf[65536];
-  if (recv_all(fd, &op, 1) == 0 && op == 'B' && recv_all(fd, buf, 8) == 0) {
+  if (net_recv_all(fd, &op, 1) == 0 && op == 'B' &&
+      net_recv_all(fd, buf, 8) == 0) {
     uint64_t n = get64(buf), sent = 0;
     while (sent < n) {
       size_t k = n - sent < sizeof buf ? (size_t)(n - sent) : sizeof buf;
       for (size_t i = 0; i < k; i++) buf[i] = seq(77, sent + i);
-      if (send_all(fd, buf, k) < 0) break;
+      if (net_send_all(fd, buf, k) < 0) break;
       sent += k;
     }
     shutdown(fd, SHUT_WR);
@@ -166,7 +130,7 @@ static void *upstream_conn(void *arg) {
     }
     put64(reply, got);
     reply[8] = wrong;
-    send_all(fd, reply, sizeof reply);
+    net_send_all(fd, reply, sizeof reply);
   }
   close(fd);
   return NULL;
@@ -260,7 +224,7 @@ static void check_slow_reader(int port, uint64_t total) {
   }
   unsigned char req[9] = {'B'};
   put64(req + 1, total);
-  if (send_all(fd, req, sizeof req) < 0) {
+  if (net_send_all(fd, req, sizeof req) < 0) {
     bad("slow reader: cannot send its request");
     close(fd);
     return;
@@ -321,18 +285,18 @@ static void check_half_close(int port, uint64_t total) {
   }
   unsigned char buf[65536];
   buf[0] = 'H';
-  int rc = send_all(fd, buf, 1);
+  int rc = net_send_all(fd, buf, 1);
   for (uint64_t sent = 0; rc == 0 && sent < total;) {
     size_t k = total - sent < sizeof buf ? (size_t)(total - sent) : sizeof buf;
     for (size_t i = 0; i < k; i++) buf[i] = seq(88, sent + i);
-    rc = send_all(fd, buf, k);
+    rc = net_send_all(fd, buf, k);
     sent += k;
   }
   /* The end of our sending: the relay must pass it on, and the answer,
    * sent by the upstream only after it, must still come back. */
   shutdown(fd, SHUT_WR);
   unsigned char reply[9];
-  int got = rc == 0 && recv_all(fd, reply, sizeof reply) == 0;
+  int got = rc == 0 && net_recv_all(fd, reply, sizeof reply) == 0;
   ssize_t more = got ? recv(fd, buf, 1, 0) : -1;
   snprintf(what, sizeof what,
            "half-close: the upstream read %llu bytes (every one right) and "

@@ -35,10 +35,12 @@ static const struct error_entry errors[] = {
     {TAXI_EPIPE, "TAXI_EPIPE", "broken pipe"},
     {TAXI_EADDRINUSE, "TAXI_EADDRINUSE", "address already in use"},
     {TAXI_EEOF, "TAXI_EEOF", "end of stream"},
-    {TAXI_EBADADDR, "TAXI_EBADADDR",
-     "malformed address (numeric address expected: names are not resolved)"},
+    {TAXI_EBADADDR, "TAXI_EBADADDR", "malformed address (or host name)"},
     {TAXI_EMSGSIZE, "TAXI_EMSGSIZE", "message too long"},
     {TAXI_ENOBUFS, "TAXI_ENOBUFS", "out of buffers or write records"},
+    {TAXI_ENONAME, "TAXI_ENONAME", "no such host name"},
+    {TAXI_ETRYAGAIN, "TAXI_ETRYAGAIN", "temporary failure in name resolution"},
+    {TAXI_ENOADDR, "TAXI_ENOADDR", "no address of the family asked for"},
 };
 
 static const struct error_entry *find(int code) {

@@ -1,14 +1,41 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * core/pools/dispatch_source.h - what a thread pool dispatches: the steps of an
- * event source, as a small table.
+ * core/pools/dispatch_source.h - the pools wing: the thread pools that
+ * dispatch a reactor or a proactor, and what they dispatch, the steps of
+ * an event source as a small table.
  *
- * The Leader/Followers pool (core/pools/lf_pool.c) is written once against this
- * table and runs over two sources: a reactor (ready handles, timers,
- * signals, notifications) and a proactor (completions).  Each step has the
- * meaning of the reactor's taxi__reactor_*_locked function of the same name
+ * The Leader/Followers pool is written once against this table and runs
+ * over two sources: a reactor (ready handles, timers, signals,
+ * notifications) and a proactor (completions).  Each step has the meaning
+ * of the reactor's taxi__reactor_*_locked function of the same name
  * (core/reactor/reactor_impl.h); the source's lock is held on entry and on
  * return.
+ *
+ * The files:
+ *   reactor_source.c   the reactor as a source
+ *   proactor_source.c  the proactor as a source, and taxi_lf_create_proactor
+ *   lf_control.c       the L/F pool's public calls (create, spawn, join,
+ *                      shrink, stop, wait, destroy, statistics)
+ *   lf_pool.c          the L/F loop, its thread records, taking part for
+ *                      a caller (lf_bound.h)
+ *   lf_followers.c     the followers' queue and the promotion orders
+ *   lf_options.c       reading the L/F options
+ *   lf_impl.h          the L/F pool's private state
+ *   lf_bound.c         the table of expected replies (bound hand-off)
+ *   lf_mux.c           the multiplexed connection over it
+ *   lf_sets.c          several L/F pools over reactors of their own
+ *   hsha_pool.c        the half-sync/half-async pool (over a reactor)
+ * Calls between them point one way: lf_sets.c calls lf_control.c and
+ * lf_pool.c; lf_mux.c calls lf_bound.c, which calls lf_pool.c;
+ * proactor_source.c calls lf_control.c, which calls lf_options.c,
+ * reactor_source.c and lf_pool.c, which calls lf_followers.c.  hsha_pool.c
+ * calls none of them.
+ *
+ * The wing calls core/reactor/ (reactor_impl.h, the public reactor API),
+ * core/proactor/ only from proactor_source.c, through the proactor's pool
+ * entry points (taxi__proactor_*_locked in core/proactor/proactor_impl.h),
+ * and core/common/ and ports/.  Nothing below calls the wing by name: a
+ * source learns of its pool only as the `void *pool` it is given.
  */
 #ifndef TAXI_CORE_DISPATCH_SOURCE_H
 #define TAXI_CORE_DISPATCH_SOURCE_H
@@ -63,8 +90,8 @@ typedef struct taxi__source {
  * only where the backend has TAXI_CAP_MULTI_WAIT and TAXI_CAP_ONESHOT. */
 void taxi__reactor_source(taxi_reactor_t *r, taxi__source_t *out);
 
-/* A Leader/Followers pool over any source (core/pools/lf_pool.c), made for the
- * public function `fn`, which the details of its refusals name. */
+/* A Leader/Followers pool over any source (core/pools/lf_control.c), made
+ * for the public function `fn`, which the details of its refusals name. */
 int taxi__lf_create_source(taxi_lf_pool_t **out, const taxi__source_t *src,
                            const taxi_lf_options_t *opts, const char *fn);
 

@@ -120,3 +120,46 @@ int taxi_handler_unref(taxi_handler_t *h) {
   taxi__mutex_unlock(&r->lock);
   return rc;
 }
+void taxi__reactor_link_locked(taxi_reactor_t *r, taxi_handler_t *h) {
+  h->internal_.prev = NULL;
+  h->internal_.next = r->attached;
+  if (r->attached) r->attached->internal_.prev = h;
+  r->attached = h;
+}
+
+int taxi__reactor_attach_locked(taxi_reactor_t *r, taxi_handler_t *h) {
+  if (h->internal_.flags & TAXI__H_CLOSING) return TAXI_EBUSY;
+  if (h->internal_.flags & TAXI__H_ATTACHED)
+    return h->internal_.reactor == r ? 0 : TAXI_EINVAL;
+  taxi__handler_set_reactor(h, r);
+  h->internal_.flags |= TAXI__H_ATTACHED;
+  h->internal_.refs++;
+  taxi__reactor_link_locked(r, h);
+  return 0;
+}
+
+void taxi__reactor_unlink_locked(taxi_reactor_t *r, taxi_handler_t *h) {
+  if (h->internal_.prev)
+    h->internal_.prev->internal_.next = h->internal_.next;
+  else
+    r->attached = h->internal_.next;
+  if (h->internal_.next) h->internal_.next->internal_.prev = h->internal_.prev;
+  h->internal_.prev = h->internal_.next = NULL;
+}
+
+void taxi__handler_release_locked(taxi_reactor_t *r, taxi_handler_t *h) {
+  if (--h->internal_.refs > 0 || !(h->internal_.flags & TAXI__H_CLOSING))
+    return;
+  /* Last reference of a removed handler: forget it, then close.  After the
+   * close hook taxi must not touch h: it may be freed or attached again. */
+  void (*close_hook)(taxi_handler_t *, taxi_handle_t) = h->ops->close;
+  taxi_handle_t handle = h->internal_.handle;
+  taxi__handler_set_reactor(h, NULL);
+  h->internal_.flags = 0;
+  h->internal_.handle = TAXI_INVALID_HANDLE;
+  if (close_hook) {
+    taxi__mutex_unlock(&r->lock);
+    close_hook(h, handle);
+    taxi__mutex_lock(&r->lock);
+  }
+}

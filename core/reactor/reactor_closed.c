@@ -147,7 +147,7 @@ taxi_time_t taxi__closed_check_locked(taxi_reactor_t *r, taxi_time_t now) {
   for (uint32_t row = 0; row < r->nslots && r->unchecked; row++) {
     taxi__slot_t *s = &r->slots[row];
     /* Retried re-arms have their own way (retry_rearms_locked in
-     * reactor.c).  One being dispatched is checked all the same: a number
+     * reactor_wait.c).  One being dispatched is checked all the same: a number
      * taken by a busy stranger keeps it dispatched most of the time. */
     if (!s->handler || !(s->flags & TAXI__S_UNCHECKED) ||
         (s->flags & TAXI__S_REARM))

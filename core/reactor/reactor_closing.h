@@ -31,7 +31,7 @@ int taxi__reactor_register_own(taxi_reactor_t *r, taxi_handle_t handle,
  * socket no other descriptor shares (the library made it and gave no one
  * its number): that close ends the registration, so where the backend's
  * registrations die with the socket and arming is one-shot, the backend's
- * del is skipped (see close_ends_registration in core/reactor/reactor.c).
+ * del is skipped (see close_ends_registration in core/reactor/reactor_table.c).
  * 0 or TAXI_ENOENT. */
 int taxi__reactor_remove_closing(taxi_reactor_t *r, taxi_handler_t *h);
 

@@ -1,8 +1,35 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * core/reactor/reactor_impl.h - the reactor's private state, shared by the
- * files of core/ that implement it (reactor.c, reactor_signal.c, handler.c)
- * and, in time, by the thread pools built on it.
+ * core/reactor/reactor_impl.h - the reactor wing: the Reactor over one
+ * readiness backend, and this header, its private state, shared by the
+ * files that implement it and by the thread pools built on it
+ * (core/pools/).
+ *
+ * Dispatch is split in three steps so that thread pools can interleave
+ * their own protocol between them: wait (backend call, lock released),
+ * take (under the lock: pick one ready event, reference its handler) and
+ * dispatch (lock released: run the hook, then release the reference).
+ *
+ * The files, each calling only those listed below it (never one above:
+ * a lower file hands work back up through a hook or a returned value):
+ *   reactor.c          create, destroy, fork, statistics
+ *   reactor_run.c      the reactor's own loop (run, handle_events,
+ *                      handle_one) and a pool's attaching
+ *   reactor_dispatch.c the take order, running hooks, giving events back
+ *   reactor_wait.c     the backend's wait, retrying failed re-arms
+ *   reactor_move.c     moving a handler to another reactor
+ *   reactor_register.c registration, modify, suspend, resume
+ *   reactor_closed.c   handles closed under the reactor
+ *   reactor_table.c    the demultiplexing table's rows and removal
+ *   reactor_timers.c   timers
+ *   reactor_signal.c   signals
+ *   reactor_serial.c   one hook of a handler at a time (events set aside)
+ *   handler.c          handlers: init, attachment, references
+ *   reactor_notify.c   notify, stop, restart, interrupt
+ *   reactor_wakeup.c   the wake-up channel
+ * and beside them reactor_backends.c (the backends' list), reactor_pending.c
+ * (taxi_reactor_pending_error) and mqueue.c (message queues, over the
+ * public calls).  The wing calls core/common/, ports/ and backends/ only.
  *
  * Locking: `lock` protects everything here except what the comments mark
  * as owned by the dispatching thread.  The lock is never held while a
@@ -56,7 +83,7 @@
 #define TAXI__S_BUSY 0x2u      /* its hooks are running */
 #define TAXI__S_ARMED 0x4u     /* the backend reports its events */
 /* Re-arming it failed for a reason that may pass: retried before the next
- * wait (see retry_rearms_locked in reactor.c). */
+ * wait (see retry_rearms_locked in reactor_wait.c). */
 #define TAXI__S_REARM 0x8u
 /* Reported while its handler was owned: kept deactivated (with BUSY), its
  * events in `deferred`, for the owning thread to run next. */
@@ -258,10 +285,46 @@ static inline unsigned taxi__reactor_arm_flags(const taxi_reactor_t *r) {
   return r->pool && (r->ops->caps & TAXI_CAP_ONESHOT) ? TAXI__ARM_ONESHOT : 0;
 }
 
+/* The handler is attached to r and not closing. */
+static inline bool taxi__reactor_attached_here(const taxi_reactor_t *r,
+                                               const taxi_handler_t *h) {
+  return (h->internal_.flags & TAXI__H_ATTACHED) &&
+         !(h->internal_.flags & TAXI__H_CLOSING) && h->internal_.reactor == r;
+}
+
+/* The slot of h's registered handle in r, or NULL. */
+static inline taxi__slot_t *taxi__reactor_slot_of(taxi_reactor_t *r,
+                                                  taxi_handler_t *h) {
+  if (!taxi__reactor_attached_here(r, h) ||
+      !(h->internal_.flags & TAXI__H_HAS_HANDLE))
+    return NULL;
+  return &r->slots[h->internal_.slot];
+}
+
+/* The live row a token names, or NULL if the handle was removed since. */
+static inline taxi__slot_t *taxi__reactor_slot_for_token(taxi_reactor_t *r,
+                                                         uint64_t token) {
+  uint32_t row = (uint32_t)token;
+  taxi__slot_t *s = row < r->nslots ? &r->slots[row] : NULL;
+  if (!s || !s->handler || s->generation != (uint32_t)(token >> 32))
+    return NULL;
+  return s;
+}
+
+/* Whether t is still in the firing `seq` that was taken for dispatch.  A
+ * timer scheduled again while that firing waited or ran is armed anew
+ * (another seq), and may have been taken again already: FIRING then
+ * belongs to the newer firing, which the older must neither cancel nor
+ * drop, or the schedule made meanwhile would be lost. */
+static inline bool taxi__timer_firing(const taxi_timer_t *t, uint64_t seq) {
+  return t->internal_.state == TAXI__T_FIRING && t->internal_.seq == seq;
+}
+
 /* ---- the dispatch steps, for the reactor's own loop and for pools ------- */
 
 /* Take the next event that is ready without waiting (see the take order in
- * reactor.c); in pool mode its handle is deactivated.  r->lock held. */
+ * reactor_dispatch.c); in pool mode its handle is deactivated.  r->lock
+ * held. */
 bool taxi__reactor_take_locked(taxi_reactor_t *r, taxi_time_t now,
                                taxi__event_t *ev);
 /* Run what was taken: r->lock is released while hooks run; afterwards the
@@ -306,18 +369,82 @@ void taxi__reactor_detach_pool_locked(taxi_reactor_t *r);
 void taxi__reactor_wake_all_locked(taxi_reactor_t *r);
 
 /* Drop one reference to h; if it was the last of a removed handler, the
- * close hook runs before this returns, with r->lock released during it.
- * Called with r->lock held; returns with it held. */
+ * close hook runs before this returns, with r->lock released during it
+ * (core/reactor/handler.c).  Called with r->lock held; returns with it
+ * held. */
 void taxi__handler_release_locked(taxi_reactor_t *r, taxi_handler_t *h);
 
 /* Detach h from r: deregister its handle, cancel its timers and signals,
- * drop the attachment reference.  r->lock held.  0 or TAXI_ENOENT. */
+ * drop the attachment reference (core/reactor/reactor_table.c).  r->lock
+ * held.  0 or TAXI_ENOENT. */
 int taxi__reactor_detach_locked(taxi_reactor_t *r, taxi_handler_t *h);
 
 /* Attach h to r if it is not attached yet (taking the attachment
- * reference).  r->lock held.  0, TAXI_EINVAL (another reactor),
- * TAXI_EBUSY (closing). */
+ * reference; core/reactor/handler.c).  r->lock held.  0, TAXI_EINVAL (another
+ * reactor), TAXI_EBUSY (closing). */
 int taxi__reactor_attach_locked(taxi_reactor_t *r, taxi_handler_t *h);
+
+/* Link h into, or unlink it from, r's list of attached handlers, and
+ * nothing else (core/reactor/handler.c): a move carries the references
+ * over as they are.  r->lock held. */
+void taxi__reactor_link_locked(taxi_reactor_t *r, taxi_handler_t *h);
+void taxi__reactor_unlink_locked(taxi_reactor_t *r, taxi_handler_t *h);
+
+/* ---- the demultiplexing table (core/reactor/reactor_table.c) ------------ */
+
+/* How a handle is registered, beside its interest. */
+typedef struct taxi__reg_how {
+  unsigned add_flags;  /* TAXI__ARM_OPEN or 0 */
+  unsigned slot_flags; /* TAXI__S_OWNED, TAXI__S_IDENT or 0 */
+  uint64_t ident;      /* with TAXI__S_IDENT */
+} taxi__reg_how_t;
+
+/* The table part of registration (arguments checked): a row, the handle
+ * map, the backend's add, the attachment.  r->lock held.  0, TAXI_EBUSY
+ * (h closing), TAXI_EINVAL (h attached elsewhere), TAXI_EEXIST (h has a
+ * handle, or the handle a handler), TAXI_ETOOMANY, TAXI_ENOMEM, or the
+ * backend's error. */
+int taxi__reactor_register_locked(taxi_reactor_t *r, taxi_handle_t handle,
+                                  taxi_handler_t *h, unsigned events,
+                                  const taxi__reg_how_t *how);
+/* Tell the backend what s should report now (its interest, or nothing
+ * while suspended; left alone while its hooks run in pool mode).  r->lock
+ * held.  0 or the backend's error, the slot unchanged then. */
+int taxi__reactor_arm_locked(taxi_reactor_t *r, taxi__slot_t *s);
+/* The same for callers that cannot give the failure back: a failed re-arm
+ * is flagged TAXI__S_REARM and retried before the next wait
+ * (core/reactor/reactor_wait.c). */
+void taxi__reactor_arm_or_retry_locked(taxi_reactor_t *r, taxi__slot_t *s);
+/* Stop watching h's handle and free its row; `closing`: the caller closes
+ * the handle next (taxi__reactor_remove_closing).  r->lock held. */
+void taxi__reactor_deregister_locked(taxi_reactor_t *r, taxi_handler_t *h,
+                                     bool closing);
+
+/* ---- timers (core/reactor/reactor_timers.c) ----------------------------- */
+
+/* The timer heap ordered as the reactor orders timers (at create). */
+void taxi__timers_init(taxi_reactor_t *r);
+/* Disarm t: out of the heap and its handler's list.  r->lock held. */
+void taxi__timer_cancel_locked(taxi_reactor_t *r, taxi_timer_t *t);
+/* Take the timer due first (by `now`) into *ev, claiming its handler, or
+ * set it aside if its handler is claimed; false when none is due. */
+bool taxi__timer_take_locked(taxi_reactor_t *r, taxi_time_t now,
+                             taxi__event_t *ev);
+/* After the firing `seq` of t ran with result rc: re-arm a periodic timer
+ * unless cancelled or rescheduled meanwhile (or rc < 0). */
+void taxi__timer_fired_locked(taxi_reactor_t *r, taxi_timer_t *t, uint64_t seq,
+                              int rc);
+/* Give back a timer event taken and never run: re-armed at its deadline. */
+void taxi__timer_untake_locked(taxi_reactor_t *r, const taxi__event_t *ev);
+
+/* ---- moving (core/reactor/reactor_move.c) -------------------------------- */
+
+/* Move h from r to `to`, consuming a reference to h the caller holds.
+ * r->lock held on entry and on return (released meanwhile).  0,
+ * TAXI_ENOENT, TAXI_EBUSY (timers or signals), or the registration's
+ * error in `to` (h is removed then). */
+int taxi__reactor_move_locked(taxi_reactor_t *r, taxi_handler_t *h,
+                              taxi_reactor_t *to);
 
 /* The wake-up channel (core/reactor/reactor_wakeup.c): the backend's own where
  * it has one, else the port's; as taxi__wakeup_* in ports/port.h. */
@@ -327,7 +454,8 @@ int taxi__rwake_signal(taxi_reactor_t *r);
 int taxi__rwake_force(taxi_reactor_t *r);
 void taxi__rwake_drain(taxi_reactor_t *r);
 
-/* Wake the waiting thread, if any. r->lock held. */
+/* Wake the waiting thread, if any (core/reactor/reactor_wakeup.c).
+ * r->lock held. */
 void taxi__reactor_wake_locked(taxi_reactor_t *r);
 
 /* One hook of a handler at a time (core/reactor/reactor_serial.c).  Each take

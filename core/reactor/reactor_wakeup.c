@@ -66,3 +66,14 @@ void taxi__rwake_drain(taxi_reactor_t *r) {
   }
   atomic_store(&r->wake_pending, 0);
 }
+
+void taxi__reactor_wake_locked(taxi_reactor_t *r) {
+  if (!r->waiters) return;
+  if (taxi__rwake_signal(r) > 0) r->stats.wakeups++;
+}
+
+void taxi__reactor_wake_all_locked(taxi_reactor_t *r) {
+  /* Each waiter that sees the channel while it is sticky passes the
+   * wake-up on (take_io_locked), so one write reaches them all. */
+  if (taxi__rwake_force(r) > 0) r->stats.wakeups++;
+}

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core/stream/address.c - address strings: the grammar here, the numeric
- * conversions in the ports (ports/sock.h).
+ * conversions in the ports (ports/sock.h).  Calls the ports only.
  */
 #include "config.h"
 

@@ -1,24 +1,64 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core/stream/io_impl.h - the I/O context, its streams, listeners and timers,
- * as the files of the stream layer share them:
+ * as the files of the stream layer share them.
  *
- *   core/stream/io.c           the context: create, run, stop, wait, destroy,
- *                       the wake-up socket pair, signals, counters;
- *   core/stream/io_options.c   its options, and what `threads` means;
- *   core/stream/stream.c       a stream's state machine, written once;
- *   core/stream/stream_settings.c  its options, settings and what it tells;
- *   core/stream/stream_make.c  connecting, and streams of sockets one has;
- *   core/stream/listener.c     listeners, and the hand-over of accepted
- * sockets; core/stream/io_timer.c     application timers; core/stream/address.c
- * address strings; core/stream/io_reactive.c  the driver over a reactor
- * (reactor, lf, hsha); core/stream/io_proactive.c the driver over a proactor.
+ * The wing holds, from the bottom up (a file calls by name only the files
+ * listed before it, and the wings below: pools, proactor, reactor, common,
+ * and the ports; so no two files call each other, even through a third):
  *
- * The layer uses only the public Reactor, pool and Proactor API and the
- * ports (port.h, sock.h): it could live outside the library.  A driver
- * turns what its dispatcher reports into stream events
- * (taxi__stream_event) and performs the transfers a stream asks for; the
- * state machine does not know which driver runs it.
+ *   io_options.c   the context's options, what `threads` means, spans;
+ *   address.c      address strings;
+ *   host_names.c   "host:port", and the order of a name's addresses;
+ *   post.c         the records of posted functions, and running or
+ *                  cancelling the queues of the context, a stream, a
+ *                  listener;
+ *   io_lists.c     the context's lists of streams, listeners, timers;
+ *   io_reactive.c  the driver over a reactor (reactor, lf, hsha);
+ *   io_proactive.c the driver over a proactor (proactor, proactors);
+ *   io_run.c       running, stopping, waiting; the wake-up socket pair,
+ *                  the error reports of what the context made;
+ *   io_signal.c    signals;
+ *   io_info.c      what the context is made of, and its counters;
+ *   stream.c       a stream's state machine, written once, and its close;
+ *   io_timer.c     application timers;
+ *   stream_settings.c  a stream's options, settings and what it tells;
+ *   stream_read.c  the application's reads (read_start, read_into);
+ *   stream_write.c its writes, sendfile, shutdown and end;
+ *   stream_connect.c  a stream connecting to one address;
+ *   listener.c     listeners, and the hand-over of accepted sockets;
+ *   stream_pipe.c  relaying one stream into another;
+ *   stream_post.c  posting functions to the context, a stream, a listener;
+ *   resolver.c     resolving names in the resolver threads;
+ *   resolve.c      taxi_resolve, its options;
+ *   stream_dial.c  connecting to a name: its addresses raced;
+ *   stream_make.c  taxi_stream_connect, and streams of sockets one has;
+ *   io.c           the context's creation and destruction.
+ *
+ * The other way goes through function pointers only:
+ *
+ *   - the driver table (taxi__io_driver_t, below), which io.c chooses:
+ *     what the context, the state machine, listeners and timers ask of the
+ *     driver (the drivers sit low, but are reached through it only);
+ *   - the ops records: what a driver reports (an I/O event, an accepted
+ *     connection, a timer that fired, the wake-up socket) goes to the
+ *     context's io->ops (installed by io.c), a stream's s->ops (stream.c),
+ *     a listener's l->ops (listener.c) or a timer's t->ops (io_timer.c),
+ *     each installed by the file that makes the object.
+ *     The `close` hook of each is how taxi_io_destroy closes what is left
+ *     on the context's lists, without knowing what they are;
+ *   - a stream's pipe_ops (stream_pipe.c, set with the pipe): what the
+ *     state machine tells a pipe (drained, closing);
+ *   - a dialing stream's dial_ops (stream_dial.c, set with the dial): the
+ *     state machine's rounds run the race of a name's addresses.
+ *
+ * The layer uses only the public Reactor, pool and Proactor API (and the
+ * internal interfaces their headers declare) and the ports (port.h,
+ * sock.h): it could live outside the library.  A driver turns what its
+ * dispatcher reports into stream events (s->ops->event) and performs the
+ * transfers a stream asks for; the state machine does not know which
+ * driver runs it.  An event costs the driver an indirect call where it
+ * had a direct one: no allocation, no lock more.
  *
  * Serialisation.  A stream's callbacks must not overlap, but its events
  * may arrive in several threads at once (a reactor's timer hooks are not
@@ -34,6 +74,7 @@
 
 #include "taxi/io.h"
 #include "taxi/stream.h"
+#include "taxi/resolve.h"
 
 #include "core/common/backoff.h"
 #include "port.h"
@@ -84,6 +125,9 @@ typedef struct taxi__io_driver {
   int64_t (*sendfile)(taxi_stream_t *s, taxi_handle_t file, int64_t offset,
                       size_t len);
   int (*connect_start)(taxi_stream_t *s, const taxi_addr_t *a);
+  /* A dialing stream (opened without a handle) has its connected handle
+   * in s->fd now: take it (NULL: nothing to do).  0 or an error. */
+  int (*adopt)(taxi_stream_t *s);
   /* 0 connected, TAXI_EAGAIN not yet, or the error. */
   int (*connect_result)(taxi_stream_t *s);
   void (*update)(taxi_stream_t *s); /* interest to match the state */
@@ -132,6 +176,83 @@ typedef struct taxi__io_driver {
 extern const taxi__io_driver_t taxi__io_reactive;
 extern const taxi__io_driver_t taxi__io_proactive;
 
+/* ---- what the drivers report, and the context closes ----------------------
+ *
+ * One record per kind of object, static and constant, installed by the
+ * file that makes the object before any driver or list may see it; the
+ * drivers and taxi_io_destroy read it without a lock.
+ */
+
+/* The context's: installed by io.c at taxi_io_create. */
+typedef struct taxi__io_ops {
+  /* The wake-up socket became readable (in a dispatching thread). */
+  void (*woken)(taxi_io_t *io);
+  /* Signal signo arrived (in a dispatching thread). */
+  void (*signal)(taxi_io_t *io, int signo);
+} taxi__io_ops_t;
+
+/* A stream's (stream.c). */
+typedef struct taxi__stream_ops {
+  /* Close s with `reason` (0: asked by the application); TAXI_EBADF when
+   * closing already.  The context's lock may be held. */
+  int (*close)(taxi_stream_t *s, int reason);
+  /* Something happened to s (TAXI__P_* bits): see "Serialisation". */
+  void (*event)(taxi_stream_t *s, unsigned bits);
+  /* The same with s's lock held, which it releases. */
+  void (*event_locked)(taxi_stream_t *s, unsigned bits);
+} taxi__stream_ops_t;
+
+/* A listener's (listener.c). */
+typedef struct taxi__listener_ops {
+  /* Close l (taxi_listener_close); lock not held. */
+  int (*close)(taxi_listener_t *l);
+  /* A connection was accepted on l: make its stream and hand it over. */
+  void (*accepted)(taxi_listener_t *l, taxi_handle_t fd,
+                   const taxi_addr_t *peer, bool attached);
+  /* Accepting failed with rc: count it; returns how long to pause. */
+  taxi_time_t (*failed)(taxi_listener_t *l, int rc);
+  /* Accepting worked again: the next pause starts short. */
+  void (*recovered)(taxi_listener_t *l);
+  /* Nothing of l can run any more: its posts cancelled, on_close, then
+   * free. */
+  void (*released)(taxi_listener_t *l);
+  /* Run the functions posted to l, as the driver's listener_post asked. */
+  void (*run_posts)(taxi_listener_t *l);
+} taxi__listener_ops_t;
+
+/* A timer's (io_timer.c). */
+typedef struct taxi__timer_ops {
+  /* Destroy t (taxi_io_timer_destroy); lock not held. */
+  int (*close)(taxi_io_timer_t *t);
+  /* Run t's callback (counts it). */
+  void (*fire)(taxi_io_timer_t *t);
+  /* Unlink and free t (nothing of it runs any more). */
+  void (*free)(taxi_io_timer_t *t);
+} taxi__timer_ops_t;
+
+/* What the state machine tells the pipes of a stream (stream_pipe.c sets
+ * s->pipe_ops with s->pipe_src or s->pipe_dst, under s's lock; it stays).
+ * Both are called with the lock held, which they let go meanwhile. */
+typedef struct taxi__pipe_ops {
+  /* s is down to its low watermark with S_PIPE_DRAIN set: its pipe_dst
+   * may read again. */
+  void (*drained_locked)(taxi_stream_t *s);
+  /* s is closing: its pipes end, closing the other streams. */
+  void (*closing_locked)(taxi_stream_t *s);
+} taxi__pipe_ops_t;
+
+/* What the state machine asks of the race of a dialing stream
+ * (stream_dial.c sets s->dial_ops with s->dial, before the stream's first
+ * round; it stays).  Both with s's lock held, let go around the calls out. */
+typedef struct taxi__dial_ops {
+  /* A round of s while dialing: 0 when s has its connected socket now,
+   * TAXI_EAGAIN (s->dial_at says when to come back), or the error that
+   * ends the connect. */
+  int (*round_locked)(taxi_stream_t *s, taxi_time_t now);
+  /* s is closing or released: the race is abandoned. */
+  void (*abandon_locked)(taxi_stream_t *s);
+} taxi__dial_ops_t;
+
 /* ---- the context ----------------------------------------------------------
  */
 
@@ -140,6 +261,7 @@ extern const taxi__io_driver_t taxi__io_proactive;
 struct taxi_io {
   taxi_io_dispatcher_t kind;
   const taxi__io_driver_t *drv;
+  const taxi__io_ops_t *ops;
   unsigned threads;
   taxi_lf_options_t lf_opts;
   taxi_hsha_options_t hsha_opts;
@@ -203,6 +325,14 @@ struct taxi_io {
    * refused. */
   atomic_int ending;
 
+  /* Name resolution (core/stream/resolver.c): the options, and the
+   * resolver made at the first name (under lock; freed by the last of the
+   * context and its threads). */
+  unsigned resolve_threads, resolve_queue;
+  taxi_resolve_hook_fn resolve_hook;
+  void *resolve_hook_arg;
+  struct taxi__resolver *resolver;
+
   struct {
     atomic_ullong streams_opened, streams_closed, accepts, accept_errors,
         accept_pauses, connects, connect_errors, bytes_in, bytes_out, reads,
@@ -219,28 +349,50 @@ struct taxi_io {
     atomic_fetch_add_explicit(&(s)->cnt.field, (n), memory_order_relaxed); \
   } while (0)
 
-/* The wake-up socket became readable (in a dispatching thread). */
+/* Running and stopping (core/stream/io_run.c).  The wake-up socket became
+ * readable (in a dispatching thread; the driver calls it as io->ops->woken):
+ * the context's posts run, and a stop asked for is carried out. */
 void taxi__io_woken(taxi_io_t *io);
 /* Make the dispatcher call taxi__io_woken soon: a byte on the wake-up
  * socket unless one is pending.  0, or the code of a failed send (the
  * next kick tries again).  Async-signal-safe. */
 int taxi__io_kick(taxi_io_t *io);
-/* Signal signo arrived (in a dispatching thread). */
-void taxi__io_signal(taxi_io_t *io, int signo);
 /* The error callback of what the context makes for itself: tells the
- * application's, and a fatal report ends taxi_io_run. */
+ * application's, and a fatal report ends taxi_io_run.  arg: the context. */
 void taxi__io_on_error(const taxi_error_report_t *r, void *arg);
+/* The same for the half-sync/half-async pool whose options named a
+ * callback of the application's (io->hsha_on_error): tells that one. */
+void taxi__io_hsha_on_error(const taxi_error_report_t *r, void *arg);
 /* A helper thread of the context failed for good (`code`, reported
  * already): the run ends with that code. */
 void taxi__io_fail(taxi_io_t *io, int code);
+/* Signal signo arrived (in a dispatching thread; the driver calls it as
+ * io->ops->signal): its callback runs (core/stream/io_signal.c). */
+void taxi__io_signal(taxi_io_t *io, int signo);
 /* Add to / take from the context's lists (TAXI_ESTOPPED when destroying).
- * Taking wakes taxi_io_destroy. */
+ * Taking wakes taxi_io_destroy (core/stream/io_lists.c).  The object's ops
+ * are set before it is linked: taxi_io_destroy closes it through them. */
 int taxi__io_link_stream(taxi_io_t *io, taxi_stream_t *s);
 void taxi__io_unlink_stream(taxi_io_t *io, taxi_stream_t *s);
 int taxi__io_link_listener(taxi_io_t *io, taxi_listener_t *l);
 void taxi__io_unlink_listener(taxi_io_t *io, taxi_listener_t *l);
 int taxi__io_link_timer(taxi_io_t *io, taxi_io_timer_t *t);
 void taxi__io_unlink_timer(taxi_io_t *io, taxi_io_timer_t *t);
+/* Split "host:port" of a name (core/stream/resolve.c): host into
+ * host[TAXI_RESOLVE_NAME_MAX + 1], the port into *port.  0, or
+ * TAXI_EBADADDR with a detail naming `who` (no port, a bad port, an empty,
+ * too long or malformed host, brackets around something not an IPv6
+ * address, an IPv6 address without brackets, a Unix-domain address). */
+int taxi__host_port_split(const char *text, char *host, unsigned *port,
+                          const char *who);
+/* Read the resolver's options (resolve_*) into io: 0, or TAXI_EINVAL
+ * with its detail (core/stream/resolve.c). */
+int taxi__io_resolve_options(taxi_io_t *io, const taxi_io_options_t *o);
+/* taxi_io_destroy: at its start, cancel every resolution (their callbacks
+ * posted with TAXI_ECANCELED) and let the resolver threads go; at its
+ * end, the context's hold on the resolver (core/stream/resolver.c). */
+void taxi__resolver_close(taxi_io_t *io);
+void taxi__resolver_release(taxi_io_t *io);
 /* Check a time span option: 0 or TAXI_EINVAL. */
 int taxi__io_span_check(taxi_time_t span);
 /* The caller's options `in` (NULL: the defaults) copied into *o, and the
@@ -264,11 +416,17 @@ void taxi__post_push(taxi__post_queue_t *q, taxi__post_t *p);
 taxi__post_t *taxi__post_pop(taxi__post_queue_t *q);
 /* Whether posts to io and its objects are refused (TAXI_ESTOPPED). */
 bool taxi__io_stopping(taxi_io_t *io);
-/* The context's posts: set up, run those queued (a dispatching thread),
- * and at taxi_io_destroy cancel what is left (TAXI_ECANCELED), then free
- * the records. */
+/* The context's posts: set up, run those queued (a dispatching thread: its
+ * wake-up), and at taxi_io_destroy cancel what is left (TAXI_ECANCELED),
+ * then free the records. */
 int taxi__io_posts_init(taxi_io_t *io);
 void taxi__io_posts_run(taxi_io_t *io);
+/* Post fn(io, status, arg) to io with record p, taken beforehand with
+ * taxi__post_get (so that this cannot fail): as taxi_io_post, but also
+ * while io is stopped or being destroyed (the record then runs at
+ * taxi_io_destroy, with TAXI_ECANCELED if its drain did not run it). */
+void taxi__io_post_record(taxi_io_t *io, taxi__post_t *p, taxi_io_post_fn fn,
+                          void *arg);
 void taxi__io_posts_cancel(taxi_io_t *io);
 void taxi__io_posts_fini(taxi_io_t *io);
 
@@ -314,6 +472,15 @@ typedef struct taxi__wrec {
 #define TAXI__S_CORKED 0x80000u      /* corked while a file is queued */
 #define TAXI__S_NOCORK 0x100000u     /* the socket takes no cork */
 #define TAXI__S_PIPE_DRAIN 0x200000u /* tell pipe_dst at the low watermark */
+/* Connecting to a host name (core/stream/stream_dial.c): no socket yet
+ * (fd is TAXI_INVALID_HANDLE, keep_handle set), the driver has nothing
+ * to watch but its kicks and deadline; s->dial races the addresses. */
+#define TAXI__S_DIALING 0x400000u
+
+/* A private bit of s->oflags: a stream the library makes for itself (an
+ * attempt of a dial), not counted in the context's stream and connect
+ * counters, which count the application's streams. */
+#define TAXI__STREAM_QUIET 0x80000000u
 
 /* Events (s->pending). */
 #define TAXI__P_WORK 0x01u     /* the application changed something */
@@ -325,6 +492,7 @@ typedef struct taxi__wrec {
 
 struct taxi_stream {
   taxi_io_t *io;
+  const taxi__stream_ops_t *ops;
   taxi_handle_t fd;
   taxi__mutex_t lock;
   taxi_stream_t *prev, *next; /* in io->streams, under io->lock */
@@ -374,10 +542,16 @@ struct taxi_stream {
   taxi_time_t t_active, t_read, t_write, t_connect, armed;
   taxi_addr_t peer;
   taxi__post_queue_t posts; /* taxi_stream_post, not yet run */
+  /* Connecting to a host name (S_DIALING): the race of the addresses,
+   * and when its next step is due (0: none); under the lock. */
+  struct taxi__dial *dial;
+  const taxi__dial_ops_t *dial_ops;
+  taxi_time_t dial_at;
   /* The pipe that reads this stream, and the one that writes into it
    * (taxi_stream_pipe), under the lock: the reading is the pipe's while
    * it runs. */
   taxi__pipe_t *pipe_src, *pipe_dst;
+  const taxi__pipe_ops_t *pipe_ops;
   /* taxi_stream_counters: atomics, read by any thread without the lock. */
   struct {
     atomic_ullong bytes_in, bytes_out, reads, writes, writes_refused,
@@ -415,6 +589,14 @@ int taxi__stream_new(taxi_io_t *io, taxi_handle_t fd,
 /* Let a new stream run: here (a dispatching thread: the accept path) or,
  * with here false, in a dispatcher (the caller is the application). */
 void taxi__stream_start(taxi_stream_t *s, bool here);
+/* Connect a new stream to address a (o checked already), as
+ * taxi_stream_connect does, with close_fn set from the start (NULL: none
+ * until the application sets one). */
+int taxi__stream_connect_to(taxi_stream_t **out, taxi_io_t *io,
+                            const taxi_addr_t *a,
+                            const taxi_stream_options_t *o,
+                            taxi_stream_connect_fn fn,
+                            taxi_stream_close_fn close_fn, void *arg);
 /* Free a stream that never started (its handle is the caller's again). */
 void taxi__stream_discard(taxi_stream_t *s);
 /* Something happened to s (TAXI__P_* bits); see "Serialisation". */
@@ -423,18 +605,20 @@ void taxi__stream_event(taxi_stream_t *s, unsigned bits);
  * updates its own state and reports the event in one hold of the lock
  * (once it lets go, s may be released by the thread processing it). */
 void taxi__stream_event_locked(taxi_stream_t *s, unsigned bits);
-/* Close s with `reason` (0: asked by the application). */
+/* Close s with `reason` (0: asked by the application): 0, or TAXI_EBADF
+ * when it is closing or closed already. */
 int taxi__stream_close(taxi_stream_t *s, int reason);
-/* Run the functions posted to s before this round (core/stream/stream_post.c),
+/* Run the functions posted to s before this round (core/stream/post.c),
  * until one closes it; or, closing, each one left with TAXI_ECANCELED.
  * Lock held, let go around each call. */
 void taxi__stream_posts_locked(taxi_stream_t *s);
 void taxi__stream_posts_cancel_locked(taxi_stream_t *s);
-/* Pipes (core/stream/stream_pipe.c), lock held and let go around the calls out:
- * s is down to its low watermark with S_PIPE_DRAIN set (its pipe_dst may
- * read again); s is closing (its pipes end, closing the other streams). */
-void taxi__stream_pipe_drained_locked(taxi_stream_t *s);
-void taxi__stream_pipes_closing_locked(taxi_stream_t *s);
+/* Dialing (core/stream/stream_dial.c).  Start the race of host:port's
+ * addresses for s, a stream made without a socket (S_DIALING, before its
+ * start): 0 or an error (then s is the caller's to discard).  It sets
+ * s->dial_ops, through which the state machine runs the race. */
+int taxi__dial_start(taxi_stream_t *s, const char *host, unsigned port,
+                     const taxi_stream_options_t *o);
 /* The flags of a stream that is closing or closed: calls refuse it. */
 #define TAXI__S_CLOSED (TAXI__S_CLOSE_REQ | TAXI__S_CLOSING | TAXI__S_DEAD)
 /* Take the lock of an open stream: 0, or TAXI_EINVAL (NULL) / TAXI_EBADF
@@ -456,6 +640,7 @@ struct taxi__kept_conn {
 
 struct taxi_listener {
   taxi_io_t *io;
+  const taxi__listener_ops_t *ops;
   taxi_handle_t fd;
   taxi__mutex_t lock;
   taxi_listener_t *prev, *next; /* in io->listeners */
@@ -518,7 +703,7 @@ void taxi__listener_recovered(taxi_listener_t *l);
 void taxi__listener_released(taxi_listener_t *l);
 /* In a dispatching thread, as the driver's listener_post asked: run the
  * functions posted to l before this call, until l is closed
- * (core/stream/stream_post.c). */
+ * (core/stream/post.c). */
 void taxi__listener_run_posts(taxi_listener_t *l);
 
 /* ---- timers ---------------------------------------------------------------
@@ -526,11 +711,13 @@ void taxi__listener_run_posts(taxi_listener_t *l);
 
 struct taxi_io_timer {
   taxi_io_t *io;
+  const taxi__timer_ops_t *ops;
   taxi_io_timer_fn fn;
   void *arg;
   taxi__mutex_t lock;
   taxi_io_timer_t *prev, *next; /* in io->timers */
   bool destroying;
+  bool internal; /* the library's own (the resolver's): not counted */
   union {
     struct {
       taxi_handler_t h;

@@ -3,7 +3,8 @@
  * core/stream/io_options.c - the I/O context's options: the defaults, reading
  * them (and the pools' options they point to), and what `threads` means
  * under each dispatcher (taxi_io_options_t.threads), each refusal with
- * its detail (core/common/detail.h).
+ * its detail (core/common/detail.h).  Calls the pools' options and common;
+ * nothing of the wing.
  */
 #include "config.h"
 

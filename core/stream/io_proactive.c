@@ -12,6 +12,11 @@
  * timeouts.  At most one of each is in flight.  The stream is released
  * once it is torn down and none is in flight any more: until then a
  * completion may still name it.
+ *
+ * The bottom of the wing with io_reactive.c: calls the proactor (and a
+ * group of them), and nothing of the wing by name; what completes goes up
+ * through the ops records of the context, stream, listener or timer
+ * (core/stream/io_impl.h).
  */
 #include "config.h"
 
@@ -31,7 +36,7 @@ static void wake_done(taxi_op_t *op, int status, size_t bytes, void *act) {
   (void)bytes;
   atomic_store(&io->wake_reading, false);
   if (status == TAXI_ECANCELED) return; /* the context is going */
-  taxi__io_woken(io);
+  io->ops->woken(io);
   wake_read(io);
 }
 
@@ -84,7 +89,8 @@ static void ctx_close(taxi_io_t *io) {
  * dispatching thread. */
 static void sig_caught(taxi_proactor_t *p, int signo, void *arg) {
   (void)p;
-  taxi__io_signal(arg, signo);
+  taxi_io_t *io = arg;
+  io->ops->signal(io, signo);
 }
 
 static int ctx_add_signal(taxi_io_t *io, int signo) {
@@ -129,7 +135,7 @@ static void s_done(taxi_op_t *op, int status, size_t bytes, void *act) {
     bits |= TAXI__P_RELEASED;
   /* In the same hold of the lock: once it is let go, the completion that
    * released s may free it. */
-  taxi__stream_event_locked(s, bits);
+  s->ops->event_locked(s, bits);
 }
 
 /* With a group, the stream goes to the proactor the group's spread picks;
@@ -147,7 +153,17 @@ static int s_open(taxi_stream_t *s, bool attached) {
   if (attached && px != home && taxi_proactor_move(home, s->fd, px) < 0)
     px = home;
   s->d.p.px = px;
+  /* A dialing stream has no handle yet: s_adopt attaches it. */
+  if (s->fd == TAXI_INVALID_HANDLE) return 0;
   int rc = attached ? 0 : taxi_proactor_attach(px, s->fd);
+  s->d.p.attached = rc == 0;
+  return rc;
+}
+
+/* A dialing stream got its connected handle (detached from the attempt
+ * that made it): the proactor chosen at its open takes it. */
+static int s_adopt(taxi_stream_t *s) {
+  int rc = taxi_proactor_attach(s->d.p.px, s->fd);
   s->d.p.attached = rc == 0;
   return rc;
 }
@@ -343,7 +359,7 @@ static bool l_last_locked(taxi_listener_t *l) {
 
 static void l_release(taxi_listener_t *l) {
   taxi__free(l->d.p.kept);
-  taxi__listener_released(l);
+  l->ops->released(l);
 }
 
 /* Whether a connection just accepted waits in `kept`: paused, or older
@@ -377,7 +393,7 @@ static void l_hand_kept_locked(taxi_listener_t *l) {
     l->d.p.nkept--;
     memmove(l->d.p.kept, l->d.p.kept + 1, l->d.p.nkept * sizeof k);
     taxi__mutex_unlock(&l->lock);
-    taxi__listener_accepted(l, k.fd, &k.peer, true);
+    l->ops->accepted(l, k.fd, &k.peer, true);
     taxi__mutex_lock(&l->lock);
   }
   l->d.p.handing = false;
@@ -423,7 +439,7 @@ static void l_accepted(taxi_op_t *op, int status, size_t bytes, void *act) {
     taxi_addr_t peer;
     bool kept = false, dropped = false;
     taxi__sockaddr_set(&peer, op->peer, op->peer_len);
-    taxi__listener_recovered(l);
+    l->ops->recovered(l);
     taxi__mutex_lock(&l->lock);
     if (!l->closing && l_keeps_locked(l)) {
       if (l->d.p.kept && l->d.p.nkept < KEPT_MAX) {
@@ -440,12 +456,12 @@ static void l_accepted(taxi_op_t *op, int status, size_t bytes, void *act) {
       taxi_proactor_close(l->io->proactor, op->accepted);
       TAXI__IO_COUNT(l->io, accept_errors, 1);
     } else if (!kept) {
-      taxi__listener_accepted(l, op->accepted, &peer, true);
+      l->ops->accepted(l, op->accepted, &peer, true);
     }
   }
   if (more) return; /* the multishot accept goes on: l stays */
   bool failed = status < 0 && status != TAXI_ECANCELED;
-  taxi_time_t pause = failed ? taxi__listener_failed(l, status) : 0;
+  taxi_time_t pause = failed ? l->ops->failed(l, status) : 0;
   taxi__mutex_lock(&l->lock);
   l->d.p.inflight--;
   l->d.p.accepting = false;
@@ -544,7 +560,7 @@ static void l_post_done(taxi_op_t *op, int status, size_t bytes, void *act) {
   (void)op;
   (void)status;
   (void)bytes;
-  taxi__listener_run_posts(l);
+  l->ops->run_posts(l);
   taxi__mutex_lock(&l->lock);
   l->d.p.inflight--;
   bool last = l_last_locked(l);
@@ -592,7 +608,7 @@ static void t_done(taxi_op_t *op, int status, size_t bytes, void *act) {
     }
     t->d.p.running = true;
     taxi__mutex_unlock(&t->lock);
-    taxi__timer_fire(t);
+    t->ops->fire(t);
     taxi__mutex_lock(&t->lock);
     t->d.p.running = false;
   }
@@ -600,7 +616,7 @@ static void t_done(taxi_op_t *op, int status, size_t bytes, void *act) {
   if (t->d.p.armed && !t->destroying) t_go_locked(t);
   bool gone = t->destroying && !t->d.p.busy;
   taxi__mutex_unlock(&t->lock);
-  if (gone) taxi__timer_free(t);
+  if (gone) t->ops->free(t);
 }
 
 static int t_start(taxi_io_timer_t *t, taxi_time_t delay, taxi_time_t period) {
@@ -635,7 +651,7 @@ static void t_destroy(taxi_io_timer_t *t) {
   if (busy) taxi_proactor_cancel(t->io->proactor, &t->d.p.op);
   taxi__mutex_unlock(&t->lock);
   /* In flight or running: t_done frees it once the operation is over. */
-  if (!busy && !running) taxi__timer_free(t);
+  if (!busy && !running) t->ops->free(t);
 }
 
 const taxi__io_driver_t taxi__io_proactive = {
@@ -649,6 +665,7 @@ const taxi__io_driver_t taxi__io_proactive = {
     .write = s_write,
     .sendfile = s_sendfile,
     .connect_start = s_connect_start,
+    .adopt = s_adopt,
     .connect_result = s_connect_result,
     .update = s_update,
     .defer = s_defer,

@@ -12,6 +12,10 @@
  * (a registration cannot be empty).  Level-triggered: a handle readable
  * again after one receive is reported again, which keeps one busy stream
  * from starving the others.
+ *
+ * The bottom of the wing with io_proactive.c: calls the reactor, and
+ * nothing of the wing by name; what it sees goes up through the ops
+ * records of the context, stream, listener or timer (core/stream/io_impl.h).
  */
 #include "config.h"
 
@@ -27,12 +31,14 @@
 static int wake_input(taxi_handler_t *h, taxi_handle_t fd, unsigned ev) {
   (void)fd;
   (void)ev;
-  taxi__io_woken(TAXI_CONTAINER_OF(h, taxi_io_t, wake_h));
+  taxi_io_t *io = TAXI_CONTAINER_OF(h, taxi_io_t, wake_h);
+  io->ops->woken(io);
   return 0;
 }
 
 static int sig_hook(taxi_handler_t *h, int signo) {
-  taxi__io_signal(TAXI_CONTAINER_OF(h, taxi_io_t, sig_h), signo);
+  taxi_io_t *io = TAXI_CONTAINER_OF(h, taxi_io_t, sig_h);
+  io->ops->signal(io, signo);
   return 0;
 }
 
@@ -73,21 +79,23 @@ static int ctx_remove_signal(taxi_io_t *io, int signo) {
 static int s_input(taxi_handler_t *h, taxi_handle_t fd, unsigned ev) {
   (void)fd;
   (void)ev;
-  taxi__stream_event(STREAM_OF(h), TAXI__P_READABLE);
+  taxi_stream_t *s = STREAM_OF(h);
+  s->ops->event(s, TAXI__P_READABLE);
   return 0;
 }
 
 static int s_output(taxi_handler_t *h, taxi_handle_t fd, unsigned ev) {
   (void)fd;
   (void)ev;
-  taxi__stream_event(STREAM_OF(h), TAXI__P_WRITABLE);
+  taxi_stream_t *s = STREAM_OF(h);
+  s->ops->event(s, TAXI__P_WRITABLE);
   return 0;
 }
 
 static int s_timeout(taxi_handler_t *h, taxi_timer_t *t, void *act) {
   taxi_stream_t *s = STREAM_OF(h);
   (void)act;
-  taxi__stream_event(s, t == &s->d.r.kick ? TAXI__P_KICK : TAXI__P_DEADLINE);
+  s->ops->event(s, t == &s->d.r.kick ? TAXI__P_KICK : TAXI__P_DEADLINE);
   return 0;
 }
 
@@ -96,7 +104,7 @@ static void s_close(taxi_handler_t *h, taxi_handle_t fd) {
   taxi_stream_t *s = STREAM_OF(h);
   (void)fd;
   if (!s->keep_handle) taxi__close(s->fd); /* else detached: the caller's */
-  taxi__stream_event(s, TAXI__P_RELEASED);
+  s->ops->event(s, TAXI__P_RELEASED);
 }
 
 static const taxi_handler_ops_t stream_ops = {.input = s_input,
@@ -232,7 +240,7 @@ static void s_teardown(taxi_stream_t *s) {
   /* Called by the thread processing s: it alone reads these. */
   if (!s->d.r.attached) {
     if (!s->keep_handle) taxi__close(s->fd);
-    taxi__stream_event(s, TAXI__P_RELEASED);
+    s->ops->event(s, TAXI__P_RELEASED);
     return;
   }
   /* The close hook (s_close) follows, here or after the hooks of s
@@ -271,7 +279,7 @@ static int l_input(taxi_handler_t *h, taxi_handle_t fd, unsigned ev) {
     if (rc < 0) {
       /* Out of descriptors (or memory): the connection stays queued and
        * the listener readable, so pause instead of spinning. */
-      taxi_time_t pause = taxi__listener_failed(l, rc);
+      taxi_time_t pause = l->ops->failed(l, rc);
       taxi__mutex_lock(&l->lock);
       if (taxi_reactor_suspend(l->io->reactor, h) == 0 &&
           taxi_reactor_schedule(l->io->reactor, &l->d.r.timer, h, pause, 0,
@@ -282,8 +290,8 @@ static int l_input(taxi_handler_t *h, taxi_handle_t fd, unsigned ev) {
       taxi__mutex_unlock(&l->lock);
       return 0;
     }
-    if (i == 0) taxi__listener_recovered(l);
-    taxi__listener_accepted(l, conn, &peer, false);
+    if (i == 0) l->ops->recovered(l);
+    l->ops->accepted(l, conn, &peer, false);
   }
   return 0;
 }
@@ -292,7 +300,7 @@ static int l_timeout(taxi_handler_t *h, taxi_timer_t *t, void *act) {
   taxi_listener_t *l = LISTENER_OF(h);
   (void)act;
   if (t == &l->d.r.post) {
-    taxi__listener_run_posts(l);
+    l->ops->run_posts(l);
     return 0;
   }
   taxi__mutex_lock(&l->lock);
@@ -306,7 +314,7 @@ static void l_close(taxi_handler_t *h, taxi_handle_t fd) {
   taxi_listener_t *l = LISTENER_OF(h);
   (void)fd;
   if (!l->keep_socket) taxi__close(l->fd);
-  taxi__listener_released(l);
+  l->ops->released(l);
 }
 
 static const taxi_handler_ops_t listener_ops = {
@@ -354,13 +362,15 @@ static int l_post(taxi_listener_t *l) {
 static int t_timeout(taxi_handler_t *h, taxi_timer_t *t, void *act) {
   (void)t;
   (void)act;
-  taxi__timer_fire(TIMER_OF(h));
+  taxi_io_timer_t *it = TIMER_OF(h);
+  it->ops->fire(it);
   return 0;
 }
 
 static void t_close(taxi_handler_t *h, taxi_handle_t fd) {
   (void)fd;
-  taxi__timer_free(TIMER_OF(h));
+  taxi_io_timer_t *it = TIMER_OF(h);
+  it->ops->free(it);
 }
 
 static const taxi_handler_ops_t timer_ops = {.timeout = t_timeout,
@@ -394,7 +404,7 @@ static void t_destroy(taxi_io_timer_t *t) {
   /* Removal cancels the timer; the close hook frees it after a callback
    * running in another thread has returned. */
   if (!attached || taxi_reactor_remove(t->io->reactor, &t->d.r.h) < 0)
-    taxi__timer_free(t);
+    t->ops->free(t);
 }
 
 const taxi__io_driver_t taxi__io_reactive = {
@@ -408,6 +418,7 @@ const taxi__io_driver_t taxi__io_reactive = {
     .write = s_write,
     .sendfile = s_sendfile,
     .connect_start = s_connect_start,
+    .adopt = NULL, /* registered at its first round that wants events */
     .connect_result = s_connect_result,
     .update = s_update,
     .defer = s_defer,

@@ -2,7 +2,9 @@
 /*
  * core/stream/io_timer.c - application timers of an I/O context: allocated
  * once, armed and disarmed by the driver (a reactor timer, or a proactor timer
- * operation) without allocating.
+ * operation) without allocating.  The driver tells it through t->ops,
+ * installed here.  Calls io_lists.c, io_options.c and the driver through
+ * its table.
  */
 #include "config.h"
 
@@ -11,6 +13,14 @@
 #include "core/common/detail.h"
 
 #include <inttypes.h>
+
+/* What the driver reports of a timer, and how taxi_io_destroy destroys
+ * one. */
+static const taxi__timer_ops_t timer_ops = {
+    .close = taxi_io_timer_destroy,
+    .fire = taxi__timer_fire,
+    .free = taxi__timer_free,
+};
 
 int taxi_io_timer_create(taxi_io_timer_t **out, taxi_io_t *io,
                          taxi_io_timer_fn fn, void *arg) {
@@ -22,6 +32,7 @@ int taxi_io_timer_create(taxi_io_timer_t **out, taxi_io_t *io,
   taxi_io_timer_t *t = taxi__calloc(1, sizeof *t);
   if (!t) return TAXI_ENOMEM;
   t->io = io;
+  t->ops = &timer_ops;
   t->fn = fn;
   t->arg = arg;
   int rc = taxi__mutex_init(&t->lock);
@@ -72,7 +83,7 @@ int taxi_io_timer_destroy(taxi_io_timer_t *t) {
 }
 
 void taxi__timer_fire(taxi_io_timer_t *t) {
-  TAXI__IO_COUNT(t->io, timers, 1);
+  if (!t->internal) TAXI__IO_COUNT(t->io, timers, 1);
   t->fn(t, t->arg);
 }
 

@@ -6,10 +6,16 @@
  *
  * The driver accepts (core/stream/io_reactive.c: non-blocking accept on
  * readiness; core/stream/io_proactive.c: a multishot accept operation) and
- * calls taxi__listener_accepted() or taxi__listener_failed().  Those two and
- * the pause policy below are all this layer knows about accepting, so the
- * Reactor side can move to a library Acceptor by replacing the driver's
- * accept step and deleting the policy.
+ * calls taxi__listener_accepted() or taxi__listener_failed() through the
+ * listener's ops (l->ops, installed here).  Those two and the pause policy
+ * below are all this layer knows about accepting, so the Reactor side can
+ * move to a library Acceptor by replacing the driver's accept step and
+ * deleting the policy.
+ *
+ * Calls stream.c (an accepted socket's stream), stream_settings.c (the
+ * streams' options), io_lists.c, io_run.c (error reports), post.c,
+ * address.c, the driver through its table, and the proactor (closing an
+ * accepted socket it knows).
  */
 #include "config.h"
 
@@ -127,6 +133,17 @@ void taxi__listener_released(taxi_listener_t *l) {
   listener_free(l);
 }
 
+/* What the driver reports of a listener (accepts, failures, its release,
+ * a run of its posts), and how taxi_io_destroy closes one. */
+static const taxi__listener_ops_t listener_ops = {
+    .close = taxi_listener_close,
+    .accepted = taxi__listener_accepted,
+    .failed = taxi__listener_failed,
+    .recovered = taxi__listener_recovered,
+    .released = taxi__listener_released,
+    .run_posts = taxi__listener_run_posts,
+};
+
 /* A listener of io for fn(arg), with what o says but not yet a socket;
  * NULL with *rc set on failure. */
 static taxi_listener_t *listener_new(taxi_io_t *io,
@@ -139,6 +156,7 @@ static taxi_listener_t *listener_new(taxi_io_t *io,
     return NULL;
   }
   l->io = io;
+  l->ops = &listener_ops;
   l->fn = fn;
   l->arg = arg;
   l->on_close = o->on_close;

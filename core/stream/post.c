@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * core/stream/post.c - the records of posted functions, and the functions
- * posted to the context itself (taxi_io_post).
+ * core/stream/post.c - the records of posted functions, and running (or
+ * cancelling) the queues of the context, a stream and a listener.  Posting
+ * is core/stream/stream_post.c's; this file calls nothing of the wing, so
+ * that whoever runs a queue (the context's wake-up, a stream's round, a
+ * driver's run of a listener's posts) may call it.
  *
  * A post needs a record until its function has run.  The context keeps
  * the records that are free on a list and allocates one only when the
@@ -13,12 +16,11 @@
  * The context's own posts run where its wake-up is read (taxi__io_woken:
  * taxi_io_stop's socket pair, which every driver watches), so that they
  * need nothing of the drivers.  cb_lock is held while one runs, and while
- * a signal callback runs (core/stream/io.c): they never overlap.
+ * a signal callback runs (core/stream/io_signal.c): they never overlap.
  */
 #include "config.h"
 
 #include "core/common/alloc.h"
-#include "core/common/detail.h"
 #include "core/stream/io_impl.h"
 
 taxi__post_t *taxi__post_get(taxi_io_t *io) {
@@ -69,47 +71,6 @@ int taxi__io_posts_init(taxi_io_t *io) {
   return rc;
 }
 
-/* Take p out of io's queue if it is still there: whether it was. */
-static bool unpost(taxi_io_t *io, taxi__post_t *p) {
-  taxi__mutex_lock(&io->post_lock);
-  taxi__post_t **at = &io->posts.head, *prev = NULL;
-  while (*at && *at != p) {
-    prev = *at;
-    at = &(*at)->next;
-  }
-  bool found = *at == p;
-  if (found) {
-    *at = p->next;
-    if (io->posts.tail == p) io->posts.tail = prev;
-  }
-  taxi__mutex_unlock(&io->post_lock);
-  return found;
-}
-
-int taxi_io_post(taxi_io_t *io, taxi_io_post_fn fn, void *arg) {
-  if (!io || !fn)
-    return taxi__refuse(TAXI_EINVAL, "taxi_io_post: %s: NULL",
-                        !io ? "io" : "fn");
-  if (taxi__io_stopping(io))
-    return taxi__refuse(TAXI_ESTOPPED,
-                        "taxi_io_post: io: stopped, or being destroyed");
-  taxi__post_t *p = taxi__post_get(io);
-  if (!p) return TAXI_ENOMEM;
-  p->fn.io = fn;
-  p->arg = arg;
-  taxi__mutex_lock(&io->post_lock);
-  taxi__post_push(&io->posts, p);
-  taxi__mutex_unlock(&io->post_lock);
-  int rc = taxi__io_kick(io);
-  /* No wake-up went out (the OS out of buffers): unless a run triggered
-   * by an earlier post took it already, fn would wait for the next one. */
-  if (rc < 0 && unpost(io, p)) {
-    taxi__post_put(io, p);
-    return rc;
-  }
-  return 0;
-}
-
 void taxi__io_posts_run(taxi_io_t *io) {
   taxi__mutex_lock(&io->cb_lock);
   /* Those queued now: one posted by these runs has kicked the context
@@ -153,4 +114,59 @@ void taxi__io_posts_fini(taxi_io_t *io) {
   }
   taxi__mutex_destroy(&io->cb_lock);
   taxi__mutex_destroy(&io->post_lock);
+}
+
+/* ---- a stream's and a listener's --------------------------------------------
+ */
+
+void taxi__stream_posts_locked(taxi_stream_t *s) {
+  taxi_io_t *io = s->io;
+  /* Those queued when the round began: a post made by one of these runs
+   * waits for the next round, so that posting in a loop cannot keep the
+   * thread here. */
+  taxi__post_t *last = s->posts.tail;
+  while (last && !(s->flags & TAXI__S_CLOSE_REQ)) {
+    taxi__post_t *p = taxi__post_pop(&s->posts);
+    taxi_stream_post_fn fn = p->fn.s;
+    void *arg = p->arg;
+    bool end = p == last;
+    taxi__mutex_unlock(&s->lock);
+    taxi__post_put(io, p);
+    fn(s, 0, arg);
+    taxi__mutex_lock(&s->lock);
+    if (end) break;
+  }
+}
+
+void taxi__stream_posts_cancel_locked(taxi_stream_t *s) {
+  taxi__post_t *p;
+  /* Nothing is added meanwhile: the stream is closing, and refuses. */
+  while ((p = taxi__post_pop(&s->posts))) {
+    taxi_stream_post_fn fn = p->fn.s;
+    void *arg = p->arg;
+    taxi__mutex_unlock(&s->lock);
+    taxi__post_put(s->io, p);
+    fn(s, TAXI_ECANCELED, arg);
+    taxi__mutex_lock(&s->lock);
+  }
+}
+
+void taxi__listener_run_posts(taxi_listener_t *l) {
+  taxi__mutex_lock(&l->cb_lock);
+  taxi__mutex_lock(&l->lock);
+  l->post_kicked = false; /* a post from now on asks for another run */
+  taxi__post_t *last = l->posts.tail;
+  while (last && !l->closing) {
+    taxi__post_t *p = taxi__post_pop(&l->posts);
+    taxi_listener_post_fn fn = p->fn.l;
+    void *arg = p->arg;
+    bool end = p == last;
+    taxi__mutex_unlock(&l->lock);
+    taxi__post_put(l->io, p);
+    fn(l, 0, arg);
+    taxi__mutex_lock(&l->lock);
+    if (end) break;
+  }
+  taxi__mutex_unlock(&l->lock);
+  taxi__mutex_unlock(&l->cb_lock);
 }

@@ -2,9 +2,16 @@
 /*
  * core/stream/stream.c - a stream's state machine, written once for every
  * dispatcher: the driver (core/stream/io_reactive.c,
- * core/stream/io_proactive.c) reports events and performs transfers; this file
- * decides what happens next and runs the application's callbacks, one at a time
- * (see "Serialisation" in core/stream/io_impl.h).
+ * core/stream/io_proactive.c) reports events (through s->ops, installed
+ * here) and performs transfers; this file decides what happens next and runs
+ * the application's callbacks, one at a time (see "Serialisation" in
+ * core/stream/io_impl.h).  It also makes, starts and closes a stream; the
+ * application's reads and writes are core/stream/stream_read.c's and
+ * core/stream/stream_write.c's, which ask for a round here.
+ *
+ * Calls io_lists.c (link, unlink), post.c (a round runs the stream's
+ * posts), the driver through its table and a pipe through s->pipe_ops;
+ * nothing else of the wing.
  */
 #include "config.h"
 
@@ -29,6 +36,13 @@
 
 static size_t round_up(size_t n) { return (n + 15) & ~(size_t)15; }
 
+/* What the drivers report, and how taxi_io_destroy closes a stream. */
+static const taxi__stream_ops_t stream_ops = {
+    .close = taxi__stream_close,
+    .event = taxi__stream_event,
+    .event_locked = taxi__stream_event_locked,
+};
+
 int taxi__stream_new(taxi_io_t *io, taxi_handle_t fd,
                      const taxi_stream_options_t *o, bool attached,
                      taxi_stream_t **out) {
@@ -44,6 +58,7 @@ int taxi__stream_new(taxi_io_t *io, taxi_handle_t fd,
   s->rbuf = (unsigned char *)s + head + recs;
   s->wbuf = s->rbuf + rbuf;
   s->io = io;
+  s->ops = &stream_ops;
   s->fd = fd;
   s->rcap = o->read_buffer;
   s->wcap = wbuf;
@@ -72,19 +87,22 @@ int taxi__stream_new(taxi_io_t *io, taxi_handle_t fd,
     taxi__free(s);
     return rc;
   }
-  /* TCP options: a Unix-domain stream refuses them, which is fine. */
-  if (o->flags & TAXI_STREAM_NODELAY) (void)taxi__sock_nodelay(fd, true);
-  if (o->flags & TAXI_STREAM_KEEPALIVE)
+  /* TCP options: a Unix-domain stream refuses them, which is fine.  A
+   * dialing stream (no socket yet) gets them with its socket. */
+  if ((o->flags & TAXI_STREAM_NODELAY) && fd != TAXI_INVALID_HANDLE)
+    (void)taxi__sock_nodelay(fd, true);
+  if ((o->flags & TAXI_STREAM_KEEPALIVE) && fd != TAXI_INVALID_HANDLE)
     (void)taxi__sock_keepalive(fd, true, o->keepalive_idle,
                                o->keepalive_interval, o->keepalive_count);
-  TAXI__IO_COUNT(io, streams_opened, 1);
+  if (!(s->oflags & TAXI__STREAM_QUIET)) TAXI__IO_COUNT(io, streams_opened, 1);
   *out = s;
   return 0;
 }
 
 void taxi__stream_discard(taxi_stream_t *s) {
   taxi__io_unlink_stream(s->io, s);
-  TAXI__IO_COUNT(s->io, streams_closed, 1);
+  if (!(s->oflags & TAXI__STREAM_QUIET))
+    TAXI__IO_COUNT(s->io, streams_closed, 1);
   taxi__mutex_destroy(&s->lock);
   taxi__free(s);
 }
@@ -389,7 +407,7 @@ static void writes_locked(taxi_stream_t *s, taxi_time_t now) {
       if (fn) UNLOCKED(s, fn(s));
     }
     if ((s->flags & TAXI__S_PIPE_DRAIN) && s->rcount < s->nrecs)
-      taxi__stream_pipe_drained_locked(s);
+      s->pipe_ops->drained_locked(s);
   }
 }
 
@@ -411,6 +429,7 @@ static void earliest(taxi_time_t *next, int *which, int kind, taxi_time_t from,
 static taxi_time_t deadline_locked(const taxi_stream_t *s, int *which) {
   taxi_time_t next = INT64_MAX;
   if (s->flags & TAXI__S_CONNECTING) {
+    /* The connect timeout covers a host name's resolution too. */
     earliest(&next, which, 0, s->t_connect, s->connect_to);
     return next;
   }
@@ -438,13 +457,17 @@ static void deadlines_locked(taxi_stream_t *s, taxi_time_t now) {
     if (s->flags & TAXI__S_END_REQ) s->t_active = s->t_read = s->t_write = now;
     next = deadline_locked(s, &which);
   }
-  if (next == INT64_MAX) return;
   if (next <= now) {
     TAXI__IO_COUNT(s->io, timeouts, 1);
-    if (s->flags & TAXI__S_CONNECTING) TAXI__IO_COUNT(s->io, connect_errors, 1);
+    if ((s->flags & TAXI__S_CONNECTING) && !(s->oflags & TAXI__STREAM_QUIET))
+      TAXI__IO_COUNT(s->io, connect_errors, 1);
     fail_locked(s, TAXI_ETIMEDOUT);
     return;
   }
+  /* A dial's next step (its next attempt) is due then: not a timeout. */
+  if ((s->flags & TAXI__S_DIALING) && s->dial_at && s->dial_at < next)
+    next = s->dial_at;
+  if (next == INT64_MAX) return;
   if (s->armed == 0 || next < s->armed) {
     s->armed = next;
     s->io->drv->arm(s, next);
@@ -455,16 +478,18 @@ static void deadlines_locked(taxi_stream_t *s, taxi_time_t now) {
  */
 
 static void connect_locked(taxi_stream_t *s, taxi_time_t now) {
-  int rc = s->io->drv->connect_result(s);
-  if (rc == TAXI_EAGAIN) return;
+  int rc = (s->flags & TAXI__S_DIALING) ? s->dial_ops->round_locked(s, now)
+                                        : s->io->drv->connect_result(s);
+  if (rc == TAXI_EAGAIN || (s->flags & TAXI__S_CLOSE_REQ)) return;
+  bool quiet = (s->oflags & TAXI__STREAM_QUIET) != 0;
   if (rc < 0) {
-    TAXI__IO_COUNT(s->io, connect_errors, 1);
+    if (!quiet) TAXI__IO_COUNT(s->io, connect_errors, 1);
     fail_locked(s, rc);
     return;
   }
   s->flags &= ~TAXI__S_CONNECTING;
   s->t_active = s->t_read = s->t_write = now;
-  TAXI__IO_COUNT(s->io, connects, 1);
+  if (!quiet) TAXI__IO_COUNT(s->io, connects, 1);
   taxi_stream_connect_fn fn = s->connect_fn;
   void *arg = s->connect_arg;
   s->connect_fn = NULL;
@@ -532,11 +557,12 @@ static void owed_locked(taxi_stream_t *s, bool released) {
   }
   owed_writes_locked(s, released);
   taxi__stream_posts_cancel_locked(s);
-  if (s->pipe_src || s->pipe_dst) taxi__stream_pipes_closing_locked(s);
+  if (s->pipe_src || s->pipe_dst) s->pipe_ops->closing_locked(s);
 }
 
 /* The owed callbacks, then the driver's teardown. */
 static void teardown_locked(taxi_stream_t *s) {
+  if (s->dial) s->dial_ops->abandon_locked(s);
   s->close_ends_socket = s->own_fd && !s->keep_handle;
   owed_locked(s, false);
   UNLOCKED(s, s->io->drv->teardown(s));
@@ -545,13 +571,14 @@ static void teardown_locked(taxi_stream_t *s) {
 /* The dispatcher is done with s: the close callback, once. */
 static void finish_locked(taxi_stream_t *s) {
   if (s->flags & TAXI__S_DEAD) return;
+  if (s->dial) s->dial_ops->abandon_locked(s); /* released without teardown */
   if (s->flags & TAXI__S_OWE_WRITES) owed_writes_locked(s, true);
   s->flags |= TAXI__S_DEAD;
   taxi_stream_close_fn fn = s->close_fn;
   taxi_io_t *io = s->io;
   /* Counted first: whoever the close callback tells may read the counters
    * at once. */
-  TAXI__IO_COUNT(io, streams_closed, 1);
+  if (!(s->oflags & TAXI__STREAM_QUIET)) TAXI__IO_COUNT(io, streams_closed, 1);
   if (s->flags & TAXI__S_DETACH) {
     if (io->drv->unread) io->drv->unread(s);
     UNLOCKED(s,
@@ -614,7 +641,7 @@ static void round_locked(taxi_stream_t *s) {
     teardown_locked(s);
     return;
   }
-  s->io->drv->update(s);
+  if (!(s->flags & TAXI__S_DIALING)) s->io->drv->update(s);
 }
 
 /* The thread that set S_BUSY processes s until nothing is pending, then
@@ -630,7 +657,7 @@ static void run_locked(taxi_stream_t *s) {
   }
 }
 
-/* ---- the public functions -------------------------------------------------
+/* ---- closing, as asked ---------------------------------------------------
  */
 
 int taxi__stream_close(taxi_stream_t *s, int reason) {
@@ -692,175 +719,4 @@ int taxi__stream_lock_open(taxi_stream_t *s) {
     return TAXI_EBADF;
   }
   return 0;
-}
-
-static int queue(taxi_stream_t *s, int kind, const void *data, size_t len,
-                 taxi_handle_t file, int64_t foff, taxi_stream_done_fn fn,
-                 void *arg) {
-  int rc = taxi__stream_lock_open(s);
-  if (rc < 0) return rc;
-  if (s->flags & TAXI__S_SHUT_REQ) {
-    rc = TAXI_EPIPE;
-  } else if (kind == TAXI__W_COPY && len > s->wcap) {
-    rc = TAXI_EINVAL;
-  } else if (kind == TAXI__W_COPY && len > s->wcap - s->wused) {
-    rc = TAXI_EAGAIN;
-  } else {
-    taxi__wrec_t *tail =
-        s->rcount ? &s->recs[(s->rhead + s->rcount - 1) % s->nrecs] : NULL;
-    if (kind == TAXI__W_COPY && !fn && tail && tail->kind == TAXI__W_COPY &&
-        !tail->fn) {
-      tail->len += len; /* the ring is contiguous: join it */
-    } else if (s->rcount == s->nrecs) {
-      rc = TAXI_ENOBUFS;
-    } else {
-      taxi__wrec_t *r = &s->recs[(s->rhead + s->rcount) % s->nrecs];
-      memset(r, 0, sizeof *r);
-      r->kind = kind;
-      r->len = len;
-      r->fn = fn;
-      r->arg = arg;
-      r->ptr = data;
-      r->file = file;
-      r->foff = foff;
-      r->off = (s->whead + s->wused) % s->wcap;
-      if (kind == TAXI__W_FILE && len <= TAXI__CORK_MAX) s->wfiles++;
-      if (s->rcount++ == 0) s->t_write = taxi_now();
-    }
-  }
-  if (rc == 0 && kind == TAXI__W_COPY) {
-    size_t at = (s->whead + s->wused) % s->wcap;
-    size_t first = s->wcap - at < len ? s->wcap - at : len;
-    memcpy(s->wbuf + at, data, first);
-    memcpy(s->wbuf, (const unsigned char *)data + first, len - first);
-    s->wused += len;
-  }
-  if (rc == TAXI_EAGAIN || rc == TAXI_ENOBUFS) {
-    s->flags |= TAXI__S_NEED_DRAIN;
-    TAXI__S_COUNT(s, writes_refused, 1);
-    if (rc == TAXI_ENOBUFS)
-      atomic_fetch_add_explicit(&s->cnt.writes_no_record, 1,
-                                memory_order_relaxed);
-  }
-  if (rc == 0) {
-    TAXI__S_COUNT(s, writes, 1);
-    taxi__stream_request_locked(s);
-  }
-  taxi__mutex_unlock(&s->lock);
-  return rc;
-}
-
-int taxi_stream_write(taxi_stream_t *s, const void *data, size_t len,
-                      taxi_stream_done_fn fn, void *arg) {
-  if (!s || !data || len == 0) return TAXI_EINVAL;
-  return queue(s, TAXI__W_COPY, data, len, TAXI_INVALID_HANDLE, 0, fn, arg);
-}
-
-int taxi_stream_write_ref(taxi_stream_t *s, const void *data, size_t len,
-                          taxi_stream_done_fn fn, void *arg) {
-  if (!s || !data || len == 0 || !fn) return TAXI_EINVAL;
-  return queue(s, TAXI__W_REF, data, len, TAXI_INVALID_HANDLE, 0, fn, arg);
-}
-
-int taxi_stream_sendfile(taxi_stream_t *s, taxi_handle_t file, int64_t offset,
-                         size_t len, taxi_stream_done_fn fn, void *arg) {
-  int64_t size;
-  if (!s || offset < 0 || len == 0) return TAXI_EINVAL;
-  if (file == TAXI_INVALID_HANDLE) return TAXI_EBADF;
-  int rc = taxi__file_size(file, &size);
-  if (rc < 0) return rc == TAXI_EBADF ? TAXI_EBADF : TAXI_EINVAL;
-  if (offset > size || (uint64_t)(size - offset) < (uint64_t)len)
-    return TAXI_EINVAL;
-  return queue(s, TAXI__W_FILE, NULL, len, file, offset, fn, arg);
-}
-
-int taxi_stream_shutdown(taxi_stream_t *s) {
-  int rc = taxi__stream_lock_open(s);
-  if (rc < 0) return rc;
-  if (s->flags & TAXI__S_SHUT_REQ) {
-    rc = TAXI_EPIPE;
-  } else {
-    s->flags |= TAXI__S_SHUT_REQ;
-    taxi__stream_request_locked(s);
-  }
-  taxi__mutex_unlock(&s->lock);
-  return rc;
-}
-
-int taxi_stream_end(taxi_stream_t *s) {
-  int rc = taxi__stream_lock_open(s);
-  if (rc < 0) return rc;
-  if (s->flags & TAXI__S_END_REQ) {
-    rc = TAXI_EBADF;
-  } else {
-    s->flags |= TAXI__S_SHUT_REQ | TAXI__S_END_REQ;
-    s->flags &= ~TAXI__S_READING;
-    taxi__stream_request_locked(s);
-  }
-  taxi__mutex_unlock(&s->lock);
-  return rc;
-}
-
-int taxi_stream_read_start(taxi_stream_t *s, taxi_stream_read_fn fn) {
-  if (!fn) return TAXI_EINVAL;
-  int rc = taxi__stream_lock_open(s);
-  if (rc < 0) return rc;
-  if ((s->flags & TAXI__S_READ_INTO) || s->pipe_src) {
-    rc = taxi__refuse(TAXI_EBUSY, "taxi_stream_read_start: s: %s",
-                      s->pipe_src ? "piped (taxi_stream_pipe) into another "
-                                    "stream"
-                                  : "a read_into is in progress");
-  } else {
-    s->read_fn = fn;
-    s->flags = (s->flags | TAXI__S_READING) & ~TAXI__S_EOF_TOLD;
-    s->t_read = taxi_now();
-    taxi__stream_request_locked(s);
-  }
-  taxi__mutex_unlock(&s->lock);
-  return rc;
-}
-
-int taxi_stream_read_stop(taxi_stream_t *s) {
-  int rc = taxi__stream_lock_open(s);
-  if (rc < 0) return rc;
-  if ((s->flags & TAXI__S_READ_INTO) || s->pipe_src) {
-    rc = taxi__refuse(TAXI_EBUSY, "taxi_stream_read_stop: s: %s",
-                      s->pipe_src ? "piped (taxi_stream_pipe) into another "
-                                    "stream"
-                                  : "a read_into is in progress (it ends by "
-                                    "completing)");
-  } else if (s->flags & TAXI__S_READING) {
-    s->flags &= ~TAXI__S_READING;
-    taxi__stream_request_locked(s);
-  }
-  taxi__mutex_unlock(&s->lock);
-  return rc;
-}
-
-int taxi_stream_read_into(taxi_stream_t *s, void *buf, size_t len,
-                          unsigned flags, taxi_stream_done_fn fn, void *arg) {
-  if (!buf || len == 0 || !fn || (flags & ~TAXI_STREAM_READ_EXACT))
-    return TAXI_EINVAL;
-  int rc = taxi__stream_lock_open(s);
-  if (rc < 0) return rc;
-  if ((s->flags & (TAXI__S_READ_INTO | TAXI__S_READING)) || s->pipe_src) {
-    rc = taxi__refuse(TAXI_EBUSY, "taxi_stream_read_into: s: %s",
-                      s->pipe_src ? "piped (taxi_stream_pipe) into another "
-                                    "stream"
-                      : (s->flags & TAXI__S_READ_INTO)
-                          ? "a read_into is in progress already"
-                          : "reading (taxi_stream_read_start): stop first");
-  } else {
-    s->ri_buf = buf;
-    s->ri_len = len;
-    s->ri_done = 0;
-    s->ri_flags = flags;
-    s->ri_fn = fn;
-    s->ri_arg = arg;
-    s->flags |= TAXI__S_READ_INTO;
-    s->t_read = taxi_now();
-    taxi__stream_request_locked(s);
-  }
-  taxi__mutex_unlock(&s->lock);
-  return rc;
 }

@@ -1,21 +1,47 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core/stream/stream_make.c - making streams the application asks for: a
- * connection made in the background (taxi_stream_connect), and a stream of
- * a connected socket the application has (taxi_stream_open).  Accepted
- * streams are made by core/listener.c.
+ * connection made in the background (taxi_stream_connect, to an address
+ * or to a host name: core/stream/stream_dial.c races the addresses), and a
+ * stream of a connected socket the application has (taxi_stream_open).
+ * Accepted streams are made by core/stream/listener.c.  Calls
+ * stream_connect.c (a connection to one address), stream_dial.c (the race
+ * of a name's addresses), host_names.c, stream.c (a new stream, its
+ * start), stream_settings.c (its options) and address.c.
  */
 #include "config.h"
 
 #include "core/common/detail.h"
 #include "core/stream/io_impl.h"
 
+/* A host name: a stream without a socket yet, which races the name's
+ * addresses (core/stream/stream_dial.c) and takes the winner's. */
+static int connect_name(taxi_stream_t **out, taxi_io_t *io, const char *host,
+                        unsigned port, const taxi_stream_options_t *o,
+                        taxi_stream_connect_fn fn, void *arg) {
+  taxi_stream_t *s;
+  int rc = taxi__stream_new(io, TAXI_INVALID_HANDLE, o, false, &s);
+  if (rc < 0) return rc;
+  s->keep_handle = true; /* none to close until the dial gives one */
+  s->connect_fn = fn;
+  s->connect_arg = arg;
+  s->data = arg;
+  s->flags |= TAXI__S_CONNECTING | TAXI__S_DIALING;
+  rc = taxi__dial_start(s, host, port, o);
+  if (rc < 0) {
+    taxi__stream_discard(s);
+    return rc;
+  }
+  *out = s;
+  taxi__stream_start(s, false);
+  return 0;
+}
+
 int taxi_stream_connect(taxi_stream_t **out, taxi_io_t *io, const char *address,
                         const taxi_stream_options_t *opts,
                         taxi_stream_connect_fn fn, void *arg) {
   taxi_stream_options_t o;
   taxi_addr_t a;
-  taxi_handle_t fd;
   if (!out || !io || !address)
     return taxi__refuse(TAXI_EINVAL, "taxi_stream_connect: %s: NULL",
                         !out  ? "out"
@@ -24,30 +50,14 @@ int taxi_stream_connect(taxi_stream_t **out, taxi_io_t *io, const char *address,
   int rc = taxi__stream_options(&o, opts, "taxi_stream_connect: options");
   if (rc < 0) return rc;
   rc = taxi_addr_parse(&a, address);
+  if (rc == 0) return taxi__stream_connect_to(out, io, &a, &o, fn, NULL, arg);
+  if (rc != TAXI_EBADADDR) return rc;
+  /* Not a numeric address: a host name, or a mistake the split names. */
+  char host[TAXI_RESOLVE_NAME_MAX + 1];
+  unsigned port;
+  rc = taxi__host_port_split(address, host, &port, "taxi_stream_connect");
   if (rc < 0) return rc;
-  rc = taxi__sock_open(&a, &fd);
-  if (rc < 0) return rc;
-  taxi_stream_t *s;
-  rc = taxi__stream_new(io, fd, &o, false, &s);
-  if (rc < 0) {
-    taxi__close(fd);
-    return rc;
-  }
-  s->peer = a;
-  s->own_fd = true; /* made here; nothing runs it yet: no lock needed */
-  s->connect_fn = fn;
-  s->connect_arg = arg;
-  s->data = arg;
-  s->flags |= TAXI__S_CONNECTING;
-  taxi__mutex_lock(&s->lock);
-  /* A failure to start is reported like any other: through fn, from a
-   * dispatching thread. */
-  rc = io->drv->connect_start(s, &a);
-  if (rc < 0 && rc != TAXI_EAGAIN) s->conn_err = rc;
-  taxi__mutex_unlock(&s->lock);
-  *out = s;
-  taxi__stream_start(s, false);
-  return 0;
+  return connect_name(out, io, host, port, &o, fn, arg);
 }
 
 int taxi_stream_open(taxi_stream_t **out, taxi_io_t *io, taxi_handle_t h,

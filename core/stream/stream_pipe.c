@@ -22,6 +22,10 @@
  * it is freed with the last of its own references: one for its life, one
  * for each call in progress that found it through a stream.  Two stream
  * locks are only ever held together here, taken in address order.
+ *
+ * Above the state machine: calls a stream's public functions and
+ * stream.c's, and is told of a drain or a close through the stream's
+ * pipe_ops, which it sets with the pipe.
  */
 #include "config.h"
 
@@ -188,7 +192,8 @@ static void pipe_read(taxi_stream_t *from, int status, const void *data,
   put(p);
 }
 
-void taxi__stream_pipe_drained_locked(taxi_stream_t *s) {
+/* s is down to its low watermark (s->pipe_ops, from the state machine). */
+static void drained_locked(taxi_stream_t *s) {
   s->flags &= ~TAXI__S_PIPE_DRAIN;
   taxi__pipe_t *p = s->pipe_dst;
   if (!p) return;
@@ -208,7 +213,8 @@ void taxi__stream_pipe_drained_locked(taxi_stream_t *s) {
   taxi__mutex_lock(&s->lock);
 }
 
-void taxi__stream_pipes_closing_locked(taxi_stream_t *s) {
+/* s is closing (s->pipe_ops, from the state machine). */
+static void closing_locked(taxi_stream_t *s) {
   /* Taken here: nothing of the pipes finds them through s any more. */
   taxi__pipe_t *src = s->pipe_src, *dst = s->pipe_dst;
   s->pipe_src = s->pipe_dst = NULL;
@@ -230,6 +236,12 @@ void taxi__stream_pipes_closing_locked(taxi_stream_t *s) {
   if (dst) put(dst);
   taxi__mutex_lock(&s->lock);
 }
+
+/* What the state machine of a piped stream tells its pipes. */
+static const taxi__pipe_ops_t pipe_ops = {
+    .drained_locked = drained_locked,
+    .closing_locked = closing_locked,
+};
 
 /* Lock both streams, in address order. */
 static void lock_two(taxi_stream_t *a, taxi_stream_t *b) {
@@ -303,6 +315,7 @@ int taxi_stream_pipe(taxi_stream_t *from, taxi_stream_t *to,
     to->refs++;
     from->pipe_src = p;
     to->pipe_dst = p;
+    from->pipe_ops = to->pipe_ops = &pipe_ops;
     if (room_locked(to, p->need)) {
       reading_locked(from, true);
     } else {

@@ -1,7 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * core/stream/stream_post.c - functions posted to a stream or a listener, run
- * in its context (taxi_stream_post, taxi_listener_post).
+ * core/stream/stream_post.c - posting a function to the context, a stream or
+ * a listener, to run in its context (taxi_io_post, taxi_stream_post,
+ * taxi_listener_post).  Their queues are run, or cancelled, by
+ * core/stream/post.c's functions, which the context's wake-up, a stream's
+ * round and the driver call; this file calls the records (post.c), the
+ * wake-up (io_run.c: taxi__io_kick) and the state machine (stream.c: a
+ * round asked for), and the driver through its table.
+ *
+ * The context's posts run where its wake-up is read, so each post sends
+ * the wake-up (unless one is on its way already).
  *
  * A stream's posts wait in its queue, under its lock, and run in its
  * processing rounds (core/stream/stream.c) as its callbacks do: the round that
@@ -21,6 +29,66 @@
 
 #include "core/common/detail.h"
 #include "core/stream/io_impl.h"
+
+/* ---- the context ----------------------------------------------------------
+ */
+
+/* Take p out of io's queue if it is still there: whether it was. */
+static bool unpost(taxi_io_t *io, taxi__post_t *p) {
+  taxi__mutex_lock(&io->post_lock);
+  taxi__post_t **at = &io->posts.head, *prev = NULL;
+  while (*at && *at != p) {
+    prev = *at;
+    at = &(*at)->next;
+  }
+  bool found = *at == p;
+  if (found) {
+    *at = p->next;
+    if (io->posts.tail == p) io->posts.tail = prev;
+  }
+  taxi__mutex_unlock(&io->post_lock);
+  return found;
+}
+
+int taxi_io_post(taxi_io_t *io, taxi_io_post_fn fn, void *arg) {
+  if (!io || !fn)
+    return taxi__refuse(TAXI_EINVAL, "taxi_io_post: %s: NULL",
+                        !io ? "io" : "fn");
+  if (taxi__io_stopping(io))
+    return taxi__refuse(TAXI_ESTOPPED,
+                        "taxi_io_post: io: stopped, or being destroyed");
+  taxi__post_t *p = taxi__post_get(io);
+  if (!p) return TAXI_ENOMEM;
+  p->fn.io = fn;
+  p->arg = arg;
+  taxi__mutex_lock(&io->post_lock);
+  taxi__post_push(&io->posts, p);
+  taxi__mutex_unlock(&io->post_lock);
+  int rc = taxi__io_kick(io);
+  /* No wake-up went out (the OS out of buffers): unless a run triggered
+   * by an earlier post took it already, fn would wait for the next one. */
+  if (rc < 0 && unpost(io, p)) {
+    taxi__post_put(io, p);
+    return rc;
+  }
+  return 0;
+}
+
+void taxi__io_post_record(taxi_io_t *io, taxi__post_t *p, taxi_io_post_fn fn,
+                          void *arg) {
+  p->fn.io = fn;
+  p->arg = arg;
+  taxi__mutex_lock(&io->post_lock);
+  taxi__post_push(&io->posts, p);
+  taxi__mutex_unlock(&io->post_lock);
+  /* A failed wake-up (the OS out of buffers) leaves the record queued:
+   * the next wake-up runs it, or taxi_io_destroy does; the caller has no
+   * better way to deliver it. */
+  (void)taxi__io_kick(io);
+}
+
+/* ---- streams --------------------------------------------------------------
+ */
 
 int taxi_stream_post(taxi_stream_t *s, taxi_stream_post_fn fn, void *arg) {
   if (!s || !fn)
@@ -44,38 +112,6 @@ int taxi_stream_post(taxi_stream_t *s, taxi_stream_post_fn fn, void *arg) {
   taxi__stream_request_locked(s);
   taxi__mutex_unlock(&s->lock);
   return 0;
-}
-
-void taxi__stream_posts_locked(taxi_stream_t *s) {
-  taxi_io_t *io = s->io;
-  /* Those queued when the round began: a post made by one of these runs
-   * waits for the next round, so that posting in a loop cannot keep the
-   * thread here. */
-  taxi__post_t *last = s->posts.tail;
-  while (last && !(s->flags & TAXI__S_CLOSE_REQ)) {
-    taxi__post_t *p = taxi__post_pop(&s->posts);
-    taxi_stream_post_fn fn = p->fn.s;
-    void *arg = p->arg;
-    bool end = p == last;
-    taxi__mutex_unlock(&s->lock);
-    taxi__post_put(io, p);
-    fn(s, 0, arg);
-    taxi__mutex_lock(&s->lock);
-    if (end) break;
-  }
-}
-
-void taxi__stream_posts_cancel_locked(taxi_stream_t *s) {
-  taxi__post_t *p;
-  /* Nothing is added meanwhile: the stream is closing, and refuses. */
-  while ((p = taxi__post_pop(&s->posts))) {
-    taxi_stream_post_fn fn = p->fn.s;
-    void *arg = p->arg;
-    taxi__mutex_unlock(&s->lock);
-    taxi__post_put(s->io, p);
-    fn(s, TAXI_ECANCELED, arg);
-    taxi__mutex_lock(&s->lock);
-  }
 }
 
 /* ---- listeners ------------------------------------------------------------
@@ -109,24 +145,4 @@ int taxi_listener_post(taxi_listener_t *l, taxi_listener_post_fn fn,
   taxi__mutex_unlock(&l->lock);
   if (rc < 0) taxi__post_put(io, p);
   return rc;
-}
-
-void taxi__listener_run_posts(taxi_listener_t *l) {
-  taxi__mutex_lock(&l->cb_lock);
-  taxi__mutex_lock(&l->lock);
-  l->post_kicked = false; /* a post from now on asks for another run */
-  taxi__post_t *last = l->posts.tail;
-  while (last && !l->closing) {
-    taxi__post_t *p = taxi__post_pop(&l->posts);
-    taxi_listener_post_fn fn = p->fn.l;
-    void *arg = p->arg;
-    bool end = p == last;
-    taxi__mutex_unlock(&l->lock);
-    taxi__post_put(l->io, p);
-    fn(l, 0, arg);
-    taxi__mutex_lock(&l->lock);
-    if (end) break;
-  }
-  taxi__mutex_unlock(&l->lock);
-  taxi__mutex_unlock(&l->cb_lock);
 }

@@ -5,7 +5,8 @@
  * options), its references, and what it tells about itself.  None of
  * these is part of the state machine (core/stream/stream.c): each takes the
  * stream's lock for a moment, and those that change what the stream
- * waits for ask for a processing round.
+ * waits for ask for a processing round.  Calls stream.c and io_options.c
+ * only.
  */
 #include "config.h"
 
@@ -74,6 +75,13 @@ int taxi__stream_options(taxi_stream_options_t *out,
     if (taxi__io_span_check(*t[i]) < 0)
       return REFUSE("%s.%s_timeout: 0 to TAXI_TIME_SPAN_MAX ns; got %" PRId64,
                     where, names[i], (int64_t)*t[i]);
+  if (out->attempt_delay != 0 &&
+      (out->attempt_delay < 10 * TAXI_NSEC_PER_MSEC ||
+       out->attempt_delay > 2 * TAXI_NSEC_PER_SEC))
+    return REFUSE(
+        "%s.attempt_delay: 0 (250 ms), or 10 ms to 2 s (RFC 8305); "
+        "got %" PRId64 " ns",
+        where, (int64_t)out->attempt_delay);
   return 0;
 }
 

@@ -113,16 +113,8 @@ static const struct http_sink_ops stream_sink = {respond};
 static void on_read(taxi_stream_t *s, int status, const void *data,
                     size_t len) {
   struct conn *c = taxi_stream_data(s);
-  enum http_step step;
   pthread_mutex_lock(&c->lock);
-  if (status < 0) {
-    c->sc.eof = true;
-    c->sc.reading = false;
-    step = http_session_process(c->sc.sess, jaws_now_ms());
-  } else {
-    step = http_session_feed(c->sc.sess, data, len, jaws_now_ms());
-  }
-  jaws_stream_settle(&c->sc, on_read, step);
+  jaws_stream_read_done(&c->sc, on_read, status, data, len);
   pthread_mutex_unlock(&c->lock);
 }
 

@@ -4,6 +4,8 @@
  */
 #include "stream_common.h"
 
+#include "jaws_os.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -66,4 +68,19 @@ void jaws_stream_settle(struct jaws_stream_conn *sc,
     taxi_stream_read_stop(sc->stream);
     sc->reading = false;
   }
+}
+
+void jaws_stream_read_done(struct jaws_stream_conn *sc,
+                           taxi_stream_read_fn on_read, int status,
+                           const void *data, size_t len) {
+  enum http_step step;
+  if (sc->closed) return; /* cannot happen once closed: defensive */
+  if (status < 0) {
+    sc->eof = true;
+    sc->reading = false;
+    step = http_session_process(sc->sess, jaws_now_ms());
+  } else {
+    step = http_session_feed(sc->sess, data, len, jaws_now_ms());
+  }
+  jaws_stream_settle(sc, on_read, step);
 }

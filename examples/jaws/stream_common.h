@@ -54,4 +54,12 @@ struct jaws_stream_conn {
 void jaws_stream_settle(struct jaws_stream_conn *sc,
                         taxi_stream_read_fn on_read, enum http_step step);
 
+/* A read completed on the stream (on_read's arguments): the bytes fed to
+ * the session, or at the client's end (or an error) the session's
+ * buffered requests processed; then settled as above.  Under the
+ * connection's lock; nothing once closed. */
+void jaws_stream_read_done(struct jaws_stream_conn *sc,
+                           taxi_stream_read_fn on_read, int status,
+                           const void *data, size_t len);
+
 #endif /* JAWS_STREAM_COMMON_H */

@@ -58,7 +58,7 @@ extern "C" {
 #define TAXI_EADDRINUSE (-19)
 /* End of stream before the operation completed. */
 #define TAXI_EEOF (-20)
-/* A malformed address string (see taxi_addr_parse() in taxi/stream.h). */
+/* A malformed address string (see taxi_addr_parse() in taxi/addr.h). */
 #define TAXI_EBADADDR (-21)
 
 /* A message longer than the room given for it (a reply larger than its
@@ -71,8 +71,18 @@ extern "C" {
  * high watermark. */
 #define TAXI_ENOBUFS (-23)
 
+/* Name resolution (taxi/resolve.h): the name does not exist (the name
+ * server said so: not worth asking again soon). */
+#define TAXI_ENONAME (-24)
+/* Name resolution: a temporary failure (no answer from a name server, its
+ * failure): the same question may succeed later. */
+#define TAXI_ETRYAGAIN (-25)
+/* Name resolution: the name exists but has no address of the family
+ * asked for (an IPv6 address of a name that has only IPv4 ones). */
+#define TAXI_ENOADDR (-26)
+
 /* The most negative code: every code lies in [TAXI_ERROR_MIN, 0]. */
-#define TAXI_ERROR_MIN (-23)
+#define TAXI_ERROR_MIN (-26)
 
 /*
  * What a dispatcher (reactor, pool, proactor) tells its error callback.

@@ -60,12 +60,14 @@
 #include "hsha.h"
 #include "proactor.h"
 #include "proactor_group.h"
+#include "resolve.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-typedef struct taxi_io taxi_io_t;             /* an I/O context */
+typedef struct taxi_io taxi_io_t; /* an I/O context */
+/* (taxi/resolve.h declares it too, for its own use.) */
 typedef struct taxi_io_timer taxi_io_timer_t; /* a timer of a context */
 
 /* Who dispatches the context's events (see the top of this header). */
@@ -153,6 +155,17 @@ typedef struct taxi_io_options {
    * TAXI_SPREAD_ROUND_ROBIN, the default, or TAXI_SPREAD_LEAST_LOADED);
    * another value is TAXI_EINVAL.  Ignored by the other dispatchers. */
   taxi_group_spread_t spread;
+  /* Name resolution (taxi/resolve.h, and taxi_stream_connect to
+   * "host:port"): the resolver threads the context starts at the first
+   * name, at most (0: 2; at most 64), and how many names may wait for one
+   * (0: 256; at most 65536: one more is refused with TAXI_ENOBUFS). */
+  unsigned resolve_threads;
+  unsigned resolve_queue; /* see resolve_threads */
+  /* The application's resolver, run in the resolver threads instead of
+   * getaddrinfo (see taxi_resolve_hook_fn), with resolve_hook_arg; NULL:
+   * the system's. */
+  taxi_resolve_hook_fn resolve_hook;
+  void *resolve_hook_arg; /* passed to resolve_hook */
 } taxi_io_options_t;
 
 /* taxi_io_options_init - the defaults: reactor dispatcher, automatic
@@ -176,7 +189,8 @@ TAXI__OPTIONS_DEFAULT(taxi_io_options_t, taxi_io_options_init)
  *
  * Returns 0 and sets *out, or TAXI_EINVAL (out NULL, size too small or
  * naming fields this version does not know with non-zero values, unknown
- * dispatcher, threads out of range or not those of a supplied pool, a
+ * dispatcher, threads, resolve_threads or resolve_queue out of range,
+ * threads not those of a supplied pool, a
  * supplied object that does not fit the dispatcher, bad pool options,
  * the half-sync/half-async pool's included), TAXI_ENOBACKEND (no backend
  * of that name works here), TAXI_ENOTSUP (the system refuses the
@@ -233,8 +247,10 @@ TAXI_EXTERN int taxi_io_wait(taxi_io_t *io, int timeout_ms);
  * (their close callbacks run in the calling thread, pending writes and
  * posted functions completing with TAXI_ECANCELED, each exactly once),
  * call the functions posted to the context and not yet run with
- * TAXI_ECANCELED, remove the signal callbacks, destroy what the context
- * created, and free it.  Posts are refused (TAXI_ESTOPPED) from its
+ * TAXI_ECANCELED, as the callbacks of the resolutions not yet delivered
+ * (taxi/resolve.h: a resolver thread still waiting for an answer drops it
+ * when it comes, and leaves), remove the signal callbacks, destroy what the
+ * context created, and free it.  Posts are refused (TAXI_ESTOPPED) from its
  * start.
  *
  * Returns 0, TAXI_EINVAL (NULL), TAXI_EBUSY (a thread is in taxi_io_run:

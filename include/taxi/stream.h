@@ -67,6 +67,7 @@
 #define TAXI_STREAM_H
 
 #include "platform.h"
+#include "addr.h"
 #include "io.h"
 
 #ifdef __cplusplus
@@ -75,57 +76,6 @@ extern "C" {
 
 typedef struct taxi_stream taxi_stream_t;     /* a byte stream */
 typedef struct taxi_listener taxi_listener_t; /* a listening socket */
-
-/* ---- addresses ---------------------------------------------------------- */
-
-/* Address families. */
-#define TAXI_ADDR_IPV4 1 /* IPv4 */
-#define TAXI_ADDR_IPV6 2 /* IPv6 */
-#define TAXI_ADDR_UNIX 3 /* a Unix-domain path */
-
-/* A socket address (a struct sockaddr of `len` bytes in sa.bytes). */
-typedef struct taxi_addr {
-  int family;   /* TAXI_ADDR_*, 0 when empty */
-  unsigned len; /* bytes of sa in use */
-  /* The struct sockaddr. */
-  union {
-    unsigned char bytes[128];
-    uint64_t align_;
-  } sa;
-} taxi_addr_t;
-
-/* Room taxi_addr_format() needs for any address, its zero included. */
-#define TAXI_ADDR_STRLEN 128
-
-/*
- * taxi_addr_parse - parse an address:
- *   "127.0.0.1:80"   an IPv4 address and port;
- *   "[::1]:80"       an IPv6 address (in brackets) and port;
- *   "*:80", ":80"    every address: IPv6's wildcard, which also takes IPv4
- *                    connections unless TAXI_LISTEN_V6ONLY (and falls back
- *                    to IPv4's on systems without IPv6);
- *   "unix:/path"     a Unix-domain socket; "unix:@name" one in Linux's
- *                    abstract namespace.
- * Addresses are numeric: names are not resolved.  Ports are 0..65535 (0:
- * any free port, for listening).
- *
- * Returns 0 and fills *out, or TAXI_EINVAL (NULL), TAXI_EBADADDR (empty,
- * no port, port not a number or above 65535, host not a numeric address,
- * unbalanced brackets, an IPv6 address without brackets, an empty or too
- * long path: at most 107 bytes), TAXI_ENOTSUP (unix: on a system without
- * Unix-domain sockets, unix:@ outside Linux).  Threads: any.
- */
-TAXI_EXTERN int taxi_addr_parse(taxi_addr_t *out, const char *text);
-
-/*
- * taxi_addr_format - write the address as taxi_addr_parse() reads it into
- * buf (size bytes; TAXI_ADDR_STRLEN is always enough).  Returns the length
- * written, or TAXI_EINVAL (NULL, an empty address, buf too small).
- */
-TAXI_EXTERN int taxi_addr_format(const taxi_addr_t *a, char *buf, size_t size);
-
-/* taxi_addr_port - the port of an IPv4 or IPv6 address; 0 otherwise. */
-TAXI_EXTERN unsigned taxi_addr_port(const taxi_addr_t *a);
 
 /* ---- stream options ----------------------------------------------------- */
 
@@ -213,6 +163,15 @@ typedef struct taxi_stream_options {
    * stream is closed for it (see taxi_stream_timeout_fn); NULL: closed at
    * once with TAXI_ETIMEDOUT. */
   taxi_stream_timeout_fn on_timeout;
+  /* taxi_stream_connect to a host name: the "connection attempt delay"
+   * of RFC 8305 (Happy Eyeballs v2), after which the next address is
+   * tried while the earlier attempts go on (0: 250 ms; else 10 ms to
+   * 2 s, TAXI_EINVAL outside). */
+  taxi_time_t attempt_delay;
+  /* taxi_stream_connect to a host name: told of each address as its
+   * attempt starts, in order (NULL: not told).  Runs in the stream's
+   * context, as its callbacks do, before its connect callback. */
+  void (*on_attempt)(taxi_stream_t *s, const taxi_addr_t *addr);
 } taxi_stream_options_t;
 
 /* taxi_stream_options_init - the defaults above.  Nothing for NULL. */
@@ -400,19 +359,36 @@ TAXI_EXTERN int taxi_listener_close(taxi_listener_t *l);
  * taxi_stream_connect - connect to `address` (see taxi_addr_parse), in the
  * background: fn(s, status, arg) runs once it is over, in a dispatching
  * thread; until then reads may be started and writes queued (they go out
- * once connected).  Failure to connect (refused, unreachable, timed out
- * after opts->connect_timeout) is reported to fn, then the stream closes
- * with the same reason.  The stream's data pointer starts as arg.
- * fn is the stream's first callback and always runs before its close
- * callback: set the close callback there.  Once the connect failed, the
- * stream is released after fn returns, so *out may be used from another
- * thread only while the stream is known to be open (taxi_stream_close(*out)
- * before fn ran cancels the attempt: fn gets TAXI_ECANCELED), or under a
- * reference taken in fn.
+ * once connected).
+ *
+ * A host name ("example.com:443") is resolved by a resolver thread of the
+ * context (taxi/resolve.h), never by a dispatching one, then its addresses
+ * are raced as RFC 8305 (Happy Eyeballs v2) says: the families
+ * interleaved, IPv6 first; a new attempt every opts->attempt_delay while
+ * the earlier ones are pending, or at once when one fails; the first to
+ * connect wins and the others are closed.  opts->connect_timeout covers
+ * the resolution too.  Until it has won, the stream has no socket
+ * (taxi_stream_handle gives TAXI_INVALID_HANDLE) and no peer.  The
+ * attempts are not counted in taxi_io_stats_t (the stream's connect is,
+ * once).  A numeric address connects at once, as it always did.  Failure to
+ * connect (refused, unreachable, timed out after opts->connect_timeout) is
+ * reported to fn, then the stream closes with the same reason.  The stream's
+ * data pointer starts as arg. fn is the stream's first callback and always runs
+ * before its close callback: set the close callback there.  Once the connect
+ * failed, the stream is released after fn returns, so *out may be used from
+ * another thread only while the stream is known to be open
+ * (taxi_stream_close(*out) before fn ran cancels the attempt: fn gets
+ * TAXI_ECANCELED), or under a reference taken in fn.
+ *
+ * Failures of a name go to fn like the others: TAXI_ENONAME,
+ * TAXI_ETRYAGAIN, TAXI_ENOADDR (see taxi/resolve.h), or the last
+ * attempt's error when every address failed.
  *
  * Returns 0 and sets *out, or TAXI_EINVAL (NULL io, out, address; bad
- * options), TAXI_EBADADDR, TAXI_ENOTSUP, TAXI_ESTOPPED (io being
- * destroyed), TAXI_ETOOMANY (no descriptor left), TAXI_ENOMEM, TAXI_ESYS.
+ * options), TAXI_EBADADDR (malformed: see taxi_addr_parse, and for a name
+ * taxi_resolve), TAXI_ENOTSUP, TAXI_ESTOPPED (io being destroyed),
+ * TAXI_ENOBUFS (a name, with the resolver's queue full), TAXI_ETOOMANY
+ * (no descriptor left), TAXI_ENOMEM, TAXI_ESYS.
  */
 TAXI_EXTERN int taxi_stream_connect(taxi_stream_t **out, taxi_io_t *io,
                                     const char *address,

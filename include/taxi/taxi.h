@@ -25,7 +25,8 @@
  * The stream layer: an I/O context (taxi/io.h) picks the dispatcher at run
  * time (a reactor, either pool, a proactor, a proactor group), and byte
  * streams, listeners and timers (taxi/stream.h) are written once against
- * it and run under each.
+ * it and run under each; host names are resolved off the dispatching
+ * threads (taxi/resolve.h).
  *
  * Message queues (taxi/mqueue.h): bounded queues of the application's own
  * items that a reactor or pool dispatches beside its handles.
@@ -55,6 +56,8 @@
 #include "proactor.h"
 #include "proactor_group.h"
 #include "io.h"
+#include "addr.h"
+#include "resolve.h"
 #include "stream.h"
 #include "version.h"
 

@@ -72,6 +72,11 @@ int taxi__thread_join(taxi__thread_t t) {
   return rc == 0 ? 0 : taxi__error_from_os(rc);
 }
 
+int taxi__thread_detach(taxi__thread_t t) {
+  int rc = pthread_detach(t);
+  return rc == 0 ? 0 : taxi__error_from_os(rc);
+}
+
 taxi__thread_id_t taxi__thread_self(void) { return pthread_self(); }
 
 bool taxi__thread_equal(taxi__thread_id_t a, taxi__thread_id_t b) {

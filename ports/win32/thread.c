@@ -72,6 +72,11 @@ int taxi__thread_join(taxi__thread_t t) {
   return ret;
 }
 
+int taxi__thread_detach(taxi__thread_t t) {
+  /* The thread runs on; only the creator's handle to it goes. */
+  return CloseHandle((HANDLE)t.handle) ? 0 : taxi__last_error();
+}
+
 taxi__thread_id_t taxi__thread_self(void) { return GetCurrentThreadId(); }
 
 bool taxi__thread_equal(taxi__thread_id_t a, taxi__thread_id_t b) {

@@ -57,3 +57,37 @@ int cmdline_seconds(const char *prog, const char *name, const char *text,
   *out = v;
   return 0;
 }
+
+int cmdline_table(const char *prog, int argc, char **argv, int *i,
+                  const cmdline_spec_t *specs, size_t n) {
+  for (size_t k = 0; k < n; k++) {
+    const cmdline_spec_t *s = &specs[k];
+    const char *v;
+    long num;
+    int m = cmdline_option(prog, argc, argv, i, s->name, &v);
+    if (m <= 0) {
+      if (m < 0) return -1;
+      continue;
+    }
+    switch (s->kind) {
+      case CMDLINE_TEXT:
+        *(const char **)s->out = v;
+        break;
+      case CMDLINE_PORT:
+        if (cmdline_long(prog, s->name, v, 1, 65535, &num) < 0) return -1;
+        *(const char **)s->out = v;
+        break;
+      case CMDLINE_LONG:
+        if (cmdline_long(prog, s->name, v, s->min, s->max, s->out) < 0)
+          return -1;
+        break;
+      case CMDLINE_SECONDS:
+        if (cmdline_seconds(prog, s->name, v, s->seconds_min, s->out) < 0)
+          return -1;
+        break;
+    }
+    if (s->given) *s->given = 1;
+    return 1;
+  }
+  return 0;
+}

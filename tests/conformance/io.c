@@ -27,64 +27,54 @@ static int total_inputs(conf_probe_t *p, int n) {
   return sum;
 }
 
-/* Data written to the peer makes the handle readable: the input hook runs
- * with TAXI_EV_READ, and nothing is dispatched before. */
-static void test_read_readiness(void) {
+/* A probe on a socketpair, watched for one event, made ready: the hook of
+ * that event runs with it, the other hook is not called, and nothing is
+ * dispatched before the handle is ready.  The cases differ in the event
+ * and in when the peer's byte comes. */
+typedef struct ready_case {
+  unsigned watch;  /* TAXI_EV_READ or TAXI_EV_WRITE */
+  int byte_before; /* the peer writes before the register (level) */
+  int byte_after;  /* the peer writes once nothing was dispatched */
+} ready_case_t;
+
+static const ready_case_t ready_cases[] = {
+    {TAXI_EV_READ, 0, 1},  /* data written to the peer */
+    {TAXI_EV_READ, 1, 0},  /* data there before the register: level */
+    {TAXI_EV_WRITE, 0, 0}, /* an empty send buffer */
+};
+
+static void readiness(const ready_case_t *k) {
   taxi_reactor_t *r = conf_reactor();
   int sv[2];
   CU_ASSERT_EQUAL_FATAL(util_socketpair(sv), 0);
+  if (k->byte_before) CU_ASSERT_EQUAL(util_write_byte(sv[1]), 1);
   conf_probe_t p;
   conf_probe_init(&p, sv[0], NULL);
-  CU_ASSERT_EQUAL_FATAL(taxi_reactor_register(r, sv[0], &p.h, TAXI_EV_READ), 0);
-
-  conf_settle(r, 10);
-  CU_ASSERT_EQUAL(atomic_load(&p.inputs), 0);
-
-  CU_ASSERT_EQUAL(util_write_byte(sv[1]), 1);
-  CU_ASSERT_EQUAL(run_until(r, conf_pred_nonzero, &p.inputs, WAIT_MS), 1);
-  CU_ASSERT(atomic_load(&p.last_in_events) & TAXI_EV_READ);
-  CU_ASSERT_EQUAL(atomic_load(&p.bytes), 1);
-  /* Only READ was asked for: the (writable) socket's output hook is not
-   * called. */
-  CU_ASSERT_EQUAL(atomic_load(&p.outputs), 0);
-
+  CU_ASSERT_EQUAL_FATAL(taxi_reactor_register(r, sv[0], &p.h, k->watch), 0);
+  if (k->byte_after) {
+    conf_settle(r, 10);
+    CU_ASSERT_EQUAL(atomic_load(&p.inputs), 0);
+    CU_ASSERT_EQUAL(util_write_byte(sv[1]), 1);
+  }
+  int reading = k->watch == TAXI_EV_READ;
+  atomic_int *ran = reading ? &p.inputs : &p.outputs;
+  atomic_int *other = reading ? &p.outputs : &p.inputs;
+  CU_ASSERT_EQUAL(run_until(r, conf_pred_nonzero, ran, WAIT_MS), 1);
+  unsigned ev = reading ? atomic_load(&p.last_in_events)
+                        : atomic_load(&p.last_out_events);
+  CU_ASSERT(ev & k->watch);
+  if (reading) CU_ASSERT_EQUAL(atomic_load(&p.bytes), 1);
+  /* Only one event was asked for: a (writable) socket's output hook is
+   * not called for READ, nor the input hook for WRITE. */
+  CU_ASSERT_EQUAL(atomic_load(other), 0);
   CU_ASSERT_EQUAL(taxi_reactor_destroy(r), 0);
   CU_ASSERT_EQUAL(atomic_load(&p.closes), 1);
   close_pair(sv);
 }
 
-/* A condition present before registration is reported (level-triggered). */
-static void test_readable_before_register(void) {
-  taxi_reactor_t *r = conf_reactor();
-  int sv[2];
-  CU_ASSERT_EQUAL_FATAL(util_socketpair(sv), 0);
-  CU_ASSERT_EQUAL(util_write_byte(sv[1]), 1);
-  conf_probe_t p;
-  conf_probe_init(&p, sv[0], NULL);
-  CU_ASSERT_EQUAL_FATAL(taxi_reactor_register(r, sv[0], &p.h, TAXI_EV_READ), 0);
-  CU_ASSERT_EQUAL(run_until(r, conf_pred_nonzero, &p.inputs, WAIT_MS), 1);
-  CU_ASSERT_EQUAL(atomic_load(&p.bytes), 1);
-  CU_ASSERT_EQUAL(taxi_reactor_destroy(r), 0);
-  close_pair(sv);
-}
-
-/* An empty send buffer makes the handle writable: the output hook runs with
- * TAXI_EV_WRITE; the input hook is not called. */
-static void test_write_readiness(void) {
-  taxi_reactor_t *r = conf_reactor();
-  int sv[2];
-  CU_ASSERT_EQUAL_FATAL(util_socketpair(sv), 0);
-  conf_probe_t p;
-  conf_probe_init(&p, sv[0], NULL);
-  CU_ASSERT_EQUAL_FATAL(taxi_reactor_register(r, sv[0], &p.h, TAXI_EV_WRITE),
-                        0);
-  CU_ASSERT_EQUAL(run_until(r, conf_pred_nonzero, &p.outputs, WAIT_MS), 1);
-  CU_ASSERT(atomic_load(&p.last_out_events) & TAXI_EV_WRITE);
-  CU_ASSERT_EQUAL(atomic_load(&p.inputs), 0);
-  CU_ASSERT_EQUAL(taxi_reactor_destroy(r), 0);
-  CU_ASSERT_EQUAL(atomic_load(&p.closes), 1);
-  close_pair(sv);
-}
+static void test_read_readiness(void) { readiness(&ready_cases[0]); }
+static void test_readable_before_register(void) { readiness(&ready_cases[1]); }
+static void test_write_readiness(void) { readiness(&ready_cases[2]); }
 
 /* ---- accept ------------------------------------------------------------- */
 

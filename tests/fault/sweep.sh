@@ -39,7 +39,8 @@
 #             cleanly on SIGTERM
 #   dropped   the connection the fault concerned was closed; every other
 #             one completed, verified; the server still serves
-#   stopped   the server stopped by itself, non-zero, and said why
+#   stopped   the server stopped by itself, non-zero, and said why (also
+#             when the SIGTERM came while it was ending and ended it)
 #   refused   the server did not start, and said why
 #   unreached the configuration never made the k-th call (nothing injected)
 #   silent    the server stopped by itself without saying why, or with 0
@@ -367,6 +368,13 @@ run_case() {
       outcome=crash detail=$(grep -m1 'Sanitizer\|runtime error:' "$dir/err")
     elif [ "$status" = hang ]; then
       outcome=hang detail="SIGTERM did not stop the server"
+    elif [ "$status" = 143 ] && [ $alive = 1 ] &&
+      grep -q 'echo_server: fatal: \|echo_server: stopped (' "$dir/err"; then
+      # It was ending by itself, and had said why, when the SIGTERM came:
+      # once it has destroyed its context it no longer catches SIGTERM, so
+      # the signal's default action may end it first.  Stopped, not a crash.
+      outcome=stopped
+      detail=$(grep -m1 'echo_server: fatal: \|echo_server: stopped (' "$dir/err")
     elif [ "$status" -gt 128 ]; then
       outcome=crash detail="signal $((status - 128))"
     elif [ $alive = 0 ]; then

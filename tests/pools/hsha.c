@@ -3,14 +3,14 @@
  * tests/pools/hsha.c - the half-sync/half-async pool (taxi/hsha.h): hooks
  * run by workers (never the main thread, never the reactor thread), one
  * thread per handle at a time, flow control at high water, the priority
- * queue, timers and notifications; and the "hsha" suite, with the tests
- * of hsha_shutdown.c.
- *
- * The other themes: hsha_shutdown.c, hsha_bad_input.c, hsha_alloc.c.
+ * queue, timers and notifications, removal while a hook runs, the
+ * options' limits; and the "hsha" suite.  The cases both pools share
+ * (shutdown, bad input, allocations, one thread per handle) are written
+ * once over the table of pools (pool_fixture.h).
  */
 #define _GNU_SOURCE 1
 
-#include "hsha_helpers.h"
+#include "pool_fixture.h"
 
 static int hs_pred_events(const taxi_hsha_stats_t *s, void *arg) {
   return s->events >= *(const unsigned *)arg;
@@ -22,7 +22,7 @@ static int hs_pred_stalled(const taxi_hsha_stats_t *s, void *arg) {
 }
 
 static const taxi_handler_ops_t hs_mixed_ops = {.input = hs_mixed_input,
-                                                .close = hs_conn_close};
+                                                .close = pool_conn_close};
 
 /* ---- dispatch by workers ------------------------------------------------- */
 
@@ -30,17 +30,17 @@ static const taxi_handler_ops_t hs_mixed_ops = {.input = hs_mixed_input,
  * `workers` distinct threads; the counters agree with the hooks. */
 static void test_workers_dispatch(void) {
   enum { N = 8, ROUNDS = 200 };
-  hs_test_t *t = hs_new();
-  hs_conns(t, N, &hs_count_ops);
+  pool_test_t *t = pool_new(&pool_row_hsha);
+  pool_conns(t, N, &pool_count_ops);
   taxi_hsha_options_t o = TAXI_HSHA_OPTIONS_INIT;
   o.workers = 3;
   hs_create(t, &o);
-  CU_ASSERT(hs_wait_workers(t->p, 3));
+  CU_ASSERT(pool_wait_threads(t, 3));
   int ok = 1;
   for (int round = 0; round < ROUNDS && ok; round++) {
     for (int i = 0; i < N; i++)
       CU_ASSERT_EQUAL(util_write_byte(t->conn[i].sv[1]), 1);
-    ok = hs_wait_bytes(t, (long)N * (round + 1));
+    ok = pool_wait_bytes(t, (long)N * (round + 1));
   }
   CU_ASSERT(ok);
   CU_ASSERT_EQUAL(atomic_load(&t->on_main), 0);
@@ -52,121 +52,32 @@ static void test_workers_dispatch(void) {
   CU_ASSERT_EQUAL(
       util_bounded(hs_do_shutdown, t->p, POOLS_WAIT_MS, "taxi_hsha_stop"), 0);
   taxi_hsha_stats_t s = hs_stats(t->p);
-  CU_ASSERT_EQUAL(s.events, (uint64_t)hs_total_inputs(t));
+  CU_ASSERT_EQUAL(s.events, (uint64_t)pool_total_inputs(t));
   CU_ASSERT_EQUAL(s.enqueued, s.events);
   CU_ASSERT(s.waits > 0);
   CU_ASSERT_EQUAL(s.queued, 0);
   CU_ASSERT(s.max_queued >= 1);
   CU_ASSERT_EQUAL(s.workers, 0);
-  hs_free(t);
+  pool_free(t);
 }
 
 /* NULL options: 4 workers. */
 static void test_defaults(void) {
-  hs_test_t *t = hs_new();
-  hs_conns(t, 2, &hs_count_ops);
+  pool_test_t *t = pool_new(&pool_row_hsha);
+  pool_conns(t, 2, &pool_count_ops);
   hs_create(t, NULL);
-  CU_ASSERT(hs_wait_workers(t->p, 4));
+  CU_ASSERT(pool_wait_threads(t, 4));
   util_write_byte(t->conn[0].sv[1]);
   util_write_byte(t->conn[1].sv[1]);
-  CU_ASSERT(hs_wait_bytes(t, 2));
+  CU_ASSERT(pool_wait_bytes(t, 2));
   CU_ASSERT_EQUAL(atomic_load(&t->on_main), 0);
-  hs_free(t);
+  pool_free(t);
 }
 
 /* ---- one thread per handle ----------------------------------------------- */
 
-static int hs_serial_input(taxi_handler_t *h, taxi_handle_t fd, unsigned ev) {
-  hs_conn_t *c = HS_CONN(h);
-  (void)ev;
-  if (atomic_exchange(&c->busy, 1) != 0) atomic_fetch_add(&c->overlaps, 1);
-  char buf[16];
-  for (int i = 0; i < 32; i++) {
-    ssize_t n = read(fd, buf, sizeof buf);
-    if (n <= 0) break;
-    atomic_fetch_add(&c->bytes, (long)n);
-    if (i % 8 == 0) sched_yield();
-  }
-  for (int i = 0; i < 3; i++) sched_yield();
-  atomic_fetch_add(&c->inputs, 1);
-  atomic_store(&c->busy, 0);
-  return 0;
-}
-
-static const taxi_handler_ops_t hs_serial_ops = {.input = hs_serial_input,
-                                                 .close = hs_conn_close};
-
-typedef struct hs_writer {
-  hs_test_t *t;
-  int seed;
-  int writes;
-  long written;
-  int stuck;
-} hs_writer_t;
-
-static void hs_writer_main(void *arg) {
-  hs_writer_t *w = arg;
-  uint64_t st = (uint64_t)w->seed * 104729u + 7;
-  char buf[32];
-  memset(buf, 'h', sizeof buf);
-  for (int i = 0; i < w->writes; i++) {
-    uint64_t x = pools_rand(&st);
-    int c = (int)(x % 4);
-    size_t len = 1 + (size_t)((x >> 8) % sizeof buf);
-    taxi_time_t start = taxi_now();
-    for (;;) {
-      ssize_t n = write(w->t->conn[c].sv[1], buf, len);
-      if (n > 0) {
-        w->written += n;
-        break;
-      }
-      if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-        w->stuck = 1;
-        return;
-      }
-      if (util_elapsed_ms(start) > POOLS_WAIT_MS) {
-        w->stuck = 1;
-        return;
-      }
-      sched_yield();
-    }
-  }
-}
-
-/* 8 workers, 4 writer threads hammering the same 4 sockets: no hook ever
- * finds another running for its handle. */
 static void test_one_thread_per_handle(void) {
-  enum { WRITERS = 4 };
-  hs_test_t *t = hs_new();
-  hs_conns(t, 4, &hs_serial_ops);
-  taxi_hsha_options_t o = TAXI_HSHA_OPTIONS_INIT;
-  o.workers = 8;
-  hs_create(t, &o);
-  static hs_writer_t w[WRITERS];
-  util_thread_t wt[WRITERS];
-  int writes = pools_small() ? 3000 : 20000;
-  for (int i = 0; i < WRITERS; i++) {
-    memset(&w[i], 0, sizeof w[i]);
-    w[i].t = t;
-    w[i].seed = i + 1;
-    w[i].writes = writes;
-    CU_ASSERT_EQUAL_FATAL(util_thread_start(&wt[i], hs_writer_main, &w[i]), 0);
-  }
-  long total = 0;
-  int stuck = 0;
-  for (int i = 0; i < WRITERS; i++) {
-    util_thread_join(&wt[i], 60000, "a writer thread");
-    total += w[i].written;
-    stuck += w[i].stuck;
-  }
-  CU_ASSERT_EQUAL(stuck, 0);
-  CU_ASSERT(hs_wait_bytes(t, total));
-  int overlaps = 0;
-  for (int c = 0; c < 4; c++) overlaps += atomic_load(&t->conn[c].overlaps);
-  printf("(%d hooks, %ld bytes, %d overlaps) ", hs_total_inputs(t), total,
-         overlaps);
-  CU_ASSERT_EQUAL(overlaps, 0);
-  hs_free(t);
+  pool_one_thread_per_handle(&pool_row_hsha, NULL);
 }
 
 /* ---- flow control -------------------------------------------------------- */
@@ -176,8 +87,8 @@ static void test_one_thread_per_handle(void) {
  * and once the worker is free everything runs exactly once. */
 static void test_flow_control(void) {
   enum { N = 65 };
-  hs_test_t *t = hs_new();
-  hs_conns(t, N, &hs_mixed_ops);
+  pool_test_t *t = pool_new(&pool_row_hsha);
+  pool_conns(t, N, &hs_mixed_ops);
   taxi_hsha_options_t o = TAXI_HSHA_OPTIONS_INIT;
   o.workers = 1;
   o.queue_capacity = 8;
@@ -186,7 +97,7 @@ static void test_flow_control(void) {
   util_write_byte(t->conn[0].sv[1]);
   CU_ASSERT(pools_wait_count(&t->gate.entered, 1, POOLS_WAIT_MS));
   for (int i = 1; i < N; i++) util_write_byte(t->conn[i].sv[1]);
-  CU_ASSERT(hs_wait_queued(t->p, 4));
+  CU_ASSERT(pool_wait_queued(t, 4));
   taxi_hsha_stats_t s;
   CU_ASSERT(pools_hsha_wait(t->p, hs_pred_stalled, NULL, POOLS_WAIT_MS, &s));
   unsigned most = 0;
@@ -198,7 +109,7 @@ static void test_flow_control(void) {
   CU_ASSERT(most <= 4);
   CU_ASSERT_EQUAL(atomic_load(&t->next), 0); /* nothing else ran yet */
   pools_gate_open(&t->gate);
-  CU_ASSERT(hs_wait_bytes(t, N));
+  CU_ASSERT(pool_wait_bytes(t, N));
   for (int i = 0; i < N; i++)
     CU_ASSERT_EQUAL(atomic_load(&t->conn[i].inputs), 1);
   /* Counted once the last hook has returned. */
@@ -211,7 +122,7 @@ static void test_flow_control(void) {
   CU_ASSERT(s.full_stalls > 0);
   CU_ASSERT_EQUAL(s.events, N);
   CU_ASSERT_EQUAL(s.enqueued, N);
-  hs_free(t);
+  pool_free(t);
 }
 
 /* TAXI_HSHA_FULL_REJECT: with the one worker blocked and the queue at high
@@ -222,7 +133,7 @@ static void test_flow_control(void) {
 static atomic_int busy_on_worker, busy_calls;
 static int hs_busy(taxi_handler_t *h, taxi_handle_t fd, unsigned ev,
                    void *arg) {
-  hs_conn_t *c = HS_CONN(h);
+  pool_conn_t *c = POOL_CONN(h);
   (void)ev;
   if (arg != c->t) return -1;
   pthread_mutex_lock(&c->t->mu);
@@ -242,8 +153,8 @@ static void test_reject_when_full(void) {
   enum { N = 12, HIGH = 2 };
   atomic_store(&busy_on_worker, 0);
   atomic_store(&busy_calls, 0);
-  hs_test_t *t = hs_new();
-  hs_conns(t, N, &hs_mixed_ops);
+  pool_test_t *t = pool_new(&pool_row_hsha);
+  pool_conns(t, N, &hs_mixed_ops);
   taxi_hsha_options_t o = TAXI_HSHA_OPTIONS_INIT;
   o.workers = 1;
   o.queue_capacity = 8;
@@ -268,20 +179,20 @@ static void test_reject_when_full(void) {
     if (rejected) CU_ASSERT_EQUAL(util_read_byte(t->conn[i].sv[1]), 1);
   }
   pools_gate_open(&t->gate);
-  CU_ASSERT(hs_wait_bytes(t, 1 + HIGH));
+  CU_ASSERT(pool_wait_bytes(t, 1 + HIGH));
   /* The rejected connections still work: their next request is served
    * (one at a time, so that the queue does not fill again). */
   long served = 1 + HIGH;
   for (int i = 1; i < N; i++) {
     if (!atomic_load(&t->conn[i].rejected)) continue;
     util_write_byte(t->conn[i].sv[1]);
-    CU_ASSERT(hs_wait_bytes(t, ++served));
+    CU_ASSERT(pool_wait_bytes(t, ++served));
   }
   CU_ASSERT_EQUAL(served, N);
   for (int i = 0; i < N; i++)
     CU_ASSERT_EQUAL(atomic_load(&t->conn[i].inputs), 1);
   CU_ASSERT_EQUAL(atomic_load(&busy_calls), N - 1 - HIGH);
-  hs_free(t);
+  pool_free(t);
 }
 
 /* ---- priority ------------------------------------------------------------ */
@@ -291,8 +202,8 @@ static void test_reject_when_full(void) {
  * in arrival order.  The priority callback runs in one thread (the reactor
  * thread), which never runs hooks. */
 static void test_priority_order(void) {
-  hs_test_t *t = hs_new();
-  hs_conns(t, 5, &hs_mixed_ops);
+  pool_test_t *t = pool_new(&pool_row_hsha);
+  pool_conns(t, 5, &hs_mixed_ops);
   static const int prio[5] = {0, 1, 5, 3, 1};
   for (int i = 0; i < 5; i++) t->conn[i].prio = prio[i];
   taxi_hsha_options_t o = TAXI_HSHA_OPTIONS_INIT;
@@ -305,11 +216,11 @@ static void test_priority_order(void) {
   int ok = 1;
   for (int i = 1; i < 5 && ok; i++) {
     util_write_byte(t->conn[i].sv[1]);
-    ok = hs_wait_queued(t->p, (unsigned)i);
+    ok = pool_wait_queued(t, (unsigned)i);
   }
   CU_ASSERT(ok);
   pools_gate_open(&t->gate);
-  CU_ASSERT(hs_wait_bytes(t, 5));
+  CU_ASSERT(pool_wait_bytes(t, 5));
   int got[4];
   for (int k = 0; k < 4; k++) got[k] = atomic_load(&t->order[k]);
   printf("(order %d %d %d %d) ", got[0], got[1], got[2], got[3]);
@@ -319,14 +230,14 @@ static void test_priority_order(void) {
   CU_ASSERT_EQUAL(atomic_load(&t->reactor_tids_differ), 0);
   CU_ASSERT_EQUAL(atomic_load(&t->on_reactor), 0);
   CU_ASSERT_EQUAL(atomic_load(&t->on_main), 0);
-  hs_free(t);
+  pool_free(t);
 }
 
 /* ---- timers and notifications -------------------------------------------- */
 
 static atomic_int hs_notes_run;
 static atomic_int hs_note_count[1000];
-static hs_test_t *hs_note_test;
+static pool_test_t *hs_note_test;
 
 static void hs_note_fn(void *arg) {
   int i = (int)(intptr_t)arg;
@@ -338,7 +249,7 @@ static void hs_note_fn(void *arg) {
 typedef struct hs_timed {
   taxi_handler_t h;
   taxi_timer_t timer;
-  hs_test_t *t;
+  pool_test_t *t;
   atomic_int fires;
 } hs_timed_t;
 
@@ -358,8 +269,8 @@ static const taxi_handler_ops_t hs_timed_ops = {.timeout = hs_timed_timeout};
  * notification exactly once. */
 static void test_timers_and_notifications(void) {
   enum { N = 1000 };
-  hs_test_t *t = hs_new();
-  hs_conns(t, 1, &hs_count_ops);
+  pool_test_t *t = pool_new(&pool_row_hsha);
+  pool_conns(t, 1, &pool_count_ops);
   hs_note_test = t;
   atomic_store(&hs_notes_run, 0);
   for (int i = 0; i < N; i++) atomic_store(&hs_note_count[i], 0);
@@ -375,7 +286,7 @@ static void test_timers_and_notifications(void) {
   o.priority_arg = t;
   hs_create(t, &o);
   util_write_byte(t->conn[0].sv[1]);
-  CU_ASSERT(hs_wait_bytes(t, 1));
+  CU_ASSERT(pool_wait_bytes(t, 1));
   int post_failed = 0;
   for (int i = 0; i < N; i++)
     if (taxi_reactor_notify(t->r, hs_note_fn, (void *)(intptr_t)i) != 0)
@@ -398,7 +309,7 @@ static void test_timers_and_notifications(void) {
   pthread_mutex_lock(&t->mu);
   CU_ASSERT_EQUAL(t->have_reactor_tid, 1);
   pthread_mutex_unlock(&t->mu);
-  hs_free(t);
+  pool_free(t);
 }
 
 /* ---- a timer scheduled again while its hook runs --------------------------
@@ -444,7 +355,7 @@ static const taxi_handler_ops_t hs_marker_ops = {.timeout = hs_marker_timeout};
  * (core/reactor/reactor_serial.c): it runs right after the first returns.  How
  * a stream's hand-off from another thread (its kick timer) reaches a worker. */
 static void test_timer_rescheduled_during_hook(void) {
-  hs_test_t *t = hs_new();
+  pool_test_t *t = pool_new(&pool_row_hsha);
   static hs_again_t x;
   static taxi_handler_t marker;
   static taxi_timer_t marker_timer;
@@ -467,7 +378,7 @@ static void test_timer_rescheduled_during_hook(void) {
                                         TAXI_NSEC_PER_MSEC, 0, NULL),
                   0);
   /* The marker waits in the queue: the second firing was taken before. */
-  CU_ASSERT(hs_wait_queued(t->p, 1));
+  CU_ASSERT(pool_wait_queued(t, 1));
   CU_ASSERT_EQUAL(atomic_load(&x.fires), 1);
   pools_gate_open(&x.gate);
   CU_ASSERT(pools_wait_count(&x.fires, 2, POOLS_WAIT_MS));
@@ -476,11 +387,90 @@ static void test_timer_rescheduled_during_hook(void) {
   /* Fired and not periodic: nothing to cancel any more. */
   CU_ASSERT_EQUAL(taxi_reactor_cancel(t->r, &x.timer), TAXI_ENOENT);
   CU_ASSERT_EQUAL(taxi_reactor_remove(t->r, &marker), 0);
-  hs_free(t);
+  pool_free(t);
   CU_ASSERT_EQUAL(atomic_load(&x.fires), 2);
 }
 
 /* ---- suites -------------------------------------------------------------- */
+
+/* ---- shutdown and removal ------------------------------------------------ */
+
+static void test_shutdown_busy(void) { pool_shutdown_busy(&pool_row_hsha, 0); }
+
+static void test_shutdown_with_queued(void) {
+  pool_shutdown_busy(&pool_row_hsha, 1);
+}
+
+static void test_shutdown_idle(void) {
+  pool_shutdown_idle(&pool_row_hsha, NULL);
+}
+
+static void test_shutdown_from_hook(void) {
+  pool_shutdown_from_hook(&pool_row_hsha);
+}
+
+static void test_destroy_running(void) { pool_destroy_running(&pool_row_hsha); }
+
+/* Removed from another thread while a worker runs its hook: the close hook
+ * runs once, after the hook returned. */
+static void test_remove_while_running(void) {
+  pool_test_t *t = pool_new(&pool_row_hsha);
+  pool_conns(t, 1, &pool_block_ops);
+  taxi_hsha_options_t o = TAXI_HSHA_OPTIONS_INIT;
+  o.workers = 2;
+  hs_create(t, &o);
+  pool_conn_t *c = &t->conn[0];
+  util_write_byte(c->sv[1]);
+  CU_ASSERT(pools_wait_count(&t->gate.entered, 1, POOLS_WAIT_MS));
+  CU_ASSERT_EQUAL(taxi_reactor_remove(t->r, &c->h), 0);
+  CU_ASSERT_EQUAL(atomic_load(&c->closes), 0);
+  pools_gate_open(&t->gate);
+  CU_ASSERT(pools_wait_count(&c->closes, 1, POOLS_WAIT_MS));
+  CU_ASSERT_EQUAL(atomic_load(&c->hook_done), 1);
+  util_write_byte(c->sv[1]);
+  util_sleep_ms(20);
+  CU_ASSERT_EQUAL(atomic_load(&c->inputs), 1);
+  pool_teardown(t);
+  CU_ASSERT_EQUAL(atomic_load(&c->closes), 1);
+  pool_free(t);
+}
+
+/* ---- bad options (the suite "hsha bad input", in pool_bad_input.c) ------ */
+
+/* Limits out of range, a full-queue policy unknown or without its busy
+ * path: TAXI_EINVAL. */
+void test_hsha_bad_limits(void) {
+  pool_test_t *t = pool_new(&pool_row_hsha);
+  taxi_hsha_pool_t *p = NULL;
+  taxi_hsha_options_t o = TAXI_HSHA_OPTIONS_INIT;
+  o.workers = TAXI_HSHA_MAX_WORKERS + 1;
+  CU_ASSERT_EQUAL(taxi_hsha_create(&p, t->r, &o), TAXI_EINVAL);
+  taxi_hsha_options_init(&o);
+  o.queue_capacity = TAXI_HSHA_MAX_QUEUE + 1;
+  CU_ASSERT_EQUAL(taxi_hsha_create(&p, t->r, &o), TAXI_EINVAL);
+  taxi_hsha_options_init(&o);
+  o.queue_capacity = 8;
+  o.high_water = 9;
+  CU_ASSERT_EQUAL(taxi_hsha_create(&p, t->r, &o), TAXI_EINVAL);
+  /* With the default capacity (1024). */
+  taxi_hsha_options_init(&o);
+  o.high_water = 1025;
+  CU_ASSERT_EQUAL(taxi_hsha_create(&p, t->r, &o), TAXI_EINVAL);
+  /* A full-queue policy unknown, or rejecting with no busy path. */
+  taxi_hsha_options_init(&o);
+  o.full = (taxi_hsha_full_t)7;
+  CU_ASSERT_EQUAL(taxi_hsha_create(&p, t->r, &o), TAXI_EINVAL);
+  o.full = TAXI_HSHA_FULL_REJECT;
+  CU_ASSERT_EQUAL(taxi_hsha_create(&p, t->r, &o), TAXI_EINVAL);
+  CU_ASSERT_PTR_NULL(p);
+  /* The refusals left the reactor free. */
+  CU_ASSERT_EQUAL(taxi_reactor_handle_events(t->r, 0), 0);
+  taxi_hsha_options_init(&o);
+  o.queue_capacity = 8;
+  o.high_water = 8;
+  hs_create(t, &o);
+  pool_free(t);
+}
 
 static CU_TestInfo hs_tests[] = {
     {"workers run the hooks", test_workers_dispatch},

@@ -5,20 +5,22 @@
  * one thread per handle at a time, multiple leaders, events taken from an
  * earlier wait; and the "lf" suite, with the tests of lf_pool.c.
  *
- * The other themes: lf_pool.c, lf_shutdown.c, lf_bad_input.c, lf_alloc.c.
+ * The other themes: lf_pool.c, lf_bad_input.c; the cases both pools share
+ * (shutdown, bad input, allocations, one thread per handle) are written
+ * once over the table of pools (pool_fixture.h).
  * Hooks that must stay in a thread block on a gate (pools_gate_t) that the
  * test opens; every wait is bounded (see suites.h).
  */
 #define _GNU_SOURCE 1
 
-#include "lf_helpers.h"
+#include "pool_fixture.h"
 
 static int lf_pred_leaders_ge(const taxi_lf_stats_t *s, void *arg) {
   return s->leaders >= *(const unsigned *)arg;
 }
 
 static const taxi_handler_ops_t lf_order_ops = {.input = lf_order_input,
-                                                .close = lf_conn_close};
+                                                .close = pool_conn_close};
 
 /* ---- dispatch by spawned and joined threads ------------------------------ */
 
@@ -27,8 +29,8 @@ static const taxi_handler_ops_t lf_order_ops = {.input = lf_order_input,
  * the application thread's join returns 0 at shutdown. */
 static void test_spawn_and_join(void) {
   enum { CONNS = 8, ROUNDS = 200 };
-  lf_test_t *t = lf_new();
-  lf_conns(t, CONNS, &lf_count_ops);
+  pool_test_t *t = pool_new(&pool_row_lf);
+  pool_conns(t, CONNS, &pool_count_ops);
   lf_create(t, TAXI_PROMOTE_LIFO, TAXI_LEADERS_ONE);
   CU_ASSERT_EQUAL(taxi_lf_current_thread(t->p), -1);
   CU_ASSERT_EQUAL(taxi_lf_spawn(t->p, 3), 0);
@@ -38,10 +40,10 @@ static void test_spawn_and_join(void) {
   for (int round = 0; round < ROUNDS && ok; round++) {
     for (int i = 0; i < CONNS; i++)
       CU_ASSERT_EQUAL(util_write_byte(t->conn[i].sv[1]), 1);
-    ok = lf_wait_bytes(t, (long)CONNS * (round + 1));
+    ok = pool_wait_bytes(t, (long)CONNS * (round + 1));
   }
   CU_ASSERT(ok);
-  CU_ASSERT_EQUAL(lf_total_bytes(t), (long)CONNS * ROUNDS);
+  CU_ASSERT_EQUAL(pool_total_bytes(t), (long)CONNS * ROUNDS);
   CU_ASSERT_EQUAL(atomic_load(&t->bad_thread), 0);
   CU_ASSERT_EQUAL(taxi_lf_current_thread(t->p), -1);
 
@@ -70,15 +72,15 @@ static void test_spawn_and_join(void) {
   util_thread_join(&t->th[j], POOLS_WAIT_MS, "taxi_lf_join after shutdown");
   CU_ASSERT_EQUAL(t->join_rc[j], TAXI_ESTOPPED);
   CU_ASSERT_EQUAL(lf_stats(t->p).threads, 0);
-  lf_free(t);
+  pool_free(t);
 }
 
 /* join with a time limit and nothing to do returns TAXI_ETIMEDOUT, as the
  * only thread (leading) and as a follower behind spawned threads; the
  * thread has left when it returns. */
 static void test_join_timeout(void) {
-  lf_test_t *t = lf_new();
-  lf_conns(t, 1, &lf_count_ops);
+  pool_test_t *t = pool_new(&pool_row_lf);
+  pool_conns(t, 1, &pool_count_ops);
   lf_create(t, TAXI_PROMOTE_LIFO, TAXI_LEADERS_ONE);
   int a = lf_start_joiner(t, 50, 0);
   util_thread_join(&t->th[a], POOLS_WAIT_MS, "taxi_lf_join(p, 50, 0)");
@@ -94,15 +96,15 @@ static void test_join_timeout(void) {
 
   /* The pool still works. */
   CU_ASSERT_EQUAL(util_write_byte(t->conn[0].sv[1]), 1);
-  CU_ASSERT(lf_wait_bytes(t, 1));
-  lf_free(t);
+  CU_ASSERT(pool_wait_bytes(t, 1));
+  pool_free(t);
 }
 
 /* A leader whose time is up leaves, and the follower behind it goes on
  * dispatching. */
 static void test_join_timeout_leader_hands_over(void) {
-  lf_test_t *t = lf_new();
-  lf_conns(t, 1, &lf_count_ops);
+  pool_test_t *t = pool_new(&pool_row_lf);
+  pool_conns(t, 1, &pool_count_ops);
   lf_create(t, TAXI_PROMOTE_LIFO, TAXI_LEADERS_ONE);
   int a = lf_start_joiner(t, 500, 0);
   CU_ASSERT(lf_wait_shape(t->p, 1, 1, 0));
@@ -111,20 +113,20 @@ static void test_join_timeout_leader_hands_over(void) {
   CU_ASSERT_EQUAL(t->join_rc[a], TAXI_ETIMEDOUT);
   CU_ASSERT(lf_wait_shape(t->p, 1, 1, 0));
   CU_ASSERT_EQUAL(util_write_byte(t->conn[0].sv[1]), 1);
-  CU_ASSERT(lf_wait_bytes(t, 1));
+  CU_ASSERT(pool_wait_bytes(t, 1));
   /* Run by the second thread (id 1), the only one left. */
   CU_ASSERT_EQUAL(atomic_load(&t->seen), 1ull << 1);
   CU_ASSERT_EQUAL(
       util_bounded(lf_do_shutdown, t->p, POOLS_WAIT_MS, "taxi_lf_stop"), 0);
   util_thread_join(&t->th[b], POOLS_WAIT_MS, "taxi_lf_join after shutdown");
   CU_ASSERT_EQUAL(t->join_rc[b], TAXI_ESTOPPED);
-  lf_free(t);
+  pool_free(t);
 }
 
 /* After shutdown, join, spawn and shrink give TAXI_ESTOPPED (join returns
  * at once, whatever its time limit); stats still answer. */
 static void test_join_after_shutdown(void) {
-  lf_test_t *t = lf_new();
+  pool_test_t *t = pool_new(&pool_row_lf);
   lf_create(t, TAXI_PROMOTE_LIFO, TAXI_LEADERS_ONE);
   CU_ASSERT_EQUAL(taxi_lf_spawn(t->p, 1), 0);
   CU_ASSERT_EQUAL(
@@ -139,7 +141,7 @@ static void test_join_after_shutdown(void) {
   CU_ASSERT_EQUAL(taxi_lf_spawn(t->p, 1), TAXI_ESTOPPED);
   CU_ASSERT_EQUAL(taxi_lf_shrink(t->p, 1), TAXI_ESTOPPED);
   CU_ASSERT_EQUAL(lf_stats(t->p).threads, 0);
-  lf_free(t);
+  pool_free(t);
 }
 
 /* ---- promotion order ----------------------------------------------------- */
@@ -153,8 +155,8 @@ static void test_join_after_shutdown(void) {
  */
 static void lf_promotion_order(taxi_promotion_t promotion, const int prio[4],
                                const int expect[4]) {
-  lf_test_t *t = lf_new();
-  lf_conns(t, 4, &lf_order_ops);
+  pool_test_t *t = pool_new(&pool_row_lf);
+  pool_conns(t, 4, &lf_order_ops);
   lf_create(t, promotion, TAXI_LEADERS_ONE);
   int ok = 1;
   lf_start_joiner(t, LF_JOIN_MS, prio[0]);
@@ -174,7 +176,7 @@ static void lf_promotion_order(taxi_promotion_t promotion, const int prio[4],
   }
   CU_ASSERT(ok);
   int got[4];
-  for (int k = 0; k < 4; k++) got[k] = atomic_load(&t->order[k]);
+  for (int k = 0; k < 4; k++) got[k] = atomic_load(&t->thread_order[k]);
   printf("(order T%d T%d T%d T%d) ", got[0], got[1], got[2], got[3]);
   if (expect) {
     for (int k = 0; k < 4; k++) CU_ASSERT_EQUAL(got[k], expect[k]);
@@ -196,7 +198,7 @@ static void lf_promotion_order(taxi_promotion_t promotion, const int prio[4],
     util_thread_join(&t->th[i], POOLS_WAIT_MS, "taxi_lf_join after shutdown");
     CU_ASSERT_EQUAL(t->join_rc[i], TAXI_ESTOPPED);
   }
-  lf_free(t);
+  pool_free(t);
 }
 
 static void test_promote_lifo(void) {
@@ -231,115 +233,23 @@ static void test_promote_shared(void) {
 
 /* ---- one thread per handle at a time ------------------------------------- */
 
-/* Read in small chunks with yields in between, so that a second thread on
- * the same handle would very likely overlap. */
-static int lf_serial_input(taxi_handler_t *h, taxi_handle_t fd, unsigned ev) {
-  lf_conn_t *c = LF_CONN(h);
-  (void)ev;
-  if (atomic_exchange(&c->busy, 1) != 0) atomic_fetch_add(&c->overlaps, 1);
-  char buf[16];
-  for (int i = 0; i < 32; i++) {
-    ssize_t n = read(fd, buf, sizeof buf);
-    if (n <= 0) break;
-    atomic_fetch_add(&c->bytes, (long)n);
-    if (i % 8 == 0) sched_yield();
-  }
-  for (int i = 0; i < 3; i++) sched_yield();
-  atomic_fetch_add(&c->inputs, 1);
-  atomic_store(&c->busy, 0);
-  return 0;
-}
-
-static const taxi_handler_ops_t lf_serial_ops = {.input = lf_serial_input,
-                                                 .close = lf_conn_close};
-
-typedef struct lf_writer {
-  lf_test_t *t;
-  int seed;
-  int writes;
-  long written[4];
-  int stuck;
-} lf_writer_t;
-
-/* Write `writes` chunks of 1..32 bytes to random ones of the 4 peers. */
-static void lf_writer_main(void *arg) {
-  lf_writer_t *w = arg;
-  uint64_t st = (uint64_t)w->seed * 7919u + 1;
-  char buf[32];
-  memset(buf, 'w', sizeof buf);
-  for (int i = 0; i < w->writes; i++) {
-    uint64_t x = pools_rand(&st);
-    int c = (int)(x % 4);
-    size_t len = 1 + (size_t)((x >> 8) % sizeof buf);
-    taxi_time_t start = taxi_now();
-    for (;;) {
-      ssize_t n = write(w->t->conn[c].sv[1], buf, len);
-      if (n > 0) {
-        w->written[c] += n;
-        break;
-      }
-      if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-        w->stuck = 1;
-        return;
-      }
-      if (util_elapsed_ms(start) > POOLS_WAIT_MS) {
-        w->stuck = 1; /* nobody reads: the pool stopped dispatching */
-        return;
-      }
-      sched_yield();
-    }
-  }
-}
-
-static void lf_serialised(taxi_leaders_t leaders) {
-  enum { WRITERS = 4 };
-  lf_test_t *t = lf_new();
-  lf_conns(t, 4, &lf_serial_ops);
-  if (leaders == TAXI_LEADERS_MANY && !pools_can_many_leaders(t->r)) {
-    taxi_lf_options_t o = TAXI_LF_OPTIONS_INIT;
-    o.leaders = TAXI_LEADERS_MANY;
-    CU_ASSERT_EQUAL(taxi_lf_create(&t->p, t->r, &o), TAXI_ENOTSUP);
-    t->p = NULL;
-    printf("(not applicable: no TAXI_CAP_MULTI_WAIT|ONESHOT) ");
-    lf_free(t);
-    return;
-  }
-  lf_create(t, TAXI_PROMOTE_LIFO, leaders);
-  CU_ASSERT_EQUAL(taxi_lf_spawn(t->p, 8), 0);
-  static lf_writer_t w[WRITERS];
-  util_thread_t wt[WRITERS];
-  int writes = pools_small() ? 3000 : 20000;
-  for (int i = 0; i < WRITERS; i++) {
-    memset(&w[i], 0, sizeof w[i]);
-    w[i].t = t;
-    w[i].seed = i + 1;
-    w[i].writes = writes;
-    CU_ASSERT_EQUAL_FATAL(util_thread_start(&wt[i], lf_writer_main, &w[i]), 0);
-  }
-  long total = 0;
-  int stuck = 0;
-  for (int i = 0; i < WRITERS; i++) {
-    util_thread_join(&wt[i], 60000, "a writer thread");
-    for (int c = 0; c < 4; c++) total += w[i].written[c];
-    stuck += w[i].stuck;
-  }
-  CU_ASSERT_EQUAL(stuck, 0);
-  CU_ASSERT(lf_wait_bytes(t, total));
-  CU_ASSERT_EQUAL(lf_total_bytes(t), total);
-  int overlaps = 0;
-  for (int c = 0; c < 4; c++) overlaps += atomic_load(&t->conn[c].overlaps);
-  printf("(%d hooks, %ld bytes, %d overlaps) ", lf_total_inputs(t), total,
-         overlaps);
-  CU_ASSERT_EQUAL(overlaps, 0);
-  lf_free(t);
-}
-
 static void test_one_thread_per_handle(void) {
-  lf_serialised(TAXI_LEADERS_ONE);
+  pool_one_thread_per_handle(&pool_row_lf, NULL);
 }
 
 static void test_one_thread_per_handle_many_leaders(void) {
-  lf_serialised(TAXI_LEADERS_MANY);
+  taxi_lf_options_t o = TAXI_LF_OPTIONS_INIT;
+  o.leaders = TAXI_LEADERS_MANY;
+  taxi_reactor_t *r = pools_reactor();
+  if (!pools_can_many_leaders(r)) {
+    taxi_lf_pool_t *p = NULL;
+    CU_ASSERT_EQUAL(taxi_lf_create(&p, r, &o), TAXI_ENOTSUP);
+    printf("(not applicable: no TAXI_CAP_MULTI_WAIT|ONESHOT) ");
+    CU_ASSERT_EQUAL(taxi_reactor_destroy(r), 0);
+    return;
+  }
+  CU_ASSERT_EQUAL(taxi_reactor_destroy(r), 0);
+  pool_one_thread_per_handle(&pool_row_lf, &o);
 }
 
 /* ---- multiple leaders ---------------------------------------------------- */
@@ -349,8 +259,8 @@ static void test_one_thread_per_handle_many_leaders(void) {
  * TAXI_LEADERS_MANY is refused with TAXI_ENOTSUP (and the reactor takes a
  * pool of one leader afterwards). */
 static void test_multiple_leaders(void) {
-  lf_test_t *t = lf_new();
-  lf_conns(t, 4, &lf_count_ops);
+  pool_test_t *t = pool_new(&pool_row_lf);
+  pool_conns(t, 4, &pool_count_ops);
   taxi_lf_options_t o = TAXI_LF_OPTIONS_INIT;
   o.leaders = TAXI_LEADERS_MANY;
   if (!pools_can_many_leaders(t->r)) {
@@ -360,11 +270,10 @@ static void test_multiple_leaders(void) {
     CU_ASSERT_EQUAL(taxi_reactor_caps(t->r, &caps), 0);
     printf("(caps %#x: ENOTSUP as documented) ", caps);
     lf_create(t, TAXI_PROMOTE_LIFO, TAXI_LEADERS_ONE);
-    lf_free(t);
+    pool_free(t);
     return;
   }
-  CU_ASSERT_EQUAL_FATAL(taxi_lf_create(&t->p, t->r, &o), 0);
-  CU_ASSERT_EQUAL(taxi_lf_spawn(t->p, 4), 0);
+  pool_start(t, &o, 4);
   unsigned two = 2;
   taxi_lf_stats_t s;
   int ok = pools_lf_wait(t->p, lf_pred_leaders_ge, &two, POOLS_WAIT_MS, &s);
@@ -376,24 +285,23 @@ static void test_multiple_leaders(void) {
   /* And they dispatch. */
   for (int i = 0; i < 4; i++)
     CU_ASSERT_EQUAL(util_write_byte(t->conn[i].sv[1]), 1);
-  CU_ASSERT(lf_wait_bytes(t, 4));
-  lf_free(t);
+  CU_ASSERT(pool_wait_bytes(t, 4));
+  pool_free(t);
 }
 
 /* max_leaders bounds the threads waiting at once. */
 static void test_max_leaders(void) {
-  lf_test_t *t = lf_new();
-  lf_conns(t, 4, &lf_count_ops);
+  pool_test_t *t = pool_new(&pool_row_lf);
+  pool_conns(t, 4, &pool_count_ops);
   if (!pools_can_many_leaders(t->r)) {
     printf("(not applicable: no TAXI_CAP_MULTI_WAIT|ONESHOT) ");
-    lf_free(t);
+    pool_free(t);
     return;
   }
   taxi_lf_options_t o = TAXI_LF_OPTIONS_INIT;
   o.leaders = TAXI_LEADERS_MANY;
   o.max_leaders = 2;
-  CU_ASSERT_EQUAL_FATAL(taxi_lf_create(&t->p, t->r, &o), 0);
-  CU_ASSERT_EQUAL(taxi_lf_spawn(t->p, 5), 0);
+  pool_start(t, &o, 5);
   CU_ASSERT(lf_wait_idle(t->p, 5));
   unsigned max = 0;
   for (int round = 0; round < 50; round++) {
@@ -403,12 +311,12 @@ static void test_max_leaders(void) {
       if (s.leaders > max) max = s.leaders;
     }
   }
-  CU_ASSERT(lf_wait_bytes(t, 200));
+  CU_ASSERT(pool_wait_bytes(t, 200));
   /* Idle: two lead, three follow. */
   CU_ASSERT(lf_wait_shape(t->p, 5, 2, 3));
   printf("(most leaders seen %u) ", max);
   CU_ASSERT(max <= 2);
-  lf_free(t);
+  pool_free(t);
 }
 
 /* ---- events from an earlier wait ----------------------------------------- */
@@ -417,13 +325,13 @@ static void test_max_leaders(void) {
  * threads take the rest without another system call. */
 static void test_pending_taken_without_wait(void) {
   enum { N = 64 };
-  lf_test_t *t = lf_new();
-  lf_conns(t, N, &lf_count_ops);
+  pool_test_t *t = pool_new(&pool_row_lf);
+  pool_conns(t, N, &pool_count_ops);
   for (int i = 0; i < N; i++)
     CU_ASSERT_EQUAL(util_write_byte(t->conn[i].sv[1]), 1);
   lf_create(t, TAXI_PROMOTE_LIFO, TAXI_LEADERS_ONE);
   CU_ASSERT_EQUAL(taxi_lf_spawn(t->p, 4), 0);
-  CU_ASSERT(lf_wait_bytes(t, N));
+  CU_ASSERT(pool_wait_bytes(t, N));
   CU_ASSERT(lf_wait_idle(t->p, 4));
   for (int i = 0; i < N; i++)
     CU_ASSERT_EQUAL(atomic_load(&t->conn[i].inputs), 1);
@@ -434,7 +342,7 @@ static void test_pending_taken_without_wait(void) {
   CU_ASSERT(s.pending_taken > 0);
   CU_ASSERT(s.waits < N);
   CU_ASSERT_EQUAL(s.events, N);
-  lf_free(t);
+  pool_free(t);
 }
 
 /* Each hook's read ends in EAGAIN, and the pool re-arms the handle right
@@ -443,15 +351,15 @@ static void test_pending_taken_without_wait(void) {
  * (libkqueue copied that errno into the re-arm's receipt). */
 static void test_rearm_after_eagain(void) {
   enum { N = 4, ROUNDS = 8 };
-  lf_test_t *t = lf_new();
-  lf_conns(t, N, &lf_count_ops);
+  pool_test_t *t = pool_new(&pool_row_lf);
+  pool_conns(t, N, &pool_count_ops);
   lf_create(t, TAXI_PROMOTE_LIFO, TAXI_LEADERS_ONE);
   CU_ASSERT_EQUAL(taxi_lf_spawn(t->p, 2), 0);
   int ok = 1;
   for (int round = 0; round < ROUNDS && ok; round++) {
     for (int i = 0; i < N; i++)
       CU_ASSERT_EQUAL(util_write_byte(t->conn[i].sv[1]), 1);
-    ok = lf_wait_bytes(t, (long)N * (round + 1));
+    ok = pool_wait_bytes(t, (long)N * (round + 1));
   }
   CU_ASSERT(ok);
   taxi_reactor_stats_t s;
@@ -459,7 +367,7 @@ static void test_rearm_after_eagain(void) {
   CU_ASSERT_EQUAL(s.transient_errors, 0);
   CU_ASSERT_EQUAL(s.rearm_removed, 0);
   CU_ASSERT_EQUAL(s.handles, N);
-  lf_free(t);
+  pool_free(t);
 }
 
 /* ---- suites -------------------------------------------------------------- */

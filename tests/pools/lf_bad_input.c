@@ -5,38 +5,12 @@
  */
 #define _GNU_SOURCE 1
 
-#include "lf_helpers.h"
+#include "pool_fixture.h"
 
 /* ---- bad input ----------------------------------------------------------- */
 
-static void test_bad_null(void) {
-  lf_test_t *t = lf_new();
-  taxi_lf_pool_t *p = NULL;
-  taxi_lf_stats_t s;
-  taxi_lf_thread_stats_t ts[2];
-  taxi_lf_options_t o = TAXI_LF_OPTIONS_INIT;
-  CU_ASSERT_EQUAL(taxi_lf_create(NULL, t->r, NULL), TAXI_EINVAL);
-  CU_ASSERT_EQUAL(taxi_lf_create(NULL, t->r, &o), TAXI_EINVAL);
-  CU_ASSERT_EQUAL(taxi_lf_create(&p, NULL, NULL), TAXI_EINVAL);
-  CU_ASSERT_EQUAL(taxi_lf_create(&p, NULL, &o), TAXI_EINVAL);
-  CU_ASSERT_EQUAL(taxi_lf_spawn(NULL, 1), TAXI_EINVAL);
-  CU_ASSERT_EQUAL(taxi_lf_join(NULL, 0, 0), TAXI_EINVAL);
-  CU_ASSERT_EQUAL(taxi_lf_join(NULL, -1, 0), TAXI_EINVAL);
-  CU_ASSERT_EQUAL(taxi_lf_shrink(NULL, 1), TAXI_EINVAL);
-  CU_ASSERT_EQUAL(taxi_lf_stop(NULL), TAXI_EINVAL);
-  CU_ASSERT_EQUAL(taxi_lf_destroy(NULL), TAXI_EINVAL);
-  CU_ASSERT_EQUAL(taxi_lf_stats(NULL, &s), TAXI_EINVAL);
-  CU_ASSERT_EQUAL(taxi_lf_thread_stats(NULL, ts, 2), TAXI_EINVAL);
-  CU_ASSERT_EQUAL(taxi_lf_current_thread(NULL), -1);
-  /* A NULL options pointer means defaults. */
-  CU_ASSERT_EQUAL_FATAL(taxi_lf_create(&p, t->r, NULL), 0);
-  CU_ASSERT_EQUAL(taxi_lf_stats(p, NULL), TAXI_EINVAL);
-  CU_ASSERT_EQUAL(taxi_lf_destroy(p), 0);
-  lf_free(t);
-}
-
-static void test_bad_counts(void) {
-  lf_test_t *t = lf_new();
+void test_lf_bad_counts(void) {
+  pool_test_t *t = pool_new(&pool_row_lf);
   lf_create(t, TAXI_PROMOTE_LIFO, TAXI_LEADERS_ONE);
   CU_ASSERT_EQUAL(taxi_lf_spawn(t->p, 0), TAXI_EINVAL);
   CU_ASSERT_EQUAL(taxi_lf_spawn(t->p, TAXI_LF_MAX_THREADS + 1), TAXI_EINVAL);
@@ -57,11 +31,11 @@ static void test_bad_counts(void) {
       util_bounded(lf_do_shutdown, t->p, POOLS_WAIT_MS, "taxi_lf_stop"), 0);
   util_thread_join(&t->th[j], POOLS_WAIT_MS, "taxi_lf_join after shutdown");
   CU_ASSERT_EQUAL(t->join_rc[j], TAXI_ESTOPPED);
-  lf_free(t);
+  pool_free(t);
 }
 
-static void test_bad_options(void) {
-  lf_test_t *t = lf_new();
+void test_lf_bad_options(void) {
+  pool_test_t *t = pool_new(&pool_row_lf);
   taxi_lf_pool_t *p = NULL;
   taxi_lf_options_t o = TAXI_LF_OPTIONS_INIT;
   o.promotion = (taxi_promotion_t)99;
@@ -84,77 +58,7 @@ static void test_bad_options(void) {
   /* None of the refusals left the reactor attached to a pool. */
   CU_ASSERT_EQUAL(taxi_reactor_handle_events(t->r, 0), 0);
   lf_create(t, TAXI_PROMOTE_LIFO, TAXI_LEADERS_ONE);
-  lf_free(t);
-}
-
-/* Calls given a destroyed pool are refused with TAXI_EINVAL. */
-static void test_bad_destroyed(void) {
-  lf_test_t *t = lf_new();
-  taxi_lf_pool_t *p = NULL;
-  CU_ASSERT_EQUAL_FATAL(taxi_lf_create(&p, t->r, NULL), 0);
-  CU_ASSERT_EQUAL(taxi_lf_spawn(p, 2), 0);
-  CU_ASSERT_EQUAL(
-      util_bounded(lf_do_destroy, p, POOLS_WAIT_MS, "taxi_lf_destroy"), 0);
-  taxi_lf_stats_t s;
-  taxi_lf_thread_stats_t ts[2];
-  CU_ASSERT_EQUAL(taxi_lf_join(p, 0, 0), TAXI_EINVAL);
-  CU_ASSERT_EQUAL(taxi_lf_spawn(p, 1), TAXI_EINVAL);
-  CU_ASSERT_EQUAL(taxi_lf_shrink(p, 1), TAXI_EINVAL);
-  CU_ASSERT_EQUAL(taxi_lf_stop(p), TAXI_EINVAL);
-  CU_ASSERT_EQUAL(taxi_lf_stats(p, &s), TAXI_EINVAL);
-  CU_ASSERT_EQUAL(taxi_lf_thread_stats(p, ts, 2), TAXI_EINVAL);
-  CU_ASSERT_EQUAL(taxi_lf_current_thread(p), -1);
-  CU_ASSERT_EQUAL(taxi_lf_destroy(p), TAXI_EINVAL);
-  /* Never created: the registry does not know it. */
-  taxi_lf_pool_t *bogus = (taxi_lf_pool_t *)(void *)&s;
-  CU_ASSERT_EQUAL(taxi_lf_join(bogus, 0, 0), TAXI_EINVAL);
-  CU_ASSERT_EQUAL(taxi_lf_destroy(bogus), TAXI_EINVAL);
-  lf_free(t);
-}
-
-static void test_bad_shutdown_twice(void) {
-  lf_test_t *t = lf_new();
-  lf_create(t, TAXI_PROMOTE_LIFO, TAXI_LEADERS_ONE);
-  CU_ASSERT_EQUAL(taxi_lf_spawn(t->p, 2), 0);
-  CU_ASSERT_EQUAL(
-      util_bounded(lf_do_shutdown, t->p, POOLS_WAIT_MS, "taxi_lf_stop"), 0);
-  CU_ASSERT_EQUAL(taxi_lf_stop(t->p), TAXI_ESTOPPED);
-  lf_free(t);
-}
-
-static int lf_do_hsha_create(void *arg) {
-  taxi_hsha_pool_t *hp = NULL;
-  int rc = taxi_hsha_create(&hp, arg, NULL);
-  if (rc == 0) taxi_hsha_destroy(hp);
-  return rc;
-}
-
-/* One pool per reactor; a reactor with a pool is not dispatched directly. */
-static void test_bad_second_pool(void) {
-  lf_test_t *t = lf_new();
-  lf_conns(t, 1, &lf_count_ops);
-  lf_create(t, TAXI_PROMOTE_LIFO, TAXI_LEADERS_ONE);
-  taxi_lf_pool_t *p2 = NULL;
-  CU_ASSERT_EQUAL(taxi_lf_create(&p2, t->r, NULL), TAXI_EBUSY);
-  CU_ASSERT_EQUAL(
-      util_bounded(lf_do_hsha_create, t->r, POOLS_WAIT_MS, "taxi_hsha_create"),
-      TAXI_EBUSY);
-  CU_ASSERT_EQUAL(taxi_reactor_handle_events(t->r, 0), TAXI_EBUSY);
-  CU_ASSERT_EQUAL(taxi_reactor_handle_one(t->r, 0), TAXI_EBUSY);
-  CU_ASSERT_EQUAL(taxi_reactor_run(t->r), TAXI_EBUSY);
-  /* Everything else about the reactor works, from any thread. */
-  CU_ASSERT_EQUAL(taxi_lf_spawn(t->p, 1), 0);
-  util_write_byte(t->conn[0].sv[1]);
-  CU_ASSERT(lf_wait_bytes(t, 1));
-  CU_ASSERT_EQUAL(
-      util_bounded(lf_do_destroy, t->p, POOLS_WAIT_MS, "taxi_lf_destroy"), 0);
-  t->p = NULL;
-  /* Given back: direct dispatch and a new pool work again. */
-  util_write_byte(t->conn[0].sv[1]);
-  CU_ASSERT(taxi_reactor_handle_events(t->r, POOLS_WAIT_MS) >= 1);
-  CU_ASSERT_EQUAL(lf_total_bytes(t), 2);
-  lf_create(t, TAXI_PROMOTE_FIFO, TAXI_LEADERS_ONE);
-  lf_free(t);
+  pool_free(t);
 }
 
 /* A reactor being dispatched by a thread takes no pool. */
@@ -168,9 +72,9 @@ static void lf_direct_main(void *arg) {
   d->rc = taxi_reactor_handle_events(d->r, POOLS_WAIT_MS);
 }
 
-static void test_bad_reactor_dispatched(void) {
-  lf_test_t *t = lf_new();
-  lf_conns(t, 1, &lf_block_ops);
+void test_lf_bad_reactor_dispatched(void) {
+  pool_test_t *t = pool_new(&pool_row_lf);
+  pool_conns(t, 1, &pool_block_ops);
   util_write_byte(t->conn[0].sv[1]);
   static lf_direct_t d;
   d.r = t->r;
@@ -184,14 +88,14 @@ static void test_bad_reactor_dispatched(void) {
   util_thread_join(&dt, POOLS_WAIT_MS, "taxi_reactor_handle_events");
   CU_ASSERT_EQUAL(d.rc, 1);
   lf_create(t, TAXI_PROMOTE_LIFO, TAXI_LEADERS_ONE);
-  lf_free(t);
+  pool_free(t);
 }
 
 /* From a hook of the pool: join, shrink and destroy are refused with
  * TAXI_EBUSY (each would wait for itself). */
 static int lf_reenter_input(taxi_handler_t *h, taxi_handle_t fd, unsigned ev) {
-  lf_conn_t *c = LF_CONN(h);
-  lf_test_t *t = c->t;
+  pool_conn_t *c = POOL_CONN(h);
+  pool_test_t *t = c->t;
   (void)ev;
   pools_drain(fd);
   atomic_store(&t->rc_join, taxi_lf_join(t->p, 0, 0));
@@ -204,11 +108,11 @@ static int lf_reenter_input(taxi_handler_t *h, taxi_handle_t fd, unsigned ev) {
 }
 
 static const taxi_handler_ops_t lf_reenter_ops = {.input = lf_reenter_input,
-                                                  .close = lf_conn_close};
+                                                  .close = pool_conn_close};
 
-static void test_bad_from_hook(void) {
-  lf_test_t *t = lf_new();
-  lf_conns(t, 1, &lf_reenter_ops);
+void test_lf_bad_from_hook(void) {
+  pool_test_t *t = pool_new(&pool_row_lf);
+  pool_conns(t, 1, &lf_reenter_ops);
   lf_create(t, TAXI_PROMOTE_LIFO, TAXI_LEADERS_ONE);
   CU_ASSERT_EQUAL(taxi_lf_spawn(t->p, 2), 0);
   util_write_byte(t->conn[0].sv[1]);
@@ -219,19 +123,5 @@ static void test_bad_from_hook(void) {
   CU_ASSERT_EQUAL(atomic_load(&t->rc_stats), 0);
   /* The pool goes on. */
   CU_ASSERT(lf_wait_idle(t->p, 2));
-  lf_free(t);
+  pool_free(t);
 }
-
-static CU_TestInfo lf_bad_tests[] = {
-    {"NULL: TAXI_EINVAL", test_bad_null},
-    {"thread counts: TAXI_EINVAL", test_bad_counts},
-    {"options: TAXI_EINVAL / TAXI_ENOTSUP", test_bad_options},
-    {"destroyed pool: TAXI_EINVAL", test_bad_destroyed},
-    {"shutdown twice: TAXI_ESTOPPED", test_bad_shutdown_twice},
-    {"second pool, direct dispatch: TAXI_EBUSY", test_bad_second_pool},
-    {"reactor being dispatched: TAXI_EBUSY", test_bad_reactor_dispatched},
-    {"join, shrink, destroy from a hook: TAXI_EBUSY", test_bad_from_hook},
-    CU_TEST_INFO_NULL,
-};
-const taxi_test_suite_t pools_suite_lf_bad_input = {"lf bad input",
-                                                    lf_bad_tests, 60, NULL};

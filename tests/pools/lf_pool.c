@@ -6,28 +6,28 @@
  */
 #define _GNU_SOURCE 1
 
-#include "lf_helpers.h"
+#include "pool_fixture.h"
 
 /* ---- growing and shrinking ----------------------------------------------- */
 
 void test_grow_and_shrink(void) {
-  lf_test_t *t = lf_new();
-  lf_conns(t, 4, &lf_count_ops);
+  pool_test_t *t = pool_new(&pool_row_lf);
+  pool_conns(t, 4, &pool_count_ops);
   lf_create(t, TAXI_PROMOTE_LIFO, TAXI_LEADERS_ONE);
   CU_ASSERT_EQUAL(taxi_lf_spawn(t->p, 2), 0);
   CU_ASSERT(lf_wait_shape(t->p, 2, -1, -1));
   for (int i = 0; i < 4; i++) util_write_byte(t->conn[i].sv[1]);
-  CU_ASSERT(lf_wait_bytes(t, 4));
+  CU_ASSERT(pool_wait_bytes(t, 4));
   CU_ASSERT_EQUAL(taxi_lf_spawn(t->p, 3), 0);
   CU_ASSERT(lf_wait_shape(t->p, 5, -1, -1));
   for (int i = 0; i < 4; i++) util_write_byte(t->conn[i].sv[1]);
-  CU_ASSERT(lf_wait_bytes(t, 8));
+  CU_ASSERT(pool_wait_bytes(t, 8));
   CU_ASSERT_EQUAL(taxi_lf_shrink(t->p, 3), 0);
   /* shrink returns once they have left. */
   CU_ASSERT_EQUAL(lf_stats(t->p).threads, 2);
   for (int round = 0; round < 20; round++) {
     for (int i = 0; i < 4; i++) util_write_byte(t->conn[i].sv[1]);
-    CU_ASSERT(lf_wait_bytes(t, 8 + 4 * (round + 1)));
+    CU_ASSERT(pool_wait_bytes(t, 8 + 4 * (round + 1)));
   }
   CU_ASSERT_EQUAL(lf_stats(t->p).threads, 2);
   taxi_lf_thread_stats_t ts[8];
@@ -40,8 +40,8 @@ void test_grow_and_shrink(void) {
   CU_ASSERT_EQUAL(lf_stats(t->p).threads, 0);
   CU_ASSERT_EQUAL(taxi_lf_spawn(t->p, 1), 0);
   for (int i = 0; i < 4; i++) util_write_byte(t->conn[i].sv[1]);
-  CU_ASSERT(lf_wait_bytes(t, 8 + 80 + 4));
-  lf_free(t);
+  CU_ASSERT(pool_wait_bytes(t, 8 + 80 + 4));
+  pool_free(t);
 }
 
 /* The virtual memory of this process in kB, or -1 where it cannot be read
@@ -65,8 +65,8 @@ static long lf_vm_kb(void) {
  * virtual size, where the OS tells it. */
 void test_shrink_releases_threads(void) {
   enum { CYCLES = 200 };
-  lf_test_t *t = lf_new();
-  lf_conns(t, 1, &lf_count_ops);
+  pool_test_t *t = pool_new(&pool_row_lf);
+  pool_conns(t, 1, &pool_count_ops);
   lf_create(t, TAXI_PROMOTE_LIFO, TAXI_LEADERS_ONE);
   CU_ASSERT_EQUAL(taxi_lf_spawn(t->p, 1), 0);
   for (int i = 0; i < 10; i++) {
@@ -89,7 +89,7 @@ void test_shrink_releases_threads(void) {
   CU_ASSERT_EQUAL(lf_stats(t->p).threads, 1);
   /* Still dispatching. */
   util_write_byte(t->conn[0].sv[1]);
-  CU_ASSERT(lf_wait_bytes(t, 1));
+  CU_ASSERT(pool_wait_bytes(t, 1));
   if (before < 0 || after < 0) {
     printf("(virtual size not known here: only the calls were checked) ");
   } else {
@@ -99,7 +99,7 @@ void test_shrink_releases_threads(void) {
      * stack cache and the thread records (kept by contract). */
     CU_ASSERT(after - before < 256L * 1024);
   }
-  lf_free(t);
+  pool_free(t);
 }
 
 /* ---- removal while dispatched -------------------------------------------- */
@@ -107,8 +107,8 @@ void test_shrink_releases_threads(void) {
 /* Block until the remover has called taxi_reactor_remove, linger a little,
  * then return t->hook_ret. */
 static int lf_remove_input(taxi_handler_t *h, taxi_handle_t fd, unsigned ev) {
-  lf_conn_t *c = LF_CONN(h);
-  lf_test_t *t = c->t;
+  pool_conn_t *c = POOL_CONN(h);
+  pool_test_t *t = c->t;
   (void)ev;
   atomic_store(&c->busy, 1);
   atomic_fetch_add(&c->bytes, pools_drain(fd));
@@ -123,15 +123,15 @@ static int lf_remove_input(taxi_handler_t *h, taxi_handle_t fd, unsigned ev) {
 }
 
 static const taxi_handler_ops_t lf_remove_ops = {.input = lf_remove_input,
-                                                 .close = lf_conn_close};
+                                                 .close = pool_conn_close};
 
 static void lf_remove_during_dispatch(int hook_ret) {
-  lf_test_t *t = lf_new();
-  lf_conns(t, 2, &lf_remove_ops);
+  pool_test_t *t = pool_new(&pool_row_lf);
+  pool_conns(t, 2, &lf_remove_ops);
   t->hook_ret = hook_ret;
   lf_create(t, TAXI_PROMOTE_LIFO, TAXI_LEADERS_ONE);
   CU_ASSERT_EQUAL(taxi_lf_spawn(t->p, 2), 0);
-  lf_conn_t *c = &t->conn[0];
+  pool_conn_t *c = &t->conn[0];
   CU_ASSERT_EQUAL(util_write_byte(c->sv[1]), 1);
   CU_ASSERT(pools_wait_count(&t->gate.entered, 1, POOLS_WAIT_MS));
   int rc = taxi_reactor_remove(t->r, &c->h);
@@ -152,7 +152,7 @@ static void lf_remove_during_dispatch(int hook_ret) {
   CU_ASSERT_EQUAL(taxi_reactor_remove(t->r, &c->h), TAXI_ENOENT);
   CU_ASSERT(lf_wait_idle(t->p, 2));
   CU_ASSERT_EQUAL(atomic_load(&c->closes), 1);
-  lf_teardown(t);
+  pool_teardown(t);
   /* Destroying the reactor did not close it again. */
   CU_ASSERT_EQUAL(atomic_load(&c->closes), 1);
   free(t);
@@ -169,7 +169,7 @@ void test_remove_while_hook_removes(void) { lf_remove_during_dispatch(-1); }
  * thread while the pool dispatches them; each closes exactly once and no
  * hook runs on a closed handle. */
 static int lf_busy_input(taxi_handler_t *h, taxi_handle_t fd, unsigned ev) {
-  lf_conn_t *c = LF_CONN(h);
+  pool_conn_t *c = POOL_CONN(h);
   (void)ev;
   if (atomic_exchange(&c->busy, 1) != 0) atomic_fetch_add(&c->overlaps, 1);
   char buf[64];
@@ -189,7 +189,7 @@ static int lf_busy_input(taxi_handler_t *h, taxi_handle_t fd, unsigned ev) {
 }
 
 static void lf_closing_close(taxi_handler_t *h, taxi_handle_t fd) {
-  lf_conn_t *c = LF_CONN(h);
+  pool_conn_t *c = POOL_CONN(h);
   if (atomic_load(&c->busy)) atomic_store(&c->early_close, 1);
   atomic_fetch_add(&c->closes, 1);
   close(fd);
@@ -200,14 +200,14 @@ static const taxi_handler_ops_t lf_closing_ops = {.input = lf_busy_input,
                                                   .close = lf_closing_close};
 
 typedef struct lf_pinger {
-  lf_test_t *t;
+  pool_test_t *t;
   atomic_int stop;
 } lf_pinger_t;
 
 /* Keep writing to every peer whose handler was not removed yet. */
 static void lf_pinger_main(void *arg) {
   lf_pinger_t *pg = arg;
-  lf_test_t *t = pg->t;
+  pool_test_t *t = pg->t;
   char buf[64];
   memset(buf, 'p', sizeof buf);
   while (!atomic_load(&pg->stop)) {
@@ -222,8 +222,8 @@ static void lf_pinger_main(void *arg) {
 
 void test_remove_many_while_busy(void) {
   enum { N = 48 };
-  lf_test_t *t = lf_new();
-  lf_conns(t, N, &lf_closing_ops);
+  pool_test_t *t = pool_new(&pool_row_lf);
+  pool_conns(t, N, &lf_closing_ops);
   lf_create(t, TAXI_PROMOTE_LIFO, TAXI_LEADERS_ONE);
   CU_ASSERT_EQUAL(taxi_lf_spawn(t->p, 4), 0);
   static lf_pinger_t pg;
@@ -258,7 +258,7 @@ void test_remove_many_while_busy(void) {
   CU_ASSERT_EQUAL(early, 0);
   CU_ASSERT_EQUAL(overlaps, 0);
   CU_ASSERT_EQUAL(atomic_load(&t->bad_thread), 0);
-  lf_teardown(t);
+  pool_teardown(t);
   /* Destroying the reactor closed nothing twice. */
   for (int i = 0; i < N; i++)
     CU_ASSERT_EQUAL(atomic_load(&t->conn[i].closes), 1);
@@ -270,7 +270,7 @@ void test_remove_many_while_busy(void) {
 typedef struct lf_timed {
   taxi_handler_t h;
   taxi_timer_t timer;
-  lf_test_t *t;
+  pool_test_t *t;
   atomic_int fires;
   atomic_int busy;
   atomic_int overlaps;
@@ -299,7 +299,7 @@ static const taxi_handler_ops_t lf_timed_ops = {.timeout = lf_timed_timeout,
 
 static atomic_int lf_notes_run;
 static atomic_int lf_note_count[1000];
-static lf_test_t *lf_note_test;
+static pool_test_t *lf_note_test;
 
 static void lf_note_fn(void *arg) {
   int i = (int)(intptr_t)arg;
@@ -312,7 +312,7 @@ static void lf_note_fn(void *arg) {
  * its period fires in pool threads, never twice at once, and stops when
  * cancelled. */
 void test_timers_in_pool(void) {
-  lf_test_t *t = lf_new();
+  pool_test_t *t = pool_new(&pool_row_lf);
   static lf_timed_t x;
   memset(&x, 0, sizeof x);
   x.t = t;
@@ -343,7 +343,7 @@ void test_timers_in_pool(void) {
   CU_ASSERT_EQUAL(atomic_load(&x.fires), fires);
   CU_ASSERT_EQUAL(atomic_load(&x.overlaps), 0);
   CU_ASSERT_EQUAL(atomic_load(&t->bad_thread), 0);
-  lf_free(t);
+  pool_free(t);
   CU_ASSERT_EQUAL(atomic_load(&x.closes), 1);
 }
 
@@ -351,7 +351,7 @@ void test_timers_in_pool(void) {
  * exactly once. */
 void test_notifications_in_pool(void) {
   enum { N = 1000 };
-  lf_test_t *t = lf_new();
+  pool_test_t *t = pool_new(&pool_row_lf);
   lf_note_test = t;
   atomic_store(&lf_notes_run, 0);
   for (int i = 0; i < N; i++) atomic_store(&lf_note_count[i], 0);
@@ -371,7 +371,7 @@ void test_notifications_in_pool(void) {
   CU_ASSERT_EQUAL(atomic_load(&lf_notes_run), N);
   CU_ASSERT_EQUAL(atomic_load(&t->bad_thread), 0);
   CU_ASSERT(atomic_load(&t->seen) != 0);
-  lf_free(t);
+  pool_free(t);
 }
 
 /* ---- counters ------------------------------------------------------------ */
@@ -380,13 +380,13 @@ void test_notifications_in_pool(void) {
  * to the pool's, which equals the hooks run; time was accounted. */
 void test_counters(void) {
   enum { N = 16, ROUNDS = 100 };
-  lf_test_t *t = lf_new();
-  lf_conns(t, N, &lf_count_ops);
+  pool_test_t *t = pool_new(&pool_row_lf);
+  pool_conns(t, N, &pool_count_ops);
   lf_create(t, TAXI_PROMOTE_LIFO, TAXI_LEADERS_ONE);
   CU_ASSERT_EQUAL(taxi_lf_spawn(t->p, 4), 0);
   for (int round = 0; round < ROUNDS; round++) {
     for (int i = 0; i < N; i++) util_write_byte(t->conn[i].sv[1]);
-    CU_ASSERT(lf_wait_bytes(t, (long)N * (round + 1)));
+    CU_ASSERT(pool_wait_bytes(t, (long)N * (round + 1)));
   }
   CU_ASSERT(lf_wait_idle(t->p, 4));
   CU_ASSERT_EQUAL(
@@ -405,9 +405,9 @@ void test_counters(void) {
     CU_ASSERT_EQUAL(ts[i].active, 0);
   }
   printf("(%llu events, %d hooks) ", (unsigned long long)s.events,
-         lf_total_inputs(t));
+         pool_total_inputs(t));
   CU_ASSERT_EQUAL(sum, s.events);
-  CU_ASSERT_EQUAL(s.events, (uint64_t)lf_total_inputs(t));
+  CU_ASSERT_EQUAL(s.events, (uint64_t)pool_total_inputs(t));
   CU_ASSERT(s.events >= N);
   CU_ASSERT(s.leader_ns + s.processing_ns + s.follower_ns > 0);
   CU_ASSERT(s.processing_ns > 0);
@@ -419,5 +419,5 @@ void test_counters(void) {
   /* Fewer slots than threads: the count is still the total. */
   CU_ASSERT_EQUAL(taxi_lf_thread_stats(t->p, ts, 2), 4);
   CU_ASSERT_EQUAL(taxi_lf_thread_stats(t->p, ts, 0), 4);
-  lf_free(t);
+  pool_free(t);
 }

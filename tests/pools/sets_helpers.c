@@ -9,6 +9,8 @@
 
 #include "sets_helpers.h"
 
+#include "../net_helpers.h"
+
 const char *sets_backend;
 
 /* ---- small helpers ------------------------------------------------------- */
@@ -69,47 +71,7 @@ static void client_timeouts(int fd) {
 
 /* A blocking TCP client connected to 127.0.0.1:port, or -1. */
 int client_connect(unsigned port) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  client_timeouts(fd);
-  struct sockaddr_in a;
-  memset(&a, 0, sizeof a);
-  a.sin_family = AF_INET;
-  a.sin_port = htons((uint16_t)port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
-    int e = errno;
-    close(fd);
-    errno = e;
-    return -1;
-  }
-  return fd;
-}
-
-/* 0 when all n bytes were written. */
-static int send_all(int fd, const void *p, size_t n) {
-  const char *c = p;
-  while (n) {
-    ssize_t k = send(fd, c, n, MSG_NOSIGNAL);
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) return -1;
-    c += k;
-    n -= (size_t)k;
-  }
-  return 0;
-}
-
-/* 0 when all n bytes were read; -1 on error, time-out or end of stream. */
-static int recv_all(int fd, void *p, size_t n) {
-  char *c = p;
-  while (n) {
-    ssize_t k = recv(fd, c, n, 0);
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) return -1;
-    c += k;
-    n -= (size_t)k;
-  }
-  return 0;
+  return net_connect_loopback((int)port, 0, SETS_CLIENT_TIMEOUT_S, 0);
 }
 
 /* Write all of buf to a non-blocking descriptor (waiting, bounded, for
@@ -152,13 +114,13 @@ typedef struct sets_msg {
 
 int msg_send(int fd, uint32_t conn, uint32_t seq) {
   sets_msg_t m = {conn, seq};
-  return send_all(fd, &m, sizeof m);
+  return net_send_all(fd, &m, sizeof m);
 }
 
 /* 0 when the echo of (conn, seq) came back. */
 int msg_expect(int fd, uint32_t conn, uint32_t seq) {
   sets_msg_t m;
-  if (recv_all(fd, &m, sizeof m) != 0) return -1;
+  if (net_recv_all(fd, &m, sizeof m) != 0) return -1;
   return m.conn == conn && m.seq == seq ? 0 : -2;
 }
 
@@ -303,8 +265,8 @@ int clients_echo(unsigned port, int *fds, int n) {
     char out[32], in[32];
     int len = snprintf(out, sizeof out, "hello from client %03d", i);
     memset(in, 0, sizeof in);
-    if (send_all(fds[i], out, (size_t)len) == 0 &&
-        recv_all(fds[i], in, (size_t)len) == 0 && memcmp(in, out, len) == 0)
+    if (net_send_all(fds[i], out, (size_t)len) == 0 &&
+        net_recv_all(fds[i], in, (size_t)len) == 0 && memcmp(in, out, len) == 0)
       ok++;
     else
       printf("\n    client %d: no correct echo (%s)\n", i, strerror(errno));

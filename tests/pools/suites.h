@@ -9,8 +9,8 @@
  * exits 77 (skip) when the backend does not work here.
  *
  * What main.c shares with every suite starts with pools_; the files of one
- * theme share their fixtures through a header of their own (lf_helpers.h,
- * hsha_helpers.h, sets_helpers.h).
+ * theme share their fixtures through a header of their own
+ * (pool_fixture.h, the fixture and table of both pools; sets_helpers.h).
  *
  * Waits.  Tests never assert on time; every wait for another thread is
  * bounded (POOLS_WAIT_MS), and a thread that does not finish within its

@@ -167,18 +167,33 @@ static void test_cancel_multishot_accept(void) {
   cn_cancel_accept(TAXI_ACCEPT_MULTISHOT);
 }
 
-/* Three exact reads queued; the middle one (queued, not yet started) is
- * cancelled: it completes with TAXI_ECANCELED and takes no bytes; the
- * others get the stream in order. */
-static void test_cancel_middle_of_queue(void) {
+/* Exact reads of 10 bytes queued on one stream, one of them cancelled
+ * before any byte came: it completes with TAXI_ECANCELED and takes no
+ * bytes, the others are not run for it, and then get the stream's bytes
+ * in their order.  The cases differ in where the cancelled read stands. */
+typedef struct cn_queue_case {
+  int reads;  /* queued, at most CN_QUEUE_MAX */
+  int cancel; /* the one cancelled */
+  uint64_t seed;
+} cn_queue_case_t;
+
+#define CN_QUEUE_MAX 3
+
+static const cn_queue_case_t cn_queue_cases[] = {
+    {3, 1, 40}, /* the middle: queued, not yet started */
+    {2, 0, 41}, /* the head: the read given to the OS */
+};
+
+static void cn_cancel_in_queue(const cn_queue_case_t *k) {
   taxi_proactor_t *p = pt_proactor();
   int sv[2];
   pt_pair(p, sv);
-  static unsigned char buf[3][10], msg[20];
-  pt_fill(msg, sizeof msg, 40);
-  static taxi_op_t ops[3];
-  static pt_done_t d[3];
-  for (int i = 0; i < 3; i++) {
+  static unsigned char buf[CN_QUEUE_MAX][10], msg[10 * (CN_QUEUE_MAX - 1)];
+  size_t len = 10 * (size_t)(k->reads - 1);
+  pt_fill(msg, len, k->seed);
+  static taxi_op_t ops[CN_QUEUE_MAX];
+  static pt_done_t d[CN_QUEUE_MAX];
+  for (int i = 0; i < k->reads; i++) {
     taxi_op_init(&ops[i]);
     pt_done_init(&d[i]);
     CU_ASSERT_EQUAL_FATAL(
@@ -187,56 +202,37 @@ static void test_cancel_middle_of_queue(void) {
         0);
   }
   pt_settle(p, 10);
-  CU_ASSERT_EQUAL(taxi_proactor_cancel(p, &ops[1]), 0);
-  CU_ASSERT_FATAL(pt_run_done(p, &d[1], 1));
-  CU_ASSERT_EQUAL(d[1].status, TAXI_ECANCELED);
-  CU_ASSERT_EQUAL(d[1].bytes, 0);
-  CU_ASSERT_EQUAL(atomic_load(&d[0].calls), 0);
-  CU_ASSERT_EQUAL(atomic_load(&d[2].calls), 0);
-  CU_ASSERT_EQUAL_FATAL(pt_peer_write(sv[1], msg, sizeof msg), 0);
-  CU_ASSERT(pt_run_done(p, &d[0], 1));
-  CU_ASSERT(pt_run_done(p, &d[2], 1));
-  CU_ASSERT_EQUAL(d[0].status, 0);
-  CU_ASSERT_EQUAL(d[2].status, 0);
-  CU_ASSERT_EQUAL(memcmp(buf[0], msg, 10), 0);
-  CU_ASSERT_EQUAL(memcmp(buf[2], msg + 10, 10), 0);
-  CU_ASSERT(d[2].seq > d[0].seq);
+  CU_ASSERT_EQUAL(taxi_proactor_cancel(p, &ops[k->cancel]), 0);
+  CU_ASSERT_FATAL(pt_run_done(p, &d[k->cancel], 1));
+  CU_ASSERT_EQUAL(d[k->cancel].status, TAXI_ECANCELED);
+  CU_ASSERT_EQUAL(d[k->cancel].bytes, 0);
+  for (int i = 0; i < k->reads; i++)
+    if (i != k->cancel) CU_ASSERT_EQUAL(atomic_load(&d[i].calls), 0);
+  CU_ASSERT_EQUAL_FATAL(pt_peer_write(sv[1], msg, len), 0);
+  int got = 0, prev = -1;
+  for (int i = 0; i < k->reads; i++) {
+    if (i == k->cancel) continue;
+    CU_ASSERT_FATAL(pt_run_done(p, &d[i], 1));
+    CU_ASSERT_EQUAL(d[i].status, 0);
+    CU_ASSERT_EQUAL(d[i].bytes, 10);
+    CU_ASSERT_EQUAL(memcmp(buf[i], msg + 10 * got, 10), 0);
+    if (prev >= 0) CU_ASSERT(d[i].seq > d[prev].seq);
+    prev = i;
+    got++;
+  }
   pt_settle(p, 10);
-  for (int i = 0; i < 3; i++) CU_ASSERT_EQUAL(atomic_load(&d[i].calls), 1);
+  for (int i = 0; i < k->reads; i++)
+    CU_ASSERT_EQUAL(atomic_load(&d[i].calls), 1);
   pt_close(&sv[1]);
   pt_destroy(p);
 }
 
-/* The oldest of two reads (the one given to the OS) is cancelled: the
- * second gets the bytes. */
+static void test_cancel_middle_of_queue(void) {
+  cn_cancel_in_queue(&cn_queue_cases[0]);
+}
+
 static void test_cancel_head_of_queue(void) {
-  taxi_proactor_t *p = pt_proactor();
-  int sv[2];
-  pt_pair(p, sv);
-  static unsigned char buf[2][10], msg[10];
-  pt_fill(msg, sizeof msg, 41);
-  taxi_op_t ops[2];
-  pt_done_t d[2];
-  for (int i = 0; i < 2; i++) {
-    taxi_op_init(&ops[i]);
-    pt_done_init(&d[i]);
-    CU_ASSERT_EQUAL_FATAL(
-        taxi_proactor_read(p, &ops[i], sv[0], buf[i], 10, TAXI_READ_EXACT,
-                           pt_on_done, &d[i]),
-        0);
-  }
-  pt_settle(p, 10);
-  CU_ASSERT_EQUAL(taxi_proactor_cancel(p, &ops[0]), 0);
-  CU_ASSERT_FATAL(pt_run_done(p, &d[0], 1));
-  CU_ASSERT_EQUAL(d[0].status, TAXI_ECANCELED);
-  CU_ASSERT_EQUAL(d[0].bytes, 0);
-  CU_ASSERT_EQUAL_FATAL(pt_peer_write(sv[1], msg, sizeof msg), 0);
-  CU_ASSERT_FATAL(pt_run_done(p, &d[1], 1));
-  CU_ASSERT_EQUAL(d[1].status, 0);
-  CU_ASSERT_EQUAL(d[1].bytes, 10);
-  CU_ASSERT_EQUAL(memcmp(buf[1], msg, 10), 0);
-  pt_close(&sv[1]);
-  pt_destroy(p);
+  cn_cancel_in_queue(&cn_queue_cases[1]);
 }
 
 /* A big write that cannot finish (the peer reads nothing) is cancelled:

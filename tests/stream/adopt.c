@@ -85,7 +85,7 @@ static void ad_tag(char out[AD_TAG + 1], int n) {
 static int ad_send_tag(int fd, int n) {
   char t[AD_TAG + 1];
   ad_tag(t, n);
-  return st_send_all(fd, t, AD_TAG);
+  return net_send_all(fd, t, AD_TAG);
 }
 
 /* Receive 16 bytes (bounded by the socket's 10 s time-out): 0 if they are
@@ -93,7 +93,7 @@ static int ad_send_tag(int fd, int n) {
 static int ad_expect_tag(int fd, int n) {
   char t[AD_TAG + 1], got[AD_TAG];
   ad_tag(t, n);
-  if (st_recv_all(fd, got, AD_TAG) != 0) return -1;
+  if (net_recv_all(fd, got, AD_TAG) != 0) return -1;
   return memcmp(got, t, AD_TAG) == 0 ? 0 : -1;
 }
 
@@ -716,8 +716,8 @@ static void test_shared_socket(void) {
   /* The application's own: read the client's message, send it back. */
   for (int k = 0; k < ntaken; k++) {
     char got[AD_TAG];
-    if (st_recv_all(taken[k], got, AD_TAG) != 0 ||
-        st_send_all(taken[k], got, AD_TAG) != 0)
+    if (net_recv_all(taken[k], got, AD_TAG) != 0 ||
+        net_send_all(taken[k], got, AD_TAG) != 0)
       failed++;
   }
   for (int i = 0; i < AD_SHARED; i++)

@@ -289,8 +289,8 @@ static void test_accept_pause_on_emfile(void) {
   int fd = st_connect(port);
   CU_ASSERT_FATAL(fd >= 0);
   char buf[4];
-  CU_ASSERT_EQUAL(st_send_all(fd, "ping", 4), 0);
-  CU_ASSERT_EQUAL(st_recv_all(fd, buf, 4), 0);
+  CU_ASSERT_EQUAL(net_send_all(fd, "ping", 4), 0);
+  CU_ASSERT_EQUAL(net_recv_all(fd, buf, 4), 0);
   CU_ASSERT(memcmp(buf, "ping", 4) == 0);
   unsigned long calls = fault_calls("accept4");
   CU_ASSERT_EQUAL(fault_injected("accept4"), 2);

@@ -100,11 +100,11 @@ static void test_counters_known_exchange(void) {
   /* One message at a time, each answered before the next: a read each. */
   unsigned char in[4096], msg[100];
   memset(msg, 'm', sizeof msg);
-  CU_ASSERT_EQUAL(st_send_all(fd, msg, 100), 0);
-  CU_ASSERT_EQUAL(st_recv_all(fd, in, 3110), 0);
+  CU_ASSERT_EQUAL(net_send_all(fd, msg, 100), 0);
+  CU_ASSERT_EQUAL(net_recv_all(fd, in, 3110), 0);
   CU_ASSERT(memcmp(in, msg, 100) == 0 && in[100] == 'r' && in[110] == 'b');
-  CU_ASSERT_EQUAL(st_send_all(fd, msg, 50), 0);
-  CU_ASSERT_EQUAL(st_recv_all(fd, in, 50), 0);
+  CU_ASSERT_EQUAL(net_send_all(fd, msg, 50), 0);
+  CU_ASSERT_EQUAL(net_recv_all(fd, in, 50), 0);
   shutdown(fd, SHUT_WR);
   CU_ASSERT_EQUAL(st_recv_to_eof(fd, in, sizeof in), 0);
   CU_ASSERT(util_wait_flag(&k.closed, 1, 10000));

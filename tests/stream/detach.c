@@ -137,8 +137,8 @@ static void test_moves_between_contexts(void) {
   for (round = 0; round < MOVE_ROUNDS; round++) {
     for (size_t i = 0; i < sizeof out; i++)
       out[i] = st_byte((unsigned)round + 7, i);
-    if (st_send_all(fd, out, sizeof out) < 0 ||
-        st_recv_all(fd, in, sizeof in) < 0)
+    if (net_send_all(fd, out, sizeof out) < 0 ||
+        net_recv_all(fd, in, sizeof in) < 0)
       break;
     if (memcmp(in, out, sizeof in) != 0) {
       printf("(round %d: the echo differs) ", round);
@@ -273,7 +273,7 @@ static void bytes_in_flight(int outside) {
   /* In small pieces, so that the move happens in the middle. */
   int sent_ok = 0;
   for (size_t at = 0; at < FLOW_TOTAL; at += 512) {
-    if (st_send_all(fd, out + at, 512) < 0) break;
+    if (net_send_all(fd, out + at, 512) < 0) break;
     if (at == FLOW_TOTAL - 512) sent_ok = 1;
     if (outside && at == 64 * 1024) {
       CU_ASSERT(util_wait_flag(&f->started, 1, 10000));
@@ -380,7 +380,7 @@ static void test_refusals_and_promises(void) {
   CU_ASSERT_FATAL(r.handle != TAXI_INVALID_HANDLE);
   CU_ASSERT_EQUAL(send(r.handle, "z", 1, MSG_NOSIGNAL), 1);
   char c = 0;
-  CU_ASSERT_EQUAL(st_recv_all(fd, &c, 1), 0);
+  CU_ASSERT_EQUAL(net_recv_all(fd, &c, 1), 0);
   CU_ASSERT_EQUAL(c, 'z');
   /* Destroying the context leaves it open too: it is the test's. */
   st_io_destroy(&a);

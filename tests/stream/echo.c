@@ -118,7 +118,7 @@ static void test_thousand_streams(void) {
   for (int i = 0; i < n; i++) {
     for (size_t k = 0; k < sizeof msg; k++)
       msg[k] = (char)st_byte((unsigned)i, k);
-    CU_ASSERT_EQUAL(st_send_all(fds[i], msg, sizeof msg), 0);
+    CU_ASSERT_EQUAL(net_send_all(fds[i], msg, sizeof msg), 0);
   }
   /* Read every echo back, in any order of connections. */
   int done = 0, bad = 0;
@@ -174,8 +174,8 @@ static void test_no_allocation_per_message(void) {
    * thread may start late, hence the pause). */
   util_sleep_ms(300);
   for (int i = 0; i < 500 && fd >= 0; i++) {
-    CU_ASSERT_EQUAL(st_send_all(fd, out, sizeof out), 0);
-    CU_ASSERT_EQUAL(st_recv_all(fd, in, sizeof in), 0);
+    CU_ASSERT_EQUAL(net_send_all(fd, out, sizeof out), 0);
+    CU_ASSERT_EQUAL(net_recv_all(fd, in, sizeof in), 0);
   }
   /* A backend's queue may still grow once under a burst larger than any
    * before (amortised, not per message): of three windows of messages,
@@ -185,8 +185,8 @@ static void test_no_allocation_per_message(void) {
     util_alloc_counts_t before = util_alloc_counts();
     for (int i = 0; i < messages; i++) {
       out[0] = (char)i;
-      if (st_send_all(fd, out, sizeof out) || st_recv_all(fd, in, sizeof in) ||
-          memcmp(in, out, sizeof in)) {
+      if (net_send_all(fd, out, sizeof out) ||
+          net_recv_all(fd, in, sizeof in) || memcmp(in, out, sizeof in)) {
         CU_FAIL("echo");
         w = 3;
         break;

@@ -100,8 +100,8 @@ static void spread(taxi_group_spread_t how) {
       for (size_t k = 0; k < sizeof out; k++)
         out[k] = st_byte((unsigned)i, (uint64_t)r * G_MSG + k);
       if (fds[i] < 0) continue;
-      CU_ASSERT_EQUAL(st_send_all(fds[i], out, sizeof out), 0);
-      CU_ASSERT_EQUAL(st_recv_all(fds[i], in, sizeof in), 0);
+      CU_ASSERT_EQUAL(net_send_all(fds[i], out, sizeof out), 0);
+      CU_ASSERT_EQUAL(net_recv_all(fds[i], in, sizeof in), 0);
       CU_ASSERT_EQUAL(memcmp(in, out, sizeof out), 0);
     }
   for (int i = 0; i < G_STREAMS; i++)

@@ -46,11 +46,16 @@ int st_io_create(st_io_t *c) {
 }
 
 int st_io_create_spread(st_io_t *c, taxi_group_spread_t spread) {
-  memset(c, 0, sizeof *c);
-  pair_from_suite();
   taxi_io_options_t o;
   taxi_io_options_init(&o);
   o.spread = spread;
+  return st_io_create_with(c, &o);
+}
+
+int st_io_create_with(st_io_t *c, const taxi_io_options_t *base) {
+  memset(c, 0, sizeof *c);
+  pair_from_suite();
+  taxi_io_options_t o = *base;
   o.dispatcher = st_dispatcher;
   o.backend = st_backend;
   o.threads = st_dispatcher == TAXI_IO_LF        ? 3
@@ -110,56 +115,7 @@ int st_listen(st_io_t *c, const taxi_listener_options_t *o, taxi_accept_fn fn,
 int st_connect(int port) { return st_connect_rcvbuf(port, 0); }
 
 int st_connect_rcvbuf(int port, int rcvbuf) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  if (rcvbuf) setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
-  struct sockaddr_in a;
-  memset(&a, 0, sizeof a);
-  a.sin_family = AF_INET;
-  a.sin_port = htons((uint16_t)port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  struct timeval tv = {10, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-  if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
-    /* Interrupted, the handshake goes on: wait for its end. */
-    int err = errno;
-    struct pollfd p = {fd, POLLOUT, 0};
-    socklen_t len = sizeof err;
-    if (err != EINTR || poll(&p, 1, 10000) != 1 ||
-        getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0) {
-      close(fd);
-      errno = err;
-      return -1;
-    }
-  }
-  int one = 1;
-  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  return fd;
-}
-
-int st_send_all(int fd, const void *buf, size_t n) {
-  const char *p = buf;
-  while (n) {
-    ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) return -1;
-    p += k;
-    n -= (size_t)k;
-  }
-  return 0;
-}
-
-int st_recv_all(int fd, void *buf, size_t n) {
-  char *p = buf;
-  while (n) {
-    ssize_t k = recv(fd, p, n, 0);
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) return -1;
-    p += k;
-    n -= (size_t)k;
-  }
-  return 0;
+  return net_connect_loopback(port, rcvbuf, 10, 1);
 }
 
 long st_recv_to_eof(int fd, void *buf, size_t cap) {

@@ -373,7 +373,7 @@ static void test_post_cancelled_at_close(void) {
   st_io_run(&c);
   int fd = st_connect(port);
   CU_ASSERT_FATAL(fd >= 0);
-  CU_ASSERT_EQUAL(st_send_all(fd, "x", 1), 0);
+  CU_ASSERT_EQUAL(net_send_all(fd, "x", 1), 0);
   CU_ASSERT(util_wait_flag(&x.closed, 1, 10000));
   CU_ASSERT_EQUAL(x.rc_after_close, TAXI_EBADF);
   CU_ASSERT_EQUAL(atomic_load(&x.n), 6);

@@ -13,6 +13,7 @@
 
 #include "runner.h"
 #include "util.h"
+#include "net_helpers.h"
 
 /* The pair under test (set by main before the suite runs). */
 extern taxi_io_dispatcher_t st_dispatcher;
@@ -30,6 +31,9 @@ typedef struct st_io {
 int st_io_create(st_io_t *c);
 /* The same, streams spread over a proactors group as `spread` says. */
 int st_io_create_spread(st_io_t *c, taxi_group_spread_t spread);
+/* The same with the options of base besides (its dispatcher, backend
+ * and threads are the pair's). */
+int st_io_create_with(st_io_t *c, const taxi_io_options_t *base);
 /* Start taxi_io_run in a thread. */
 void st_io_run(st_io_t *c);
 /* taxi_io_stop, wait (bounded), join; returns what taxi_io_run returned
@@ -43,14 +47,14 @@ void st_io_destroy(st_io_t *c);
 int st_listen(st_io_t *c, const taxi_listener_options_t *o, taxi_accept_fn fn,
               void *arg, taxi_listener_t **out);
 
-/* A blocking TCP client socket connected to 127.0.0.1:port, or -1. */
+/* A blocking TCP client socket connected to 127.0.0.1:port, or -1: 10 s
+ * time-outs, TCP_NODELAY (net_connect_loopback). */
 int st_connect(int port);
 /* The same with SO_RCVBUF set to rcvbuf bytes first (0: the default). */
 int st_connect_rcvbuf(int port, int rcvbuf);
-/* Send all / receive exactly n bytes (blocking, bounded by 10 s).  0 or
- * -1. */
-int st_send_all(int fd, const void *buf, size_t n);
-int st_recv_all(int fd, void *buf, size_t n);
+/* Send all / receive exactly n bytes on the clients above (blocking,
+ * bounded by their time-outs): net_send_all and net_recv_all of
+ * net_helpers.h. */
 /* Read until EOF (bounded); returns bytes read, or -1. */
 long st_recv_to_eof(int fd, void *buf, size_t cap);
 
@@ -91,5 +95,6 @@ extern CU_TestInfo st_tests_post[];
 extern CU_TestInfo st_tests_counters[];
 extern CU_TestInfo st_tests_timeouts[];
 extern CU_TestInfo st_tests_pipe[];
+extern CU_TestInfo st_tests_resolve[];
 
 #endif /* TAXI_TESTS_STREAM_SUITES_H */

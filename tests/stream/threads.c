@@ -206,7 +206,7 @@ static void test_foreign_write_during_callback(void) {
   char buf[2];
   int ok = 1;
   for (int i = 0; i < 50 && ok; i++) {
-    ok = st_send_all(fd, "A", 1) == 0 && st_recv_all(fd, buf, 2) == 0 &&
+    ok = net_send_all(fd, "A", 1) == 0 && net_recv_all(fd, buf, 2) == 0 &&
          buf[0] == 'a' && buf[1] == 'b';
   }
   CU_ASSERT(ok);

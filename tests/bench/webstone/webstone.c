@@ -96,7 +96,23 @@ static void usage(FILE *out) {
 /* 1: --make-docroot was done (or failed: *status), 0: a run, -1: usage. */
 static int parse_args(int argc, char **argv, int *status) {
   int i = 1, have_duration = 0, have_limit = 0;
-  long n;
+  long requests = 0, seed = 1;
+  const cmdline_spec_t specs[] = {
+      {"--port", CMDLINE_PORT, &ws_opt.port, 0, 0, 0, NULL},
+      {"--host", CMDLINE_TEXT, &ws_opt.host, 0, 0, 0, NULL},
+      {"--docroot", CMDLINE_TEXT, &ws_opt.docroot, 0, 0, 0, NULL},
+      {"--clients", CMDLINE_LONG, &ws_opt.clients, 1, MAX_CLIENTS, 0, NULL},
+      {"--threads", CMDLINE_LONG, &ws_opt.threads, 1, MAX_THREADS, 0, NULL},
+      {"--size", CMDLINE_LONG, &ws_opt.size, 1, LONG_MAX, 0, NULL},
+      {"--duration", CMDLINE_SECONDS, &ws_opt.duration, 0, 0, 0.001,
+       &have_duration},
+      {"--requests", CMDLINE_LONG, &requests, 1, LONG_MAX, 0, NULL},
+      {"--warmup", CMDLINE_SECONDS, &ws_opt.warmup, 0, 0, 0, NULL},
+      {"--timeout", CMDLINE_SECONDS, &ws_opt.timeout, 0, 0, 0.001, NULL},
+      {"--time-limit", CMDLINE_SECONDS, &ws_opt.time_limit, 0, 0, 0.001,
+       &have_limit},
+      {"--seed", CMDLINE_LONG, &seed, 0, LONG_MAX, 0, NULL},
+  };
   ws_opt.host = "127.0.0.1";
   ws_opt.clients = 10;
   ws_opt.threads = 1;
@@ -104,10 +120,9 @@ static int parse_args(int argc, char **argv, int *status) {
   ws_opt.warmup = 1;
   ws_opt.time_limit = 60;
   ws_opt.timeout = 10;
-  ws_opt.seed = 1;
   while (i < argc) {
     const char *v;
-    int m = 0;
+    int m;
     if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
       usage(stdout);
       exit(WS_EXIT_OK);
@@ -127,65 +142,18 @@ static int parse_args(int argc, char **argv, int *status) {
       *status = ws_make_docroot(v) == 0 ? WS_EXIT_OK : WS_EXIT_ERROR;
       if (*status == WS_EXIT_OK) printf("webstone: wrote the docroot %s\n", v);
       return 1;
-    } else if (m == 0 && (m = cmdline_option("webstone", argc, argv, &i,
-                                             "--port", &v)) > 0) {
-      if (cmdline_long("webstone", "--port", v, 1, 65535, &n) < 0) return -1;
-      ws_opt.port = v;
-    } else if (m == 0 && (m = cmdline_option("webstone", argc, argv, &i,
-                                             "--host", &v)) > 0) {
-      ws_opt.host = v;
-    } else if (m == 0 && (m = cmdline_option("webstone", argc, argv, &i,
-                                             "--docroot", &v)) > 0) {
-      ws_opt.docroot = v;
-    } else if (m == 0 && (m = cmdline_option("webstone", argc, argv, &i,
-                                             "--clients", &v)) > 0) {
-      if (cmdline_long("webstone", "--clients", v, 1, MAX_CLIENTS,
-                       &ws_opt.clients) < 0)
-        return -1;
-    } else if (m == 0 && (m = cmdline_option("webstone", argc, argv, &i,
-                                             "--threads", &v)) > 0) {
-      if (cmdline_long("webstone", "--threads", v, 1, MAX_THREADS,
-                       &ws_opt.threads) < 0)
-        return -1;
-    } else if (m == 0 && (m = cmdline_option("webstone", argc, argv, &i,
-                                             "--size", &v)) > 0) {
-      if (cmdline_long("webstone", "--size", v, 1, LONG_MAX, &ws_opt.size) < 0)
-        return -1;
-    } else if (m == 0 && (m = cmdline_option("webstone", argc, argv, &i,
-                                             "--duration", &v)) > 0) {
-      if (cmdline_seconds("webstone", "--duration", v, 0.001,
-                          &ws_opt.duration) < 0)
-        return -1;
-      have_duration = 1;
-    } else if (m == 0 && (m = cmdline_option("webstone", argc, argv, &i,
-                                             "--requests", &v)) > 0) {
-      if (cmdline_long("webstone", "--requests", v, 1, LONG_MAX, &n) < 0)
-        return -1;
-      ws_opt.requests = n;
-    } else if (m == 0 && (m = cmdline_option("webstone", argc, argv, &i,
-                                             "--warmup", &v)) > 0) {
-      if (cmdline_seconds("webstone", "--warmup", v, 0, &ws_opt.warmup) < 0)
-        return -1;
-    } else if (m == 0 && (m = cmdline_option("webstone", argc, argv, &i,
-                                             "--timeout", &v)) > 0) {
-      if (cmdline_seconds("webstone", "--timeout", v, 0.001, &ws_opt.timeout) <
-          0)
-        return -1;
-    } else if (m == 0 && (m = cmdline_option("webstone", argc, argv, &i,
-                                             "--time-limit", &v)) > 0) {
-      if (cmdline_seconds("webstone", "--time-limit", v, 0.001,
-                          &ws_opt.time_limit) < 0)
-        return -1;
-      have_limit = 1;
-    } else if (m == 0 && (m = cmdline_option("webstone", argc, argv, &i,
-                                             "--seed", &v)) > 0) {
-      if (cmdline_long("webstone", "--seed", v, 0, LONG_MAX, &n) < 0) return -1;
-      ws_opt.seed = (uint64_t)n;
-    } else {
-      if (m == 0) fprintf(stderr, "webstone: unknown argument '%s'\n", argv[i]);
+    }
+    if (m == 0)
+      m = cmdline_table("webstone", argc, argv, &i, specs,
+                        sizeof specs / sizeof specs[0]);
+    if (m < 0) return -1;
+    if (m == 0) {
+      fprintf(stderr, "webstone: unknown argument '%s'\n", argv[i]);
       return -1;
     }
   }
+  ws_opt.requests = requests;
+  ws_opt.seed = (uint64_t)seed;
   if (ws_opt.port == NULL || ws_opt.docroot == NULL) {
     fprintf(stderr, "webstone: --port and --docroot are required\n");
     return -1;

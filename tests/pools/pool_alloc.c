@@ -1,17 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * tests/pools/lf_alloc.c - the Leader/Followers pool's allocations:
- * none per event, all freed by destroy, failures reported without leaks.
+ * tests/pools/pool_alloc.c - the allocations of each pool of the table:
+ * none per event, all freed by destroy, failures reported without leaks
+ * (the suites "lf alloc" and "hsha alloc").
  */
 #define _GNU_SOURCE 1
 
-#include "lf_helpers.h"
-
-/* ---- allocations --------------------------------------------------------- */
+#include "pool_fixture.h"
 
 /* Echo what arrives. */
-static int lf_echo_input(taxi_handler_t *h, taxi_handle_t fd, unsigned ev) {
-  lf_conn_t *c = LF_CONN(h);
+static int pool_echo_input(taxi_handler_t *h, taxi_handle_t fd, unsigned ev) {
+  pool_conn_t *c = POOL_CONN(h);
   char buf[64];
   (void)ev;
   for (;;) {
@@ -24,40 +23,39 @@ static int lf_echo_input(taxi_handler_t *h, taxi_handle_t fd, unsigned ev) {
   return 0;
 }
 
-static const taxi_handler_ops_t lf_echo_ops = {.input = lf_echo_input,
-                                               .close = lf_conn_close};
+static const taxi_handler_ops_t pool_echo_ops = {.input = pool_echo_input,
+                                                 .close = pool_conn_close};
 
 /* One byte to each of the first n connections' peers, then wait for every
  * answer.  0 or -1. */
-static int lf_ping_all(lf_test_t *t, int n) {
-  int peers[LF_MAX_CONNS];
+static int pool_ping_all(pool_test_t *t, int n) {
+  int peers[POOL_MAX_CONNS];
   for (int i = 0; i < n; i++) peers[i] = t->conn[i].sv[1];
   return pools_ping_all(peers, n);
 }
 
 /* Zero heap allocations per event in steady state: 4 threads, 32
  * connections, 50,000 ping-pong events after a warm-up. */
-static void test_zero_alloc_per_event(void) {
+static void zero_alloc_per_event(const pool_row_t *row) {
   enum { N = 32, WARMUP = 100 };
   const int events = 50000;
   CU_ASSERT_EQUAL_FATAL(util_alloc_install(), 0);
   util_alloc_reset();
-  lf_test_t *t = lf_new();
+  pool_test_t *t = pool_new(row);
   CU_ASSERT(util_alloc_counts().mallocs > 0); /* the hook is used */
-  lf_conns(t, N, &lf_echo_ops);
-  lf_create(t, TAXI_PROMOTE_LIFO, TAXI_LEADERS_ONE);
-  CU_ASSERT_EQUAL(taxi_lf_spawn(t->p, 4), 0);
+  pool_conns(t, N, &pool_echo_ops);
+  pool_start(t, NULL, 4);
   int failed = 0;
   for (int i = 0; i < WARMUP && !failed; i++)
-    if (lf_ping_all(t, N) != 0) failed = 1;
+    if (pool_ping_all(t, N) != 0) failed = 1;
   CU_ASSERT_EQUAL(failed, 0);
-  taxi_lf_stats_t s0 = lf_stats(t->p);
+  pool_counts_t s0 = pool_counts(t);
   util_alloc_counts_t before = util_alloc_counts();
   int rounds = (events + N - 1) / N;
   for (int i = 0; i < rounds && !failed; i++)
-    if (lf_ping_all(t, N) != 0) failed = 2;
+    if (pool_ping_all(t, N) != 0) failed = 2;
   util_alloc_counts_t after = util_alloc_counts();
-  taxi_lf_stats_t s1 = lf_stats(t->p);
+  pool_counts_t s1 = pool_counts(t);
   CU_ASSERT_EQUAL(failed, 0);
   uint64_t mallocs = after.mallocs - before.mallocs;
   uint64_t reallocs = after.reallocs - before.reallocs;
@@ -70,7 +68,7 @@ static void test_zero_alloc_per_event(void) {
   CU_ASSERT(rounds * N >= events);
   CU_ASSERT_EQUAL(mallocs, 0);
   CU_ASSERT_EQUAL(reallocs, 0);
-  lf_free(t);
+  pool_free(t);
   CU_ASSERT_EQUAL(util_alloc_counts().live, 0);
   CU_ASSERT_EQUAL(util_alloc_uninstall(), 0);
 }
@@ -78,25 +76,25 @@ static void test_zero_alloc_per_event(void) {
 /* Everything a pool allocated is freed by destroy (through the hook): pool
  * lifetimes on one reactor leave nothing behind, and destroying the
  * reactor then frees everything.  (The reactor may keep buffers it grew
- * for the first pool, for the next: the baseline is taken after one.) */
-static void test_destroy_frees_everything(void) {
+ * for the first pool, for the next: the baseline is taken after one.)
+ * Each pool runs with its optional parts in use: LF with priority
+ * promotion and an application thread, HS/HA with a priority callback. */
+static void destroy_frees_everything(const pool_row_t *row) {
   CU_ASSERT_EQUAL_FATAL(util_alloc_install(), 0);
   util_alloc_reset();
-  lf_test_t *t = lf_new();
-  lf_conns(t, 8, &lf_count_ops);
+  pool_test_t *t = pool_new(row);
+  pool_conns(t, 8, &pool_count_ops);
+  const void *opts = row->priority_options(t);
   int64_t live[3];
   for (int cycle = 0; cycle < 3; cycle++) {
     int64_t before = util_alloc_counts().live;
-    lf_create(t, TAXI_PROMOTE_PRIORITY, TAXI_LEADERS_ONE);
-    CU_ASSERT_EQUAL(taxi_lf_spawn(t->p, 3), 0);
-    int j = lf_start_joiner(t, LF_JOIN_MS, 4);
+    pool_start(t, opts, 3);
+    if (row->add_app_thread) row->add_app_thread(t, LF_JOIN_MS, 4);
     for (int i = 0; i < 8; i++) util_write_byte(t->conn[i].sv[1]);
-    CU_ASSERT(lf_wait_bytes(t, 8L * (cycle + 1)));
+    CU_ASSERT(pool_wait_bytes(t, 8L * (cycle + 1)));
     CU_ASSERT(util_alloc_counts().live > before);
-    CU_ASSERT_EQUAL(
-        util_bounded(lf_do_destroy, t->p, POOLS_WAIT_MS, "taxi_lf_destroy"), 0);
-    t->p = NULL;
-    util_thread_join(&t->th[j], POOLS_WAIT_MS, "taxi_lf_join after destroy");
+    CU_ASSERT_EQUAL(pool_destroy_bounded(t), 0);
+    pool_join_app_threads(t, "taxi_lf_join after destroy");
     live[cycle] = util_alloc_counts().live;
   }
   if (live[1] != live[0] || live[2] != live[0])
@@ -106,23 +104,20 @@ static void test_destroy_frees_everything(void) {
         (long long)live[0], (long long)live[1], (long long)live[2]);
   CU_ASSERT_EQUAL(live[1], live[0]);
   CU_ASSERT_EQUAL(live[2], live[0]);
-  lf_free(t);
+  pool_free(t);
   CU_ASSERT_EQUAL(util_alloc_counts().live, 0);
   CU_ASSERT_EQUAL(util_alloc_uninstall(), 0);
 }
 
-/* Each allocation create and spawn make, failed in turn: TAXI_ENOMEM,
- * nothing leaked, the reactor left usable. */
-static void test_allocation_failures(void) {
+/* Each allocation create (and LF's spawn) make, failed in turn:
+ * TAXI_ENOMEM, nothing leaked, the reactor left usable. */
+static void allocation_failures(const pool_row_t *row) {
   CU_ASSERT_EQUAL_FATAL(util_alloc_install(), 0);
   util_alloc_reset();
-  lf_test_t *t = lf_new();
+  pool_test_t *t = pool_new(row);
   /* One pool first, so that what the reactor grows for a pool is there. */
-  lf_create(t, TAXI_PROMOTE_LIFO, TAXI_LEADERS_ONE);
-  CU_ASSERT_EQUAL(taxi_lf_spawn(t->p, 2), 0);
-  CU_ASSERT_EQUAL(
-      util_bounded(lf_do_destroy, t->p, POOLS_WAIT_MS, "taxi_lf_destroy"), 0);
-  t->p = NULL;
+  pool_start(t, NULL, 2);
+  CU_ASSERT_EQUAL(pool_destroy_bounded(t), 0);
   int64_t base = util_alloc_counts().live_here;
   int succeeded = 0, wrong = 0, leaked = 0;
   /* Only this thread's allocations are failed and counted: a pool's own
@@ -132,18 +127,17 @@ static void test_allocation_failures(void) {
    * allocate is checked once the reactor is gone, below. */
   for (long n = 0; n < 200 && !succeeded; n++) {
     util_alloc_fail_after_here(n);
-    taxi_lf_pool_t *p = NULL;
-    int created = taxi_lf_create(&p, t->r, NULL);
-    int rc = created;
-    if (rc == 0) rc = taxi_lf_spawn(p, 2);
+    void *p = NULL;
+    int rc = row->create(t->r, NULL, 2, &p);
     util_alloc_fail_after_here(-1);
-    if (rc == 0) succeeded = 1;
-    if (rc != 0 && rc != TAXI_ENOMEM) {
+    if (rc == 0) {
+      succeeded = 1;
+      CU_ASSERT_EQUAL(row->destroy(p), 0);
+    } else if (rc != TAXI_ENOMEM) {
       if (!wrong)
         printf("\n    failing allocation #%ld: %s\n", n, taxi_error_name(rc));
       wrong++;
     }
-    if (created == 0) CU_ASSERT_EQUAL(taxi_lf_destroy(p), 0);
     if (util_alloc_counts().live_here != base) {
       if (!leaked)
         printf("\n    failing allocation #%ld: %lld blocks leaked\n", n,
@@ -154,16 +148,32 @@ static void test_allocation_failures(void) {
   CU_ASSERT_EQUAL(succeeded, 1);
   CU_ASSERT_EQUAL(wrong, 0);
   CU_ASSERT_EQUAL(leaked, 0);
-  lf_free(t);
+  /* The reactor was left free. */
+  CU_ASSERT_EQUAL(taxi_reactor_handle_events(t->r, 0), 0);
+  pool_free(t);
   CU_ASSERT_EQUAL(util_alloc_counts().live, 0);
   CU_ASSERT_EQUAL(util_alloc_uninstall(), 0);
 }
 
-static CU_TestInfo lf_alloc_tests[] = {
-    {"destroy frees everything", test_destroy_frees_everything},
-    {"allocation failures: TAXI_ENOMEM, no leak", test_allocation_failures},
-    {"zero allocations per event", test_zero_alloc_per_event},
-    CU_TEST_INFO_NULL,
-};
+POOL_CASE(lf, zero_alloc_per_event)
+POOL_CASE(lf, destroy_frees_everything)
+POOL_CASE(lf, allocation_failures)
+POOL_CASE(hsha, zero_alloc_per_event)
+POOL_CASE(hsha, destroy_frees_everything)
+POOL_CASE(hsha, allocation_failures)
+
+#define POOL_ALLOC_TESTS(row)                                       \
+  {                                                                 \
+    {"destroy frees everything", row##_destroy_frees_everything},   \
+        {"allocation failures: TAXI_ENOMEM, no leak",               \
+         row##_allocation_failures},                                \
+        {"zero allocations per event", row##_zero_alloc_per_event}, \
+        CU_TEST_INFO_NULL,                                          \
+  }
+
+static CU_TestInfo lf_alloc_tests[] = POOL_ALLOC_TESTS(lf);
+static CU_TestInfo hs_alloc_tests[] = POOL_ALLOC_TESTS(hsha);
 const taxi_test_suite_t pools_suite_lf_alloc = {"lf alloc", lf_alloc_tests, 120,
                                                 NULL};
+const taxi_test_suite_t pools_suite_hsha_alloc = {"hsha alloc", hs_alloc_tests,
+                                                  120, NULL};

@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * core/stream/stream_write.c - what the application writes to a stream:
+ * bytes copied into its output ring, bytes of the caller's, a file, and the
+ * shutdown of the write side once they are sent.  Each is queued under the
+ * stream's lock, and the state machine's next round (core/stream/stream.c)
+ * sends it: no call here waits for the socket.  Calls stream.c only.
+ */
+#include "config.h"
+
+#include "core/stream/io_impl.h"
+
+#include <string.h>
+
+static int queue(taxi_stream_t *s, int kind, const void *data, size_t len,
+                 taxi_handle_t file, int64_t foff, taxi_stream_done_fn fn,
+                 void *arg) {
+  int rc = taxi__stream_lock_open(s);
+  if (rc < 0) return rc;
+  if (s->flags & TAXI__S_SHUT_REQ) {
+    rc = TAXI_EPIPE;
+  } else if (kind == TAXI__W_COPY && len > s->wcap) {
+    rc = TAXI_EINVAL;
+  } else if (kind == TAXI__W_COPY && len > s->wcap - s->wused) {
+    rc = TAXI_EAGAIN;
+  } else {
+    taxi__wrec_t *tail =
+        s->rcount ? &s->recs[(s->rhead + s->rcount - 1) % s->nrecs] : NULL;
+    if (kind == TAXI__W_COPY && !fn && tail && tail->kind == TAXI__W_COPY &&
+        !tail->fn) {
+      tail->len += len; /* the ring is contiguous: join it */
+    } else if (s->rcount == s->nrecs) {
+      rc = TAXI_ENOBUFS;
+    } else {
+      taxi__wrec_t *r = &s->recs[(s->rhead + s->rcount) % s->nrecs];
+      memset(r, 0, sizeof *r);
+      r->kind = kind;
+      r->len = len;
+      r->fn = fn;
+      r->arg = arg;
+      r->ptr = data;
+      r->file = file;
+      r->foff = foff;
+      r->off = (s->whead + s->wused) % s->wcap;
+      if (kind == TAXI__W_FILE && len <= TAXI__CORK_MAX) s->wfiles++;
+      if (s->rcount++ == 0) s->t_write = taxi_now();
+    }
+  }
+  if (rc == 0 && kind == TAXI__W_COPY) {
+    size_t at = (s->whead + s->wused) % s->wcap;
+    size_t first = s->wcap - at < len ? s->wcap - at : len;
+    memcpy(s->wbuf + at, data, first);
+    memcpy(s->wbuf, (const unsigned char *)data + first, len - first);
+    s->wused += len;
+  }
+  if (rc == TAXI_EAGAIN || rc == TAXI_ENOBUFS) {
+    s->flags |= TAXI__S_NEED_DRAIN;
+    TAXI__S_COUNT(s, writes_refused, 1);
+    if (rc == TAXI_ENOBUFS)
+      atomic_fetch_add_explicit(&s->cnt.writes_no_record, 1,
+                                memory_order_relaxed);
+  }
+  if (rc == 0) {
+    TAXI__S_COUNT(s, writes, 1);
+    taxi__stream_request_locked(s);
+  }
+  taxi__mutex_unlock(&s->lock);
+  return rc;
+}
+
+int taxi_stream_write(taxi_stream_t *s, const void *data, size_t len,
+                      taxi_stream_done_fn fn, void *arg) {
+  if (!s || !data || len == 0) return TAXI_EINVAL;
+  return queue(s, TAXI__W_COPY, data, len, TAXI_INVALID_HANDLE, 0, fn, arg);
+}
+
+int taxi_stream_write_ref(taxi_stream_t *s, const void *data, size_t len,
+                          taxi_stream_done_fn fn, void *arg) {
+  if (!s || !data || len == 0 || !fn) return TAXI_EINVAL;
+  return queue(s, TAXI__W_REF, data, len, TAXI_INVALID_HANDLE, 0, fn, arg);
+}
+
+int taxi_stream_sendfile(taxi_stream_t *s, taxi_handle_t file, int64_t offset,
+                         size_t len, taxi_stream_done_fn fn, void *arg) {
+  int64_t size;
+  if (!s || offset < 0 || len == 0) return TAXI_EINVAL;
+  if (file == TAXI_INVALID_HANDLE) return TAXI_EBADF;
+  int rc = taxi__file_size(file, &size);
+  if (rc < 0) return rc == TAXI_EBADF ? TAXI_EBADF : TAXI_EINVAL;
+  if (offset > size || (uint64_t)(size - offset) < (uint64_t)len)
+    return TAXI_EINVAL;
+  return queue(s, TAXI__W_FILE, NULL, len, file, offset, fn, arg);
+}
+
+int taxi_stream_shutdown(taxi_stream_t *s) {
+  int rc = taxi__stream_lock_open(s);
+  if (rc < 0) return rc;
+  if (s->flags & TAXI__S_SHUT_REQ) {
+    rc = TAXI_EPIPE;
+  } else {
+    s->flags |= TAXI__S_SHUT_REQ;
+    taxi__stream_request_locked(s);
+  }
+  taxi__mutex_unlock(&s->lock);
+  return rc;
+}
+
+int taxi_stream_end(taxi_stream_t *s) {
+  int rc = taxi__stream_lock_open(s);
+  if (rc < 0) return rc;
+  if (s->flags & TAXI__S_END_REQ) {
+    rc = TAXI_EBADF;
+  } else {
+    s->flags |= TAXI__S_SHUT_REQ | TAXI__S_END_REQ;
+    s->flags &= ~TAXI__S_READING;
+    taxi__stream_request_locked(s);
+  }
+  taxi__mutex_unlock(&s->lock);
+  return rc;
+}

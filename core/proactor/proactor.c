@@ -1,10 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * core/proactor/proactor.c - the proactor's life cycle, its table of attached
- * handles, cancellation and counters.  Starting operations lives in
- * proactor_start.c, completion processing and dispatch in
- * proactor_dispatch.c (see core/proactor/proactor_impl.h for the whole
- * picture).
+ * core/proactor/proactor.c - layer 4, the life cycle: creating and
+ * destroying a proactor, attaching, detaching and closing handles,
+ * cancellation, counters, and giving back pooled buffers.  Starting
+ * operations lives beside it in proactor_start.c.
+ *
+ * It calls the loop (proactor_dispatch.c), the completion layer and the
+ * table (see the layering in core/proactor/proactor_impl.h).  What is made
+ * later than the proactor and must go with it (the signal catcher of
+ * proactor_signal.c, above this layer) registers a teardown hook that
+ * destroy runs, rather than destroy calling it.
  */
 #include "config.h"
 
@@ -16,9 +21,6 @@
 
 #include <stdio.h>
 #include <string.h>
-
-/* Completions one wait may report into the dispatcher's buffer. */
-#define MAX_EVENTS 128u
 
 /* ---- records ------------------------------------------------------------ */
 
@@ -67,7 +69,7 @@ int taxi_proactor_create(taxi_proactor_t **out,
   taxi_proactor_t *p = taxi__calloc(1, sizeof *p);
   if (!p) return TAXI_ENOMEM;
   int rc = TAXI_ENOMEM;
-  p->max_events = MAX_EVENTS;
+  p->max_events = TAXI__PROACTOR_MAX_EVENTS;
   p->on_error = o.on_error;
   p->on_error_arg = o.on_error_arg;
   p->flags = o.flags;
@@ -102,6 +104,7 @@ int taxi_proactor_create(taxi_proactor_t **out,
   snprintf(p->name, sizeof p->name, under ? "%s:%s" : "%s", p->ops->name,
            under);
   p->free_head = TAXI__ROW_NIL;
+  p->due_head = p->due_tail = TAXI__ROW_NIL;
   taxi__handle_map_init(&p->map);
   taxi__timer_heap_init(&p->timers, &taxi__proactor_timer_ops);
   rc = taxi__pbufs_open(p, &o);
@@ -136,70 +139,6 @@ int taxi_proactor_features(const taxi_proactor_t *p, unsigned *out) {
 }
 
 /* ---- the table of handles ----------------------------------------------- */
-
-static int row_alloc_locked(taxi_proactor_t *p, uint32_t *row) {
-  if (p->free_head != TAXI__ROW_NIL) {
-    *row = p->free_head;
-    p->free_head = p->rows[*row].next_free;
-    return 0;
-  }
-  if (p->nrows == p->rows_cap) {
-    uint32_t ncap = p->rows_cap ? p->rows_cap * 2 : 16;
-    if (ncap >= TAXI__ROW_NIL) return TAXI_ENOMEM;
-    taxi__prow_t *n = taxi__reallocarray(p->rows, ncap, sizeof *n);
-    if (!n) return TAXI_ENOMEM;
-    p->rows = n;
-    p->rows_cap = ncap;
-  }
-  *row = p->nrows++;
-  memset(&p->rows[*row], 0, sizeof p->rows[*row]);
-  return 0;
-}
-
-void taxi__proactor_row_release_locked(taxi_proactor_t *p, size_t row) {
-  taxi__prow_t *r = &p->rows[row];
-  /* `used`: the backend's attach succeeded (a row given back by a failed
-   * attach never reached it). */
-  if (r->used && p->ops->release) p->ops->release(p->backend, r->handle);
-  if (r->close_pending) taxi__close(r->handle);
-  memset(r, 0, sizeof *r);
-  r->handle = TAXI_INVALID_HANDLE;
-  r->next_free = p->free_head;
-  p->free_head = (uint32_t)row;
-}
-
-int taxi__proactor_attach_locked(taxi_proactor_t *p, taxi_handle_t h) {
-  uint32_t row, dummy;
-  if (taxi__handle_map_get(&p->map, h, &dummy) == 0) return TAXI_EEXIST;
-  int rc = taxi__handle_check(h);
-  if (rc < 0) return rc;
-  rc = row_alloc_locked(p, &row);
-  if (rc < 0) return rc;
-  rc = taxi__handle_map_put(&p->map, h, row);
-  if (rc < 0) goto fail_row;
-  rc = p->ops->attach(p->backend, h);
-  if (rc < 0) goto fail_map;
-  taxi__prow_t *r = &p->rows[row];
-  memset(r, 0, sizeof *r);
-  r->handle = h;
-  r->used = true;
-  return 0;
-
-fail_map:
-  taxi__handle_map_del(&p->map, h);
-fail_row:
-  taxi__proactor_row_release_locked(p, row);
-  return rc;
-}
-
-void taxi__proactor_adopt_locked(taxi_proactor_t *p, taxi_handle_t h) {
-  uint32_t row;
-  if (taxi__handle_map_get(&p->map, h, &row) < 0) return;
-  taxi__prow_t *r = &p->rows[row];
-  if (r->made) return;
-  r->made = true;
-  if (p->ops->adopt) p->ops->adopt(p->backend, h);
-}
 
 int taxi_proactor_attach(taxi_proactor_t *p, taxi_handle_t h) {
   if (!p || h == TAXI_INVALID_HANDLE) return TAXI_EINVAL;
@@ -239,6 +178,8 @@ int taxi__proactor_forget_locked(taxi_proactor_t *p, taxi_handle_t h,
       taxi__op_state_store(op, op->internal_.state | TAXI__OP_CANCEL);
     taxi__proactor_unpause_locked(p, cur);
     taxi__proactor_complete_locked(p, cur, TAXI_ECANCELED);
+    /* Its queue ends now too, before the row turns zombie. */
+    taxi__proactor_follow_ons_locked(p);
   }
   r = &p->rows[row];
   r->zombie = true;
@@ -326,6 +267,7 @@ static int cancel_locked(taxi_proactor_t *p, taxi_op_t *op) {
       }
       break;
   }
+  taxi__proactor_follow_ons_locked(p);
   taxi__proactor_kick_locked(p);
   return 0;
 }
@@ -367,6 +309,19 @@ int taxi_proactor_stats(const taxi_proactor_t *cp, taxi_proactor_stats_t *out) {
   return 0;
 }
 
+/* ---- pooled buffers ---------------------------------------------------- */
+
+int taxi_proactor_buffer_release(taxi_proactor_t *p, void *data) {
+  if (!p || !data) return TAXI_EINVAL;
+  taxi__mutex_lock(&p->lock);
+  bool wake = false;
+  int rc = taxi__pbufs_release_locked(p, data, &wake);
+  /* A read waiting for a buffer may go on: the waiting threads look. */
+  if (wake) taxi__proactor_kick_locked(p);
+  taxi__mutex_unlock(&p->lock);
+  return rc;
+}
+
 /* ---- destruction -------------------------------------------------------- */
 
 /* Forget every handle still attached, closing it. */
@@ -396,10 +351,11 @@ int taxi_proactor_destroy(taxi_proactor_t *p) {
   p->destroying = true;
   p->has_owner = true;
   p->owner = taxi__thread_self();
-  /* The catching thread posts to the proactor: gone before it drains
-   * (posts are refused from now on). */
+  /* What was made later (the signal catcher, whose thread posts to the
+   * proactor) stops before it drains (posts are refused from now on). */
+  const taxi__proactor_teardown_t *teardown = p->teardown;
   taxi__mutex_unlock(&p->lock);
-  taxi__proactor_signals_close(p);
+  if (teardown) teardown->stop(p);
   taxi__mutex_lock(&p->lock);
   close_all_locked(p);
   taxi__proactor_drain_locked(p);
@@ -411,7 +367,7 @@ int taxi_proactor_destroy(taxi_proactor_t *p) {
 
   p->ops->close(p->backend);
   taxi__pbufs_close(p); /* after the backend: the kernel may point into it */
-  taxi__proactor_signals_free(p);
+  if (teardown) teardown->release(p);
   taxi__handle_map_destroy(&p->map);
   taxi__mutex_destroy(&p->lock);
   taxi__free(p->rows);

@@ -3,6 +3,9 @@
  * core/proactor/proactor_backends.c - the ordered table of completion backends,
  * best first, and run-time selection: by name, by TAXI_PROACTOR, or the
  * first in the table that opens.
+ *
+ * Layer 1 (see core/proactor/proactor_impl.h): it calls the backends'
+ * open and ports/ (the environment); the life cycle calls it.
  */
 #include "config.h"
 

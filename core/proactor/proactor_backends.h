@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core/proactor/proactor_backends.h - the ordered table of compiled-in
- * completion backends and the choice among them.
+ * completion backends and the choice among them.  Layer 1 of
+ * core/proactor/ (see proactor_impl.h): the life cycle calls it.
  */
 #ifndef TAXI_CORE_PROACTOR_BACKENDS_H
 #define TAXI_CORE_PROACTOR_BACKENDS_H

@@ -1,9 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * core/proactor/proactor_buffers.c - the buffer pool of pooled reads
- * (taxi_proactor_read_pooled): buffers made with the proactor, lent to a
- * completion handler with the bytes that arrived, given back by
- * taxi_proactor_buffer_release.
+ * core/proactor/proactor_buffers.c - layer 1, the buffer pool of pooled
+ * reads (taxi_proactor_read_pooled): buffers made with the proactor, lent
+ * to a completion handler with the bytes that arrived, given back by
+ * taxi_proactor_buffer_release (core/proactor/proactor.c).
+ *
+ * It calls core/common and the backend's buf_open/buf_give, and no other
+ * file of core/proactor/.  When a freed buffer lets a read waiting for one
+ * go on, the read's deadline is set and the function returns true: the
+ * caller's layer has the waiting threads woken (p->wake_wanted, or a kick
+ * from the life cycle), which this layer may not do itself.
  *
  * Two ways to fill a buffer, chosen once, when the pool is made:
  *  - the backend chooses (io_uring's ring of provided buffers): every free
@@ -22,7 +28,8 @@
  * At the cap the read waits on the paused list (no deadline) until a
  * release wakes it.  Ids are never reused for another address.
  *
- * Locking: the proactor's lock, like everything in core/proactor_impl.h.
+ * Locking: the proactor's lock, like everything in
+ * core/proactor/proactor_impl.h.
  */
 #include "config.h"
 
@@ -158,8 +165,9 @@ bool taxi__pbufs_take_locked(taxi_proactor_t *p, unsigned *id) {
   return true;
 }
 
-/* A free buffer, back to whoever chooses. */
-static void pool_free_locked(taxi_proactor_t *p, unsigned id) {
+/* A free buffer, back to whoever chooses.  true when a read waiting for a
+ * buffer may go on (its deadline is now). */
+static bool pool_free_locked(taxi_proactor_t *p, unsigned id) {
   taxi__pbufs_t *b = p->bufs;
   if (b->native)
     p->ops->buf_give(p->backend, id, taxi__pbufs_addr(p, id));
@@ -170,14 +178,14 @@ static void pool_free_locked(taxi_proactor_t *p, unsigned id) {
     if ((op->internal_.flags & TAXI__READ_POOLED) &&
         op->internal_.deadline == INT64_MAX) {
       op->internal_.deadline = 0;
-      taxi__proactor_kick_locked(p);
-      break;
+      return true;
     }
   }
+  return false;
 }
 
-void taxi__pbufs_unused_locked(taxi_proactor_t *p, unsigned id) {
-  pool_free_locked(p, id);
+bool taxi__pbufs_unused_locked(taxi_proactor_t *p, unsigned id) {
+  return pool_free_locked(p, id);
 }
 
 void taxi__pbufs_lend_locked(taxi_proactor_t *p, unsigned id) {
@@ -185,23 +193,14 @@ void taxi__pbufs_lend_locked(taxi_proactor_t *p, unsigned id) {
   p->bufs->nheld++;
 }
 
-/* ---- the public calls --------------------------------------------------- */
-
-int taxi_proactor_buffer_release(taxi_proactor_t *p, void *data) {
-  if (!p || !data) return TAXI_EINVAL;
-  taxi__mutex_lock(&p->lock);
+int taxi__pbufs_release_locked(taxi_proactor_t *p, void *data, bool *wake) {
   taxi__pbufs_t *b = p->bufs;
   long id = b ? pool_id(b, data) : -1;
-  int rc = 0;
-  if (id < 0) {
-    rc = TAXI_EINVAL;
-  } else if (!b->held[id]) {
-    rc = TAXI_ENOENT;
-  } else {
-    b->held[id] = 0;
-    b->nheld--;
-    pool_free_locked(p, (unsigned)id);
-  }
-  taxi__mutex_unlock(&p->lock);
-  return rc;
+  *wake = false;
+  if (id < 0) return TAXI_EINVAL;
+  if (!b->held[id]) return TAXI_ENOENT;
+  b->held[id] = 0;
+  b->nheld--;
+  *wake = pool_free_locked(p, (unsigned)id);
+  return 0;
 }

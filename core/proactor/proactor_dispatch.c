@@ -1,20 +1,23 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * core/proactor/proactor_dispatch.c - what happens to an operation after it was
- * started: the backend's completions are processed (a partial transfer is
- * resubmitted, a finished operation leaves its handle's queue so the next
- * one is submitted), timers expire, and the completion queue is dispatched
- * by handle_events/run or by an L/F pool (core/pools/proactor_source.c).
+ * core/proactor/proactor_dispatch.c - layer 3, the loop: it submits the
+ * follow-on operations the completion layer queued (the next operation of
+ * a handle, the rest of a transfer, a multishot request issued anew),
+ * expires timers, ends pauses, waits on the backend and hands what it
+ * reports to the completion layer, and dispatches the completion queue by
+ * handle_events/run or for an L/F pool (core/pools/proactor_source.c).
  *
- * The completion queue is intrusive (internal_.next), so completing an
- * operation never allocates.  Handlers run with the lock released; the
- * record is idle again before its handler is called, so the handler may
- * reuse it, free it, close its handle or stop the proactor.
+ * It calls the completion and submission layers (proactor_complete.c,
+ * proactor_submit.c), the table (layer 1), core/common and the backend's
+ * wait and wake; nothing above it (see core/proactor/proactor_impl.h).
+ *
+ * Handlers run with the lock released; the record is idle again before
+ * its handler is called, so the handler may reuse it, free it, close its
+ * handle or stop the proactor.
  */
 #include "config.h"
 
 #include "core/proactor/proactor_impl.h"
-#include "core/common/alloc.h"
 #include "core/common/detail.h"
 #include "core/proactor/proactor_op.h"
 #include "core/common/time_math.h"
@@ -29,118 +32,62 @@ bool taxi__proactor_in_handler(const taxi_proactor_t *p) {
   return current == p;
 }
 
-/* ---- the completion queue ----------------------------------------------- */
+/* ---- follow-ons --------------------------------------------------------- */
 
-static void ready_push_locked(taxi_proactor_t *p, taxi_op_t *op) {
-  op->internal_.next = NULL;
-  if (p->ready.tail)
-    p->ready.tail->internal_.next = op;
-  else
-    p->ready.head = op;
-  p->ready.tail = op;
-  p->ready_count++;
+/* Submit op, the head of its handle (again); a refusal is its result. */
+static void submit_head_locked(taxi_proactor_t *p, taxi_op_t *op) {
+  int rc = taxi__proactor_submit_or_pause_locked(p, op);
+  if (rc < 0) taxi__proactor_complete_locked(p, op, rc);
 }
 
-static void ready_push_front_locked(taxi_proactor_t *p, taxi_op_t *op) {
-  op->internal_.next = p->ready.head;
-  p->ready.head = op;
-  if (!p->ready.tail) p->ready.tail = op;
-  p->ready_count++;
-}
-
-static taxi_op_t *ready_pop_locked(taxi_proactor_t *p) {
-  taxi_op_t *op = p->ready.head;
-  if (!op) return NULL;
-  p->ready.head = op->internal_.next;
-  if (!p->ready.head) p->ready.tail = NULL;
-  op->internal_.next = NULL;
-  p->ready_count--;
-  return op;
-}
-
-/* Mark op finished with `status` and queue it; it belongs to no handle
- * queue any more. */
-static void finish_locked(taxi_proactor_t *p, taxi_op_t *op, int status) {
-  op->internal_.status = status;
-  op->internal_.heap_index = TAXI__NO_ROW;
-  taxi__op_state_store(op, TAXI__OP_READY);
-  ready_push_locked(p, op);
-}
-
-/* ---- per-handle queues -------------------------------------------------- */
-
-static taxi_op_t *wait_pop(taxi__opq_t *q) {
-  taxi_op_t *op = q->head;
-  if (!op) return NULL;
-  q->head = op->internal_.next;
-  if (!q->head) q->tail = NULL;
-  op->internal_.next = NULL;
-  return op;
-}
-
-/* The head of row/dir left: submit the next, completing in order those
- * that were cancelled meanwhile (a closed handle's) or that the backend
- * refuses.  A zombie row is freed once both its directions are empty. */
-static void advance_locked(taxi_proactor_t *p, size_t row, unsigned di) {
-  taxi__prow_t *r = &p->rows[row];
-  taxi__pdir_t *d = &r->dir[di];
-  while (!d->cur) {
-    taxi_op_t *op = wait_pop(&d->wait);
-    if (!op) break;
-    if (r->zombie || (op->internal_.state & TAXI__OP_CANCEL)) {
-      finish_locked(p, op, TAXI_ECANCELED);
-      continue;
-    }
-    d->cur = op;
-    int rc = taxi__proactor_submit_or_pause_locked(p, op);
-    if (rc < 0) {
-      d->cur = NULL;
-      finish_locked(p, op, rc);
+/* The head of a direction of `row` left: submit the next, completing in
+ * order those that were cancelled meanwhile (a closed handle's) or that
+ * the backend refuses.  A zombie row is freed once both its directions
+ * are empty. */
+static void advance_locked(taxi_proactor_t *p, uint32_t row) {
+  for (unsigned di = 0; di < 2; di++) {
+    for (;;) {
+      taxi__prow_t *r = &p->rows[row];
+      taxi__pdir_t *d = &r->dir[di];
+      if (d->cur) break;
+      taxi_op_t *op = taxi__opq_pop(&d->wait);
+      if (!op) break;
+      if (r->zombie || (op->internal_.state & TAXI__OP_CANCEL)) {
+        /* Completing a queued op (not the head) queues nothing more. */
+        taxi__proactor_complete_locked(p, op, TAXI_ECANCELED);
+        continue;
+      }
+      d->cur = op;
+      int rc = taxi__proactor_submit_or_pause_locked(p, op);
+      if (rc < 0) {
+        d->cur = NULL;
+        taxi__proactor_complete_locked(p, op, rc);
+      }
     }
   }
+  taxi__prow_t *r = &p->rows[row];
   if (r->zombie && !r->dir[0].cur && !r->dir[1].cur)
     taxi__proactor_row_release_locked(p, row);
 }
 
-void taxi__proactor_complete_locked(taxi_proactor_t *p, taxi_op_t *op,
-                                    int status) {
-  size_t row = op->internal_.heap_index;
-  unsigned dir = op->internal_.dir;
-  bool head = dir != TAXI__DIR_NONE && row != TAXI__NO_ROW &&
-              p->rows[row].dir[dir - 1].cur == op;
-  finish_locked(p, op, status);
-  if (!head) return;
-  p->rows[row].dir[dir - 1].cur = NULL;
-  advance_locked(p, row, dir - 1);
+void taxi__proactor_follow_ons_locked(taxi_proactor_t *p) {
+  for (;;) {
+    taxi_op_t *op = taxi__opq_pop(&p->again);
+    if (op) {
+      submit_head_locked(p, op);
+      continue;
+    }
+    /* Most completions leave nothing due: no call for them. */
+    if (p->due_head == TAXI__ROW_NIL) break;
+    advance_locked(p, taxi__proactor_due_pop_locked(p));
+  }
+  if (p->wake_wanted) {
+    p->wake_wanted = false;
+    taxi__proactor_kick_locked(p);
+  }
 }
 
-/* ---- timers ------------------------------------------------------------- */
-
-/* The timer heap's view of a timer operation: by deadline, then as
- * scheduled (the sequence is kept in `offset`, unused by timers).  Out of
- * the heap its index is TAXI__NOT_IN_HEAP, the same value as TAXI__NO_ROW
- * (heap_index is the row of the operations that are not timers). */
-static bool op_before(const void *a, const void *b) {
-  const taxi_op_t *x = a, *y = b;
-  if (x->internal_.deadline != y->internal_.deadline)
-    return x->internal_.deadline < y->internal_.deadline;
-  return x->internal_.offset < y->internal_.offset;
-}
-
-static size_t *op_index(void *op) {
-  return &((taxi_op_t *)op)->internal_.heap_index;
-}
-
-const taxi__timer_heap_ops_t taxi__proactor_timer_ops = {op_before, op_index};
-
-void taxi__proactor_timer_push_locked(taxi_proactor_t *p, taxi_op_t *op) {
-  taxi__op_set_phase(op, TAXI__OP_TIMER);
-  taxi__timer_heap_push(&p->timers, op);
-}
-
-void taxi__proactor_timer_remove_locked(taxi_proactor_t *p, taxi_op_t *op) {
-  taxi__timer_heap_remove(&p->timers, op); /* index: TAXI__NOT_IN_HEAP */
-}
+/* ---- timers and pauses -------------------------------------------------- */
 
 static taxi_op_t *first_timer(const taxi_proactor_t *p) {
   return taxi__timer_heap_top(&p->timers);
@@ -156,17 +103,29 @@ static taxi_time_t next_deadline(const taxi_proactor_t *p) {
   return d;
 }
 
-static void resume_accepts_locked(taxi_proactor_t *p, taxi_time_t now);
+/* Resubmit the paused operations whose pause is over. */
+static void resume_paused_locked(taxi_proactor_t *p, taxi_time_t now) {
+  taxi_op_t *op = p->paused.head;
+  while (op) {
+    taxi_op_t *next = op->internal_.next;
+    if (op->internal_.deadline <= now) {
+      taxi__proactor_unpause_locked(p, op);
+      submit_head_locked(p, op);
+      taxi__proactor_follow_ons_locked(p);
+    }
+    op = next;
+  }
+}
 
 /* Move the timers due by `now` to the completion queue, earliest first,
- * and resume the accepts whose pause is over. */
+ * and resume the operations whose pause is over. */
 static void expire_locked(taxi_proactor_t *p, taxi_time_t now) {
   taxi_op_t *op;
   while ((op = first_timer(p)) && op->internal_.deadline <= now) {
     taxi__proactor_timer_remove_locked(p, op);
-    finish_locked(p, op, 0);
+    taxi__proactor_complete_locked(p, op, 0); /* no row: nothing follows */
   }
-  if (p->paused.head) resume_accepts_locked(p, now);
+  if (p->paused.head) resume_paused_locked(p, now);
 }
 
 void taxi__proactor_kick_locked(taxi_proactor_t *p) {
@@ -176,200 +135,6 @@ void taxi__proactor_kick_locked(taxi_proactor_t *p) {
   if (p->ready_count || next_deadline(p) < p->waiters_deadline) {
     p->woken = true;
     p->ops->wake(p->backend, 0);
-  }
-}
-
-/* ---- multishot backlog -------------------------------------------------- */
-
-static int backlog_push_locked(taxi_proactor_t *p,
-                               const taxi__completion_t *c) {
-  taxi__backlog_t *b = &p->backlog;
-  if (b->count == b->cap) {
-    size_t ncap = b->cap ? b->cap * 2 : 16;
-    taxi__completion_t *n = taxi__calloc(ncap, sizeof *n);
-    if (!n) return TAXI_ENOMEM;
-    for (size_t i = 0; i < b->count; i++)
-      n[i] = b->items[(b->head + i) % b->cap];
-    taxi__free(b->items);
-    b->items = n;
-    b->cap = ncap;
-    b->head = 0;
-  }
-  b->items[(b->head + b->count++) % b->cap] = *c;
-  return 0;
-}
-
-/* Take the oldest backlog entry of op, keeping the others in order. */
-static bool backlog_take_locked(taxi_proactor_t *p, const taxi_op_t *op,
-                                taxi__completion_t *out) {
-  taxi__backlog_t *b = &p->backlog;
-  for (size_t i = 0; i < b->count; i++) {
-    if (b->items[(b->head + i) % b->cap].op != op) continue;
-    *out = b->items[(b->head + i) % b->cap];
-    for (size_t j = i; j + 1 < b->count; j++)
-      b->items[(b->head + j) % b->cap] = b->items[(b->head + j + 1) % b->cap];
-    b->count--;
-    return true;
-  }
-  return false;
-}
-
-/* ---- processing what the backend reports -------------------------------- */
-
-/* A step of a transfer is done and more remains: go on, unless asked to
- * stop, in which case the bytes so far are reported with TAXI_ECANCELED. */
-static void go_on_locked(taxi_proactor_t *p, taxi_op_t *op) {
-  if (op->internal_.state & TAXI__OP_CANCEL) {
-    taxi__proactor_complete_locked(p, op, TAXI_ECANCELED);
-    return;
-  }
-  int rc = taxi__proactor_submit_or_pause_locked(p, op);
-  if (rc < 0) taxi__proactor_complete_locked(p, op, rc);
-}
-
-static void transfer_result_locked(taxi_proactor_t *p, taxi_op_t *op,
-                                   int64_t result) {
-  if (result < 0) {
-    taxi__proactor_complete_locked(p, op, (int)result);
-    return;
-  }
-  size_t n = (size_t)result, left = taxi__op_remaining(op);
-  if (n > left) n = left; /* a backend never reports more; be safe */
-  op->internal_.done += n;
-  left -= n;
-  int status = 0;
-  switch (op->kind) {
-    case TAXI_OP_READ:
-      if (n == 0)
-        status = TAXI_EEOF;
-      else if (left && (op->internal_.flags & TAXI_READ_EXACT))
-        status = 1;
-      break;
-    case TAXI_OP_READ_FILE:
-      /* The end of the file ends the read; only an empty one is EOF. */
-      if (n == 0)
-        status = op->internal_.done ? 0 : TAXI_EEOF;
-      else if (left)
-        status = 1;
-      break;
-    case TAXI_OP_TRANSMIT_FILE:
-      /* 0 in the file part: the file is shorter than at the call. */
-      if (n == 0 && left)
-        status = taxi__op_tx_part(op) == TAXI__TX_FILE ? TAXI_EEOF : TAXI_ESYS;
-      else if (left)
-        status = 1;
-      break;
-    default: /* WRITE, WRITE_FILE */
-      if (n == 0 && left)
-        status = TAXI_ESYS; /* no progress: never loop */
-      else if (left)
-        status = 1;
-      break;
-  }
-  if (status == 1)
-    go_on_locked(p, op);
-  else
-    taxi__proactor_complete_locked(p, op, status);
-}
-
-/* A multishot accept delivers a connection and stays in flight (and at
- * the head of its listener's queue). */
-static void deliver_more_locked(taxi_proactor_t *p, taxi_op_t *op) {
-  taxi__op_state_store(op, (op->internal_.state & ~TAXI__OP_STATE) |
-                               TAXI__OP_READY | TAXI__OP_MORE);
-  ready_push_locked(p, op);
-}
-
-/* ---- pauses: accepts out of descriptors, refused submissions ------------ */
-
-void taxi__proactor_unpause_locked(taxi_proactor_t *p, taxi_op_t *op) {
-  taxi_op_t *prev = NULL;
-  for (taxi_op_t *o = p->paused.head; o; prev = o, o = o->internal_.next) {
-    if (o != op) continue;
-    if (prev)
-      prev->internal_.next = o->internal_.next;
-    else
-      p->paused.head = o->internal_.next;
-    if (p->paused.tail == o) p->paused.tail = prev;
-    o->internal_.next = NULL;
-    break;
-  }
-  taxi__op_set_phase(op, TAXI__OP_SUBMITTED);
-}
-
-/* op joins the paused list until `deadline`. */
-static void paused_push_locked(taxi_proactor_t *p, taxi_op_t *op,
-                               taxi_time_t deadline) {
-  op->internal_.deadline = deadline;
-  taxi__op_set_phase(op, TAXI__OP_PAUSED);
-  op->internal_.next = NULL;
-  if (p->paused.tail)
-    p->paused.tail->internal_.next = op;
-  else
-    p->paused.head = op;
-  p->paused.tail = op;
-}
-
-/* Put op on the paused list for `pause`; its report waits for the lock to
- * be released (taxi__proactor_wait_locked). */
-static void pause_locked(taxi_proactor_t *p, taxi_op_t *op, taxi_time_t pause,
-                         const char *where, int code, unsigned attempt) {
-  paused_push_locked(p, op, taxi__time_add(taxi_now(), pause));
-  p->pause_report = true;
-  p->pause_report_where = where;
-  p->pause_report_code = code;
-  p->pause_report_handle = op->handle;
-  p->pause_report_attempt = attempt;
-}
-
-/* A multishot accept failed for a cause that passes (descriptors or memory
- * freed as connections end): stop accepting on its listener for a while
- * rather than end, or retry at once and spin. */
-static void pause_accept_locked(taxi_proactor_t *p, taxi_op_t *op, int code) {
-  taxi_time_t pause = taxi__backoff_failed(&p->accept_backoff);
-  if (pause < 0) pause = TAXI__BACKOFF_MAX_NS; /* never gives up */
-  p->stats.accept_pauses++;
-  pause_locked(p, op, pause, "accept", code, p->accept_backoff.failures);
-}
-
-void taxi__proactor_starve_locked(taxi_proactor_t *p, taxi_op_t *op) {
-  /* No deadline: a release sets one (core/proactor/proactor_buffers.c). */
-  paused_push_locked(p, op, INT64_MAX);
-  p->stats.buffer_waits++;
-}
-
-int taxi__proactor_submit_or_pause_locked(taxi_proactor_t *p, taxi_op_t *op) {
-  int rc = taxi__proactor_submit_locked(p, op);
-  if (rc == 0) {
-    taxi__backoff_reset(&p->submit_backoff);
-    return 0;
-  }
-  if (rc == TAXI__NO_BUFFER) {
-    taxi__proactor_starve_locked(p, op);
-    return 0;
-  }
-  if (rc != TAXI_EAGAIN) return rc;
-  taxi_time_t pause = taxi__backoff_failed(&p->submit_backoff);
-  if (pause < 0) {
-    /* Refused too long: the refusal is the operation's result. */
-    taxi__backoff_reset(&p->submit_backoff);
-    return rc;
-  }
-  p->stats.submit_pauses++;
-  pause_locked(p, op, pause, "submit", rc, p->submit_backoff.failures);
-  return 0;
-}
-
-static void resume_accepts_locked(taxi_proactor_t *p, taxi_time_t now) {
-  taxi_op_t *op = p->paused.head;
-  while (op) {
-    taxi_op_t *next = op->internal_.next;
-    if (op->internal_.deadline <= now) {
-      taxi__proactor_unpause_locked(p, op);
-      int rc = taxi__proactor_submit_or_pause_locked(p, op);
-      if (rc < 0) taxi__proactor_complete_locked(p, op, rc);
-    }
-    op = next;
   }
 }
 
@@ -389,203 +154,14 @@ static void report_pause_locked(taxi_proactor_t *p) {
   taxi__mutex_lock(&p->lock);
 }
 
-/* Submit op again; a refusal is its result. */
-static void resubmit_locked(taxi_proactor_t *p, taxi_op_t *op) {
-  int rc = taxi__proactor_submit_or_pause_locked(p, op);
-  if (rc < 0) taxi__proactor_complete_locked(p, op, rc);
-}
-
-/* The end of a multishot request the core asked for because its handler
- * fell behind (see taxi__proactor_process_locked), the handler having
- * caught up since: submitted again (true), unless cancelled meanwhile or
- * the request ended otherwise. */
-static bool resume_throttled_locked(taxi_proactor_t *p, taxi_op_t *op,
-                                    int64_t result) {
-  unsigned st = op->internal_.state;
-  if (!(st & TAXI__OP_THROTTLED)) return false;
-  taxi__op_state_store(op, st & ~TAXI__OP_THROTTLED);
-  if ((st & TAXI__OP_CANCEL) || result != TAXI_ECANCELED) return false;
-  resubmit_locked(p, op);
-  return true;
-}
-
-static void accept_result_locked(taxi_proactor_t *p, taxi_op_t *op,
-                                 int64_t result, bool more) {
-  if (result >= 0) {
-    taxi_handle_t h = (taxi_handle_t)result;
-    int rc = taxi__proactor_attach_locked(p, h);
-    if (rc == 0) {
-      taxi__proactor_adopt_locked(p, h);
-      taxi__backoff_reset(&p->accept_backoff);
-      op->internal_.file = h;
-      if (op->internal_.flags & TAXI_ACCEPT_MULTISHOT)
-        deliver_more_locked(p, op);
-      else
-        taxi__proactor_complete_locked(p, op, 0);
-      return;
-    }
-    taxi__close(h);
-    result = rc;
-  }
-  /* The kernel goes on with a multishot accept after a failed one. */
-  if (more) return;
-  if (resume_throttled_locked(p, op, result)) return;
-  if ((op->internal_.flags & TAXI_ACCEPT_MULTISHOT) &&
-      !(op->internal_.state & TAXI__OP_CANCEL) &&
-      (result == TAXI_ETOOMANY || result == TAXI_ENOMEM)) {
-    pause_accept_locked(p, op, (int)result);
-    return;
-  }
-  taxi__proactor_complete_locked(p, op, (int)result);
-}
-
-/* Whether the backend has a buffer to choose: one neither held by the
- * application nor waiting for delivery in the backlog.  The backend ran
- * out when it said so, but its completions are processed in order, and
- * buffers given back meanwhile, before anyone waited, woke nobody. */
-static bool backend_has_buffers_locked(const taxi_proactor_t *p) {
-  const taxi__backlog_t *b = &p->backlog;
-  unsigned pending = 0;
-  for (size_t i = 0; i < b->count; i++)
-    if (b->items[(b->head + i) % b->cap].flags & TAXI__CQ_BUFFER) pending++;
-  return p->bufs->nheld + pending < p->bufs->count;
-}
-
-/*
- * A pooled read's completion.  Bytes: the buffer goes to the application
- * with them (op->data at the handler), delivered as one of several when
- * the read is multishot, which then goes on (the backend's request still
- * running, or submitted again after the handler).  No buffer left to the
- * backend: grow the pool or wait for a release, then read again.  End of
- * stream or a failure: the buffer the core had chosen is free again.
- */
-static void pooled_result_locked(taxi_proactor_t *p, taxi_op_t *op,
-                                 int64_t result, unsigned cflags) {
-  unsigned st = op->internal_.state;
-  bool chose = !(op->internal_.flags & TAXI__READ_SELECT);
-  if (result > 0 && (chose || (cflags & TAXI__CQ_BUFFER))) {
-    unsigned id =
-        chose ? (unsigned)op->internal_.offset : cflags >> TAXI__CQ_BUF_SHIFT;
-    taxi__pbufs_lend_locked(p, id);
-    op->internal_.offset = id;
-    op->internal_.done = (size_t)result;
-    if (op->internal_.flags & TAXI_READ_MULTISHOT)
-      deliver_more_locked(p, op);
-    else
-      taxi__proactor_complete_locked(p, op, 0);
-    return;
-  }
-  if (chose && op->internal_.nbufs)
-    taxi__pbufs_unused_locked(p, (unsigned)op->internal_.offset);
-  op->internal_.nbufs = 0;
-  op->internal_.done = 0;
-  if (resume_throttled_locked(p, op, result)) return;
-  if ((cflags & TAXI__CQ_NOBUFS) && !(st & TAXI__OP_CANCEL)) {
-    if (backend_has_buffers_locked(p) || taxi__pbufs_grow_locked(p) == 0)
-      resubmit_locked(p, op);
-    else
-      taxi__proactor_starve_locked(p, op);
-    return;
-  }
-  taxi__proactor_complete_locked(p, op,
-                                 result == 0  ? TAXI_EEOF
-                                 : result > 0 ? TAXI_ESYS
-                                              : (int)result);
-}
-
-static void result_locked(taxi_proactor_t *p, taxi_op_t *op, int64_t result,
-                          unsigned cflags) {
-  bool more = (cflags & TAXI__CQ_MORE) != 0;
-  if (op->kind == TAXI_OP_READ && (op->internal_.flags & TAXI__READ_POOLED)) {
-    pooled_result_locked(p, op, result, cflags);
-    return;
-  }
-  switch (op->kind) {
-    case TAXI_OP_ACCEPT:
-      accept_result_locked(p, op, result, more);
-      break;
-    case TAXI_OP_CONNECT:
-      taxi__proactor_complete_locked(p, op, result < 0 ? (int)result : 0);
-      break;
-    default:
-      transfer_result_locked(p, op, result);
-      break;
-  }
-}
-
-void taxi__proactor_process_locked(taxi_proactor_t *p,
-                                   const taxi__completion_t *c) {
-  taxi_op_t *op = c->op;
-  if (!op) return;
-  bool more = (c->flags & TAXI__CQ_MORE) != 0;
-  unsigned st = op->internal_.state;
-  if (!(st & TAXI__OP_INBACKEND)) return; /* nothing was owed: ignore */
-  if (!more) {
-    taxi__op_state_store(op, st & ~TAXI__OP_INBACKEND);
-    p->in_backend--;
-  }
-  /* Once cancellation was asked for (or the handle closed), a failure is
-   * its effect - the backend's ECANCELED, or EBADF from a handle closed
-   * under a request - and is reported as such; a success stands. */
-  taxi__completion_t cc = *c;
-  if ((st & TAXI__OP_CANCEL) && cc.result < 0) cc.result = TAXI_ECANCELED;
-  c = &cc;
-  unsigned phase = st & TAXI__OP_STATE;
-  if (phase == TAXI__OP_READY || phase == TAXI__OP_TAKEN) {
-    /* A multishot accept's previous connection is not delivered yet. */
-    if (backlog_push_locked(p, c) < 0) {
-      if (c->flags & TAXI__CQ_BUFFER)
-        taxi__pbufs_unused_locked(p, c->flags >> TAXI__CQ_BUF_SHIFT);
-      else if (op->kind == TAXI_OP_ACCEPT && c->result >= 0)
-        taxi__close((taxi_handle_t)c->result);
-      if (!more)
-        taxi__op_state_store(op, op->internal_.state | TAXI__OP_CANCEL);
-      return;
-    }
-    /* The handler falls behind: stop the kernel accepting (or reading)
-     * until it has caught up (a few more may arrive before the cancel
-     * takes effect). */
-    unsigned now_st = op->internal_.state;
-    if (more && p->backlog.count >= TAXI__ACCEPT_BACKLOG_MAX &&
-        !(now_st & (TAXI__OP_THROTTLED | TAXI__OP_CANCEL))) {
-      taxi__op_state_store(op, now_st | TAXI__OP_THROTTLED);
-      if (op->kind == TAXI_OP_ACCEPT)
-        p->stats.accept_throttles++;
-      else
-        p->stats.read_throttles++;
-      p->ops->cancel(p->backend, op);
-    }
-    return;
-  }
-  result_locked(p, op, c->result, c->flags);
-}
-
-/* After a multishot delivery's handler: the next delivery, or go on
- * accepting, or end. */
-static void multishot_next_locked(taxi_proactor_t *p, taxi_op_t *op) {
-  unsigned st = op->internal_.state & ~(TAXI__OP_MORE | TAXI__OP_STATE);
-  taxi__op_state_store(op, st | TAXI__OP_SUBMITTED);
-  taxi__completion_t c;
-  if (backlog_take_locked(p, op, &c)) {
-    result_locked(p, op, c.result, c.flags);
-    return;
-  }
-  if (st & TAXI__OP_INBACKEND) return; /* the kernel goes on accepting */
-  if (st & TAXI__OP_CANCEL) {
-    taxi__proactor_complete_locked(p, op, TAXI_ECANCELED);
-    return;
-  }
-  int rc = taxi__proactor_submit_or_pause_locked(p, op);
-  if (rc < 0) taxi__proactor_complete_locked(p, op, rc);
-}
-
 /* ---- the dispatch steps ------------------------------------------------- */
 
 bool taxi__proactor_take_locked(taxi_proactor_t *p, taxi_time_t now,
                                 taxi__event_t *ev) {
   expire_locked(p, now);
-  taxi_op_t *op = ready_pop_locked(p);
+  taxi_op_t *op = taxi__opq_pop(&p->ready);
   if (!op) return false;
+  p->ready_count--;
   taxi__op_set_phase(op, TAXI__OP_TAKEN);
   memset(ev, 0, sizeof *ev);
   ev->kind = TAXI__EV_COMPLETION;
@@ -597,7 +173,8 @@ bool taxi__proactor_take_locked(taxi_proactor_t *p, taxi_time_t now,
 
 void taxi__proactor_untake_locked(taxi_proactor_t *p, taxi__event_t *ev) {
   taxi__op_set_phase(ev->op, TAXI__OP_READY);
-  ready_push_front_locked(p, ev->op);
+  taxi__opq_push_front(&p->ready, ev->op);
+  p->ready_count++;
 }
 
 bool taxi__proactor_run_locked(taxi_proactor_t *p, taxi__event_t *ev) {
@@ -628,7 +205,10 @@ bool taxi__proactor_run_locked(taxi_proactor_t *p, taxi__event_t *ev) {
   fn(op, status, bytes, act);
   taxi__mutex_lock(&p->lock);
   current = outer;
-  if (more) multishot_next_locked(p, op);
+  if (more) {
+    taxi__proactor_multishot_next_locked(p, op);
+    taxi__proactor_follow_ons_locked(p);
+  }
   return true;
 }
 
@@ -648,7 +228,12 @@ int taxi__proactor_wait_locked(taxi_proactor_t *p, taxi__completion_t *buf,
   p->woken = false;
   *now = taxi_now();
   if (n < 0) return n;
-  for (int i = 0; i < n; i++) taxi__proactor_process_locked(p, &buf[i]);
+  /* Each completion's follow-ons are submitted before the next is looked
+   * at, as they come. */
+  for (int i = 0; i < n; i++) {
+    taxi__proactor_process_locked(p, &buf[i]);
+    taxi__proactor_follow_ons_locked(p);
+  }
   report_pause_locked(p);
   return n;
 }
@@ -780,6 +365,7 @@ static void abandon_locked(taxi_proactor_t *p) {
       taxi__op_state_store(op, op->internal_.state & ~TAXI__OP_INBACKEND);
       p->in_backend--;
       taxi__proactor_complete_locked(p, op, TAXI_ECANCELED);
+      taxi__proactor_follow_ons_locked(p);
     }
   }
 }
@@ -788,7 +374,7 @@ void taxi__proactor_drain_locked(taxi_proactor_t *p) {
   taxi_op_t *op;
   while ((op = first_timer(p))) {
     taxi__proactor_timer_remove_locked(p, op);
-    taxi__proactor_complete_locked(p, op, TAXI_ECANCELED);
+    taxi__proactor_complete_locked(p, op, TAXI_ECANCELED); /* no row */
   }
   /*
    * Wait for the backend to report every operation it holds, however long

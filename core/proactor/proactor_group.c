@@ -17,6 +17,9 @@
  * dispatches it in every run and destroys it at the end; the caller of
  * taxi_proactor_group_run waits for them.  A group never run has no
  * threads, and its proactors are destroyed by the caller of destroy.
+ *
+ * Layer 5, above the core (see core/proactor/proactor_impl.h): it calls
+ * the proactor's public API and taxi__proactor_in_handler of the loop.
  */
 #include "config.h"
 

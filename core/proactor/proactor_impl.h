@@ -1,37 +1,58 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * core/proactor/proactor_impl.h - the proactor's private state, shared by the
- * files of core/ that implement it: proactor.c (life cycle, handles, cancel),
- * proactor_start.c (starting operations), proactor_dispatch.c (completion
- * processing, timers, dispatch) and core/pools/proactor_source.c (the L/F
- * pool's view).
+ * core/proactor/proactor_impl.h - the proactor's private state and the
+ * functions its layers offer each other.
  *
- * The life of an operation record (op->internal_.state & TAXI__OP_STATE):
+ * The layering of core/proactor/.  A file calls by name only the files of
+ * the layers below its own; work a lower layer finds for a higher one is
+ * handed up through the state (the follow-on queues and the wake_wanted
+ * flag that the loop reads) or through a hook (the teardown hook), never by
+ * a call:
  *
- *   IDLE ──start──> QUEUED ──becomes its handle's head──> SUBMITTED
- *                    (waits behind older ops of the       (given to the
- *                     same handle and direction)           backend; exactly
- *                                                          one completion
- *        ──timer──> TIMER (in the heap)                    comes from wait)
- *        ──post───> READY
- *   SUBMITTED (multishot accept, out of descriptors) ──> PAUSED ──the
- *             pause is over──> SUBMITTED again
- *   SUBMITTED ──partial transfer──> SUBMITTED again (the rest resubmitted)
- *   SUBMITTED / TIMER / QUEUED (cancelled) ──done──> READY (in the
- *             completion queue, result in internal_.status / done)
- *   READY ──taken by a dispatching thread──> TAKEN ──handler called──> IDLE
+ *   5  above the core   proactor_signal.c (signals; uses the public API
+ *                       and registers the teardown hook), proactor_group.c,
+ *                       proactor_move.c; core/pools/proactor_source.c from
+ *                       the pools' wing
+ *   4  life cycle       proactor.c (create, destroy, handles, cancel,
+ *                       counters, buffer release), proactor_start.c
+ *                       (starting operations)
+ *   3  the loop         proactor_dispatch.c: submits the follow-on
+ *                       operations the completion layer queued, expires
+ *                       timers, ends pauses, waits, dispatches, drains
+ *   2  completion       proactor_complete.c: processes what the backend
+ *                       reports, completes operations, queues follow-ons
+ *      submission       proactor_submit.c: gives a head to the backend, or
+ *                       pauses it (completion and submission never call
+ *                       each other: submit -> complete -> submit would be
+ *                       a recursion)
+ *   1  the table        proactor_table.c (rows per attached handle, their
+ *                       queues, the timer heap, the paused list),
+ *                       proactor_buffers.c (the pool of pooled reads),
+ *                       proactor_op.c (what is left of an operation),
+ *                       proactor_backends.c (choosing a backend)
+ *   0  headers          proactor_consts.h (phases, flags, limits), this one
  *
- * A multishot accept stays in flight across its completions: each
- * connection takes it READY -> TAKEN -> (handler) -> SUBMITTED again (the
- * core re-issues it where the backend lacks TAXI__PCAP_MULTISHOT_ACCEPT)
- * until the final completion.  While it is READY or TAKEN it is still the
- * head of its listener's input queue, so later accepts keep waiting.
+ * The follow-ons.  When a head leaves its handle's queue (completed), the
+ * completion layer does not submit the next operation: it puts the row on
+ * the `due` list (linked through the rows by index), and a transfer that
+ * has more to go, or a request to issue again, goes on the `again` list
+ * (linked through internal_.next: a head is on no other list then).  The
+ * loop's taxi__proactor_follow_ons_locked() submits them, completing those
+ * the backend refuses, until both lists are empty.  Every caller of the
+ * completion layer runs it before the lock is released, so outside the
+ * lock both lists are always empty (and no row on them can be freed or
+ * reused meanwhile).  Both lists are intrusive: no allocation per
+ * completion.
+ *
+ * The life of an operation record is told in proactor_consts.h.
  *
  * Per handle and direction only the head (`cur`) is ever submitted; the
  * others wait in a FIFO linked through internal_.next.  That is what makes
  * completions come in the order of issue on every backend.  The head is
- * not linked through `next`, so a multishot head can sit in the completion
- * queue (also linked through `next`) while it still blocks its queue.
+ * not linked through `next` by its handle, so a multishot head can sit in
+ * the completion queue (also linked through `next`) while it still blocks
+ * its queue, and a head with no backend can wait on the paused list or on
+ * the loop's `again` list.
  *
  * Closing or detaching a handle cancels its heads, marks every queued op
  * cancelled and forgets the handle (it may be attached again at once), but
@@ -89,10 +110,11 @@
 
 #include "taxi/proactor.h"
 #include "backends/completion.h"
-#include "core/common/handle_map.h"
-#include "core/reactor/reactor_impl.h"
-#include "core/common/timer_heap.h"
 #include "core/common/backoff.h"
+#include "core/common/handle_map.h"
+#include "core/common/timer_heap.h"
+#include "core/proactor/proactor_consts.h"
+#include "core/reactor/reactor_impl.h"
 #include "ports/port.h"
 
 #include <stdatomic.h>
@@ -100,80 +122,34 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Operation states (internal_.state & TAXI__OP_STATE). */
-#define TAXI__OP_IDLE 0u
-#define TAXI__OP_QUEUED 1u
-#define TAXI__OP_SUBMITTED 2u
-#define TAXI__OP_TIMER 3u
-#define TAXI__OP_READY 4u
-#define TAXI__OP_TAKEN 5u
-/* Waiting out a pause before it is submitted again: a multishot accept
- * that failed for lack of descriptors (or another transient cause), or an
- * operation whose submission the OS refused for now.  On the proactor's
- * `paused` list, resumed at internal_.deadline; still the head of its
- * handle's queue (heap_index keeps its row). */
-#define TAXI__OP_PAUSED 6u
-#define TAXI__OP_STATE 0xffu
-/* Flags kept with the state. */
-#define TAXI__OP_CANCEL 0x100u /* cancellation requested */
-/* READY/TAKEN: a multishot accept delivery after which the op stays in
- * flight. */
-#define TAXI__OP_MORE 0x200u
-/* The backend owes a completion (set at submit, cleared by a completion
- * without TAXI__CQ_MORE). */
-#define TAXI__OP_INBACKEND 0x400u
-/* A kernel multishot accept the core asked the backend to end because
- * TAXI__ACCEPT_BACKLOG_MAX deliveries wait for its handler: its end
- * (TAXI_ECANCELED) submits it again, not completes it. */
-#define TAXI__OP_THROTTLED 0x800u
-
-/* Deliveries of kernel multishot accepts kept waiting for their handlers
- * before the core stops the kernel accepting (see TAXI_ACCEPT_MULTISHOT in
- * taxi/proactor.h). */
-#define TAXI__ACCEPT_BACKLOG_MAX 64u
-
-/* Directions of the per-handle queues (internal_.dir). */
-#define TAXI__DIR_NONE 0u
-#define TAXI__DIR_IN 1u
-#define TAXI__DIR_OUT 2u
-
-#define TAXI__NO_ROW ((size_t)-1)
-
-/* taxi__proactor_submit_locked: a pooled read found no free buffer (never
- * returned to the application). */
-#define TAXI__NO_BUFFER (-1000)
-
-/* The state word, read without the lock by taxi_op_in_flight() and by the
- * EBUSY check of a record perhaps in flight on another proactor. */
-static inline unsigned taxi__op_state_load(const taxi_op_t *op) {
-#if defined(__GNUC__) || defined(__clang__)
-  return __atomic_load_n(&op->internal_.state, __ATOMIC_ACQUIRE);
-#else
-  return *(const volatile unsigned *)&op->internal_.state;
-#endif
-}
-
-static inline void taxi__op_state_store(taxi_op_t *op, unsigned v) {
-#if defined(__GNUC__) || defined(__clang__)
-  __atomic_store_n(&op->internal_.state, v, __ATOMIC_RELEASE);
-#else
-  *(volatile unsigned *)&op->internal_.state = v;
-#endif
-}
-
-static inline unsigned taxi__op_phase(const taxi_op_t *op) {
-  return op->internal_.state & TAXI__OP_STATE;
-}
-
-/* Set the phase, keeping the flags. */
-static inline void taxi__op_set_phase(taxi_op_t *op, unsigned phase) {
-  taxi__op_state_store(op, (op->internal_.state & ~TAXI__OP_STATE) | phase);
-}
-
 /* A FIFO of operation records linked through internal_.next. */
 typedef struct taxi__opq {
   taxi_op_t *head, *tail;
 } taxi__opq_t;
+
+static inline void taxi__opq_push(taxi__opq_t *q, taxi_op_t *op) {
+  op->internal_.next = NULL;
+  if (q->tail)
+    q->tail->internal_.next = op;
+  else
+    q->head = op;
+  q->tail = op;
+}
+
+static inline void taxi__opq_push_front(taxi__opq_t *q, taxi_op_t *op) {
+  op->internal_.next = q->head;
+  q->head = op;
+  if (!q->tail) q->tail = op;
+}
+
+static inline taxi_op_t *taxi__opq_pop(taxi__opq_t *q) {
+  taxi_op_t *op = q->head;
+  if (!op) return NULL;
+  q->head = op->internal_.next;
+  if (!q->head) q->tail = NULL;
+  op->internal_.next = NULL;
+  return op;
+}
 
 /* One direction of a handle: the submitted head and those waiting. */
 typedef struct taxi__pdir {
@@ -189,11 +165,11 @@ typedef struct taxi__prow {
   bool close_pending;  /* closed: close the descriptor with the row */
   bool made;           /* accepted or connected here, or moved from a
                           proactor where it was (the backend's adopt) */
+  bool due;            /* on the loop's `due` list */
   uint32_t next_free;  /* free-list link while unused */
+  uint32_t next_due;   /* `due` list link while on it */
   taxi__pdir_t dir[2]; /* [0] input, [1] output */
 } taxi__prow_t;
-
-#define TAXI__ROW_NIL 0xffffffffu
 
 /* A completion that arrived for a multishot accept while its previous one
  * was still READY or TAKEN (kernel multishot only); kept in order. */
@@ -204,8 +180,19 @@ typedef struct taxi__backlog {
 
 typedef struct taxi__psig taxi__psig_t;
 
+/* What taxi_proactor_destroy runs for a part made later than the
+ * proactor, registered by the part when it is made (the signal catcher,
+ * core/proactor/proactor_signal.c), so that destroy need not know it. */
+typedef struct taxi__proactor_teardown {
+  /* Stop what may still start operations on the proactor (a thread that
+   * posts).  Without the lock, before the proactor drains. */
+  void (*stop)(taxi_proactor_t *p);
+  /* Free what is left, once nothing is in flight and the backend is
+   * closed. */
+  void (*release)(taxi_proactor_t *p);
+} taxi__proactor_teardown_t;
+
 /* The buffer pool of pooled reads (core/proactor/proactor_buffers.c). */
-#define TAXI__PBUF_CHUNKS 16 /* doublings from the first size to the cap */
 typedef struct taxi__pbufs {
   size_t size;         /* bytes per buffer */
   unsigned count, max; /* buffers made; the cap */
@@ -258,6 +245,15 @@ struct taxi_proactor {
   taxi_handle_t pause_report_handle;
   unsigned pause_report_attempt;
 
+  /* The follow-ons the completion layer leaves to the loop (see above):
+   * rows whose head left (linked by index through next_due), and heads to
+   * submit again (linked through internal_.next). */
+  uint32_t due_head, due_tail;
+  taxi__opq_t again;
+  /* A lower layer found that waiting threads should look again (a
+   * buffer freed for a pooled read waiting for one); the loop wakes them. */
+  bool wake_wanted;
+
   /* Operations the backend owes a completion for (SUBMITTED). */
   size_t in_backend;
 
@@ -293,13 +289,52 @@ struct taxi_proactor {
    */
   taxi__psig_t *sig;
   bool sig_busy; /* an add or remove is under way outside the lock */
+  /* Set with `sig`; NULL while there is nothing to tear down. */
+  const taxi__proactor_teardown_t *teardown;
 
   taxi__pbufs_t *bufs; /* NULL: no pool (options.buffer_count 0) */
 
   taxi_proactor_stats_t stats; /* started, completed, cancelled, submissions */
 };
 
-/* ---- proactor_buffers.c ------------------------------------------------ */
+/* ==== layer 1: proactor_table.c ======================================== */
+
+/* Attach h (backend attach + a row).  p->lock held.  0, TAXI_EEXIST,
+ * TAXI_EBADF, TAXI_ENOMEM, or the backend's error. */
+int taxi__proactor_attach_locked(taxi_proactor_t *p, taxi_handle_t h);
+/* h (attached) was made by this proactor: an accepted connection, a
+ * socket being connected, one moved from a proactor where it was made.
+ * Tells the backend once.  p->lock held. */
+void taxi__proactor_adopt_locked(taxi_proactor_t *p, taxi_handle_t h);
+/* Free a zombie row whose queues are empty, closing its descriptor if the
+ * handle was closed.  p->lock held. */
+void taxi__proactor_row_release_locked(taxi_proactor_t *p, size_t row);
+/* The loop's list of rows whose head left (see above): put `row` on it
+ * (once), take the oldest (TAXI__ROW_NIL when empty).  p->lock held. */
+void taxi__proactor_due_push_locked(taxi_proactor_t *p, size_t row);
+uint32_t taxi__proactor_due_pop_locked(taxi_proactor_t *p);
+
+/* Timers.  p->lock held; taxi__timer_heap_reserve(&p->timers) first, so
+ * that push cannot fail. */
+extern const taxi__timer_heap_ops_t taxi__proactor_timer_ops;
+void taxi__proactor_timer_push_locked(taxi_proactor_t *p, taxi_op_t *op);
+void taxi__proactor_timer_remove_locked(taxi_proactor_t *p, taxi_op_t *op);
+
+/* The paused list.  Put op on it for `pause` after a transient failure;
+ * the report of it (`where`, `code`, `attempt`) waits for the lock to be
+ * released (taxi__proactor_wait_locked).  p->lock held. */
+void taxi__proactor_pause_locked(taxi_proactor_t *p, taxi_op_t *op,
+                                 taxi_time_t pause, const char *where, int code,
+                                 unsigned attempt);
+/* A pooled read waits for a buffer: on the paused list with no deadline
+ * until a release gives it one (core/proactor/proactor_buffers.c).  p->lock
+ * held. */
+void taxi__proactor_starve_locked(taxi_proactor_t *p, taxi_op_t *op);
+/* A PAUSED op leaves the paused list (SUBMITTED again, for the caller to
+ * submit or end).  p->lock held. */
+void taxi__proactor_unpause_locked(taxi_proactor_t *p, taxi_op_t *op);
+
+/* ==== layer 1: proactor_buffers.c ====================================== */
 
 /* The pool options are valid: 0, or TAXI_EINVAL with a detail naming
  * the field of taxi_proactor_create's options. */
@@ -316,72 +351,56 @@ void *taxi__pbufs_addr(const taxi_proactor_t *p, unsigned id);
 bool taxi__pbufs_take_locked(taxi_proactor_t *p, unsigned *id);
 /* Double the pool: 0, or TAXI_ENOMEM at the cap or out of memory. */
 int taxi__pbufs_grow_locked(taxi_proactor_t *p);
-/* A buffer a completion filled goes to the application / a buffer a read
- * had and did not fill goes back.  p->lock held. */
+/* A buffer a completion filled goes to the application.  p->lock held. */
 void taxi__pbufs_lend_locked(taxi_proactor_t *p, unsigned id);
-void taxi__pbufs_unused_locked(taxi_proactor_t *p, unsigned id);
-
-/* ---- proactor_signal.c ------------------------------------------------- */
-
-/* Stop catching signals (join the catching thread, restore each signal's
- * disposition); the record it posts may still be in flight.  Without the
- * lock, before the proactor drains. */
-void taxi__proactor_signals_close(taxi_proactor_t *p);
-/* Free what is left, once nothing is in flight. */
-void taxi__proactor_signals_free(taxi_proactor_t *p);
-
-/* ---- proactor.c -------------------------------------------------------- */
-
-/* Attach h (backend attach + a row).  p->lock held.  0, TAXI_EEXIST,
- * TAXI_EBADF, TAXI_ENOMEM, or the backend's error. */
-int taxi__proactor_attach_locked(taxi_proactor_t *p, taxi_handle_t h);
-/* h (attached) was made by this proactor: an accepted connection, a
- * socket being connected, one moved from a proactor where it was made.
- * Tells the backend once.  p->lock held. */
-void taxi__proactor_adopt_locked(taxi_proactor_t *p, taxi_handle_t h);
-/* Cancel everything on h and forget it (close: also close it, once no
- * operation of the backend can name it any more).  p->lock held.  0 or
- * TAXI_ENOENT. */
-int taxi__proactor_forget_locked(taxi_proactor_t *p, taxi_handle_t h,
-                                 bool close_it);
-/* A pooled read waits for a buffer: on the paused list with no deadline
- * until a release gives it one (core/proactor/proactor_buffers.c).  p->lock
+/* A buffer a read had and did not fill goes back.  Returns true when a
+ * read waiting for a buffer may now go on: the caller's layer sets
+ * p->wake_wanted so that the loop wakes the waiting threads.  p->lock
  * held. */
-void taxi__proactor_starve_locked(taxi_proactor_t *p, taxi_op_t *op);
-/* A PAUSED accept leaves the paused list.  p->lock held. */
-void taxi__proactor_unpause_locked(taxi_proactor_t *p, taxi_op_t *op);
+bool taxi__pbufs_unused_locked(taxi_proactor_t *p, unsigned id);
+/* taxi_proactor_buffer_release's work: 0, TAXI_EINVAL (not a buffer of
+ * the pool) or TAXI_ENOENT (not held); *wake as for
+ * taxi__pbufs_unused_locked.  p->lock held. */
+int taxi__pbufs_release_locked(taxi_proactor_t *p, void *data, bool *wake);
 
-/* Free a zombie row whose queues are empty, closing its descriptor if the
- * handle was closed.  p->lock held. */
-void taxi__proactor_row_release_locked(taxi_proactor_t *p, size_t row);
-
-/* ---- proactor_start.c -------------------------------------------------- */
+/* ==== layer 2: proactor_submit.c ======================================= */
 
 /* Give op (the head of its direction) to the backend.  0, or the code
- * the backend refused it with: then op is as before the call and the
- * caller completes it with that code.  p->lock held. */
+ * the backend refused it with (TAXI__NO_BUFFER: a pooled read found no
+ * buffer): then op is as before the call.  p->lock held. */
 int taxi__proactor_submit_locked(taxi_proactor_t *p, taxi_op_t *op);
-/* Submit op (the head of its handle's queue, or a handle-less op): a
- * refusal that may pass (TAXI_EAGAIN) pauses it and it is submitted again
- * after a growing pause, up to TAXI__BACKOFF_LIMIT refusals in a row;
- * returns 0 then, or when submitted.  Any other refusal, or the last, is
- * returned for the caller to complete op with. */
+/* Submit op (the head of its handle's queue): a pooled read without a
+ * buffer waits for one, a refusal that may pass (TAXI_EAGAIN) pauses it
+ * and it is submitted again after a growing pause, up to
+ * TAXI__BACKOFF_LIMIT refusals in a row; returns 0 then, or when
+ * submitted.  Any other refusal, or the last, is returned for the caller
+ * to complete op with.  p->lock held. */
 int taxi__proactor_submit_or_pause_locked(taxi_proactor_t *p, taxi_op_t *op);
 
-/* ---- proactor_dispatch.c ----------------------------------------------- */
+/* ==== layer 2: proactor_complete.c ===================================== */
 
 /* Finish op with `status` (bytes in internal_.done): unlink it from its
- * handle (advancing that queue) and queue it for dispatch.  p->lock held. */
+ * handle and queue it for dispatch.  When it was its handle's head, the
+ * row goes on the `due` list for the loop to submit the next (the caller
+ * runs taxi__proactor_follow_ons_locked before releasing the lock).
+ * p->lock held. */
 void taxi__proactor_complete_locked(taxi_proactor_t *p, taxi_op_t *op,
                                     int status);
-/* Process what a backend wait reported.  p->lock held. */
+/* Process what a backend wait reported; follow-ons are queued.  p->lock
+ * held. */
 void taxi__proactor_process_locked(taxi_proactor_t *p,
                                    const taxi__completion_t *c);
-/* Timers.  p->lock held; taxi__timer_heap_reserve(&p->timers) first, so
- * that push cannot fail. */
-extern const taxi__timer_heap_ops_t taxi__proactor_timer_ops;
-void taxi__proactor_timer_push_locked(taxi_proactor_t *p, taxi_op_t *op);
-void taxi__proactor_timer_remove_locked(taxi_proactor_t *p, taxi_op_t *op);
+/* After the handler of a multishot delivery: the next delivery from the
+ * backlog, or the request goes on (queued on `again` where the core
+ * issues it anew), or it ends.  p->lock held. */
+void taxi__proactor_multishot_next_locked(taxi_proactor_t *p, taxi_op_t *op);
+
+/* ==== layer 3: proactor_dispatch.c ===================================== */
+
+/* Submit the follow-ons the completion layer queued (see above), and wake
+ * the waiting threads if a lower layer asked for it.  Every caller of the
+ * completion layer runs it before releasing the lock.  p->lock held. */
+void taxi__proactor_follow_ons_locked(taxi_proactor_t *p);
 /* Wake the waiting threads if something is ready for them or the earliest
  * deadline moved before the one they wait for.  p->lock held. */
 void taxi__proactor_kick_locked(taxi_proactor_t *p);
@@ -402,5 +421,13 @@ bool taxi__proactor_in_handler(const taxi_proactor_t *p);
 /* destroy: complete everything with TAXI_ECANCELED and run the handlers in
  * this thread.  p->lock held. */
 void taxi__proactor_drain_locked(taxi_proactor_t *p);
+
+/* ==== layer 4: proactor.c ============================================== */
+
+/* Cancel everything on h and forget it (close: also close it, once no
+ * operation of the backend can name it any more).  p->lock held.  0 or
+ * TAXI_ENOENT. */
+int taxi__proactor_forget_locked(taxi_proactor_t *p, taxi_handle_t h,
+                                 bool close_it);
 
 #endif /* TAXI_CORE_PROACTOR_IMPL_H */

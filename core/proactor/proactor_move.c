@@ -14,6 +14,9 @@
  * is undone, which cannot fail.  The other order (detach, then attach)
  * would have to attach back to `from` after a failed attach to `to`, and
  * that attach may fail too (memory), losing the handle.
+ *
+ * Layer 5, above the core (see core/proactor/proactor_impl.h): it calls
+ * the table (attach, adopt) and the life cycle (forget) in proactor.c.
  */
 #include "config.h"
 

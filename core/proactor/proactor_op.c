@@ -2,6 +2,9 @@
 /*
  * core/proactor/proactor_op.c - the remainder of an operation, computed from
  * its record's progress (see core/proactor/proactor_op.h).
+ *
+ * Layer 1 (see core/proactor/proactor_impl.h): it reads a record and calls
+ * nothing; the completion layer and the backends call it.
  */
 #include "config.h"
 

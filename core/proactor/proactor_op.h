@@ -14,6 +14,9 @@
  *                                then trailer bufs[TAXI_OP_MAX_BUFS + 1].
  * Backends may read these fields of op->internal_ directly: file, offset,
  * file_len, addr, addr_len, flags; and they own internal_.backend.
+ *
+ * Layer 1 of core/proactor/ (see proactor_impl.h): proactor_op.c calls
+ * nothing.
  */
 #ifndef TAXI_CORE_PROACTOR_OP_H
 #define TAXI_CORE_PROACTOR_OP_H

@@ -13,6 +13,12 @@
  * one completion, and nothing is allocated per signal.  The reactor and
  * the thread are made with the first signal added: a proactor that takes
  * none has neither.
+ *
+ * Layer 5, above the core: it uses the proactor through its public calls
+ * (taxi_proactor_post, taxi_op_init) and the reactor's, and nothing of the
+ * core calls it.  taxi_proactor_destroy stops and frees the catcher through
+ * the teardown hook registered here when the catcher is made (see
+ * core/proactor/proactor_impl.h).
  */
 #include "config.h"
 
@@ -95,6 +101,32 @@ static void *psig_main(void *arg) {
   return NULL;
 }
 
+/* The teardown hook's first part: stop catching signals (join the catching
+ * thread, restore each signal's disposition); the record it posts may
+ * still be in flight.  Without the lock, before the proactor drains. */
+static void psig_stop(taxi_proactor_t *p) {
+  taxi__psig_t *s = p->sig;
+  if (!s) return;
+  if (s->running) {
+    atomic_store(&s->closing, true);
+    taxi_reactor_stop(s->r);
+    taxi__thread_join(s->thread);
+    s->running = false;
+  }
+  /* Restores each signal's disposition and the thread's mask. */
+  taxi_reactor_destroy(s->r);
+  s->r = NULL;
+}
+
+/* Its second part: free what is left, once nothing is in flight. */
+static void psig_release(taxi_proactor_t *p) {
+  taxi__free(p->sig);
+  p->sig = NULL;
+}
+
+static const taxi__proactor_teardown_t psig_teardown = {psig_stop,
+                                                        psig_release};
+
 static int psig_open(taxi_proactor_t *p, taxi__psig_t **out) {
   taxi__psig_t *s = taxi__calloc(1, sizeof *s);
   if (!s) return TAXI_ENOMEM;
@@ -157,6 +189,7 @@ int taxi_proactor_add_signal(taxi_proactor_t *p, int signo,
   if (s && !p->sig) {
     if (rc == 0) {
       p->sig = s;
+      p->teardown = &psig_teardown;
     } else {
       taxi_reactor_destroy(s->r);
       taxi__free(s);
@@ -189,23 +222,4 @@ int taxi_proactor_remove_signal(taxi_proactor_t *p, int signo) {
   p->sig_busy = false;
   taxi__mutex_unlock(&p->lock);
   return rc == TAXI_ENOENT ? 0 : rc;
-}
-
-void taxi__proactor_signals_close(taxi_proactor_t *p) {
-  taxi__psig_t *s = p->sig;
-  if (!s) return;
-  if (s->running) {
-    atomic_store(&s->closing, true);
-    taxi_reactor_stop(s->r);
-    taxi__thread_join(s->thread);
-    s->running = false;
-  }
-  /* Restores each signal's disposition and the thread's mask. */
-  taxi_reactor_destroy(s->r);
-  s->r = NULL;
-}
-
-void taxi__proactor_signals_free(taxi_proactor_t *p) {
-  taxi__free(p->sig);
-  p->sig = NULL;
 }

@@ -1,8 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * core/proactor/proactor_start.c - starting operations: validate the call, fill
- * the caller's record, queue it behind the older operations of its handle
- * and direction, and give it to the backend once it is the head.
+ * core/proactor/proactor_start.c - layer 4, starting operations: validate
+ * the call, fill the caller's record, queue it behind the older operations
+ * of its handle and direction, and give it to the backend if it is the
+ * head (later heads are the loop's to submit).
+ *
+ * It calls the loop (proactor_dispatch.c: follow-ons, wake-ups), the
+ * submission and completion layers and the table (see the layering in
+ * core/proactor/proactor_impl.h).
  *
  * Every check that can refuse the call runs before the record is written,
  * so a refused call leaves the record exactly as it was (a record in
@@ -106,41 +111,6 @@ static void fill(taxi_proactor_t *p, taxi_op_t *op, const start_t *s) {
   taxi__op_state_store(op, TAXI__OP_IDLE);
 }
 
-/* A pooled read the core chooses the buffer for: a free one, as its one
- * buffer (its id in internal_.offset, which a READ does not use).  false
- * when none is left. */
-static bool pooled_take_locked(taxi_proactor_t *p, taxi_op_t *op) {
-  unsigned id;
-  if (!taxi__pbufs_take_locked(p, &id)) return false;
-  op->internal_.bufs[0].base = taxi__pbufs_addr(p, id);
-  op->internal_.bufs[0].len = p->bufs->size;
-  op->internal_.nbufs = 1;
-  op->internal_.total = p->bufs->size;
-  op->internal_.done = 0;
-  op->internal_.offset = id;
-  return true;
-}
-
-int taxi__proactor_submit_locked(taxi_proactor_t *p, taxi_op_t *op) {
-  unsigned before = op->internal_.state;
-  bool took = false;
-  if ((op->internal_.flags & (TAXI__READ_POOLED | TAXI__READ_SELECT)) ==
-      TAXI__READ_POOLED) {
-    if (!pooled_take_locked(p, op)) return TAXI__NO_BUFFER;
-    took = true;
-  }
-  taxi__op_state_store(
-      op, (before & ~TAXI__OP_STATE) | TAXI__OP_SUBMITTED | TAXI__OP_INBACKEND);
-  p->in_backend++;
-  p->stats.submissions++;
-  int rc = p->ops->submit(p->backend, op);
-  if (rc == 0) return 0;
-  taxi__op_state_store(op, before);
-  p->in_backend--;
-  if (took) taxi__pbufs_unused_locked(p, (unsigned)op->internal_.offset);
-  return rc < 0 ? rc : TAXI_ESYS;
-}
-
 /* Queue a filled record on its handle; submit it if it is the head. */
 static void enqueue_locked(taxi_proactor_t *p, taxi_op_t *op, uint32_t row) {
   taxi__pdir_t *d = &p->rows[row].dir[op->internal_.dir - 1];
@@ -148,11 +118,7 @@ static void enqueue_locked(taxi_proactor_t *p, taxi_op_t *op, uint32_t row) {
   p->stats.started++;
   if (d->cur) {
     taxi__op_set_phase(op, TAXI__OP_QUEUED);
-    if (d->wait.tail)
-      d->wait.tail->internal_.next = op;
-    else
-      d->wait.head = op;
-    d->wait.tail = op;
+    taxi__opq_push(&d->wait, op);
     return;
   }
   d->cur = op;
@@ -176,6 +142,7 @@ static int start_io(taxi_proactor_t *p, taxi_op_t *op, const start_t *s,
     fill(p, op, s);
     setup(op, arg);
     enqueue_locked(p, op, row);
+    taxi__proactor_follow_ons_locked(p);
     taxi__proactor_kick_locked(p);
   }
   taxi__mutex_unlock(&p->lock);

@@ -154,7 +154,7 @@ struct taxi_op {
     taxi_op_t *next; /* queue link (per handle, completions, ...) */
     taxi_completion_fn fn;
     void *act;
-    unsigned state; /* TAXI__OP_* in core/proactor/proactor_impl.h */
+    unsigned state; /* TAXI__OP_* in core/proactor/proactor_consts.h */
     unsigned flags; /* what the call asked for */
     unsigned dir;   /* per-handle queue: 0 none, 1 input, 2 output */
     int status;     /* result, once known */

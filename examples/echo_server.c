@@ -117,9 +117,12 @@ int main(int argc, char **argv) {
   rc = taxi_io_run(io); /* until on_signal stops it: TAXI_ESTOPPED */
   if (rc == TAXI_ESTOPPED) rc = 0;
   taxi_io_stats(io, &st);
+  /* Why it stopped, said before the context goes: once it has, SIGINT and
+   * SIGTERM are no longer caught, and one that comes then ends the
+   * process at once. */
+  int failed = rc < 0 ? echo_server_failed(&cfg, "stopped", rc) : 0;
   taxi_io_destroy(io); /* closes the listener and the connections */
-  if (rc < 0)
-    return echo_server_done(&cfg, echo_server_failed(&cfg, "stopped", rc), &st);
+  if (rc < 0) return echo_server_done(&cfg, failed, &st);
   printf("echo_server: stopped after %llu connections, %llu bytes echoed\n",
          (unsigned long long)st.accepts, (unsigned long long)st.bytes_out);
   echo_net_cleanup();

@@ -13,7 +13,8 @@
  *   post.c         the records of posted functions, and running or
  *                  cancelling the queues of the context, a stream, a
  *                  listener;
- *   io_lists.c     the context's lists of streams, listeners, timers;
+ *   io_lists.c     the context's lists of streams, listeners, timers,
+ *                  and the free list of stream blocks;
  *   io_reactive.c  the driver over a reactor (reactor, lf, hsha);
  *   io_proactive.c the driver over a proactor (proactor, proactors);
  *   io_run.c       running, stopping, waiting; the wake-up socket pair,
@@ -314,6 +315,12 @@ struct taxi_io {
   taxi_stream_t *streams;
   taxi_listener_t *listeners;
   taxi_io_timer_t *timers;
+  /* Blocks of released streams kept for the next stream of the same size
+   * (core/stream/io_lists.c), under lock: a connection per request then
+   * costs no allocation once the context has warmed up. */
+  struct taxi__stream_block *spare;
+  unsigned nspare;
+  size_t spare_bytes;
 
   /* Posts (core/stream/post.c): the records free for reuse and the context's
    * own queue, under post_lock; cb_lock is held while a function posted to the
@@ -336,7 +343,8 @@ struct taxi_io {
   struct {
     atomic_ullong streams_opened, streams_closed, accepts, accept_errors,
         accept_pauses, connects, connect_errors, bytes_in, bytes_out, reads,
-        writes, writes_refused, read_pauses, timeouts, timers;
+        writes, writes_refused, read_pauses, timeouts, timers, streams_reused,
+        streams_allocated;
   } stats;
 };
 
@@ -376,6 +384,16 @@ int taxi__io_link_stream(taxi_io_t *io, taxi_stream_t *s);
 void taxi__io_unlink_stream(taxi_io_t *io, taxi_stream_t *s);
 int taxi__io_link_listener(taxi_io_t *io, taxi_listener_t *l);
 void taxi__io_unlink_listener(taxi_io_t *io, taxi_listener_t *l);
+/* A block of `size` bytes for a new stream: a spare one of that size, or
+ * a new one (NULL: out of memory); counted as reused or allocated. */
+void *taxi__io_stream_block(taxi_io_t *io, size_t size);
+/* Unlink s (as taxi__io_unlink_stream), destroy its lock and keep its
+ * block (s->block bytes) among the spares, or free it when they are
+ * full.  Nothing of s may run or be reached any more but through the
+ * context's list (what taxi_io_destroy walks, under the lock). */
+void taxi__io_retire_stream(taxi_io_t *io, taxi_stream_t *s);
+/* Free the spare blocks (taxi_io_destroy). */
+void taxi__io_spares_free(taxi_io_t *io);
 int taxi__io_link_timer(taxi_io_t *io, taxi_io_timer_t *t);
 void taxi__io_unlink_timer(taxi_io_t *io, taxi_io_timer_t *t);
 /* Split "host:port" of a name (core/stream/resolve.c): host into
@@ -476,6 +494,7 @@ typedef struct taxi__wrec {
  * (fd is TAXI_INVALID_HANDLE, keep_handle set), the driver has nothing
  * to watch but its kicks and deadline; s->dial races the addresses. */
 #define TAXI__S_DIALING 0x400000u
+#define TAXI__S_UNLINKED 0x800000u /* off the context's list already */
 
 /* A private bit of s->oflags: a stream the library makes for itself (an
  * attempt of a dial), not counted in the context's stream and connect
@@ -493,6 +512,7 @@ typedef struct taxi__wrec {
 struct taxi_stream {
   taxi_io_t *io;
   const taxi__stream_ops_t *ops;
+  size_t block; /* bytes of its block: the stream and its buffers */
   taxi_handle_t fd;
   taxi__mutex_t lock;
   taxi_stream_t *prev, *next; /* in io->streams, under io->lock */

@@ -37,6 +37,10 @@
 #define BACKOFF_FIRST (10 * TAXI_NSEC_PER_MSEC)
 #define BACKOFF_MAX (1000 * TAXI_NSEC_PER_MSEC)
 
+/* The longest options.defer_accept: an hour, past which a connection held
+ * back is not worth keeping. */
+#define DEFER_MAX 3600
+
 void taxi_listener_options_init(taxi_listener_options_t *o) {
   if (!o) return;
   memset(o, 0, sizeof *o);
@@ -222,6 +226,11 @@ int taxi_listener_create(taxi_listener_t **out, taxi_io_t *io,
                         "not TAXI_LISTEN_REUSEPORT, _V6ONLY or "
                         "_NO_REUSEADDR",
                         o.flags & ~known);
+  if (o.defer_accept < 0 || o.defer_accept > DEFER_MAX)
+    return taxi__refuse(TAXI_EINVAL,
+                        "taxi_listener_create: options.defer_accept: 0 to %d "
+                        "seconds; got %d",
+                        DEFER_MAX, o.defer_accept);
   if ((rc = taxi_addr_parse(&a, address)) < 0)
     return taxi__refuse(rc,
                         "taxi_listener_create: address: \"%.64s\" is not an "
@@ -236,6 +245,17 @@ int taxi_listener_create(taxi_listener_t **out, taxi_io_t *io,
                    "taxi_listener_create: options.flags: "
                    "TAXI_LISTEN_REUSEPORT, and no option here balances "
                    "connections over sockets sharing a port");
+    listener_free(l);
+    return rc;
+  }
+  if (o.defer_accept > 0 &&
+      (rc = taxi__sock_defer_accept(fd, o.defer_accept)) < 0) {
+    if (rc == TAXI_ENOTSUP)
+      taxi__refuse(rc,
+                   "taxi_listener_create: options.defer_accept: no option "
+                   "here holds connections back until their data (Linux's "
+                   "TCP_DEFER_ACCEPT, on a TCP address)");
+    taxi__close(fd);
     listener_free(l);
     return rc;
   }
@@ -265,6 +285,11 @@ int taxi_listener_adopt(taxi_listener_t **out, taxi_io_t *io,
                         "TAXI_LISTEN_KEEP_SOCKET (the others are about "
                         "binding, which the caller did); got 0x%x",
                         o.flags);
+  if (o.defer_accept != 0)
+    return taxi__refuse(TAXI_EINVAL,
+                        "taxi_listener_adopt: options.defer_accept: set on "
+                        "the socket by the caller, who made it; got %d",
+                        o.defer_accept);
   if (sock == TAXI_INVALID_HANDLE) return TAXI_EBADF;
   /* Checked before anything changes the socket: a failed adoption leaves
    * it as it was, but for O_NONBLOCK. */

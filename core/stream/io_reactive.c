@@ -258,7 +258,11 @@ static void s_teardown(taxi_stream_t *s) {
 #define LISTENER_OF(hp) TAXI_CONTAINER_OF(hp, taxi_listener_t, d.r.h)
 
 /* Connections taken per readiness report: a bound, so that a flood of
- * connections does not keep the thread from the streams it serves. */
+ * connections does not keep the thread from the streams it serves.  What
+ * is left in the backlog comes back at the next turn because the listener
+ * is registered level-triggered, as everything in the Reactor is (an
+ * edge-triggered registration would not report it again: the loop below
+ * would have to post itself a zero-delay timer before returning). */
 #define ACCEPT_BATCH 64
 
 static int l_input(taxi_handler_t *h, taxi_handle_t fd, unsigned ev) {

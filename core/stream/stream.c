@@ -44,8 +44,8 @@ static const taxi__stream_ops_t stream_ops = {
 };
 
 int taxi__stream_new(taxi_io_t *io, taxi_handle_t fd,
-                     const taxi_stream_options_t *o, bool attached,
-                     taxi_stream_t **out) {
+                     const taxi_stream_options_t *o, taxi_proactor_t *home,
+                     bool stay, taxi_stream_t **out) {
   /* One block: the stream, its write records, read buffer and ring. */
   size_t head = round_up(sizeof(taxi_stream_t));
   size_t recs = round_up((size_t)o->max_writes * sizeof(taxi__wrec_t));
@@ -80,7 +80,7 @@ int taxi__stream_new(taxi_io_t *io, taxi_handle_t fd,
   }
   rc = taxi__io_link_stream(io, s);
   if (rc == 0) {
-    rc = io->drv->stream_open(s, attached);
+    rc = io->drv->stream_open(s, home, stay);
     if (rc < 0) taxi__io_unlink_stream(io, s);
   }
   if (rc < 0) {

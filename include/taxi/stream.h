@@ -244,6 +244,19 @@ typedef void (*taxi_accept_fn)(taxi_listener_t *l, taxi_stream_t *s, void *arg);
 /* taxi_listener_adopt only: the listener does not close the socket it
  * adopted; it stays the caller's, to close after on_close has run. */
 #define TAXI_LISTEN_KEEP_SOCKET 0x8u
+/* One listening socket per dispatcher of the context, all bound to the
+ * address (with TAXI_LISTEN_REUSEPORT), so that the kernel spreads the
+ * connections over them: with TAXI_IO_PROACTORS a socket per proactor,
+ * each accepting on that proactor's ring, and the streams it accepts stay
+ * on that proactor (rather than being moved as the group's spread says).
+ * Where the context has one dispatcher (every other kind: their threads
+ * share it), one socket, as with TAXI_LISTEN_REUSEPORT alone.  It is one
+ * listener to the application: one accept callback (called from every
+ * socket's thread, one call at a time), one pause, one close, one
+ * on_close once every socket is closed.  Where no option balances
+ * (TAXI_LISTEN_REUSEPORT is TAXI_ENOTSUP there), TAXI_ENOTSUP.
+ * taxi_listener_create only. */
+#define TAXI_LISTEN_SHARDED 0x10u
 
 /* Options for taxi_listener_create() and taxi_listener_adopt(). */
 typedef struct taxi_listener_options {
@@ -288,8 +301,9 @@ TAXI__OPTIONS_DEFAULT(taxi_listener_options_t, taxi_listener_options_init)
  * error callback (not fatal: a listener never gives up).
  *
  * Returns 0 and sets *out, or TAXI_EINVAL (NULL io, out, address or fn;
- * bad options), TAXI_EBADADDR, TAXI_ENOTSUP (TAXI_LISTEN_REUSEPORT or
- * defer_accept where the system has no such option), TAXI_EADDRINUSE,
+ * bad options), TAXI_EBADADDR, TAXI_ENOTSUP (TAXI_LISTEN_REUSEPORT,
+ * TAXI_LISTEN_SHARDED or defer_accept where the system has no such
+ * option), TAXI_EADDRINUSE,
  * TAXI_EPERM,
  * TAXI_ESTOPPED (io is being destroyed), TAXI_ENOMEM, TAXI_ESYS.
  * Ownership: the listener is the context's; taxi_listener_close (or

@@ -6,8 +6,9 @@
  * rest), a connection per request allocates nothing once the context has
  * warmed up (released streams' blocks are reused), and the listener
  * options about accepting: TAXI_LISTEN_REUSEPORT (two listeners on one
- * port both accept) and defer_accept (a connection that sends nothing is
- * not handed over before its data).
+ * port both accept), defer_accept (a connection that sends nothing is
+ * not handed over before its data) and TAXI_LISTEN_SHARDED (a socket per
+ * proactor of a group, the kernel spreading connections over them).
  */
 #define _GNU_SOURCE 1
 
@@ -15,6 +16,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -309,6 +311,145 @@ static void test_defer_accept_refused(void) {
   st_io_destroy(&c);
 }
 
+/* ---- a sharded listener ----------------------------------------------------
+ */
+
+#define SHARD_CONNS 64
+
+struct sharded {
+  pthread_t accepted_in[SHARD_CONNS];
+  atomic_int accepted, mismatched, echoed, on_close;
+};
+
+/* Each stream remembers the thread that accepted it, and its reads check
+ * that they run there too (a stream of a sharded listener stays on the
+ * proactor that accepted it). */
+struct sh_conn {
+  struct sharded *sh;
+  pthread_t thread;
+};
+static struct sh_conn sh_conns[SHARD_CONNS];
+
+static void sh_read(taxi_stream_t *s, int status, const void *data,
+                    size_t len) {
+  struct sh_conn *c = taxi_stream_data(s);
+  if (status == TAXI_EEOF || status < 0) {
+    taxi_stream_close(s);
+    return;
+  }
+  if (!pthread_equal(c->thread, pthread_self()))
+    atomic_fetch_add(&c->sh->mismatched, 1);
+  if (taxi_stream_write(s, data, len, NULL, NULL) == 0)
+    atomic_fetch_add(&c->sh->echoed, 1);
+}
+
+static void sh_accept(taxi_listener_t *l, taxi_stream_t *s, void *arg) {
+  struct sharded *sh = arg;
+  (void)l;
+  int i = atomic_fetch_add(&sh->accepted, 1);
+  if (i >= SHARD_CONNS) {
+    taxi_stream_close(s);
+    return;
+  }
+  sh->accepted_in[i] = pthread_self();
+  sh_conns[i].sh = sh;
+  sh_conns[i].thread = pthread_self();
+  taxi_stream_set_data(s, &sh_conns[i]);
+  taxi_stream_read_start(s, sh_read);
+}
+
+static void sh_closed(taxi_listener_t *l, void *arg) {
+  struct sharded *sh = arg;
+  (void)l;
+  atomic_fetch_add(&sh->on_close, 1);
+}
+
+static int sh_on_close_is_1(void *arg) {
+  struct sharded *sh = arg;
+  return atomic_load(&sh->on_close) == 1;
+}
+
+/* TAXI_LISTEN_SHARDED: one listener to the application whatever the
+ * dispatcher; with proactors, a socket per proactor, the kernel spreading
+ * connections over them (accept callbacks in both threads), and every
+ * stream served where it was accepted.  Paused before the connections,
+ * it takes them all once resumed; closed, on_close comes once. */
+static void test_sharded(void) {
+  st_io_t c;
+  static struct sharded sh;
+  memset(&sh, 0, sizeof sh);
+  if (st_io_create(&c) < 0) return;
+  taxi_listener_options_t lo;
+  taxi_listener_options_init(&lo);
+  lo.flags = TAXI_LISTEN_SHARDED;
+  lo.on_close = sh_closed;
+  taxi_listener_t *l = NULL;
+  int rc = taxi_listener_create(&l, c.io, "127.0.0.1:0", &lo, sh_accept, &sh);
+  if (rc == TAXI_ENOTSUP) {
+    printf("(skipped: no balancing SO_REUSEPORT here) ");
+    st_io_destroy(&c);
+    return;
+  }
+  CU_ASSERT_EQUAL_FATAL(rc, 0);
+  taxi_addr_t a;
+  CU_ASSERT_EQUAL(taxi_listener_address(l, &a), 0);
+  int port = (int)taxi_addr_port(&a);
+  CU_ASSERT_EQUAL(taxi_listener_pause(l), 0);
+  st_io_run(&c);
+  int fds[SHARD_CONNS];
+  int n = 0;
+  for (; n < SHARD_CONNS; n++) {
+    if ((fds[n] = st_connect(port)) < 0) break;
+    if (net_send_all(fds[n], "s", 1) < 0) {
+      close(fds[n]);
+      break;
+    }
+  }
+  CU_ASSERT_EQUAL(n, SHARD_CONNS);
+  CU_ASSERT_EQUAL(taxi_listener_resume(l), 0);
+  int echoed = 0;
+  for (int i = 0; i < n; i++) {
+    char b = 0;
+    if (net_recv_all(fds[i], &b, 1) == 0 && b == 's') echoed++;
+  }
+  CU_ASSERT_EQUAL(echoed, n);
+  CU_ASSERT_EQUAL(atomic_load(&sh.accepted), n);
+  if (st_dispatcher == TAXI_IO_PROACTORS && n == SHARD_CONNS) {
+    /* A thread per proactor: every read where its accept ran.  (The
+     * other dispatchers' threads share one reactor or proactor, and run
+     * any callback.) */
+    CU_ASSERT_EQUAL(atomic_load(&sh.mismatched), 0);
+    /* Two proactors, a socket each: 64 connections all hashed to one of
+     * the two would be 2^-63 likely. */
+    int threads = 1;
+    for (int i = 1; i < n; i++)
+      if (!pthread_equal(sh.accepted_in[i], sh.accepted_in[0])) threads = 2;
+    CU_ASSERT_EQUAL(threads, 2);
+  }
+  for (int i = 0; i < n; i++) close(fds[i]);
+  CU_ASSERT_EQUAL(taxi_listener_close(l), 0);
+  CU_ASSERT_TRUE(st_wait(sh_on_close_is_1, &sh, 10000));
+  st_io_destroy(&c);
+  CU_ASSERT_EQUAL(atomic_load(&sh.on_close), 1);
+}
+
+/* TAXI_LISTEN_SHARDED is for sockets the listener binds. */
+static void test_sharded_adopt_refused(void) {
+  st_io_t c;
+  if (st_io_create(&c) < 0) return;
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  CU_ASSERT_FATAL(fd >= 0);
+  taxi_listener_options_t lo;
+  taxi_listener_options_init(&lo);
+  lo.flags = TAXI_LISTEN_SHARDED;
+  taxi_listener_t *l = NULL;
+  CU_ASSERT_EQUAL(taxi_listener_adopt(&l, c.io, fd, &lo, sh_accept, NULL),
+                  TAXI_EINVAL);
+  CU_ASSERT_PTR_NULL(l);
+  close(fd);
+  st_io_destroy(&c);
+}
+
 CU_TestInfo st_tests_accept[] = {
     {"a burst of connections in the backlog is served in full", test_burst},
     {"a connection per request allocates nothing after warm-up", test_no_alloc},
@@ -316,4 +457,8 @@ CU_TestInfo st_tests_accept[] = {
     {"two REUSEPORT listeners on one port both accept", test_reuseport},
     {"defer_accept hands a connection over with its data", test_defer_accept},
     {"defer_accept out of range is refused", test_defer_accept_refused},
+    {"a sharded listener: one to the application, spread by the kernel",
+     test_sharded},
+    {"TAXI_LISTEN_SHARDED is refused by taxi_listener_adopt",
+     test_sharded_adopt_refused},
     CU_TEST_INFO_NULL};

@@ -52,6 +52,10 @@ static int new_state(aio_state_t **out, taxi__completion_counters_t *c) {
     return rc;
   }
   rc = taxi__cond_init(&s->cond);
+  if (rc == 0) {
+    rc = taxi__spares_init(&s->idle, sizeof(aio_handle_t), 64);
+    if (rc < 0) taxi__cond_destroy(&s->cond);
+  }
   if (rc < 0) {
     taxi__mutex_destroy(&s->lock);
     taxi__free(s);
@@ -124,6 +128,7 @@ static void aio_close(void *state) {
   for (size_t i = 0; i < s->handles_cap; i++)
     if (s->handles[i] && !s->handles[i]->registered) taxi__free(s->handles[i]);
   if (s->reactor) taxi_reactor_destroy(s->reactor);
+  taxi__spares_fini(&s->idle); /* after the reactor, which returns some */
   if (s->wakeup_open) taxi__wakeup_close(&s->wakeup);
   for (int i = 0; i < 2; i++)
     if (s->bell[i] >= 0) close(s->bell[i]);
@@ -178,7 +183,7 @@ static int aio_attach(void *state, taxi_handle_t h) {
   /* A request on a socket must never block a glibc helper (see READ in
    * docs/backends/aio.md). */
   if (!file && (rc = taxi__set_nonblocking(h)) < 0) return rc;
-  aio_handle_t *ah = taxi__calloc(1, sizeof *ah);
+  aio_handle_t *ah = taxi__spares_get(&s->idle);
   if (!ah) return TAXI_ENOMEM;
   taxi_handler_init(&ah->h, &taxi__aio_handle_ops);
   ah->s = s;
@@ -187,7 +192,7 @@ static int aio_attach(void *state, taxi_handle_t h) {
   taxi__mutex_lock(&s->lock);
   rc = attach_locked(s, ah);
   taxi__mutex_unlock(&s->lock);
-  if (rc < 0) taxi__free(ah);
+  if (rc < 0) taxi__spares_put(&s->idle, ah);
   return rc;
 }
 
@@ -224,7 +229,7 @@ static void aio_detach(void *state, taxi_handle_t h) {
     taxi_reactor_remove(s->reactor, &ah->h); /* frees ah, now or later */
     count(s, 1);
   } else {
-    taxi__free(ah);
+    taxi__spares_put(&s->idle, ah);
   }
   taxi__mutex_unlock(&s->lock);
 }

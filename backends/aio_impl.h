@@ -13,6 +13,7 @@
 
 #include "backends/completion.h"
 #include "core/common/backoff.h"
+#include "core/common/spares.h"
 #include "core/proactor/proactor_op.h"
 #include "ports/port.h"
 #include "taxi/reactor.h"
@@ -147,6 +148,11 @@ struct aio_state {
   int refused_code;
   taxi_error_fn on_error;
   void *on_error_arg;
+
+  /* Records of detached handles, kept for the next attach (a connection
+   * per request attaches and detaches one each); their own lock, as the
+   * reactor's close hook returns them, maybe with `lock` held. */
+  taxi__spares_t idle;
 };
 
 static inline aio_op_t *room(taxi_op_t *op) { return taxi__op_backend(op); }

@@ -359,10 +359,12 @@ static int handle_output(taxi_handler_t *h, taxi_handle_t fd, unsigned ev) {
 }
 
 /* The reactor is done with a removed handle (possibly inside
- * taxi_reactor_remove(), with our lock held: take no lock here). */
+ * taxi_reactor_remove(), with our lock held: take no lock but the spare
+ * records' here). */
 static void handle_close(taxi_handler_t *h, taxi_handle_t fd) {
   (void)fd;
-  taxi__free(TAXI_CONTAINER_OF(h, aio_handle_t, h));
+  aio_handle_t *ah = TAXI_CONTAINER_OF(h, aio_handle_t, h);
+  taxi__spares_put(&ah->s->idle, ah);
 }
 
 const taxi_handler_ops_t taxi__aio_handle_ops = {

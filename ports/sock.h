@@ -129,6 +129,11 @@ void taxi__sock_drain(taxi_handle_t s);
 /* ---- options ------------------------------------------------------------ */
 
 int taxi__sock_nodelay(taxi_handle_t s, bool on);
+/* Hand connections of listening socket s over only once their first bytes
+ * have arrived, waiting up to `seconds` for them (0: at once, as by
+ * default): Linux's TCP_DEFER_ACCEPT.  0, TAXI_ENOTSUP where the system has
+ * no such option or s is not a TCP socket, or the error. */
+int taxi__sock_defer_accept(taxi_handle_t s, int seconds);
 /* While on, hold back part-filled segments (Linux TCP_CORK); off sends
  * what is held.  TAXI_ENOTSUP where the system has no such option (the
  * BSDs' TCP_NOPUSH does not send what it held when cleared everywhere). */

@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 # bench_peers.sh - a smoke test of the benchmark against peers: every peer
 # echo server that was built (tests/bench/peers) echoes 4 KiB messages byte
-# for byte under loadgen and stops cleanly on SIGINT, and
+# for byte under loadgen, over kept connections and over a connection per
+# message (--mode cec, which it must close cleanly), and stops cleanly on
+# SIGINT, and
 # tests/bench/peers.sh completes one short run and writes its table and
 # CSV file.  No timing is checked; skipped (77) where loadgen was not built.
 # A peer that fails gets a second try with a new server; only the bare
@@ -39,29 +41,35 @@ serve() {
     cat "$work/err"
     return 1
   fi
-  if ! "$loadgen" --port "$port" --connections 20 --threads 1 --size "$size" \
-    --warmup 0.1 --duration 0.3 --time-limit 60 >"$work/lg" 2>&1; then
-    echo "bench_peers: $name, $size-byte messages: loadgen failed:"
-    cat "$work/lg" "$work/out" "$work/err"
-    # Whether the server was still there tells a refused connection from
-    # a dead server (and which signal ended it).
-    if kill -0 "$pid" 2>/dev/null; then
-      echo "bench_peers: $name was still running (pid $pid)"
-      command -v ss >/dev/null && ss -ltn "sport = :$port"
-      stop_pid "$pid" KILL
-    else
-      wait_pid "$pid" 0
-      echo "bench_peers: $name had ended, status $status" \
-        "($([ "$status" -gt 128 ] && kill -l "$status"))"
+  # Round trips over kept connections, then a connection per round trip
+  # (--mode cec: the peer must close its side cleanly after each).
+  for mode in echo cec; do
+    if ! "$loadgen" --port "$port" --connections 20 --threads 1 --size "$size" \
+      --mode "$mode" --warmup 0.1 --duration 0.3 --time-limit 60 \
+      >"$work/lg.$mode" 2>&1; then
+      echo "bench_peers: $name, $size-byte messages, --mode $mode: loadgen failed:"
+      cat "$work/lg.$mode" "$work/out" "$work/err"
+      # Whether the server was still there tells a refused connection from
+      # a dead server (and which signal ended it).
+      if kill -0 "$pid" 2>/dev/null; then
+        echo "bench_peers: $name was still running (pid $pid)"
+        command -v ss >/dev/null && ss -ltn "sport = :$port"
+        stop_pid "$pid" KILL
+      else
+        wait_pid "$pid" 0
+        echo "bench_peers: $name had ended, status $status" \
+          "($([ "$status" -gt 128 ] && kill -l "$status"))"
+      fi
+      return 1
     fi
-    return 1
-  fi
+  done
   if ! stop_server "bench_peers: $name" "$work/out" "^$name: stopped after"
   then
     cat "$work/err"
     return 1
   fi
-  echo "bench_peers: $name, $size-byte messages: $(cat "$work/lg")"
+  echo "bench_peers: $name, $size-byte messages: $(cat "$work/lg.echo")"
+  echo "bench_peers: $name, --mode cec: $(cat "$work/lg.cec")"
 }
 
 tested=0

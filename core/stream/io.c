@@ -360,6 +360,7 @@ int taxi_io_destroy(taxi_io_t *io) {
   taxi__close(io->wake[1]);
   dispatcher_destroy(io);
   taxi__io_posts_fini(io);
+  taxi__io_spares_free(io);
   taxi__cond_destroy(&io->cond);
   taxi__mutex_destroy(&io->lock);
   taxi__free(io);

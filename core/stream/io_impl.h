@@ -13,7 +13,8 @@
  *   post.c         the records of posted functions, and running or
  *                  cancelling the queues of the context, a stream, a
  *                  listener;
- *   io_lists.c     the context's lists of streams, listeners, timers;
+ *   io_lists.c     the context's lists of streams, listeners, timers,
+ *                  and the free list of stream blocks;
  *   io_reactive.c  the driver over a reactor (reactor, lf, hsha);
  *   io_proactive.c the driver over a proactor (proactor, proactors);
  *   io_run.c       running, stopping, waiting; the wake-up socket pair,
@@ -26,7 +27,8 @@
  *   stream_read.c  the application's reads (read_start, read_into);
  *   stream_write.c its writes, sendfile, shutdown and end;
  *   stream_connect.c  a stream connecting to one address;
- *   listener.c     listeners, and the hand-over of accepted sockets;
+ *   listener.c     listeners (sharded ones too), and the hand-over of
+ *                  accepted sockets;
  *   stream_pipe.c  relaying one stream into another;
  *   stream_post.c  posting functions to the context, a stream, a listener;
  *   resolver.c     resolving names in the resolver threads;
@@ -113,8 +115,11 @@ typedef struct taxi__io_driver {
   int (*add_signal)(taxi_io_t *io, int signo);
   int (*remove_signal)(taxi_io_t *io, int signo);
 
-  /* Streams.  All but teardown are called with the stream's lock held. */
-  int (*stream_open)(taxi_stream_t *s, bool attached);
+  /* Streams.  All but teardown are called with the stream's lock held.
+   * home: the proactor the handle is attached to already (an accepted
+   * one), else NULL; stay: it is to stay there rather than go where the
+   * group's spread says (accepted by a member of a sharded listener). */
+  int (*stream_open)(taxi_stream_t *s, taxi_proactor_t *home, bool stay);
   /* Into s->rbuf: bytes (> 0), 0 at end of stream, TAXI_EAGAIN (an event
    * will come), or an error. */
   int64_t (*read)(taxi_stream_t *s);
@@ -157,8 +162,12 @@ typedef struct taxi__io_driver {
    * Proactor's, whose sends are in flight when writes_locked returns. */
   bool corks_files;
 
-  /* Listeners. */
-  int (*listener_open)(taxi_listener_t *l);
+  /* Listeners.  A sharded listener (TAXI_LISTEN_SHARDED) has one member,
+   * with a socket of its own, per what listener_members says (a group's
+   * proactors; 1 where the dispatcher is one); listener_open starts
+   * member `index` (0: the listener the application has). */
+  unsigned (*listener_members)(taxi_io_t *io);
+  int (*listener_open)(taxi_listener_t *l, unsigned index);
   void (*listener_close)(taxi_listener_t *l); /* lock not held */
   /* Stop (hold true) or start again accepting on l, as the application
    * asked (taxi_listener_pause/resume): 0 or an error.  Lock not held. */
@@ -206,9 +215,10 @@ typedef struct taxi__stream_ops {
 typedef struct taxi__listener_ops {
   /* Close l (taxi_listener_close); lock not held. */
   int (*close)(taxi_listener_t *l);
-  /* A connection was accepted on l: make its stream and hand it over. */
+  /* A connection was accepted on l: make its stream and hand it over.
+   * home: the proactor fd is attached to (NULL: none). */
   void (*accepted)(taxi_listener_t *l, taxi_handle_t fd,
-                   const taxi_addr_t *peer, bool attached);
+                   const taxi_addr_t *peer, taxi_proactor_t *home);
   /* Accepting failed with rc: count it; returns how long to pause. */
   taxi_time_t (*failed)(taxi_listener_t *l, int rc);
   /* Accepting worked again: the next pause starts short. */
@@ -314,6 +324,12 @@ struct taxi_io {
   taxi_stream_t *streams;
   taxi_listener_t *listeners;
   taxi_io_timer_t *timers;
+  /* Blocks of released streams kept for the next stream of the same size
+   * (core/stream/io_lists.c), under lock: a connection per request then
+   * costs no allocation once the context has warmed up. */
+  struct taxi__stream_block *spare;
+  unsigned nspare;
+  size_t spare_bytes;
 
   /* Posts (core/stream/post.c): the records free for reuse and the context's
    * own queue, under post_lock; cb_lock is held while a function posted to the
@@ -336,7 +352,8 @@ struct taxi_io {
   struct {
     atomic_ullong streams_opened, streams_closed, accepts, accept_errors,
         accept_pauses, connects, connect_errors, bytes_in, bytes_out, reads,
-        writes, writes_refused, read_pauses, timeouts, timers;
+        writes, writes_refused, read_pauses, timeouts, timers, streams_reused,
+        streams_allocated;
   } stats;
 };
 
@@ -376,6 +393,16 @@ int taxi__io_link_stream(taxi_io_t *io, taxi_stream_t *s);
 void taxi__io_unlink_stream(taxi_io_t *io, taxi_stream_t *s);
 int taxi__io_link_listener(taxi_io_t *io, taxi_listener_t *l);
 void taxi__io_unlink_listener(taxi_io_t *io, taxi_listener_t *l);
+/* A block of `size` bytes for a new stream: a spare one of that size, or
+ * a new one (NULL: out of memory); counted as reused or allocated. */
+void *taxi__io_stream_block(taxi_io_t *io, size_t size);
+/* Unlink s (as taxi__io_unlink_stream), destroy its lock and keep its
+ * block (s->block bytes) among the spares, or free it when they are
+ * full.  Nothing of s may run or be reached any more but through the
+ * context's list (what taxi_io_destroy walks, under the lock). */
+void taxi__io_retire_stream(taxi_io_t *io, taxi_stream_t *s);
+/* Free the spare blocks (taxi_io_destroy). */
+void taxi__io_spares_free(taxi_io_t *io);
 int taxi__io_link_timer(taxi_io_t *io, taxi_io_timer_t *t);
 void taxi__io_unlink_timer(taxi_io_t *io, taxi_io_timer_t *t);
 /* Split "host:port" of a name (core/stream/resolve.c): host into
@@ -476,6 +503,7 @@ typedef struct taxi__wrec {
  * (fd is TAXI_INVALID_HANDLE, keep_handle set), the driver has nothing
  * to watch but its kicks and deadline; s->dial races the addresses. */
 #define TAXI__S_DIALING 0x400000u
+#define TAXI__S_UNLINKED 0x800000u /* off the context's list already */
 
 /* A private bit of s->oflags: a stream the library makes for itself (an
  * attempt of a dial), not counted in the context's stream and connect
@@ -493,6 +521,7 @@ typedef struct taxi__wrec {
 struct taxi_stream {
   taxi_io_t *io;
   const taxi__stream_ops_t *ops;
+  size_t block; /* bytes of its block: the stream and its buffers */
   taxi_handle_t fd;
   taxi__mutex_t lock;
   taxi_stream_t *prev, *next; /* in io->streams, under io->lock */
@@ -582,10 +611,11 @@ struct taxi_stream {
 int taxi__stream_options(taxi_stream_options_t *out,
                          const taxi_stream_options_t *in, const char *where);
 /* A stream of connected socket fd, busy (nothing of it runs) until
- * taxi__stream_start.  `attached`: the proactor knows fd already. */
+ * taxi__stream_start.  home: the proactor that knows fd already (NULL:
+ * none), where it stays if `stay` (see the driver's stream_open). */
 int taxi__stream_new(taxi_io_t *io, taxi_handle_t fd,
-                     const taxi_stream_options_t *o, bool attached,
-                     taxi_stream_t **out);
+                     const taxi_stream_options_t *o, taxi_proactor_t *home,
+                     bool stay, taxi_stream_t **out);
 /* Let a new stream run: here (a dispatching thread: the accept path) or,
  * with here false, in a dispatcher (the caller is the application). */
 void taxi__stream_start(taxi_stream_t *s, bool here);
@@ -652,6 +682,18 @@ struct taxi_listener {
   bool closing, released;
   bool keep_socket; /* adopted with TAXI_LISTEN_KEEP_SOCKET: not closed */
   bool held;        /* paused by the application (taxi_listener_pause) */
+  /* A sharded listener (TAXI_LISTEN_SHARDED) is a chain of members, each
+   * with its socket (sharing the address) and its driver state: the first
+   * is the one the application has, whose callbacks, posts and on_close
+   * serve all of them; the others point to it (lead) and are on no list
+   * of the context.  The first is released once every member has been
+   * (live counts them, under its lock; released_own: its own release
+   * came).  Members never change once made. */
+  taxi_listener_t *lead;        /* a member other than the first: the first */
+  taxi_listener_t *next_member; /* the chain, from the first */
+  unsigned live;
+  bool released_own;
+  bool sharded; /* its streams stay on the proactor that accepted them */
   /* taxi_listener_post: the functions not yet run, and whether the driver
    * was asked for a run (under lock); cb_lock is held while an accept
    * callback or a posted function runs, which serialises them (taken
@@ -672,6 +714,7 @@ struct taxi_listener {
       bool paused;
     } r;
     struct {
+      taxi_proactor_t *px; /* the proactor it accepts on */
       taxi_op_t aop, bop;
       taxi_op_t pop; /* runs the posts (counted in inflight) */
       unsigned inflight;
@@ -693,7 +736,7 @@ struct taxi_listener {
 
 /* A connection was accepted on l: make its stream and hand it over. */
 void taxi__listener_accepted(taxi_listener_t *l, taxi_handle_t fd,
-                             const taxi_addr_t *peer, bool attached);
+                             const taxi_addr_t *peer, taxi_proactor_t *home);
 /* Accepting failed with rc: count it; returns how long to pause. */
 taxi_time_t taxi__listener_failed(taxi_listener_t *l, int rc);
 /* Accepting worked again: the next pause starts short. */

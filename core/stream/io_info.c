@@ -82,6 +82,8 @@ int taxi_io_stats(const taxi_io_t *io, taxi_io_stats_t *out) {
   GET(read_pauses);
   GET(timeouts);
   GET(timers);
+  GET(streams_reused);
+  GET(streams_allocated);
 #undef GET
   /* A multishot accept out of descriptors pauses inside the proactor
    * (taxi/proactor.h), and the listener never sees it fail: its pauses

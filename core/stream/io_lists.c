@@ -5,10 +5,31 @@
  * links itself when made and unlinks itself when gone (stream.c,
  * listener.c, io_timer.c); taxi_io_destroy (io.c) closes those left
  * through the close hook of their ops record.  Calls nothing of the wing.
+ *
+ * Beside them, the spare blocks of released streams: a server that takes
+ * a connection per request would otherwise allocate and free a block of
+ * tens of kilobytes per connection, and the allocator's cost (and its
+ * lock, with several dispatching threads) shows against a kernel that
+ * accepts in microseconds.  A released stream's block goes back here as
+ * it leaves the list, under the same lock, so that taxi_io_destroy can
+ * never free the context between the two.
  */
 #include "config.h"
 
+#include "core/common/alloc.h"
 #include "core/stream/io_impl.h"
+
+/* The spares kept, at most: enough for a burst of short connections to
+ * find their blocks again, little enough not to hold much memory once a
+ * burst is over (64 blocks of the default settings are about 3 MiB). */
+#define SPARE_MAX 64
+#define SPARE_BYTES ((size_t)4 << 20)
+
+/* A spare block: its first bytes, while no stream uses it. */
+struct taxi__stream_block {
+  struct taxi__stream_block *next;
+  size_t size;
+};
 
 #define LINK(head, x)             \
   do {                            \
@@ -40,6 +61,63 @@ void taxi__io_unlink_stream(taxi_io_t *io, taxi_stream_t *s) {
   UNLINK(io->streams, s);
   taxi__cond_broadcast(&io->cond);
   taxi__mutex_unlock(&io->lock);
+}
+
+void *taxi__io_stream_block(taxi_io_t *io, size_t size) {
+  struct taxi__stream_block *b = NULL;
+  taxi__mutex_lock(&io->lock);
+  /* Streams of one context mostly share their settings: the first spare
+   * fits, or one near it. */
+  for (struct taxi__stream_block **p = &io->spare; *p; p = &(*p)->next) {
+    if ((*p)->size == size) {
+      b = *p;
+      *p = b->next;
+      io->nspare--;
+      io->spare_bytes -= size;
+      break;
+    }
+  }
+  taxi__mutex_unlock(&io->lock);
+  if (b) {
+    TAXI__IO_COUNT(io, streams_reused, 1);
+    return b;
+  }
+  void *m = taxi__malloc(size);
+  if (m) TAXI__IO_COUNT(io, streams_allocated, 1);
+  return m;
+}
+
+void taxi__io_retire_stream(taxi_io_t *io, taxi_stream_t *s) {
+  size_t size = s->block;
+  taxi__mutex_lock(&io->lock);
+  UNLINK(io->streams, s);
+  /* Off the list, under its lock: taxi_io_destroy, which reaches streams
+   * through the list with this lock held, is done with s. */
+  taxi__mutex_destroy(&s->lock);
+  bool keep = io->nspare < SPARE_MAX && io->spare_bytes + size <= SPARE_BYTES;
+  if (keep) {
+    struct taxi__stream_block *b = (struct taxi__stream_block *)(void *)s;
+    b->size = size;
+    b->next = io->spare;
+    io->spare = b;
+    io->nspare++;
+    io->spare_bytes += size;
+  }
+  taxi__cond_broadcast(&io->cond);
+  taxi__mutex_unlock(&io->lock);
+  if (!keep) taxi__free(s);
+}
+
+void taxi__io_spares_free(taxi_io_t *io) {
+  struct taxi__stream_block *b = io->spare;
+  io->spare = NULL;
+  io->nspare = 0;
+  io->spare_bytes = 0;
+  while (b) {
+    struct taxi__stream_block *next = b->next;
+    taxi__free(b);
+    b = next;
+  }
 }
 
 int taxi__io_link_listener(taxi_io_t *io, taxi_listener_t *l) {

@@ -139,17 +139,19 @@ static void s_done(taxi_op_t *op, int status, size_t bytes, void *act) {
 }
 
 /* With a group, the stream goes to the proactor the group's spread picks;
- * an accepted handle (attached: to the first proactor, which accepts)
- * moves there.  A handle the backend cannot move (IOCP binds it to its
- * port for good) stays where it is. */
-static int s_open(taxi_stream_t *s, bool attached) {
+ * an accepted handle (attached to the proactor that accepted it: the
+ * first, or for a sharded listener its member's) moves there, unless it
+ * is to stay (sharded: the kernel spread the connections already).  A
+ * handle the backend cannot move (IOCP binds it to its port for good)
+ * stays where it is. */
+static int s_open(taxi_stream_t *s, taxi_proactor_t *attached, bool stay) {
   taxi_op_init(&s->d.p.rop);
   taxi_op_init(&s->d.p.wop);
   taxi_op_init(&s->d.p.kop);
   taxi_op_init(&s->d.p.top);
-  taxi_proactor_t *home = s->io->proactor;
+  taxi_proactor_t *home = attached ? attached : s->io->proactor;
   taxi_proactor_t *px =
-      s->io->group ? taxi_proactor_group_next(s->io->group) : home;
+      s->io->group && !stay ? taxi_proactor_group_next(s->io->group) : home;
   if (attached && px != home && taxi_proactor_move(home, s->fd, px) < 0)
     px = home;
   s->d.p.px = px;
@@ -374,7 +376,7 @@ static bool l_keeps_locked(const taxi_listener_t *l) {
 static int l_accept_locked(taxi_listener_t *l) {
   if (l->closing || l->d.p.accepting || l->d.p.backing_off || l_keeps_locked(l))
     return 0;
-  int rc = taxi_proactor_accept(l->io->proactor, &l->d.p.aop, l->fd,
+  int rc = taxi_proactor_accept(l->d.p.px, &l->d.p.aop, l->fd,
                                 TAXI_ACCEPT_MULTISHOT, l_accepted, l);
   if (rc == 0) {
     l->d.p.inflight++;
@@ -393,7 +395,7 @@ static void l_hand_kept_locked(taxi_listener_t *l) {
     l->d.p.nkept--;
     memmove(l->d.p.kept, l->d.p.kept + 1, l->d.p.nkept * sizeof k);
     taxi__mutex_unlock(&l->lock);
-    l->ops->accepted(l, k.fd, &k.peer, true);
+    l->ops->accepted(l, k.fd, &k.peer, l->d.p.px);
     taxi__mutex_lock(&l->lock);
   }
   l->d.p.handing = false;
@@ -402,8 +404,7 @@ static void l_hand_kept_locked(taxi_listener_t *l) {
 /* Start bop at no delay, to hand kept connections over in a dispatching
  * thread.  Lock held. */
 static int l_hand_later_locked(taxi_listener_t *l) {
-  int rc =
-      taxi_proactor_timer(l->io->proactor, &l->d.p.bop, 0, l_backoff_done, l);
+  int rc = taxi_proactor_timer(l->d.p.px, &l->d.p.bop, 0, l_backoff_done, l);
   if (rc == 0) {
     l->d.p.inflight++;
     l->d.p.backing_off = true;
@@ -453,10 +454,10 @@ static void l_accepted(taxi_op_t *op, int status, size_t bytes, void *act) {
     }
     taxi__mutex_unlock(&l->lock);
     if (dropped) {
-      taxi_proactor_close(l->io->proactor, op->accepted);
+      taxi_proactor_close(l->d.p.px, op->accepted);
       TAXI__IO_COUNT(l->io, accept_errors, 1);
     } else if (!kept) {
-      l->ops->accepted(l, op->accepted, &peer, true);
+      l->ops->accepted(l, op->accepted, &peer, l->d.p.px);
     }
   }
   if (more) return; /* the multishot accept goes on: l stays */
@@ -473,9 +474,8 @@ static void l_accepted(taxi_op_t *op, int status, size_t bytes, void *act) {
       (void)l_hand_later_locked(l);
     else
       (void)l_accept_locked(l);
-  } else if (!l->closing &&
-             taxi_proactor_timer(l->io->proactor, &l->d.p.bop, pause,
-                                 l_backoff_done, l) == 0) {
+  } else if (!l->closing && taxi_proactor_timer(l->d.p.px, &l->d.p.bop, pause,
+                                                l_backoff_done, l) == 0) {
     /* Out of descriptors, most likely: pause, then accept again. */
     l->d.p.inflight++;
     l->d.p.backing_off = true;
@@ -485,17 +485,30 @@ static void l_accepted(taxi_op_t *op, int status, size_t bytes, void *act) {
   if (last) l_release(l);
 }
 
-static int l_open(taxi_listener_t *l) {
+/* A sharded listener has a member per proactor of the group: each
+ * accepts on its own ring, and its connections stay there. */
+static unsigned l_members(taxi_io_t *io) {
+  return io->group ? taxi_proactor_group_count(io->group) : 1;
+}
+
+static int l_open(taxi_listener_t *l, unsigned index) {
   taxi_op_init(&l->d.p.aop);
   taxi_op_init(&l->d.p.bop);
   taxi_op_init(&l->d.p.pop);
-  int rc = taxi_proactor_attach(l->io->proactor, l->fd);
+  l->d.p.px = l->io->group && index > 0
+                  ? taxi_proactor_group_at(l->io->group, index)
+                  : l->io->proactor;
+  if (!l->d.p.px) return TAXI_EINVAL;
+  int rc = taxi_proactor_attach(l->d.p.px, l->fd);
   if (rc < 0) return rc;
   l->d.p.attached = true;
-  rc = taxi_proactor_accept(l->io->proactor, &l->d.p.aop, l->fd,
+  /* A member of a sharded listener starts held: its accept starts when
+   * the listener is complete (taxi_listener_create lets it go). */
+  if (l->held) return 0;
+  rc = taxi_proactor_accept(l->d.p.px, &l->d.p.aop, l->fd,
                             TAXI_ACCEPT_MULTISHOT, l_accepted, l);
   if (rc < 0) {
-    taxi_proactor_detach(l->io->proactor, l->fd);
+    taxi_proactor_detach(l->d.p.px, l->fd);
     return rc;
   }
   l->d.p.inflight = 1;
@@ -508,14 +521,14 @@ static void l_close_req(taxi_listener_t *l) {
   /* Both complete what is pending on the socket with TAXI_ECANCELED; a
    * kept socket is given back open once no operation names it. */
   if (l->keep_socket)
-    taxi_proactor_detach(l->io->proactor, l->fd);
+    taxi_proactor_detach(l->d.p.px, l->fd);
   else
-    taxi_proactor_close(l->io->proactor, l->fd);
-  if (l->d.p.backing_off) taxi_proactor_cancel(l->io->proactor, &l->d.p.bop);
+    taxi_proactor_close(l->d.p.px, l->fd);
+  if (l->d.p.backing_off) taxi_proactor_cancel(l->d.p.px, &l->d.p.bop);
   /* Kept connections were never handed over: closed, as the system's
    * accepted ones not yet handed over are. */
   for (unsigned i = 0; i < l->d.p.nkept; i++)
-    taxi_proactor_close(l->io->proactor, l->d.p.kept[i].fd);
+    taxi_proactor_close(l->d.p.px, l->d.p.kept[i].fd);
   l->d.p.nkept = 0;
   bool last = l_last_locked(l);
   taxi__mutex_unlock(&l->lock);
@@ -536,8 +549,7 @@ static int l_hold(taxi_listener_t *l, bool hold) {
       return TAXI_ENOMEM;
     }
     l->held = true;
-    if (l->d.p.accepting)
-      (void)taxi_proactor_cancel(l->io->proactor, &l->d.p.aop);
+    if (l->d.p.accepting) (void)taxi_proactor_cancel(l->d.p.px, &l->d.p.aop);
   } else if (!hold && l->held) {
     l->held = false;
     if (l->closing || l->d.p.backing_off || l->d.p.handing)
@@ -569,7 +581,7 @@ static void l_post_done(taxi_op_t *op, int status, size_t bytes, void *act) {
 }
 
 static int l_post(taxi_listener_t *l) {
-  int rc = taxi_proactor_post(l->io->proactor, &l->d.p.pop, l_post_done, l);
+  int rc = taxi_proactor_post(l->d.p.px, &l->d.p.pop, l_post_done, l);
   if (rc == 0) l->d.p.inflight++;
   return rc;
 }
@@ -675,6 +687,7 @@ const taxi__io_driver_t taxi__io_proactive = {
     .unread = s_unread,
     .written = s_written,
     .max_bufs = TAXI_OP_MAX_BUFS,
+    .listener_members = l_members,
     .listener_open = l_open,
     .listener_close = l_close_req,
     .listener_hold = l_hold,

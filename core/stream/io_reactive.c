@@ -112,8 +112,9 @@ static const taxi_handler_ops_t stream_ops = {.input = s_input,
                                               .timeout = s_timeout,
                                               .close = s_close};
 
-static int s_open(taxi_stream_t *s, bool attached) {
-  (void)attached;
+static int s_open(taxi_stream_t *s, taxi_proactor_t *home, bool stay) {
+  (void)home;
+  (void)stay;
   taxi_handler_init(&s->d.r.h, &stream_ops);
   taxi_timer_init(&s->d.r.kick);
   taxi_timer_init(&s->d.r.deadline);
@@ -258,7 +259,11 @@ static void s_teardown(taxi_stream_t *s) {
 #define LISTENER_OF(hp) TAXI_CONTAINER_OF(hp, taxi_listener_t, d.r.h)
 
 /* Connections taken per readiness report: a bound, so that a flood of
- * connections does not keep the thread from the streams it serves. */
+ * connections does not keep the thread from the streams it serves.  What
+ * is left in the backlog comes back at the next turn because the listener
+ * is registered level-triggered, as everything in the Reactor is (an
+ * edge-triggered registration would not report it again: the loop below
+ * would have to post itself a zero-delay timer before returning). */
 #define ACCEPT_BATCH 64
 
 static int l_input(taxi_handler_t *h, taxi_handle_t fd, unsigned ev) {
@@ -291,7 +296,7 @@ static int l_input(taxi_handler_t *h, taxi_handle_t fd, unsigned ev) {
       return 0;
     }
     if (i == 0) l->ops->recovered(l);
-    l->ops->accepted(l, conn, &peer, false);
+    l->ops->accepted(l, conn, &peer, NULL);
   }
   return 0;
 }
@@ -320,7 +325,14 @@ static void l_close(taxi_handler_t *h, taxi_handle_t fd) {
 static const taxi_handler_ops_t listener_ops = {
     .input = l_input, .timeout = l_timeout, .close = l_close};
 
-static int l_open(taxi_listener_t *l) {
+/* One reactor: a listener has one socket, sharded or not. */
+static unsigned l_members(taxi_io_t *io) {
+  (void)io;
+  return 1;
+}
+
+static int l_open(taxi_listener_t *l, unsigned index) {
+  (void)index;
   taxi_handler_init(&l->d.r.h, &listener_ops);
   taxi_timer_init(&l->d.r.timer);
   taxi_timer_init(&l->d.r.post);
@@ -428,6 +440,7 @@ const taxi__io_driver_t taxi__io_reactive = {
     .max_bufs = 16,
     .closes_at_teardown = true,
     .corks_files = true,
+    .listener_members = l_members,
     .listener_open = l_open,
     .listener_close = l_close_req,
     .listener_hold = l_hold,

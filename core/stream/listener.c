@@ -12,6 +12,12 @@
  * move to a library Acceptor by replacing the driver's accept step and
  * deleting the policy.
  *
+ * A sharded listener (TAXI_LISTEN_SHARDED) is a chain of members, one per
+ * dispatcher the driver has (listener_members: a group's proactors), each
+ * with its own socket bound to the same address and its own driver state;
+ * the application sees the first.  Its callbacks, posts and on_close
+ * serve all of them, and it goes last, with the chain (see lead_put).
+ *
  * Calls stream.c (an accepted socket's stream), stream_settings.c (the
  * streams' options), io_lists.c, io_run.c (error reports), post.c,
  * address.c, the driver through its table, and the proactor (closing an
@@ -36,6 +42,10 @@
  * fatal (its connections wait in the listen backlog meanwhile). */
 #define BACKOFF_FIRST (10 * TAXI_NSEC_PER_MSEC)
 #define BACKOFF_MAX (1000 * TAXI_NSEC_PER_MSEC)
+
+/* The longest options.defer_accept: an hour, past which a connection held
+ * back is not worth keeping. */
+#define DEFER_MAX 3600
 
 void taxi_listener_options_init(taxi_listener_options_t *o) {
   if (!o) return;
@@ -75,18 +85,21 @@ void taxi__listener_recovered(taxi_listener_t *l) {
 }
 
 void taxi__listener_accepted(taxi_listener_t *l, taxi_handle_t fd,
-                             const taxi_addr_t *peer, bool attached) {
+                             const taxi_addr_t *peer, taxi_proactor_t *home) {
   taxi_io_t *io = l->io;
+  /* A member of a sharded listener accepts for the application's. */
+  taxi_listener_t *pub = l->lead ? l->lead : l;
   taxi_stream_t *s;
   taxi__mutex_lock(&l->lock);
   bool closing = l->closing;
   taxi__mutex_unlock(&l->lock);
-  int rc = closing ? TAXI_ESTOPPED
-                   : taxi__stream_new(io, fd, &l->sopts, attached, &s);
+  int rc = closing
+               ? TAXI_ESTOPPED
+               : taxi__stream_new(io, fd, &pub->sopts, home, pub->sharded, &s);
   if (rc < 0) {
     /* The connection is dropped: the peer sees it closed. */
-    if (attached)
-      taxi_proactor_close(io->proactor, fd);
+    if (home)
+      taxi_proactor_close(home, fd);
     else
       taxi__close(fd);
     if (rc != TAXI_ESTOPPED) TAXI__IO_COUNT(io, accept_errors, 1);
@@ -105,9 +118,9 @@ void taxi__listener_accepted(taxi_listener_t *l, taxi_handle_t fd,
   /* s is busy: nothing of it runs until the callback has returned and
    * taxi__stream_start lets it (in this dispatching thread).  cb_lock
    * keeps the listener's posted functions out meanwhile. */
-  taxi__mutex_lock(&l->cb_lock);
-  l->fn(l, s, l->arg);
-  taxi__mutex_unlock(&l->cb_lock);
+  taxi__mutex_lock(&pub->cb_lock);
+  pub->fn(pub, s, pub->arg);
+  taxi__mutex_unlock(&pub->cb_lock);
   taxi__stream_start(s, true);
 }
 
@@ -118,7 +131,9 @@ static void listener_free(taxi_listener_t *l) {
   taxi__free(l);
 }
 
-void taxi__listener_released(taxi_listener_t *l) {
+/* Every member of l (the application's) is released: its posts are
+ * cancelled, on_close runs, and it goes. */
+static void listener_finish(taxi_listener_t *l) {
   taxi_io_t *io = l->io;
   /* Nothing runs them any more, and nothing adds to them: closed. */
   taxi__post_t *p;
@@ -130,7 +145,32 @@ void taxi__listener_released(taxi_listener_t *l) {
   }
   if (l->on_close) l->on_close(l, l->arg);
   taxi__io_unlink_listener(io, l);
+  /* The members go with the first: whoever walks the chain (a close, a
+   * pause) may do so until then. */
+  taxi_listener_t *m = l->next_member;
+  while (m) {
+    taxi_listener_t *next = m->next_member;
+    listener_free(m);
+    m = next;
+  }
   listener_free(l);
+}
+
+/* One count of lead->live is over (a member's release, the first's own,
+ * or the creation's hold): the first goes after the last. */
+static void lead_put(taxi_listener_t *lead, bool own) {
+  taxi__mutex_lock(&lead->lock);
+  if (own) lead->released_own = true;
+  bool last = --lead->live == 0 && lead->released_own;
+  taxi__mutex_unlock(&lead->lock);
+  if (last) listener_finish(lead);
+}
+
+void taxi__listener_released(taxi_listener_t *l) {
+  if (l->lead)
+    lead_put(l->lead, false);
+  else
+    lead_put(l, true);
 }
 
 /* What the driver reports of a listener (accepts, failures, its release,
@@ -161,6 +201,7 @@ static taxi_listener_t *listener_new(taxi_io_t *io,
   l->arg = arg;
   l->on_close = o->on_close;
   l->backoff = BACKOFF_FIRST;
+  l->live = 1;
   *rc = taxi__stream_options(&l->sopts, o->stream, where);
   if (*rc == 0) *rc = taxi__mutex_init(&l->lock);
   if (*rc < 0) {
@@ -176,23 +217,136 @@ static taxi_listener_t *listener_new(taxi_io_t *io,
 }
 
 /* l's socket is l->fd: learn its address and let the driver accept on it.
- * On failure l is freed (its socket left open) and the error returned. */
+ * On failure the error is returned, l and its socket left to the caller. */
 static int listener_start(taxi_listener_t *l, taxi_listener_t **out) {
   taxi_io_t *io = l->io;
   int rc = taxi__sock_local_addr(l->fd, &l->local);
   if (rc == 0) {
     rc = taxi__io_link_listener(io, l);
     if (rc == 0) {
-      rc = io->drv->listener_open(l);
+      rc = io->drv->listener_open(l, 0);
       if (rc < 0) taxi__io_unlink_listener(io, l);
     }
   }
-  if (rc < 0) {
-    listener_free(l);
-    return rc;
-  }
+  if (rc < 0) return rc;
   *out = l;
   return 0;
+}
+
+/* A listening socket on `a` as o says (flags, backlog, defer_accept):
+ * 0 with *out, or the error with its detail. */
+static int listen_socket(const taxi_addr_t *a, const taxi_listener_options_t *o,
+                         taxi_handle_t *out) {
+  taxi_handle_t fd;
+  int rc = taxi__sock_listen(a, o->backlog, o->flags, &fd);
+  if (rc < 0) {
+    if (rc == TAXI_ENOTSUP && (o->flags & TAXI_LISTEN_REUSEPORT))
+      taxi__refuse(rc,
+                   "taxi_listener_create: options.flags: %s, and no option "
+                   "here balances connections over sockets sharing a port",
+                   (o->flags & TAXI_LISTEN_SHARDED) ? "TAXI_LISTEN_SHARDED"
+                                                    : "TAXI_LISTEN_REUSEPORT");
+    return rc;
+  }
+  if (o->defer_accept > 0 &&
+      (rc = taxi__sock_defer_accept(fd, o->defer_accept)) < 0) {
+    if (rc == TAXI_ENOTSUP)
+      taxi__refuse(rc,
+                   "taxi_listener_create: options.defer_accept: no option "
+                   "here holds connections back until their data (Linux's "
+                   "TCP_DEFER_ACCEPT, on a TCP address)");
+    taxi__close(fd);
+    return rc;
+  }
+  *out = fd;
+  return 0;
+}
+
+/* Close members of `lead` made by members_make that never accepted (they
+ * are held: nothing of theirs is in flight, so each is released here and
+ * now), and forget them. */
+static void members_drop(taxi_listener_t *lead) {
+  taxi_listener_t *m = lead->next_member;
+  lead->next_member = NULL;
+  while (m) {
+    taxi_listener_t *next = m->next_member;
+    m->closing = true; /* nothing else knows m yet: no lock needed */
+    m->io->drv->listener_close(m); /* released at once: nothing in flight */
+    listener_free(m);
+    m = next;
+  }
+}
+
+/*
+ * The other members of sharded listener `lead` (its socket bound, its
+ * address known, not yet started): one per member the driver has beyond
+ * the first, each with a socket bound to lead's address (its port too,
+ * when the system chose it).  They start held, so that no connection is
+ * handed over before the application has the listener (members_go lets
+ * them accept).  0, or the error with those made dropped.
+ */
+static int members_make(taxi_listener_t *lead,
+                        const taxi_listener_options_t *o) {
+  taxi_io_t *io = lead->io;
+  unsigned n = io->drv->listener_members(io);
+  taxi_listener_t **tail = &lead->next_member;
+  int rc = 0;
+  lead->sharded = n > 1;
+  for (unsigned i = 1; i < n && rc == 0; i++) {
+    taxi_listener_t *m =
+        listener_new(io, o, lead->fn, lead->arg,
+                     "taxi_listener_create: options.stream", &rc);
+    if (!m) break;
+    taxi_handle_t fd;
+    if ((rc = listen_socket(&lead->local, o, &fd)) < 0) {
+      listener_free(m);
+      break;
+    }
+    m->fd = fd;
+    m->local = lead->local;
+    m->lead = lead;
+    m->held = true;
+    if ((rc = io->drv->listener_open(m, i)) < 0) {
+      taxi__close(fd);
+      listener_free(m);
+      break;
+    }
+    *tail = m;
+    tail = &m->next_member;
+    lead->live++; /* lead is not yet known to any other thread */
+  }
+  if (rc < 0) members_drop(lead);
+  return rc;
+}
+
+/* The members of a sharded listener, made held, accept now, unless the
+ * application paused the listener meanwhile (its accept callback, called
+ * for the first member's connections, may have).  A member that cannot
+ * start accepting is closed: the kernel then sends its share of the
+ * connections to the others. */
+static void members_go(taxi_listener_t *lead) {
+  if (!lead->next_member) return;
+  /* Held meanwhile: the first is not released (nor its members freed)
+   * under this loop should the application close the listener. */
+  taxi__mutex_lock(&lead->lock);
+  lead->live++;
+  taxi__mutex_unlock(&lead->lock);
+  for (taxi_listener_t *m = lead->next_member; m; m = m->next_member) {
+    taxi__mutex_lock(&lead->lock);
+    bool paused = lead->held || lead->closing;
+    int rc = paused ? 0 : m->io->drv->listener_hold(m, false);
+    taxi__mutex_unlock(&lead->lock);
+    if (rc < 0) {
+      taxi__report_error(taxi__io_on_error, m->io, rc, "accept", m->fd, 1,
+                         false);
+      taxi__mutex_lock(&m->lock);
+      bool was = m->closing;
+      m->closing = true;
+      taxi__mutex_unlock(&m->lock);
+      if (!was) m->io->drv->listener_close(m);
+    }
+  }
+  lead_put(lead, false);
 }
 
 int taxi_listener_create(taxi_listener_t **out, taxi_io_t *io,
@@ -214,14 +368,21 @@ int taxi_listener_create(taxi_listener_t **out, taxi_io_t *io,
                          "taxi_listener_create: options",
                          "taxi_listener_options_init") < 0)
     return TAXI_EINVAL;
-  unsigned known =
-      TAXI_LISTEN_REUSEPORT | TAXI_LISTEN_V6ONLY | TAXI_LISTEN_NO_REUSEADDR;
+  unsigned known = TAXI_LISTEN_REUSEPORT | TAXI_LISTEN_V6ONLY |
+                   TAXI_LISTEN_NO_REUSEADDR | TAXI_LISTEN_SHARDED;
   if (o.flags & ~known)
     return taxi__refuse(TAXI_EINVAL,
                         "taxi_listener_create: options.flags: bits 0x%x are "
-                        "not TAXI_LISTEN_REUSEPORT, _V6ONLY or "
-                        "_NO_REUSEADDR",
+                        "not TAXI_LISTEN_REUSEPORT, _V6ONLY, _NO_REUSEADDR "
+                        "or _SHARDED",
                         o.flags & ~known);
+  /* Sharded: every member's socket balanced with the others'. */
+  if (o.flags & TAXI_LISTEN_SHARDED) o.flags |= TAXI_LISTEN_REUSEPORT;
+  if (o.defer_accept < 0 || o.defer_accept > DEFER_MAX)
+    return taxi__refuse(TAXI_EINVAL,
+                        "taxi_listener_create: options.defer_accept: 0 to %d "
+                        "seconds; got %d",
+                        DEFER_MAX, o.defer_accept);
   if ((rc = taxi_addr_parse(&a, address)) < 0)
     return taxi__refuse(rc,
                         "taxi_listener_create: address: \"%.64s\" is not an "
@@ -230,18 +391,22 @@ int taxi_listener_create(taxi_listener_t **out, taxi_io_t *io,
   taxi_listener_t *l = listener_new(
       io, &o, fn, arg, "taxi_listener_create: options.stream", &rc);
   if (!l) return rc;
-  if ((rc = taxi__sock_listen(&a, o.backlog, o.flags, &fd)) < 0) {
-    if (rc == TAXI_ENOTSUP && (o.flags & TAXI_LISTEN_REUSEPORT))
-      taxi__refuse(rc,
-                   "taxi_listener_create: options.flags: "
-                   "TAXI_LISTEN_REUSEPORT, and no option here balances "
-                   "connections over sockets sharing a port");
+  if ((rc = listen_socket(&a, &o, &fd)) < 0) {
     listener_free(l);
     return rc;
   }
   l->fd = fd;
-  if ((rc = listener_start(l, out)) < 0) taxi__close(fd);
-  return rc;
+  if ((rc = taxi__sock_local_addr(fd, &l->local)) == 0 &&
+      (o.flags & TAXI_LISTEN_SHARDED))
+    rc = members_make(l, &o);
+  if (rc == 0 && (rc = listener_start(l, out)) < 0) members_drop(l);
+  if (rc < 0) {
+    taxi__close(fd);
+    listener_free(l);
+    return rc;
+  }
+  members_go(l);
+  return 0;
 }
 
 int taxi_listener_adopt(taxi_listener_t **out, taxi_io_t *io,
@@ -265,6 +430,11 @@ int taxi_listener_adopt(taxi_listener_t **out, taxi_io_t *io,
                         "TAXI_LISTEN_KEEP_SOCKET (the others are about "
                         "binding, which the caller did); got 0x%x",
                         o.flags);
+  if (o.defer_accept != 0)
+    return taxi__refuse(TAXI_EINVAL,
+                        "taxi_listener_adopt: options.defer_accept: set on "
+                        "the socket by the caller, who made it; got %d",
+                        o.defer_accept);
   if (sock == TAXI_INVALID_HANDLE) return TAXI_EBADF;
   /* Checked before anything changes the socket: a failed adoption leaves
    * it as it was, but for O_NONBLOCK. */
@@ -279,17 +449,31 @@ int taxi_listener_adopt(taxi_listener_t **out, taxi_io_t *io,
   if (!l) return rc;
   l->fd = sock;
   l->keep_socket = (o.flags & TAXI_LISTEN_KEEP_SOCKET) != 0;
-  return listener_start(l, out);
+  if ((rc = listener_start(l, out)) < 0) listener_free(l);
+  return rc;
+}
+
+/* Hold or let go every member of l: all, or (on an error) none that was
+ * not so before. */
+static int listener_hold_all(taxi_listener_t *l, bool hold) {
+  int rc = 0;
+  taxi_listener_t *failed = NULL;
+  for (taxi_listener_t *m = l; m && !failed; m = m->next_member)
+    if ((rc = l->io->drv->listener_hold(m, hold)) < 0) failed = m;
+  /* Undo those done, before the one that failed. */
+  for (taxi_listener_t *u = l; failed && u != failed; u = u->next_member)
+    (void)l->io->drv->listener_hold(u, !hold);
+  return rc;
 }
 
 int taxi_listener_pause(taxi_listener_t *l) {
   if (!l) return TAXI_EINVAL;
-  return l->io->drv->listener_hold(l, true);
+  return listener_hold_all(l, true);
 }
 
 int taxi_listener_resume(taxi_listener_t *l) {
   if (!l) return TAXI_EINVAL;
-  return l->io->drv->listener_hold(l, false);
+  return listener_hold_all(l, false);
 }
 
 int taxi_listener_address(const taxi_listener_t *l, taxi_addr_t *out) {
@@ -305,6 +489,14 @@ int taxi_listener_close(taxi_listener_t *l) {
   l->closing = true;
   taxi__mutex_unlock(&l->lock);
   if (was) return TAXI_EBADF;
+  /* The members first: the first, released last, keeps the chain. */
+  for (taxi_listener_t *m = l->next_member; m; m = m->next_member) {
+    taxi__mutex_lock(&m->lock);
+    bool m_was = m->closing;
+    m->closing = true;
+    taxi__mutex_unlock(&m->lock);
+    if (!m_was) l->io->drv->listener_close(m);
+  }
   l->io->drv->listener_close(l);
   return 0;
 }

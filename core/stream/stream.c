@@ -44,16 +44,17 @@ static const taxi__stream_ops_t stream_ops = {
 };
 
 int taxi__stream_new(taxi_io_t *io, taxi_handle_t fd,
-                     const taxi_stream_options_t *o, bool attached,
-                     taxi_stream_t **out) {
+                     const taxi_stream_options_t *o, taxi_proactor_t *home,
+                     bool stay, taxi_stream_t **out) {
   /* One block: the stream, its write records, read buffer and ring. */
   size_t head = round_up(sizeof(taxi_stream_t));
   size_t recs = round_up((size_t)o->max_writes * sizeof(taxi__wrec_t));
   size_t rbuf = round_up(o->read_buffer);
   size_t wbuf = (size_t)o->high_watermark;
-  taxi_stream_t *s = taxi__malloc(head + recs + rbuf + wbuf);
+  taxi_stream_t *s = taxi__io_stream_block(io, head + recs + rbuf + wbuf);
   if (!s) return TAXI_ENOMEM;
   memset(s, 0, sizeof *s);
+  s->block = head + recs + rbuf + wbuf;
   s->recs = (taxi__wrec_t *)(void *)((char *)s + head);
   s->rbuf = (unsigned char *)s + head + recs;
   s->wbuf = s->rbuf + rbuf;
@@ -79,7 +80,7 @@ int taxi__stream_new(taxi_io_t *io, taxi_handle_t fd,
   }
   rc = taxi__io_link_stream(io, s);
   if (rc == 0) {
-    rc = io->drv->stream_open(s, attached);
+    rc = io->drv->stream_open(s, home, stay);
     if (rc < 0) taxi__io_unlink_stream(io, s);
   }
   if (rc < 0) {
@@ -100,11 +101,9 @@ int taxi__stream_new(taxi_io_t *io, taxi_handle_t fd,
 }
 
 void taxi__stream_discard(taxi_stream_t *s) {
-  taxi__io_unlink_stream(s->io, s);
   if (!(s->oflags & TAXI__STREAM_QUIET))
     TAXI__IO_COUNT(s->io, streams_closed, 1);
-  taxi__mutex_destroy(&s->lock);
-  taxi__free(s);
+  taxi__io_retire_stream(s->io, s);
 }
 
 static void run_locked(taxi_stream_t *s);
@@ -587,8 +586,14 @@ static void finish_locked(taxi_stream_t *s) {
     UNLOCKED(s, fn(s, s->reason));
   }
   /* Without the stream's lock: taxi_io_destroy takes the context's lock,
-   * then the streams'. */
-  UNLOCKED(s, taxi__io_unlink_stream(io, s));
+   * then the streams'.  Unreferenced, s is released by this thread as
+   * run_locked lets go of it, and leaves the list then, its block kept for
+   * the next stream; a reference may outlive the context, so a stream
+   * that has one leaves now, and its block is freed at the last unref. */
+  if (s->refs) {
+    s->flags |= TAXI__S_UNLINKED;
+    UNLOCKED(s, taxi__io_unlink_stream(io, s));
+  }
 }
 
 /* ---- the processing loop --------------------------------------------------
@@ -650,8 +655,11 @@ static void run_locked(taxi_stream_t *s) {
   while (work_left(s)) round_locked(s);
   s->flags &= ~TAXI__S_BUSY;
   bool free_it = (s->flags & TAXI__S_DEAD) && s->refs == 0;
+  bool linked = !(s->flags & TAXI__S_UNLINKED);
   taxi__mutex_unlock(&s->lock);
-  if (free_it) {
+  if (free_it && linked) {
+    taxi__io_retire_stream(s->io, s);
+  } else if (free_it) {
     taxi__mutex_destroy(&s->lock);
     taxi__free(s);
   }

@@ -20,7 +20,7 @@ int taxi__stream_connect_to(taxi_stream_t **out, taxi_io_t *io,
   int rc = taxi__sock_open(a, &fd);
   if (rc < 0) return rc;
   taxi_stream_t *s;
-  rc = taxi__stream_new(io, fd, o, false, &s);
+  rc = taxi__stream_new(io, fd, o, NULL, false, &s);
   if (rc < 0) {
     taxi__close(fd);
     return rc;

@@ -20,7 +20,7 @@ static int connect_name(taxi_stream_t **out, taxi_io_t *io, const char *host,
                         unsigned port, const taxi_stream_options_t *o,
                         taxi_stream_connect_fn fn, void *arg) {
   taxi_stream_t *s;
-  int rc = taxi__stream_new(io, TAXI_INVALID_HANDLE, o, false, &s);
+  int rc = taxi__stream_new(io, TAXI_INVALID_HANDLE, o, NULL, false, &s);
   if (rc < 0) return rc;
   s->keep_handle = true; /* none to close until the dial gives one */
   s->connect_fn = fn;
@@ -74,7 +74,7 @@ int taxi_stream_open(taxi_stream_t **out, taxi_io_t *io, taxi_handle_t h,
   rc = taxi__set_nonblocking(h);
   if (rc < 0) return rc;
   taxi_stream_t *s;
-  rc = taxi__stream_new(io, h, &o, false, &s);
+  rc = taxi__stream_new(io, h, &o, NULL, false, &s);
   if (rc < 0) return rc;
   taxi_addr_t peer;
   if (taxi__sock_peer_addr(h, &peer) == 0 && peer.family) s->peer = peer;

@@ -382,22 +382,26 @@ TAXI_EXTERN int taxi_io_timer_destroy(taxi_io_timer_t *t);
 
 /* What the context's streams and listeners did, for tests and monitoring. */
 typedef struct taxi_io_stats {
-  uint64_t streams_opened; /* accepted, connected or opened */
-  uint64_t streams_closed; /* whose close callback has run */
-  uint64_t accepts;        /* connections accepted */
-  uint64_t accept_errors;  /* accepts that failed (then retried) */
-  uint64_t accept_pauses;  /* pauses for lack of descriptors */
-  uint64_t connects;       /* connections made by taxi_stream_connect */
-  uint64_t connect_errors; /* connects that failed or timed out */
-  uint64_t bytes_in;       /* bytes read by streams */
-  uint64_t bytes_out;      /* bytes written by streams */
-  uint64_t reads;          /* read callbacks with data */
-  uint64_t writes;         /* writes queued */
-  uint64_t writes_refused; /* writes refused for lack of room (TAXI_EAGAIN,
-                              TAXI_ENOBUFS) */
-  uint64_t read_pauses;    /* times reading paused for backpressure */
-  uint64_t timeouts;       /* streams closed by a timeout */
-  uint64_t timers;         /* application timer callbacks run */
+  uint64_t streams_opened;    /* accepted, connected or opened */
+  uint64_t streams_closed;    /* whose close callback has run */
+  uint64_t accepts;           /* connections accepted */
+  uint64_t accept_errors;     /* accepts that failed (then retried) */
+  uint64_t accept_pauses;     /* pauses for lack of descriptors */
+  uint64_t connects;          /* connections made by taxi_stream_connect */
+  uint64_t connect_errors;    /* connects that failed or timed out */
+  uint64_t bytes_in;          /* bytes read by streams */
+  uint64_t bytes_out;         /* bytes written by streams */
+  uint64_t reads;             /* read callbacks with data */
+  uint64_t writes;            /* writes queued */
+  uint64_t writes_refused;    /* writes refused for lack of room (TAXI_EAGAIN,
+                                 TAXI_ENOBUFS) */
+  uint64_t read_pauses;       /* times reading paused for backpressure */
+  uint64_t timeouts;          /* streams closed by a timeout */
+  uint64_t timers;            /* application timer callbacks run */
+  uint64_t streams_reused;    /* streams made in a block a released stream
+                                 left (kept for reuse: Memory in
+                                 taxi/stream.h) */
+  uint64_t streams_allocated; /* streams made in a newly allocated block */
 } taxi_io_stats_t;
 
 /* taxi_io_stats - copy the counters (streams open = opened - closed).

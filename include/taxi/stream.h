@@ -25,6 +25,12 @@
  * more.  The stream is released after its close callback has returned,
  * unless the application holds references (taxi_stream_ref), then at the
  * last taxi_stream_unref.  A pointer to a released stream must not be used.
+ * The context keeps the blocks of released streams (up to 64 of them, and
+ * 4 MiB) and makes the next stream of the same size settings in one, so a
+ * connection per request allocates nothing once the context has warmed
+ * up; taxi_io_destroy frees them (taxi_io_stats counts the streams made in
+ * kept blocks and in new ones).  A stream released by its last
+ * taxi_stream_unref frees its block instead.
  *
  * Threads.  Every function here may be called from any thread and from any
  * callback (of this stream or another).  The callbacks of one stream
@@ -238,6 +244,19 @@ typedef void (*taxi_accept_fn)(taxi_listener_t *l, taxi_stream_t *s, void *arg);
 /* taxi_listener_adopt only: the listener does not close the socket it
  * adopted; it stays the caller's, to close after on_close has run. */
 #define TAXI_LISTEN_KEEP_SOCKET 0x8u
+/* One listening socket per dispatcher of the context, all bound to the
+ * address (with TAXI_LISTEN_REUSEPORT), so that the kernel spreads the
+ * connections over them: with TAXI_IO_PROACTORS a socket per proactor,
+ * each accepting on that proactor's ring, and the streams it accepts stay
+ * on that proactor (rather than being moved as the group's spread says).
+ * Where the context has one dispatcher (every other kind: their threads
+ * share it), one socket, as with TAXI_LISTEN_REUSEPORT alone.  It is one
+ * listener to the application: one accept callback (called from every
+ * socket's thread, one call at a time), one pause, one close, one
+ * on_close once every socket is closed.  Where no option balances
+ * (TAXI_LISTEN_REUSEPORT is TAXI_ENOTSUP there), TAXI_ENOTSUP.
+ * taxi_listener_create only. */
+#define TAXI_LISTEN_SHARDED 0x10u
 
 /* Options for taxi_listener_create() and taxi_listener_adopt(). */
 typedef struct taxi_listener_options {
@@ -249,6 +268,16 @@ typedef struct taxi_listener_options {
   /* Called once the listener is closed and no accept callback runs any
    * more; after it the listener is released. */
   void (*on_close)(taxi_listener_t *l, void *arg);
+  /* taxi_listener_create only: seconds (1 to 3600) the system may hold a
+   * new connection back until its first bytes arrive, so that the accept
+   * callback gets a connection with a request to read, and a connection
+   * that never sends costs the application nothing (Linux
+   * TCP_DEFER_ACCEPT; the kernel counts the wait in retransmissions of
+   * its SYN-ACK, so it rounds it up).  0 (the default): hand connections
+   * over as they come.  Where the system has no such option (every other
+   * system), or on a Unix-domain address, taxi_listener_create returns
+   * TAXI_ENOTSUP. */
+  int defer_accept;
 } taxi_listener_options_t;
 
 /* taxi_listener_options_init - defaults: the system's backlog, SO_REUSEADDR,
@@ -272,7 +301,10 @@ TAXI__OPTIONS_DEFAULT(taxi_listener_options_t, taxi_listener_options_init)
  * error callback (not fatal: a listener never gives up).
  *
  * Returns 0 and sets *out, or TAXI_EINVAL (NULL io, out, address or fn;
- * bad options), TAXI_EBADADDR, TAXI_ENOTSUP, TAXI_EADDRINUSE, TAXI_EPERM,
+ * bad options), TAXI_EBADADDR, TAXI_ENOTSUP (TAXI_LISTEN_REUSEPORT,
+ * TAXI_LISTEN_SHARDED or defer_accept where the system has no such
+ * option), TAXI_EADDRINUSE,
+ * TAXI_EPERM,
  * TAXI_ESTOPPED (io is being destroyed), TAXI_ENOMEM, TAXI_ESYS.
  * Ownership: the listener is the context's; taxi_listener_close (or
  * taxi_io_destroy) ends it.
@@ -293,7 +325,8 @@ TAXI_EXTERN int taxi_listener_create(taxi_listener_t **out, taxi_io_t *io,
  * accepts from it: no connection is lost between the caller's accept()
  * and the listener's, or across taxi_listener_pause().
  * Of opts, flags may hold TAXI_LISTEN_KEEP_SOCKET only (the others are
- * about binding), and backlog is ignored (the caller's listen() set it).
+ * about binding), defer_accept must be 0 (set it on the socket before
+ * adopting it), and backlog is ignored (the caller's listen() set it).
  *
  * Returns 0 and sets *out, or TAXI_EINVAL (NULL io, out or fn; bad
  * options; sock is a socket that is not listening), TAXI_EBADF (sock is

@@ -321,6 +321,22 @@ int taxi__sock_nodelay(taxi_handle_t s, bool on) {
   return set_int(s, IPPROTO_TCP, TCP_NODELAY, on ? 1 : 0);
 }
 
+int taxi__sock_defer_accept(taxi_handle_t s, int seconds) {
+#if defined(TCP_DEFER_ACCEPT)
+  int rc = set_int(s, IPPROTO_TCP, TCP_DEFER_ACCEPT, seconds);
+  /* A Unix-domain socket has no TCP level. */
+  if (rc < 0 && (errno == EOPNOTSUPP || errno == ENOPROTOOPT))
+    return TAXI_ENOTSUP;
+  return rc;
+#else
+  /* FreeBSD's accept filters (SO_ACCEPTFILTER, "dataready") do the like,
+   * but need a kernel module loaded: not taken on its behalf. */
+  (void)s;
+  (void)seconds;
+  return TAXI_ENOTSUP;
+#endif
+}
+
 int taxi__sock_cork(taxi_handle_t s, bool on) {
 #if defined(TCP_CORK)
   return set_int(s, IPPROTO_TCP, TCP_CORK, on ? 1 : 0);

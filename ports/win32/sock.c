@@ -222,6 +222,12 @@ int taxi__sock_nodelay(taxi_handle_t s, bool on) {
   return 0;
 }
 
+int taxi__sock_defer_accept(taxi_handle_t s, int seconds) {
+  (void)s;
+  (void)seconds;
+  return TAXI_ENOTSUP; /* Winsock has no such option */
+}
+
 int taxi__sock_cork(taxi_handle_t s, bool on) {
   (void)s;
   (void)on;

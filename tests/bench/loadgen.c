@@ -5,7 +5,8 @@
  *     loadgen --port P [--host 127.0.0.1] [--connections C] [--threads T]
  *             [--size S] [--duration SEC | --messages M] [--warmup SEC]
  *             [--time-limit SEC] [--on-measure-start CMD]
- *             [--on-measure-end CMD] [--poller epoll|poll] [--json]
+ *             [--on-measure-end CMD] [--poller epoll|poll]
+ *             [--mode echo|cec] [--json]
  *
  * Opens C connections (default 64) to an echo server and spreads them over
  * T client threads (default 2).  Each connection plays ping-pong: it sends
@@ -18,6 +19,14 @@
  * pace; epoll looks only at the ready ones.  The descriptor limit
  * (RLIMIT_NOFILE) is raised up to the hard limit when the connections need
  * it.
+ *
+ * With --mode cec (connect, echo, close) every round trip is made on a
+ * connection of its own: the client connects (non-blocking), sends the
+ * message, reads its echo and closes; the server sees the end and closes
+ * its side.  A round trip's latency then includes the connect, and the
+ * server's CPU per message is its CPU per connection: what accepting,
+ * setting a connection up and tearing it down cost.  The C connections
+ * are C such sequences running side by side.
  *
  * The connections are opened first, in batches of 128: each sends one byte
  * and waits for its echo before the next batch is opened, so that the
@@ -189,6 +198,13 @@ int main(int argc, char **argv) {
             gai_strerror(rc));
     return EXIT_ERROR;
   }
+
+  if (ai->ai_addrlen > sizeof opt.target) {
+    fprintf(stderr, "loadgen: %s: an address too long\n", opt.host);
+    return EXIT_ERROR;
+  }
+  memcpy(&opt.target, ai->ai_addr, ai->ai_addrlen);
+  opt.target_len = ai->ai_addrlen;
 
   /* Everything is allocated here, once. */
   per_conn = 3 * (size_t)opt.size + 256; /* pattern, out, in */

@@ -111,6 +111,11 @@ struct options {
   const char *on_start, *on_end;
   int json;
   int use_epoll; /* else poll() */
+  /* --mode cec: every round trip on a connection of its own (connect,
+   * echo, close); the server's address, for those connections. */
+  int cec;
+  struct sockaddr_storage target;
+  socklen_t target_len;
 };
 
 struct conn {
@@ -119,6 +124,7 @@ struct conn {
   int busy;     /* a round trip is in flight */
   int measured; /* ... and it started during the measurement */
   int want_out; /* epoll: waiting for writability too */
+  int parked;   /* --mode cec: closed after its round trip, none started */
   size_t sent, received;
   uint64_t seq;           /* round trips started on this connection */
   long long quota;        /* --messages: measured round trips left to start */

@@ -61,6 +61,51 @@ static void conn_want_output(struct client_thread *t, struct conn *c, int on) {
 #endif
 }
 
+/* --mode cec: the round trip is over; close the connection (the server
+ * sees the end, and closes its side).  The slot stays live: it connects
+ * again for its next round trip. */
+static void conn_park(struct conn *c) {
+  close(c->fd); /* which also takes it out of the epoll set */
+  c->fd = -1;
+  c->want_out = 0;
+  c->parked = 1;
+}
+
+/* --mode cec: a new connection for the next round trip, connecting in the
+ * background (the message goes once it is writable).  Returns -1 if it
+ * failed (the slot is dead then). */
+static int conn_reopen(struct client_thread *t, struct conn *c) {
+  int one = 1, fd, err;
+  if (c->fd >= 0) conn_park(c);
+  c->parked = 0;
+  fd = socket(opt.target.ss_family, SOCK_STREAM, 0);
+  if (fd < 0) goto failed;
+  (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  if (fcntl(fd, F_SETFL, O_NONBLOCK) < 0 || fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
+    goto failed;
+  if (connect(fd, (const struct sockaddr *)&opt.target, opt.target_len) < 0 &&
+      errno != EINPROGRESS)
+    goto failed;
+#if HAVE_EPOLL
+  if (opt.use_epoll) {
+    struct epoll_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.events = EPOLLIN;
+    ev.data.u64 = (uint64_t)(c - t->conns);
+    if (epoll_ctl(t->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) goto failed;
+  }
+#endif
+  c->fd = fd;
+  return 0;
+failed:
+  err = errno;
+  if (fd >= 0) close(fd);
+  t->st.io_errors++;
+  report_error(c, "connect: %s", strerror(err));
+  atomic_fetch_sub(&live_connections, 1);
+  return -1;
+}
+
 /* Fill the next message: noise from the connection's pattern at an offset
  * that changes every time, stamped with the connection and round trip, so
  * that a stale reply or one meant for another connection does not pass. */
@@ -101,6 +146,11 @@ static void conn_start(struct client_thread *t, struct conn *c, int measured,
   c->started_at = now;
   if (measured && opt.messages > 0) c->quota--;
   c->seq++;
+  if (opt.cec && conn_reopen(t, c) < 0) {
+    c->busy = 0;
+    t->in_flight--;
+    return;
+  }
   (void)conn_send(t, c, size);
 }
 
@@ -195,6 +245,7 @@ static void conn_ready(struct client_thread *t, struct conn *c, short re) {
     } else {
       t->st.warmup_messages++;
     }
+    if (opt.cec) conn_park(c);
     /* Start the next round trip right away if allowed: the socket is
      * almost certainly writable, so this saves a wait. */
     if ((p == PHASE_WARMUP || p == PHASE_MEASURE) &&
@@ -296,7 +347,7 @@ void *client_main(void *arg) {
       started = s;
       for (i = 0; i < t->nconns && (p == PHASE_WARMUP || measuring); i++) {
         struct conn *c = &t->conns[i];
-        if (c->fd >= 0 && !c->busy &&
+        if ((c->fd >= 0 || c->parked) && !c->busy &&
             !(measuring && opt.messages > 0 && c->quota <= 0))
           conn_start(t, c, measuring, now);
       }

@@ -13,7 +13,8 @@ void usage(FILE *out) {
           "[--warmup SEC]\n"
           "               [--time-limit SEC] [--on-measure-start CMD]\n"
           "               [--on-measure-end CMD] [--poller epoll|poll] "
-          "[--json]\n"
+          "[--mode echo|cec]\n"
+          "               [--json]\n"
           "  --port P              the echo server's TCP port\n"
           "  --host ADDR           its address (default 127.0.0.1)\n"
           "  --connections C       concurrent connections (default 64)\n"
@@ -29,13 +30,17 @@ void usage(FILE *out) {
           "  --on-measure-end CMD    run CMD just after measuring\n"
           "  --poller epoll|poll   how threads wait (default: epoll where it\n"
           "                        exists, else poll)\n"
+          "  --mode echo|cec       echo: round trips over connections kept\n"
+          "                        open (default); cec: each round trip on\n"
+          "                        a connection of its own: connect, echo,\n"
+          "                        close\n"
           "  --json                print the result as one JSON object\n");
 }
 
 int parse_args(int argc, char **argv) {
   int i = 1, have_duration = 0, have_limit = 0;
   long messages = 0;
-  const char *poller = NULL;
+  const char *poller = NULL, *mode = NULL;
   const cmdline_spec_t specs[] = {
       {"--port", CMDLINE_PORT, &opt.port, 0, 0, 0, NULL},
       {"--host", CMDLINE_TEXT, &opt.host, 0, 0, 0, NULL},
@@ -52,6 +57,7 @@ int parse_args(int argc, char **argv) {
       {"--on-measure-start", CMDLINE_TEXT, &opt.on_start, 0, 0, 0, NULL},
       {"--on-measure-end", CMDLINE_TEXT, &opt.on_end, 0, 0, 0, NULL},
       {"--poller", CMDLINE_TEXT, &poller, 0, 0, 0, NULL},
+      {"--mode", CMDLINE_TEXT, &mode, 0, 0, 0, NULL},
   };
   opt.host = "127.0.0.1";
   opt.port = NULL;
@@ -90,6 +96,12 @@ int parse_args(int argc, char **argv) {
     return -1;
   } else if (poller) {
     opt.use_epoll = 1;
+  }
+  if (mode && strcmp(mode, "cec") == 0) {
+    opt.cec = 1;
+  } else if (mode && strcmp(mode, "echo") != 0) {
+    fprintf(stderr, "loadgen: --mode: '%s' is not echo or cec\n", mode);
+    return -1;
   }
   if (opt.port == NULL) {
     fprintf(stderr, "loadgen: --port is required\n");

@@ -7,7 +7,7 @@
 #   tests/bench/peers.sh [--builddir DIR] [--quick] [--connections LIST]
 #                        [--sizes LIST] [--client-threads T]
 #                        [--server-threads N] [--warmup SEC] [--duration SEC]
-#                        [--only NAME]... [--out DIR]
+#                        [--only NAME]... [--mode echo|cec] [--out DIR]
 #
 # For each message size (default 64 and 4096 bytes) and each number of
 # connections (default 100, 1000 and 10000), every server below runs in
@@ -45,6 +45,15 @@
 # that was not built, or that echo_server does not list, is skipped with a
 # message; one that refuses to start here (io_uring disabled, say) shows as
 # n/a.
+#
+# --mode cec (connect, echo, close) makes every round trip a connection of
+# its own: loadgen connects, sends one message, reads its echo and closes,
+# and the server closes its side at that end.  A "message" in the columns
+# is then a connection, and cpu is the server's CPU per connection:
+# accepting it, setting it up, one echo, tearing it down.  The default
+# cell is then 50 connections at a time, 64-byte messages (WebSTONE's
+# clients, a connection per request).  The goal for taxi's readiness
+# servers: no more than 1.1 times the epoll floor's CPU per connection.
 #
 # Columns, per message: msgs/s (round trips per second), p99 (round-trip
 # latency, microseconds), cpu (server CPU time, user + system, all
@@ -84,6 +93,9 @@ usage: $0 [options]
   --warmup SEC          warm-up per run (default 1; doubled from 5000
                         connections on; --quick: 0.5)
   --duration SEC        measured seconds per run (default 5; --quick: 1)
+  --mode echo|cec       echo: connections kept open (default); cec: a
+                        connection per round trip (connect, echo, close;
+                        default cell 50 connections x 64 B)
   --only NAME           only this server (repeatable): asio libevent libuv
                         epoll-floor uring-floor reactor lf hsha uring
                         uring-Nt uring-rings-Nt uring-pooled
@@ -93,7 +105,7 @@ EOF
 }
 
 builddir=. quick=0 connections_list='' sizes_list='' client_threads=1
-server_threads=2 warmup='' duration='' out='' only=()
+server_threads=2 warmup='' duration='' out='' only=() mode=echo
 need_value() {
   if [ $# -lt 2 ]; then
     echo "peers: $1 needs a value" >&2
@@ -113,10 +125,18 @@ while [ $# -gt 0 ]; do
     --duration) need_value "$@"; duration=$2; shift 2 ;;
     --only) need_value "$@"; only+=("$2"); shift 2 ;;
     --out) need_value "$@"; out=$2; shift 2 ;;
+    --mode) need_value "$@"; mode=$2; shift 2 ;;
     -h | --help) usage; exit 0 ;;
     *) echo "peers: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
   esac
 done
+case $mode in
+  echo) ;;
+  cec)
+    : "${connections_list:=50}" "${sizes_list:=64}" ;;
+  *) echo "peers: --mode: '$mode' is not echo or cec" >&2; exit 2 ;;
+esac
+loadgen_mode=$mode
 if [ "$quick" = 1 ]; then
   : "${connections_list:=100,10000}" "${sizes_list:=64}" "${warmup:=0.5}" "${duration:=1}"
 else
@@ -297,7 +317,7 @@ perf_note=''
 command -v perf >/dev/null 2>&1 || perf_note=" (perf not found: no sys/msg; Debian: linux-perf)"
 {
   echo "taxi echo benchmark against peers: ${#names[@]} servers x ${#conn_counts[@]} connection counts x ${#sizes[@]} sizes = $total runs$perf_note"
-  echo "  loadgen: $client_threads thread(s), closed-loop ping-pong; ${warmup} s warm-up (doubled from 5000 connections) + ${duration} s measured per run"
+  echo "  loadgen: $client_threads thread(s), closed-loop ping-pong$([ "$mode" = cec ] && echo ', a connection per round trip (cec): per message = per connection'); ${warmup} s warm-up (doubled from 5000 connections) + ${duration} s measured per run"
   echo "  $ncpu CPUs shared by server and loadgen; load average at the start $loadavg"
 } | tee "$work/header" >&2
 

@@ -9,6 +9,8 @@
 #   loadgen          the loadgen program
 #   preload          tests/bench/.libs/malloc_count.so, or "" (no counts)
 #   snapshot_script  bench.sh, whose --snapshot mode loadgen's hooks run
+#   loadgen_mode     loadgen's --mode (echo, the default when unset, or
+#                    cec: a connection per round trip)
 #
 # The server must print a line ending in "listening on HOST:PORT", stop
 # on SIGINT with exit status 0 after printing a line "NAME: stopped
@@ -140,6 +142,7 @@ run_server() {
   "$loadgen" --port "$port" --connections "$connections" \
     --threads "$client_threads" --size "$size" --duration "$duration" \
     --warmup "$warmup" --time-limit "$loadgen_limit" --json \
+    --mode "${loadgen_mode:-echo}" \
     --on-measure-start "$hook" --on-measure-end "$hook" \
     </dev/null >"$work/$tag.loadgen.out" 2>"$work/$tag.loadgen.err" &
   loadgen_pid=$!

@@ -13,7 +13,8 @@
  *   post.c         the records of posted functions, and running or
  *                  cancelling the queues of the context, a stream, a
  *                  listener;
- *   io_lists.c     the context's lists of streams, listeners, timers;
+ *   io_lists.c     the context's lists of streams, listeners, timers,
+ *                  datagram endpoints;
  *   io_reactive.c  the driver over a reactor (reactor, lf, hsha);
  *   io_proactive.c the driver over a proactor (proactor, proactors);
  *   io_run.c       running, stopping, waiting; the wake-up socket pair,
@@ -33,6 +34,7 @@
  *   resolve.c      taxi_resolve, its options;
  *   stream_dial.c  connecting to a name: its addresses raced;
  *   stream_make.c  taxi_stream_connect, and streams of sockets one has;
+ *   dgram.c        datagram endpoints (core/stream/dgram_impl.h);
  *   io.c           the context's creation and destruction.
  *
  * The other way goes through function pointers only:
@@ -171,6 +173,9 @@ typedef struct taxi__io_driver {
   int (*timer_start)(taxi_io_timer_t *t, taxi_time_t delay, taxi_time_t period);
   int (*timer_stop)(taxi_io_timer_t *t);
   void (*timer_destroy)(taxi_io_timer_t *t);
+
+  /* Datagram endpoints (core/stream/dgram_impl.h); NULL: none here. */
+  const struct taxi__dgram_driver *dgram;
 } taxi__io_driver_t;
 
 extern const taxi__io_driver_t taxi__io_reactive;
@@ -314,6 +319,7 @@ struct taxi_io {
   taxi_stream_t *streams;
   taxi_listener_t *listeners;
   taxi_io_timer_t *timers;
+  struct taxi_dgram *dgrams; /* core/stream/dgram.c */
 
   /* Posts (core/stream/post.c): the records free for reuse and the context's
    * own queue, under post_lock; cb_lock is held while a function posted to the

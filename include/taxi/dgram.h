@@ -54,7 +54,7 @@
 extern "C" {
 #endif
 
-typedef struct taxi_dgram taxi_dgram_t;
+typedef struct taxi_dgram taxi_dgram_t; /* a datagram endpoint */
 
 /* The longest datagram taxi sends: the largest UDP payload over IPv4
  * (65,535 less the IPv4 and UDP headers). */
@@ -99,6 +99,8 @@ typedef void (*taxi_dgram_recv_fn)(taxi_dgram_t *d, int status,
  * the thread of taxi_io_destroy). */
 typedef void (*taxi_dgram_close_fn)(taxi_dgram_t *d, void *arg);
 
+/* The options of taxi_dgram_open: the sizes of the buffers allocated with
+ * the endpoint, and socket options.  Fill with taxi_dgram_options_init. */
 typedef struct taxi_dgram_options {
   /* Bytes of each receive buffer: a longer datagram is truncated
    * (TAXI_DGRAM_TRUNCATED).  0: 65,536 (every datagram over IPv4).
@@ -187,13 +189,18 @@ TAXI_EXTERN int taxi_dgram_set_broadcast(taxi_dgram_t *d, bool on);
  * numeric address; its port is ignored: the endpoint's is the one that
  * counts) on the interface with the address `iface` (NULL: the system
  * chooses; ignored for IPv6, where the group's scope names it);
- * taxi_dgram_leave() stops that, given the same group and interface.  Returns 0, or TAXI_EINVAL (NULL d or
- * group), TAXI_EBADADDR (not a multicast address, or not of the
- * endpoint's family), TAXI_EBADF (closed), TAXI_EADDRINUSE (joined
- * already, on some systems), TAXI_ESYS.  Threads: any.
+ * taxi_dgram_leave() stops that, given the same group and interface.  Returns
+ * 0, or TAXI_EINVAL (NULL d or group), TAXI_EBADADDR (not a multicast address,
+ * or not of the endpoint's family), TAXI_EBADF (closed), TAXI_EADDRINUSE
+ * (joined already, on some systems), TAXI_ESYS.  Threads: any.
  */
 TAXI_EXTERN int taxi_dgram_join(taxi_dgram_t *d, const char *group,
                                 const char *iface);
+
+/* taxi_dgram_leave - stop receiving what is sent to `group` on `iface`
+ * (as given to taxi_dgram_join).  Returns and threads as
+ * taxi_dgram_join, and TAXI_ESYS (TAXI_EADDRINUSE on some systems) when
+ * the endpoint was not a member. */
 TAXI_EXTERN int taxi_dgram_leave(taxi_dgram_t *d, const char *group,
                                  const char *iface);
 

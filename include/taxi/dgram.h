@@ -83,7 +83,8 @@ typedef struct taxi_dgram taxi_dgram_t; /* a datagram endpoint */
  *     only during the call (copy what is kept).
  *   status < 0: an error, data and from NULL, len 0: an ICMP error on a
  *     connected endpoint (TAXI_ECONNREFUSED: the peer's port had no
- *     socket; TAXI_ESYS for others, taxi_last_os_error() telling), or a
+ *     socket; TAXI_ESYS for others, taxi_last_os_error() telling; Windows
+ *     reports port unreachable on unconnected endpoints too), or a
  *     queued send that failed (TAXI_EMSGSIZE, TAXI_EPERM ...).  The
  *     endpoint stays open: closing it is the application's choice.
  * Runs in a dispatching thread of the context; may call any function of

@@ -64,6 +64,12 @@ int taxi__sock_recv_batch(taxi_handle_t h, taxi__dgram_msg_t *m, unsigned n) {
         r = cap;
       } else {
         if (got > 0) return (int)got; /* the error again at the next call */
+        /* A datagram socket's WSAECONNRESET is an ICMP port unreachable:
+         * what POSIX systems call ECONNREFUSED. */
+        if (e == WSAECONNRESET) {
+          taxi__set_os_error(e);
+          return TAXI_ECONNREFUSED;
+        }
         return taxi__error_from_os(e);
       }
     }

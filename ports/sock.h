@@ -46,6 +46,9 @@ int taxi__sockaddr_family(const taxi_addr_t *a);
 
 /* Set the port of an IPv4 or IPv6 address (others are left alone). */
 void taxi__sockaddr_set_port(taxi_addr_t *a, unsigned port);
+/* IPv4 address a as IPv6 sees it (::ffff:a.b.c.d, the same port), for a
+ * dual-stack IPv6 socket to send to. */
+void taxi__sockaddr_v4_mapped(const taxi_addr_t *a, taxi_addr_t *out);
 
 /* ---- names -------------------------------------------------------------- */
 
@@ -144,4 +147,42 @@ int taxi__sock_cork(taxi_handle_t s, bool on);
 int taxi__sock_keepalive(taxi_handle_t s, bool on, unsigned idle_s,
                          unsigned interval_s, unsigned count);
 
+/* ---- datagrams (ports/posix/dgram.c, ports/win32/dgram.c) --------------- */
+
+/* One datagram of a batch: buf (cap bytes) and, for a send, len bytes of
+ * it to `addr` (family 0: the connected peer); a receive fills len, addr
+ * and truncated (the datagram was longer than cap: the rest is lost). */
+typedef struct taxi__dgram_msg {
+  void *buf;
+  size_t cap, len;
+  taxi_addr_t addr;
+  bool truncated;
+} taxi__dgram_msg_t;
+
+/* Socket options of taxi__sock_dgram. */
+#define TAXI__DG_V6ONLY 0x1u    /* an IPv6 socket takes no IPv4 traffic */
+#define TAXI__DG_REUSEADDR 0x2u /* bind where others are bound too */
+
+/* A non-blocking, close-on-exec datagram socket bound to `local`.  0 or
+ * TAXI_EADDRINUSE, TAXI_EPERM, TAXI_EBADADDR (family), TAXI_ESYS ... */
+int taxi__sock_dgram(const taxi_addr_t *local, unsigned flags,
+                     taxi_handle_t *out);
+/* Receive up to n datagrams (recvmmsg where the system has it, else one
+ * recvfrom per datagram): how many (>= 1), TAXI_EAGAIN when none waits,
+ * or the error the socket reported (an ICMP error on a connected socket:
+ * TAXI_ECONNREFUSED ...), which ends the batch. */
+int taxi__sock_recv_batch(taxi_handle_t s, taxi__dgram_msg_t *m, unsigned n);
+/* Send up to n datagrams in order (sendmmsg, else one sendto each): how
+ * many went (>= 1), TAXI_EAGAIN when the first would block, or the first
+ * one's error (TAXI_EMSGSIZE, TAXI_ECONNREFUSED ...). */
+int taxi__sock_send_batch(taxi_handle_t s, const taxi__dgram_msg_t *m,
+                          unsigned n);
+/* Permit sending to broadcast addresses (SO_BROADCAST): 0 or the error. */
+int taxi__sock_broadcast(taxi_handle_t s, bool on);
+/* Join (or leave) the multicast group `group` (its port ignored) on the
+ * interface with address `iface` (NULL: the system's choice; IPv6: the
+ * default interface).  0, TAXI_EBADADDR (not a multicast address, the
+ * families differ from the socket's), TAXI_ESYS ... */
+int taxi__sock_multicast(taxi_handle_t s, const taxi_addr_t *group,
+                         const taxi_addr_t *iface, bool join);
 #endif /* TAXI_PORTS_SOCK_H */

@@ -216,3 +216,16 @@ int taxi__sock_local_addr(taxi_handle_t s, taxi_addr_t *out) {
 int taxi__sock_peer_addr(taxi_handle_t s, taxi_addr_t *out) {
   return sock_name(s, true, out);
 }
+
+void taxi__sockaddr_v4_mapped(const taxi_addr_t *a, taxi_addr_t *out) {
+  struct sockaddr_in in4;
+  struct sockaddr_in6 in6;
+  memcpy(&in4, a->sa.bytes, sizeof in4);
+  memset(&in6, 0, sizeof in6);
+  in6.sin6_family = AF_INET6;
+  in6.sin6_port = in4.sin_port;
+  in6.sin6_addr.s6_addr[10] = 0xff;
+  in6.sin6_addr.s6_addr[11] = 0xff;
+  memcpy(&in6.sin6_addr.s6_addr[12], &in4.sin_addr, 4);
+  taxi__sockaddr_set(out, &in6, sizeof in6);
+}

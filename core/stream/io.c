@@ -15,7 +15,7 @@
 
 #include "core/common/alloc.h"
 #include "core/common/detail.h"
-#include "core/stream/io_impl.h"
+#include "core/stream/dgram_impl.h"
 
 /* ---- creating -------------------------------------------------------------
  */
@@ -240,7 +240,7 @@ fail_free:
 
 static bool empty(taxi_io_t *io) {
   taxi__mutex_lock(&io->lock);
-  bool e = !io->streams && !io->listeners && !io->timers;
+  bool e = !io->streams && !io->listeners && !io->timers && !io->dgrams;
   taxi__mutex_unlock(&io->lock);
   return e;
 }
@@ -337,6 +337,16 @@ int taxi_io_destroy(taxi_io_t *io) {
    * released by the drain below all the same. */
   for (taxi_stream_t *s = io->streams; s; s = s->next)
     (void)s->ops->close(s, 0);
+  taxi_dgram_t *ds[64];
+  for (;;) {
+    size_t n = 0;
+    for (taxi_dgram_t *d = io->dgrams; d && n < 64; d = d->next)
+      if (!d->closing) ds[n++] = d;
+    taxi__mutex_unlock(&io->lock);
+    for (size_t i = 0; i < n; i++) (void)ds[i]->ops->close(ds[i]);
+    taxi__mutex_lock(&io->lock);
+    if (n < 64) break;
+  }
   taxi_io_timer_t *ts[64];
   for (;;) {
     size_t n = 0;

@@ -14,7 +14,8 @@
  *                  cancelling the queues of the context, a stream, a
  *                  listener;
  *   io_lists.c     the context's lists of streams, listeners, timers,
- *                  and the free list of stream blocks;
+ *                  the free list of stream blocks, and the datagram
+ *                  endpoints;
  *   io_reactive.c  the driver over a reactor (reactor, lf, hsha);
  *   io_proactive.c the driver over a proactor (proactor, proactors);
  *   io_run.c       running, stopping, waiting; the wake-up socket pair,
@@ -35,6 +36,7 @@
  *   resolve.c      taxi_resolve, its options;
  *   stream_dial.c  connecting to a name: its addresses raced;
  *   stream_make.c  taxi_stream_connect, and streams of sockets one has;
+ *   dgram.c        datagram endpoints (core/stream/dgram_impl.h);
  *   io.c           the context's creation and destruction.
  *
  * The other way goes through function pointers only:
@@ -180,6 +182,9 @@ typedef struct taxi__io_driver {
   int (*timer_start)(taxi_io_timer_t *t, taxi_time_t delay, taxi_time_t period);
   int (*timer_stop)(taxi_io_timer_t *t);
   void (*timer_destroy)(taxi_io_timer_t *t);
+
+  /* Datagram endpoints (core/stream/dgram_impl.h); NULL: none here. */
+  const struct taxi__dgram_driver *dgram;
 } taxi__io_driver_t;
 
 extern const taxi__io_driver_t taxi__io_reactive;
@@ -330,6 +335,7 @@ struct taxi_io {
   struct taxi__stream_block *spare;
   unsigned nspare;
   size_t spare_bytes;
+  struct taxi_dgram *dgrams; /* core/stream/dgram.c */
 
   /* Posts (core/stream/post.c): the records free for reuse and the context's
    * own queue, under post_lock; cb_lock is held while a function posted to the

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * core/stream/io_lists.c - the context's lists of streams, listeners and
- * timers: what taxi_io_destroy must close, and waits for.  Each object
- * links itself when made and unlinks itself when gone (stream.c,
- * listener.c, io_timer.c); taxi_io_destroy (io.c) closes those left
- * through the close hook of their ops record.  Calls nothing of the wing.
+ * core/stream/io_lists.c - the context's lists of streams, listeners,
+ * timers and datagram endpoints: what taxi_io_destroy must close, and
+ * waits for.  Each object links itself when made and unlinks itself when
+ * gone (stream.c, listener.c, io_timer.c, dgram.c); taxi_io_destroy (io.c)
+ * closes those left through the close hook of their ops record.  Calls
+ * nothing of the wing.
  *
  * Beside them, the spare blocks of released streams: a server that takes
  * a connection per request would otherwise allocate and free a block of
@@ -17,7 +18,7 @@
 #include "config.h"
 
 #include "core/common/alloc.h"
-#include "core/stream/io_impl.h"
+#include "core/stream/dgram_impl.h"
 
 /* The spares kept, at most: enough for a burst of short connections to
  * find their blocks again, little enough not to hold much memory once a
@@ -146,6 +147,21 @@ int taxi__io_link_timer(taxi_io_t *io, taxi_io_timer_t *t) {
 void taxi__io_unlink_timer(taxi_io_t *io, taxi_io_timer_t *t) {
   taxi__mutex_lock(&io->lock);
   UNLINK(io->timers, t);
+  taxi__cond_broadcast(&io->cond);
+  taxi__mutex_unlock(&io->lock);
+}
+
+int taxi__io_link_dgram(taxi_io_t *io, taxi_dgram_t *d) {
+  taxi__mutex_lock(&io->lock);
+  int rc = io->destroying ? TAXI_ESTOPPED : 0;
+  if (rc == 0) LINK(io->dgrams, d);
+  taxi__mutex_unlock(&io->lock);
+  return rc;
+}
+
+void taxi__io_unlink_dgram(taxi_io_t *io, taxi_dgram_t *d) {
+  taxi__mutex_lock(&io->lock);
+  UNLINK(io->dgrams, d);
   taxi__cond_broadcast(&io->cond);
   taxi__mutex_unlock(&io->lock);
 }

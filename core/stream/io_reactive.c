@@ -20,7 +20,7 @@
 #include "config.h"
 
 #include "core/common/alloc.h"
-#include "core/stream/io_impl.h"
+#include "core/stream/dgram_impl.h"
 #include "core/reactor/reactor_closing.h"
 
 #define STREAM_OF(hp) TAXI_CONTAINER_OF(hp, taxi_stream_t, d.r.h)
@@ -419,6 +419,59 @@ static void t_destroy(taxi_io_timer_t *t) {
     t->ops->free(t);
 }
 
+/* ---- datagram endpoints ---------------------------------------------------
+ *
+ * One handler per endpoint, watching for readability from the start and
+ * for writability while its send queue holds datagrams.  The endpoint
+ * serialises what its hooks do itself (core/stream/dgram_impl.h).
+ */
+
+#define DGRAM_OF(hp) TAXI_CONTAINER_OF(hp, taxi_dgram_t, d.r.h)
+
+static int d_input(taxi_handler_t *h, taxi_handle_t fd, unsigned ev) {
+  (void)fd;
+  (void)ev;
+  taxi_dgram_t *d = DGRAM_OF(h);
+  d->ops->readable(d);
+  return 0;
+}
+
+static int d_output(taxi_handler_t *h, taxi_handle_t fd, unsigned ev) {
+  (void)fd;
+  (void)ev;
+  taxi_dgram_t *d = DGRAM_OF(h);
+  d->ops->writable(d);
+  return 0;
+}
+
+/* The endpoint closes its socket when it finishes. */
+static void d_close(taxi_handler_t *h, taxi_handle_t fd) {
+  (void)fd;
+  taxi_dgram_t *d = DGRAM_OF(h);
+  d->ops->released(d);
+}
+
+static const taxi_handler_ops_t dgram_hooks = {
+    .input = d_input, .output = d_output, .close = d_close};
+
+static int d_open(taxi_dgram_t *d) {
+  taxi_handler_init(&d->d.r.h, &dgram_hooks);
+  return taxi__reactor_register_open(d->io->reactor, d->fd, &d->d.r.h,
+                                     TAXI_EV_READ);
+}
+
+static int d_want_write(taxi_dgram_t *d, bool on) {
+  return taxi_reactor_modify(d->io->reactor, &d->d.r.h,
+                             on ? TAXI_EV_READ | TAXI_EV_WRITE : TAXI_EV_READ);
+}
+
+static void d_close_req(taxi_dgram_t *d) {
+  taxi_reactor_remove(d->io->reactor, &d->d.r.h);
+}
+
+const taxi__dgram_driver_t taxi__dgram_reactive = {
+    .open = d_open, .want_write = d_want_write, .close = d_close_req};
+
 const taxi__io_driver_t taxi__io_reactive = {
     .open = ctx_open,
     .close = ctx_close,
@@ -448,4 +501,5 @@ const taxi__io_driver_t taxi__io_reactive = {
     .timer_start = t_start,
     .timer_stop = t_stop,
     .timer_destroy = t_destroy,
+    .dgram = &taxi__dgram_reactive,
 };

@@ -26,7 +26,8 @@
  * time (a reactor, either pool, a proactor, a proactor group), and byte
  * streams, listeners and timers (taxi/stream.h) are written once against
  * it and run under each; host names are resolved off the dispatching
- * threads (taxi/resolve.h).
+ * threads (taxi/resolve.h); UDP datagram endpoints (taxi/dgram.h) run on
+ * the reactor and its pools.
  *
  * Message queues (taxi/mqueue.h): bounded queues of the application's own
  * items that a reactor or pool dispatches beside its handles.
@@ -59,6 +60,7 @@
 #include "addr.h"
 #include "resolve.h"
 #include "stream.h"
+#include "dgram.h"
 #include "version.h"
 
 #endif /* TAXI_H */

@@ -56,6 +56,8 @@ int taxi__map_os_error(int e) {
     case ENOTSUP:
 #endif
       return TAXI_ENOTSUP;
+    case EMSGSIZE: /* a datagram too long for the socket or the path */
+      return TAXI_EMSGSIZE;
     case EMFILE: /* out of descriptors: a limit, not a fault */
     case ENFILE:
       return TAXI_ETOOMANY;

@@ -70,6 +70,8 @@ int taxi__map_os_error(int os_error) {
       return TAXI_EPIPE;
     case WSAEADDRINUSE:
       return TAXI_EADDRINUSE;
+    case WSAEMSGSIZE: /* a datagram too long (a receive's is truncation) */
+      return TAXI_EMSGSIZE;
     case ERROR_BUSY:
     case ERROR_SHARING_VIOLATION:
       return TAXI_EBUSY;

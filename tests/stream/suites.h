@@ -97,5 +97,6 @@ extern CU_TestInfo st_tests_timeouts[];
 extern CU_TestInfo st_tests_pipe[];
 extern CU_TestInfo st_tests_resolve[];
 extern CU_TestInfo st_tests_accept[];
+extern CU_TestInfo st_tests_dgram[];
 
 #endif /* TAXI_TESTS_STREAM_SUITES_H */

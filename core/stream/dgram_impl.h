@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * core/stream/dgram_impl.h - a datagram endpoint (taxi/dgram.h) as
+ * core/stream/dgram.c, the drivers (io_reactive.c) and the context's lists
+ * (io_lists.c, io.c) share it.
+ *
+ * Locks.  `lock` guards the state and the send queue, and is held around
+ * every send on the socket (the application's direct sends and the
+ * driver's flushes alike), so datagrams leave in the order queued.
+ * `cb_lock` is held while the endpoint receives and while a callback
+ * runs: that serialises the callbacks, whichever threads the dispatcher
+ * reports in, and the receive buffers are used under it alone.  cb_lock
+ * is taken before lock, never while it is held.
+ *
+ * Release.  The driver calls ops->released once no hook of the endpoint
+ * can run any more.  If a callback is running then (the release came
+ * inline, from a taxi_dgram_close inside that callback), the thread
+ * running it finishes the endpoint when it returns (in_cb, released);
+ * else the release does.  Finishing closes the socket, runs the close
+ * callback and frees: so no descriptor number is reused while a hook
+ * might still name it.
+ */
+#ifndef TAXI_CORE_STREAM_DGRAM_IMPL_H
+#define TAXI_CORE_STREAM_DGRAM_IMPL_H
+
+#include "core/stream/io_impl.h"
+#include "taxi/dgram.h"
+
+/* What a driver reports of an endpoint (installed by dgram.c). */
+typedef struct taxi__dgram_ops {
+  /* Close d (taxi_io_destroy: no close callback); lock not held. */
+  int (*close)(taxi_dgram_t *d);
+  /* The socket is readable / writable (in a dispatching thread). */
+  void (*readable)(taxi_dgram_t *d);
+  void (*writable)(taxi_dgram_t *d);
+  /* No hook of d runs any more, nor will. */
+  void (*released)(taxi_dgram_t *d);
+} taxi__dgram_ops_t;
+
+/* One datagram waiting in the send queue: len bytes at sbuf + off. */
+typedef struct taxi__dgram_slot {
+  size_t off, len;
+  taxi_addr_t to; /* family 0: the connected peer */
+} taxi__dgram_slot_t;
+
+struct taxi_dgram {
+  taxi_io_t *io;
+  const taxi__dgram_ops_t *ops;
+  taxi_handle_t fd;
+  int family; /* TAXI_ADDR_IPV4 or _IPV6 */
+  taxi__mutex_t lock, cb_lock;
+  taxi_dgram_t *prev, *next; /* in io->dgrams, under io->lock */
+  taxi_dgram_recv_fn fn;
+  void *arg;
+  taxi_dgram_close_fn close_fn; /* set by the close, under lock */
+  void *close_arg;
+  /* Closed: nothing starts any more.  Set under lock; atomic, as
+   * taxi_io_destroy reads it under the context's lock instead. */
+  atomic_bool closing;
+  /* Under lock. */
+  bool released;  /* the driver is done with it */
+  bool in_cb;     /* a callback runs */
+  bool connected; /* taxi_dgram_connect: a default peer */
+  bool writing;   /* the driver watches for writability */
+  /* The receive buffers (under cb_lock): rbatch of rsize bytes. */
+  unsigned char *rbuf;
+  size_t rsize;
+  unsigned rbatch;
+  taxi__dgram_msg_t *rmsg;
+  /* The send queue (under lock): datagrams in the byte ring sbuf, each
+   * in one piece, their slots from qhead on. */
+  unsigned char *sbuf;
+  size_t scap;
+  taxi__dgram_slot_t *slots;
+  unsigned nslots, qhead, qcount;
+  union {
+    struct {
+      taxi_handler_t h;
+    } r;
+  } d;
+};
+
+/* What a driver does for endpoints (NULL in a driver without them). */
+typedef struct taxi__dgram_driver {
+  /* Watch d->fd for readability (its ops set): 0 or an error. */
+  int (*open)(taxi_dgram_t *d);
+  /* Watch for writability too (on) or not: 0 or an error.  Lock held. */
+  int (*want_write)(taxi_dgram_t *d, bool on);
+  /* Stop watching: ops->released follows, here or once the hooks
+   * running in other threads return.  Lock not held. */
+  void (*close)(taxi_dgram_t *d);
+} taxi__dgram_driver_t;
+
+extern const taxi__dgram_driver_t taxi__dgram_reactive;
+
+/* The context's list of endpoints (core/stream/io_lists.c):
+ * TAXI_ESTOPPED when destroying. */
+int taxi__io_link_dgram(taxi_io_t *io, taxi_dgram_t *d);
+void taxi__io_unlink_dgram(taxi_io_t *io, taxi_dgram_t *d);
+
+#endif /* TAXI_CORE_STREAM_DGRAM_IMPL_H */

@@ -1,0 +1,223 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * taxi/dgram.h - UDP datagram endpoints on an I/O context (taxi/io.h).
+ *
+ * An endpoint is a UDP socket bound to a local address.  It receives
+ * datagrams into buffers it allocated when it was opened, and hands each
+ * one, with its sender's address, to the receive callback in one of the
+ * context's dispatching threads.  It sends datagrams to any address, or
+ * to the default peer that taxi_dgram_connect() sets.
+ *
+ *     static void on_recv(taxi_dgram_t *d, int status, const void *data,
+ *                         size_t len, const taxi_addr_t *from,
+ *                         unsigned flags, void *arg) {
+ *       if (status == 0) taxi_dgram_send_to(d, data, len, from); // echo
+ *     }
+ *     taxi_dgram_t *d;
+ *     taxi_dgram_open(&d, io, "127.0.0.1:0", NULL, on_recv, NULL);
+ *
+ * Callbacks.  The receive callback and the close callback of one endpoint
+ * never run in two threads at once, as a stream's (taxi/stream.h); those
+ * of different endpoints may.  After the close callback nothing of the
+ * endpoint runs, and the endpoint's memory is gone.
+ *
+ * Sends.  taxi_dgram_send_to() copies the datagram: it is sent at once
+ * when the socket takes it, else queued in a slot of the endpoint's send
+ * queue (its bytes and its slots bounded by the options) and sent when
+ * the socket is writable, in order.  The caller's buffer is its own again
+ * when the call returns, and no completion is called.  An error of a
+ * queued send reaches the receive callback (its status), since the call
+ * that queued it has returned.
+ *
+ * Dispatchers.  Endpoints work on the readiness dispatchers
+ * (TAXI_IO_REACTOR, TAXI_IO_LF, TAXI_IO_HSHA), whose driver receives and
+ * sends in batches (recvmmsg and sendmmsg on Linux; recvfrom and sendto
+ * elsewhere).  On the completion dispatchers (TAXI_IO_PROACTOR,
+ * TAXI_IO_PROACTORS) taxi_dgram_open() refuses with TAXI_ENOTSUP: the
+ * Proactor has no operation that receives a sender's address yet (and
+ * POSIX aio never will: an aiocb has no room for one).
+ *
+ * No memory is allocated per datagram: the receive buffers and the send
+ * queue are allocated with the endpoint.
+ */
+#ifndef TAXI_DGRAM_H
+#define TAXI_DGRAM_H
+
+#include "platform.h"
+#include "addr.h"
+#include "io.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct taxi_dgram taxi_dgram_t; /* a datagram endpoint */
+
+/* The longest datagram taxi sends: the largest UDP payload over IPv4
+ * (65,535 less the IPv4 and UDP headers). */
+#define TAXI_DGRAM_MAX 65507
+
+/* Flags of a received datagram (the receive callback's `flags`). */
+/* The datagram was longer than the receive buffer (options.recv_size):
+ * `len` bytes of it are delivered, the rest is lost. */
+#define TAXI_DGRAM_TRUNCATED 0x1u
+
+/* Options of taxi_dgram_open (taxi_dgram_options_t.flags). */
+/* An IPv6 endpoint takes no IPv4 traffic (default: it does, where the
+ * system allows it). */
+#define TAXI_DGRAM_V6ONLY 0x1u
+/* Bind even where other sockets are bound to the port (SO_REUSEADDR: for
+ * several receivers of one multicast group). */
+#define TAXI_DGRAM_REUSEADDR 0x2u
+/* Permit sending to broadcast addresses (SO_BROADCAST); also
+ * taxi_dgram_set_broadcast(). */
+#define TAXI_DGRAM_BROADCAST 0x4u
+
+/*
+ * A datagram arrived, or the socket reported an error.
+ *   status 0: `len` bytes at `data` from `from`; `flags` may have
+ *     TAXI_DGRAM_TRUNCATED.  data and from are the endpoint's and valid
+ *     only during the call (copy what is kept).
+ *   status < 0: an error, data and from NULL, len 0: an ICMP error on a
+ *     connected endpoint (TAXI_ECONNREFUSED: the peer's port had no
+ *     socket; TAXI_ESYS for others, taxi_last_os_error() telling; Windows
+ *     reports port unreachable on unconnected endpoints too), or a
+ *     queued send that failed (TAXI_EMSGSIZE, TAXI_EPERM ...).  The
+ *     endpoint stays open: closing it is the application's choice.
+ * Runs in a dispatching thread of the context; may call any function of
+ * this header on d, taxi_dgram_close() included.
+ */
+typedef void (*taxi_dgram_recv_fn)(taxi_dgram_t *d, int status,
+                                   const void *data, size_t len,
+                                   const taxi_addr_t *from, unsigned flags,
+                                   void *arg);
+
+/* The endpoint is closed: nothing of it runs after this, and d is freed
+ * when it returns.  Runs in a dispatching thread of the context (or in
+ * the thread of taxi_io_destroy). */
+typedef void (*taxi_dgram_close_fn)(taxi_dgram_t *d, void *arg);
+
+/* The options of taxi_dgram_open: the sizes of the buffers allocated with
+ * the endpoint, and socket options.  Fill with taxi_dgram_options_init. */
+typedef struct taxi_dgram_options {
+  /* Bytes of each receive buffer: a longer datagram is truncated
+   * (TAXI_DGRAM_TRUNCATED).  0: 65,536 (every datagram over IPv4).
+   * At most 16 MiB. */
+  size_t recv_size;
+  /* Receive buffers, and datagrams taken per readiness report (1..64;
+   * 0: 4). */
+  unsigned recv_batch;
+  /* Bytes the send queue holds (0: 256 KiB; at least TAXI_DGRAM_MAX, at
+   * most 1 GiB). */
+  size_t send_queue;
+  /* Datagrams the send queue holds (0: 64; at most 65,536). */
+  unsigned send_slots;
+  unsigned flags; /* TAXI_DGRAM_* above */
+} taxi_dgram_options_t;
+
+/* Fill *o with the defaults.  Threads: any. */
+TAXI_EXTERN void taxi_dgram_options_init(taxi_dgram_options_t *o);
+
+/*
+ * taxi_dgram_open - a UDP endpoint of io bound to `local` (a numeric
+ * address as taxi_addr_parse() reads it: "127.0.0.1:0", "[::1]:5353",
+ * "*:9000"; port 0: a free port, taxi_dgram_address() tells which), with
+ * options o (NULL: the defaults), delivering to fn(arg).  It receives
+ * from the start, in io's dispatching threads.
+ *
+ * Returns 0 and sets *out, or TAXI_EINVAL (NULL out, io, local or fn; an
+ * option out of range, with its detail), TAXI_EBADADDR (local not an IPv4
+ * or IPv6 address), TAXI_ENOTSUP (io's dispatcher is a Proactor's: see
+ * above), TAXI_ESTOPPED (io is being destroyed), TAXI_EADDRINUSE,
+ * TAXI_EPERM, TAXI_ENOMEM, TAXI_ESYS.
+ * Threads: any.  Ownership: the endpoint is io's until closed; close it
+ * with taxi_dgram_close() (taxi_io_destroy() closes those left).
+ */
+TAXI_EXTERN int taxi_dgram_open(taxi_dgram_t **out, taxi_io_t *io,
+                                const char *local,
+                                const taxi_dgram_options_t *o,
+                                taxi_dgram_recv_fn fn, void *arg);
+
+/*
+ * taxi_dgram_connect - make `peer` (a numeric address) the default peer:
+ * taxi_dgram_send() sends there, only its datagrams are received, and
+ * ICMP errors of the sends reach the receive callback (an unconnected
+ * socket is not told of them).  May be called again to change it.
+ * Returns 0, or TAXI_EINVAL (NULL), TAXI_EBADADDR (peer not an address of
+ * the endpoint's family), TAXI_EBADF (closed), TAXI_ESYS.  Threads: any.
+ */
+TAXI_EXTERN int taxi_dgram_connect(taxi_dgram_t *d, const char *peer);
+
+/*
+ * taxi_dgram_send_to - send the `len` bytes at `data` (0 allowed) as one
+ * datagram to `to` (NULL: the default peer).  The bytes are copied (see
+ * "Sends" above): data is the caller's again on return.
+ * Returns 0 (sent or queued), or TAXI_EINVAL (NULL d; NULL data with len
+ * above 0), TAXI_EMSGSIZE (len above TAXI_DGRAM_MAX), TAXI_EBADADDR (to
+ * of no IP family), TAXI_ENOENT (to NULL and no default peer), TAXI_EBADF
+ * (closed, or closing), TAXI_EAGAIN (the queue's bytes are full: send
+ * again after the callbacks have run), TAXI_ENOBUFS (its slots are all
+ * taken), or an error the socket reported at once (TAXI_ECONNREFUSED: an
+ * earlier datagram of a connected endpoint was refused; TAXI_EMSGSIZE:
+ * too long for the path).
+ * Threads: any; sends of one thread go out in their order.
+ */
+TAXI_EXTERN int taxi_dgram_send_to(taxi_dgram_t *d, const void *data,
+                                   size_t len, const taxi_addr_t *to);
+
+/* taxi_dgram_send - taxi_dgram_send_to() the default peer. */
+TAXI_EXTERN int taxi_dgram_send(taxi_dgram_t *d, const void *data, size_t len);
+
+/*
+ * taxi_dgram_address - the endpoint's local address (its port, when it
+ * was opened with port 0).  Returns 0, or TAXI_EINVAL (NULL), TAXI_EBADF
+ * (closed), TAXI_ESYS.  Threads: any.
+ */
+TAXI_EXTERN int taxi_dgram_address(taxi_dgram_t *d, taxi_addr_t *out);
+
+/*
+ * taxi_dgram_set_broadcast - permit (on) or forbid sending to broadcast
+ * addresses.  Returns 0, or TAXI_EINVAL (NULL), TAXI_EBADF (closed),
+ * TAXI_ESYS.  Threads: any.
+ */
+TAXI_EXTERN int taxi_dgram_set_broadcast(taxi_dgram_t *d, bool on);
+
+/*
+ * taxi_dgram_join - receive the datagrams sent to multicast `group` (a
+ * numeric address; its port is ignored: the endpoint's is the one that
+ * counts) on the interface with the address `iface` (NULL: the system
+ * chooses; ignored for IPv6, where the group's scope names it);
+ * taxi_dgram_leave() stops that, given the same group and interface.  Returns
+ * 0, or TAXI_EINVAL (NULL d or group), TAXI_EBADADDR (not a multicast address,
+ * or not of the endpoint's family), TAXI_EBADF (closed), TAXI_EADDRINUSE
+ * (joined already, on some systems), TAXI_ESYS.  Threads: any.
+ */
+TAXI_EXTERN int taxi_dgram_join(taxi_dgram_t *d, const char *group,
+                                const char *iface);
+
+/* taxi_dgram_leave - stop receiving what is sent to `group` on `iface`
+ * (as given to taxi_dgram_join).  Returns and threads as
+ * taxi_dgram_join, and TAXI_ESYS (TAXI_EADDRINUSE on some systems) when
+ * the endpoint was not a member. */
+TAXI_EXTERN int taxi_dgram_leave(taxi_dgram_t *d, const char *group,
+                                 const char *iface);
+
+/*
+ * taxi_dgram_close - close the endpoint: no receive callback starts after
+ * this call (one running in another thread finishes), datagrams still
+ * queued are dropped, and fn(d, arg) (NULL: none) runs once nothing of d
+ * runs any more; then d is freed.  The socket is closed before fn runs.
+ * Returns 0, or TAXI_EINVAL (NULL), TAXI_EBADF (closing already).
+ * Threads: any, the endpoint's callbacks included.
+ */
+TAXI_EXTERN int taxi_dgram_close(taxi_dgram_t *d, taxi_dgram_close_fn fn,
+                                 void *arg);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TAXI_DGRAM_H */

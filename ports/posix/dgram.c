@@ -1,0 +1,217 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * ports/posix/dgram.c - datagram sockets on POSIX systems (see the
+ * datagram part of ports/sock.h): batches of receives and sends with
+ * recvmmsg and sendmmsg on Linux, one recvfrom or sendto per datagram
+ * elsewhere; multicast membership and broadcast.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1 /* recvmmsg, sendmmsg, SOCK_NONBLOCK */
+#endif
+#include "config.h"
+
+#include "sock.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+/* The most datagrams one recvmmsg or sendmmsg takes here (the callers'
+ * batches are that small: the headers live on the stack). */
+#define BATCH_MAX 64
+
+static int set_int(int fd, int level, int name, int value) {
+  return setsockopt(fd, level, name, &value, sizeof value) == 0
+             ? 0
+             : taxi__last_error();
+}
+
+int taxi__sock_dgram(const taxi_addr_t *local, unsigned flags,
+                     taxi_handle_t *out) {
+  int family = taxi__sockaddr_family(local);
+  if (family != AF_INET && family != AF_INET6) return TAXI_EBADADDR;
+  int fd;
+#if defined(SOCK_NONBLOCK) && defined(SOCK_CLOEXEC)
+  fd = socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0 && errno != EINVAL) return taxi__last_error();
+  if (fd < 0)
+#endif
+  {
+    fd = socket(family, SOCK_DGRAM, 0);
+    if (fd < 0) return taxi__last_error();
+    int rc = taxi__set_cloexec(fd);
+    if (rc == 0) rc = taxi__set_nonblocking(fd);
+    if (rc < 0) {
+      taxi__close(fd);
+      return rc;
+    }
+  }
+  int rc = 0;
+  if (family == AF_INET6)
+    rc = set_int(fd, IPPROTO_IPV6, IPV6_V6ONLY,
+                 (flags & TAXI__DG_V6ONLY) ? 1 : 0);
+  if (rc == 0 && (flags & TAXI__DG_REUSEADDR))
+    rc = set_int(fd, SOL_SOCKET, SO_REUSEADDR, 1);
+  if (rc == 0 &&
+      bind(fd, (const struct sockaddr *)local->sa.bytes, local->len) != 0)
+    rc = taxi__last_error();
+  if (rc < 0) {
+    taxi__close(fd);
+    return rc;
+  }
+  *out = fd;
+  return 0;
+}
+
+#if defined(__linux__)
+
+int taxi__sock_recv_batch(taxi_handle_t s, taxi__dgram_msg_t *m, unsigned n) {
+  struct mmsghdr h[BATCH_MAX];
+  struct iovec iov[BATCH_MAX];
+  if (n > BATCH_MAX) n = BATCH_MAX;
+  memset(h, 0, n * sizeof h[0]);
+  for (unsigned i = 0; i < n; i++) {
+    iov[i].iov_base = m[i].buf;
+    iov[i].iov_len = m[i].cap;
+    h[i].msg_hdr.msg_iov = &iov[i];
+    h[i].msg_hdr.msg_iovlen = 1;
+    h[i].msg_hdr.msg_name = m[i].addr.sa.bytes;
+    h[i].msg_hdr.msg_namelen = sizeof m[i].addr.sa.bytes;
+  }
+  int got;
+  do got = recvmmsg(s, h, n, MSG_DONTWAIT, NULL);
+  while (got < 0 && errno == EINTR);
+  if (got < 0) return taxi__last_error();
+  if (got == 0) return TAXI_EAGAIN;
+  for (int i = 0; i < got; i++) {
+    taxi_addr_t from = m[i].addr; /* the set clears its output first */
+    taxi__sockaddr_set(&m[i].addr, from.sa.bytes, h[i].msg_hdr.msg_namelen);
+    m[i].truncated = (h[i].msg_hdr.msg_flags & MSG_TRUNC) != 0;
+    m[i].len = h[i].msg_len < m[i].cap ? h[i].msg_len : m[i].cap;
+  }
+  return got;
+}
+
+int taxi__sock_send_batch(taxi_handle_t s, const taxi__dgram_msg_t *m,
+                          unsigned n) {
+  struct mmsghdr h[BATCH_MAX];
+  struct iovec iov[BATCH_MAX];
+  if (n > BATCH_MAX) n = BATCH_MAX;
+  memset(h, 0, n * sizeof h[0]);
+  for (unsigned i = 0; i < n; i++) {
+    iov[i].iov_base = m[i].buf;
+    iov[i].iov_len = m[i].len;
+    h[i].msg_hdr.msg_iov = &iov[i];
+    h[i].msg_hdr.msg_iovlen = 1;
+    if (m[i].addr.family) {
+      h[i].msg_hdr.msg_name = (void *)m[i].addr.sa.bytes;
+      h[i].msg_hdr.msg_namelen = m[i].addr.len;
+    }
+  }
+  int sent;
+  do sent = sendmmsg(s, h, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+  while (sent < 0 && errno == EINTR);
+  if (sent < 0) return taxi__last_error();
+  return sent > 0 ? sent : TAXI_EAGAIN;
+}
+
+#else /* one datagram per call */
+
+int taxi__sock_recv_batch(taxi_handle_t s, taxi__dgram_msg_t *m, unsigned n) {
+  unsigned got = 0;
+  while (got < n) {
+    struct iovec iov = {.iov_base = m[got].buf, .iov_len = m[got].cap};
+    struct msghdr h;
+    memset(&h, 0, sizeof h);
+    h.msg_iov = &iov;
+    h.msg_iovlen = 1;
+    h.msg_name = m[got].addr.sa.bytes;
+    h.msg_namelen = sizeof m[got].addr.sa.bytes;
+    ssize_t r;
+    do r = recvmsg(s, &h, MSG_DONTWAIT);
+    while (r < 0 && errno == EINTR);
+    if (r < 0) {
+      if (got > 0) return (int)got; /* the error again at the next call */
+      return taxi__last_error();
+    }
+    taxi_addr_t from = m[got].addr; /* the set clears its output first */
+    taxi__sockaddr_set(&m[got].addr, from.sa.bytes, h.msg_namelen);
+    m[got].truncated = (h.msg_flags & MSG_TRUNC) != 0;
+    m[got].len = (size_t)r < m[got].cap ? (size_t)r : m[got].cap;
+    got++;
+  }
+  return (int)got;
+}
+
+int taxi__sock_send_batch(taxi_handle_t s, const taxi__dgram_msg_t *m,
+                          unsigned n) {
+  unsigned sent = 0;
+  while (sent < n) {
+    const taxi__dgram_msg_t *d = &m[sent];
+    ssize_t r;
+    do
+      r = sendto(
+          s, d->buf, d->len, 0,
+          d->addr.family ? (const struct sockaddr *)d->addr.sa.bytes : NULL,
+          d->addr.family ? d->addr.len : 0);
+    while (r < 0 && errno == EINTR);
+    if (r < 0) return sent > 0 ? (int)sent : taxi__last_error();
+    sent++;
+  }
+  return (int)sent;
+}
+
+#endif
+
+int taxi__sock_broadcast(taxi_handle_t s, bool on) {
+  return set_int(s, SOL_SOCKET, SO_BROADCAST, on ? 1 : 0);
+}
+
+int taxi__sock_multicast(taxi_handle_t s, const taxi_addr_t *group,
+                         const taxi_addr_t *iface, bool join) {
+  int family = taxi__sockaddr_family(group);
+  if (iface && taxi__sockaddr_family(iface) != family) return TAXI_EBADADDR;
+  if (family == AF_INET) {
+    struct sockaddr_in g;
+    memcpy(&g, group->sa.bytes, sizeof g);
+    if (!IN_MULTICAST(ntohl(g.sin_addr.s_addr))) return TAXI_EBADADDR;
+    struct ip_mreq mr;
+    memset(&mr, 0, sizeof mr);
+    mr.imr_multiaddr = g.sin_addr;
+    mr.imr_interface.s_addr = htonl(INADDR_ANY);
+    if (iface) {
+      struct sockaddr_in i;
+      memcpy(&i, iface->sa.bytes, sizeof i);
+      mr.imr_interface = i.sin_addr;
+    }
+    return setsockopt(s, IPPROTO_IP,
+                      join ? IP_ADD_MEMBERSHIP : IP_DROP_MEMBERSHIP, &mr,
+                      sizeof mr) == 0
+               ? 0
+               : taxi__last_error();
+  }
+  if (family == AF_INET6) {
+    struct sockaddr_in6 g;
+    memcpy(&g, group->sa.bytes, sizeof g);
+    if (!IN6_IS_ADDR_MULTICAST(&g.sin6_addr)) return TAXI_EBADADDR;
+    struct ipv6_mreq mr;
+    memset(&mr, 0, sizeof mr);
+    mr.ipv6mr_multiaddr = g.sin6_addr;
+    /* The interface of an IPv6 membership is an index: the scope of the
+     * group's address names it, else the system chooses. */
+    mr.ipv6mr_interface = g.sin6_scope_id;
+#ifdef IPV6_ADD_MEMBERSHIP
+    int opt = join ? IPV6_ADD_MEMBERSHIP : IPV6_DROP_MEMBERSHIP;
+#else
+    int opt = join ? IPV6_JOIN_GROUP : IPV6_LEAVE_GROUP;
+#endif
+    return setsockopt(s, IPPROTO_IPV6, opt, &mr, sizeof mr) == 0
+               ? 0
+               : taxi__last_error();
+  }
+  return TAXI_EBADADDR;
+}

@@ -1,0 +1,608 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * tests/stream/dgram.c - UDP datagram endpoints (taxi/dgram.h) over the
+ * pair under test: echo of random sizes up to TAXI_DGRAM_MAX with every
+ * byte checked, truncation, connected and unconnected endpoints, ICMP
+ * port unreachable, IPv6, a thousand endpoints, closing while datagrams
+ * arrive, bad input.  The Proactor's dispatchers have no endpoints yet:
+ * there each test checks the refusal (TAXI_ENOTSUP) instead.
+ */
+#define _GNU_SOURCE 1
+
+#include "suites.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static void never(taxi_dgram_t *d, int status, const void *data, size_t len,
+                  const taxi_addr_t *from, unsigned flags, void *arg) {
+  (void)d, (void)status, (void)data, (void)len, (void)from, (void)flags;
+  (void)arg;
+  CU_FAIL("a callback of an endpoint never opened");
+}
+
+/* Whether the pair has endpoints; else check the refusal.  True when the
+ * test goes on. */
+static int has_dgrams(st_io_t *c) {
+  if (st_dispatcher != TAXI_IO_PROACTOR && st_dispatcher != TAXI_IO_PROACTORS)
+    return 1;
+  taxi_dgram_t *d;
+  CU_ASSERT_EQUAL(taxi_dgram_open(&d, c->io, "127.0.0.1:0", NULL, never, NULL),
+                  TAXI_ENOTSUP);
+  return 0;
+}
+
+static unsigned port_of(taxi_dgram_t *d) {
+  taxi_addr_t a;
+  CU_ASSERT_EQUAL(taxi_dgram_address(d, &a), 0);
+  return taxi_addr_port(&a);
+}
+
+static void addr_of(taxi_addr_t *a, const char *host, unsigned port) {
+  char text[96];
+  snprintf(text, sizeof text, "%s:%u", host, port);
+  CU_ASSERT_EQUAL(taxi_addr_parse(a, text), 0);
+}
+
+/* A plain UDP socket bound to 127.0.0.1:0 (blocking, 10 s time-outs). */
+static int plain_udp(unsigned *port) {
+  int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  CU_ASSERT_FATAL(fd >= 0);
+  struct sockaddr_in a = {.sin_family = AF_INET};
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  CU_ASSERT_EQUAL(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+  socklen_t len = sizeof a;
+  CU_ASSERT_EQUAL(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+  struct timeval tv = {.tv_sec = 10};
+  (void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  if (port) *port = ntohs(a.sin_port);
+  return fd;
+}
+
+static void plain_send(int fd, unsigned port, const void *buf, size_t len) {
+  struct sockaddr_in a = {.sin_family = AF_INET};
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons((uint16_t)port);
+  CU_ASSERT_EQUAL(sendto(fd, buf, len, 0, (struct sockaddr *)&a, sizeof a),
+                  (ssize_t)len);
+}
+
+/* ---- echo -----------------------------------------------------------------
+ */
+
+static void echo_back(taxi_dgram_t *d, int status, const void *data, size_t len,
+                      const taxi_addr_t *from, unsigned flags, void *arg) {
+  (void)arg;
+  (void)flags;
+  if (status == 0) CU_ASSERT_EQUAL(taxi_dgram_send_to(d, data, len, from), 0);
+}
+
+/* What the client expects back: the datagram numbered seq, of len bytes. */
+struct client {
+  atomic_uint got; /* datagrams back, checked */
+  atomic_int bad;  /* datagrams back that differed */
+  atomic_int errors;
+  atomic_int last_status;
+  atomic_uint seq;
+  atomic_size_t len;
+  atomic_int closed;
+};
+
+static unsigned char pattern(unsigned seq, size_t i) { return st_byte(seq, i); }
+
+static void client_recv(taxi_dgram_t *d, int status, const void *data,
+                        size_t len, const taxi_addr_t *from, unsigned flags,
+                        void *arg) {
+  struct client *c = arg;
+  (void)d;
+  (void)from;
+  if (status < 0) {
+    atomic_store(&c->last_status, status);
+    atomic_fetch_add(&c->errors, 1);
+    return;
+  }
+  unsigned seq = atomic_load(&c->seq);
+  int ok = len == atomic_load(&c->len) && !(flags & TAXI_DGRAM_TRUNCATED);
+  for (size_t i = 0; ok && i < len; i++)
+    ok = ((const unsigned char *)data)[i] == pattern(seq, i);
+  if (!ok) atomic_fetch_add(&c->bad, 1);
+  atomic_fetch_add(&c->got, 1);
+}
+
+static void count_close(taxi_dgram_t *d, void *arg) {
+  (void)d;
+  atomic_fetch_add((atomic_int *)arg, 1);
+}
+
+struct want {
+  atomic_uint *v;
+  unsigned n;
+};
+static int reached(void *arg) {
+  struct want *w = arg;
+  return atomic_load(w->v) >= w->n;
+}
+
+/* n datagrams of random sizes (the first 0 bytes, the second the
+ * largest) from a client endpoint to an echoing one on `host`, one at a
+ * time, each checked when it comes back. */
+static void echo_over(const char *bind_host, const char *host, unsigned n) {
+  st_io_t c;
+  if (st_io_create(&c) < 0) return;
+  if (!has_dgrams(&c)) goto out;
+  st_io_run(&c);
+  char local[64];
+  snprintf(local, sizeof local, "%s:0", bind_host);
+  taxi_dgram_t *srv, *cli;
+  struct client cl;
+  memset(&cl, 0, sizeof cl);
+  atomic_int closed = 0;
+  int rc = taxi_dgram_open(&srv, c.io, local, NULL, echo_back, NULL);
+  if (rc == TAXI_ESYS || rc == TAXI_EBADADDR) {
+    printf("no %s here (%s): skipped\n", bind_host, taxi_strerror(rc));
+    goto stop;
+  }
+  CU_ASSERT_EQUAL_FATAL(rc, 0);
+  CU_ASSERT_EQUAL_FATAL(
+      taxi_dgram_open(&cli, c.io, local, NULL, client_recv, &cl), 0);
+  taxi_addr_t to;
+  addr_of(&to, host, port_of(srv));
+  static unsigned char buf[TAXI_DGRAM_MAX];
+  srand(7);
+  for (unsigned k = 0; k < n; k++) {
+    size_t len = k == 0   ? 0
+                 : k == 1 ? TAXI_DGRAM_MAX
+                          : (size_t)rand() % (TAXI_DGRAM_MAX + 1);
+    for (size_t i = 0; i < len; i++) buf[i] = pattern(k, i);
+    atomic_store(&cl.seq, k);
+    atomic_store(&cl.len, len);
+    CU_ASSERT_EQUAL(taxi_dgram_send_to(cli, buf, len, &to), 0);
+    struct want w = {&cl.got, k + 1};
+    CU_ASSERT_TRUE(st_wait(reached, &w, 10000));
+    if (atomic_load(&cl.got) != k + 1) break;
+  }
+  CU_ASSERT_EQUAL(atomic_load(&cl.got), n);
+  CU_ASSERT_EQUAL(atomic_load(&cl.bad), 0);
+  CU_ASSERT_EQUAL(atomic_load(&cl.errors), 0);
+  CU_ASSERT_EQUAL(taxi_dgram_close(srv, count_close, &closed), 0);
+  CU_ASSERT_EQUAL(taxi_dgram_close(cli, count_close, &closed), 0);
+  struct want w = {(atomic_uint *)&closed, 2};
+  CU_ASSERT_TRUE(st_wait(reached, &w, 10000));
+stop:
+  st_io_stop(&c);
+out:
+  st_io_destroy(&c);
+}
+
+static void test_dgram_echo_v4(void) {
+  echo_over("127.0.0.1", "127.0.0.1", 200);
+}
+
+static void test_dgram_echo_v6(void) { echo_over("[::1]", "[::1]", 50); }
+
+/* An IPv4 client of a dual-stack IPv6 endpoint: its sender's address is
+ * v4-mapped, and the echo gets back. */
+static void test_dgram_dual_stack(void) { echo_over("[::]", "127.0.0.1", 20); }
+
+/* ---- truncation -----------------------------------------------------------
+ */
+
+struct trunc {
+  atomic_uint got;
+  atomic_size_t len;
+  atomic_uint flags;
+  atomic_int prefix_ok;
+};
+
+static void trunc_recv(taxi_dgram_t *d, int status, const void *data,
+                       size_t len, const taxi_addr_t *from, unsigned flags,
+                       void *arg) {
+  struct trunc *t = arg;
+  (void)d;
+  (void)from;
+  if (status < 0) return;
+  int ok = 1;
+  for (size_t i = 0; i < len; i++)
+    ok &= ((const unsigned char *)data)[i] == pattern(3, i);
+  atomic_store(&t->len, len);
+  atomic_store(&t->flags, flags);
+  atomic_store(&t->prefix_ok, ok);
+  atomic_fetch_add(&t->got, 1);
+}
+
+static void test_dgram_truncated(void) {
+  st_io_t c;
+  if (st_io_create(&c) < 0) return;
+  if (!has_dgrams(&c)) goto out;
+  st_io_run(&c);
+  taxi_dgram_options_t o;
+  taxi_dgram_options_init(&o);
+  o.recv_size = 100;
+  struct trunc t;
+  memset(&t, 0, sizeof t);
+  taxi_dgram_t *d;
+  CU_ASSERT_EQUAL_FATAL(
+      taxi_dgram_open(&d, c.io, "127.0.0.1:0", &o, trunc_recv, &t), 0);
+  int fd = plain_udp(NULL);
+  unsigned char buf[300];
+  for (size_t i = 0; i < sizeof buf; i++) buf[i] = pattern(3, i);
+  plain_send(fd, port_of(d), buf, sizeof buf);
+  struct want w = {&t.got, 1};
+  CU_ASSERT_TRUE(st_wait(reached, &w, 10000));
+  CU_ASSERT_EQUAL(atomic_load(&t.len), 100);
+  CU_ASSERT_EQUAL(atomic_load(&t.flags), TAXI_DGRAM_TRUNCATED);
+  CU_ASSERT_TRUE(atomic_load(&t.prefix_ok));
+  /* One that fits is not flagged. */
+  plain_send(fd, port_of(d), buf, 100);
+  w.n = 2;
+  CU_ASSERT_TRUE(st_wait(reached, &w, 10000));
+  CU_ASSERT_EQUAL(atomic_load(&t.len), 100);
+  CU_ASSERT_EQUAL(atomic_load(&t.flags), 0);
+  close(fd);
+  CU_ASSERT_EQUAL(taxi_dgram_close(d, NULL, NULL), 0);
+  st_io_stop(&c);
+out:
+  st_io_destroy(&c);
+}
+
+/* ---- connected endpoints --------------------------------------------------
+ */
+
+static void test_dgram_connected(void) {
+  st_io_t c;
+  if (st_io_create(&c) < 0) return;
+  if (!has_dgrams(&c)) goto out;
+  st_io_run(&c);
+  struct client cl;
+  memset(&cl, 0, sizeof cl);
+  taxi_dgram_t *d;
+  CU_ASSERT_EQUAL_FATAL(
+      taxi_dgram_open(&d, c.io, "127.0.0.1:0", NULL, client_recv, &cl), 0);
+  /* Unconnected: no default peer. */
+  CU_ASSERT_EQUAL(taxi_dgram_send(d, "x", 1), TAXI_ENOENT);
+  unsigned port;
+  int fd = plain_udp(&port);
+  char peer[64];
+  snprintf(peer, sizeof peer, "127.0.0.1:%u", port);
+  CU_ASSERT_EQUAL(taxi_dgram_connect(d, peer), 0);
+  unsigned char buf[64];
+  for (size_t i = 0; i < sizeof buf; i++) buf[i] = pattern(5, i);
+  CU_ASSERT_EQUAL(taxi_dgram_send(d, buf, sizeof buf), 0);
+  unsigned char in[128];
+  struct sockaddr_in from;
+  socklen_t flen = sizeof from;
+  ssize_t n = recvfrom(fd, in, sizeof in, 0, (struct sockaddr *)&from, &flen);
+  CU_ASSERT_EQUAL(n, (ssize_t)sizeof buf);
+  CU_ASSERT_EQUAL(memcmp(in, buf, sizeof buf), 0);
+  CU_ASSERT_EQUAL(ntohs(from.sin_port), port_of(d));
+  /* The peer's answer arrives, with its address. */
+  atomic_store(&cl.seq, 5);
+  atomic_store(&cl.len, 10);
+  plain_send(fd, port_of(d), buf, 10);
+  struct want w = {&cl.got, 1};
+  CU_ASSERT_TRUE(st_wait(reached, &w, 10000));
+  CU_ASSERT_EQUAL(atomic_load(&cl.bad), 0);
+  close(fd);
+  CU_ASSERT_EQUAL(taxi_dgram_close(d, NULL, NULL), 0);
+  st_io_stop(&c);
+out:
+  st_io_destroy(&c);
+}
+
+/* A connected endpoint sending to a port nobody has: the ICMP port
+ * unreachable comes back as TAXI_ECONNREFUSED, to the callback or to a
+ * later send. */
+struct refused {
+  st_io_t *c;
+  taxi_dgram_t *d;
+  struct client *cl;
+  atomic_int send_refused;
+};
+
+static int refused_seen(void *arg) {
+  struct refused *r = arg;
+  if (atomic_load(&r->cl->last_status) == TAXI_ECONNREFUSED) return 1;
+  int rc = taxi_dgram_send(r->d, "ping", 4);
+  if (rc == TAXI_ECONNREFUSED) atomic_store(&r->send_refused, 1);
+  return rc == TAXI_ECONNREFUSED;
+}
+
+static void test_dgram_icmp_refused(void) {
+  st_io_t c;
+  if (st_io_create(&c) < 0) return;
+  if (!has_dgrams(&c)) goto out;
+  st_io_run(&c);
+  struct client cl;
+  memset(&cl, 0, sizeof cl);
+  taxi_dgram_t *d;
+  CU_ASSERT_EQUAL_FATAL(
+      taxi_dgram_open(&d, c.io, "127.0.0.1:0", NULL, client_recv, &cl), 0);
+  unsigned port;
+  close(plain_udp(&port)); /* a port free now */
+  char peer[64];
+  snprintf(peer, sizeof peer, "127.0.0.1:%u", port);
+  CU_ASSERT_EQUAL(taxi_dgram_connect(d, peer), 0);
+  struct refused r = {.c = &c, .d = d, .cl = &cl};
+  CU_ASSERT_TRUE(st_wait(refused_seen, &r, 10000));
+  CU_ASSERT_EQUAL(taxi_dgram_close(d, NULL, NULL), 0);
+  st_io_stop(&c);
+out:
+  st_io_destroy(&c);
+}
+
+/* ---- many endpoints -------------------------------------------------------
+ */
+
+#define MANY 1000
+
+struct many {
+  atomic_uint got;
+  atomic_uint closed;
+  atomic_int wrong;
+};
+
+static void many_recv(taxi_dgram_t *d, int status, const void *data, size_t len,
+                      const taxi_addr_t *from, unsigned flags, void *arg) {
+  struct many *m = arg;
+  (void)from;
+  (void)flags;
+  unsigned p = 0;
+  if (status == 0 && len == sizeof p) memcpy(&p, data, sizeof p);
+  if (status < 0 || len != sizeof p || p != port_of(d))
+    atomic_fetch_add(&m->wrong, 1);
+  atomic_fetch_add(&m->got, 1);
+}
+
+static void many_close(taxi_dgram_t *d, void *arg) {
+  (void)d;
+  atomic_fetch_add(&((struct many *)arg)->closed, 1);
+}
+
+static void test_dgram_thousand(void) {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < MANY + 200) {
+    rl.rlim_cur = rl.rlim_max < MANY + 200 ? rl.rlim_max : MANY + 200;
+    (void)setrlimit(RLIMIT_NOFILE, &rl);
+  }
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < MANY + 200) {
+    printf("RLIMIT_NOFILE %lu: too few descriptors, skipped\n",
+           (unsigned long)rl.rlim_cur);
+    return;
+  }
+  st_io_t c;
+  if (st_io_create(&c) < 0) return;
+  if (!has_dgrams(&c)) goto out;
+  /* select watches FD_SETSIZE descriptors at most. */
+  if (strstr(st_backend, "select")) {
+    printf("select: FD_SETSIZE bounds it, skipped\n");
+    goto out;
+  }
+  st_io_run(&c);
+  taxi_dgram_options_t o;
+  taxi_dgram_options_init(&o);
+  o.recv_size = 64;
+  o.recv_batch = 1;
+  o.send_queue = TAXI_DGRAM_MAX;
+  o.send_slots = 4;
+  static taxi_dgram_t *ds[MANY];
+  struct many m;
+  memset(&m, 0, sizeof m);
+  unsigned opened = 0;
+  for (; opened < MANY; opened++) {
+    int rc =
+        taxi_dgram_open(&ds[opened], c.io, "127.0.0.1:0", &o, many_recv, &m);
+    CU_ASSERT_EQUAL(rc, 0);
+    if (rc < 0) break;
+  }
+  int fd = plain_udp(NULL);
+  for (unsigned i = 0; i < opened; i++) {
+    unsigned p = port_of(ds[i]);
+    plain_send(fd, p, &p, sizeof p);
+  }
+  struct want w = {&m.got, opened};
+  CU_ASSERT_TRUE(st_wait(reached, &w, 20000));
+  CU_ASSERT_EQUAL(atomic_load(&m.got), MANY);
+  CU_ASSERT_EQUAL(atomic_load(&m.wrong), 0);
+  for (unsigned i = 0; i < opened; i++)
+    CU_ASSERT_EQUAL(taxi_dgram_close(ds[i], many_close, &m), 0);
+  w.v = &m.closed;
+  CU_ASSERT_TRUE(st_wait(reached, &w, 20000));
+  CU_ASSERT_EQUAL(atomic_load(&m.closed), opened);
+  close(fd);
+  st_io_stop(&c);
+out:
+  st_io_destroy(&c);
+}
+
+/* ---- closing while datagrams arrive ---------------------------------------
+ */
+
+struct flood {
+  atomic_int closed;      /* the close callback ran */
+  atomic_int after_close; /* a receive callback after it */
+  atomic_int in_cb;       /* callbacks running now */
+  atomic_int overlapped;  /* two at once */
+  atomic_uint got;
+  atomic_int close_send_rc, close_again_rc;
+};
+
+static void flood_recv(taxi_dgram_t *d, int status, const void *data,
+                       size_t len, const taxi_addr_t *from, unsigned flags,
+                       void *arg) {
+  struct flood *f = arg;
+  (void)d;
+  (void)status;
+  (void)data;
+  (void)len;
+  (void)from;
+  (void)flags;
+  if (atomic_fetch_add(&f->in_cb, 1) != 0) atomic_store(&f->overlapped, 1);
+  if (atomic_load(&f->closed)) atomic_store(&f->after_close, 1);
+  atomic_fetch_add(&f->got, 1);
+  atomic_fetch_sub(&f->in_cb, 1);
+}
+
+static void flood_close(taxi_dgram_t *d, void *arg) {
+  struct flood *f = arg;
+  if (atomic_load(&f->in_cb) != 0) atomic_store(&f->overlapped, 1);
+  /* Closed: a send and a second close are refused. */
+  atomic_store(&f->close_send_rc, taxi_dgram_send(d, "x", 1));
+  atomic_store(&f->close_again_rc, taxi_dgram_close(d, NULL, NULL));
+  atomic_store(&f->closed, 1);
+}
+
+static int flood_closed(void *arg) {
+  return atomic_load(&((struct flood *)arg)->closed);
+}
+
+static void test_dgram_close_while_receiving(void) {
+  st_io_t c;
+  if (st_io_create(&c) < 0) return;
+  if (!has_dgrams(&c)) goto out;
+  st_io_run(&c);
+  int fd = plain_udp(NULL);
+  util_set_nonblock(fd);
+  for (int round = 0; round < 30; round++) {
+    struct flood f;
+    memset(&f, 0, sizeof f);
+    taxi_dgram_t *d;
+    CU_ASSERT_EQUAL_FATAL(
+        taxi_dgram_open(&d, c.io, "127.0.0.1:0", NULL, flood_recv, &f), 0);
+    unsigned p = port_of(d);
+    char buf[256] = {0};
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons((uint16_t)p);
+    /* Enough to keep it reading when the close comes. */
+    for (int i = 0; i < 200; i++)
+      (void)sendto(fd, buf, sizeof buf, 0, (struct sockaddr *)&a, sizeof a);
+    CU_ASSERT_EQUAL(taxi_dgram_close(d, flood_close, &f), 0);
+    CU_ASSERT_TRUE(st_wait(flood_closed, &f, 10000));
+    /* More to the old port: nothing of the endpoint may run. */
+    for (int i = 0; i < 20; i++)
+      (void)sendto(fd, buf, sizeof buf, 0, (struct sockaddr *)&a, sizeof a);
+    CU_ASSERT_EQUAL(atomic_load(&f.after_close), 0);
+    CU_ASSERT_EQUAL(atomic_load(&f.overlapped), 0);
+    CU_ASSERT_EQUAL(atomic_load(&f.close_send_rc), TAXI_EBADF);
+    CU_ASSERT_EQUAL(atomic_load(&f.close_again_rc), TAXI_EBADF);
+  }
+  close(fd);
+  st_io_stop(&c);
+out:
+  st_io_destroy(&c);
+}
+
+/* Endpoints left open are closed by taxi_io_destroy, their close
+ * callbacks run. */
+static void test_dgram_destroy_closes(void) {
+  st_io_t c;
+  if (st_io_create(&c) < 0) return;
+  if (!has_dgrams(&c)) {
+    st_io_destroy(&c);
+    return;
+  }
+  taxi_dgram_t *d;
+  struct client cl;
+  memset(&cl, 0, sizeof cl);
+  for (int i = 0; i < 5; i++)
+    CU_ASSERT_EQUAL(
+        taxi_dgram_open(&d, c.io, "127.0.0.1:0", NULL, client_recv, &cl), 0);
+  st_io_destroy(&c);
+}
+
+/* ---- bad input ------------------------------------------------------------
+ */
+
+static void test_dgram_bad_input(void) {
+  st_io_t c;
+  if (st_io_create(&c) < 0) return;
+  if (!has_dgrams(&c)) goto out;
+  taxi_dgram_t *d = NULL;
+  struct client cl;
+  memset(&cl, 0, sizeof cl);
+  CU_ASSERT_EQUAL(
+      taxi_dgram_open(NULL, c.io, "127.0.0.1:0", NULL, client_recv, NULL),
+      TAXI_EINVAL);
+  CU_ASSERT_EQUAL(
+      taxi_dgram_open(&d, NULL, "127.0.0.1:0", NULL, client_recv, NULL),
+      TAXI_EINVAL);
+  CU_ASSERT_EQUAL(taxi_dgram_open(&d, c.io, NULL, NULL, client_recv, NULL),
+                  TAXI_EINVAL);
+  CU_ASSERT_EQUAL(taxi_dgram_open(&d, c.io, "127.0.0.1:0", NULL, NULL, NULL),
+                  TAXI_EINVAL);
+  CU_ASSERT_EQUAL(
+      taxi_dgram_open(&d, c.io, "no address", NULL, client_recv, NULL),
+      TAXI_EBADADDR);
+  CU_ASSERT_EQUAL(
+      taxi_dgram_open(&d, c.io, "unix:/tmp/x.sock", NULL, client_recv, NULL),
+      TAXI_EBADADDR);
+  taxi_dgram_options_t o;
+  taxi_dgram_options_init(&o);
+  o.recv_batch = 65;
+  CU_ASSERT_EQUAL(
+      taxi_dgram_open(&d, c.io, "127.0.0.1:0", &o, client_recv, NULL),
+      TAXI_EINVAL);
+  CU_ASSERT_PTR_NOT_NULL(strstr(taxi_error_detail(), "recv_batch"));
+  taxi_dgram_options_init(&o);
+  o.send_queue = 100;
+  CU_ASSERT_EQUAL(
+      taxi_dgram_open(&d, c.io, "127.0.0.1:0", &o, client_recv, NULL),
+      TAXI_EINVAL);
+  CU_ASSERT_EQUAL(d, NULL);
+
+  CU_ASSERT_EQUAL_FATAL(
+      taxi_dgram_open(&d, c.io, "127.0.0.1:0", NULL, client_recv, &cl), 0);
+  static unsigned char big[TAXI_DGRAM_MAX + 1];
+  taxi_addr_t to;
+  addr_of(&to, "127.0.0.1", port_of(d));
+  CU_ASSERT_EQUAL(taxi_dgram_send_to(d, big, sizeof big, &to), TAXI_EMSGSIZE);
+  CU_ASSERT_EQUAL(taxi_dgram_send_to(NULL, big, 1, &to), TAXI_EINVAL);
+  CU_ASSERT_EQUAL(taxi_dgram_send_to(d, NULL, 1, &to), TAXI_EINVAL);
+  taxi_addr_t v6;
+  addr_of(&v6, "[::1]", 9);
+  CU_ASSERT_EQUAL(taxi_dgram_send_to(d, big, 1, &v6), TAXI_EBADADDR);
+  CU_ASSERT_EQUAL(taxi_dgram_connect(d, "nowhere"), TAXI_EBADADDR);
+  CU_ASSERT_EQUAL(taxi_dgram_connect(d, NULL), TAXI_EINVAL);
+  CU_ASSERT_EQUAL(taxi_dgram_connect(NULL, "127.0.0.1:9"), TAXI_EINVAL);
+  CU_ASSERT_EQUAL(taxi_dgram_join(d, "127.0.0.1:0", NULL), TAXI_EBADADDR);
+  CU_ASSERT_EQUAL(taxi_dgram_join(d, "[ff02::1]:0", NULL), TAXI_EBADADDR);
+  CU_ASSERT_EQUAL(taxi_dgram_join(d, NULL, NULL), TAXI_EINVAL);
+  CU_ASSERT_EQUAL(taxi_dgram_address(d, NULL), TAXI_EINVAL);
+  CU_ASSERT_EQUAL(taxi_dgram_close(NULL, NULL, NULL), TAXI_EINVAL);
+  /* A zero-length datagram is a datagram. */
+  CU_ASSERT_EQUAL(taxi_dgram_send_to(d, NULL, 0, &to), 0);
+  CU_ASSERT_EQUAL(taxi_dgram_set_broadcast(d, true), 0);
+  /* Multicast: joining works where the host has a route for it; leaving
+   * what was joined works too. */
+  int jrc = taxi_dgram_join(d, "239.1.2.3:0", "127.0.0.1:0");
+  if (jrc == 0)
+    CU_ASSERT_EQUAL(taxi_dgram_leave(d, "239.1.2.3:0", "127.0.0.1:0"), 0);
+  st_io_run(&c);
+  atomic_int closed = 0;
+  CU_ASSERT_EQUAL(taxi_dgram_close(d, count_close, &closed), 0);
+  struct want w = {(atomic_uint *)&closed, 1};
+  CU_ASSERT_TRUE(st_wait(reached, &w, 10000));
+  st_io_stop(&c);
+out:
+  st_io_destroy(&c);
+}
+
+CU_TestInfo st_tests_dgram[] = {
+    {"dgram_echo_v4", test_dgram_echo_v4},
+    {"dgram_echo_v6", test_dgram_echo_v6},
+    {"dgram_dual_stack", test_dgram_dual_stack},
+    {"dgram_truncated", test_dgram_truncated},
+    {"dgram_connected", test_dgram_connected},
+    {"dgram_icmp_refused", test_dgram_icmp_refused},
+    {"dgram_thousand", test_dgram_thousand},
+    {"dgram_close_while_receiving", test_dgram_close_while_receiving},
+    {"dgram_destroy_closes", test_dgram_destroy_closes},
+    {"dgram_bad_input", test_dgram_bad_input},
+    CU_TEST_INFO_NULL};

@@ -96,5 +96,6 @@ extern CU_TestInfo st_tests_counters[];
 extern CU_TestInfo st_tests_timeouts[];
 extern CU_TestInfo st_tests_pipe[];
 extern CU_TestInfo st_tests_resolve[];
+extern CU_TestInfo st_tests_pooled[];
 
 #endif /* TAXI_TESTS_STREAM_SUITES_H */

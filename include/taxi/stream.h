@@ -502,9 +502,9 @@ TAXI_EXTERN int taxi_listener_post(taxi_listener_t *l, taxi_listener_post_fn fn,
  * the stream's own buffer (read_buffer bytes at most per call), until
  * taxi_stream_read_stop, end of stream (one TAXI_EEOF call) or close.
  * Over io_uring (the proactor and proactors dispatchers, with a proactor
- * the context made) a stream whose read_buffer is at least 8192 reads
+ * the context made) a stream whose read_buffer is at least 4096 reads
  * through the proactor's pool of provided buffers instead: the data is
- * then in a buffer of the pool (8192 bytes at most per call), lent for
+ * then in a buffer of the pool (4096 bytes at most per call), lent for
  * the call, and the stream's own buffer keeps only what must wait (what a
  * read_into left, what arrived while reading was stopped or paused).
  * Calling it again replaces fn.  Returns 0, TAXI_EINVAL (NULL), TAXI_EBADF

@@ -612,9 +612,11 @@ struct taxi_stream {
        * at first rq_inline) until a round takes them.  r_lent: the
        * buffer rdata points at; r_cancel: a cancel of rop was asked;
        * r_end: rop ended with r_status, told once rq is empty; r_heap:
-       * r_lent is a block of the detach's own (io_pooled.c). */
+       * r_lent is a block of the detach's own; r_kept: arrivals copied
+       * to the start of rbuf while not reading (io_pooled.c). */
       bool pooled, r_cancel, r_end, r_heap;
       unsigned char *r_lent;
+      size_t r_kept;
       struct taxi__pooled_arrival {
         unsigned char *data;
         size_t len;

@@ -18,7 +18,11 @@
  * buffer: what a read_into or a pipe left unconsumed, and what arrives
  * while the stream does not read (paused for backpressure, stopped),
  * which also cancels the multishot read; reading again arms it anew, after
- * the kept bytes, so nothing is lost or reordered.  A stream whose rounds
+ * the kept bytes, so nothing is lost or reordered.  Arrivals kept while
+ * not reading (r_kept bytes at the start of rbuf, when the state machine
+ * holds none there) count as read only when a round takes them, as a
+ * read's would: a paused stream holds its output buffer and one read
+ * buffer, no more.  A stream whose rounds
  * fall behind (under a pool, a callback running in another thread) stops
  * its read too once TAXI__RQ_INLINE arrivals wait.  The proactor grows
  * its pool, or waits for a buffer, when the ring runs out (ENOBUFS): the
@@ -39,6 +43,7 @@ void taxi__pooled_open(taxi_stream_t *s) {
   s->d.p.rq_cap = TAXI__RQ_INLINE;
   s->d.p.rq_head = s->d.p.rq_count = 0;
   s->d.p.r_lent = NULL;
+  s->d.p.r_kept = 0;
   s->d.p.r_cancel = s->d.p.r_end = false;
 }
 
@@ -115,7 +120,12 @@ int64_t taxi__pooled_read(taxi_stream_t *s, taxi_completion_fn fn) {
   if (s->d.p.r_lent) { /* the round is done with it (rlen is 0) */
     give_back(s, s->d.p.r_lent);
     s->d.p.r_lent = NULL;
-    s->rdata = s->rbuf;
+  }
+  s->rdata = s->rbuf;
+  if (s->d.p.r_kept > 0) { /* older than any arrival waiting */
+    size_t n = s->d.p.r_kept;
+    s->d.p.r_kept = 0;
+    return (int64_t)n;
   }
   if (s->d.p.rq_count > 0) {
     struct taxi__pooled_arrival a = s->d.p.rq[s->d.p.rq_head];
@@ -139,20 +149,15 @@ int64_t taxi__pooled_read(taxi_stream_t *s, taxi_completion_fn fn) {
   return TAXI_EAGAIN;
 }
 
-/* Append arrivals to the bytes kept in rbuf while they fit; each one
- * copied gives its buffer back. */
+/* Copy arrivals into rbuf (r_kept) while they fit, if the state machine
+ * keeps nothing there; each one copied gives its buffer back. */
 static void keep_arrivals(taxi_stream_t *s) {
+  if (s->rlen > 0) return;
   while (s->d.p.rq_count > 0) {
     struct taxi__pooled_arrival a = s->d.p.rq[s->d.p.rq_head];
-    if (s->rlen + a.len > s->rcap) return;
-    if (s->rpos + s->rlen + a.len > s->rcap) {
-      memmove(s->rbuf, s->rbuf + s->rpos, s->rlen);
-      s->rpos = 0;
-    }
-    memcpy(s->rbuf + s->rpos + s->rlen, a.data, a.len);
-    s->rlen += a.len;
-    /* Counted here: these bytes reach the state machine without a read. */
-    TAXI__S_COUNT(s, bytes_in, (uint64_t)a.len);
+    if (s->d.p.r_kept + a.len > s->rcap) return;
+    memcpy(s->rbuf + s->d.p.r_kept, a.data, a.len);
+    s->d.p.r_kept += a.len;
     rq_pop(s);
     give_back(s, a.data);
   }
@@ -178,6 +183,13 @@ void taxi__pooled_unread(taxi_stream_t *s) {
    * when nothing else waits; else all in rbuf, or (more than it holds,
    * which a stream detached while its rounds fell behind may have) in
    * a block of their own, given back by taxi__pooled_forget. */
+  if (s->d.p.r_kept > 0) { /* rlen is 0: they are the first */
+    s->rdata = s->rbuf;
+    s->rpos = 0;
+    s->rlen = s->d.p.r_kept;
+    TAXI__S_COUNT(s, bytes_in, (uint64_t)s->d.p.r_kept);
+    s->d.p.r_kept = 0;
+  }
   if (s->d.p.rq_count == 0) return;
   size_t total = s->rlen;
   for (unsigned i = 0; i < s->d.p.rq_count; i++)
@@ -210,6 +222,7 @@ void taxi__pooled_forget(taxi_stream_t *s) {
     give_back(s, s->d.p.r_lent);
   s->d.p.r_lent = NULL;
   s->d.p.r_heap = false;
+  s->d.p.r_kept = 0;
   s->rdata = s->rbuf;
   s->rlen = 0;
   while (s->d.p.rq_count > 0) {

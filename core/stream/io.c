@@ -26,8 +26,9 @@
  * reads (core/stream/io_pooled.c): buffers of a page, which a small
  * stream's buffer (examples/echo_server's 4 KiB) holds too, a few to
  * start with, doubled by the proactor while reads find none free (up to
- * 32 MiB, only ever reached by that many arrivals at once).  Only where io_uring may be chosen: elsewhere the streams
- * read into their own buffers, and a pool would be memory for nothing. */
+ * 32 MiB, only ever reached by that many arrivals at once).  Only where
+ * io_uring may be chosen: elsewhere the streams read into their own buffers,
+ * and a pool would be memory for nothing. */
 #define POOL_SIZE 4096u
 #define POOL_COUNT 64u
 #define POOL_MAX 8192u

@@ -340,6 +340,10 @@ void taxi__proactor_multishot_next_locked(taxi_proactor_t *p, taxi_op_t *op) {
   taxi__op_state_store(op, st | TAXI__OP_SUBMITTED);
   taxi__completion_t c;
   if (backlog_take_locked(p, op, &c)) {
+    /* Cancelled since it was kept: a failure is the cancel's effect, as
+     * in taxi__proactor_process_locked (a pooled read's ENOBUFS would
+     * otherwise end it with TAXI_ENOMEM instead of TAXI_ECANCELED). */
+    if ((st & TAXI__OP_CANCEL) && c.result < 0) c.result = TAXI_ECANCELED;
     result_locked(p, op, c.result, c.flags);
     return;
   }

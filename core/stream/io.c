@@ -17,8 +17,29 @@
 #include "core/common/detail.h"
 #include "core/stream/dgram_impl.h"
 
+#include <string.h>
+
 /* ---- creating -------------------------------------------------------------
  */
+
+/* The pool of the proactors the context makes, for its streams' pooled
+ * reads (core/stream/io_pooled.c): buffers of a page, which a small
+ * stream's buffer (examples/echo_server's 4 KiB) holds too, a few to
+ * start with, doubled by the proactor while reads find none free (up to
+ * 32 MiB, only ever reached by that many arrivals at once).  Only where
+ * io_uring may be chosen: elsewhere the streams read into their own buffers,
+ * and a pool would be memory for nothing. */
+#define POOL_SIZE 4096u
+#define POOL_COUNT 64u
+#define POOL_MAX 8192u
+
+static void pool_options(taxi_io_t *io, taxi_proactor_options_t *po) {
+  if (po->backend && strncmp(po->backend, "uring", 5) != 0) return;
+  po->buffer_size = POOL_SIZE;
+  po->buffer_count = POOL_COUNT;
+  po->buffer_max = POOL_MAX;
+  io->pool_size = POOL_SIZE;
+}
 
 /* A proactor per thread: the group, made with the context's own error
  * callback; none of the objects an application may supply fits it. */
@@ -43,6 +64,7 @@ static int group_create(taxi_io_t *io, const taxi_io_options_t *o) {
   po.backend = o->backend;
   po.on_error = taxi__io_on_error;
   po.on_error_arg = io;
+  pool_options(io, &po);
   taxi_proactor_group_options_t go = TAXI_PROACTOR_GROUP_OPTIONS_INIT;
   go.count = io->threads;
   go.proactor = &po;
@@ -85,6 +107,7 @@ static int dispatcher_create(taxi_io_t *io, const taxi_io_options_t *o) {
     /* One dispatching thread: the proactor is that thread's alone (on
      * io_uring, a ring it owns; taxi/proactor.h). */
     if (io->threads <= 1) po.flags |= TAXI_PROACTOR_ONE_THREAD;
+    pool_options(io, &po);
     unsigned mark = taxi__refusals();
     int rc = taxi_proactor_create(&io->proactor, &po);
     io->own_proactor = rc == 0;

@@ -17,6 +17,8 @@
  *                  the free list of stream blocks, and the datagram
  *                  endpoints;
  *   io_reactive.c  the driver over a reactor (reactor, lf, hsha);
+ *   io_pooled.c    a proactive stream's reads through the proactor's pool
+ *                  of buffers (io_uring's provided buffers);
  *   io_proactive.c the driver over a proactor (proactor, proactors);
  *   io_run.c       running, stopping, waiting; the wake-up socket pair,
  *                  the error reports of what the context made;
@@ -123,7 +125,9 @@ typedef struct taxi__io_driver {
    * group's spread says (accepted by a member of a sharded listener). */
   int (*stream_open)(taxi_stream_t *s, taxi_proactor_t *home, bool stay);
   /* Into s->rbuf: bytes (> 0), 0 at end of stream, TAXI_EAGAIN (an event
-   * will come), or an error. */
+   * will come), or an error.  Called only once s->rlen is 0.  The bytes
+   * are at s->rdata, which the driver may point at a buffer of its own
+   * (lent until read_settle, or the next read). */
   int64_t (*read)(taxi_stream_t *s);
   /* The queue's head: bytes done, TAXI_EAGAIN (an event will come), or an
    * error.  A proactive driver starts the operation and returns the
@@ -144,6 +148,14 @@ typedef struct taxi__io_driver {
   /* Released for a detach: bytes a completed read brought in go to rbuf
    * (NULL: reads complete only in a round). */
   void (*unread)(taxi_stream_t *s);
+  /* The state machine stops delivering for now (`reading`: it will call
+   * read again when an event comes; else it is paused or not reading):
+   * bytes left at s->rdata in a buffer the driver lent are copied into
+   * rbuf, the lent buffer given back (NULL: read always fills rbuf). */
+  void (*read_settle)(taxi_stream_t *s, bool reading);
+  /* The close or detach callback has run: give back whatever the driver
+   * still holds for reads (NULL: nothing). */
+  void (*read_forget)(taxi_stream_t *s);
   /* Closing: the result of an output operation that completed and was
    * not yet taken (bytes, or its error), TAXI_EBUSY while one is still in
    * flight, TAXI_EAGAIN when there is none; starts nothing (NULL: writes
@@ -188,6 +200,19 @@ typedef struct taxi__io_driver {
 } taxi__io_driver_t;
 
 extern const taxi__io_driver_t taxi__io_reactive;
+
+/* A proactive stream's pooled reads (core/stream/io_pooled.c), for
+ * io_proactive.c; the stream's lock held.  open: before the first read;
+ * done: a completion of rop; read, settle, unread, forget: the driver's
+ * read, read_settle, unread, read_forget for a pooled stream (read arms
+ * rop with fn as its handler). */
+void taxi__pooled_open(taxi_stream_t *s);
+void taxi__pooled_done_locked(taxi_stream_t *s, taxi_op_t *op, int status,
+                              size_t bytes);
+int64_t taxi__pooled_read(taxi_stream_t *s, taxi_completion_fn fn);
+void taxi__pooled_settle(taxi_stream_t *s, bool reading);
+void taxi__pooled_unread(taxi_stream_t *s);
+void taxi__pooled_forget(taxi_stream_t *s);
 extern const taxi__io_driver_t taxi__io_proactive;
 
 /* ---- what the drivers report, and the context closes ----------------------
@@ -287,6 +312,10 @@ struct taxi_io {
   taxi_hsha_pool_t *hsha;                /* while running, or supplied */
   _Atomic(taxi_hsha_pool_t *) hsha_live; /* for the stop from a worker */
   bool own_reactor, own_proactor, own_group, own_lf, own_hsha;
+  /* The size of the buffers of the pool the context gave its own
+   * proactors (0: none; io.c): streams reading at least that much at a
+   * time read through it where the backend picks the buffers. */
+  size_t pool_size;
 
   taxi__mutex_t lock;     /* the state below and the lists */
   taxi__cond_t cond;      /* stopped, run returned, an object released */
@@ -482,6 +511,11 @@ typedef struct taxi__wrec {
 /* The longest file a stream sends corked (see cork_locked in stream.c). */
 #define TAXI__CORK_MAX ((size_t)1 << 20)
 
+/* Arrivals of a pooled read a stream keeps without allocating; more
+ * (the reads of a stream that fell behind, before its multishot read
+ * stops) grow its ring. */
+#define TAXI__RQ_INLINE 8
+
 /* Stream flags (s->flags). */
 #define TAXI__S_BUSY 0x0001u       /* a thread processes the stream */
 #define TAXI__S_KICKED 0x0002u     /* a kick is on its way */
@@ -562,8 +596,9 @@ struct taxi_stream {
   taxi_stream_done_fn ri_fn;
   void *ri_arg;
   /* the read buffer: bytes read and not yet delivered are
-   * rbuf[rpos .. rpos + rlen) */
-  unsigned char *rbuf;
+   * rdata[rpos .. rpos + rlen), where rdata is rbuf or a buffer the
+   * driver lent (io_proactive.c: a buffer of the proactor's pool) */
+  unsigned char *rbuf, *rdata;
   size_t rcap, rpos, rlen;
   /* the output ring: bytes queued are wbuf[whead ..) mod wcap, wused */
   unsigned char *wbuf;
@@ -607,6 +642,21 @@ struct taxi_stream {
       int r_status, w_status;
       size_t r_bytes, w_bytes;
       taxi_time_t t_deadline;
+      /* Pooled reads (io_proactive.c): rop is one multishot read into
+       * the proactor's pool; its arrivals wait in rq (a ring of rq_cap,
+       * at first rq_inline) until a round takes them.  r_lent: the
+       * buffer rdata points at; r_cancel: a cancel of rop was asked;
+       * r_end: rop ended with r_status, told once rq is empty; r_heap:
+       * r_lent is a block of the detach's own; r_kept: arrivals copied
+       * to the start of rbuf while not reading (io_pooled.c). */
+      bool pooled, r_cancel, r_end, r_heap;
+      unsigned char *r_lent;
+      size_t r_kept;
+      struct taxi__pooled_arrival {
+        unsigned char *data;
+        size_t len;
+      } rq_inline[TAXI__RQ_INLINE], *rq;
+      unsigned rq_cap, rq_head, rq_count;
     } p;
   } d;
 };

@@ -6,15 +6,17 @@
  * events.
  *
  * Each stream owns four operation records, so nothing is allocated per
- * operation: `rop` reads into the stream's buffer, `wop` writes the head
+ * operation: `rop` reads into the stream's buffer (or, where the backend
+ * picks buffers from the proactor's pool, is one multishot pooled read:
+ * core/stream/io_pooled.c), `wop` writes the head
  * of its queue (or connects, or transmits a file), `kop` is a post that
  * gets work done in a dispatching thread, `top` a timer for the
  * timeouts.  At most one of each is in flight.  The stream is released
  * once it is torn down and none is in flight any more: until then a
  * completion may still name it.
  *
- * The bottom of the wing with io_reactive.c: calls the proactor (and a
- * group of them), and nothing of the wing by name; what completes goes up
+ * Calls the proactor (and a group of them), and of the wing only
+ * io_pooled.c by name; what completes goes up
  * through the ops records of the context, stream, listener or timer
  * (core/stream/io_impl.h).
  */
@@ -113,21 +115,26 @@ static void s_done(taxi_op_t *op, int status, size_t bytes, void *act) {
   taxi_stream_t *s = act;
   unsigned bits = TAXI__P_WORK;
   taxi__mutex_lock(&s->lock);
-  s->d.p.inflight--;
-  if (op == &s->d.p.rop) {
+  if (op == &s->d.p.rop && s->d.p.pooled) {
+    taxi__pooled_done_locked(s, op, status, bytes);
+  } else if (op == &s->d.p.rop) {
+    s->d.p.inflight--;
     s->d.p.r_busy = false;
     s->d.p.r_done = true;
     s->d.p.r_status = status;
     s->d.p.r_bytes = bytes;
   } else if (op == &s->d.p.wop) {
+    s->d.p.inflight--;
     s->d.p.w_busy = false;
     s->d.p.w_done = true;
     s->d.p.w_status = status;
     s->d.p.w_bytes = bytes;
   } else if (op == &s->d.p.kop) {
+    s->d.p.inflight--;
     s->d.p.k_busy = false;
     bits = TAXI__P_KICK;
   } else {
+    s->d.p.inflight--;
     s->d.p.t_busy = false;
     bits = TAXI__P_DEADLINE;
   }
@@ -155,6 +162,15 @@ static int s_open(taxi_stream_t *s, taxi_proactor_t *attached, bool stay) {
   if (attached && px != home && taxi_proactor_move(home, s->fd, px) < 0)
     px = home;
   s->d.p.px = px;
+  /* Pooled reads where the backend picks the buffers (elsewhere a read
+   * into the stream's buffer costs the same and copies nothing), for a
+   * stream whose buffer holds a pool buffer's bytes (which the reads then
+   * never exceed, and which it may have to keep). */
+  unsigned feat = 0;
+  s->d.p.pooled = s->io->pool_size && s->rcap >= s->io->pool_size &&
+                  taxi_proactor_features(px, &feat) == 0 &&
+                  (feat & TAXI_PFEAT_PROVIDED_BUFFERS);
+  if (s->d.p.pooled) taxi__pooled_open(s);
   /* A dialing stream has no handle yet: s_adopt attaches it. */
   if (s->fd == TAXI_INVALID_HANDLE) return 0;
   int rc = attached ? 0 : taxi_proactor_attach(px, s->fd);
@@ -181,6 +197,7 @@ static int s_adopt(taxi_stream_t *s) {
  * they go on, are paused for again).
  */
 static int64_t s_read(taxi_stream_t *s) {
+  if (s->d.p.pooled) return taxi__pooled_read(s, s_done);
   if (s->d.p.r_done) {
     s->d.p.r_done = false;
     int st = s->d.p.r_status;
@@ -318,11 +335,23 @@ static void s_teardown(taxi_stream_t *s) {
  * stream was being torn down brought them into rbuf (at its start: a read
  * is only started on an empty buffer). */
 static void s_unread(taxi_stream_t *s) {
+  if (s->d.p.pooled) {
+    taxi__pooled_unread(s);
+    return;
+  }
   if (!s->d.p.r_done || s->d.p.r_status != 0 || s->rlen != 0) return;
   s->d.p.r_done = false;
   s->rpos = 0;
   s->rlen = s->d.p.r_bytes;
   TAXI__S_COUNT(s, bytes_in, (uint64_t)s->rlen);
+}
+
+static void s_read_settle(taxi_stream_t *s, bool reading) {
+  if (s->d.p.pooled) taxi__pooled_settle(s, reading);
+}
+
+static void s_read_forget(taxi_stream_t *s) {
+  if (s->d.p.pooled) taxi__pooled_forget(s);
 }
 
 /* ---- listeners ------------------------------------------------------------
@@ -685,6 +714,8 @@ const taxi__io_driver_t taxi__io_proactive = {
     .arm = s_arm,
     .teardown = s_teardown,
     .unread = s_unread,
+    .read_settle = s_read_settle,
+    .read_forget = s_read_forget,
     .written = s_written,
     .max_bufs = TAXI_OP_MAX_BUFS,
     .listener_members = l_members,

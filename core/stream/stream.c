@@ -57,6 +57,7 @@ int taxi__stream_new(taxi_io_t *io, taxi_handle_t fd,
   s->block = head + recs + rbuf + wbuf;
   s->recs = (taxi__wrec_t *)(void *)((char *)s + head);
   s->rbuf = (unsigned char *)s + head + recs;
+  s->rdata = s->rbuf;
   s->wbuf = s->rbuf + rbuf;
   s->io = io;
   s->ops = &stream_ops;
@@ -196,7 +197,7 @@ static void deliver_eof_locked(taxi_stream_t *s) {
   UNLOCKED(s, fn(s, TAXI_EEOF, NULL, 0));
 }
 
-static void reads_locked(taxi_stream_t *s, taxi_time_t now) {
+static void deliver_locked(taxi_stream_t *s, taxi_time_t now) {
   while (!(s->flags & TAXI__S_CLOSE_REQ)) {
     maybe_pause_locked(s);
     if (!reading_locked(s)) return;
@@ -223,7 +224,7 @@ static void reads_locked(taxi_stream_t *s, taxi_time_t now) {
     if (s->flags & TAXI__S_READ_INTO) {
       size_t take = s->ri_len - s->ri_done;
       if (take > s->rlen) take = s->rlen;
-      memcpy(s->ri_buf + s->ri_done, s->rbuf + s->rpos, take);
+      memcpy(s->ri_buf + s->ri_done, s->rdata + s->rpos, take);
       s->rpos += take;
       s->rlen -= take;
       s->ri_done += take;
@@ -236,15 +237,25 @@ static void reads_locked(taxi_stream_t *s, taxi_time_t now) {
       UNLOCKED(s, fn(s, 0, done, arg));
       continue;
     }
-    /* The bytes stay in rbuf, untouched, until the callback returns: only
-     * the thread processing s reads into it. */
+    /* The bytes stay where they are (rbuf, or the driver's lent buffer),
+     * untouched, until the callback returns: only the thread processing
+     * s reads into either. */
     taxi_stream_read_fn fn = s->read_fn;
-    const unsigned char *data = s->rbuf + s->rpos;
+    const unsigned char *data = s->rdata + s->rpos;
     size_t len = s->rlen;
     s->rlen = 0;
     TAXI__S_COUNT(s, reads, 1);
     UNLOCKED(s, fn(s, 0, data, len));
   }
+}
+
+/* Deliver what there is; then the driver keeps what is left (in rbuf)
+ * and gives back a buffer it lent, so none is held between rounds. */
+static void reads_locked(taxi_stream_t *s, taxi_time_t now) {
+  deliver_locked(s, now);
+  const taxi__io_driver_t *drv = s->io->drv;
+  if (drv->read_settle)
+    drv->read_settle(s, !(s->flags & TAXI__S_CLOSE_REQ) && reading_locked(s));
 }
 
 /* ---- writing --------------------------------------------------------------
@@ -580,11 +591,12 @@ static void finish_locked(taxi_stream_t *s) {
   if (!(s->oflags & TAXI__STREAM_QUIET)) TAXI__IO_COUNT(io, streams_closed, 1);
   if (s->flags & TAXI__S_DETACH) {
     if (io->drv->unread) io->drv->unread(s);
-    UNLOCKED(s,
-             s->detach_fn(s, s->fd, s->rbuf + s->rpos, s->rlen, s->detach_arg));
+    UNLOCKED(
+        s, s->detach_fn(s, s->fd, s->rdata + s->rpos, s->rlen, s->detach_arg));
   } else if (fn) {
     UNLOCKED(s, fn(s, s->reason));
   }
+  if (io->drv->read_forget) io->drv->read_forget(s);
   /* Without the stream's lock: taxi_io_destroy takes the context's lock,
    * then the streams'.  Unreferenced, s is released by this thread as
    * run_locked lets go of it, and leaves the list then, its block kept for

@@ -178,7 +178,7 @@ static void pipe_read(taxi_stream_t *from, int status, const void *data,
     /* The application's writes took the room: the bytes go back where
      * they are, untouched while this callback runs, for the next read. */
     taxi__mutex_lock(&from->lock);
-    if (from->rlen == 0 && from->rbuf + from->rpos == data) from->rlen = len;
+    if (from->rlen == 0 && from->rdata + from->rpos == data) from->rlen = len;
     taxi__mutex_unlock(&from->lock);
     pause_reading(p);
   } else if (rc == 0) {

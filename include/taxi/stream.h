@@ -534,6 +534,12 @@ TAXI_EXTERN int taxi_listener_post(taxi_listener_t *l, taxi_listener_post_fn fn,
  * taxi_stream_read_start - call fn with each piece of data that arrives, in
  * the stream's own buffer (read_buffer bytes at most per call), until
  * taxi_stream_read_stop, end of stream (one TAXI_EEOF call) or close.
+ * Over io_uring (the proactor and proactors dispatchers, with a proactor
+ * the context made) a stream whose read_buffer is at least 4096 reads
+ * through the proactor's pool of provided buffers instead: the data is
+ * then in a buffer of the pool (4096 bytes at most per call), lent for
+ * the call, and the stream's own buffer keeps only what must wait (what a
+ * read_into left, what arrived while reading was stopped or paused).
  * Calling it again replaces fn.  Returns 0, TAXI_EINVAL (NULL), TAXI_EBADF
  * (closed), TAXI_EBUSY (a taxi_stream_read_into is pending, or a pipe reads
  * the stream: taxi_stream_pipe).
@@ -745,7 +751,10 @@ typedef void (*taxi_stream_detach_fn)(taxi_stream_t *s, taxi_handle_t h,
  * no request still names the descriptor), fn runs in a dispatching thread
  * of the context, or in the thread of taxi_io_destroy, with the handle and
  * the bytes that read had brought (usually none: the bytes already
- * delivered to the read callback are the application's).  A direction
+ * delivered to the read callback are the application's; over io_uring's
+ * pooled reads, see taxi_stream_read_start, every byte the kernel had
+ * received by the time the read stopped, which may be all the peer had
+ * sent).  A direction
  * shut down stays shut down.
  *
  * Only a stream with nothing of its own in flight may leave: no write

@@ -216,7 +216,16 @@ static void fl_detached(taxi_stream_t *s, taxi_handle_t h, const void *unread,
   taxi_stream_t *next;
   if (taxi_stream_open(&next, f->to, h, NULL) == 0) {
     taxi_stream_set_data(next, f);
-    taxi_stream_read_start(next, fl_read_after);
+    /* A read that goes on by itself (io_uring's multishot receive) may
+     * have taken every byte before the move: then they all came here, and
+     * go back at once.  Either call is the last use of next: once it
+     * runs, the other context may end and release it. */
+    if (f->have == FLOW_TOTAL) {
+      atomic_store(&f->complete, 1);
+      taxi_stream_write_ref(next, f->got, FLOW_TOTAL, fl_written, f);
+    } else {
+      taxi_stream_read_start(next, fl_read_after);
+    }
   } else {
     close(h);
   }

@@ -98,5 +98,6 @@ extern CU_TestInfo st_tests_pipe[];
 extern CU_TestInfo st_tests_resolve[];
 extern CU_TestInfo st_tests_accept[];
 extern CU_TestInfo st_tests_dgram[];
+extern CU_TestInfo st_tests_pooled[];
 
 #endif /* TAXI_TESTS_STREAM_SUITES_H */

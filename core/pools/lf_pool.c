@@ -91,19 +91,26 @@ static void fail_locked(taxi_lf_pool_t *p, int code, unsigned attempt) {
 
 /* ---- the loop ------------------------------------------------------------ */
 
-/* Process one event taken from the source. */
-static void process(taxi_lf_pool_t *p, taxi__lf_thread_t *t, taxi__event_t *ev,
-                    taxi_time_t now) {
-  /* Promote before processing: someone must watch the handle set while
-   * this thread is busy, and pending events should not wait for it. */
-  if (p->followers && (p->leaders < p->max_leaders ||
-                       p->src.ops->has_work_locked(p->src.self, now)))
+/* Process one event taken from the source; returns the time it was done
+ * (the clock read once per event, for the accounting and the next round). */
+static taxi_time_t process(taxi_lf_pool_t *p, taxi__lf_thread_t *t,
+                           taxi__event_t *ev, taxi_time_t now) {
+  /* Promote before processing when work remains for another thread:
+   * pending events that should not wait for this one, or - for hooks that
+   * may block (the application's, timers, signals, notifications) - the
+   * handle set, which someone must watch meanwhile.  The library's own
+   * draining hooks (ev->drains) do not block, and this thread leads again
+   * as soon as they return: waking a follower for them would cost a
+   * wake-up and a context switch per event and gain nothing. */
+  if (p->followers && (p->src.ops->has_work_locked(p->src.self, now) ||
+                       (!ev->drains && p->leaders < p->max_leaders)))
     taxi__lf_promote_locked(p);
   unsigned ran = p->src.ops->run_locked(p->src.self, ev);
   taxi_time_t done = taxi_now();
   taxi__lf_account(&p->stats.processing_ns, &t->stats.processing_ns, now, done);
   p->stats.events += ran;
   t->stats.events += ran;
+  return done;
 }
 
 /* Lead: wait on the handle set.  Returns what the wait returned. */
@@ -167,7 +174,10 @@ static bool may_lead(const taxi_lf_pool_t *p, const taxi__lf_thread_t *t) {
 static int pool_loop(taxi_lf_pool_t *p, taxi__lf_thread_t *t,
                      taxi_time_t deadline) {
   int rc = 0;
-  bool fresh = false; /* the next take is from this thread's own wait */
+  bool fresh = false;    /* the next take is from this thread's own wait */
+  bool promoted = false; /* the next take is this thread's first since */
+  bool have_now = false; /* `now` is the time the last event was done */
+  taxi_time_t now = 0;
   taxi__event_t ev;
   for (;;) {
     /* The reactor or proactor was stopped (perhaps from a signal handler,
@@ -179,17 +189,23 @@ static int pool_loop(taxi_lf_pool_t *p, taxi__lf_thread_t *t,
     if (t->until && t->until(t->until_arg)) break;
     t->kicked = false;
     if (p->shutdown || (t->leave && !t->until)) break;
-    taxi_time_t now = taxi_now();
+    /* The time the last event was done serves the next take: one clock
+     * read per event, not two. */
+    if (!have_now) now = taxi_now();
+    have_now = false;
     if (now >= deadline) {
       rc = TAXI_ETIMEDOUT;
       break;
     }
+    ev.drains = false; /* only a reactor's take of such a handle sets it */
     if (p->src.ops->take_locked(p->src.self, now, &ev)) {
       bool waited_for =
           ev.kind == TAXI__EV_IO || ev.kind == TAXI__EV_COMPLETION;
       if (waited_for && !fresh) p->stats.pending_taken++;
       fresh = false;
-      process(p, t, &ev, now);
+      promoted = false;
+      now = process(p, t, &ev, now);
+      have_now = true;
       continue;
     }
     fresh = false;
@@ -208,10 +224,16 @@ static int pool_loop(taxi_lf_pool_t *p, taxi__lf_thread_t *t,
       }
       taxi__backoff_reset(&p->backoff);
       fresh = n > 0;
+      have_now = true; /* the wait read the clock */
+      promoted = false;
       continue;
     }
+    /* Promoted, and yet neither an event to take nor the lead: woken for
+     * nothing (the work was taken by the time this thread ran). */
+    if (promoted) p->stats.idle_wakeups++;
     rc = taxi__lf_follow(p, t, deadline);
     if (rc < 0) break;
+    promoted = !t->kicked;
   }
   /* Leaving: if nobody leads now, hand the handle set to a follower. */
   if (!p->shutdown && p->leaders == 0) taxi__lf_promote_locked(p);

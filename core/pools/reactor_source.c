@@ -34,8 +34,11 @@ static size_t room(const void *self) {
 }
 
 static int attach_pool(void *self, void *pool, size_t max_waiters) {
-  /* Only taxi_lf_create makes a pool over a reactor source. */
-  return taxi__reactor_attach_pool_locked(self, pool, max_waiters,
+  /* Only taxi_lf_create makes a pool over a reactor source.  Its threads
+   * own a handle in user space (the handler's claim) rather than by
+   * deactivating it in the kernel, so the handles whose hooks drain are
+   * armed edge-triggered once, with no re-arm after each event. */
+  return taxi__reactor_attach_pool_locked(self, pool, max_waiters, true,
                                           "taxi_lf_create");
 }
 

@@ -12,6 +12,17 @@
  * (a registration cannot be empty).  Level-triggered: a handle readable
  * again after one receive is reported again, which keeps one busy stream
  * from starving the others.
+ *
+ * Under a Leader/Followers pool on a backend with edge triggering
+ * (taxi__reactor_drains_edge) every handle here is armed once,
+ * edge-triggered, and never re-armed after an event: the reactor gives a
+ * report that comes while a hook runs to the thread running it.  The
+ * hooks must then drain: a stream reads until a receive says the socket
+ * is empty (EAGAIN, or a short receive when no hang-up was reported),
+ * yielding with its kick timer after READ_BURST full receives so that one
+ * busy stream does not keep its thread from the others; a listener that
+ * stops after its batch asks for a fresh report; the wake-up channel is
+ * read empty.
  */
 #include "config.h"
 
@@ -42,8 +53,9 @@ static const taxi_handler_ops_t sig_ops = {.signal = sig_hook};
 static int ctx_open(taxi_io_t *io) {
   taxi_handler_init(&io->wake_h, &wake_ops);
   taxi_handler_init(&io->sig_h, &sig_ops);
-  return taxi__reactor_register_own(io->reactor, io->wake[0], &io->wake_h,
-                                    TAXI_EV_READ);
+  /* taxi__io_woken reads the channel empty. */
+  return taxi__reactor_register_drains(io->reactor, io->wake[0], &io->wake_h,
+                                       TAXI_EV_READ, false);
 }
 
 static void ctx_close(taxi_io_t *io) {
@@ -70,24 +82,45 @@ static int ctx_remove_signal(taxi_io_t *io, int signo) {
 /* ---- streams --------------------------------------------------------------
  */
 
+/* The reactor runs one hook of a handler at a time, whoever dispatches
+ * it; the stream counts any breach of that (hook_overlaps), for the tests
+ * to assert none. */
+static void hook_enter(taxi_stream_t *s) {
+  if (atomic_exchange_explicit(&s->d.r.in_hook, 1u, memory_order_acquire))
+    atomic_fetch_add_explicit(&s->cnt.hook_overlaps, 1, memory_order_relaxed);
+}
+
+static void hook_leave(taxi_stream_t *s) {
+  atomic_store_explicit(&s->d.r.in_hook, 0u, memory_order_release);
+}
+
 static int s_input(taxi_handler_t *h, taxi_handle_t fd, unsigned ev) {
+  taxi_stream_t *s = STREAM_OF(h);
   (void)fd;
-  (void)ev;
-  taxi__stream_event(STREAM_OF(h), TAXI__P_READABLE);
+  hook_enter(s);
+  taxi__stream_event(
+      s, TAXI__P_READABLE |
+             ((ev & (TAXI_EV_HUP | TAXI_EV_ERR)) ? TAXI__P_HUP : 0u));
+  hook_leave(s);
   return 0;
 }
 
 static int s_output(taxi_handler_t *h, taxi_handle_t fd, unsigned ev) {
+  taxi_stream_t *s = STREAM_OF(h);
   (void)fd;
   (void)ev;
-  taxi__stream_event(STREAM_OF(h), TAXI__P_WRITABLE);
+  hook_enter(s);
+  taxi__stream_event(s, TAXI__P_WRITABLE);
+  hook_leave(s);
   return 0;
 }
 
 static int s_timeout(taxi_handler_t *h, taxi_timer_t *t, void *act) {
   taxi_stream_t *s = STREAM_OF(h);
   (void)act;
+  hook_enter(s);
   taxi__stream_event(s, t == &s->d.r.kick ? TAXI__P_KICK : TAXI__P_DEADLINE);
+  hook_leave(s);
   return 0;
 }
 
@@ -112,12 +145,37 @@ static int s_open(taxi_stream_t *s, bool attached) {
   return 0;
 }
 
+/* Full receives one round makes on an edge-triggered handle before it
+ * yields to the other handlers (with its kick: no system call). */
+#define READ_BURST 16
+
 static int64_t s_read(taxi_stream_t *s) {
   if (!s->d.r.readable) return TAXI_EAGAIN;
-  /* One receive per report: if more is waiting, the handle is reported
-   * again after the others had their turn. */
-  s->d.r.readable = false;
-  int64_t n = taxi__sock_recv(s->fd, s->rbuf, s->rcap);
+  int64_t n;
+  if (!taxi__reactor_drains_edge(s->io->reactor)) {
+    /* One receive per report: if more is waiting, the handle is reported
+     * again after the others had their turn. */
+    s->d.r.readable = false;
+    n = taxi__sock_recv(s->fd, s->rbuf, s->rcap);
+  } else {
+    /* No report comes until the socket has been drained: readable stays
+     * set until a receive shows it empty.  A short receive does (the
+     * kernel hands over all it has, and what arrives later is a new
+     * edge), unless a hang-up or error came with the report: the end of
+     * the stream, already signalled, must still be read. */
+    if (s->d.r.burst >= READ_BURST) {
+      s->d.r.burst = 0;
+      taxi__stream_request_locked(s); /* the kick resumes the reading */
+      return TAXI_EAGAIN;
+    }
+    n = taxi__sock_recv(s->fd, s->rbuf, s->rcap);
+    if (n == TAXI_EAGAIN || n <= 0 || ((size_t)n < s->rcap && !s->d.r.hup)) {
+      s->d.r.readable = false;
+      s->d.r.burst = 0;
+    } else {
+      s->d.r.burst++;
+    }
+  }
   /* The end of the stream, or a reset whose error the reactor kept from
    * the event (taxi_reactor_pending_error) because the socket lost it. */
   int err = 0;
@@ -176,8 +234,7 @@ static void s_update(taxi_stream_t *s) {
   int rc = 0;
   if (!s->d.r.registered) {
     if (!want) return;
-    rc = s->own_fd ? taxi__reactor_register_open(r, s->fd, &s->d.r.h, want)
-                   : taxi__reactor_register_own(r, s->fd, &s->d.r.h, want);
+    rc = taxi__reactor_register_drains(r, s->fd, &s->d.r.h, want, s->own_fd);
     if (rc == 0) {
       s->d.r.registered = s->d.r.attached = true;
       s->d.r.interest = want;
@@ -206,6 +263,9 @@ static void s_update(taxi_stream_t *s) {
 }
 
 static void s_defer(taxi_stream_t *s) {
+  /* Edge-triggered, the handle is reported again only by a new edge: the
+   * bits the processing thread will see are all it takes. */
+  if (taxi__reactor_drains_edge(s->io->reactor)) return;
   if (s->d.r.registered && !s->d.r.suspended &&
       taxi_reactor_suspend(s->io->reactor, &s->d.r.h) == 0)
     s->d.r.suspended = true;
@@ -285,6 +345,11 @@ static int l_input(taxi_handler_t *h, taxi_handle_t fd, unsigned ev) {
     if (i == 0) taxi__listener_recovered(l);
     taxi__listener_accepted(l, conn, &peer, false);
   }
+  /* The batch is over and connections may still wait.  Edge-triggered,
+   * none would be reported again: re-arming reports the handle afresh if
+   * it is still readable (taken by this thread once this hook returns). */
+  if (taxi__reactor_drains_edge(l->io->reactor))
+    (void)taxi_reactor_modify(l->io->reactor, h, TAXI_EV_READ);
   return 0;
 }
 
@@ -316,8 +381,9 @@ static int l_open(taxi_listener_t *l) {
   taxi_handler_init(&l->d.r.h, &listener_ops);
   taxi_timer_init(&l->d.r.timer);
   taxi_timer_init(&l->d.r.post);
-  return taxi__reactor_register_own(l->io->reactor, l->fd, &l->d.r.h,
-                                    TAXI_EV_READ);
+  /* l_input accepts until EAGAIN or asks for a fresh report. */
+  return taxi__reactor_register_drains(l->io->reactor, l->fd, &l->d.r.h,
+                                       TAXI_EV_READ, false);
 }
 
 static void l_close_req(taxi_listener_t *l) {

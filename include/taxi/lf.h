@@ -248,6 +248,10 @@ typedef struct taxi_lf_stats {
   unsigned threads;          /* threads in the pool now */
   unsigned leaders;          /* of which waiting on the handle set now */
   unsigned followers;        /* of which waiting to be promoted now */
+  /* promoted followers that woke for nothing: no event left to take and
+   * another thread leading, so they followed again (a wake-up and a
+   * context switch wasted; a leader promotes only when work remains) */
+  uint64_t idle_wakeups;
 } taxi_lf_stats_t;
 
 /* taxi_lf_stats - copy the counters.  0, or TAXI_EINVAL. */

@@ -91,5 +91,6 @@ extern CU_TestInfo st_tests_post[];
 extern CU_TestInfo st_tests_counters[];
 extern CU_TestInfo st_tests_timeouts[];
 extern CU_TestInfo st_tests_pipe[];
+extern CU_TestInfo st_tests_edge[];
 
 #endif /* TAXI_TESTS_STREAM_SUITES_H */

@@ -495,6 +495,9 @@ struct taxi_listener {
       taxi_handler_t h;
       taxi_timer_t timer;
       taxi_timer_t post; /* runs the posts */
+      /* Edge-triggered: the next batch of accepts after a full one (no
+       * report would come for the connections still queued). */
+      taxi_timer_t more;
       bool paused;
     } r;
     struct {

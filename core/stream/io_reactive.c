@@ -21,8 +21,8 @@
  * is empty (EAGAIN, or a short receive when no hang-up was reported),
  * yielding with its kick timer after READ_BURST full receives so that one
  * busy stream does not keep its thread from the others; a listener that
- * stops after its batch asks for a fresh report; the wake-up channel is
- * read empty.
+ * stops after its batch goes on from a timer due at once; the wake-up
+ * channel is read empty.
  */
 #include "config.h"
 
@@ -346,10 +346,14 @@ static int l_input(taxi_handler_t *h, taxi_handle_t fd, unsigned ev) {
     taxi__listener_accepted(l, conn, &peer, false);
   }
   /* The batch is over and connections may still wait.  Edge-triggered,
-   * none would be reported again: re-arming reports the handle afresh if
-   * it is still readable (taken by this thread once this hook returns). */
+   * none would be reported again: the next batch runs from a timer due at
+   * once, after the handlers already ready had their turn.  (Re-arming
+   * the handle to have it reported afresh is no answer: kqueue's EV_ADD
+   * of a knote armed already need not look at the socket again.)  If the
+   * timer cannot be had (out of memory), the next connection's report
+   * resumes the accepting. */
   if (taxi__reactor_drains_edge(l->io->reactor))
-    (void)taxi_reactor_modify(l->io->reactor, h, TAXI_EV_READ);
+    (void)taxi_reactor_schedule(l->io->reactor, &l->d.r.more, h, 0, 0, NULL);
   return 0;
 }
 
@@ -360,10 +364,16 @@ static int l_timeout(taxi_handler_t *h, taxi_timer_t *t, void *act) {
     taxi__listener_run_posts(l);
     return 0;
   }
+  if (t == &l->d.r.more) return l_input(h, l->fd, TAXI_EV_READ);
   taxi__mutex_lock(&l->lock);
   l->d.r.paused = false;
-  if (!l->held) taxi_reactor_resume(l->io->reactor, h);
+  bool held = l->held;
+  if (!held) taxi_reactor_resume(l->io->reactor, h);
   taxi__mutex_unlock(&l->lock);
+  /* Edge-triggered, the connections that waited through the pause may
+   * bring no new report: try them now. */
+  if (!held && taxi__reactor_drains_edge(l->io->reactor))
+    return l_input(h, l->fd, TAXI_EV_READ);
   return 0;
 }
 
@@ -381,6 +391,7 @@ static int l_open(taxi_listener_t *l) {
   taxi_handler_init(&l->d.r.h, &listener_ops);
   taxi_timer_init(&l->d.r.timer);
   taxi_timer_init(&l->d.r.post);
+  taxi_timer_init(&l->d.r.more);
   /* l_input accepts until EAGAIN or asks for a fresh report. */
   return taxi__reactor_register_drains(l->io->reactor, l->fd, &l->d.r.h,
                                        TAXI_EV_READ, false);

@@ -91,25 +91,43 @@ static void fail_locked(taxi_lf_pool_t *p, int code, unsigned attempt) {
 
 /* ---- the loop ------------------------------------------------------------ */
 
-/* Process one event taken from the source; returns the time it was done
- * (the clock read once per event, for the accounting and the next round). */
-static taxi_time_t process(taxi_lf_pool_t *p, taxi__lf_thread_t *t,
-                           taxi__event_t *ev, taxi_time_t now) {
-  /* Promote before processing when work remains for another thread:
-   * pending events that should not wait for this one, or - for hooks that
-   * may block (the application's, timers, signals, notifications) - the
-   * handle set, which someone must watch meanwhile.  The library's own
-   * draining hooks (ev->drains) do not block, and this thread leads again
-   * as soon as they return: waking a follower for them would cost a
-   * wake-up and a context switch per event and gain nothing. */
-  if (p->followers && (p->src.ops->has_work_locked(p->src.self, now) ||
-                       (!ev->drains && p->leaders < p->max_leaders)))
-    taxi__lf_promote_locked(p);
+/* The events a thread about to run a draining hook keeps for itself
+ * rather than wake a follower for them: it takes them next, a few
+ * microseconds each, which costs less than a wake-up, a context switch and
+ * the follower's going back to sleep. */
+#define LF_SHARE 4
+
+/* Whether to promote a follower before processing ev: when work remains
+ * for another thread.  For a hook that may block (the application's, a
+ * timer's, a signal's, a notification) that is any pending event, and the
+ * handle set, which someone must watch meanwhile.  The library's own
+ * draining hooks (ev->drains) do not block, and this thread leads again
+ * as soon as they return: a follower is woken only for more events than
+ * this thread takes next itself. */
+static bool promote_for(taxi_lf_pool_t *p, const taxi__event_t *ev,
+                        taxi_time_t now) {
+  if (!p->followers) return false;
+  if (ev->drains) return p->src.ops->backlog_locked(p->src.self) > LF_SHARE;
+  return p->leaders < p->max_leaders ||
+         p->src.ops->has_work_locked(p->src.self, now);
+}
+
+/* Process one event taken from the source. */
+static void process(taxi_lf_pool_t *p, taxi__lf_thread_t *t, taxi__event_t *ev,
+                    taxi_time_t now) {
+  if (promote_for(p, ev, now)) taxi__lf_promote_locked(p);
   unsigned ran = p->src.ops->run_locked(p->src.self, ev);
-  taxi_time_t done = taxi_now();
-  taxi__lf_account(&p->stats.processing_ns, &t->stats.processing_ns, now, done);
   p->stats.events += ran;
   t->stats.events += ran;
+}
+
+/* A run of events processed one after the other, begun at `since`, is
+ * over: its time is accounted, and the clock read then is returned. */
+static taxi_time_t processed(taxi_lf_pool_t *p, taxi__lf_thread_t *t,
+                             taxi_time_t since) {
+  taxi_time_t done = taxi_now();
+  taxi__lf_account(&p->stats.processing_ns, &t->stats.processing_ns, since,
+                   done);
   return done;
 }
 
@@ -176,8 +194,16 @@ static int pool_loop(taxi_lf_pool_t *p, taxi__lf_thread_t *t,
   int rc = 0;
   bool fresh = false;    /* the next take is from this thread's own wait */
   bool promoted = false; /* the next take is this thread's first since */
-  bool have_now = false; /* `now` is the time the last event was done */
-  taxi_time_t now = 0;
+  /* The clock is read once per batch, as the reactor's own loop reads it:
+   * `now` is the time the last wait returned (or this thread last woke),
+   * kept while the thread processes events one after the other (a run,
+   * begun at run_since), and read again when the run is over, before the
+   * thread leads or follows.  So a timer that falls due during a run waits
+   * for the end of it, as under the reactor's own loop, and the next wait
+   * is bounded by the real time. */
+  bool running = false;
+  taxi_time_t run_since = 0;
+  taxi_time_t now = taxi_now();
   taxi__event_t ev;
   for (;;) {
     /* The reactor or proactor was stopped (perhaps from a signal handler,
@@ -189,10 +215,6 @@ static int pool_loop(taxi_lf_pool_t *p, taxi__lf_thread_t *t,
     if (t->until && t->until(t->until_arg)) break;
     t->kicked = false;
     if (p->shutdown || (t->leave && !t->until)) break;
-    /* The time the last event was done serves the next take: one clock
-     * read per event, not two. */
-    if (!have_now) now = taxi_now();
-    have_now = false;
     if (now >= deadline) {
       rc = TAXI_ETIMEDOUT;
       break;
@@ -204,10 +226,13 @@ static int pool_loop(taxi_lf_pool_t *p, taxi__lf_thread_t *t,
       if (waited_for && !fresh) p->stats.pending_taken++;
       fresh = false;
       promoted = false;
-      now = process(p, t, &ev, now);
-      have_now = true;
+      if (!running) run_since = now;
+      running = true;
+      process(p, t, &ev, now);
       continue;
     }
+    if (running) now = processed(p, t, run_since);
+    running = false;
     fresh = false;
     /* The take may have drained the wake-up of a stop of the source made
      * since the check above: look again before waiting. */
@@ -216,15 +241,15 @@ static int pool_loop(taxi_lf_pool_t *p, taxi__lf_thread_t *t,
      * taken it all), waiting now would return at once with nothing:
      * follow instead, until a thread that took events promotes us. */
     if (may_lead(p, t)) {
-      int n = lead(p, t, deadline, &now);
+      int n = lead(p, t, deadline, &now); /* the wait reads the clock */
       if (n < 0) {
         rc = wait_failed_locked(p, t, n);
+        now = taxi_now();
         if (rc < 0) break;
         continue;
       }
       taxi__backoff_reset(&p->backoff);
       fresh = n > 0;
-      have_now = true; /* the wait read the clock */
       promoted = false;
       continue;
     }
@@ -232,9 +257,11 @@ static int pool_loop(taxi_lf_pool_t *p, taxi__lf_thread_t *t,
      * nothing (the work was taken by the time this thread ran). */
     if (promoted) p->stats.idle_wakeups++;
     rc = taxi__lf_follow(p, t, deadline);
+    now = taxi_now();
     if (rc < 0) break;
     promoted = !t->kicked;
   }
+  if (running) processed(p, t, run_since);
   /* Leaving: if nobody leads now, hand the handle set to a follower. */
   if (!p->shutdown && p->leaders == 0) taxi__lf_promote_locked(p);
   return rc;

@@ -102,6 +102,79 @@ static void test_edge_no_rearm_per_message(void) {
   CU_ASSERT_EQUAL(taxi_stream_unref(s), 0);
 }
 
+/* ---- 1,000 ping-pongs under L/F: no follower woken per message -------------
+ */
+
+/* Under the Leader/Followers pool on a backend with edge triggering, the
+ * thread that takes a stream's event promotes no follower for it (the
+ * stream's hooks do not block, and nothing else is pending): it leads
+ * again itself.  One-shot arming promoted one per message.  Over other
+ * backends the test runs the exchange alone.  The pool is the test's, to
+ * read its counters. */
+static void test_edge_no_promotion_per_message(void) {
+  if (st_dispatcher != TAXI_IO_LF) return;
+  static struct pinger g;
+  memset(&g, 0, sizeof g);
+  taxi_reactor_options_t ro;
+  taxi_reactor_options_init(&ro);
+  ro.backend = st_backend;
+  taxi_reactor_t *r;
+  CU_ASSERT_EQUAL_FATAL(taxi_reactor_create(&r, &ro), 0);
+  taxi_lf_pool_t *lp;
+  CU_ASSERT_EQUAL_FATAL(taxi_lf_create(&lp, r, NULL), 0);
+  taxi_io_options_t o;
+  taxi_io_options_init(&o);
+  o.dispatcher = TAXI_IO_LF;
+  o.reactor = r;
+  o.lf_pool = lp;
+  st_io_t c;
+  memset(&c, 0, sizeof c);
+  CU_ASSERT_EQUAL_FATAL(taxi_io_create(&c.io, &o), 0);
+  CU_ASSERT_EQUAL_FATAL(taxi_lf_spawn(lp, 3), 0);
+  int port = st_listen(&c, NULL, pg_accept, &g, NULL);
+  int fd = st_connect(port);
+  CU_ASSERT_FATAL(fd >= 0);
+  unsigned char out[PING_LEN], in[PING_LEN];
+  memset(out, 'q', sizeof out);
+  CU_ASSERT_EQUAL(st_send_all(fd, out, sizeof out), 0);
+  CU_ASSERT_EQUAL(st_recv_all(fd, in, sizeof in), 0);
+  taxi_lf_stats_t before, after;
+  CU_ASSERT_EQUAL(taxi_lf_stats(lp, &before), 0);
+  int failed = 0;
+  for (int i = 0; i < PINGS && !failed; i++) {
+    out[0] = (unsigned char)i;
+    failed = st_send_all(fd, out, sizeof out) < 0 ||
+             st_recv_all(fd, in, sizeof in) < 0 || in[0] != out[0];
+  }
+  CU_ASSERT_EQUAL(taxi_lf_stats(lp, &after), 0);
+  CU_ASSERT_FALSE(failed);
+  uint64_t promoted = after.promotions - before.promotions;
+  uint64_t idle = after.idle_wakeups - before.idle_wakeups;
+  /* Each message an event; the last one's count may come after its echo
+   * (counted once its hook returns). */
+  CU_ASSERT(after.events - before.events >= PINGS - 1);
+  if (strcmp(st_backend, "epoll") == 0 || strcmp(st_backend, "kqueue") == 0) {
+    if (promoted >= PINGS / 10 || idle >= PINGS / 10)
+      printf("(%llu promotions, %llu idle wake-ups for %d messages) ",
+             (unsigned long long)promoted, (unsigned long long)idle, PINGS);
+    CU_ASSERT(promoted < PINGS / 10);
+    CU_ASSERT(idle < PINGS / 10);
+  }
+  shutdown(fd, SHUT_WR);
+  CU_ASSERT(st_recv_to_eof(fd, in, sizeof in) >= 0);
+  CU_ASSERT(util_wait_flag(&g.closed, 1, 10000));
+  close(fd);
+  CU_ASSERT_EQUAL(taxi_io_destroy(c.io), 0);
+  CU_ASSERT_EQUAL(taxi_lf_destroy(lp), 0);
+  CU_ASSERT_EQUAL(taxi_reactor_destroy(r), 0);
+  taxi_stream_t *s = atomic_load(&g.s);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+  taxi_stream_counters_t n;
+  CU_ASSERT_EQUAL(taxi_stream_counters(s, &n), 0);
+  CU_ASSERT_EQUAL(n.hook_overlaps, 0);
+  CU_ASSERT_EQUAL(taxi_stream_unref(s), 0);
+}
+
 /* ---- an event that arrives while the hook runs ------------------------------
  */
 
@@ -218,6 +291,7 @@ static void test_edge_close_while_pending(void) {
 CU_TestInfo st_tests_edge[] = {
     {"no re-arm per message (epoll_ctl counted)",
      test_edge_no_rearm_per_message},
+    {"L/F: no follower woken per message", test_edge_no_promotion_per_message},
     {"an event that comes while the hook runs is kept",
      test_edge_event_while_busy},
     {"close while an event is pending", test_edge_close_while_pending},

@@ -29,9 +29,9 @@
  * owns it until its hooks return, running them again for any report that
  * came meanwhile; their hooks read until the socket is empty.  No system
  * call re-arms them after each event.  A leader promotes a follower only
- * when work remains for one: events beyond the one it takes, or a hook
- * that may block (anything but those library hooks), during which the
- * handle set must be watched.
+ * when work remains for one: more events than the few it takes next
+ * itself, or a hook that may block (anything but those library hooks),
+ * during which the handle set must be watched.
  *
  * Threads join the pool either by being spawned by it (taxi_lf_spawn) or by
  * calling taxi_lf_join() themselves; both may be mixed.  Every one of them

@@ -97,37 +97,52 @@ static void fail_locked(taxi_lf_pool_t *p, int code, unsigned attempt) {
  * the follower's going back to sleep. */
 #define LF_SHARE 4
 
+/* The time per event above which events are not "a few microseconds
+ * each": about what waking a follower costs.  Where the pool's events
+ * take longer on average (the application's stream callbacks do real
+ * work, or block), a thread about to run one promotes a follower as for
+ * any hook that may block, so that the others are served meanwhile. */
+#define LF_SLOW_NS (20 * 1000)
+
 /* Whether to promote a follower before processing ev: when work remains
  * for another thread.  For a hook that may block (the application's, a
  * timer's, a signal's, a notification) that is any pending event, and the
  * handle set, which someone must watch meanwhile.  The library's own
- * draining hooks (ev->drains) do not block, and this thread leads again
- * as soon as they return: a follower is woken only for more events than
- * this thread takes next itself. */
+ * draining hooks (ev->drains) read and write without blocking, and this
+ * thread leads again as soon as they return: a follower is woken only for
+ * more events than this thread takes next itself - unless the callbacks
+ * they run have been taking long (event_ns). */
 static bool promote_for(taxi_lf_pool_t *p, const taxi__event_t *ev,
                         taxi_time_t now) {
   if (!p->followers) return false;
-  if (ev->drains) return p->src.ops->backlog_locked(p->src.self) > LF_SHARE;
+  if (ev->drains && p->event_ns < LF_SLOW_NS)
+    return p->src.ops->backlog_locked(p->src.self) > LF_SHARE;
   return p->leaders < p->max_leaders ||
          p->src.ops->has_work_locked(p->src.self, now);
 }
 
-/* Process one event taken from the source. */
-static void process(taxi_lf_pool_t *p, taxi__lf_thread_t *t, taxi__event_t *ev,
-                    taxi_time_t now) {
+/* Process one event taken from the source; how many ran. */
+static unsigned process(taxi_lf_pool_t *p, taxi__lf_thread_t *t,
+                        taxi__event_t *ev, taxi_time_t now) {
   if (promote_for(p, ev, now)) taxi__lf_promote_locked(p);
   unsigned ran = p->src.ops->run_locked(p->src.self, ev);
   p->stats.events += ran;
   t->stats.events += ran;
+  return ran;
 }
 
-/* A run of events processed one after the other, begun at `since`, is
- * over: its time is accounted, and the clock read then is returned. */
+/* A run of `events` events processed one after the other, begun at
+ * `since`, is over: its time is accounted, the average time per event
+ * follows it (weight 1/8), and the clock read then is returned. */
 static taxi_time_t processed(taxi_lf_pool_t *p, taxi__lf_thread_t *t,
-                             taxi_time_t since) {
+                             taxi_time_t since, unsigned events) {
   taxi_time_t done = taxi_now();
   taxi__lf_account(&p->stats.processing_ns, &t->stats.processing_ns, since,
                    done);
+  if (events && done > since) {
+    uint64_t per = (uint64_t)(done - since) / events;
+    p->event_ns = p->event_ns - p->event_ns / 8 + per / 8;
+  }
   return done;
 }
 
@@ -203,6 +218,7 @@ static int pool_loop(taxi_lf_pool_t *p, taxi__lf_thread_t *t,
    * is bounded by the real time. */
   bool running = false;
   taxi_time_t run_since = 0;
+  unsigned run_events = 0;
   taxi_time_t now = taxi_now();
   taxi__event_t ev;
   for (;;) {
@@ -226,12 +242,15 @@ static int pool_loop(taxi_lf_pool_t *p, taxi__lf_thread_t *t,
       if (waited_for && !fresh) p->stats.pending_taken++;
       fresh = false;
       promoted = false;
-      if (!running) run_since = now;
+      if (!running) {
+        run_since = now;
+        run_events = 0;
+      }
       running = true;
-      process(p, t, &ev, now);
+      run_events += process(p, t, &ev, now);
       continue;
     }
-    if (running) now = processed(p, t, run_since);
+    if (running) now = processed(p, t, run_since, run_events);
     running = false;
     fresh = false;
     /* The take may have drained the wake-up of a stop of the source made
@@ -261,7 +280,7 @@ static int pool_loop(taxi_lf_pool_t *p, taxi__lf_thread_t *t,
     if (rc < 0) break;
     promoted = !t->kicked;
   }
-  if (running) processed(p, t, run_since);
+  if (running) processed(p, t, run_since, run_events);
   /* Leaving: if nobody leads now, hand the handle set to a follower. */
   if (!p->shutdown && p->leaders == 0) taxi__lf_promote_locked(p);
   return rc;

@@ -30,8 +30,9 @@
  * came meanwhile; their hooks read until the socket is empty.  No system
  * call re-arms them after each event.  A leader promotes a follower only
  * when work remains for one: more events than the few it takes next
- * itself, or a hook that may block (anything but those library hooks),
- * during which the handle set must be watched.
+ * itself, or a hook that may block (anything but those library hooks, and
+ * those too while the pool's events take more than 20 microseconds each
+ * on average), during which the handle set must be watched.
  *
  * Threads join the pool either by being spawned by it (taxi_lf_spawn) or by
  * calling taxi_lf_join() themselves; both may be mixed.  Every one of them

@@ -392,7 +392,7 @@ static int l_open(taxi_listener_t *l) {
   taxi_timer_init(&l->d.r.timer);
   taxi_timer_init(&l->d.r.post);
   taxi_timer_init(&l->d.r.more);
-  /* l_input accepts until EAGAIN or asks for a fresh report. */
+  /* l_input accepts until EAGAIN, or goes on from a timer. */
   return taxi__reactor_register_drains(l->io->reactor, l->fd, &l->d.r.h,
                                        TAXI_EV_READ, false);
 }

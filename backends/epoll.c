@@ -7,7 +7,9 @@
  * epoll_event.data.u64, and any number of threads may sit in epoll_wait(2)
  * on the same set while others change it (TAXI_CAP_MULTI_WAIT,
  * TAXI_CAP_LIVE_UPDATE).  One-shot arming is EPOLLONESHOT (Linux 2.6.2),
- * re-armed by the next EPOLL_CTL_MOD.
+ * re-armed by the next EPOLL_CTL_MOD; edge triggering (TAXI__ARM_EDGE) is
+ * EPOLLET, whose EPOLL_CTL_MOD polls the file again and reports it if it is
+ * ready then (fs/eventpoll.c, ep_modify), as a fresh edge.
  *
  * Quirks handled here, each where it is handled:
  *  - EPOLLHUP and EPOLLERR are reported even when not asked for
@@ -109,7 +111,10 @@ static uint32_t epoll_mask(unsigned events, unsigned flags) {
    * With EPOLLONESHOT it is reported at most once, after which the kernel
    * disables the item until the next modify; the core drops that report
    * for a suspended handle. */
-  if ((flags & TAXI__ARM_ONESHOT) || mask == 0) mask |= EPOLLONESHOT;
+  if ((flags & TAXI__ARM_ONESHOT) || mask == 0)
+    mask |= EPOLLONESHOT;
+  else if (flags & TAXI__ARM_EDGE)
+    mask |= EPOLLET;
   return mask;
 }
 

@@ -10,7 +10,8 @@
  * a handle while another receives TAXI_EV_WRITE for it.  A byte per
  * descriptor, touched by add, modify and del only (the caller serialises
  * them), records which knotes exist and how they were made.  Why filters
- * are only disabled, EV_RECEIPT, EV_DISPATCH re-armed with EV_ADD, and the
+ * are only disabled, EV_RECEIPT, EV_DISPATCH re-armed with EV_ADD, edge
+ * triggering as EV_CLEAR, and the
  * optional parts: docs/backends/kqueue.md.  Quirks (fork, close removing
  * knotes, refused filters, 32-bit udata) are noted where handled.
  */
@@ -48,6 +49,8 @@
 #define KQ_READ 0x2u     /* an EVFILT_READ knote exists */
 #define KQ_WRITE 0x4u    /* an EVFILT_WRITE knote exists */
 #define KQ_DISPATCH 0x8u /* the knotes were created with EV_DISPATCH */
+#define KQ_CLEAR 0x10u   /* the knotes were created with EV_CLEAR */
+#define KQ_MODE (KQ_DISPATCH | KQ_CLEAR)
 #define KQ_FILTERS (KQ_READ | KQ_WRITE)
 
 #ifdef EV_DISPATCH
@@ -110,12 +113,13 @@ static unsigned short kq_arm_flags(unsigned flags) {
 #ifdef EV_DISPATCH
   if (flags & TAXI__ARM_ONESHOT) return EV_DISPATCH;
 #endif
-  (void)flags;
+  if (flags & TAXI__ARM_EDGE) return EV_CLEAR;
   return 0;
 }
 
 static unsigned char kq_mode(unsigned flags) {
-  return (flags & TAXI__ARM_ONESHOT) ? KQ_DISPATCH : 0;
+  if (flags & TAXI__ARM_ONESHOT) return KQ_DISPATCH;
+  return (flags & TAXI__ARM_EDGE) ? KQ_CLEAR : 0;
 }
 
 static void kq_push(kq_batch_t *b, taxi_handle_t h, const struct kq_filter *f,
@@ -345,17 +349,18 @@ static int kq_modify(void *state, taxi_handle_t h, uint64_t token,
   st = s->table[h];
 
   if (events) {
-    /* A knote keeps the EV_DISPATCH it was created with (EV_ADD on an
-     * existing knote updates only udata, fflags and data): switching
-     * between one-shot and level arming needs new knotes. */
-    if ((st & KQ_FILTERS) && (st & KQ_DISPATCH) != kq_mode(flags)) {
+    /* A knote keeps the EV_DISPATCH or EV_CLEAR it was created with
+     * (EV_ADD on an existing knote updates only udata, fflags and data):
+     * switching between one-shot, edge and level arming needs new
+     * knotes. */
+    if ((st & KQ_FILTERS) && (st & KQ_MODE) != kq_mode(flags)) {
       rc = kq_drop(s, h, &st);
       if (rc < 0) {
         s->table[h] = st;
         return rc;
       }
     }
-    st = (unsigned char)((st & ~KQ_DISPATCH) | kq_mode(flags));
+    st = (unsigned char)((st & ~KQ_MODE) | kq_mode(flags));
   }
 
   /* Every change carries the token: kevent stores udata on any change to

@@ -94,6 +94,14 @@ typedef struct taxi__ready {
 /* add only: the library has just accepted or made the handle, so it is
  * open; a backend's own check for a closed one may be skipped. */
 #define TAXI__ARM_OPEN 0x2u
+/* Report the handle when it becomes ready, and again only when it becomes
+ * ready anew (more data arrives, room frees up), not while it stays so:
+ * epoll's EPOLLET, kqueue's EV_CLEAR (only asked of backends with
+ * TAXI_CAP_EDGE, never with TAXI__ARM_ONESHOT).  The handle stays armed
+ * after a report: the core asks it only for handles whose hooks read or
+ * accept until the OS says EAGAIN.  A modify that asks for events the
+ * handle has now reports it again, as a fresh edge. */
+#define TAXI__ARM_EDGE 0x4u
 
 typedef struct taxi__readiness_ops {
   const char *name;

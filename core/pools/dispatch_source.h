@@ -75,6 +75,10 @@ typedef struct taxi__source_ops {
    * taxi_proactor_stop: atomics only, so a signal handler may ask): the
    * pool over it stops as its own stop would. */
   bool (*stop_asked)(const void *self);
+  /* How many events the waits reported that are not taken yet: what a
+   * thread about to run a draining hook (taxi__event_t.drains) leaves for
+   * the others.  Only a source whose takes set `drains` need count. */
+  size_t (*backlog_locked)(const void *self);
 } taxi__source_ops_t;
 
 typedef struct taxi__source {

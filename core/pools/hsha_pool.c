@@ -531,7 +531,7 @@ int taxi_hsha_create(taxi_hsha_pool_t **out, taxi_reactor_t *r,
 
   taxi__mutex_lock(&r->lock);
   /* One waiter: only the reactor thread waits on the handle set. */
-  rc = taxi__reactor_attach_pool_locked(r, p, 1, "taxi_hsha_create");
+  rc = taxi__reactor_attach_pool_locked(r, p, 1, false, "taxi_hsha_create");
   taxi__mutex_unlock(&r->lock);
   if (rc < 0) {
     taxi__registry_remove(&p->reg, TAXI__KIND_HSHA);

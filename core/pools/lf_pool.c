@@ -91,19 +91,59 @@ static void fail_locked(taxi_lf_pool_t *p, int code, unsigned attempt) {
 
 /* ---- the loop ------------------------------------------------------------ */
 
-/* Process one event taken from the source. */
-static void process(taxi_lf_pool_t *p, taxi__lf_thread_t *t, taxi__event_t *ev,
-                    taxi_time_t now) {
-  /* Promote before processing: someone must watch the handle set while
-   * this thread is busy, and pending events should not wait for it. */
-  if (p->followers && (p->leaders < p->max_leaders ||
-                       p->src.ops->has_work_locked(p->src.self, now)))
-    taxi__lf_promote_locked(p);
+/* The events a thread about to run a draining hook keeps for itself
+ * rather than wake a follower for them: it takes them next, a few
+ * microseconds each, which costs less than a wake-up, a context switch and
+ * the follower's going back to sleep. */
+#define LF_SHARE 4
+
+/* The time per event above which events are not "a few microseconds
+ * each": about what waking a follower costs.  Where the pool's events
+ * take longer on average (the application's stream callbacks do real
+ * work, or block), a thread about to run one promotes a follower as for
+ * any hook that may block, so that the others are served meanwhile. */
+#define LF_SLOW_NS (20 * 1000)
+
+/* Whether to promote a follower before processing ev: when work remains
+ * for another thread.  For a hook that may block (the application's, a
+ * timer's, a signal's, a notification) that is any pending event, and the
+ * handle set, which someone must watch meanwhile.  The library's own
+ * draining hooks (ev->drains) read and write without blocking, and this
+ * thread leads again as soon as they return: a follower is woken only for
+ * more events than this thread takes next itself - unless the callbacks
+ * they run have been taking long (event_ns). */
+static bool promote_for(taxi_lf_pool_t *p, const taxi__event_t *ev,
+                        taxi_time_t now) {
+  if (!p->followers) return false;
+  if (ev->drains && p->event_ns < LF_SLOW_NS)
+    return p->src.ops->backlog_locked(p->src.self) > LF_SHARE;
+  return p->leaders < p->max_leaders ||
+         p->src.ops->has_work_locked(p->src.self, now);
+}
+
+/* Process one event taken from the source; how many ran. */
+static unsigned process(taxi_lf_pool_t *p, taxi__lf_thread_t *t,
+                        taxi__event_t *ev, taxi_time_t now) {
+  if (promote_for(p, ev, now)) taxi__lf_promote_locked(p);
   unsigned ran = p->src.ops->run_locked(p->src.self, ev);
-  taxi_time_t done = taxi_now();
-  taxi__lf_account(&p->stats.processing_ns, &t->stats.processing_ns, now, done);
   p->stats.events += ran;
   t->stats.events += ran;
+  return ran;
+}
+
+/* A run of `events` events processed one after the other, begun at
+ * `since`, is over: its time is accounted, the average time per event
+ * follows it (weight 1/8), and the clock read then is returned. */
+static taxi_time_t processed(taxi_lf_pool_t *p, taxi__lf_thread_t *t,
+                             taxi_time_t since, unsigned events) {
+  taxi_time_t done = taxi_now();
+  taxi__lf_account(&p->stats.processing_ns, &t->stats.processing_ns, since,
+                   done);
+  if (events && done > since) {
+    uint64_t per = (uint64_t)(done - since) / events;
+    p->event_ns = p->event_ns - p->event_ns / 8 + per / 8;
+  }
+  return done;
 }
 
 /* Lead: wait on the handle set.  Returns what the wait returned. */
@@ -167,7 +207,19 @@ static bool may_lead(const taxi_lf_pool_t *p, const taxi__lf_thread_t *t) {
 static int pool_loop(taxi_lf_pool_t *p, taxi__lf_thread_t *t,
                      taxi_time_t deadline) {
   int rc = 0;
-  bool fresh = false; /* the next take is from this thread's own wait */
+  bool fresh = false;    /* the next take is from this thread's own wait */
+  bool promoted = false; /* the next take is this thread's first since */
+  /* The clock is read once per batch, as the reactor's own loop reads it:
+   * `now` is the time the last wait returned (or this thread last woke),
+   * kept while the thread processes events one after the other (a run,
+   * begun at run_since), and read again when the run is over, before the
+   * thread leads or follows.  So a timer that falls due during a run waits
+   * for the end of it, as under the reactor's own loop, and the next wait
+   * is bounded by the real time. */
+  bool running = false;
+  taxi_time_t run_since = 0;
+  unsigned run_events = 0;
+  taxi_time_t now = taxi_now();
   taxi__event_t ev;
   for (;;) {
     /* The reactor or proactor was stopped (perhaps from a signal handler,
@@ -179,19 +231,27 @@ static int pool_loop(taxi_lf_pool_t *p, taxi__lf_thread_t *t,
     if (t->until && t->until(t->until_arg)) break;
     t->kicked = false;
     if (p->shutdown || (t->leave && !t->until)) break;
-    taxi_time_t now = taxi_now();
     if (now >= deadline) {
       rc = TAXI_ETIMEDOUT;
       break;
     }
+    ev.drains = false; /* only a reactor's take of such a handle sets it */
     if (p->src.ops->take_locked(p->src.self, now, &ev)) {
       bool waited_for =
           ev.kind == TAXI__EV_IO || ev.kind == TAXI__EV_COMPLETION;
       if (waited_for && !fresh) p->stats.pending_taken++;
       fresh = false;
-      process(p, t, &ev, now);
+      promoted = false;
+      if (!running) {
+        run_since = now;
+        run_events = 0;
+      }
+      running = true;
+      run_events += process(p, t, &ev, now);
       continue;
     }
+    if (running) now = processed(p, t, run_since, run_events);
+    running = false;
     fresh = false;
     /* The take may have drained the wake-up of a stop of the source made
      * since the check above: look again before waiting. */
@@ -200,19 +260,27 @@ static int pool_loop(taxi_lf_pool_t *p, taxi__lf_thread_t *t,
      * taken it all), waiting now would return at once with nothing:
      * follow instead, until a thread that took events promotes us. */
     if (may_lead(p, t)) {
-      int n = lead(p, t, deadline, &now);
+      int n = lead(p, t, deadline, &now); /* the wait reads the clock */
       if (n < 0) {
         rc = wait_failed_locked(p, t, n);
+        now = taxi_now();
         if (rc < 0) break;
         continue;
       }
       taxi__backoff_reset(&p->backoff);
       fresh = n > 0;
+      promoted = false;
       continue;
     }
+    /* Promoted, and yet neither an event to take nor the lead: woken for
+     * nothing (the work was taken by the time this thread ran). */
+    if (promoted) p->stats.idle_wakeups++;
     rc = taxi__lf_follow(p, t, deadline);
+    now = taxi_now();
     if (rc < 0) break;
+    promoted = !t->kicked;
   }
+  if (running) processed(p, t, run_since, run_events);
   /* Leaving: if nobody leads now, hand the handle set to a follower. */
   if (!p->shutdown && p->leaders == 0) taxi__lf_promote_locked(p);
   return rc;

@@ -81,9 +81,16 @@ static bool stop_asked(const void *self) {
   return atomic_load(&((taxi_proactor_t *)self)->stopped);
 }
 
+/* Completions never drain a handle (taxi__event_t.drains): the pool
+ * promotes for them as has_work says, and needs no count. */
+static size_t backlog(const void *self) {
+  (void)self;
+  return 0;
+}
+
 static const taxi__source_ops_t proactor_source_ops = {
-    take,        run,         untake,   wait_for,   has_work,  room,
-    attach_pool, detach_pool, wake_all, set_sticky, stop_asked};
+    take,        run,         untake,   wait_for,   has_work,   room,
+    attach_pool, detach_pool, wake_all, set_sticky, stop_asked, backlog};
 
 static void proactor_source(taxi_proactor_t *p, taxi__source_t *out) {
   out->ops = &proactor_source_ops;

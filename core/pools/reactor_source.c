@@ -34,8 +34,11 @@ static size_t room(const void *self) {
 }
 
 static int attach_pool(void *self, void *pool, size_t max_waiters) {
-  /* Only taxi_lf_create makes a pool over a reactor source. */
-  return taxi__reactor_attach_pool_locked(self, pool, max_waiters,
+  /* Only taxi_lf_create makes a pool over a reactor source.  Its threads
+   * own a handle in user space (the handler's claim) rather than by
+   * deactivating it in the kernel, so the handles whose hooks drain are
+   * armed edge-triggered once, with no re-arm after each event. */
+  return taxi__reactor_attach_pool_locked(self, pool, max_waiters, true,
                                           "taxi_lf_create");
 }
 
@@ -53,9 +56,14 @@ static bool stop_asked(const void *self) {
   return taxi_reactor_stopped(self) != 0;
 }
 
+static size_t backlog(const void *self) {
+  const taxi_reactor_t *r = self;
+  return r->pending_count;
+}
+
 static const taxi__source_ops_t reactor_source_ops = {
-    take,        run,         untake,   wait_for,   has_work,  room,
-    attach_pool, detach_pool, wake_all, set_sticky, stop_asked};
+    take,        run,         untake,   wait_for,   has_work,   room,
+    attach_pool, detach_pool, wake_all, set_sticky, stop_asked, backlog};
 
 void taxi__reactor_source(taxi_reactor_t *r, taxi__source_t *out) {
   unsigned need = TAXI_CAP_MULTI_WAIT | TAXI_CAP_ONESHOT;

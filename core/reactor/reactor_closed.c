@@ -76,7 +76,7 @@ bool taxi__closed_probe_locked(taxi_reactor_t *r, taxi__slot_t *s) {
   unsigned events = (s->flags & TAXI__S_ARMED) ? s->interest : 0;
   int rc = r->ops->modify(r->backend, s->handle,
                           taxi__reactor_token(row, s->generation), events,
-                          taxi__reactor_arm_flags(r));
+                          taxi__reactor_arm_flags_for(r, s->flags));
   return rc == TAXI_EBADF || rc == TAXI_ENOENT;
 }
 

@@ -11,6 +11,8 @@
 
 #include "taxi/reactor.h"
 
+#include <stdbool.h>
+
 /* taxi_reactor_register for a handle the library has just accepted or
  * made, open for sure: a backend that checks an application's handle
  * itself (select, poll: their mechanisms would notice a closed one only
@@ -26,6 +28,23 @@ int taxi__reactor_register_open(taxi_reactor_t *r, taxi_handle_t handle,
  * taxi__reactor_register_open implies it. */
 int taxi__reactor_register_own(taxi_reactor_t *r, taxi_handle_t handle,
                                taxi_handler_t *h, unsigned events);
+
+/* taxi__reactor_register_own (or _open, with `open`) for a handle whose
+ * input and output hooks read, write or accept until the OS says EAGAIN,
+ * or else see to it themselves that they run again (a listener's bounded
+ * batch and a stream's bounded reading go on from a timer).  Under a Leader/Followers pool, where the backend has edge
+ * triggering, such a handle is armed once, edge-triggered, instead of
+ * being re-armed one-shot after every event (see TAXI__S_DRAINS in
+ * core/reactor/reactor_impl.h); elsewhere it is armed as any other. */
+int taxi__reactor_register_drains(taxi_reactor_t *r, taxi_handle_t handle,
+                                  taxi_handler_t *h, unsigned events,
+                                  bool open);
+
+/* Whether r arms the handles registered with taxi__reactor_register_drains
+ * edge-triggered now: their hooks must then drain, as it says.  Any
+ * thread, without r's lock: it changes only when a pool attaches to r or
+ * detaches from it. */
+bool taxi__reactor_drains_edge(taxi_reactor_t *r);
 
 /* taxi_reactor_remove for a handle that h's close hook closes, and whose
  * socket no other descriptor shares (the library made it and gave no one

@@ -42,8 +42,14 @@ static bool take_io_locked(taxi_reactor_t *r, const taxi__ready_t *rd,
     if (consumed) return false;
   }
   /* Removed, suspended (resume re-arms it), or already being processed by
-   * another thread (the re-arm after its hooks reports it again). */
-  if (!s || (s->flags & (TAXI__S_SUSPENDED | TAXI__S_BUSY))) {
+   * another thread (the re-arm after its hooks reports it again).  An
+   * edge-triggered handle has no re-arm to report it again: what comes
+   * while it is processed is set aside below, for the thread that
+   * processes it to run next (its hooks drain: nothing is lost). */
+  bool edge = s && taxi__reactor_edge_flags(r, s->flags);
+  if (!s || (s->flags & TAXI__S_SUSPENDED) ||
+      ((s->flags & TAXI__S_BUSY) &&
+       !(edge && (s->handler->internal_.serial & TAXI__SER_OWNED)))) {
     r->stats.stale++;
     return false;
   }
@@ -70,6 +76,7 @@ static bool take_io_locked(taxi_reactor_t *r, const taxi__ready_t *rd,
   ev->interest = s->interest;
   ev->row = row;
   ev->generation = s->generation;
+  ev->drains = edge;
   s->flags |= TAXI__S_BUSY;
   s->handler->internal_.refs++;
   return true;

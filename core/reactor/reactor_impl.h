@@ -97,6 +97,15 @@
 #define TAXI__S_UNCHECKED 0x40u
 /* `ident` says which open object the handle named at registration. */
 #define TAXI__S_IDENT 0x80u
+/* The library's hooks of the handle read (or accept) until the OS says
+ * EAGAIN (taxi__reactor_register_drains): under a pool that asked for it
+ * (taxi_reactor_t.edge) it is armed edge-triggered once, and stays armed
+ * while its hooks run.  Who processes it is decided in user space: the
+ * handler's claim (TAXI__SER_OWNED, taken under the lock with the event)
+ * is the busy bit, and a report that comes while it is claimed is set
+ * aside (TAXI__S_DEFERRED, the pending bit) for the owning thread, which
+ * runs the hooks again - no system call either way. */
+#define TAXI__S_DRAINS 0x100u
 
 /*
  * A row of the demultiplexing table.  The token handed to the backend is
@@ -146,6 +155,10 @@ typedef struct taxi__event {
   taxi_handle_t handle;
   uint32_t events;   /* IO: reported bits, filtered by interest */
   uint32_t interest; /* IO: what was asked for when it was taken */
+  /* IO: the handle is the library's, armed edge-triggered, and its hooks
+   * drain it without blocking (TAXI__S_DRAINS): a pool need not hand the
+   * handle set to another thread while they run. */
+  bool drains;
   uint32_t row, generation;
   taxi_timer_t *timer;
   /* TIMER: the firing taken (the timer's seq then).  The timer may be
@@ -227,6 +240,12 @@ struct taxi_reactor {
   /* Leave the wake-up channel readable when seen, and pass it on, so that
    * every waiter returns (used to shut a pool down). */
   bool wake_sticky;
+  /* The pool arms the handles whose hooks drain (TAXI__S_DRAINS)
+   * edge-triggered: it asked for it and the backend has TAXI_CAP_EDGE.
+   * Atomic: the stream driver reads it without the lock
+   * (taxi__reactor_drains_edge), to know whether it must read until
+   * EAGAIN. */
+  atomic_bool edge;
 
   /* Failures (core/common/backoff.h).  The reactor's own dispatch loop backs
    * its waits off with wait_backoff; re-arms that failed transiently are kept
@@ -283,6 +302,22 @@ static inline uint64_t taxi__reactor_token(uint32_t row, uint32_t generation) {
  * kernel deactivates a handle as it reports it. */
 static inline unsigned taxi__reactor_arm_flags(const taxi_reactor_t *r) {
   return r->pool && (r->ops->caps & TAXI_CAP_ONESHOT) ? TAXI__ARM_ONESHOT : 0;
+}
+
+/* Whether a handle with slot flags `flags` is armed edge-triggered. */
+static inline bool taxi__reactor_edge_flags(const taxi_reactor_t *r,
+                                            uint32_t flags) {
+  return r->pool && (flags & TAXI__S_DRAINS) &&
+         atomic_load_explicit(&r->edge, memory_order_relaxed);
+}
+
+/* How a handle with slot flags `flags` is armed: edge-triggered
+ * (TAXI__S_DRAINS under a pool that asked for it), else as
+ * taxi__reactor_arm_flags says. */
+static inline unsigned taxi__reactor_arm_flags_for(const taxi_reactor_t *r,
+                                                   uint32_t flags) {
+  return taxi__reactor_edge_flags(r, flags) ? TAXI__ARM_EDGE
+                                            : taxi__reactor_arm_flags(r);
 }
 
 /* The handler is attached to r and not closing. */
@@ -360,9 +395,12 @@ bool taxi__reactor_has_work_locked(const taxi_reactor_t *r, taxi_time_t now);
 /* Enter or leave pool mode.  attach: TAXI_EBUSY if r has a pool or a
  * dispatching thread (the detail names `fn`, the pool's create); grows
  * the pending ring for `max_waiters` concurrent waits (TAXI_ENOMEM) and
- * re-arms every handle one-shot where the backend can.  r->lock held. */
+ * re-arms every handle one-shot where the backend can - or, with `edge`
+ * where the backend has TAXI_CAP_EDGE, the handles whose hooks drain
+ * (TAXI__S_DRAINS) edge-triggered.  r->lock held. */
 int taxi__reactor_attach_pool_locked(taxi_reactor_t *r, void *pool,
-                                     size_t max_waiters, const char *fn);
+                                     size_t max_waiters, bool edge,
+                                     const char *fn);
 void taxi__reactor_detach_pool_locked(taxi_reactor_t *r);
 /* Make every waiter return (and keep the channel readable while
  * r->wake_sticky), e.g. to shut a pool down.  r->lock held. */

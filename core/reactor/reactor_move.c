@@ -50,8 +50,9 @@ int taxi__reactor_move_locked(taxi_reactor_t *r, taxi_handler_t *h,
     /* The same handle: the library's stays so, an application's keeps
      * what it named at registration (taken now if `to` needs it and r did
      * not; a closed one is then refused by the backend's own check). */
-    taxi__reg_how_t how = {0, s->flags & (TAXI__S_OWNED | TAXI__S_IDENT),
-                           s->ident};
+    taxi__reg_how_t how = {
+        0, s->flags & (TAXI__S_OWNED | TAXI__S_IDENT | TAXI__S_DRAINS),
+        s->ident};
     if (!how.slot_flags && taxi__closed_by_identity(to) &&
         taxi__handle_identity(handle, &how.ident) == 0)
       how.slot_flags = TAXI__S_IDENT;

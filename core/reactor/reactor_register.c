@@ -21,16 +21,18 @@ static bool valid_interest(unsigned events) {
 }
 
 /* taxi_reactor_register; add_flags: TAXI__ARM_OPEN or 0; own: the library
- * serves the handle with hooks that never close it. */
+ * serves the handle with hooks that never close it, and with `drains`
+ * that read or accept until EAGAIN. */
 static int register_handle(taxi_reactor_t *r, taxi_handle_t handle,
                            taxi_handler_t *h, unsigned events,
-                           unsigned add_flags, bool own) {
+                           unsigned add_flags, bool own, bool drains) {
   if (!r || !h || !h->ops || !valid_interest(events)) return TAXI_EINVAL;
   if (handle == TAXI_INVALID_HANDLE) return TAXI_EBADF;
   int rc = 0;
   if ((events & TAXI_EV_EXCEPT) && !(r->ops->caps & TAXI_CAP_EXCEPT))
     rc = TAXI_ENOTSUP;
-  taxi__reg_how_t how = {add_flags, own ? TAXI__S_OWNED : 0, 0};
+  taxi__reg_how_t how = {
+      add_flags, (own ? TAXI__S_OWNED : 0) | (drains ? TAXI__S_DRAINS : 0), 0};
   if (rc == 0 && !own && taxi__closed_by_identity(r)) {
     /* What an application's handle names, to tell later whether it was
      * closed under the reactor (core/reactor/reactor_closed.c).  It proves the
@@ -65,17 +67,29 @@ static int register_handle(taxi_reactor_t *r, taxi_handle_t handle,
 
 int taxi_reactor_register(taxi_reactor_t *r, taxi_handle_t handle,
                           taxi_handler_t *h, unsigned events) {
-  return register_handle(r, handle, h, events, 0, false);
+  return register_handle(r, handle, h, events, 0, false, false);
 }
 
 int taxi__reactor_register_open(taxi_reactor_t *r, taxi_handle_t handle,
                                 taxi_handler_t *h, unsigned events) {
-  return register_handle(r, handle, h, events, TAXI__ARM_OPEN, true);
+  return register_handle(r, handle, h, events, TAXI__ARM_OPEN, true, false);
 }
 
 int taxi__reactor_register_own(taxi_reactor_t *r, taxi_handle_t handle,
                                taxi_handler_t *h, unsigned events) {
-  return register_handle(r, handle, h, events, 0, true);
+  return register_handle(r, handle, h, events, 0, true, false);
+}
+
+int taxi__reactor_register_drains(taxi_reactor_t *r, taxi_handle_t handle,
+                                  taxi_handler_t *h, unsigned events,
+                                  bool open) {
+  return register_handle(r, handle, h, events, open ? TAXI__ARM_OPEN : 0, true,
+                         true);
+}
+
+bool taxi__reactor_drains_edge(taxi_reactor_t *r) {
+  /* Set only while a pool is attached (and cleared when it detaches). */
+  return atomic_load_explicit(&r->edge, memory_order_relaxed);
 }
 
 int taxi_reactor_modify(taxi_reactor_t *r, taxi_handler_t *h, unsigned events) {

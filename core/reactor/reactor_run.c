@@ -133,7 +133,8 @@ static void rearm_all_locked(taxi_reactor_t *r) {
 }
 
 int taxi__reactor_attach_pool_locked(taxi_reactor_t *r, void *pool,
-                                     size_t max_waiters, const char *fn) {
+                                     size_t max_waiters, bool edge,
+                                     const char *fn) {
   if (r->pool)
     return taxi__refuse(
         TAXI_EBUSY, "%s: r: another thread pool dispatches this reactor", fn);
@@ -156,12 +157,14 @@ int taxi__reactor_attach_pool_locked(taxi_reactor_t *r, void *pool,
     r->pending_cap = cap;
   }
   r->pool = pool;
+  atomic_store(&r->edge, edge && (r->ops->caps & TAXI_CAP_EDGE));
   rearm_all_locked(r);
   return 0;
 }
 
 void taxi__reactor_detach_pool_locked(taxi_reactor_t *r) {
   r->pool = NULL;
+  atomic_store(&r->edge, false);
   r->wake_sticky = false;
   taxi__rwake_drain(r);
   rearm_all_locked(r);

@@ -37,8 +37,10 @@ void taxi__serial_defer_timer_locked(taxi_timer_t *t) {
 }
 
 void taxi__serial_defer_io_locked(taxi__slot_t *s, uint32_t events) {
+  /* An edge-triggered handle may be reported again while set aside: the
+   * reports add up, to be run once. */
+  s->deferred = (s->flags & TAXI__S_DEFERRED) ? s->deferred | events : events;
   s->flags |= TAXI__S_BUSY | TAXI__S_DEFERRED;
-  s->deferred = events;
   s->handler->internal_.serial |= TAXI__SER_DEFERRED;
 }
 
@@ -90,6 +92,7 @@ static bool next_io_locked(taxi_reactor_t *r, taxi_handler_t *h,
   ev->interest = s->interest;
   ev->row = h->internal_.slot;
   ev->generation = s->generation;
+  ev->drains = false;
   return true;
 }
 

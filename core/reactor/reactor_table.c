@@ -76,8 +76,9 @@ int taxi__reactor_register_locked(taxi_reactor_t *r, taxi_handle_t handle,
     return rc;
   }
   taxi__slot_t *s = &r->slots[row];
-  rc = r->ops->add(r->backend, handle, taxi__reactor_token(row, s->generation),
-                   events, taxi__reactor_arm_flags(r) | how->add_flags);
+  rc = r->ops->add(
+      r->backend, handle, taxi__reactor_token(row, s->generation), events,
+      taxi__reactor_arm_flags_for(r, how->slot_flags) | how->add_flags);
   if (rc < 0) {
     taxi__handle_map_del(&r->map, handle);
     slot_free_locked(r, row);
@@ -101,14 +102,18 @@ int taxi__reactor_register_locked(taxi_reactor_t *r, taxi_handle_t handle,
 
 /* Tell the backend what s should report now.  In pool mode a handle whose
  * hooks are running stays deactivated: it is re-armed, with whatever its
- * state is then, when they return. */
+ * state is then, when they return.  An edge-triggered one stays armed
+ * meanwhile, so a change is made at once: the kernel must stop reporting
+ * what is no longer wanted (the reports that come are set aside for the
+ * thread running the hooks, TAXI__S_DRAINS). */
 int taxi__reactor_arm_locked(taxi_reactor_t *r, taxi__slot_t *s) {
-  if (r->pool && (s->flags & TAXI__S_BUSY)) return 0;
+  bool edge = taxi__reactor_edge_flags(r, s->flags);
+  if (r->pool && (s->flags & TAXI__S_BUSY) && !edge) return 0;
   unsigned events = (s->flags & TAXI__S_SUSPENDED) ? 0 : s->interest;
   uint32_t row = (uint32_t)(s - r->slots);
   int rc = r->ops->modify(r->backend, s->handle,
                           taxi__reactor_token(row, s->generation), events,
-                          taxi__reactor_arm_flags(r));
+                          edge ? TAXI__ARM_EDGE : taxi__reactor_arm_flags(r));
   if (rc < 0) return rc;
   if (events)
     s->flags |= TAXI__S_ARMED;
@@ -146,15 +151,18 @@ void taxi__reactor_arm_or_retry_locked(taxi_reactor_t *r, taxi__slot_t *s) {
  * descriptor of its socket, deregisters it so that del may be skipped.
  * The backend's registrations must die with the socket (epoll's do: they
  * belong to the open file description, epoll(7)), and the handle must be
- * armed one-shot (pool mode), because until the close - after the hooks
- * running in other threads return - and in a copy that fork(2) made
- * meanwhile, the registration lives on: one-shot, it is reported at most
- * once, with a token whose row's generation has moved on, dropped as
- * stale like a report another thread collected before the removal. */
+ * armed one-shot or edge-triggered (pool mode), because until the close -
+ * after the hooks running in other threads return - and in a copy that
+ * fork(2) made meanwhile, the registration lives on: one-shot, it is
+ * reported at most once, edge-triggered once per change of the socket,
+ * with a token whose row's generation has moved on, dropped as stale like
+ * a report another thread collected before the removal (never a
+ * level-triggered handle, reported by every wait). */
 static bool close_ends_registration(const taxi_reactor_t *r,
                                     const taxi__slot_t *s) {
   return (r->ops->ext & TAXI__EXT_CLOSE_DEREGISTERS) &&
-         taxi__reactor_arm_flags(r) && !(s->flags & TAXI__S_REARM);
+         taxi__reactor_arm_flags_for(r, s->flags) &&
+         !(s->flags & TAXI__S_REARM);
 }
 
 /* Stop watching h's handle and free its row; `closing`: the caller closes

@@ -15,11 +15,15 @@
 
 /* Append what a wait reported to the pending ring.  In pool mode a handle
  * must not be reported to another waiter before its event is dispatched:
- * one-shot backends deactivated it already; the others are told now. */
+ * one-shot backends deactivated it already; the others are told now.  An
+ * edge-triggered handle stays armed: a report of it while its event is
+ * dispatched is set aside for the thread that dispatches it
+ * (take_io_locked in reactor_dispatch.c). */
 static void push_ready_locked(taxi_reactor_t *r, const taxi__ready_t *rd) {
   if (r->pool) {
     taxi__slot_t *s = taxi__reactor_slot_for_token(r, rd->token);
-    if (s && (s->flags & TAXI__S_ARMED)) {
+    if (s && (s->flags & TAXI__S_ARMED) &&
+        !taxi__reactor_edge_flags(r, s->flags)) {
       /* If the backend refuses, the handle stays armed (and says so): its
        * events are dropped as stale while its hooks run (TAXI__S_BUSY),
        * and the re-arm after them is then a no-op. */

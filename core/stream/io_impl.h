@@ -557,6 +557,7 @@ typedef struct taxi__wrec {
 #define TAXI__P_DEADLINE 0x08u /* the deadline timer fired or ended */
 #define TAXI__P_KICK 0x10u     /* a kick arrived */
 #define TAXI__P_RELEASED 0x20u /* the dispatcher is done with it */
+#define TAXI__P_HUP 0x40u      /* reactive: reported with a hang-up or error */
 
 struct taxi_stream {
   taxi_io_t *io;
@@ -625,7 +626,7 @@ struct taxi_stream {
   /* taxi_stream_counters: atomics, read by any thread without the lock. */
   struct {
     atomic_ullong bytes_in, bytes_out, reads, writes, writes_refused,
-        writes_no_record, read_pauses;
+        writes_no_record, read_pauses, hook_overlaps;
   } cnt;
   union {
     struct {
@@ -633,6 +634,16 @@ struct taxi_stream {
       taxi_timer_t kick, deadline;
       unsigned interest;
       bool registered, attached, suspended, readable, writable, wblocked;
+      /* Edge-triggered (taxi__reactor_drains_edge): the peer hung up or
+       * the socket failed, so a short receive does not prove it drained
+       * (the end of the stream is still to be read); and the receives
+       * made since the socket was last found drained, for the bound on
+       * one round's reading (s_read). */
+      bool hup;
+      unsigned burst;
+      /* 1 while a thread runs the stream's reactor hooks: a second
+       * entry meanwhile counts in cnt.hook_overlaps (which stays 0). */
+      atomic_uint in_hook;
     } r;
     struct {
       taxi_proactor_t *px; /* the proactor it is attached to */
@@ -767,6 +778,9 @@ struct taxi_listener {
       taxi_handler_t h;
       taxi_timer_t timer;
       taxi_timer_t post; /* runs the posts */
+      /* Edge-triggered: the next batch of accepts after a full one (no
+       * report would come for the connections still queued). */
+      taxi_timer_t more;
       bool paused;
     } r;
     struct {

@@ -16,6 +16,17 @@
  * The bottom of the wing with io_proactive.c: calls the reactor, and
  * nothing of the wing by name; what it sees goes up through the ops
  * records of the context, stream, listener or timer (core/stream/io_impl.h).
+ *
+ * Under a Leader/Followers pool on a backend with edge triggering
+ * (taxi__reactor_drains_edge) every handle here is armed once,
+ * edge-triggered, and never re-armed after an event: the reactor gives a
+ * report that comes while a hook runs to the thread running it.  The
+ * hooks must then drain: a stream reads until a receive says the socket
+ * is empty (EAGAIN, or a short receive when no hang-up was reported),
+ * yielding with its kick timer after READ_BURST full receives so that one
+ * busy stream does not keep its thread from the others; a listener that
+ * stops after its batch goes on from a timer due at once; the wake-up
+ * channel is read empty.
  */
 #include "config.h"
 
@@ -48,8 +59,9 @@ static const taxi_handler_ops_t sig_ops = {.signal = sig_hook};
 static int ctx_open(taxi_io_t *io) {
   taxi_handler_init(&io->wake_h, &wake_ops);
   taxi_handler_init(&io->sig_h, &sig_ops);
-  return taxi__reactor_register_own(io->reactor, io->wake[0], &io->wake_h,
-                                    TAXI_EV_READ);
+  /* taxi__io_woken reads the channel empty. */
+  return taxi__reactor_register_drains(io->reactor, io->wake[0], &io->wake_h,
+                                       TAXI_EV_READ, false);
 }
 
 static void ctx_close(taxi_io_t *io) {
@@ -76,26 +88,44 @@ static int ctx_remove_signal(taxi_io_t *io, int signo) {
 /* ---- streams --------------------------------------------------------------
  */
 
+/* The reactor runs one hook of a handler at a time, whoever dispatches
+ * it; the stream counts any breach of that (hook_overlaps), for the tests
+ * to assert none. */
+static void hook_enter(taxi_stream_t *s) {
+  if (atomic_exchange_explicit(&s->d.r.in_hook, 1u, memory_order_acquire))
+    atomic_fetch_add_explicit(&s->cnt.hook_overlaps, 1, memory_order_relaxed);
+}
+
+static void hook_leave(taxi_stream_t *s) {
+  atomic_store_explicit(&s->d.r.in_hook, 0u, memory_order_release);
+}
+
 static int s_input(taxi_handler_t *h, taxi_handle_t fd, unsigned ev) {
-  (void)fd;
-  (void)ev;
   taxi_stream_t *s = STREAM_OF(h);
-  s->ops->event(s, TAXI__P_READABLE);
+  (void)fd;
+  hook_enter(s);
+  s->ops->event(s, TAXI__P_READABLE |
+                       ((ev & (TAXI_EV_HUP | TAXI_EV_ERR)) ? TAXI__P_HUP : 0u));
+  hook_leave(s);
   return 0;
 }
 
 static int s_output(taxi_handler_t *h, taxi_handle_t fd, unsigned ev) {
+  taxi_stream_t *s = STREAM_OF(h);
   (void)fd;
   (void)ev;
-  taxi_stream_t *s = STREAM_OF(h);
+  hook_enter(s);
   s->ops->event(s, TAXI__P_WRITABLE);
+  hook_leave(s);
   return 0;
 }
 
 static int s_timeout(taxi_handler_t *h, taxi_timer_t *t, void *act) {
   taxi_stream_t *s = STREAM_OF(h);
   (void)act;
+  hook_enter(s);
   s->ops->event(s, t == &s->d.r.kick ? TAXI__P_KICK : TAXI__P_DEADLINE);
+  hook_leave(s);
   return 0;
 }
 
@@ -121,12 +151,37 @@ static int s_open(taxi_stream_t *s, taxi_proactor_t *home, bool stay) {
   return 0;
 }
 
+/* Full receives one round makes on an edge-triggered handle before it
+ * yields to the other handlers (with its kick: no system call). */
+#define READ_BURST 16
+
 static int64_t s_read(taxi_stream_t *s) {
   if (!s->d.r.readable) return TAXI_EAGAIN;
-  /* One receive per report: if more is waiting, the handle is reported
-   * again after the others had their turn. */
-  s->d.r.readable = false;
-  int64_t n = taxi__sock_recv(s->fd, s->rbuf, s->rcap);
+  int64_t n;
+  if (!taxi__reactor_drains_edge(s->io->reactor)) {
+    /* One receive per report: if more is waiting, the handle is reported
+     * again after the others had their turn. */
+    s->d.r.readable = false;
+    n = taxi__sock_recv(s->fd, s->rbuf, s->rcap);
+  } else {
+    /* No report comes until the socket has been drained: readable stays
+     * set until a receive shows it empty.  A short receive does (the
+     * kernel hands over all it has, and what arrives later is a new
+     * edge), unless a hang-up or error came with the report: the end of
+     * the stream, already signalled, must still be read. */
+    if (s->d.r.burst >= READ_BURST) {
+      s->d.r.burst = 0;
+      taxi__stream_request_locked(s); /* the kick resumes the reading */
+      return TAXI_EAGAIN;
+    }
+    n = taxi__sock_recv(s->fd, s->rbuf, s->rcap);
+    if (n == TAXI_EAGAIN || n <= 0 || ((size_t)n < s->rcap && !s->d.r.hup)) {
+      s->d.r.readable = false;
+      s->d.r.burst = 0;
+    } else {
+      s->d.r.burst++;
+    }
+  }
   /* The end of the stream, or a reset whose error the reactor kept from
    * the event (taxi_reactor_pending_error) because the socket lost it. */
   int err = 0;
@@ -185,8 +240,7 @@ static void s_update(taxi_stream_t *s) {
   int rc = 0;
   if (!s->d.r.registered) {
     if (!want) return;
-    rc = s->own_fd ? taxi__reactor_register_open(r, s->fd, &s->d.r.h, want)
-                   : taxi__reactor_register_own(r, s->fd, &s->d.r.h, want);
+    rc = taxi__reactor_register_drains(r, s->fd, &s->d.r.h, want, s->own_fd);
     if (rc == 0) {
       s->d.r.registered = s->d.r.attached = true;
       s->d.r.interest = want;
@@ -215,6 +269,9 @@ static void s_update(taxi_stream_t *s) {
 }
 
 static void s_defer(taxi_stream_t *s) {
+  /* Edge-triggered, the handle is reported again only by a new edge: the
+   * bits the processing thread will see are all it takes. */
+  if (taxi__reactor_drains_edge(s->io->reactor)) return;
   if (s->d.r.registered && !s->d.r.suspended &&
       taxi_reactor_suspend(s->io->reactor, &s->d.r.h) == 0)
     s->d.r.suspended = true;
@@ -298,6 +355,15 @@ static int l_input(taxi_handler_t *h, taxi_handle_t fd, unsigned ev) {
     if (i == 0) l->ops->recovered(l);
     l->ops->accepted(l, conn, &peer, NULL);
   }
+  /* The batch is over and connections may still wait.  Edge-triggered,
+   * none would be reported again: the next batch runs from a timer due at
+   * once, after the handlers already ready had their turn.  (Re-arming
+   * the handle to have it reported afresh is no answer: kqueue's EV_ADD
+   * of a knote armed already need not look at the socket again.)  If the
+   * timer cannot be had (out of memory), the next connection's report
+   * resumes the accepting. */
+  if (taxi__reactor_drains_edge(l->io->reactor))
+    (void)taxi_reactor_schedule(l->io->reactor, &l->d.r.more, h, 0, 0, NULL);
   return 0;
 }
 
@@ -308,10 +374,16 @@ static int l_timeout(taxi_handler_t *h, taxi_timer_t *t, void *act) {
     l->ops->run_posts(l);
     return 0;
   }
+  if (t == &l->d.r.more) return l_input(h, l->fd, TAXI_EV_READ);
   taxi__mutex_lock(&l->lock);
   l->d.r.paused = false;
-  if (!l->held) taxi_reactor_resume(l->io->reactor, h);
+  bool held = l->held;
+  if (!held) taxi_reactor_resume(l->io->reactor, h);
   taxi__mutex_unlock(&l->lock);
+  /* Edge-triggered, the connections that waited through the pause may
+   * bring no new report: try them now. */
+  if (!held && taxi__reactor_drains_edge(l->io->reactor))
+    return l_input(h, l->fd, TAXI_EV_READ);
   return 0;
 }
 
@@ -336,8 +408,10 @@ static int l_open(taxi_listener_t *l, unsigned index) {
   taxi_handler_init(&l->d.r.h, &listener_ops);
   taxi_timer_init(&l->d.r.timer);
   taxi_timer_init(&l->d.r.post);
-  return taxi__reactor_register_own(l->io->reactor, l->fd, &l->d.r.h,
-                                    TAXI_EV_READ);
+  taxi_timer_init(&l->d.r.more);
+  /* l_input accepts until EAGAIN, or goes on from a timer. */
+  return taxi__reactor_register_drains(l->io->reactor, l->fd, &l->d.r.h,
+                                       TAXI_EV_READ, false);
 }
 
 static void l_close_req(taxi_listener_t *l) {

@@ -635,6 +635,7 @@ static void round_locked(taxi_stream_t *s) {
   }
   if (s->flags & TAXI__S_CLOSING) return; /* waiting for the release */
   if (p & TAXI__P_READABLE) s->d.r.readable = true;
+  if (p & TAXI__P_HUP) s->d.r.hup = true;
   if (p & TAXI__P_WRITABLE) {
     s->d.r.writable = true;
     s->d.r.wblocked = false;

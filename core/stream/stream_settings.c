@@ -232,6 +232,7 @@ int taxi_stream_counters(const taxi_stream_t *s, taxi_stream_counters_t *out) {
   GET(writes_refused);
   GET(writes_no_record);
   GET(read_pauses);
+  GET(hook_overlaps);
 #undef GET
   return 0;
 }

@@ -22,6 +22,18 @@
  * already deactivated, and the next threads take them without another
  * system call.
  *
+ * The handles the library reads itself (the streams, listeners and
+ * wake-up channel of a taxi_io_t, taxi/io.h) are not deactivated in the
+ * kernel where the backend has edge triggering (epoll, kqueue): they are
+ * armed once, edge-triggered, and the thread that takes an event of one
+ * owns it until its hooks return, running them again for any report that
+ * came meanwhile; their hooks read until the socket is empty.  No system
+ * call re-arms them after each event.  A leader promotes a follower only
+ * when work remains for one: more events than the few it takes next
+ * itself, or a hook that may block (anything but those library hooks, and
+ * those too while the pool's events take more than 20 microseconds each
+ * on average), during which the handle set must be watched.
+ *
  * Threads join the pool either by being spawned by it (taxi_lf_spawn) or by
  * calling taxi_lf_join() themselves; both may be mixed.  Every one of them
  * runs hooks, so the pool has no thread count among its options: it has
@@ -248,6 +260,10 @@ typedef struct taxi_lf_stats {
   unsigned threads;          /* threads in the pool now */
   unsigned leaders;          /* of which waiting on the handle set now */
   unsigned followers;        /* of which waiting to be promoted now */
+  /* promoted followers that woke for nothing: no event left to take and
+   * another thread leading, so they followed again (a wake-up and a
+   * context switch wasted; a leader promotes only when work remains) */
+  uint64_t idle_wakeups;
 } taxi_lf_stats_t;
 
 /* taxi_lf_stats - copy the counters.  0, or TAXI_EINVAL. */

@@ -803,6 +803,10 @@ typedef struct taxi_stream_counters {
   /* times reading paused for backpressure (TAXI_STREAM_PAUSE_READING, or
    * a pipe waiting for its destination: taxi_stream_pipe) */
   uint64_t read_pauses;
+  /* times a dispatching thread entered the stream's readiness hooks while
+   * another thread ran them: a check of the dispatchers' promise that a
+   * stream is processed by one thread at a time, so always 0 */
+  uint64_t hook_overlaps;
 } taxi_stream_counters_t;
 
 /*

@@ -99,5 +99,6 @@ extern CU_TestInfo st_tests_resolve[];
 extern CU_TestInfo st_tests_accept[];
 extern CU_TestInfo st_tests_dgram[];
 extern CU_TestInfo st_tests_pooled[];
+extern CU_TestInfo st_tests_edge[];
 
 #endif /* TAXI_TESTS_STREAM_SUITES_H */

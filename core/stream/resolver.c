@@ -298,7 +298,7 @@ fail_free:
 int taxi__resolve_start(taxi_resolve_t **out, taxi_io_t *io, const char *host,
                         unsigned port, int family, taxi_time_t timeout,
                         taxi_resolve_fn fn, void *arg, const char *who) {
-  taxi__resolver_t *rs;
+  taxi__resolver_t *rs = NULL;
   int rc = rs_get(io, &rs);
   if (rc < 0)
     return rc == TAXI_ESTOPPED

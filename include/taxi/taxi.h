@@ -60,6 +60,7 @@
 #include "addr.h"
 #include "resolve.h"
 #include "stream.h"
+#include "listener.h"
 #include "dgram.h"
 #include "version.h"
 

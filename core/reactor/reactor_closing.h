@@ -32,10 +32,11 @@ int taxi__reactor_register_own(taxi_reactor_t *r, taxi_handle_t handle,
 /* taxi__reactor_register_own (or _open, with `open`) for a handle whose
  * input and output hooks read, write or accept until the OS says EAGAIN,
  * or else see to it themselves that they run again (a listener's bounded
- * batch and a stream's bounded reading go on from a timer).  Under a Leader/Followers pool, where the backend has edge
- * triggering, such a handle is armed once, edge-triggered, instead of
- * being re-armed one-shot after every event (see TAXI__S_DRAINS in
- * core/reactor/reactor_impl.h); elsewhere it is armed as any other. */
+ * batch and a stream's bounded reading go on from a timer).  Under a
+ * Leader/Followers pool, where the backend has edge triggering, such a handle
+ * is armed once, edge-triggered, instead of being re-armed one-shot after every
+ * event (see TAXI__S_DRAINS in core/reactor/reactor_impl.h); elsewhere it is
+ * armed as any other. */
 int taxi__reactor_register_drains(taxi_reactor_t *r, taxi_handle_t handle,
                                   taxi_handler_t *h, unsigned events,
                                   bool open);

@@ -55,7 +55,8 @@ static int parse(int argc, char **argv, struct config *c) {
     return 2;
   }
   c->server = strcmp(argv[1], "server") == 0;
-  for (int i = 2; i < argc; i++) {
+  /* Options come in pairs: a name and its value. */
+  for (int i = 2; i < argc; i += 2) {
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!v) {
       fprintf(stderr, "udp_echo: %s needs a value\n", argv[i]);
@@ -83,7 +84,6 @@ static int parse(int argc, char **argv, struct config *c) {
       usage(stderr);
       return 2;
     }
-    i++;
   }
   return 0;
 }

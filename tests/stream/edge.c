@@ -74,14 +74,14 @@ static void test_edge_no_rearm_per_message(void) {
   unsigned char out[PING_LEN], in[PING_LEN];
   memset(out, 'p', sizeof out);
   /* The first exchange registers the stream: counted from after it. */
-  CU_ASSERT_EQUAL(st_send_all(fd, out, sizeof out), 0);
-  CU_ASSERT_EQUAL(st_recv_all(fd, in, sizeof in), 0);
+  CU_ASSERT_EQUAL(net_send_all(fd, out, sizeof out), 0);
+  CU_ASSERT_EQUAL(net_recv_all(fd, in, sizeof in), 0);
   unsigned long before = fault_calls("epoll_ctl");
   int failed = 0;
   for (int i = 0; i < PINGS && !failed; i++) {
     out[0] = (unsigned char)i;
-    failed = st_send_all(fd, out, sizeof out) < 0 ||
-             st_recv_all(fd, in, sizeof in) < 0 || in[0] != out[0];
+    failed = net_send_all(fd, out, sizeof out) < 0 ||
+             net_recv_all(fd, in, sizeof in) < 0 || in[0] != out[0];
   }
   unsigned long ctl = fault_calls("epoll_ctl") - before;
   CU_ASSERT_FALSE(failed);
@@ -140,15 +140,15 @@ static void test_edge_no_promotion_per_message(void) {
   CU_ASSERT_FATAL(fd >= 0);
   unsigned char out[PING_LEN], in[PING_LEN];
   memset(out, 'q', sizeof out);
-  CU_ASSERT_EQUAL(st_send_all(fd, out, sizeof out), 0);
-  CU_ASSERT_EQUAL(st_recv_all(fd, in, sizeof in), 0);
+  CU_ASSERT_EQUAL(net_send_all(fd, out, sizeof out), 0);
+  CU_ASSERT_EQUAL(net_recv_all(fd, in, sizeof in), 0);
   taxi_lf_stats_t before, after;
   CU_ASSERT_EQUAL(taxi_lf_stats(lp, &before), 0);
   int failed = 0;
   for (int i = 0; i < PINGS && !failed; i++) {
     out[0] = (unsigned char)i;
-    failed = st_send_all(fd, out, sizeof out) < 0 ||
-             st_recv_all(fd, in, sizeof in) < 0 || in[0] != out[0];
+    failed = net_send_all(fd, out, sizeof out) < 0 ||
+             net_recv_all(fd, in, sizeof in) < 0 || in[0] != out[0];
   }
   CU_ASSERT_EQUAL(taxi_lf_stats(lp, &after), 0);
   CU_ASSERT_FALSE(failed);
@@ -248,14 +248,14 @@ static void run_busy(struct busy *b) {
   st_io_run(&c);
   int fd = st_connect(port);
   CU_ASSERT_FATAL(fd >= 0);
-  CU_ASSERT_EQUAL(st_send_all(fd, "A", 1), 0);
+  CU_ASSERT_EQUAL(net_send_all(fd, "A", 1), 0);
   CU_ASSERT(util_wait_flag(&b->in_first, 1, 10000));
-  CU_ASSERT_EQUAL(st_send_all(fd, "B", 1), 0);
+  CU_ASSERT_EQUAL(net_send_all(fd, "B", 1), 0);
   unsigned char in[8];
   if (!b->close_in_hook) {
     /* Both echoed: the report of B, which came while A's hook ran, was
      * kept for the thread processing the stream. */
-    CU_ASSERT_EQUAL(st_recv_all(fd, in, 2), 0);
+    CU_ASSERT_EQUAL(net_recv_all(fd, in, 2), 0);
     CU_ASSERT(in[0] == 'A' && in[1] == 'B');
     CU_ASSERT_EQUAL(atomic_load(&b->seen_second), 1);
     shutdown(fd, SHUT_WR);

@@ -57,7 +57,7 @@ void taxi__sockaddr_v4_mapped(const taxi_addr_t *a, taxi_addr_t *out);
  * TAXI_ADDR_IPV6), in the order the system's resolver gives them (RFC
  * 6724's on most), at most max of them, into out.  Blocks for as long as
  * the resolver takes: call it from a thread that dispatches nothing
- * (ports/posix/resolve.c, ports/win32/resolve.c).  Returns how many (> 0),
+ * (ports/resolve.c).  Returns how many (> 0),
  * or TAXI_ENONAME (no such name), TAXI_ETRYAGAIN (a temporary failure: no
  * answer from a name server), TAXI_ENOADDR (no address of that family),
  * TAXI_ENOMEM, TAXI_ESYS. */

@@ -229,3 +229,12 @@ void taxi__sockaddr_v4_mapped(const taxi_addr_t *a, taxi_addr_t *out) {
   memcpy(&in6.sin6_addr.s6_addr[12], &in4.sin_addr, 4);
   taxi__sockaddr_set(out, &in6, sizeof in6);
 }
+
+void taxi__sockaddr_set_port(taxi_addr_t *a, unsigned port) {
+  if (a->family == TAXI_ADDR_IPV4)
+    ((struct sockaddr_in *)(void *)a->sa.bytes)->sin_port =
+        htons((unsigned short)port);
+  else if (a->family == TAXI_ADDR_IPV6)
+    ((struct sockaddr_in6 *)(void *)a->sa.bytes)->sin6_port =
+        htons((unsigned short)port);
+}

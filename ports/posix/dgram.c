@@ -3,7 +3,7 @@
  * ports/posix/dgram.c - datagram sockets on POSIX systems (see the
  * datagram part of ports/sock.h): batches of receives and sends with
  * recvmmsg and sendmmsg on Linux, one recvfrom or sendto per datagram
- * elsewhere; multicast membership and broadcast.
+ * elsewhere.  Multicast and broadcast: ports/multicast.c.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE 1 /* recvmmsg, sendmmsg, SOCK_NONBLOCK */
@@ -166,52 +166,3 @@ int taxi__sock_send_batch(taxi_handle_t s, const taxi__dgram_msg_t *m,
 }
 
 #endif
-
-int taxi__sock_broadcast(taxi_handle_t s, bool on) {
-  return set_int(s, SOL_SOCKET, SO_BROADCAST, on ? 1 : 0);
-}
-
-int taxi__sock_multicast(taxi_handle_t s, const taxi_addr_t *group,
-                         const taxi_addr_t *iface, bool join) {
-  int family = taxi__sockaddr_family(group);
-  if (iface && taxi__sockaddr_family(iface) != family) return TAXI_EBADADDR;
-  if (family == AF_INET) {
-    struct sockaddr_in g;
-    memcpy(&g, group->sa.bytes, sizeof g);
-    if (!IN_MULTICAST(ntohl(g.sin_addr.s_addr))) return TAXI_EBADADDR;
-    struct ip_mreq mr;
-    memset(&mr, 0, sizeof mr);
-    mr.imr_multiaddr = g.sin_addr;
-    mr.imr_interface.s_addr = htonl(INADDR_ANY);
-    if (iface) {
-      struct sockaddr_in i;
-      memcpy(&i, iface->sa.bytes, sizeof i);
-      mr.imr_interface = i.sin_addr;
-    }
-    return setsockopt(s, IPPROTO_IP,
-                      join ? IP_ADD_MEMBERSHIP : IP_DROP_MEMBERSHIP, &mr,
-                      sizeof mr) == 0
-               ? 0
-               : taxi__last_error();
-  }
-  if (family == AF_INET6) {
-    struct sockaddr_in6 g;
-    memcpy(&g, group->sa.bytes, sizeof g);
-    if (!IN6_IS_ADDR_MULTICAST(&g.sin6_addr)) return TAXI_EBADADDR;
-    struct ipv6_mreq mr;
-    memset(&mr, 0, sizeof mr);
-    mr.ipv6mr_multiaddr = g.sin6_addr;
-    /* The interface of an IPv6 membership is an index: the scope of the
-     * group's address names it, else the system chooses. */
-    mr.ipv6mr_interface = g.sin6_scope_id;
-#ifdef IPV6_ADD_MEMBERSHIP
-    int opt = join ? IPV6_ADD_MEMBERSHIP : IPV6_DROP_MEMBERSHIP;
-#else
-    int opt = join ? IPV6_JOIN_GROUP : IPV6_LEAVE_GROUP;
-#endif
-    return setsockopt(s, IPPROTO_IPV6, opt, &mr, sizeof mr) == 0
-               ? 0
-               : taxi__last_error();
-  }
-  return TAXI_EBADADDR;
-}

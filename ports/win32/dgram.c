@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ports/win32/dgram.c - datagram sockets over Winsock (see the datagram
- * part of ports/sock.h): one recvfrom or sendto per datagram, multicast
- * membership and broadcast.
+ * part of ports/sock.h): one recvfrom or sendto per datagram (multicast and
+ * broadcast: ports/multicast.c).
  */
 #include "config.h"
 
@@ -96,50 +96,4 @@ int taxi__sock_send_batch(taxi_handle_t h, const taxi__dgram_msg_t *m,
     sent++;
   }
   return (int)sent;
-}
-
-int taxi__sock_broadcast(taxi_handle_t h, bool on) {
-  return set_int((SOCKET)h, SOL_SOCKET, SO_BROADCAST, on ? 1 : 0);
-}
-
-int taxi__sock_multicast(taxi_handle_t h, const taxi_addr_t *group,
-                         const taxi_addr_t *iface, bool join) {
-  SOCKET s = (SOCKET)h;
-  int family = taxi__sockaddr_family(group);
-  if (iface && taxi__sockaddr_family(iface) != family) return TAXI_EBADADDR;
-  if (family == AF_INET) {
-    struct sockaddr_in g;
-    memcpy(&g, group->sa.bytes, sizeof g);
-    if ((ntohl(g.sin_addr.s_addr) & 0xf0000000u) != 0xe0000000u)
-      return TAXI_EBADADDR;
-    struct ip_mreq mr;
-    memset(&mr, 0, sizeof mr);
-    mr.imr_multiaddr = g.sin_addr;
-    mr.imr_interface.s_addr = htonl(INADDR_ANY);
-    if (iface) {
-      struct sockaddr_in i;
-      memcpy(&i, iface->sa.bytes, sizeof i);
-      mr.imr_interface = i.sin_addr;
-    }
-    return setsockopt(s, IPPROTO_IP,
-                      join ? IP_ADD_MEMBERSHIP : IP_DROP_MEMBERSHIP,
-                      (const char *)&mr, sizeof mr) == 0
-               ? 0
-               : taxi__last_error();
-  }
-  if (family == AF_INET6) {
-    struct sockaddr_in6 g;
-    memcpy(&g, group->sa.bytes, sizeof g);
-    if (g.sin6_addr.s6_addr[0] != 0xff) return TAXI_EBADADDR;
-    struct ipv6_mreq mr;
-    memset(&mr, 0, sizeof mr);
-    mr.ipv6mr_multiaddr = g.sin6_addr;
-    mr.ipv6mr_interface = g.sin6_scope_id;
-    return setsockopt(s, IPPROTO_IPV6,
-                      join ? IPV6_ADD_MEMBERSHIP : IPV6_DROP_MEMBERSHIP,
-                      (const char *)&mr, sizeof mr) == 0
-               ? 0
-               : taxi__last_error();
-  }
-  return TAXI_EBADADDR;
 }

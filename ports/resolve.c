@@ -1,39 +1,44 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * ports/posix/resolve.c - host names into addresses with getaddrinfo(3)
- * (see taxi__sock_resolve in ports/sock.h), and the port of an address.
+ * ports/resolve.c - host names into addresses with getaddrinfo (see
+ * taxi__sock_resolve in ports/sock.h).  One file for every system: POSIX's
+ * getaddrinfo(3) and Winsock's (ws2tcpip.h) take the same call; only some
+ * of their error codes differ.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE 1 /* EAI_NODATA, EAI_ADDRFAMILY in glibc */
 #endif
 #include "config.h"
 
+#if defined(_WIN32)
+#include "win32/win32_impl.h"
+#else
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#endif
+
 #include "sock.h"
 
 #include <errno.h>
-#include <netdb.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/types.h>
 
-void taxi__sockaddr_set_port(taxi_addr_t *a, unsigned port) {
-  if (a->family == TAXI_ADDR_IPV4)
-    ((struct sockaddr_in *)(void *)a->sa.bytes)->sin_port =
-        htons((uint16_t)port);
-  else if (a->family == TAXI_ADDR_IPV6)
-    ((struct sockaddr_in6 *)(void *)a->sa.bytes)->sin6_port =
-        htons((uint16_t)port);
-}
-
-/* getaddrinfo's EAI_* codes as TAXI_E* ones. */
+/* getaddrinfo's EAI_* codes as TAXI_E* ones (on Windows, WSA errors under
+ * EAI_* names). */
 static int from_eai(int eai) {
   switch (eai) {
     case EAI_NONAME:
       return TAXI_ENONAME;
     case EAI_AGAIN:
       return TAXI_ETRYAGAIN;
+#if defined(_WIN32)
+#if defined(WSANO_DATA) && WSANO_DATA != EAI_NONAME
+    case WSANO_DATA: /* the name exists, with no address */
+      return TAXI_ENOADDR;
+#endif
+#else
 #ifdef EAI_NODATA
     case EAI_NODATA: /* the name exists, with no address */
       return TAXI_ENOADDR;
@@ -43,14 +48,19 @@ static int from_eai(int eai) {
     case EAI_ADDRFAMILY:
       return TAXI_ENOADDR;
 #endif
+    case EAI_SYSTEM:
+      return errno ? taxi__error_from_os(errno) : TAXI_ESYS;
+#endif
     case EAI_MEMORY:
       return TAXI_ENOMEM;
     case EAI_FAMILY:
       return TAXI_ENOTSUP;
-    case EAI_SYSTEM:
-      return errno ? taxi__error_from_os(errno) : TAXI_ESYS;
     default:
+#if defined(_WIN32)
+      return taxi__error_from_os(eai); /* WSA errors under EAI_* names */
+#else
       return TAXI_ESYS;
+#endif
   }
 }
 

@@ -247,7 +247,7 @@ step_asan() {
 }
 
 step_tsan() {
-  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$top/tests/tsan.supp \
     ci_sanitized tsan "-fsanitize=thread"
 }
 

@@ -273,11 +273,21 @@ static void count_free(void *ptr) {
   free(h);
 }
 
-int util_alloc_install(void) {
-  return taxi_set_allocator(count_malloc, count_realloc, count_free);
+/* TAXI_EBUSY while a resolver thread of an earlier test's context still
+ * ends its lookup: wait for it (bounded). */
+int util_set_allocator(taxi_malloc_fn m, taxi_realloc_fn r, taxi_free_fn f) {
+  int rc;
+  for (int i = 0; (rc = taxi_set_allocator(m, r, f)) == TAXI_EBUSY && i < 1000;
+       i++)
+    util_sleep_ms(10);
+  return rc;
 }
 
-int util_alloc_uninstall(void) { return taxi_set_allocator(NULL, NULL, NULL); }
+int util_alloc_install(void) {
+  return util_set_allocator(count_malloc, count_realloc, count_free);
+}
+
+int util_alloc_uninstall(void) { return util_set_allocator(NULL, NULL, NULL); }
 
 util_alloc_counts_t util_alloc_counts(void) {
   util_alloc_counts_t c;

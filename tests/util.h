@@ -61,6 +61,8 @@ typedef struct util_alloc_counts {
   uint64_t failed;   /* allocations refused (see util_alloc_fail_after) */
 } util_alloc_counts_t;
 
+/* taxi_set_allocator(), waiting (up to 10 s) while it says TAXI_EBUSY. */
+int util_set_allocator(taxi_malloc_fn m, taxi_realloc_fn r, taxi_free_fn f);
 /* Install the counting allocator with taxi_set_allocator(); returns what
  * that returned.  Only while no taxi object exists. */
 int util_alloc_install(void);

@@ -8,6 +8,7 @@
 #include "taxi/alloc.h"
 #include "taxi/error.h"
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +18,23 @@ static taxi_malloc_fn alloc_malloc = malloc;
 static taxi_realloc_fn alloc_realloc = realloc;
 static taxi_free_fn alloc_free = free;
 
+/* Threads of taxi's that may outlive their object (a resolver thread in a
+ * lookup no one can interrupt, after taxi_io_destroy): each still
+ * allocates and frees.  Its end is a release, read with acquire below, so
+ * that a new allocator is installed only after their last free. */
+static atomic_int lingering;
+
+void taxi__linger_begin(void) {
+  atomic_fetch_add_explicit(&lingering, 1, memory_order_relaxed);
+}
+
+void taxi__linger_end(void) {
+  atomic_fetch_sub_explicit(&lingering, 1, memory_order_release);
+}
+
 int taxi_set_allocator(taxi_malloc_fn m, taxi_realloc_fn r, taxi_free_fn f) {
+  if (atomic_load_explicit(&lingering, memory_order_acquire) > 0)
+    return TAXI_EBUSY;
   if (!m && !r && !f) {
     alloc_malloc = malloc;
     alloc_realloc = realloc;

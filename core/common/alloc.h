@@ -16,4 +16,10 @@ void *taxi__realloc(void *p, size_t size);
 void *taxi__reallocarray(void *p, size_t n, size_t size);
 void taxi__free(void *p);
 
+/* A thread of taxi's that may outlive the object that made it starts
+ * (before it is created) and ends (its very last step, after its last
+ * free): taxi_set_allocator refuses with TAXI_EBUSY meanwhile. */
+void taxi__linger_begin(void);
+void taxi__linger_end(void);
+
 #endif /* TAXI_CORE_ALLOC_H */

@@ -87,6 +87,7 @@ static bool deliver(taxi_dgram_t *d, int status, const taxi__dgram_msg_t *m) {
     return false;
   }
   d->in_cb = true;
+  d->cb_thread = taxi__thread_self();
   taxi__mutex_unlock(&d->lock);
   if (m)
     d->fn(d, 0, m->buf, m->len, &m->addr,
@@ -345,10 +346,25 @@ int taxi_dgram_connect(taxi_dgram_t *d, const char *peer) {
   if (rc < 0) return rc;
   rc = lock_open(d, "taxi_dgram_connect");
   if (rc < 0) return rc;
+  /* Connected under cb_lock, which the receiving side holds around its
+   * receives, so that they come before or after the connect, never beside
+   * it; in d's own callback that thread holds it already. */
+  bool in_own_cb =
+      d->in_cb && taxi__thread_equal(d->cb_thread, taxi__thread_self());
+  if (!in_own_cb) {
+    taxi__mutex_unlock(&d->lock);
+    taxi__mutex_lock(&d->cb_lock); /* before d->lock, as the receiver */
+    rc = lock_open(d, "taxi_dgram_connect");
+    if (rc < 0) {
+      taxi__mutex_unlock(&d->cb_lock);
+      return rc;
+    }
+  }
   /* A datagram socket connects at once: no handshake to wait for. */
   rc = taxi__sock_connect(d->fd, &a);
   if (rc == 0) d->connected = true;
   taxi__mutex_unlock(&d->lock);
+  if (!in_own_cb) taxi__mutex_unlock(&d->cb_lock);
   return rc;
 }
 

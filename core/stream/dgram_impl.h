@@ -58,10 +58,11 @@ struct taxi_dgram {
    * taxi_io_destroy reads it under the context's lock instead. */
   atomic_bool closing;
   /* Under lock. */
-  bool released;  /* the driver is done with it */
-  bool in_cb;     /* a callback runs */
-  bool connected; /* taxi_dgram_connect: a default peer */
-  bool writing;   /* the driver watches for writability */
+  bool released;               /* the driver is done with it */
+  bool in_cb;                  /* a callback runs */
+  taxi__thread_id_t cb_thread; /* in it, while in_cb */
+  bool connected;              /* taxi_dgram_connect: a default peer */
+  bool writing;                /* the driver watches for writability */
   /* The receive buffers (under cb_lock): rbatch of rsize bytes. */
   unsigned char *rbuf;
   size_t rsize;

@@ -221,6 +221,7 @@ static void *resolver_thread(void *arg) {
   bool last = --rs->refs == 0;
   taxi__mutex_unlock(&rs->lock);
   if (last) rs_free(rs);
+  taxi__linger_end(); /* nothing of taxi's runs here any more */
   return NULL;
 }
 
@@ -229,7 +230,9 @@ static void *resolver_thread(void *arg) {
 static int spawn_locked(taxi__resolver_t *rs) {
   if (rs->queued <= rs->idle || rs->threads >= rs->max_threads) return 0;
   taxi__thread_t t;
+  taxi__linger_begin(); /* it may outlive the context (see alloc.h) */
   int rc = taxi__thread_create(&t, resolver_thread, rs);
+  if (rc < 0) taxi__linger_end();
   if (rc == 0) {
     (void)taxi__thread_detach(t); /* see the top of this file */
     rs->threads++;

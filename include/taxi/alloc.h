@@ -26,7 +26,10 @@ typedef void (*taxi_free_fn)(void *ptr);                  /* as free() */
  * functions must behave like the C library's: realloc(NULL, n) allocates,
  * free(NULL) does nothing, and they must be callable from any thread.
  *
- * Returns 0, or TAXI_EINVAL if only some of the three are NULL.
+ * Returns 0, or TAXI_EINVAL if only some of the three are NULL, or
+ * TAXI_EBUSY while a resolver thread of a destroyed I/O context is still
+ * finishing a name lookup that could not be interrupted (taxi/resolve.h):
+ * it still frees what it allocated; try again once it has ended.
  *
  * Threads: call it before any other taxi function, or while no taxi object
  * (reactor, pool, ...) exists.  Changing the functions while objects exist

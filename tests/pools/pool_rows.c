@@ -20,12 +20,14 @@ static int lf_row_create(taxi_reactor_t *r, const void *opts, unsigned threads,
   taxi_lf_pool_t *p = NULL;
   int rc = taxi_lf_create(out ? &p : NULL, r, opts);
   if (rc != 0) return rc;
+  /* Known before its threads start: their hooks read it. */
+  *out = p;
   if (threads > 0) rc = taxi_lf_spawn(p, threads);
   if (rc != 0) {
+    *out = NULL;
     CU_ASSERT_EQUAL(taxi_lf_destroy(p), 0);
     return rc;
   }
-  *out = p;
   return 0;
 }
 

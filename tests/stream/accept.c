@@ -122,7 +122,7 @@ static int one_request(st_io_t *c, int port, uint64_t closed_before) {
 static void test_no_alloc(void) {
   /* Set while no object of the library exists (taxi/alloc.h). */
   CU_ASSERT_EQUAL_FATAL(
-      taxi_set_allocator(count_malloc, count_realloc, count_free), 0);
+      util_set_allocator(count_malloc, count_realloc, count_free), 0);
   st_io_t c;
   st_echo_t e;
   memset(&e, 0, sizeof e);
@@ -166,7 +166,7 @@ static void test_no_alloc(void) {
   CU_ASSERT_TRUE(after.streams_allocated >= 4);
   st_io_destroy(&c);
 restore:
-  CU_ASSERT_EQUAL(taxi_set_allocator(NULL, NULL, NULL), 0);
+  CU_ASSERT_EQUAL(util_set_allocator(NULL, NULL, NULL), 0);
 }
 
 /* Streams of other size settings do not take a block that does not fit:

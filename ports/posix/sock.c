@@ -162,6 +162,7 @@ int taxi__sock_connect(taxi_handle_t s, const taxi_addr_t *a) {
 int taxi__sock_accept(taxi_handle_t listener, taxi_handle_t *out,
                       taxi_addr_t *peer) {
   struct sockaddr_storage ss;
+  int aborted = 0;
   for (;;) {
     socklen_t len = sizeof ss;
     int fd;
@@ -177,9 +178,13 @@ int taxi__sock_accept(taxi_handle_t listener, taxi_handle_t *out,
           continue;
         /* The connection was aborted while queued, or (Linux, see
          * accept(2)) a network error of the new connection: either way it
-         * concerns that one, not the listener. */
+         * concerns that one, not the listener, and the next may be there
+         * (an edge-triggered listener would not be told of it again).
+         * Bounded, for a listener whose every accept fails so. */
         case ECONNABORTED:
         case EPROTO:
+          if (++aborted < 64) continue;
+          return TAXI_EAGAIN;
         case EAGAIN:
 #if defined(EWOULDBLOCK) && EWOULDBLOCK != EAGAIN
         case EWOULDBLOCK:

@@ -17,6 +17,17 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#if defined(__SANITIZE_THREAD__)
+#define EDGE_UNDER_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define EDGE_UNDER_TSAN 1
+#endif
+#endif
+#ifndef EDGE_UNDER_TSAN
+#define EDGE_UNDER_TSAN 0
+#endif
+
 /* ---- 1,000 ping-pongs, counting epoll_ctl -----------------------------------
  */
 
@@ -157,7 +168,11 @@ static void test_edge_no_promotion_per_message(void) {
   /* Each message an event; the last one's count may come after its echo
    * (counted once its hook returns). */
   CU_ASSERT(after.events - before.events >= PINGS - 1);
-  if (strcmp(st_backend, "epoll") == 0 || strcmp(st_backend, "kqueue") == 0) {
+  /* Under ThreadSanitizer every event takes long enough that the pool
+   * counts its events as slow (over 20 us on average) and promotes a
+   * follower for each, as it must: the counts are looked at elsewhere. */
+  if ((strcmp(st_backend, "epoll") == 0 || strcmp(st_backend, "kqueue") == 0) &&
+      !EDGE_UNDER_TSAN) {
     if (promoted >= PINGS / 10 || idle >= PINGS / 10)
       printf("(%llu promotions, %llu idle wake-ups for %d messages) ",
              (unsigned long long)promoted, (unsigned long long)idle, PINGS);

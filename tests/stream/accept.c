@@ -202,6 +202,22 @@ static void test_sizes_apart(void) {
 /* ---- listener options -----------------------------------------------------
  */
 
+/* Listen on a free loopback port with lo, its address in *a: 0, or -1
+ * when the system lacks what lo asks (said as skipped; c destroyed). */
+static int ac_listen(st_io_t *c, const taxi_listener_options_t *lo,
+                     taxi_accept_fn fn, void *arg, const char *lacks,
+                     taxi_listener_t **l, taxi_addr_t *a) {
+  int rc = taxi_listener_create(l, c->io, "127.0.0.1:0", lo, fn, arg);
+  if (rc == TAXI_ENOTSUP) {
+    printf("(skipped: no %s here) ", lacks);
+    st_io_destroy(c);
+    return -1;
+  }
+  CU_ASSERT_EQUAL_FATAL(rc, 0);
+  CU_ASSERT_EQUAL(taxi_listener_address(*l, a), 0);
+  return 0;
+}
+
 /* Two listeners on one port with TAXI_LISTEN_REUSEPORT: connections from
  * many source ports spread over both (the kernel hashes the 4-tuple). */
 static void test_reuseport(void) {
@@ -214,17 +230,11 @@ static void test_reuseport(void) {
   taxi_listener_options_init(&lo);
   lo.flags = TAXI_LISTEN_REUSEPORT;
   taxi_listener_t *l1 = NULL, *l2 = NULL;
-  int rc =
-      taxi_listener_create(&l1, c.io, "127.0.0.1:0", &lo, st_echo_accept, &e1);
-  if (rc == TAXI_ENOTSUP) {
-    printf("(skipped: no balancing SO_REUSEPORT here) ");
-    st_io_destroy(&c);
-    return;
-  }
-  CU_ASSERT_EQUAL_FATAL(rc, 0);
   taxi_addr_t a;
   char addr[64];
-  CU_ASSERT_EQUAL(taxi_listener_address(l1, &a), 0);
+  if (ac_listen(&c, &lo, st_echo_accept, &e1, "balancing SO_REUSEPORT", &l1,
+                &a) < 0)
+    return;
   CU_ASSERT_TRUE(taxi_addr_format(&a, addr, sizeof addr) > 0);
   CU_ASSERT_EQUAL_FATAL(
       taxi_listener_create(&l2, c.io, addr, &lo, st_echo_accept, &e2), 0);
@@ -258,16 +268,9 @@ static void test_defer_accept(void) {
   taxi_listener_options_init(&lo);
   lo.defer_accept = 30;
   taxi_listener_t *l = NULL;
-  int rc =
-      taxi_listener_create(&l, c.io, "127.0.0.1:0", &lo, st_echo_accept, &e);
-  if (rc == TAXI_ENOTSUP) {
-    printf("(skipped: no deferred accept here) ");
-    st_io_destroy(&c);
-    return;
-  }
-  CU_ASSERT_EQUAL_FATAL(rc, 0);
   taxi_addr_t a;
-  CU_ASSERT_EQUAL(taxi_listener_address(l, &a), 0);
+  if (ac_listen(&c, &lo, st_echo_accept, &e, "deferred accept", &l, &a) < 0)
+    return;
   int port = taxi_addr_port(&a);
   st_io_run(&c);
   int quiet = st_connect(port);
@@ -384,15 +387,9 @@ static void test_sharded(void) {
   lo.flags = TAXI_LISTEN_SHARDED;
   lo.on_close = sh_closed;
   taxi_listener_t *l = NULL;
-  int rc = taxi_listener_create(&l, c.io, "127.0.0.1:0", &lo, sh_accept, &sh);
-  if (rc == TAXI_ENOTSUP) {
-    printf("(skipped: no balancing SO_REUSEPORT here) ");
-    st_io_destroy(&c);
-    return;
-  }
-  CU_ASSERT_EQUAL_FATAL(rc, 0);
   taxi_addr_t a;
-  CU_ASSERT_EQUAL(taxi_listener_address(l, &a), 0);
+  if (ac_listen(&c, &lo, sh_accept, &sh, "balancing SO_REUSEPORT", &l, &a) < 0)
+    return;
   int port = (int)taxi_addr_port(&a);
   CU_ASSERT_EQUAL(taxi_listener_pause(l), 0);
   st_io_run(&c);

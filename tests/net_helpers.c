@@ -76,3 +76,28 @@ int net_connect_loopback(int port, int rcvbuf, int timeout_s, int nodelay) {
   }
   return fd;
 }
+
+int net_refusing_port(int family, int *port) {
+  struct sockaddr_storage ss;
+  socklen_t len = family == AF_INET ? sizeof(struct sockaddr_in)
+                                    : sizeof(struct sockaddr_in6);
+  memset(&ss, 0, sizeof ss);
+  ss.ss_family = (sa_family_t)family;
+  if (family == AF_INET)
+    ((struct sockaddr_in *)&ss)->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  else
+    ((struct sockaddr_in6 *)&ss)->sin6_addr = in6addr_loopback;
+  int fd = socket(family, SOCK_STREAM, 0);
+  if (fd < 0) return -1;
+  /* No SO_REUSEADDR: nothing else may bind the port while fd holds it. */
+  if (bind(fd, (struct sockaddr *)&ss, len) != 0 ||
+      getsockname(fd, (struct sockaddr *)&ss, &len) != 0) {
+    int e = errno;
+    close(fd);
+    errno = e;
+    return -1;
+  }
+  *port = ntohs(family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
+                                  : ((struct sockaddr_in6 *)&ss)->sin6_port);
+  return fd;
+}

@@ -28,4 +28,11 @@ int net_recv_all(int fd, void *buf, size_t n);
  * for (bounded by the time-out) rather than failed. */
 int net_connect_loopback(int port, int rcvbuf, int timeout_s, int nodelay);
 
+/* A TCP socket bound to the loopback address of family (AF_INET or
+ * AF_INET6) and never listening: a connect to *port is refused for as
+ * long as the caller keeps the descriptor, and no other socket can take
+ * the port meanwhile (a port merely bound and closed again can be handed
+ * to a test running beside this one, whose listener then accepts). */
+int net_refusing_port(int family, int *port);
+
 #endif /* TAXI_TESTS_NET_HELPERS_H */

@@ -168,20 +168,6 @@ static void test_connect_unix(void) {
   unlink(path);
 }
 
-/* A free port: bound, then closed. */
-static int closed_port(void) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a;
-  socklen_t len = sizeof a;
-  memset(&a, 0, sizeof a);
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, (struct sockaddr *)&a, sizeof a);
-  getsockname(fd, (struct sockaddr *)&a, &len);
-  close(fd);
-  return ntohs(a.sin_port);
-}
-
 static void expect_failure(st_io_t *c, const char *address,
                            const taxi_stream_options_t *o, int expect) {
   static struct conn k;
@@ -204,8 +190,11 @@ static void test_connect_refused(void) {
   if (st_io_create(&c) < 0) return;
   st_io_run(&c);
   char address[64];
-  snprintf(address, sizeof address, "127.0.0.1:%d", closed_port());
+  int port = 1, refusing = net_refusing_port(AF_INET, &port);
+  CU_ASSERT(refusing >= 0);
+  snprintf(address, sizeof address, "127.0.0.1:%d", port);
   expect_failure(&c, address, NULL, TAXI_ECONNREFUSED);
+  if (refusing >= 0) close(refusing);
   taxi_io_stats_t st;
   taxi_io_stats(c.io, &st);
   CU_ASSERT_EQUAL(st.connect_errors, 1);

@@ -391,36 +391,19 @@ static int v6_blackhole(int *port, int fds[4]) {
   return l;
 }
 
-/* A port on which nothing listens (bound, then closed). */
-static int closed_port(int family) {
-  int fd = socket(family, SOCK_STREAM, 0);
-  struct sockaddr_storage ss;
-  socklen_t len = sizeof ss;
-  memset(&ss, 0, sizeof ss);
-  ss.ss_family = (sa_family_t)family;
-  if (family == AF_INET)
-    ((struct sockaddr_in *)&ss)->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  else
-    ((struct sockaddr_in6 *)&ss)->sin6_addr = in6addr_loopback;
-  int port = 0;
-  if (fd >= 0 &&
-      bind(fd, (struct sockaddr *)&ss,
-           family == AF_INET ? sizeof(struct sockaddr_in)
-                             : sizeof(struct sockaddr_in6)) == 0 &&
-      getsockname(fd, (struct sockaddr *)&ss, &len) == 0)
-    port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
-  if (fd >= 0) close(fd);
-  return port ? port : 1;
-}
-
 /* IPv6 answered first and black-holed: the IPv4 address is tried after
  * the attempt delay while the IPv6 one is still pending, and wins.  The
  * order of the attempts is asserted, not the time.  Then every address
  * refused, and a destroy while an attempt is pending. */
 static void test_happy_eyeballs_fallback(void) {
   st_io_t c;
-  int fds[4] = {-1, -1, -1, -1}, p6 = closed_port(AF_INET6);
+  /* The ports that refuse are held until the end: a port bound and closed
+   * again could be taken by a test running beside this one. */
+  int fds[4] = {-1, -1, -1, -1}, p6 = 1, d6 = 1, d4 = 1;
   int hole = v6_blackhole(&p6, fds);
+  int dead6 = net_refusing_port(AF_INET6, &d6);
+  int dead4 = net_refusing_port(AF_INET, &d4);
+  CU_ASSERT(dead4 >= 0);
   if (hole < 0)
     printf("\n    no IPv6 here: its attempt fails at once instead ");
   if (io_with_hosts(&c, 0, 0) < 0) return;
@@ -445,8 +428,8 @@ static void test_happy_eyeballs_fallback(void) {
   CU_ASSERT(addr_is(&k.peer, H.dual_v4));
 
   /* Every address refused: the last error. */
-  snprintf(H.dead_v6, sizeof H.dead_v6, "[::1]:%d", closed_port(AF_INET6));
-  snprintf(H.dead_v4, sizeof H.dead_v4, "127.0.0.1:%d", closed_port(AF_INET));
+  snprintf(H.dead_v6, sizeof H.dead_v6, "[::1]:%d", d6);
+  snprintf(H.dead_v4, sizeof H.dead_v4, "127.0.0.1:%d", d4);
   client_run(&c, "dead.test:7", &so, &k, 0);
   CU_ASSERT_EQUAL(k.status, TAXI_ECONNREFUSED);
   CU_ASSERT_EQUAL(atomic_load(&k.ntried), 2);
@@ -465,6 +448,8 @@ static void test_happy_eyeballs_fallback(void) {
   for (int i = 0; i < 4; i++)
     if (fds[i] >= 0) close(fds[i]);
   if (hole >= 0) close(hole);
+  if (dead6 >= 0) close(dead6);
+  if (dead4 >= 0) close(dead4);
 }
 
 /* Threads of this process, from /proc (-1 where there is none). */

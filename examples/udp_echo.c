@@ -12,7 +12,12 @@
  *       sends N datagrams (default 200) of random sizes up to 65,507
  *       bytes, one at a time, and checks every byte of each echo, within
  *       --time-limit seconds (default 60).  Prints "udp_echo: N datagrams
- *       echoed, all verified".
+ *       echoed, all verified".  HOST may be a name ("localhost"): it is
+ *       resolved by the context's resolver threads (taxi_resolve), never
+ *       by the dispatching thread, and its addresses are tried in the
+ *       order the resolver gives (IPv6 first): an address whose port
+ *       answers with ICMP port unreachable (TAXI_ECONNREFUSED on the
+ *       connected endpoint) is left for the next, said on stderr.
  *
  * Exit status: 0 done, 1 a failure, 2 bad arguments, 3 the dispatcher
  * asked for has no datagram endpoints here.
@@ -146,7 +151,13 @@ struct client {
   size_t len;
   unsigned char buf[TAXI_DGRAM_MAX];
   int failed;
+  const char *name;                    /* --address, as given */
+  taxi_addr_t addrs[TAXI_RESOLVE_MAX]; /* its addresses, in order */
+  size_t naddrs, at;                   /* how many; the one in use */
 };
+
+static void check(taxi_dgram_t *d, int status, const void *data, size_t len,
+                  const taxi_addr_t *from, unsigned flags, void *arg);
 
 static unsigned char byte_at(unsigned long seq, size_t i) {
   return (unsigned char)((seq * 131u + i * 7u + (i >> 8)) & 0xff);
@@ -165,11 +176,53 @@ static void send_next(struct client *c) {
   }
 }
 
+/* Give up: say why, and stop the run. */
+static void fail(struct client *c, const char *what, int rc) {
+  fprintf(stderr, "udp_echo: %s: %s\n", what, taxi_strerror(rc));
+  c->failed = 1;
+  taxi_io_stop(c->io);
+}
+
+/* An endpoint of the family of c->addrs[c->at], connected to it, and the
+ * first datagram sent (again, if an earlier address refused it). */
+static void use_address(struct client *c) {
+  const taxi_addr_t *a = &c->addrs[c->at];
+  char text[TAXI_ADDR_STRLEN];
+  int rc = taxi_addr_format(a, text, sizeof text);
+  if (rc < 0) {
+    fail(c, c->name, rc);
+    return;
+  }
+  rc = taxi_dgram_open(&c->d, c->io,
+                       a->family == TAXI_ADDR_IPV6 ? "[::]:0" : "0.0.0.0:0",
+                       NULL, check, c);
+  if (rc == 0) {
+    rc = taxi_dgram_connect(c->d, text);
+    if (rc < 0) (void)taxi_dgram_close(c->d, NULL, NULL);
+  }
+  if (rc < 0) {
+    fail(c, text, rc);
+    if (rc == TAXI_ENOTSUP) c->failed = 3; /* no endpoints on this dispatcher */
+    return;
+  }
+  send_next(c);
+}
+
 static void check(taxi_dgram_t *d, int status, const void *data, size_t len,
                   const taxi_addr_t *from, unsigned flags, void *arg) {
   struct client *c = arg;
-  (void)d;
   (void)from;
+  /* Nothing listens at this address (ICMP port unreachable) before any
+   * echo came back: the next address of the name, if there is one. */
+  if (status == TAXI_ECONNREFUSED && c->seq == 0 && c->at + 1 < c->naddrs) {
+    char text[TAXI_ADDR_STRLEN];
+    if (taxi_addr_format(&c->addrs[c->at], text, sizeof text) >= 0)
+      fprintf(stderr, "udp_echo: %s refused, trying the next address\n", text);
+    (void)taxi_dgram_close(d, NULL, NULL);
+    c->at++;
+    use_address(c);
+    return;
+  }
   if (status < 0) {
     fprintf(stderr, "udp_echo: %s\n", taxi_strerror(status));
     c->failed = 1;
@@ -202,31 +255,38 @@ static void too_late(taxi_io_timer_t *t, void *arg) {
   taxi_io_stop(((struct client *)arg)->io);
 }
 
+/* The name's addresses (in a dispatching thread, as every callback). */
+static void resolved(taxi_resolve_t *r, int status, const taxi_addr_t *addrs,
+                     size_t n, void *arg) {
+  struct client *c = arg;
+  (void)r;
+  if (status < 0) {
+    fail(c, c->name, status);
+    return;
+  }
+  c->naddrs = n < TAXI_RESOLVE_MAX ? n : TAXI_RESOLVE_MAX;
+  memcpy(c->addrs, addrs, c->naddrs * sizeof *addrs);
+  use_address(c);
+}
+
 static int client(taxi_io_t *io, const struct config *c) {
   static struct client cl;
   cl.io = io;
   cl.count = c->count;
-  taxi_addr_t peer;
-  int rc = taxi_addr_parse(&peer, c->address);
+  cl.name = c->address;
+  srand(1);
+  /* A numeric address is answered through the same callback, at once. */
+  int rc = taxi_resolve(NULL, io, c->address, NULL, resolved, &cl);
   if (rc < 0) {
     fprintf(stderr, "udp_echo: %s: %s\n", c->address, taxi_strerror(rc));
-    return 2;
-  }
-  rc = taxi_dgram_open(&cl.d, io,
-                       peer.family == TAXI_ADDR_IPV6 ? "[::]:0" : "0.0.0.0:0",
-                       NULL, check, &cl);
-  if (rc == 0) rc = taxi_dgram_connect(cl.d, c->address);
-  if (rc < 0) {
-    fprintf(stderr, "udp_echo: %s: %s\n", c->address, taxi_strerror(rc));
-    return rc == TAXI_ENOTSUP ? 3 : 1;
+    return rc == TAXI_EBADADDR ? 2 : 1;
   }
   taxi_io_timer_t *t;
   if (taxi_io_timer_create(&t, io, too_late, &cl) < 0 ||
       taxi_io_timer_start(t, (taxi_time_t)c->limit * TAXI_NSEC_PER_SEC, 0) < 0)
     return 1;
-  srand(1);
-  send_next(&cl);
   rc = taxi_io_run(io);
+  if (cl.failed == 3) return 3;
   if (atomic_load(&cl.late))
     fprintf(stderr, "udp_echo: %lu of %lu echoed within %lu s\n", cl.seq,
             cl.count, c->limit);

@@ -2,8 +2,10 @@
 # SPDX-License-Identifier: Apache-2.0
 # udp_echo.sh - examples/udp_echo as a test: on every dispatcher, the
 # server and a client of datagrams of random sizes up to 65,507 bytes
-# (every byte checked), over IPv4 and, where the host has it, IPv6; then
-# the server's stop on SIGINT.  A dispatcher without datagram endpoints
+# (every byte checked), over IPv4 and, where the host has it, IPv6; a
+# client given the name localhost (resolved by the library's resolver
+# threads; an address of the name that refuses is left for the next);
+# then the server's stop on SIGINT.  A dispatcher without datagram endpoints
 # (exit status 3) is skipped, said so.  Ends with "N passed, N failed";
 # exits 77 when nothing could run.
 
@@ -43,6 +45,17 @@ for dispatcher in reactor lf hsha proactor proactors; do
     else
       bad "$dispatcher: the client over $host:"
       cat "$work/client.out"
+    fi
+    if [ "$host" = 127.0.0.1 ]; then
+      if "$prog" client --address "localhost:$port" --count 10 \
+        --dispatcher "$dispatcher" --time-limit $((60 * scale)) \
+        >"$work/client.out" 2>&1 &&
+        grep -q "all verified" "$work/client.out"; then
+        ok "$dispatcher: echoed by the name localhost"
+      else
+        bad "$dispatcher: the client of localhost:"
+        cat "$work/client.out"
+      fi
     fi
     stop_server "$dispatcher: the server" "$out" "stopped after" ||
       bad "$dispatcher: the server's stop"

@@ -281,6 +281,16 @@ static void result_locked(taxi_proactor_t *p, taxi_op_t *op, int64_t result,
     case TAXI_OP_CONNECT:
       taxi__proactor_complete_locked(p, op, result < 0 ? (int)result : 0);
       break;
+    case TAXI_OP_RECVFROM:
+    case TAXI_OP_SENDTO:
+      /* One datagram, whole (or truncated, as msg_flags says), in one
+       * step: no end of stream, nothing to resume. */
+      if (result >= 0)
+        op->internal_.done = (size_t)result <= op->internal_.total
+                                 ? (size_t)result
+                                 : op->internal_.total;
+      taxi__proactor_complete_locked(p, op, result < 0 ? (int)result : 0);
+      break;
     default:
       transfer_result_locked(p, op, result);
       break;

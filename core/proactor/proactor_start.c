@@ -54,6 +54,10 @@ static const char *start_name(const start_t *s) {
       return "taxi_proactor_transmit_file";
     case TAXI_OP_TIMER:
       return "taxi_proactor_timer";
+    case TAXI_OP_RECVFROM:
+      return "taxi_proactor_recvfrom";
+    case TAXI_OP_SENDTO:
+      return "taxi_proactor_sendto";
     default:
       return "taxi_proactor_post";
   }
@@ -92,6 +96,7 @@ static void fill(taxi_proactor_t *p, taxi_op_t *op, const start_t *s) {
   op->peer_len = 0;
   op->more = 0;
   op->data = NULL;
+  op->msg_flags = 0;
   op->internal_.proactor = p;
   op->internal_.next = NULL;
   op->internal_.fn = s->fn;
@@ -263,6 +268,62 @@ int taxi_proactor_write(taxi_proactor_t *p, taxi_op_t *op, taxi_handle_t h,
   start_t s = {TAXI_OP_WRITE, h, TAXI__DIR_OUT, 0, fn, act};
   gather_t g = {bufs, nbufs, total};
   return start_io(p, op, &s, setup_gather, &g);
+}
+
+/* ---- datagrams ---------------------------------------------------------- */
+
+typedef struct dgram_arg {
+  void *base;
+  size_t len;
+  const void *addr;
+  size_t addr_len;
+} dgram_arg_t;
+
+/* One buffer, sent or received whole (a datagram is never resumed: done
+ * stays 0 until the completion), and the destination, if any, where a
+ * connect keeps its address. */
+static void setup_dgram(taxi_op_t *op, const void *arg) {
+  const dgram_arg_t *a = arg;
+  op->internal_.bufs[0].base = a->base;
+  op->internal_.bufs[0].len = a->len;
+  op->internal_.nbufs = 1;
+  op->internal_.total = a->len;
+  if (a->addr_len) memcpy(op->internal_.addr, a->addr, a->addr_len);
+  op->internal_.addr_len = (uint32_t)a->addr_len;
+}
+
+int taxi_proactor_recvfrom(taxi_proactor_t *p, taxi_op_t *op, taxi_handle_t h,
+                           void *buf, size_t len, taxi_completion_fn fn,
+                           void *act) {
+  if (!common_ok(p, op, fn) || !buf || len == 0)
+    return taxi__refuse(TAXI_EINVAL, "taxi_proactor_recvfrom: %s",
+                        !p     ? "p: NULL"
+                        : !op  ? "op: NULL"
+                        : !fn  ? "fn: NULL"
+                        : !buf ? "buf: NULL"
+                               : "len: 0");
+  start_t s = {TAXI_OP_RECVFROM, h, TAXI__DIR_IN, 0, fn, act};
+  dgram_arg_t a = {buf, len, NULL, 0};
+  return start_io(p, op, &s, setup_dgram, &a);
+}
+
+int taxi_proactor_sendto(taxi_proactor_t *p, taxi_op_t *op, taxi_handle_t h,
+                         const void *buf, size_t len, const void *addr,
+                         size_t addr_len, taxi_completion_fn fn, void *act) {
+  if (!common_ok(p, op, fn) || (!buf && len))
+    return taxi__refuse(TAXI_EINVAL, "taxi_proactor_sendto: %s",
+                        !p    ? "p: NULL"
+                        : !op ? "op: NULL"
+                        : !fn ? "fn: NULL"
+                              : "buf: NULL");
+  if (!addr != !addr_len || addr_len > sizeof op->internal_.addr)
+    return taxi__refuse(TAXI_EINVAL, "taxi_proactor_sendto: addr_len: %s",
+                        addr_len > sizeof op->internal_.addr
+                            ? "above 128"
+                            : "0 with an address, or an address of 0 bytes");
+  start_t s = {TAXI_OP_SENDTO, h, TAXI__DIR_OUT, 0, fn, act};
+  dgram_arg_t a = {(void *)(uintptr_t)buf, len, addr, addr_len};
+  return start_io(p, op, &s, setup_dgram, &a);
 }
 
 /* ---- files -------------------------------------------------------------- */

@@ -14,6 +14,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -40,6 +41,13 @@ static long dg_plain_recv(int fd, void *buf, size_t len) {
     util_sleep_ms(1);
   }
   return -1;
+}
+
+/* sendto for a buffer of any type (Winsock's takes a char pointer). */
+static long dg_send(int fd, const void *buf, size_t len,
+                    const struct sockaddr_in *to) {
+  return (long)sendto(fd, (const char *)buf, len, 0,
+                      (const struct sockaddr *)to, sizeof *to);
 }
 
 static unsigned char dg_byte(unsigned seq, size_t i) {
@@ -73,8 +81,7 @@ static void test_recv_send(void) {
   CU_ASSERT_EQUAL(
       taxi_proactor_recvfrom(p, &r, a, in, sizeof in, pt_on_done, &dr), 0);
   for (size_t i = 0; i < 1000; i++) out[i] = dg_byte(2, i);
-  CU_ASSERT_EQUAL(sendto(b, out, 1000, 0, (struct sockaddr *)&aa, sizeof aa),
-                  1000);
+  CU_ASSERT_EQUAL(dg_send(b, out, 1000, &aa), 1000);
   CU_ASSERT_FATAL(pt_run_done(p, &dr, 1));
   CU_ASSERT_EQUAL(dr.status, 0);
   CU_ASSERT_EQUAL(dr.bytes, 1000);
@@ -90,7 +97,7 @@ static void test_recv_send(void) {
   /* An empty datagram is a datagram, not an end of stream. */
   CU_ASSERT_EQUAL(
       taxi_proactor_recvfrom(p, &r, a, in, sizeof in, pt_on_done, &dr), 0);
-  CU_ASSERT_EQUAL(sendto(b, out, 0, 0, (struct sockaddr *)&aa, sizeof aa), 0);
+  CU_ASSERT_EQUAL(dg_send(b, out, 0, &aa), 0);
   CU_ASSERT_FATAL(pt_run_done(p, &dr, 2));
   CU_ASSERT_EQUAL(dr.status, 0);
   CU_ASSERT_EQUAL(dr.bytes, 0);
@@ -99,8 +106,7 @@ static void test_recv_send(void) {
   CU_ASSERT_EQUAL(taxi_proactor_recvfrom(p, &r, a, in, 100, pt_on_done, &dr),
                   0);
   for (size_t i = 0; i < 300; i++) out[i] = dg_byte(3, i);
-  CU_ASSERT_EQUAL(sendto(b, out, 300, 0, (struct sockaddr *)&aa, sizeof aa),
-                  300);
+  CU_ASSERT_EQUAL(dg_send(b, out, 300, &aa), 300);
   CU_ASSERT_FATAL(pt_run_done(p, &dr, 3));
   CU_ASSERT_EQUAL(dr.status, 0);
   CU_ASSERT_EQUAL(dr.bytes, 100);
@@ -109,8 +115,7 @@ static void test_recv_send(void) {
   /* One that fits exactly is not flagged. */
   CU_ASSERT_EQUAL(taxi_proactor_recvfrom(p, &r, a, in, 100, pt_on_done, &dr),
                   0);
-  CU_ASSERT_EQUAL(sendto(b, out, 100, 0, (struct sockaddr *)&aa, sizeof aa),
-                  100);
+  CU_ASSERT_EQUAL(dg_send(b, out, 100, &aa), 100);
   CU_ASSERT_FATAL(pt_run_done(p, &dr, 4));
   CU_ASSERT_EQUAL(dr.bytes, 100);
   CU_ASSERT_EQUAL(r.msg_flags, 0);
@@ -124,6 +129,15 @@ static void test_recv_send(void) {
  * found no socket there, the ICMP port unreachable completes the receive
  * in flight (or a later send) with TAXI_ECONNREFUSED. */
 static void test_connected_refused(void) {
+  if (util_under_wine() && !pt_backend_is("iocp")) {
+    /* Wine's recv, send and select never surface a datagram socket's
+     * port unreachable (recv: WSAEWOULDBLOCK, select: not readable);
+     * only an overlapped receive gets it, which the iocp run checks. */
+    printf(
+        "not run under wine: its non-overlapped calls never report an "
+        "ICMP port unreachable\n");
+    return;
+  }
   taxi_proactor_t *p = pt_proactor();
   struct sockaddr_in aa, ba, ca;
   int a = dg_udp(&aa), b = dg_udp(&ba);
@@ -198,8 +212,7 @@ static void test_close_pending(void) {
     /* The number's next owner. */
     struct sockaddr_in na;
     int n = dg_udp(&na);
-    CU_ASSERT_EQUAL(sendto(b, "mine", 4, 0, (struct sockaddr *)&na, sizeof na),
-                    4);
+    CU_ASSERT_EQUAL(dg_send(b, "mine", 4, &na), 4);
     char got[8];
     CU_ASSERT_EQUAL(dg_plain_recv(n, got, sizeof got), 4);
     close(n);

@@ -71,7 +71,16 @@ static int prep_recv_select(uring_state_t *s, taxi_op_t *op) {
   int slot = uring_handle_slot(s, op);
   struct io_uring_sqe *sqe = uring_sqe_get(s);
   if (!sqe) return TAXI_EAGAIN;
-  io_uring_prep_recv(sqe, op->handle, NULL, 0, 0);
+  if (op->kind == TAXI_OP_RECVFROM) {
+    /* A multishot datagram receive (the core asks for no other here):
+     * the sender's address goes into the buffer, in room this size. */
+    uring_op_t *u = uop(op);
+    memset(&u->msg, 0, sizeof u->msg);
+    u->msg.msg_namelen = (socklen_t)sizeof op->peer;
+    io_uring_prep_recvmsg(sqe, op->handle, &u->msg, 0);
+  } else {
+    io_uring_prep_recv(sqe, op->handle, NULL, 0, 0);
+  }
   uring_sqe_slot(sqe, op, slot);
   sqe->flags |= IOSQE_BUFFER_SELECT;
   sqe->buf_group = 0;
@@ -153,6 +162,7 @@ static int prep_send(uring_state_t *s, taxi_op_t *op, int extra_flags) {
  * straight to op->peer. */
 static int prep_dgram(uring_state_t *s, taxi_op_t *op) {
   uring_op_t *u = uop(op);
+  if (op->internal_.flags & TAXI__READ_SELECT) return prep_recv_select(s, op);
   bool in = op->kind == TAXI_OP_RECVFROM;
   int slot = uring_handle_slot(s, op);
   struct io_uring_sqe *sqe = sqe_get_polled(s, op, slot, in ? POLLIN : POLLOUT);

@@ -55,7 +55,8 @@ static const char *start_name(const start_t *s) {
     case TAXI_OP_TIMER:
       return "taxi_proactor_timer";
     case TAXI_OP_RECVFROM:
-      return "taxi_proactor_recvfrom";
+      return s->flags & TAXI__READ_POOLED ? "taxi_proactor_recvfrom_pooled"
+                                          : "taxi_proactor_recvfrom";
     case TAXI_OP_SENDTO:
       return "taxi_proactor_sendto";
     default:
@@ -76,10 +77,11 @@ static int admit_locked(taxi_proactor_t *p, const taxi_op_t *op,
                         op->internal_.proactor == p ? "this" : "another");
   if (s->dir == TAXI__DIR_NONE) return 0;
   if (taxi__handle_map_get(&p->map, s->handle, row) < 0) return TAXI_ENOENT;
-  /* A multishot read holds its handle's input until it ends: anything
-   * queued behind it would never run. */
+  /* A multishot read or receive holds its handle's input until it ends:
+   * anything queued behind it would never run. */
   const taxi_op_t *cur = p->rows[*row].dir[TAXI__DIR_IN - 1].cur;
-  if (s->dir == TAXI__DIR_IN && cur && cur->kind == TAXI_OP_READ &&
+  if (s->dir == TAXI__DIR_IN && cur &&
+      (cur->kind == TAXI_OP_READ || cur->kind == TAXI_OP_RECVFROM) &&
       (cur->internal_.flags & TAXI_READ_MULTISHOT))
     return taxi__refuse(TAXI_EBUSY,
                         "%s: h: a multishot read holds its input until it "
@@ -227,8 +229,12 @@ int taxi_proactor_read(taxi_proactor_t *p, taxi_op_t *op, taxi_handle_t h,
 static void setup_pooled(taxi_op_t *op, const void *arg) {
   const taxi_proactor_t *p = arg;
   /* The buffer comes with the submission (core chooses) or the
-   * completion (the backend does). */
-  if (p->bufs->native) op->internal_.flags |= TAXI__READ_SELECT;
+   * completion (the backend does).  A datagram's only with a multishot
+   * receive, whose layout the backend unpacks (dgram_unpack). */
+  if (p->bufs->native &&
+      (op->kind == TAXI_OP_READ ||
+       ((op->internal_.flags & TAXI_READ_MULTISHOT) && p->ops->dgram_unpack)))
+    op->internal_.flags |= TAXI__READ_SELECT;
 }
 
 int taxi_proactor_read_pooled(taxi_proactor_t *p, taxi_op_t *op,
@@ -238,6 +244,19 @@ int taxi_proactor_read_pooled(taxi_proactor_t *p, taxi_op_t *op,
     return TAXI_EINVAL;
   start_t s = {TAXI_OP_READ, h,  TAXI__DIR_IN, flags | TAXI__READ_POOLED,
                fn,           act};
+  return start_io(p, op, &s, setup_pooled, p);
+}
+
+int taxi_proactor_recvfrom_pooled(taxi_proactor_t *p, taxi_op_t *op,
+                                  taxi_handle_t h, unsigned flags,
+                                  taxi_completion_fn fn, void *act) {
+  if (!common_ok(p, op, fn) || (flags & ~TAXI_READ_MULTISHOT) || !p->bufs)
+    return taxi__refuse(TAXI_EINVAL, "taxi_proactor_recvfrom_pooled: %s",
+                        !common_ok(p, op, fn) ? "p, op or fn: NULL"
+                        : !p->bufs            ? "p: no buffer pool"
+                                              : "flags: unknown bits");
+  start_t s = {TAXI_OP_RECVFROM,          h,  TAXI__DIR_IN,
+               flags | TAXI__READ_POOLED, fn, act};
   return start_io(p, op, &s, setup_pooled, p);
 }
 

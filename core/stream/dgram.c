@@ -67,8 +67,10 @@ static int options(taxi_dgram_options_t *out, const taxi_dgram_options_t *in) {
 static void finish(taxi_dgram_t *d) {
   taxi__close(d->fd);
   if (d->close_fn) d->close_fn(d, d->close_arg);
-  taxi__io_unlink_dgram(d->io, d);
+  /* Before the unlink, which may let taxi_io_destroy free the
+   * dispatcher that the driver gives buffers back to. */
   if (d->io->drv->dgram->fini) d->io->drv->dgram->fini(d);
+  taxi__io_unlink_dgram(d->io, d);
   taxi__mutex_destroy(&d->cb_lock);
   taxi__mutex_destroy(&d->lock);
   taxi__free(d->rbuf);

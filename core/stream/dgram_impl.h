@@ -96,6 +96,11 @@ struct taxi_dgram {
        * released when it is 0 after the close (detached). */
       unsigned refs;
       bool sending, detached;
+      /* One multishot receive into the proactor's pool (slot 0) instead
+       * of the slots' single receives; handed: the buffer the last recv
+       * handed out, given back at the next. */
+      bool pooled;
+      void *handed;
     } p;
   } d;
 };
@@ -106,6 +111,7 @@ typedef struct taxi__dgram_rslot {
   taxi_op_t op;
   taxi_dgram_t *d;
   unsigned char *buf; /* rsize bytes of rbuf */
+  void *lent;         /* pooled: the datagram, in a buffer of the pool */
   int status;
   size_t len;
   unsigned msg_flags;

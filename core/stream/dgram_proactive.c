@@ -16,6 +16,16 @@
  * below under the endpoint's cb_lock, and recv starts again the slots the
  * previous call handed out.
  *
+ * Where the proactor's pool is io_uring's ring of provided buffers and a
+ * buffer of it holds recv_size bytes and the kernel's header
+ * (TAXI_PROACTOR_DGRAM_ROOM), the endpoint instead keeps one multishot
+ * receive (taxi_proactor_recvfrom_pooled) in flight in slot 0: one
+ * request for every datagram, each in a buffer the kernel picks; the
+ * proactor delivers them one at a time, and each buffer goes back to the
+ * pool once its datagram has been delivered.  An error ends the request,
+ * and the next recv starts it again.  Longer datagrams are cut at
+ * recv_size here, as the endpoint's own buffers would cut them.
+ *
  * Sending.  dgram.c sends at once where the socket takes the datagram
  * (the socket is non-blocking) and queues it otherwise; want_write then
  * starts one taxi_proactor_sendto of the queue's head, whose completion
@@ -49,38 +59,88 @@ static void unref(taxi_dgram_t *d) {
   if (last) d->ops->released(d);
 }
 
-/* Start the receive of slot i.  Lock held. */
+/* Start the receive of slot i (pooled: the multishot one).  Lock held. */
 static int arm_locked(taxi_dgram_t *d, unsigned i) {
   taxi__dgram_rslot_t *sl = &d->d.p.slots[i];
-  int rc = taxi_proactor_recvfrom(d->d.p.px, &sl->op, d->fd, sl->buf, d->rsize,
-                                  r_done, sl);
+  int rc = d->d.p.pooled
+               ? taxi_proactor_recvfrom_pooled(d->d.p.px, &sl->op, d->fd,
+                                               TAXI_READ_MULTISHOT, r_done, sl)
+               : taxi_proactor_recvfrom(d->d.p.px, &sl->op, d->fd, sl->buf,
+                                        d->rsize, r_done, sl);
   if (rc < 0) return rc;
   sl->armed = true;
   d->d.p.refs++;
   return 0;
 }
 
-/* A receive completed: keep its result in its slot, have it delivered. */
+/* A pool's buffer back to it (lock held, or nothing of d runs). */
+static void give_back_locked(taxi_dgram_t *d, void **buf) {
+  if (*buf) (void)taxi_proactor_buffer_release(d->d.p.px, *buf);
+  *buf = NULL;
+}
+
+/* A receive completed: keep its result in its slot, have it delivered.
+ * A multishot one (op->more) stays in flight, and the proactor runs its
+ * next delivery only once this returns. */
 static void r_done(taxi_op_t *op, int status, size_t bytes, void *act) {
   taxi__dgram_rslot_t *sl = act;
   taxi_dgram_t *d = sl->d;
+  bool more = op->more != 0;
   taxi__mutex_lock(&d->lock);
-  sl->armed = false;
-  sl->done = true;
-  sl->status = status;
-  sl->len = bytes;
-  sl->msg_flags = op->msg_flags;
+  if (!more) sl->armed = false;
   bool closing = atomic_load(&d->closing);
+  if (closing) {
+    /* Nobody delivers it any more, nor the one before, if left. */
+    void *data = status == 0 ? op->data : NULL;
+    give_back_locked(d, &data);
+    give_back_locked(d, &sl->lent);
+    sl->done = false;
+  } else {
+    sl->done = true;
+    sl->status = status;
+    sl->len = bytes;
+    sl->msg_flags = op->msg_flags;
+    sl->lent = status == 0 ? op->data : NULL;
+  }
   taxi__mutex_unlock(&d->lock);
-  /* This completion's reference keeps d while it delivers. */
+  /* This completion's reference (or, multishot, the one of the receive
+   * in flight) keeps d while it delivers. */
   if (!closing) d->ops->readable(d);
-  unref(d);
+  if (!more) unref(d);
+}
+
+/* recv over the pool: the one datagram the multishot receive delivered,
+ * or its end; the buffer handed out last time goes back first, and an
+ * ended receive starts again.  Lock held. */
+static int recv_pooled_locked(taxi_dgram_t *d, taxi__dgram_msg_t *m) {
+  taxi__dgram_rslot_t *sl = &d->d.p.slots[0];
+  give_back_locked(d, &d->d.p.handed);
+  if (!sl->armed && !sl->done && !atomic_load(&d->closing))
+    (void)arm_locked(d, 0);
+  if (!sl->done) return TAXI_EAGAIN;
+  sl->done = false;
+  if (sl->status < 0)
+    return sl->status == TAXI_ECANCELED ? TAXI_EAGAIN : sl->status;
+  d->d.p.handed = sl->lent;
+  sl->lent = NULL;
+  m[0].buf = d->d.p.handed;
+  m[0].cap = d->rsize;
+  m[0].len = sl->len < d->rsize ? sl->len : d->rsize;
+  m[0].truncated =
+      sl->len > d->rsize || (sl->msg_flags & TAXI_MSG_TRUNCATED) != 0;
+  taxi__sockaddr_set(&m[0].addr, sl->op.peer, sl->op.peer_len);
+  return 1;
 }
 
 static int d_recv(taxi_dgram_t *d, taxi__dgram_msg_t *m, unsigned max) {
   int rc = TAXI_EAGAIN;
   unsigned n = 0;
   taxi__mutex_lock(&d->lock);
+  if (d->d.p.pooled) {
+    rc = recv_pooled_locked(d, m);
+    taxi__mutex_unlock(&d->lock);
+    return rc;
+  }
   /* What the previous call handed out has been delivered: receive into
    * those slots again, in their order (which is the order they will
    * complete in).  A slot that cannot start stays idle, and the endpoint
@@ -140,6 +200,10 @@ static int d_want_write(taxi_dgram_t *d, bool on) {
 }
 
 static void d_fini(taxi_dgram_t *d) {
+  if (d->d.p.pooled) {
+    give_back_locked(d, &d->d.p.handed);
+    if (d->d.p.slots) give_back_locked(d, &d->d.p.slots[0].lent);
+  }
   taxi__free(d->d.p.slots);
   taxi__free(d->d.p.sop);
   d->d.p.slots = NULL;
@@ -161,6 +225,13 @@ static int d_open(taxi_dgram_t *d) {
     d->d.p.slots[i].d = d;
     d->d.p.slots[i].buf = d->rbuf + (size_t)i * d->rsize;
   }
+  /* The pool when its buffers hold what the endpoint's would (the
+   * context's own pool: io_uring's provided buffers only). */
+  unsigned feat = 0;
+  d->d.p.pooled = io->pool_size > TAXI_PROACTOR_DGRAM_ROOM &&
+                  d->rsize <= io->pool_size - TAXI_PROACTOR_DGRAM_ROOM &&
+                  taxi_proactor_features(d->d.p.px, &feat) == 0 &&
+                  (feat & TAXI_PFEAT_PROVIDED_BUFFERS);
   int rc = taxi_proactor_attach(d->d.p.px, d->fd);
   if (rc < 0) {
     d_fini(d);
@@ -170,7 +241,7 @@ static int d_open(taxi_dgram_t *d) {
   rc = arm_locked(d, 0);
   /* The first failing is the endpoint's failure (nothing in flight yet);
    * a later one leaves that slot idle. */
-  for (unsigned i = 1; rc == 0 && i < d->rbatch; i++)
+  for (unsigned i = 1; rc == 0 && !d->d.p.pooled && i < d->rbatch; i++)
     if (arm_locked(d, i) < 0) break;
   taxi__mutex_unlock(&d->lock);
   if (rc < 0) {
@@ -185,6 +256,13 @@ static int d_open(taxi_dgram_t *d) {
 static void d_close(taxi_dgram_t *d) {
   taxi__mutex_lock(&d->lock);
   d->d.p.detached = true;
+  /* What was received and will not be delivered goes back to the pool
+   * (no delivery starts: closing is set).  The buffer handed out last
+   * may still be read by a callback running now: it goes at the end. */
+  if (d->d.p.pooled) {
+    give_back_locked(d, &d->d.p.slots[0].lent);
+    d->d.p.slots[0].done = false;
+  }
   (void)taxi_proactor_detach(d->d.p.px, d->fd);
   bool last = d->d.p.refs == 0;
   taxi__mutex_unlock(&d->lock);

@@ -429,11 +429,42 @@ TAXI_EXTERN int taxi_proactor_read_pooled(taxi_proactor_t *p, taxi_op_t *op,
                                           taxi_completion_fn fn, void *act);
 
 /*
+ * taxi_proactor_recvfrom_pooled - receive datagrams on socket `h` into
+ * buffers of the proactor's pool, as taxi_proactor_read_pooled reads:
+ * each datagram is at op->data (the handler's `bytes` of it, 0 for an
+ * empty one), in a buffer the handler gives back with
+ * taxi_proactor_buffer_release(p, op->data); its sender is op->peer /
+ * op->peer_len, and op->msg_flags has TAXI_MSG_TRUNCATED when it was
+ * longer than the room a buffer has for it.  Flags: TAXI_READ_MULTISHOT
+ * (one datagram per handler call with op->more set, until an error, a
+ * cancel or a close ends it; an ICMP error of a connected socket ends it
+ * with TAXI_ECONNREFUSED).  io_uring (Linux 6.0) receives with one
+ * multishot IORING_OP_RECVMSG into its ring of provided buffers, where
+ * each buffer also holds the kernel's header and the sender's address:
+ * a datagram has TAXI_PROACTOR_DGRAM_ROOM less than buffer_size there.
+ * Elsewhere taxi picks a buffer and receives into it (the whole buffer),
+ * one datagram at a time.  Errors besides the common ones: TAXI_EINVAL
+ * when the proactor has no pool; TAXI_EBUSY when a multishot read or
+ * receive is in flight on `h` already.  Threads: any.
+ */
+TAXI_EXTERN int taxi_proactor_recvfrom_pooled(taxi_proactor_t *p, taxi_op_t *op,
+                                              taxi_handle_t h, unsigned flags,
+                                              taxi_completion_fn fn, void *act);
+
+/* Bytes of a pool buffer that a pooled datagram receive may not fill with
+ * the datagram (io_uring's header of a multishot receive, 16 bytes, and
+ * room for the sender's address, 128): the most a datagram gets there is
+ * buffer_size less this. */
+#define TAXI_PROACTOR_DGRAM_ROOM 144u
+
+/*
  * taxi_proactor_buffer_release - give back the buffer `data` a pooled read
- * delivered (op->data), for another read to use.  Returns 0, TAXI_EINVAL
- * (NULL, or not the start of a buffer of p's pool), TAXI_ENOENT (not held
- * by the application: released already).  Any thread; allocates nothing.
- * Buffers still held when the proactor is destroyed go with it.
+ * or datagram receive delivered (op->data: the start of a buffer for a
+ * read, a place inside one for a datagram), for another read to use.
+ * Returns 0, TAXI_EINVAL (NULL, or not the op->data of a buffer of p's
+ * pool), TAXI_ENOENT (not held by the application: released already).
+ * Any thread; allocates nothing.  Buffers still held when the proactor is
+ * destroyed go with it.
  */
 TAXI_EXTERN int taxi_proactor_buffer_release(taxi_proactor_t *p, void *data);
 /*

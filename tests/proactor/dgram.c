@@ -266,6 +266,125 @@ static void test_bad_input(void) {
   pt_destroy(p);
 }
 
+/* ---- pooled receives ----------------------------------------------------- */
+
+static taxi_proactor_t *dg_pooled_proactor(size_t size) {
+  taxi_proactor_options_t o = TAXI_PROACTOR_OPTIONS_INIT;
+  o.backend = pt_backend;
+  o.flags = util_proactor_flags;
+  o.buffer_count = 8;
+  o.buffer_max = 8;
+  o.buffer_size = size;
+  taxi_proactor_t *p = NULL;
+  CU_ASSERT_EQUAL_FATAL(taxi_proactor_create(&p, &o), 0);
+  return p;
+}
+
+/* What a multishot pooled receive delivered, each datagram checked. */
+typedef struct dg_sink {
+  taxi_proactor_t *p;
+  atomic_int got, ended, bad, truncated;
+  int status;      /* of the ending */
+  size_t last_len; /* of the last datagram */
+  unsigned short last_port;
+} dg_sink_t;
+
+static void dg_pooled_done(taxi_op_t *op, int status, size_t bytes, void *act) {
+  dg_sink_t *k = act;
+  if (!op->more) {
+    k->status = status;
+    atomic_fetch_add(&k->ended, 1);
+    return;
+  }
+  /* Datagram n carries n in its first byte, then dg_byte(n, i). */
+  const unsigned char *b = op->data;
+  int ok = status == 0 && op->kind == TAXI_OP_RECVFROM && b != NULL;
+  if (ok && bytes > 0) {
+    unsigned n = b[0];
+    for (size_t i = 1; ok && i < bytes; i++) ok = b[i] == dg_byte(n, i);
+  }
+  if (!ok) atomic_fetch_add(&k->bad, 1);
+  if (op->msg_flags & TAXI_MSG_TRUNCATED) atomic_fetch_add(&k->truncated, 1);
+  struct sockaddr_in from;
+  memcpy(&from, op->peer, sizeof from);
+  k->last_port = op->peer_len == sizeof from ? ntohs(from.sin_port) : 0;
+  k->last_len = bytes;
+  if (b && taxi_proactor_buffer_release(k->p, op->data) != 0)
+    atomic_fetch_add(&k->bad, 1);
+  atomic_fetch_add(&k->got, 1);
+}
+
+/* One multishot receive into the pool: datagrams in order with their
+ * sender, an empty one, one longer than a buffer's room cut and flagged,
+ * more datagrams than the pool has buffers (each given back), the close
+ * ending it cancelled. */
+static void test_pooled(void) {
+  const size_t size = 1024;
+  taxi_proactor_t *p = dg_pooled_proactor(size);
+  unsigned feat = 0;
+  CU_ASSERT_EQUAL(taxi_proactor_features(p, &feat), 0);
+  /* What a buffer holds of a datagram: all of it where taxi picks the
+   * buffer, less the kernel's header and address where io_uring does. */
+  size_t room = (feat & TAXI_PFEAT_PROVIDED_BUFFERS)
+                    ? size - TAXI_PROACTOR_DGRAM_ROOM
+                    : size;
+  struct sockaddr_in aa, ba;
+  int a = dg_udp(&aa), b = dg_udp(&ba);
+  CU_ASSERT_EQUAL_FATAL(taxi_proactor_attach(p, a), 0);
+  dg_sink_t k;
+  memset(&k, 0, sizeof k);
+  k.p = p;
+  taxi_op_t op = TAXI_OP_INIT;
+  CU_ASSERT_EQUAL_FATAL(taxi_proactor_recvfrom_pooled(
+                            p, &op, a, TAXI_READ_MULTISHOT, dg_pooled_done, &k),
+                        0);
+  /* A second input on the handle would wait behind it for good. */
+  taxi_op_t other = TAXI_OP_INIT;
+  char x[8];
+  CU_ASSERT_EQUAL(
+      taxi_proactor_recvfrom(p, &other, a, x, sizeof x, pt_on_done, NULL),
+      TAXI_EBUSY);
+  unsigned char out[2048];
+  int sent = 0;
+  for (unsigned n = 1; n <= 40; n++) {
+    size_t len = n == 1 ? room : 1 + (n * 37u) % (room - 1);
+    out[0] = (unsigned char)n;
+    for (size_t i = 1; i < len; i++) out[i] = dg_byte(n, i);
+    CU_ASSERT_EQUAL(dg_send(b, out, len, &aa), (long)len);
+    sent++;
+    /* A few at a time: the socket's buffer holds them meanwhile. */
+    if (n % 8 == 0) CU_ASSERT_FATAL(pt_run_count(p, &k.got, sent));
+  }
+  CU_ASSERT_FATAL(pt_run_count(p, &k.got, sent));
+  CU_ASSERT_EQUAL(atomic_load(&k.bad), 0);
+  CU_ASSERT_EQUAL(atomic_load(&k.truncated), 0);
+  CU_ASSERT_EQUAL(k.last_port, ntohs(ba.sin_port));
+  /* Empty. */
+  CU_ASSERT_EQUAL(dg_send(b, out, 0, &aa), 0);
+  CU_ASSERT_FATAL(pt_run_count(p, &k.got, ++sent));
+  CU_ASSERT_EQUAL(k.last_len, 0);
+  /* Longer than the room: cut there, flagged. */
+  out[0] = 77;
+  for (size_t i = 1; i < room + 100; i++) out[i] = dg_byte(77, i);
+  CU_ASSERT_EQUAL(dg_send(b, out, room + 100, &aa), (long)(room + 100));
+  CU_ASSERT_FATAL(pt_run_count(p, &k.got, ++sent));
+  CU_ASSERT_EQUAL(k.last_len, room);
+  CU_ASSERT_EQUAL(atomic_load(&k.truncated), 1);
+  CU_ASSERT_EQUAL(atomic_load(&k.bad), 0);
+  CU_ASSERT_EQUAL(atomic_load(&k.ended), 0);
+  /* Every buffer is back. */
+  taxi_proactor_stats_t st;
+  CU_ASSERT_EQUAL(taxi_proactor_stats(p, &st), 0);
+  CU_ASSERT_EQUAL(st.buffers_held, 0);
+  CU_ASSERT_EQUAL(taxi_proactor_close(p, a), 0);
+  CU_ASSERT_FATAL(pt_run_count(p, &k.ended, 1));
+  CU_ASSERT_EQUAL(k.status, TAXI_ECANCELED);
+  pt_settle(p, 10);
+  CU_ASSERT_EQUAL(atomic_load(&k.ended), 1);
+  close(b);
+  pt_destroy(p);
+}
+
 static CU_TestInfo dgram_tests[] = {
     {"a datagram out and in: every byte, the sender, empty, truncated",
      test_recv_send},
@@ -275,6 +394,9 @@ static CU_TestInfo dgram_tests[] = {
      "owner gets its own",
      test_close_pending},
     {"bad input refused, nothing started", test_bad_input},
+    {"pooled multishot receive: in order, senders, empty, cut at the room, "
+     "buffers back",
+     test_pooled},
     CU_TEST_INFO_NULL,
 };
 

@@ -114,9 +114,11 @@ static int reached(void *arg) {
 }
 
 /* n datagrams of random sizes (the first 0 bytes, the second the
- * largest) from a client endpoint to an echoing one on `host`, one at a
- * time, each checked when it comes back. */
-static void echo_over(const char *bind_host, const char *host, unsigned n) {
+ * largest: TAXI_DGRAM_MAX, or recv_size when that is set) from a client
+ * endpoint to an echoing one on `host`, one at a time, each checked when
+ * it comes back. */
+static void echo_sized(const char *bind_host, const char *host, unsigned n,
+                       size_t recv_size) {
   st_io_t c;
   if (st_io_create(&c) < 0) return;
   st_io_run(&c);
@@ -126,22 +128,25 @@ static void echo_over(const char *bind_host, const char *host, unsigned n) {
   struct client cl;
   memset(&cl, 0, sizeof cl);
   atomic_int closed = 0;
-  int rc = taxi_dgram_open(&srv, c.io, local, NULL, echo_back, NULL);
+  taxi_dgram_options_t o;
+  taxi_dgram_options_init(&o);
+  if (recv_size) o.recv_size = recv_size;
+  size_t most =
+      recv_size && recv_size < TAXI_DGRAM_MAX ? recv_size : TAXI_DGRAM_MAX;
+  int rc = taxi_dgram_open(&srv, c.io, local, &o, echo_back, NULL);
   if (rc == TAXI_ESYS || rc == TAXI_EBADADDR) {
     printf("no %s here (%s): skipped\n", bind_host, taxi_strerror(rc));
     goto stop;
   }
   CU_ASSERT_EQUAL_FATAL(rc, 0);
   CU_ASSERT_EQUAL_FATAL(
-      taxi_dgram_open(&cli, c.io, local, NULL, client_recv, &cl), 0);
+      taxi_dgram_open(&cli, c.io, local, &o, client_recv, &cl), 0);
   taxi_addr_t to;
   addr_of(&to, host, port_of(srv));
   static unsigned char buf[TAXI_DGRAM_MAX];
   srand(7);
   for (unsigned k = 0; k < n; k++) {
-    size_t len = k == 0   ? 0
-                 : k == 1 ? TAXI_DGRAM_MAX
-                          : (size_t)rand() % (TAXI_DGRAM_MAX + 1);
+    size_t len = k == 0 ? 0 : k == 1 ? most : (size_t)rand() % (most + 1);
     for (size_t i = 0; i < len; i++) buf[i] = pattern(k, i);
     atomic_store(&cl.seq, k);
     atomic_store(&cl.len, len);
@@ -162,11 +167,22 @@ stop:
   st_io_destroy(&c);
 }
 
+static void echo_over(const char *bind_host, const char *host, unsigned n) {
+  echo_sized(bind_host, host, n, 0);
+}
+
 static void test_dgram_echo_v4(void) {
   echo_over("127.0.0.1", "127.0.0.1", 200);
 }
 
 static void test_dgram_echo_v6(void) { echo_over("[::1]", "[::1]", 50); }
+
+/* Receive buffers a page of the context's pool holds with room to spare:
+ * over io_uring the endpoints receive with one multishot receive into
+ * the proactor's provided buffers instead of their own. */
+static void test_dgram_echo_small(void) {
+  echo_sized("127.0.0.1", "127.0.0.1", 300, 2048);
+}
 
 /* An IPv4 client of a dual-stack IPv6 endpoint: its sender's address is
  * v4-mapped, and the echo gets back. */
@@ -291,15 +307,18 @@ static int refused_seen(void *arg) {
   return rc == TAXI_ECONNREFUSED;
 }
 
-static void test_dgram_icmp_refused(void) {
+static void icmp_refused(size_t recv_size) {
   st_io_t c;
   if (st_io_create(&c) < 0) return;
   st_io_run(&c);
   struct client cl;
   memset(&cl, 0, sizeof cl);
   taxi_dgram_t *d;
+  taxi_dgram_options_t o;
+  taxi_dgram_options_init(&o);
+  if (recv_size) o.recv_size = recv_size;
   CU_ASSERT_EQUAL_FATAL(
-      taxi_dgram_open(&d, c.io, "127.0.0.1:0", NULL, client_recv, &cl), 0);
+      taxi_dgram_open(&d, c.io, "127.0.0.1:0", &o, client_recv, &cl), 0);
   unsigned port;
   close(plain_udp(&port)); /* a port free now */
   char peer[64];
@@ -307,10 +326,30 @@ static void test_dgram_icmp_refused(void) {
   CU_ASSERT_EQUAL(taxi_dgram_connect(d, peer), 0);
   struct refused r = {.c = &c, .d = d, .cl = &cl};
   CU_ASSERT_TRUE(st_wait(refused_seen, &r, 10000));
+  /* The endpoint still receives (over a Proactor the error ended the
+   * receive it came to, and another took its place). */
+  unsigned port2;
+  int fd = plain_udp(&port2);
+  snprintf(peer, sizeof peer, "127.0.0.1:%u", port2);
+  CU_ASSERT_EQUAL(taxi_dgram_connect(d, peer), 0);
+  unsigned before = atomic_load(&cl.got);
+  unsigned char buf[32];
+  for (size_t i = 0; i < sizeof buf; i++) buf[i] = pattern(9, i);
+  atomic_store(&cl.seq, 9);
+  atomic_store(&cl.len, sizeof buf);
+  plain_send(fd, port_of(d), buf, sizeof buf);
+  struct want w = {&cl.got, before + 1};
+  CU_ASSERT_TRUE(st_wait(reached, &w, 10000));
+  CU_ASSERT_EQUAL(atomic_load(&cl.bad), 0);
+  close(fd);
   CU_ASSERT_EQUAL(taxi_dgram_close(d, NULL, NULL), 0);
   st_io_stop(&c);
   st_io_destroy(&c);
 }
+
+static void test_dgram_icmp_refused(void) { icmp_refused(0); }
+
+static void test_dgram_icmp_refused_small(void) { icmp_refused(512); }
 
 /* ---- many endpoints -------------------------------------------------------
  */
@@ -575,10 +614,12 @@ static void test_dgram_bad_input(void) {
 CU_TestInfo st_tests_dgram[] = {
     {"dgram_echo_v4", test_dgram_echo_v4},
     {"dgram_echo_v6", test_dgram_echo_v6},
+    {"dgram_echo_small", test_dgram_echo_small},
     {"dgram_dual_stack", test_dgram_dual_stack},
     {"dgram_truncated", test_dgram_truncated},
     {"dgram_connected", test_dgram_connected},
     {"dgram_icmp_refused", test_dgram_icmp_refused},
+    {"dgram_icmp_refused_small", test_dgram_icmp_refused_small},
     {"dgram_thousand", test_dgram_thousand},
     {"dgram_close_while_receiving", test_dgram_close_while_receiving},
     {"dgram_destroy_closes", test_dgram_destroy_closes},

@@ -39,14 +39,19 @@
  * (taxi_proactor_recvfrom in taxi/proactor.h), each into its own receive
  * buffer, delivered in the order the datagrams arrived, and sends what
  * the socket cannot take at once with taxi_proactor_sendto.  io_uring
- * receives with IORING_OP_RECVMSG, IOCP with WSARecvFrom; POSIX aio's
+ * receives with IORING_OP_RECVMSG (an endpoint whose recv_size a buffer
+ * of the context's pool holds, 3,952 bytes or less: with one multishot
+ * receive into the ring of provided buffers, the proactor's, instead of
+ * its own buffers), IOCP with WSARecvFrom; POSIX aio's
  * aiocb has no room for an address, so the aio backend receives and
  * sends datagrams at readiness through its internal reactor, as the
  * emulated Proactor does (docs/backends/aio.md).
  *
  * No memory is allocated per datagram: the receive buffers (and over a
  * Proactor the receive operations' records) and the send queue are
- * allocated with the endpoint.
+ * allocated with the endpoint; the multishot receive takes the buffers of
+ * the proactor's pool, made with the proactor (and grown by it, up to a
+ * bound, while its buffers are all taken).
  */
 #ifndef TAXI_DGRAM_H
 #define TAXI_DGRAM_H

@@ -119,8 +119,12 @@ static int recv_pooled_locked(taxi_dgram_t *d, taxi__dgram_msg_t *m) {
     (void)arm_locked(d, 0);
   if (!sl->done) return TAXI_EAGAIN;
   sl->done = false;
-  if (sl->status < 0)
+  if (sl->status < 0) {
+    /* The receive ended: another takes its place now (no buffer is
+     * handed out with an error). */
+    if (!sl->armed && !atomic_load(&d->closing)) (void)arm_locked(d, 0);
     return sl->status == TAXI_ECANCELED ? TAXI_EAGAIN : sl->status;
+  }
   d->d.p.handed = sl->lent;
   sl->lent = NULL;
   m[0].buf = d->d.p.handed;
@@ -168,6 +172,15 @@ static int d_recv(taxi_dgram_t *d, taxi__dgram_msg_t *m, unsigned max) {
     m[n].truncated = (sl->msg_flags & TAXI_MSG_TRUNCATED) != 0;
     taxi__sockaddr_set(&m[n].addr, sl->op.peer, sl->op.peer_len);
     n++;
+  }
+  /* Nothing for the caller (only cancelled receives, which happen when a
+   * receive was cancelled without a close): no next call comes to start
+   * them again, so they start now. */
+  if (n == 0 && rc == TAXI_EAGAIN && !atomic_load(&d->closing)) {
+    for (unsigned k = 0; k < d->d.p.given; k++)
+      (void)arm_locked(d, (d->d.p.gfirst + k) % d->rbatch);
+    d->d.p.given = 0;
+    d->d.p.gfirst = d->d.p.rnext;
   }
   taxi__mutex_unlock(&d->lock);
   return n > 0 ? (int)n : rc;

@@ -246,7 +246,8 @@ static int submit_locked(aio_state_t *s, aio_handle_t *ah, taxi_op_t *op) {
   if (is_file_op(op->kind)) {
     int rc = taxi__aio_start_locked(s, op);
     if (rc < 0) return rc;
-  } else if (op->kind == TAXI_OP_READ || op->kind == TAXI_OP_ACCEPT) {
+  } else if (op->kind == TAXI_OP_READ || op->kind == TAXI_OP_ACCEPT ||
+             op->kind == TAXI_OP_RECVFROM) {
     ao->state = OP_ARMED; /* data is seldom there yet: wait for it */
     ao->wants = TAXI_EV_READ;
   } else if (taxi__aio_advance_locked(s, op)) {

@@ -177,11 +177,13 @@ static inline int dir_of(taxi_op_kind_t kind) {
     case TAXI_OP_ACCEPT:
     case TAXI_OP_READ:
     case TAXI_OP_READ_FILE:
+    case TAXI_OP_RECVFROM:
       return 0;
     case TAXI_OP_CONNECT:
     case TAXI_OP_WRITE:
     case TAXI_OP_WRITE_FILE:
     case TAXI_OP_TRANSMIT_FILE:
+    case TAXI_OP_SENDTO:
       return 1;
     default:
       return -1;

@@ -235,6 +235,14 @@ static int64_t step_locked(aio_state_t *s, taxi_op_t *op, bool *started) {
   switch (op->kind) {
     case TAXI_OP_ACCEPT:
       return taxi__nbio_accept(op, c);
+    case TAXI_OP_RECVFROM:
+      /* An aiocb has no room for the sender's address (nor aio_write for a
+       * destination): a datagram moves in a non-blocking step when the
+       * internal reactor reports the socket ready, as on the emulated
+       * Proactor (docs/backends/aio.md, "Datagrams"). */
+      return taxi__nbio_recvfrom(op, c);
+    case TAXI_OP_SENDTO:
+      return taxi__nbio_sendto(op, c);
     case TAXI_OP_CONNECT:
       if (ao->connecting) return taxi__nbio_connect_check(op, c);
       ao->connecting = true;

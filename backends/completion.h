@@ -170,6 +170,16 @@ typedef struct taxi__completion_ops {
    * (the proactor's lock held). */
   int (*buf_open)(void *state, unsigned max, size_t size);
   void (*buf_give)(void *state, unsigned id, void *addr);
+  /* Optional with buf_open: a pooled RECVFROM the backend chose the
+   * buffer for (TAXI__READ_SELECT) keeps its datagram in a layout of the
+   * backend's (io_uring's multishot receive: a header, the sender's
+   * address, the payload).  Called when it is delivered: the `used`
+   * bytes the completion filled at buf; stores where the datagram starts
+   * in buf and its length, and fills op->peer, op->peer_len and
+   * op->msg_flags.  0, or TAXI_ESYS when the layout does not hold.
+   * The proactor's lock held; touches nothing of the backend's. */
+  int (*dgram_unpack)(void *state, taxi_op_t *op, const unsigned char *buf,
+                      size_t used, size_t *offset, size_t *len);
   /* Optional: the TAXI_PFEAT_* the instance uses (taxi/proactor.h),
    * TAXI_PFEAT_ONE_THREAD aside (the core adds it).  Any thread. */
   unsigned (*features)(void *state);

@@ -354,6 +354,7 @@ static unsigned dir_of(const taxi_op_t *op) {
     case TAXI_OP_ACCEPT:
     case TAXI_OP_READ:
     case TAXI_OP_READ_FILE:
+    case TAXI_OP_RECVFROM:
       return 0;
     default:
       return 1;

@@ -22,6 +22,7 @@
 #include "core/proactor/proactor_op.h"
 #include "ports/win32/win32_impl.h"
 
+#include <limits.h>
 #include <mswsock.h>
 #include <string.h>
 
@@ -34,6 +35,8 @@ typedef struct iocp_op {
   taxi_op_t *op;
   SOCKET accepted; /* ACCEPT: the socket AcceptEx fills */
   char addrs[2 * ADDR_ROOM];
+  INT from_len; /* RECVFROM: WSARecvFrom writes the sender's length here */
+  DWORD flags;  /* RECVFROM: its flags, in and out */
 } iocp_op_t;
 
 _Static_assert(sizeof(iocp_op_t) <= TAXI_OP_BACKEND_SIZE,
@@ -258,6 +261,35 @@ static int submit_send(iocp_t *io, taxi_op_t *op) {
   return started(r == 0, r == 0 ? 0 : (DWORD)WSAGetLastError());
 }
 
+/* One datagram: the buffer whole, the sender's address into op->peer
+ * (its length in the backend room, which outlives the call); the
+ * destination of a send where a connect keeps its address (none: the
+ * connected peer). */
+static int submit_dgram(iocp_t *io, taxi_op_t *op) {
+  iocp_op_t *o = iop(op);
+  WSABUF wb;
+  size_t len = op->internal_.bufs[0].len;
+  if (len > (size_t)INT_MAX) return TAXI_EMSGSIZE;
+  wb.buf = (char *)op->internal_.bufs[0].base;
+  wb.len = (ULONG)len;
+  prepare(op, 0);
+  count(io);
+  int r;
+  if (op->kind == TAXI_OP_RECVFROM) {
+    o->from_len = (INT)sizeof op->peer;
+    o->flags = 0;
+    r = WSARecvFrom((SOCKET)op->handle, &wb, 1, NULL, &o->flags,
+                    (struct sockaddr *)op->peer, &o->from_len, &o->ov, NULL);
+  } else {
+    r = WSASendTo((SOCKET)op->handle, &wb, 1, NULL, 0,
+                  op->internal_.addr_len
+                      ? (const struct sockaddr *)op->internal_.addr
+                      : NULL,
+                  (int)op->internal_.addr_len, &o->ov, NULL);
+  }
+  return started(r == 0, r == 0 ? 0 : (DWORD)WSAGetLastError());
+}
+
 static int submit_file(iocp_t *io, taxi_op_t *op, bool writing) {
   WSABUF wb[1];
   if (to_wsabufs(op, wb, 1) == 0) return TAXI_EINVAL;
@@ -341,6 +373,9 @@ static int iocp_submit(void *state, taxi_op_t *op) {
       return submit_file(io, op, true);
     case TAXI_OP_TRANSMIT_FILE:
       return submit_transmit(io, op);
+    case TAXI_OP_RECVFROM:
+    case TAXI_OP_SENDTO:
+      return submit_dgram(io, op);
     default:
       return TAXI_EINVAL;
   }
@@ -373,6 +408,21 @@ static int64_t finish(iocp_t *io, taxi_op_t *op) {
       o->accepted = INVALID_SOCKET;
     }
     if (e == ERROR_HANDLE_EOF) return 0; /* a file read at its end */
+    if (op->kind == TAXI_OP_RECVFROM &&
+        (e == ERROR_MORE_DATA || e == (DWORD)WSAEMSGSIZE)) {
+      /* Longer than the buffer, which holds its start: truncated. */
+      op->msg_flags = TAXI_MSG_TRUNCATED;
+      op->peer_len = (unsigned)o->from_len;
+      return n;
+    }
+    /* A datagram socket's port unreachable (an ICMP error; Windows
+     * reports it on unconnected sockets too) is POSIX's ECONNREFUSED. */
+    if ((op->kind == TAXI_OP_RECVFROM || op->kind == TAXI_OP_SENDTO) &&
+        (e == ERROR_PORT_UNREACHABLE || e == (DWORD)WSAECONNRESET ||
+         e == ERROR_NETNAME_DELETED || e == ERROR_CONNECTION_REFUSED)) {
+      taxi__set_os_error((int)e);
+      return TAXI_ECONNREFUSED;
+    }
     /* A send cancelled after part of it went out reports that part: the
      * core then completes it as cancelled with those bytes counted, so
      * the application knows where the stream stands. */
@@ -411,6 +461,9 @@ static int64_t finish(iocp_t *io, taxi_op_t *op) {
                      NULL, 0) != 0)
         return taxi__last_error();
       return 0;
+    case TAXI_OP_RECVFROM:
+      op->peer_len = (unsigned)o->from_len;
+      return n;
     default:
       return n;
   }

@@ -211,6 +211,58 @@ int64_t taxi__nbio_write(taxi_op_t *op, taxi__completion_counters_t *c) {
   return send_iov(op->handle, iov, n, c);
 }
 
+/* ---- datagrams
+ * ---------------------------------------------------------------
+ *
+ * One datagram a step, whole: recvmsg for the sender's address and
+ * MSG_TRUNC, sendmsg for the destination (none: the connected peer).
+ */
+
+int64_t taxi__nbio_recvfrom(taxi_op_t *op, taxi__completion_counters_t *c) {
+  struct iovec iov = {op->internal_.bufs[0].base,
+                      op->internal_.bufs[0].len > MAX_STEP
+                          ? MAX_STEP
+                          : op->internal_.bufs[0].len};
+  struct msghdr msg;
+  memset(&msg, 0, sizeof msg);
+  msg.msg_name = op->peer;
+  msg.msg_namelen = (socklen_t)sizeof op->peer;
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  for (;;) {
+    count(c);
+    ssize_t n = recvmsg(op->handle, &msg, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n >= 0) {
+      op->peer_len = (unsigned)msg.msg_namelen;
+      op->msg_flags = (msg.msg_flags & MSG_TRUNC) ? TAXI_MSG_TRUNCATED : 0u;
+    }
+    return done_or_fail(n);
+  }
+}
+
+int64_t taxi__nbio_sendto(taxi_op_t *op, taxi__completion_counters_t *c) {
+  struct iovec iov = {op->internal_.bufs[0].base, op->internal_.bufs[0].len};
+  struct msghdr msg;
+  memset(&msg, 0, sizeof msg);
+  if (op->internal_.addr_len) {
+    msg.msg_name = op->internal_.addr;
+    msg.msg_namelen = (socklen_t)op->internal_.addr_len;
+  }
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  int flags = 0;
+#if defined(MSG_NOSIGNAL)
+  flags = MSG_NOSIGNAL;
+#endif
+  for (;;) {
+    count(c);
+    ssize_t n = sendmsg(op->handle, &msg, flags);
+    if (n < 0 && errno == EINTR) continue;
+    return done_or_fail(n);
+  }
+}
+
 /* ---- files ------------------------------------------------------------------
  */
 

@@ -49,6 +49,13 @@ int64_t taxi__nbio_connect_check(taxi_op_t *op, taxi__completion_counters_t *c);
 int64_t taxi__nbio_read(taxi_op_t *op, taxi__completion_counters_t *c);
 /* WRITE: send the remaining buffers, gathering, without SIGPIPE. */
 int64_t taxi__nbio_write(taxi_op_t *op, taxi__completion_counters_t *c);
+/* RECVFROM: receive one datagram into bufs[0]; the sender's address goes
+ * to op->peer / op->peer_len, truncation to op->msg_flags.  Returns its
+ * length as far as the buffer holds it (0: an empty datagram).
+ * SENDTO: send bufs[0] as one datagram to internal_.addr (addr_len 0:
+ * the connected peer). */
+int64_t taxi__nbio_recvfrom(taxi_op_t *op, taxi__completion_counters_t *c);
+int64_t taxi__nbio_sendto(taxi_op_t *op, taxi__completion_counters_t *c);
 /* READ_FILE / WRITE_FILE: pread / pwrite the remaining buffer at the
  * offset of the next byte (0 from pread = end of file). */
 int64_t taxi__nbio_pread(taxi_op_t *op, taxi__completion_counters_t *c);

@@ -26,6 +26,10 @@ int64_t taxi__nbio_step(taxi_op_t *op, bool connect_started,
       return taxi__nbio_pwrite(op, c);
     case TAXI_OP_TRANSMIT_FILE:
       return taxi__nbio_transmit(op, c);
+    case TAXI_OP_RECVFROM:
+      return taxi__nbio_recvfrom(op, c);
+    case TAXI_OP_SENDTO:
+      return taxi__nbio_sendto(op, c);
     default:
       return TAXI_EINVAL;
   }

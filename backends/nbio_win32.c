@@ -136,6 +136,53 @@ int64_t taxi__nbio_read(taxi_op_t *op, taxi__completion_counters_t *c) {
   return fail(GetLastError());
 }
 
+/* ---- datagrams ------------------------------------------------------------
+ *
+ * recvfrom and sendto, one datagram a step.  Windows says truncation with
+ * WSAEMSGSIZE (the buffer filled), and an ICMP port unreachable with
+ * WSAECONNRESET, which a datagram socket means as POSIX's ECONNREFUSED.
+ */
+
+int64_t taxi__nbio_recvfrom(taxi_op_t *op, taxi__completion_counters_t *c) {
+  int cap = (int)cap_len(op->internal_.bufs[0].len);
+  int alen = (int)sizeof op->peer;
+  count(c);
+  int n = recvfrom((SOCKET)op->handle, (char *)op->internal_.bufs[0].base, cap,
+                   0, (struct sockaddr *)op->peer, &alen);
+  op->msg_flags = 0;
+  if (n == SOCKET_ERROR) {
+    DWORD e = (DWORD)WSAGetLastError();
+    if (e == WSAEMSGSIZE) {
+      op->msg_flags = TAXI_MSG_TRUNCATED;
+      n = cap;
+    } else if (e == WSAECONNRESET) {
+      taxi__set_os_error((int)e);
+      return TAXI_ECONNREFUSED;
+    } else {
+      return fail(e);
+    }
+  }
+  op->peer_len = (unsigned)alen;
+  return n;
+}
+
+int64_t taxi__nbio_sendto(taxi_op_t *op, taxi__completion_counters_t *c) {
+  count(c);
+  int n = sendto((SOCKET)op->handle, (const char *)op->internal_.bufs[0].base,
+                 (int)cap_len(op->internal_.bufs[0].len), 0,
+                 op->internal_.addr_len
+                     ? (const struct sockaddr *)op->internal_.addr
+                     : NULL,
+                 (int)op->internal_.addr_len);
+  if (n != SOCKET_ERROR) return n;
+  DWORD e = (DWORD)WSAGetLastError();
+  if (e == WSAECONNRESET) {
+    taxi__set_os_error((int)e);
+    return TAXI_ECONNREFUSED;
+  }
+  return fail(e);
+}
+
 static int64_t send_bufs(taxi_handle_t h, const taxi_buf_t *bufs, size_t n,
                          taxi__completion_counters_t *c) {
   WSABUF wb[TAXI_OP_MAX_BUFS];

@@ -479,6 +479,7 @@ const taxi__completion_ops_t taxi__completion_uring = {
     .features = uring_features,
     .buf_open = uring_buf_open,
     .buf_give = uring_buf_give,
+    .dgram_unpack = uring_dgram_unpack,
 };
 
 #else

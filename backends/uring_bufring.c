@@ -15,6 +15,7 @@
 
 #include "uring_impl.h"
 
+#include <limits.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -49,6 +50,33 @@ int uring_buf_open(void *state, unsigned max, size_t size) {
   return 0;
 }
 
+/* A multishot IORING_OP_RECVMSG writes into the buffer it picks the
+ * kernel's header, then the sender's address in the room the request's
+ * msghdr asked for (msg_namelen: op->peer's size), then the payload
+ * (liburing's io_uring_recvmsg_* helpers read that layout).  The payload
+ * is cut where the buffer ends, which the header's flags tell
+ * (MSG_TRUNC). */
+int uring_dgram_unpack(void *state, taxi_op_t *op, const unsigned char *buf,
+                       size_t used, size_t *offset, size_t *len) {
+  (void)state;
+  struct msghdr mh;
+  memset(&mh, 0, sizeof mh);
+  mh.msg_namelen = (socklen_t)sizeof op->peer;
+  if (used > INT_MAX) return TAXI_ESYS;
+  struct io_uring_recvmsg_out *o =
+      io_uring_recvmsg_validate((void *)(uintptr_t)buf, (int)used, &mh);
+  if (!o) return TAXI_ESYS;
+  unsigned nlen =
+      o->namelen < sizeof op->peer ? o->namelen : (unsigned)sizeof op->peer;
+  memcpy(op->peer, io_uring_recvmsg_name(o), nlen);
+  op->peer_len = nlen;
+  op->msg_flags = (o->flags & MSG_TRUNC) ? TAXI_MSG_TRUNCATED : 0u;
+  const unsigned char *payload = io_uring_recvmsg_payload(o, &mh);
+  *offset = (size_t)(payload - buf);
+  *len = io_uring_recvmsg_payload_length(o, (int)used, &mh);
+  return 0;
+}
+
 /* Publish one free buffer to the kernel: memory only, so any thread may
  * (under the mutex: the ring's tail has one producer). */
 void uring_buf_give(void *state, unsigned id, void *addr) {
@@ -71,6 +99,17 @@ void uring_buf_give(void *state, unsigned id, void *addr) {
   (void)state;
   (void)id;
   (void)addr;
+}
+
+int uring_dgram_unpack(void *state, taxi_op_t *op, const unsigned char *buf,
+                       size_t used, size_t *offset, size_t *len) {
+  (void)state;
+  (void)op;
+  (void)buf;
+  (void)used;
+  (void)offset;
+  (void)len;
+  return TAXI_ESYS; /* never asked: buf_open said the core chooses */
 }
 #endif
 

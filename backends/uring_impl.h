@@ -349,5 +349,9 @@ int uring_orphan_wait(uring_state_t *s, sink_t *k);
  * they take it where they need it. */
 int uring_buf_open(void *state, unsigned max, size_t size);
 void uring_buf_give(void *state, unsigned id, void *addr);
+/* The table's dgram_unpack: a multishot receive's datagram in its buffer
+ * (struct io_uring_recvmsg_out, the name, the payload).  No lock. */
+int uring_dgram_unpack(void *state, taxi_op_t *op, const unsigned char *buf,
+                       size_t used, size_t *offset, size_t *len);
 
 #endif /* TAXI_BACKENDS_URING_IMPL_H */

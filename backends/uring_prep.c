@@ -71,7 +71,16 @@ static int prep_recv_select(uring_state_t *s, taxi_op_t *op) {
   int slot = uring_handle_slot(s, op);
   struct io_uring_sqe *sqe = uring_sqe_get(s);
   if (!sqe) return TAXI_EAGAIN;
-  io_uring_prep_recv(sqe, op->handle, NULL, 0, 0);
+  if (op->kind == TAXI_OP_RECVFROM) {
+    /* A multishot datagram receive (the core asks for no other here):
+     * the sender's address goes into the buffer, in room this size. */
+    uring_op_t *u = uop(op);
+    memset(&u->msg, 0, sizeof u->msg);
+    u->msg.msg_namelen = (socklen_t)sizeof op->peer;
+    io_uring_prep_recvmsg(sqe, op->handle, &u->msg, 0);
+  } else {
+    io_uring_prep_recv(sqe, op->handle, NULL, 0, 0);
+  }
   uring_sqe_slot(sqe, op, slot);
   sqe->flags |= IOSQE_BUFFER_SELECT;
   sqe->buf_group = 0;
@@ -141,6 +150,38 @@ static int prep_send(uring_state_t *s, taxi_op_t *op, int extra_flags) {
     u->msg.msg_iov = u->iov;
     u->msg.msg_iovlen = k;
     io_uring_prep_sendmsg(sqe, op->handle, &u->msg, (unsigned)flags);
+  }
+  uring_sqe_slot(sqe, op, slot);
+  sqe_tag(sqe, op, UD_MAIN);
+  return 0;
+}
+
+/* RECVFROM, SENDTO: one datagram through a msghdr in the record's backend
+ * room (the kernel reads it when the request runs, and a receive writes
+ * back the name's length and MSG_TRUNC there); the sender's address goes
+ * straight to op->peer. */
+static int prep_dgram(uring_state_t *s, taxi_op_t *op) {
+  uring_op_t *u = uop(op);
+  if (op->internal_.flags & TAXI__READ_SELECT) return prep_recv_select(s, op);
+  bool in = op->kind == TAXI_OP_RECVFROM;
+  int slot = uring_handle_slot(s, op);
+  struct io_uring_sqe *sqe = sqe_get_polled(s, op, slot, in ? POLLIN : POLLOUT);
+  if (!sqe) return TAXI_EAGAIN;
+  memset(&u->msg, 0, sizeof u->msg);
+  u->iov[0].iov_base = op->internal_.bufs[0].base;
+  u->iov[0].iov_len = clamp_len(op->internal_.bufs[0].len);
+  u->msg.msg_iov = u->iov;
+  u->msg.msg_iovlen = 1;
+  if (in) {
+    u->msg.msg_name = op->peer;
+    u->msg.msg_namelen = (socklen_t)sizeof op->peer;
+    io_uring_prep_recvmsg(sqe, op->handle, &u->msg, 0);
+  } else {
+    if (op->internal_.addr_len) {
+      u->msg.msg_name = op->internal_.addr;
+      u->msg.msg_namelen = (socklen_t)op->internal_.addr_len;
+    }
+    io_uring_prep_sendmsg(sqe, op->handle, &u->msg, MSG_NOSIGNAL);
   }
   uring_sqe_slot(sqe, op, slot);
   sqe_tag(sqe, op, UD_MAIN);
@@ -252,6 +293,9 @@ int uring_prep_op(uring_state_t *s, taxi_op_t *op) {
       return prep_file_rw(s, op);
     case TAXI_OP_TRANSMIT_FILE:
       return prep_transmit(s, op);
+    case TAXI_OP_RECVFROM:
+    case TAXI_OP_SENDTO:
+      return prep_dgram(s, op);
     default:
       return TAXI_ENOTSUP;
   }

@@ -49,7 +49,8 @@ static void on_simple(uring_state_t *s, sink_t *k, taxi_op_t *op, int res) {
   uring_op_t *u = uop(op);
   if (res == -EAGAIN && !(u->state & UOP_CANCEL) &&
       (op->kind == TAXI_OP_READ || op->kind == TAXI_OP_WRITE ||
-       op->kind == TAXI_OP_TRANSMIT_FILE)) {
+       op->kind == TAXI_OP_TRANSMIT_FILE || op->kind == TAXI_OP_RECVFROM ||
+       op->kind == TAXI_OP_SENDTO)) {
     /* A send or receive on the socket (a transmit-file's header or
      * trailer) that io-wq ended for want of room or data (see WRITE in
      * docs/backends/uring.md): not a result.  Again, once the socket is
@@ -63,6 +64,12 @@ static void on_simple(uring_state_t *s, sink_t *k, taxi_op_t *op, int res) {
   if (retry_unrequested(s, k, op, res)) return;
   uop(op)->retries = 0;
   if (op->kind == TAXI_OP_ACCEPT && res >= 0) op->peer_len = uop(op)->peer_len;
+  if (op->kind == TAXI_OP_RECVFROM && res >= 0) {
+    /* What the kernel wrote back into the msghdr (____sys_recvmsg). */
+    op->peer_len = (unsigned)uop(op)->msg.msg_namelen;
+    op->msg_flags =
+        (uop(op)->msg.msg_flags & MSG_TRUNC) ? TAXI_MSG_TRUNCATED : 0u;
+  }
   uring_emit(s, k, op, os_result(res), 0);
 }
 

@@ -20,7 +20,8 @@
  *       connected endpoint) is left for the next, said on stderr.
  *
  * Exit status: 0 done, 1 a failure, 2 bad arguments, 3 the dispatcher
- * asked for has no datagram endpoints here.
+ * or backend asked for does not work here (or has no datagram
+ * endpoints).
  */
 #include <signal.h>
 #include <stdatomic.h>

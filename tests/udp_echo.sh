@@ -1,13 +1,15 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
-# udp_echo.sh - examples/udp_echo as a test: on every dispatcher, the
-# server and a client of datagrams of random sizes up to 65,507 bytes
-# (every byte checked), over IPv4 and, where the host has it, IPv6; a
-# client given the name localhost (resolved by the library's resolver
-# threads; an address of the name that refuses is left for the next);
-# then the server's stop on SIGINT.  A dispatcher without datagram endpoints
-# (exit status 3) is skipped, said so.  Ends with "N passed, N failed";
-# exits 77 when nothing could run.
+# udp_echo.sh - examples/udp_echo as a test: on every dispatcher x backend
+# pair this build has (the readiness backends under reactor, lf and hsha,
+# the completion backends under proactor and proactors, as
+# examples/echo_server lists them), the server and a client of datagrams
+# of random sizes up to 65,507 bytes (every byte checked), over IPv4 and,
+# where the host has it, IPv6; a client given the name localhost
+# (resolved by the library's resolver threads; an address of the name
+# that refuses is left for the next); then the server's stop on SIGINT.  A pair
+# that does not work here (exit status 3) is skipped, said so.  Ends with
+# "N passed, N failed"; exits 77 when nothing could run.
 
 : "${builddir:=.}"
 # shellcheck source=tests/lib.sh
@@ -16,21 +18,35 @@ prog=$builddir/examples/udp_echo
 need_built udp_echo.sh "$prog"
 make_work udp_echo
 
-count=200
-[ "$small" = 1 ] && count=50
+count=100
+[ "$small" = 1 ] && count=30
 
-for dispatcher in reactor lf hsha proactor proactors; do
+lister=$builddir/examples/echo_server
+need_built udp_echo.sh "$lister"
+pairs=
+for b in $("$lister" --list-backends); do
+  case $b in *:*) continue ;; esac # a method of the backend before it
+  for d in reactor lf hsha; do pairs="$pairs $d/$b"; done
+done
+for b in $("$lister" --list-proactor-backends); do
+  case $b in *:*) continue ;; esac
+  for d in proactor proactors; do pairs="$pairs $d/$b"; done
+done
+
+for pair in $pairs; do
+  dispatcher=${pair%/*}
+  backend=${pair#*/}
   for host in 127.0.0.1 '[::1]'; do
-    out=$work/server-$dispatcher.out
+    out=$work/server-$dispatcher-$backend.out
     if ! spawn "$out" "$out" "$prog" server --address "$host:0" \
-      --dispatcher "$dispatcher"; then
+      --dispatcher "$dispatcher" --backend "$backend"; then
       case $status in
-        3) echo "$dispatcher: SKIP: no datagram endpoints here" ;;
+        3) echo "$pair: SKIP: this pair does not work here" ;;
         *)
           if [ "$host" = '[::1]' ]; then
-            echo "$dispatcher: SKIP: no IPv6 here"
+            echo "$pair: SKIP: no IPv6 here"
           else
-            bad "$dispatcher: the server did not start (status $status)"
+            bad "$pair: the server did not start (status $status)"
             cat "$out"
           fi
           ;;
@@ -38,27 +54,27 @@ for dispatcher in reactor lf hsha proactor proactors; do
       break
     fi
     if "$prog" client --address "$host:$port" --count $count \
-      --dispatcher "$dispatcher" --time-limit $((60 * scale)) \
-      >"$work/client.out" 2>&1 &&
+      --dispatcher "$dispatcher" --backend "$backend" \
+      --time-limit $((60 * scale)) >"$work/client.out" 2>&1 &&
       grep -q "all verified" "$work/client.out"; then
-      ok "$dispatcher: $count datagrams echoed over $host"
+      ok "$pair: $count datagrams echoed over $host"
     else
-      bad "$dispatcher: the client over $host:"
+      bad "$pair: the client over $host:"
       cat "$work/client.out"
     fi
     if [ "$host" = 127.0.0.1 ]; then
       if "$prog" client --address "localhost:$port" --count 10 \
-        --dispatcher "$dispatcher" --time-limit $((60 * scale)) \
-        >"$work/client.out" 2>&1 &&
+        --dispatcher "$dispatcher" --backend "$backend" \
+        --time-limit $((60 * scale)) >"$work/client.out" 2>&1 &&
         grep -q "all verified" "$work/client.out"; then
-        ok "$dispatcher: echoed by the name localhost"
+        ok "$pair: echoed by the name localhost"
       else
-        bad "$dispatcher: the client of localhost:"
+        bad "$pair: the client of localhost:"
         cat "$work/client.out"
       fi
     fi
-    stop_server "$dispatcher: the server" "$out" "stopped after" ||
-      bad "$dispatcher: the server's stop"
+    stop_server "$pair: the server" "$out" "stopped after" ||
+      bad "$pair: the server's stop"
   done
 done
 finish

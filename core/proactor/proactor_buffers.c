@@ -133,7 +133,7 @@ void *taxi__pbufs_addr(const taxi_proactor_t *p, unsigned id) {
 }
 
 /* The id of the buffer starting at `addr`, or -1. */
-static long pool_id(const taxi__pbufs_t *b, const void *addr) {
+static long pool_id(const taxi__pbufs_t *b, const void *addr, bool inner) {
   /* As integers: the pointer may be any object's, which C does not let
    * one compare with a chunk's. */
   uintptr_t a = (uintptr_t)addr;
@@ -143,7 +143,7 @@ static long pool_id(const taxi__pbufs_t *b, const void *addr) {
     uintptr_t lo = (uintptr_t)b->chunk[c];
     if (a < lo || a - lo >= (uintptr_t)n * b->size) continue;
     size_t off = (size_t)(a - lo);
-    if (off % b->size) return -1;
+    if (off % b->size && !inner) return -1;
     return (long)(b->chunk_first[c] + off / b->size);
   }
   return -1;
@@ -188,16 +188,20 @@ bool taxi__pbufs_unused_locked(taxi_proactor_t *p, unsigned id) {
   return pool_free_locked(p, id);
 }
 
-void taxi__pbufs_lend_locked(taxi_proactor_t *p, unsigned id) {
-  p->bufs->held[id] = 1;
+void taxi__pbufs_lend_locked(taxi_proactor_t *p, unsigned id, bool inner) {
+  p->bufs->held[id] = inner ? 2 : 1;
   p->bufs->nheld++;
 }
 
 int taxi__pbufs_release_locked(taxi_proactor_t *p, void *data, bool *wake) {
   taxi__pbufs_t *b = p->bufs;
-  long id = b ? pool_id(b, data) : -1;
+  long id = b ? pool_id(b, data, false) : -1;
   *wake = false;
-  if (id < 0) return TAXI_EINVAL;
+  if (id < 0) {
+    /* A datagram's op->data lies inside its buffer. */
+    id = b ? pool_id(b, data, true) : -1;
+    if (id < 0 || b->held[id] == 1) return TAXI_EINVAL;
+  }
   if (!b->held[id]) return TAXI_ENOENT;
   b->held[id] = 0;
   b->nheld--;

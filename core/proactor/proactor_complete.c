@@ -236,10 +236,13 @@ static void pooled_result_locked(taxi_proactor_t *p, taxi_op_t *op,
                                  int64_t result, unsigned cflags) {
   unsigned st = op->internal_.state;
   bool chose = !(op->internal_.flags & TAXI__READ_SELECT);
-  if (result > 0 && (chose || (cflags & TAXI__CQ_BUFFER))) {
+  /* A datagram may be empty (and is no end of stream). */
+  bool dgram = op->kind == TAXI_OP_RECVFROM;
+  if ((result > 0 || (dgram && result == 0)) &&
+      (chose || (cflags & TAXI__CQ_BUFFER))) {
     unsigned id =
         chose ? (unsigned)op->internal_.offset : cflags >> TAXI__CQ_BUF_SHIFT;
-    taxi__pbufs_lend_locked(p, id);
+    taxi__pbufs_lend_locked(p, id, dgram);
     op->internal_.offset = id;
     op->internal_.done = (size_t)result;
     if (op->internal_.flags & TAXI_READ_MULTISHOT)
@@ -262,15 +265,16 @@ static void pooled_result_locked(taxi_proactor_t *p, taxi_op_t *op,
     return;
   }
   taxi__proactor_complete_locked(p, op,
-                                 result == 0  ? TAXI_EEOF
-                                 : result > 0 ? TAXI_ESYS
-                                              : (int)result);
+                                 result == 0 && !dgram ? TAXI_EEOF
+                                 : result >= 0         ? TAXI_ESYS
+                                                       : (int)result);
 }
 
 static void result_locked(taxi_proactor_t *p, taxi_op_t *op, int64_t result,
                           unsigned cflags) {
   bool more = (cflags & TAXI__CQ_MORE) != 0;
-  if (op->kind == TAXI_OP_READ && (op->internal_.flags & TAXI__READ_POOLED)) {
+  if ((op->kind == TAXI_OP_READ || op->kind == TAXI_OP_RECVFROM) &&
+      (op->internal_.flags & TAXI__READ_POOLED)) {
     pooled_result_locked(p, op, result, cflags);
     return;
   }
@@ -279,6 +283,16 @@ static void result_locked(taxi_proactor_t *p, taxi_op_t *op, int64_t result,
       accept_result_locked(p, op, result, more);
       break;
     case TAXI_OP_CONNECT:
+      taxi__proactor_complete_locked(p, op, result < 0 ? (int)result : 0);
+      break;
+    case TAXI_OP_RECVFROM:
+    case TAXI_OP_SENDTO:
+      /* One datagram, whole (or truncated, as msg_flags says), in one
+       * step: no end of stream, nothing to resume. */
+      if (result >= 0)
+        op->internal_.done = (size_t)result <= op->internal_.total
+                                 ? (size_t)result
+                                 : op->internal_.total;
       taxi__proactor_complete_locked(p, op, result < 0 ? (int)result : 0);
       break;
     default:

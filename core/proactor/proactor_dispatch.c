@@ -177,6 +177,26 @@ void taxi__proactor_untake_locked(taxi_proactor_t *p, taxi__event_t *ev) {
   p->ready_count++;
 }
 
+/* A pooled datagram's delivery: op->data at it in its buffer, its length
+ * returned.  The backend that chose the buffer says where it is and who
+ * sent it; where taxi chose, it fills the buffer from its start and the
+ * sender was stored at the completion.  A layout that does not hold is
+ * delivered empty, flagged truncated: never read past the buffer. */
+static size_t pooled_dgram_locked(taxi_proactor_t *p, taxi_op_t *op,
+                                  size_t used) {
+  unsigned char *buf = taxi__pbufs_addr(p, (unsigned)op->internal_.offset);
+  op->data = buf;
+  if (!(op->internal_.flags & TAXI__READ_SELECT)) return used;
+  size_t off = 0, len = 0;
+  if (p->ops->dgram_unpack(p->backend, op, buf, used, &off, &len) < 0 ||
+      off > p->bufs->size || len > p->bufs->size - off) {
+    op->msg_flags = TAXI_MSG_TRUNCATED;
+    return 0;
+  }
+  op->data = buf + off;
+  return len;
+}
+
 bool taxi__proactor_run_locked(taxi_proactor_t *p, taxi__event_t *ev) {
   taxi_op_t *op = ev->op;
   bool more = (op->internal_.state & TAXI__OP_MORE) != 0;
@@ -187,7 +207,10 @@ bool taxi__proactor_run_locked(taxi_proactor_t *p, taxi__event_t *ev) {
   if (op->kind == TAXI_OP_ACCEPT)
     op->accepted = status == 0 ? op->internal_.file : TAXI_INVALID_HANDLE;
   op->data = NULL;
-  if (op->internal_.flags & TAXI__READ_POOLED) {
+  if ((op->internal_.flags & TAXI__READ_POOLED) &&
+      op->kind == TAXI_OP_RECVFROM) {
+    if (status == 0) bytes = pooled_dgram_locked(p, op, bytes);
+  } else if (op->internal_.flags & TAXI__READ_POOLED) {
     if (status == 0 && bytes)
       op->data = taxi__pbufs_addr(p, (unsigned)op->internal_.offset);
     else

@@ -351,8 +351,9 @@ void *taxi__pbufs_addr(const taxi_proactor_t *p, unsigned id);
 bool taxi__pbufs_take_locked(taxi_proactor_t *p, unsigned *id);
 /* Double the pool: 0, or TAXI_ENOMEM at the cap or out of memory. */
 int taxi__pbufs_grow_locked(taxi_proactor_t *p);
-/* A buffer a completion filled goes to the application.  p->lock held. */
-void taxi__pbufs_lend_locked(taxi_proactor_t *p, unsigned id);
+/* A buffer a completion filled goes to the application (inner: a
+ * datagram's, released by a pointer inside it).  p->lock held. */
+void taxi__pbufs_lend_locked(taxi_proactor_t *p, unsigned id, bool inner);
 /* A buffer a read had and did not fill goes back.  Returns true when a
  * read waiting for a buffer may now go on: the caller's layer sets
  * p->wake_wanted so that the loop wakes the waiting threads.  p->lock

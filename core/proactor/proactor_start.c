@@ -54,6 +54,11 @@ static const char *start_name(const start_t *s) {
       return "taxi_proactor_transmit_file";
     case TAXI_OP_TIMER:
       return "taxi_proactor_timer";
+    case TAXI_OP_RECVFROM:
+      return s->flags & TAXI__READ_POOLED ? "taxi_proactor_recvfrom_pooled"
+                                          : "taxi_proactor_recvfrom";
+    case TAXI_OP_SENDTO:
+      return "taxi_proactor_sendto";
     default:
       return "taxi_proactor_post";
   }
@@ -72,10 +77,11 @@ static int admit_locked(taxi_proactor_t *p, const taxi_op_t *op,
                         op->internal_.proactor == p ? "this" : "another");
   if (s->dir == TAXI__DIR_NONE) return 0;
   if (taxi__handle_map_get(&p->map, s->handle, row) < 0) return TAXI_ENOENT;
-  /* A multishot read holds its handle's input until it ends: anything
-   * queued behind it would never run. */
+  /* A multishot read or receive holds its handle's input until it ends:
+   * anything queued behind it would never run. */
   const taxi_op_t *cur = p->rows[*row].dir[TAXI__DIR_IN - 1].cur;
-  if (s->dir == TAXI__DIR_IN && cur && cur->kind == TAXI_OP_READ &&
+  if (s->dir == TAXI__DIR_IN && cur &&
+      (cur->kind == TAXI_OP_READ || cur->kind == TAXI_OP_RECVFROM) &&
       (cur->internal_.flags & TAXI_READ_MULTISHOT))
     return taxi__refuse(TAXI_EBUSY,
                         "%s: h: a multishot read holds its input until it "
@@ -92,6 +98,7 @@ static void fill(taxi_proactor_t *p, taxi_op_t *op, const start_t *s) {
   op->peer_len = 0;
   op->more = 0;
   op->data = NULL;
+  op->msg_flags = 0;
   op->internal_.proactor = p;
   op->internal_.next = NULL;
   op->internal_.fn = s->fn;
@@ -222,8 +229,12 @@ int taxi_proactor_read(taxi_proactor_t *p, taxi_op_t *op, taxi_handle_t h,
 static void setup_pooled(taxi_op_t *op, const void *arg) {
   const taxi_proactor_t *p = arg;
   /* The buffer comes with the submission (core chooses) or the
-   * completion (the backend does). */
-  if (p->bufs->native) op->internal_.flags |= TAXI__READ_SELECT;
+   * completion (the backend does).  A datagram's only with a multishot
+   * receive, whose layout the backend unpacks (dgram_unpack). */
+  if (p->bufs->native &&
+      (op->kind == TAXI_OP_READ ||
+       ((op->internal_.flags & TAXI_READ_MULTISHOT) && p->ops->dgram_unpack)))
+    op->internal_.flags |= TAXI__READ_SELECT;
 }
 
 int taxi_proactor_read_pooled(taxi_proactor_t *p, taxi_op_t *op,
@@ -233,6 +244,19 @@ int taxi_proactor_read_pooled(taxi_proactor_t *p, taxi_op_t *op,
     return TAXI_EINVAL;
   start_t s = {TAXI_OP_READ, h,  TAXI__DIR_IN, flags | TAXI__READ_POOLED,
                fn,           act};
+  return start_io(p, op, &s, setup_pooled, p);
+}
+
+int taxi_proactor_recvfrom_pooled(taxi_proactor_t *p, taxi_op_t *op,
+                                  taxi_handle_t h, unsigned flags,
+                                  taxi_completion_fn fn, void *act) {
+  if (!common_ok(p, op, fn) || (flags & ~TAXI_READ_MULTISHOT) || !p->bufs)
+    return taxi__refuse(TAXI_EINVAL, "taxi_proactor_recvfrom_pooled: %s",
+                        !common_ok(p, op, fn) ? "p, op or fn: NULL"
+                        : !p->bufs            ? "p: no buffer pool"
+                                              : "flags: unknown bits");
+  start_t s = {TAXI_OP_RECVFROM,          h,  TAXI__DIR_IN,
+               flags | TAXI__READ_POOLED, fn, act};
   return start_io(p, op, &s, setup_pooled, p);
 }
 
@@ -263,6 +287,62 @@ int taxi_proactor_write(taxi_proactor_t *p, taxi_op_t *op, taxi_handle_t h,
   start_t s = {TAXI_OP_WRITE, h, TAXI__DIR_OUT, 0, fn, act};
   gather_t g = {bufs, nbufs, total};
   return start_io(p, op, &s, setup_gather, &g);
+}
+
+/* ---- datagrams ---------------------------------------------------------- */
+
+typedef struct dgram_arg {
+  void *base;
+  size_t len;
+  const void *addr;
+  size_t addr_len;
+} dgram_arg_t;
+
+/* One buffer, sent or received whole (a datagram is never resumed: done
+ * stays 0 until the completion), and the destination, if any, where a
+ * connect keeps its address. */
+static void setup_dgram(taxi_op_t *op, const void *arg) {
+  const dgram_arg_t *a = arg;
+  op->internal_.bufs[0].base = a->base;
+  op->internal_.bufs[0].len = a->len;
+  op->internal_.nbufs = 1;
+  op->internal_.total = a->len;
+  if (a->addr_len) memcpy(op->internal_.addr, a->addr, a->addr_len);
+  op->internal_.addr_len = (uint32_t)a->addr_len;
+}
+
+int taxi_proactor_recvfrom(taxi_proactor_t *p, taxi_op_t *op, taxi_handle_t h,
+                           void *buf, size_t len, taxi_completion_fn fn,
+                           void *act) {
+  if (!common_ok(p, op, fn) || !buf || len == 0)
+    return taxi__refuse(TAXI_EINVAL, "taxi_proactor_recvfrom: %s",
+                        !p     ? "p: NULL"
+                        : !op  ? "op: NULL"
+                        : !fn  ? "fn: NULL"
+                        : !buf ? "buf: NULL"
+                               : "len: 0");
+  start_t s = {TAXI_OP_RECVFROM, h, TAXI__DIR_IN, 0, fn, act};
+  dgram_arg_t a = {buf, len, NULL, 0};
+  return start_io(p, op, &s, setup_dgram, &a);
+}
+
+int taxi_proactor_sendto(taxi_proactor_t *p, taxi_op_t *op, taxi_handle_t h,
+                         const void *buf, size_t len, const void *addr,
+                         size_t addr_len, taxi_completion_fn fn, void *act) {
+  if (!common_ok(p, op, fn) || (!buf && len))
+    return taxi__refuse(TAXI_EINVAL, "taxi_proactor_sendto: %s",
+                        !p    ? "p: NULL"
+                        : !op ? "op: NULL"
+                        : !fn ? "fn: NULL"
+                              : "buf: NULL");
+  if (!addr != !addr_len || addr_len > sizeof op->internal_.addr)
+    return taxi__refuse(TAXI_EINVAL, "taxi_proactor_sendto: addr_len: %s",
+                        addr_len > sizeof op->internal_.addr
+                            ? "above 128"
+                            : "0 with an address, or an address of 0 bytes");
+  start_t s = {TAXI_OP_SENDTO, h, TAXI__DIR_OUT, 0, fn, act};
+  dgram_arg_t a = {(void *)(uintptr_t)buf, len, addr, addr_len};
+  return start_io(p, op, &s, setup_dgram, &a);
 }
 
 /* ---- files -------------------------------------------------------------- */

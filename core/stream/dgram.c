@@ -67,6 +67,9 @@ static int options(taxi_dgram_options_t *out, const taxi_dgram_options_t *in) {
 static void finish(taxi_dgram_t *d) {
   taxi__close(d->fd);
   if (d->close_fn) d->close_fn(d, d->close_arg);
+  /* Before the unlink, which may let taxi_io_destroy free the
+   * dispatcher that the driver gives buffers back to. */
+  if (d->io->drv->dgram->fini) d->io->drv->dgram->fini(d);
   taxi__io_unlink_dgram(d->io, d);
   taxi__mutex_destroy(&d->cb_lock);
   taxi__mutex_destroy(&d->lock);
@@ -113,25 +116,38 @@ static void released(taxi_dgram_t *d) {
   if (!later) finish(d);
 }
 
+/* Receive and deliver.  On a reactor: from the socket, a bounded number
+ * of batches (what is left is reported again).  Over a Proactor: what the
+ * driver's receives brought in, until none is left, since no report
+ * comes for datagrams that completed already (the driver starts its
+ * receives again as it hands them out). */
 static void readable(taxi_dgram_t *d) {
+  int (*recv)(taxi_dgram_t *, taxi__dgram_msg_t *, unsigned) =
+      d->io->drv->dgram->recv;
   taxi__mutex_lock(&d->cb_lock);
-  for (int round = 0; round < RECV_ROUNDS; round++) {
+  for (int round = 0; recv || round < RECV_ROUNDS; round++) {
     if (atomic_load(&d->closing)) break;
-    for (unsigned i = 0; i < d->rbatch; i++) {
-      d->rmsg[i].buf = d->rbuf + (size_t)i * d->rsize;
-      d->rmsg[i].cap = d->rsize;
+    int n;
+    if (recv) {
+      n = recv(d, d->rmsg, d->rbatch);
+    } else {
+      for (unsigned i = 0; i < d->rbatch; i++) {
+        d->rmsg[i].buf = d->rbuf + (size_t)i * d->rsize;
+        d->rmsg[i].cap = d->rsize;
+      }
+      n = taxi__sock_recv_batch(d->fd, d->rmsg, d->rbatch);
     }
-    int n = taxi__sock_recv_batch(d->fd, d->rmsg, d->rbatch);
     if (n == TAXI_EAGAIN) break;
     if (n < 0) {
       /* An ICMP error (connected), or the socket's own: told, and the
        * next report tries again. */
       if (deliver(d, n, NULL)) return;
+      if (recv) continue;
       break;
     }
     for (int i = 0; i < n; i++)
       if (deliver(d, 0, &d->rmsg[i])) return;
-    if ((unsigned)n < d->rbatch) break;
+    if (!recv && (unsigned)n < d->rbatch) break;
   }
   taxi__mutex_unlock(&d->cb_lock);
 }
@@ -221,6 +237,23 @@ static void writable(taxi_dgram_t *d) {
   }
 }
 
+/* Over a Proactor: the head left (the driver's send, status its
+ * result); the rest of the queue follows. */
+static void sent(taxi_dgram_t *d, int status) {
+  int err = status < 0 ? status : 0;
+  taxi__mutex_lock(&d->lock);
+  d->writing = false;
+  if (!atomic_load(&d->closing)) {
+    if (d->qcount > 0) dequeue(d, 1);
+    flush_locked(d, &err);
+  }
+  taxi__mutex_unlock(&d->lock);
+  if (err) {
+    taxi__mutex_lock(&d->cb_lock);
+    if (!deliver(d, err, NULL)) taxi__mutex_unlock(&d->cb_lock);
+  }
+}
+
 static int close_quiet(taxi_dgram_t *d) {
   return taxi_dgram_close(d, NULL, NULL);
 }
@@ -228,6 +261,7 @@ static int close_quiet(taxi_dgram_t *d) {
 static const taxi__dgram_ops_t dgram_ops = {.close = close_quiet,
                                             .readable = readable,
                                             .writable = writable,
+                                            .sent = sent,
                                             .released = released};
 
 /* ---- the API --------------------------------------------------------------
@@ -245,8 +279,8 @@ int taxi_dgram_open(taxi_dgram_t **out, taxi_io_t *io, const char *local,
   *out = NULL;
   if (!io->drv->dgram)
     return taxi__refuse(TAXI_ENOTSUP,
-                        "taxi_dgram_open: io: a Proactor's dispatcher has no "
-                        "datagram endpoints (use reactor, lf or hsha)");
+                        "taxi_dgram_open: io: its dispatcher has no datagram "
+                        "endpoints");
   taxi_dgram_options_t opt;
   int rc = options(&opt, o);
   if (rc < 0) return rc;

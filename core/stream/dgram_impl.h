@@ -30,9 +30,15 @@
 typedef struct taxi__dgram_ops {
   /* Close d (taxi_io_destroy: no close callback); lock not held. */
   int (*close)(taxi_dgram_t *d);
-  /* The socket is readable / writable (in a dispatching thread). */
+  /* The socket is readable / writable (in a dispatching thread).  Over a
+   * Proactor: receives completed (readable takes them with the driver's
+   * recv). */
   void (*readable)(taxi_dgram_t *d);
   void (*writable)(taxi_dgram_t *d);
+  /* Over a Proactor: the driver sent the send queue's head itself (its
+   * want_write started the send), with `status` 0 or the send's error;
+   * the head leaves the queue.  In a dispatching thread, no lock held. */
+  void (*sent)(taxi_dgram_t *d, int status);
   /* No hook of d runs any more, nor will. */
   void (*released)(taxi_dgram_t *d);
 } taxi__dgram_ops_t;
@@ -78,8 +84,40 @@ struct taxi_dgram {
     struct {
       taxi_handler_t h;
     } r;
+    /* Over a Proactor (core/stream/dgram_proactive.c), under lock. */
+    struct {
+      taxi_proactor_t *px;             /* the proactor d is attached to */
+      struct taxi__dgram_rslot *slots; /* rbatch receives, one buffer each */
+      taxi_op_t *sop;                  /* the send of the queue's head */
+      unsigned rnext; /* the slot whose datagram is delivered next */
+      unsigned given; /* slots the last recv handed out, from gfirst */
+      unsigned gfirst;
+      /* Operations in flight and completion handlers running: d is
+       * released when it is 0 after the close (detached). */
+      unsigned refs;
+      bool sending, detached;
+      /* One multishot receive into the proactor's pool (slot 0) instead
+       * of the slots' single receives; handed: the buffer the last recv
+       * handed out, given back at the next. */
+      bool pooled;
+      void *handed;
+    } p;
   } d;
 };
+
+/* One receive of an endpoint over a Proactor: its operation into rbuf's
+ * slot, and the result kept until it is delivered in order. */
+typedef struct taxi__dgram_rslot {
+  taxi_op_t op;
+  taxi_dgram_t *d;
+  unsigned char *buf; /* rsize bytes of rbuf */
+  void *lent;         /* pooled: the datagram, in a buffer of the pool */
+  int status;
+  size_t len;
+  unsigned msg_flags;
+  bool armed; /* in flight */
+  bool done;  /* completed, not yet delivered */
+} taxi__dgram_rslot_t;
 
 /* What a driver does for endpoints (NULL in a driver without them). */
 typedef struct taxi__dgram_driver {
@@ -90,9 +128,20 @@ typedef struct taxi__dgram_driver {
   /* Stop watching: ops->released follows, here or once the hooks
    * running in other threads return.  Lock not held. */
   void (*close)(taxi_dgram_t *d);
+  /* Over a Proactor (NULL on a reactor, where the socket is read at
+   * readiness): the datagrams received, oldest first, into m (at most
+   * max; their bytes stay in the driver's buffers until the next call,
+   * which starts those receives again), how many, an error a receive
+   * completed with (alone), or TAXI_EAGAIN when none is left.  cb_lock
+   * held (readable calls it until TAXI_EAGAIN), lock not held. */
+  int (*recv)(taxi_dgram_t *d, taxi__dgram_msg_t *m, unsigned max);
+  /* Free what the driver allocated for d (NULL: nothing), when d is
+   * finished. */
+  void (*fini)(taxi_dgram_t *d);
 } taxi__dgram_driver_t;
 
 extern const taxi__dgram_driver_t taxi__dgram_reactive;
+extern const taxi__dgram_driver_t taxi__dgram_proactive;
 
 /* The context's list of endpoints (core/stream/io_lists.c):
  * TAXI_ESTOPPED when destroying. */

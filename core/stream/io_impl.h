@@ -19,6 +19,8 @@
  *   io_reactive.c  the driver over a reactor (reactor, lf, hsha);
  *   io_pooled.c    a proactive stream's reads through the proactor's pool
  *                  of buffers (io_uring's provided buffers);
+ *   dgram_proactive.c  datagram endpoints over a proactor (the driver's
+ *                  part, reached through io_proactive.c's table);
  *   io_proactive.c the driver over a proactor (proactor, proactors);
  *   io_run.c       running, stopping, waiting; the wake-up socket pair,
  *                  the error reports of what the context made;

@@ -23,6 +23,7 @@
 #include "config.h"
 
 #include "core/common/alloc.h"
+#include "core/stream/dgram_impl.h"
 #include "core/stream/io_impl.h"
 
 #include <string.h>
@@ -726,4 +727,5 @@ const taxi__io_driver_t taxi__io_proactive = {
     .timer_start = t_start,
     .timer_stop = t_stop,
     .timer_destroy = t_destroy,
+    .dgram = &taxi__dgram_proactive,
 };

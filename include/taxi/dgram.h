@@ -29,16 +29,29 @@
  * queued send reaches the receive callback (its status), since the call
  * that queued it has returned.
  *
- * Dispatchers.  Endpoints work on the readiness dispatchers
- * (TAXI_IO_REACTOR, TAXI_IO_LF, TAXI_IO_HSHA), whose driver receives and
- * sends in batches (recvmmsg and sendmmsg on Linux; recvfrom and sendto
+ * Dispatchers.  Endpoints work on every dispatcher, with the same API
+ * and semantics.  On the readiness dispatchers (TAXI_IO_REACTOR,
+ * TAXI_IO_LF, TAXI_IO_HSHA) the driver receives and sends at readiness,
+ * in batches (recvmmsg and sendmmsg on Linux; recvfrom and sendto
  * elsewhere).  On the completion dispatchers (TAXI_IO_PROACTOR,
- * TAXI_IO_PROACTORS) taxi_dgram_open() refuses with TAXI_ENOTSUP: the
- * Proactor has no operation that receives a sender's address yet (and
- * POSIX aio never will: an aiocb has no room for one).
+ * TAXI_IO_PROACTORS, where the endpoint lives on one proactor of the
+ * group) it keeps options.recv_batch receives in flight
+ * (taxi_proactor_recvfrom in taxi/proactor.h), each into its own receive
+ * buffer, delivered in the order the datagrams arrived, and sends what
+ * the socket cannot take at once with taxi_proactor_sendto.  io_uring
+ * receives with IORING_OP_RECVMSG (an endpoint whose recv_size a buffer
+ * of the context's pool holds, 3,952 bytes or less: with one multishot
+ * receive into the ring of provided buffers, the proactor's, instead of
+ * its own buffers), IOCP with WSARecvFrom; POSIX aio's
+ * aiocb has no room for an address, so the aio backend receives and
+ * sends datagrams at readiness through its internal reactor, as the
+ * emulated Proactor does (docs/backends/aio.md).
  *
- * No memory is allocated per datagram: the receive buffers and the send
- * queue are allocated with the endpoint.
+ * No memory is allocated per datagram: the receive buffers (and over a
+ * Proactor the receive operations' records) and the send queue are
+ * allocated with the endpoint; the multishot receive takes the buffers of
+ * the proactor's pool, made with the proactor (and grown by it, up to a
+ * bound, while its buffers are all taken).
  */
 #ifndef TAXI_DGRAM_H
 #define TAXI_DGRAM_H
@@ -107,8 +120,10 @@ typedef struct taxi_dgram_options {
    * (TAXI_DGRAM_TRUNCATED).  0: 65,536 (every datagram over IPv4).
    * At most 16 MiB. */
   size_t recv_size;
-  /* Receive buffers, and datagrams taken per readiness report (1..64;
-   * 0: 4). */
+  /* Receive buffers, and datagrams taken per readiness report, or
+   * receives kept in flight over a Proactor (one multishot receive
+   * instead where it takes the pool's buffers: see above) (1..64; 0:
+   * 4). */
   unsigned recv_batch;
   /* Bytes the send queue holds (0: 256 KiB; at least TAXI_DGRAM_MAX, at
    * most 1 GiB). */
@@ -130,9 +145,9 @@ TAXI_EXTERN void taxi_dgram_options_init(taxi_dgram_options_t *o);
  *
  * Returns 0 and sets *out, or TAXI_EINVAL (NULL out, io, local or fn; an
  * option out of range, with its detail), TAXI_EBADADDR (local not an IPv4
- * or IPv6 address), TAXI_ENOTSUP (io's dispatcher is a Proactor's: see
- * above), TAXI_ESTOPPED (io is being destroyed), TAXI_EADDRINUSE,
- * TAXI_EPERM, TAXI_ENOMEM, TAXI_ESYS.
+ * or IPv6 address), TAXI_ESTOPPED (io is being destroyed), TAXI_EADDRINUSE,
+ * TAXI_EPERM, TAXI_ENOMEM, TAXI_ESYS, or the proactor's refusal of the
+ * socket or of its first receive.
  * Threads: any.  Ownership: the endpoint is io's until closed; close it
  * with taxi_dgram_close() (taxi_io_destroy() closes those left).
  */
@@ -146,6 +161,8 @@ TAXI_EXTERN int taxi_dgram_open(taxi_dgram_t **out, taxi_io_t *io,
  * taxi_dgram_send() sends there, only its datagrams are received, and
  * ICMP errors of the sends reach the receive callback (an unconnected
  * socket is not told of them).  May be called again to change it.
+ * (Over a Proactor a datagram a receive took just before the connect
+ * may still be delivered after it.)
  * Returns 0, or TAXI_EINVAL (NULL), TAXI_EBADADDR (peer not an address of
  * the endpoint's family), TAXI_EBADF (closed), TAXI_ESYS.  Threads: any.
  */
@@ -209,7 +226,9 @@ TAXI_EXTERN int taxi_dgram_leave(taxi_dgram_t *d, const char *group,
  * taxi_dgram_close - close the endpoint: no receive callback starts after
  * this call (one running in another thread finishes), datagrams still
  * queued are dropped, and fn(d, arg) (NULL: none) runs once nothing of d
- * runs any more; then d is freed.  The socket is closed before fn runs.
+ * runs any more; then d is freed.  The socket is closed before fn runs,
+ * and over a Proactor only once every receive in flight on it has
+ * completed (cancelled): no request still names its number then.
  * Returns 0, or TAXI_EINVAL (NULL), TAXI_EBADF (closing already).
  * Threads: any, the endpoint's callbacks included.
  */

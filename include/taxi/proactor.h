@@ -5,10 +5,10 @@
  *
  * The application (the proactive initiator) starts an asynchronous
  * operation - accept, connect, read, write, file read/write at an offset,
- * transmit-file, a timer - giving a caller-owned operation record, a
- * completion handler and an asynchronous completion token (ACT).  The
- * operation runs without borrowing the caller's thread.  When it is done,
- * the completion dispatcher (taxi_proactor_handle_events() in one thread,
+ * transmit-file, a datagram's receive or send, a timer - giving a caller-owned
+ * operation record, a completion handler and an asynchronous completion token
+ * (ACT).  The operation runs without borrowing the caller's thread.  When it is
+ * done, the completion dispatcher (taxi_proactor_handle_events() in one thread,
  * or an L/F pool made by taxi_lf_create_proactor()) calls the handler with
  * the status, the bytes transferred and the ACT.
  *
@@ -27,7 +27,8 @@
  * Handles.  A handle is attached to the proactor before operations are
  * started on it (taxi_proactor_attach(); connections made by an accept are
  * attached already).  Per handle and per direction (input: accept, read,
- * file read; output: connect, write, file write, transmit-file) operations
+ * file read, datagram receive; output: connect, write, file write,
+ * transmit-file, datagram send) operations
  * complete in the order they were started.  taxi_proactor_close() completes
  * every operation still pending on the handle with TAXI_ECANCELED, exactly
  * once each, and closes it.
@@ -81,7 +82,9 @@ typedef enum taxi_op_kind {
   TAXI_OP_WRITE_FILE,
   TAXI_OP_TRANSMIT_FILE,
   TAXI_OP_TIMER,
-  TAXI_OP_POST
+  TAXI_OP_POST,
+  TAXI_OP_RECVFROM, /* taxi_proactor_recvfrom: one datagram in */
+  TAXI_OP_SENDTO    /* taxi_proactor_sendto: one datagram out */
 } taxi_op_kind_t;
 
 /* Flags for taxi_proactor_read(). */
@@ -121,6 +124,11 @@ typedef enum taxi_op_kind {
  * backlog, which pushes back on clients. */
 #define TAXI_ACCEPT_MULTISHOT 0x1u
 
+/* Flags of a received datagram (taxi_op_t.msg_flags). */
+/* The datagram was longer than the buffer: `bytes` of it are there, the
+ * rest is lost (never silently: this flag says so). */
+#define TAXI_MSG_TRUNCATED 0x1u
+
 /* Room in each record for the backend's own per-operation state (an
  * aiocb, an OVERLAPPED with AcceptEx's address buffer, ...). */
 #define TAXI_OP_BACKEND_SIZE 384
@@ -147,6 +155,9 @@ struct taxi_op {
    * pool that the application now holds and hands back with
    * taxi_proactor_buffer_release().  NULL otherwise. */
   void *data;
+  /* TAXI_OP_RECVFROM: TAXI_MSG_* flags of the datagram received (0
+   * otherwise). */
+  unsigned msg_flags;
 
   /* Private to taxi: the state of the operation while in flight. */
   struct {
@@ -418,11 +429,42 @@ TAXI_EXTERN int taxi_proactor_read_pooled(taxi_proactor_t *p, taxi_op_t *op,
                                           taxi_completion_fn fn, void *act);
 
 /*
+ * taxi_proactor_recvfrom_pooled - receive datagrams on socket `h` into
+ * buffers of the proactor's pool, as taxi_proactor_read_pooled reads:
+ * each datagram is at op->data (the handler's `bytes` of it, 0 for an
+ * empty one), in a buffer the handler gives back with
+ * taxi_proactor_buffer_release(p, op->data); its sender is op->peer /
+ * op->peer_len, and op->msg_flags has TAXI_MSG_TRUNCATED when it was
+ * longer than the room a buffer has for it.  Flags: TAXI_READ_MULTISHOT
+ * (one datagram per handler call with op->more set, until an error, a
+ * cancel or a close ends it; an ICMP error of a connected socket ends it
+ * with TAXI_ECONNREFUSED).  io_uring (Linux 6.0) receives with one
+ * multishot IORING_OP_RECVMSG into its ring of provided buffers, where
+ * each buffer also holds the kernel's header and the sender's address:
+ * a datagram has TAXI_PROACTOR_DGRAM_ROOM less than buffer_size there.
+ * Elsewhere taxi picks a buffer and receives into it (the whole buffer),
+ * one datagram at a time.  Errors besides the common ones: TAXI_EINVAL
+ * when the proactor has no pool; TAXI_EBUSY when a multishot read or
+ * receive is in flight on `h` already.  Threads: any.
+ */
+TAXI_EXTERN int taxi_proactor_recvfrom_pooled(taxi_proactor_t *p, taxi_op_t *op,
+                                              taxi_handle_t h, unsigned flags,
+                                              taxi_completion_fn fn, void *act);
+
+/* Bytes of a pool buffer that a pooled datagram receive may not fill with
+ * the datagram (io_uring's header of a multishot receive, 16 bytes, and
+ * room for the sender's address, 128): the most a datagram gets there is
+ * buffer_size less this. */
+#define TAXI_PROACTOR_DGRAM_ROOM 144u
+
+/*
  * taxi_proactor_buffer_release - give back the buffer `data` a pooled read
- * delivered (op->data), for another read to use.  Returns 0, TAXI_EINVAL
- * (NULL, or not the start of a buffer of p's pool), TAXI_ENOENT (not held
- * by the application: released already).  Any thread; allocates nothing.
- * Buffers still held when the proactor is destroyed go with it.
+ * or datagram receive delivered (op->data: the start of a buffer for a
+ * read, a place inside one for a datagram), for another read to use.
+ * Returns 0, TAXI_EINVAL (NULL, or not the op->data of a buffer of p's
+ * pool), TAXI_ENOENT (not held by the application: released already).
+ * Any thread; allocates nothing.  Buffers still held when the proactor is
+ * destroyed go with it.
  */
 TAXI_EXTERN int taxi_proactor_buffer_release(taxi_proactor_t *p, void *data);
 /*
@@ -494,6 +536,43 @@ TAXI_EXTERN int taxi_proactor_transmit_file(
     taxi_proactor_t *p, taxi_op_t *op, taxi_handle_t sock, taxi_handle_t file,
     int64_t offset, size_t len, const taxi_buf_t *header,
     const taxi_buf_t *trailer, taxi_completion_fn fn, void *act);
+
+/*
+ * Receive one datagram on socket `h` (attached; a datagram socket) into
+ * buf (len bytes, at least 1).  The handler's `bytes` is the datagram's
+ * length as far as buf holds it (0 for an empty datagram: not an end of
+ * stream), op->peer / op->peer_len the sender's struct sockaddr, and
+ * op->msg_flags has TAXI_MSG_TRUNCATED when the datagram was longer than
+ * len (the rest of it is lost).  Status TAXI_ECONNREFUSED (an ICMP port
+ * unreachable for an earlier datagram of a connected socket; Windows
+ * reports it on unconnected sockets too), other ICMP errors as their
+ * TAXI_E* code, TAXI_ECANCELED.  Receives of one handle complete in the
+ * order they were started, one datagram each.
+ * io_uring: IORING_OP_RECVMSG; IOCP: WSARecvFrom; emulated: recvfrom when
+ * the handle is readable; POSIX aio: an aiocb has no room for an address,
+ * so the aio backend receives as the emulated one does, through its
+ * internal reactor (docs/backends/aio.md).
+ */
+TAXI_EXTERN int taxi_proactor_recvfrom(taxi_proactor_t *p, taxi_op_t *op,
+                                       taxi_handle_t h, void *buf, size_t len,
+                                       taxi_completion_fn fn, void *act);
+
+/*
+ * Send the len bytes at buf (0 allowed) as one datagram on socket `h` to
+ * `addr`, a struct sockaddr of addr_len bytes (at most 128; copied), or,
+ * with addr NULL and addr_len 0, to the socket's connected peer.  The
+ * handler's `bytes` is len on success: a datagram is never sent in part.
+ * Status TAXI_EMSGSIZE (too long for the socket or the path),
+ * TAXI_ECONNREFUSED (connected: an earlier datagram was refused),
+ * TAXI_EPERM, TAXI_ECANCELED ...  The bytes are the caller's until the
+ * handler runs.  io_uring: IORING_OP_SENDMSG; IOCP: WSASendTo; emulated
+ * and POSIX aio: sendto when the handle is writable.
+ */
+TAXI_EXTERN int taxi_proactor_sendto(taxi_proactor_t *p, taxi_op_t *op,
+                                     taxi_handle_t h, const void *buf,
+                                     size_t len, const void *addr,
+                                     size_t addr_len, taxi_completion_fn fn,
+                                     void *act);
 
 /* Complete after `delay` nanoseconds (0 to TAXI_TIME_SPAN_MAX; beyond:
  * TAXI_EINVAL) with status 0. */

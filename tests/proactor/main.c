@@ -28,7 +28,7 @@ static const taxi_test_suite_t *const pt_base_suites[] = {
     &pt_suite_fd_reuse,    &pt_suite_emfile,     &pt_suite_signals,
     &pt_suite_counters,    &pt_suite_one_thread, &pt_suite_pooled,
     &pt_suite_group,       &pt_suite_group_api,  &pt_suite_regfiles,
-    &pt_suite_stop_result,
+    &pt_suite_stop_result, &pt_suite_dgram,
 };
 #define PT_N_SUITES (sizeof pt_base_suites / sizeof pt_base_suites[0])
 

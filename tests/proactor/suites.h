@@ -37,6 +37,7 @@ extern const taxi_test_suite_t pt_suite_group;       /* group.c */
 extern const taxi_test_suite_t pt_suite_group_api;   /* group_api.c */
 extern const taxi_test_suite_t pt_suite_regfiles;    /* regfiles.c */
 extern const taxi_test_suite_t pt_suite_stop_result; /* stop_result.c */
+extern const taxi_test_suite_t pt_suite_dgram;       /* dgram.c */
 
 /* refusal.c: io_uring refused (seccomp ENOSYS/EPERM) -> clear error, the
  * automatic choice falls back.  Part of the bad input suite. */

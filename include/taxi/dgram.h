@@ -49,6 +49,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -75,6 +76,26 @@ typedef struct taxi_dgram taxi_dgram_t; /* a datagram endpoint */
 /* Permit sending to broadcast addresses (SO_BROADCAST); also
  * taxi_dgram_set_broadcast(). */
 #define TAXI_DGRAM_BROADCAST 0x4u
+/* Send the segments of taxi_dgram_send_segments() in one system call that
+ * the kernel (or the device) cuts into datagrams (Linux 4.18 on:
+ * UDP_SEGMENT).  Without it, or where a path refuses it (a segment above
+ * its MTU, a device without checksum offload), they go as a batch of
+ * datagrams (sendmmsg).  taxi_dgram_open() refuses it with TAXI_ENOTSUP
+ * where the system has no such option. */
+#define TAXI_DGRAM_GSO 0x8u
+/* Let the kernel coalesce the datagrams that arrive for the endpoint into
+ * one receive of equal-size segments (Linux 5.0 on: UDP_GRO); the endpoint
+ * splits them back, and the receive callback sees each datagram as it was
+ * sent, in order.  Fewer receives under a flood of equal-size datagrams
+ * (from a sender that used segments, or through a device that coalesces).
+ * Needs options.recv_size of 65,536 (the default) or more, as a coalesced
+ * receive is up to 64 KiB.  taxi_dgram_open() refuses it with TAXI_ENOTSUP
+ * where the system has no such option. */
+#define TAXI_DGRAM_GRO 0x10u
+
+/* The most segments one taxi_dgram_send_segments() call sends (what Linux
+ * sends in one UDP_SEGMENT call). */
+#define TAXI_DGRAM_SEGMENTS_MAX 64
 
 /*
  * A datagram arrived, or the socket reported an error.
@@ -115,7 +136,9 @@ typedef struct taxi_dgram_options {
   size_t send_queue;
   /* Datagrams the send queue holds (0: 64; at most 65,536). */
   unsigned send_slots;
-  unsigned flags; /* TAXI_DGRAM_* above */
+  /* TAXI_DGRAM_* above.  The options are versioned by their flags: a new
+   * option is a new bit, so the structure keeps its size. */
+  unsigned flags;
 } taxi_dgram_options_t;
 
 /* Fill *o with the defaults.  Threads: any. */
@@ -129,9 +152,11 @@ TAXI_EXTERN void taxi_dgram_options_init(taxi_dgram_options_t *o);
  * from the start, in io's dispatching threads.
  *
  * Returns 0 and sets *out, or TAXI_EINVAL (NULL out, io, local or fn; an
- * option out of range, with its detail), TAXI_EBADADDR (local not an IPv4
- * or IPv6 address), TAXI_ENOTSUP (io's dispatcher is a Proactor's: see
- * above), TAXI_ESTOPPED (io is being destroyed), TAXI_EADDRINUSE,
+ * option out of range, with its detail; TAXI_DGRAM_GRO with recv_size
+ * below 65,536), TAXI_EBADADDR (local not an IPv4 or IPv6 address),
+ * TAXI_ENOTSUP (io's dispatcher is a Proactor's: see above; or
+ * TAXI_DGRAM_GSO or TAXI_DGRAM_GRO where the system lacks them, with its
+ * detail), TAXI_ESTOPPED (io is being destroyed), TAXI_EADDRINUSE,
  * TAXI_EPERM, TAXI_ENOMEM, TAXI_ESYS.
  * Threads: any.  Ownership: the endpoint is io's until closed; close it
  * with taxi_dgram_close() (taxi_io_destroy() closes those left).
@@ -170,6 +195,45 @@ TAXI_EXTERN int taxi_dgram_send_to(taxi_dgram_t *d, const void *data,
 
 /* taxi_dgram_send - taxi_dgram_send_to() the default peer. */
 TAXI_EXTERN int taxi_dgram_send(taxi_dgram_t *d, const void *data, size_t len);
+
+/*
+ * taxi_dgram_send_segments - send the `len` bytes at `data` as datagrams
+ * of `seg` bytes each, the last one possibly shorter (len / seg rounded
+ * up of them, at most TAXI_DGRAM_SEGMENTS_MAX), to `to` (NULL: the default
+ * peer): what taxi_dgram_send_to() would do once per segment, in order,
+ * in fewer system calls.  With TAXI_DGRAM_GSO, and segments that fit one
+ * IPv4 datagram together (len at most TAXI_DGRAM_MAX), one call sends
+ * them all; otherwise a batch (sendmmsg) does.  The bytes are copied as
+ * by taxi_dgram_send_to(); the segments are sent or queued all, or none
+ * of them (TAXI_EAGAIN, TAXI_ENOBUFS: nothing went).
+ * Returns 0, or TAXI_EINVAL (NULL d; NULL data; len 0; seg 0 or above
+ * TAXI_DGRAM_MAX; more than TAXI_DGRAM_SEGMENTS_MAX segments: each with
+ * its detail), TAXI_EBADADDR, TAXI_ENOENT, TAXI_EBADF, TAXI_EAGAIN,
+ * TAXI_ENOBUFS as taxi_dgram_send_to(), or an error the socket reported
+ * at once: the segment it concerned is dropped, those before it went,
+ * those after it went or are queued.
+ * Threads: any; sends of one thread go out in their order.
+ */
+TAXI_EXTERN int taxi_dgram_send_segments(taxi_dgram_t *d, const void *data,
+                                         size_t len, size_t seg,
+                                         const taxi_addr_t *to);
+
+/* What an endpoint did, for tests and monitoring (taxi_dgram_counters). */
+typedef struct taxi_dgram_counters {
+  uint64_t received;      /* datagrams given to the receive callback */
+  uint64_t coalesced;     /* receives the kernel coalesced (TAXI_DGRAM_GRO),
+                             each split into several of those datagrams */
+  uint64_t segment_sends; /* system calls that sent several segments of
+                             taxi_dgram_send_segments() (TAXI_DGRAM_GSO) */
+} taxi_dgram_counters_t;
+
+/*
+ * taxi_dgram_counters - copy d's counters to *out.  Returns 0, or
+ * TAXI_EINVAL (NULL), TAXI_EBADF (closed).  Threads: any (the counts are
+ * those of a moment: a callback running meanwhile may add to them).
+ */
+TAXI_EXTERN int taxi_dgram_counters(taxi_dgram_t *d,
+                                    taxi_dgram_counters_t *out);
 
 /*
  * taxi_dgram_address - the endpoint's local address (its port, when it

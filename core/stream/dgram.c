@@ -143,6 +143,22 @@ static void released(taxi_dgram_t *d) {
   if (!later) finish(d);
 }
 
+static void flush_locked(taxi_dgram_t *d, int *err);
+
+/* Send what the callbacks of a receive batch queued, cb_lock held; an
+ * error of those sends goes to the receive callback.  True when d is gone
+ * (as deliver). */
+static bool flush_held(taxi_dgram_t *d) {
+  int err = 0;
+  taxi__mutex_lock(&d->lock);
+  if (!atomic_load(&d->closing) && d->qcount > 0 && !d->writing)
+    flush_locked(d, &err);
+  if (!err) err = d->held_err;
+  d->held_err = 0;
+  taxi__mutex_unlock(&d->lock);
+  return err ? deliver(d, err, NULL) : false;
+}
+
 static void readable(taxi_dgram_t *d) {
   taxi__mutex_lock(&d->cb_lock);
   for (int round = 0; round < RECV_ROUNDS; round++) {
@@ -159,8 +175,13 @@ static void readable(taxi_dgram_t *d) {
       if (deliver(d, n, NULL)) return;
       break;
     }
+    d->hold_sends = true;
     for (int i = 0; i < n; i++)
       if (deliver_split(d, &d->rmsg[i])) return;
+    d->hold_sends = false;
+    /* The echoes and replies of the batch's callbacks, in one sendmmsg
+     * rather than one system call each. */
+    if (flush_held(d)) return;
     if ((unsigned)n < d->rbatch) break;
   }
   taxi__mutex_unlock(&d->cb_lock);
@@ -450,6 +471,21 @@ int taxi_dgram_send_to(taxi_dgram_t *d, const void *data, size_t len,
     taxi__mutex_unlock(&d->lock);
     return taxi__refuse(TAXI_ENOENT,
                         "taxi_dgram_send_to: to: NULL, and no default peer");
+  }
+  /* In d's receive callback, while its batch is delivered: queued, to go
+   * with the batch's other sends (flush_held), unless the queue is full. */
+  if (d->in_cb && taxi__thread_equal(d->cb_thread, taxi__thread_self()) &&
+      d->hold_sends) {
+    rc = enqueue(d, data, len, to);
+    if (rc == 0) {
+      taxi__mutex_unlock(&d->lock);
+      return 0;
+    }
+    /* Full: what is held goes now, and this one after it below.  An error
+     * of theirs is told after the batch, as it would have been. */
+    int err = 0;
+    if (!d->writing) flush_locked(d, &err);
+    if (err) d->held_err = err;
   }
   if (d->qcount == 0) {
     /* Nothing queued: straight to the socket, no copy. */

@@ -64,6 +64,11 @@ struct taxi_dgram {
   bool connected;              /* taxi_dgram_connect: a default peer */
   bool writing;                /* the driver watches for writability */
   bool gso;                    /* TAXI_DGRAM_GSO: set at open */
+  /* A receive batch is being delivered: sends of its callbacks are queued
+   * and go in one batch after its last callback.  Written by the thread
+   * that receives (cb_lock held), read only by that thread's callbacks. */
+  bool hold_sends;
+  int held_err; /* an error of a send flushed meanwhile (under lock) */
   /* The counters (taxi_dgram_counters): received and coalesced written
    * under cb_lock, segment_sends under lock, each by one thread at a
    * time; atomic for the readers. */

@@ -238,9 +238,9 @@ REFERENCE=asio
 UDP_SERVERS=(
   "udp-floor|bare recvmmsg/sendmmsg loop, epoll, 1 thread (floor)|peer:udp_floor"
   "libuv|libuv uv_udp_t, recvmmsg, try_send, 1 thread|peer:libuv_udp_echo"
-  "reactor|taxi udp_echo, Reactor, epoll, 1 thread|udp:--dispatcher reactor --backend epoll"
-  "lf|taxi udp_echo, Leader/Followers, epoll, $n threads|udp:--dispatcher lf --backend epoll --threads @N@"
-  "hsha|taxi udp_echo, half-sync/half-async, epoll, $n workers|udp:--dispatcher hsha --backend epoll --threads @N@"
+  "reactor|taxi udp_echo, Reactor, epoll, 1 thread|udp:--dispatcher reactor --backend epoll --batch 64"
+  "lf|taxi udp_echo, Leader/Followers, epoll, $n threads|udp:--dispatcher lf --backend epoll --threads @N@ --batch 64"
+  "hsha|taxi udp_echo, half-sync/half-async, epoll, $n workers|udp:--dispatcher hsha --backend epoll --threads @N@ --batch 64"
 )
 if [ "$mode" = udp ]; then
   SERVERS=("${UDP_SERVERS[@]}")

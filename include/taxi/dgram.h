@@ -27,7 +27,17 @@
  * the socket is writable, in order.  The caller's buffer is its own again
  * when the call returns, and no completion is called.  An error of a
  * queued send reaches the receive callback (its status), since the call
- * that queued it has returned.
+ * that queued it has returned.  A send made in the endpoint's own receive
+ * callback is queued so: the datagrams that one receive batch brought
+ * are delivered first, and the sends their callbacks made leave together
+ * after the last of them, in one batch (one sendmmsg for an echo of the
+ * whole batch), their errors told to the receive callback then.
+ *
+ * Segments.  taxi_dgram_send_segments() sends a run of equal-size
+ * datagrams in one call; with TAXI_DGRAM_GSO the kernel cuts them from
+ * one buffer (Linux's UDP_SEGMENT), and with TAXI_DGRAM_GRO a receiver
+ * lets the kernel hand it such runs whole (UDP_GRO), which the endpoint
+ * cuts back into the datagrams for the receive callback, in order.
  *
  * Dispatchers.  Endpoints work on the readiness dispatchers
  * (TAXI_IO_REACTOR, TAXI_IO_LF, TAXI_IO_HSHA), whose driver receives and
@@ -180,15 +190,15 @@ TAXI_EXTERN int taxi_dgram_connect(taxi_dgram_t *d, const char *peer);
  * taxi_dgram_send_to - send the `len` bytes at `data` (0 allowed) as one
  * datagram to `to` (NULL: the default peer).  The bytes are copied (see
  * "Sends" above): data is the caller's again on return.
- * Returns 0 (sent or queued), or TAXI_EINVAL (NULL d; NULL data with len
- * above 0), TAXI_EMSGSIZE (len above TAXI_DGRAM_MAX), TAXI_EBADADDR (to
- * of no IP family), TAXI_ENOENT (to NULL and no default peer), TAXI_EBADF
- * (closed, or closing), TAXI_EAGAIN (the queue's bytes are full: send
- * again after the callbacks have run), TAXI_ENOBUFS (its slots are all
- * taken), or an error the socket reported at once (TAXI_ECONNREFUSED: an
- * earlier datagram of a connected endpoint was refused; TAXI_EMSGSIZE:
- * too long for the path).
- * Threads: any; sends of one thread go out in their order.
+ * Returns 0 (sent or queued; in d's own receive callback, queued: see
+ * "Sends" above), or TAXI_EINVAL (NULL d; NULL data with len above 0),
+ * TAXI_EMSGSIZE (len above TAXI_DGRAM_MAX), TAXI_EBADADDR (to of no IP family),
+ * TAXI_ENOENT (to NULL and no default peer), TAXI_EBADF (closed, or closing),
+ * TAXI_EAGAIN (the queue's bytes are full: send again after the callbacks have
+ * run), TAXI_ENOBUFS (its slots are all taken), or an error the socket reported
+ * at once (TAXI_ECONNREFUSED: an earlier datagram of a connected endpoint was
+ * refused; TAXI_EMSGSIZE: too long for the path). Threads: any; sends of one
+ * thread go out in their order.
  */
 TAXI_EXTERN int taxi_dgram_send_to(taxi_dgram_t *d, const void *data,
                                    size_t len, const taxi_addr_t *to);

@@ -163,10 +163,6 @@ static void readable(taxi_dgram_t *d) {
   taxi__mutex_lock(&d->cb_lock);
   for (int round = 0; round < RECV_ROUNDS; round++) {
     if (atomic_load(&d->closing)) break;
-    for (unsigned i = 0; i < d->rbatch; i++) {
-      d->rmsg[i].buf = d->rbuf + (size_t)i * d->rsize;
-      d->rmsg[i].cap = d->rsize;
-    }
     int n = taxi__sock_recv_batch(d->fd, d->rmsg, d->rbatch);
     if (n == TAXI_EAGAIN) break;
     if (n < 0) {
@@ -333,6 +329,11 @@ int taxi_dgram_open(taxi_dgram_t **out, taxi_io_t *io, const char *local,
   if (!d->rbuf || !d->rmsg || !d->sbuf || !d->slots) {
     rc = TAXI_ENOMEM;
     goto fail_mem;
+  }
+  /* A receive fills the rest of each record; its buffer stays. */
+  for (unsigned i = 0; i < d->rbatch; i++) {
+    d->rmsg[i].buf = d->rbuf + (size_t)i * d->rsize;
+    d->rmsg[i].cap = d->rsize;
   }
   rc = taxi__mutex_init(&d->lock);
   if (rc < 0) goto fail_mem;

@@ -105,7 +105,8 @@ int taxi__sock_recv_batch(taxi_handle_t s, taxi__dgram_msg_t *m, unsigned n) {
    * UDP_GRO on, and only for a coalesced receive. */
   gro_cmsg_t ctl[BATCH_MAX];
   if (n > BATCH_MAX) n = BATCH_MAX;
-  memset(h, 0, n * sizeof h[0]);
+  /* Every field set, rather than the whole array cleared first: a batch
+   * of 64 headers is 4 KiB, mostly for datagrams that do not come. */
   for (unsigned i = 0; i < n; i++) {
     iov[i].iov_base = m[i].buf;
     iov[i].iov_len = m[i].cap;
@@ -115,6 +116,8 @@ int taxi__sock_recv_batch(taxi_handle_t s, taxi__dgram_msg_t *m, unsigned n) {
     h[i].msg_hdr.msg_namelen = sizeof m[i].addr.sa.bytes;
     h[i].msg_hdr.msg_control = ctl[i].buf;
     h[i].msg_hdr.msg_controllen = sizeof ctl[i].buf;
+    h[i].msg_hdr.msg_flags = 0;
+    h[i].msg_len = 0;
   }
   int got;
   do got = recvmmsg(s, h, n, MSG_DONTWAIT, NULL);

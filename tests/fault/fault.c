@@ -128,6 +128,7 @@ static const fault_errname_t errnos[] = {
     {"ECONNREFUSED", ECONNREFUSED},
     {"EMSGSIZE", EMSGSIZE},
     {"EHOSTUNREACH", EHOSTUNREACH},
+    {"ENOPROTOOPT", ENOPROTOOPT},
 };
 
 _Static_assert(NCALLS <= FAULT_MAX_SITES, "FAULT_MAX_SITES is too small");

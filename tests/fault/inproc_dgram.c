@@ -21,6 +21,10 @@
  *     call returns an error, or a receive callback gets an error status.
  * EINTR is not failed for ever: the ports retry an interrupted call, as
  * a signal is not sent for ever either, so that case could only spin.
+ *
+ * Besides, a kernel without UDP_SEGMENT or UDP_GRO (setsockopt says
+ * ENOPROTOOPT): taxi_dgram_open refuses TAXI_DGRAM_GSO and TAXI_DGRAM_GRO
+ * with TAXI_ENOTSUP and a detail naming the flag.
  */
 #define _GNU_SOURCE 1
 
@@ -281,6 +285,36 @@ static void sweep(taxi_io_dispatcher_t disp) {
   CU_ASSERT(reached > 0);
 }
 
+/* setsockopt refused as by a kernel that lacks the option. */
+static void refused_flag(taxi_io_t *io, unsigned flag, const char *name) {
+  taxi_dgram_options_t o;
+  taxi_dgram_options_init(&o);
+  o.flags = flag;
+  taxi_dgram_t *d = NULL;
+  CU_ASSERT_EQUAL_FATAL(fault_arm("setsockopt:1:ENOPROTOOPT:0"), 0);
+  int rc = taxi_dgram_open(&d, io, "127.0.0.1:0", &o, serve, NULL);
+  const char *why = taxi_error_detail();
+  fault_arm("");
+  CU_ASSERT_EQUAL(rc, TAXI_ENOTSUP);
+  CU_ASSERT_PTR_NULL(d);
+  CU_ASSERT_TRUE(why && strstr(why, name) != NULL);
+  printf("    %s without the kernel's option: %s (%s)\n", name,
+         taxi_error_name(rc), why ? why : "");
+}
+
+static void test_old_kernel(void) {
+  if (!fault_available()) {
+    printf("skipped: %s\n", fault_unavailable_reason());
+    return;
+  }
+  taxi_io_t *io;
+  CU_ASSERT_EQUAL_FATAL(taxi_io_create(&io, NULL), 0);
+  printf("\n");
+  refused_flag(io, TAXI_DGRAM_GSO, "TAXI_DGRAM_GSO");
+  refused_flag(io, TAXI_DGRAM_GRO, "TAXI_DGRAM_GRO");
+  taxi_io_destroy(io);
+}
+
 static void test_reactor(void) { sweep(TAXI_IO_REACTOR); }
 static void test_lf(void) { sweep(TAXI_IO_LF); }
 static void test_hsha(void) { sweep(TAXI_IO_HSHA); }
@@ -288,7 +322,10 @@ static void test_hsha(void) { sweep(TAXI_IO_HSHA); }
 int main(int argc, char **argv) {
   fault_reexec_preloaded(argc, argv);
   static CU_TestInfo reactor[] = {
-      {"every datagram call site failed", test_reactor}, CU_TEST_INFO_NULL};
+      {"every datagram call site failed", test_reactor},
+      {"segments and coalescing refused without the kernel's options",
+       test_old_kernel},
+      CU_TEST_INFO_NULL};
   static CU_TestInfo lf[] = {{"every datagram call site failed", test_lf},
                              CU_TEST_INFO_NULL};
   static CU_TestInfo hsha[] = {{"every datagram call site failed", test_hsha},

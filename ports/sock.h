@@ -150,13 +150,16 @@ int taxi__sock_keepalive(taxi_handle_t s, bool on, unsigned idle_s,
 /* ---- datagrams (ports/posix/dgram.c, ports/win32/dgram.c) --------------- */
 
 /* One datagram of a batch: buf (cap bytes) and, for a send, len bytes of
- * it to `addr` (family 0: the connected peer); a receive fills len, addr
- * and truncated (the datagram was longer than cap: the rest is lost). */
+ * it to `addr` (family 0: the connected peer); a receive fills len, addr,
+ * truncated (the datagram was longer than cap: the rest is lost) and seg
+ * (a receive the kernel coalesced, UDP_GRO: datagrams of seg bytes each,
+ * the last one possibly shorter; 0 when it is one datagram). */
 typedef struct taxi__dgram_msg {
   void *buf;
   size_t cap, len;
   taxi_addr_t addr;
   bool truncated;
+  size_t seg;
 } taxi__dgram_msg_t;
 
 /* Socket options of taxi__sock_dgram. */
@@ -177,6 +180,20 @@ int taxi__sock_recv_batch(taxi_handle_t s, taxi__dgram_msg_t *m, unsigned n);
  * one's error (TAXI_EMSGSIZE, TAXI_ECONNREFUSED ...). */
 int taxi__sock_send_batch(taxi_handle_t s, const taxi__dgram_msg_t *m,
                           unsigned n);
+/* Let the kernel coalesce the datagrams this socket receives (UDP_GRO,
+ * Linux 5.0 on): 0, TAXI_ENOTSUP where the system has no such option, or
+ * the error. */
+int taxi__sock_udp_gro(taxi_handle_t s, bool on);
+/* Whether this socket can send segments (UDP_SEGMENT, Linux 4.18 on): 0 or
+ * TAXI_ENOTSUP. */
+int taxi__sock_udp_gso(taxi_handle_t s);
+/* Send the len bytes at buf as datagrams of seg bytes (the last one
+ * possibly shorter) to `to` (NULL: the connected peer), in one call that
+ * sends all of them or none (UDP_SEGMENT).  0, TAXI_EAGAIN (none went),
+ * TAXI_ENOTSUP (not as segments here: the system, the device or the
+ * path's MTU refused; send them one by one), or the error. */
+int taxi__sock_send_segments(taxi_handle_t s, const void *buf, size_t len,
+                             size_t seg, const taxi_addr_t *to);
 /* Permit sending to broadcast addresses (SO_BROADCAST): 0 or the error. */
 int taxi__sock_broadcast(taxi_handle_t s, bool on);
 /* Join (or leave) the multicast group `group` (its port ignored) on the

@@ -112,5 +112,23 @@ else
   failed=1
 fi
 
+# The datagram echo (--mode udp): the floor, libuv's where built, and
+# udp_echo on the Reactor, one short run each; every echo is checked by
+# loadgen, and each row must be recorded as ok.
+udp_only=(--only reactor)
+for p in udp_floor:udp-floor libuv_udp_echo:libuv; do
+  [ -x "$peers/${p%%:*}" ] && udp_only+=(--only "${p#*:}")
+done
+if bash "$srcdir/tests/bench/peers.sh" --builddir "$builddir" --mode udp \
+  "${udp_only[@]}" --connections 20 --sizes 64 --warmup 0.1 --duration 0.3 \
+  --out "$work/udp" >"$work/udp.harness" 2>&1 &&
+  [ "$(grep -c "^64,20,[a-z-]*,.*,ok," "$work/udp/results.csv")" = $((${#udp_only[@]} / 2)) ]; then
+  echo "bench_peers: peers.sh --mode udp ${udp_only[*]}: ok"
+else
+  echo "bench_peers: peers.sh --mode udp ${udp_only[*]} failed:"
+  cat "$work/udp.harness"
+  failed=1
+fi
+
 echo "bench_peers: $tested peer server(s) tested"
 exit $failed

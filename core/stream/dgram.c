@@ -47,10 +47,18 @@ static int options(taxi_dgram_options_t *out, const taxi_dgram_options_t *in) {
   if (in->send_slots > 65536)
     return taxi__refuse(TAXI_EINVAL,
                         "taxi_dgram_open: options.send_slots: above 65536");
-  if (in->flags & ~(unsigned)(TAXI_DGRAM_V6ONLY | TAXI_DGRAM_REUSEADDR |
-                              TAXI_DGRAM_BROADCAST))
+  if (in->flags &
+      ~(unsigned)(TAXI_DGRAM_V6ONLY | TAXI_DGRAM_REUSEADDR |
+                  TAXI_DGRAM_BROADCAST | TAXI_DGRAM_GSO | TAXI_DGRAM_GRO))
     return taxi__refuse(TAXI_EINVAL,
                         "taxi_dgram_open: options.flags: unknown bits");
+  /* A coalesced receive that does not fit is cut, and the datagrams of
+   * its end lost: the buffer must take the most the kernel coalesces. */
+  if ((in->flags & TAXI_DGRAM_GRO) && in->recv_size && in->recv_size < 65536)
+    return taxi__refuse(TAXI_EINVAL,
+                        "taxi_dgram_open: options.recv_size: below 65,536 "
+                        "with TAXI_DGRAM_GRO (a coalesced receive is up to "
+                        "64 KiB)");
   if (in->recv_size) out->recv_size = in->recv_size;
   if (in->recv_batch) out->recv_batch = in->recv_batch;
   if (in->send_queue) out->send_queue = in->send_queue;
@@ -108,12 +116,50 @@ static bool deliver(taxi_dgram_t *d, int status, const taxi__dgram_msg_t *m) {
   return gone;
 }
 
+/* Deliver what one receive got, cb_lock held: one datagram, or those the
+ * kernel coalesced (m->seg bytes each, the last one possibly shorter),
+ * each on its own and in order.  True when d is gone (as deliver). */
+static bool deliver_split(taxi_dgram_t *d, taxi__dgram_msg_t *m) {
+  if (m->seg == 0 || m->len <= m->seg) {
+    taxi__dgram_count(&d->received, 1);
+    return deliver(d, 0, m);
+  }
+  taxi__dgram_count(&d->coalesced, 1);
+  taxi__dgram_msg_t one = *m;
+  for (size_t off = 0; off < m->len; off += m->seg) {
+    if (atomic_load(&d->closing)) break; /* closed by a callback */
+    one.buf = (unsigned char *)m->buf + off;
+    one.len = m->len - off < m->seg ? m->len - off : m->seg;
+    /* A cut receive's last datagram is the one that lost its end. */
+    one.truncated = m->truncated && off + one.len == m->len;
+    taxi__dgram_count(&d->received, 1);
+    if (deliver(d, 0, &one)) return true;
+  }
+  return false;
+}
+
 static void released(taxi_dgram_t *d) {
   taxi__mutex_lock(&d->lock);
   d->released = true;
   bool later = d->in_cb; /* that callback's thread finishes d */
   taxi__mutex_unlock(&d->lock);
   if (!later) finish(d);
+}
+
+static void flush_locked(taxi_dgram_t *d, int *err);
+
+/* Send what the callbacks of a receive batch queued, cb_lock held; an
+ * error of those sends goes to the receive callback.  True when d is gone
+ * (as deliver). */
+static bool flush_held(taxi_dgram_t *d) {
+  int err = 0;
+  taxi__mutex_lock(&d->lock);
+  if (!atomic_load(&d->closing) && d->qcount > 0 && !d->writing)
+    flush_locked(d, &err);
+  if (!err) err = d->held_err;
+  d->held_err = 0;
+  taxi__mutex_unlock(&d->lock);
+  return err ? deliver(d, err, NULL) : false;
 }
 
 /* Receive and deliver.  On a reactor: from the socket, a bounded number
@@ -127,16 +173,8 @@ static void readable(taxi_dgram_t *d) {
   taxi__mutex_lock(&d->cb_lock);
   for (int round = 0; recv || round < RECV_ROUNDS; round++) {
     if (atomic_load(&d->closing)) break;
-    int n;
-    if (recv) {
-      n = recv(d, d->rmsg, d->rbatch);
-    } else {
-      for (unsigned i = 0; i < d->rbatch; i++) {
-        d->rmsg[i].buf = d->rbuf + (size_t)i * d->rsize;
-        d->rmsg[i].cap = d->rsize;
-      }
-      n = taxi__sock_recv_batch(d->fd, d->rmsg, d->rbatch);
-    }
+    int n = recv ? recv(d, d->rmsg, d->rbatch)
+                 : taxi__sock_recv_batch(d->fd, d->rmsg, d->rbatch);
     if (n == TAXI_EAGAIN) break;
     if (n < 0) {
       /* An ICMP error (connected), or the socket's own: told, and the
@@ -145,8 +183,13 @@ static void readable(taxi_dgram_t *d) {
       if (recv) continue;
       break;
     }
+    d->hold_sends = true;
     for (int i = 0; i < n; i++)
-      if (deliver(d, 0, &d->rmsg[i])) return;
+      if (deliver_split(d, &d->rmsg[i])) return;
+    d->hold_sends = false;
+    /* The echoes and replies of the batch's callbacks, in one sendmmsg
+     * rather than one system call each. */
+    if (flush_held(d)) return;
     if (!recv && (unsigned)n < d->rbatch) break;
   }
   taxi__mutex_unlock(&d->cb_lock);
@@ -254,6 +297,14 @@ static void sent(taxi_dgram_t *d, int status) {
   }
 }
 
+
+int taxi__dgram_enqueue(taxi_dgram_t *d, const void *data, size_t len,
+                        const taxi_addr_t *to) {
+  return enqueue(d, data, len, to);
+}
+
+void taxi__dgram_flush(taxi_dgram_t *d, int *err) { flush_locked(d, err); }
+
 static int close_quiet(taxi_dgram_t *d) {
   return taxi_dgram_close(d, NULL, NULL);
 }
@@ -310,6 +361,11 @@ int taxi_dgram_open(taxi_dgram_t **out, taxi_io_t *io, const char *local,
     rc = TAXI_ENOMEM;
     goto fail_mem;
   }
+  /* A receive fills the rest of each record; its buffer stays. */
+  for (unsigned i = 0; i < d->rbatch; i++) {
+    d->rmsg[i].buf = d->rbuf + (size_t)i * d->rsize;
+    d->rmsg[i].cap = d->rsize;
+  }
   rc = taxi__mutex_init(&d->lock);
   if (rc < 0) goto fail_mem;
   rc = taxi__mutex_init(&d->cb_lock);
@@ -322,6 +378,22 @@ int taxi_dgram_open(taxi_dgram_t **out, taxi_io_t *io, const char *local,
   if ((opt.flags & TAXI_DGRAM_BROADCAST) &&
       (rc = taxi__sock_broadcast(d->fd, true)) < 0)
     goto fail_sock;
+  if ((opt.flags & TAXI_DGRAM_GSO) && (rc = taxi__sock_udp_gso(d->fd)) < 0) {
+    if (rc == TAXI_ENOTSUP)
+      taxi__refuse(rc,
+                   "taxi_dgram_open: options.flags: TAXI_DGRAM_GSO: "
+                   "the system cannot send UDP segments (UDP_SEGMENT)");
+    goto fail_sock;
+  }
+  d->gso = (opt.flags & TAXI_DGRAM_GSO) != 0;
+  if ((opt.flags & TAXI_DGRAM_GRO) &&
+      (rc = taxi__sock_udp_gro(d->fd, true)) < 0) {
+    if (rc == TAXI_ENOTSUP)
+      taxi__refuse(rc,
+                   "taxi_dgram_open: options.flags: TAXI_DGRAM_GRO: "
+                   "the system cannot coalesce UDP receives (UDP_GRO)");
+    goto fail_sock;
+  }
   rc = taxi__io_link_dgram(io, d);
   if (rc < 0) goto fail_sock;
   rc = io->drv->dgram->open(d);
@@ -356,6 +428,10 @@ static int lock_open(taxi_dgram_t *d, const char *who) {
     return taxi__refuse(TAXI_EBADF, "%s: d: closed", who);
   }
   return 0;
+}
+
+int taxi__dgram_lock_open(taxi_dgram_t *d, const char *who) {
+  return lock_open(d, who);
 }
 
 /* `text` as an address d may use: 0 or TAXI_EBADADDR (a detail of who). */
@@ -427,6 +503,21 @@ int taxi_dgram_send_to(taxi_dgram_t *d, const void *data, size_t len,
     taxi__mutex_unlock(&d->lock);
     return taxi__refuse(TAXI_ENOENT,
                         "taxi_dgram_send_to: to: NULL, and no default peer");
+  }
+  /* In d's receive callback, while its batch is delivered: queued, to go
+   * with the batch's other sends (flush_held), unless the queue is full. */
+  if (d->in_cb && taxi__thread_equal(d->cb_thread, taxi__thread_self()) &&
+      d->hold_sends) {
+    rc = enqueue(d, data, len, to);
+    if (rc == 0) {
+      taxi__mutex_unlock(&d->lock);
+      return 0;
+    }
+    /* Full: what is held goes now, and this one after it below.  An error
+     * of theirs is told after the batch, as it would have been. */
+    int err = 0;
+    if (!d->writing) flush_locked(d, &err);
+    if (err) d->held_err = err;
   }
   if (d->qcount == 0) {
     /* Nothing queued: straight to the socket, no copy. */

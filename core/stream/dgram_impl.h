@@ -69,6 +69,16 @@ struct taxi_dgram {
   taxi__thread_id_t cb_thread; /* in it, while in_cb */
   bool connected;              /* taxi_dgram_connect: a default peer */
   bool writing;                /* the driver watches for writability */
+  bool gso;                    /* TAXI_DGRAM_GSO: set at open */
+  /* A receive batch is being delivered: sends of its callbacks are queued
+   * and go in one batch after its last callback.  Written by the thread
+   * that receives (cb_lock held), read only by that thread's callbacks. */
+  bool hold_sends;
+  int held_err; /* an error of a send flushed meanwhile (under lock) */
+  /* The counters (taxi_dgram_counters): received and coalesced written
+   * under cb_lock, segment_sends under lock, each by one thread at a
+   * time; atomic for the readers. */
+  atomic_uint_least64_t received, coalesced, segment_sends;
   /* The receive buffers (under cb_lock): rbatch of rsize bytes. */
   unsigned char *rbuf;
   size_t rsize;
@@ -142,6 +152,21 @@ typedef struct taxi__dgram_driver {
 
 extern const taxi__dgram_driver_t taxi__dgram_reactive;
 extern const taxi__dgram_driver_t taxi__dgram_proactive;
+
+/* For core/stream/dgram_segments.c, from core/stream/dgram.c: take the
+ * lock of an open endpoint (0, or TAXI_EINVAL / TAXI_EBADF with who's
+ * detail, then not held); queue a copy of a datagram (lock held: 0,
+ * TAXI_ENOBUFS, TAXI_EAGAIN); send what is queued until the socket would
+ * block (lock held; the latest error in *err). */
+int taxi__dgram_lock_open(taxi_dgram_t *d, const char *who);
+int taxi__dgram_enqueue(taxi_dgram_t *d, const void *data, size_t len,
+                        const taxi_addr_t *to);
+void taxi__dgram_flush(taxi_dgram_t *d, int *err);
+/* One more of counter c (single writer: see the counters above). */
+static inline void taxi__dgram_count(atomic_uint_least64_t *c, uint64_t n) {
+  atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
+                        memory_order_relaxed);
+}
 
 /* The context's list of endpoints (core/stream/io_lists.c):
  * TAXI_ESTOPPED when destroying. */

@@ -27,7 +27,17 @@
  * the socket is writable, in order.  The caller's buffer is its own again
  * when the call returns, and no completion is called.  An error of a
  * queued send reaches the receive callback (its status), since the call
- * that queued it has returned.
+ * that queued it has returned.  A send made in the endpoint's own receive
+ * callback is queued so: the datagrams that one receive batch brought
+ * are delivered first, and the sends their callbacks made leave together
+ * after the last of them, in one batch (one sendmmsg for an echo of the
+ * whole batch), their errors told to the receive callback then.
+ *
+ * Segments.  taxi_dgram_send_segments() sends a run of equal-size
+ * datagrams in one call; with TAXI_DGRAM_GSO the kernel cuts them from
+ * one buffer (Linux's UDP_SEGMENT), and with TAXI_DGRAM_GRO a receiver
+ * lets the kernel hand it such runs whole (UDP_GRO), which the endpoint
+ * cuts back into the datagrams for the receive callback, in order.
  *
  * Dispatchers.  Endpoints work on every dispatcher, with the same API
  * and semantics.  On the readiness dispatchers (TAXI_IO_REACTOR,
@@ -62,6 +72,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -88,6 +99,26 @@ typedef struct taxi_dgram taxi_dgram_t; /* a datagram endpoint */
 /* Permit sending to broadcast addresses (SO_BROADCAST); also
  * taxi_dgram_set_broadcast(). */
 #define TAXI_DGRAM_BROADCAST 0x4u
+/* Send the segments of taxi_dgram_send_segments() in one system call that
+ * the kernel (or the device) cuts into datagrams (Linux 4.18 on:
+ * UDP_SEGMENT).  Without it, or where a path refuses it (a segment above
+ * its MTU, a device without checksum offload), they go as a batch of
+ * datagrams (sendmmsg).  taxi_dgram_open() refuses it with TAXI_ENOTSUP
+ * where the system has no such option. */
+#define TAXI_DGRAM_GSO 0x8u
+/* Let the kernel coalesce the datagrams that arrive for the endpoint into
+ * one receive of equal-size segments (Linux 5.0 on: UDP_GRO); the endpoint
+ * splits them back, and the receive callback sees each datagram as it was
+ * sent, in order.  Fewer receives under a flood of equal-size datagrams
+ * (from a sender that used segments, or through a device that coalesces).
+ * Needs options.recv_size of 65,536 (the default) or more, as a coalesced
+ * receive is up to 64 KiB.  taxi_dgram_open() refuses it with TAXI_ENOTSUP
+ * where the system has no such option. */
+#define TAXI_DGRAM_GRO 0x10u
+
+/* The most segments one taxi_dgram_send_segments() call sends (what Linux
+ * sends in one UDP_SEGMENT call). */
+#define TAXI_DGRAM_SEGMENTS_MAX 64
 
 /*
  * A datagram arrived, or the socket reported an error.
@@ -130,7 +161,9 @@ typedef struct taxi_dgram_options {
   size_t send_queue;
   /* Datagrams the send queue holds (0: 64; at most 65,536). */
   unsigned send_slots;
-  unsigned flags; /* TAXI_DGRAM_* above */
+  /* TAXI_DGRAM_* above.  The options are versioned by their flags: a new
+   * option is a new bit, so the structure keeps its size. */
+  unsigned flags;
 } taxi_dgram_options_t;
 
 /* Fill *o with the defaults.  Threads: any. */
@@ -144,10 +177,12 @@ TAXI_EXTERN void taxi_dgram_options_init(taxi_dgram_options_t *o);
  * from the start, in io's dispatching threads.
  *
  * Returns 0 and sets *out, or TAXI_EINVAL (NULL out, io, local or fn; an
- * option out of range, with its detail), TAXI_EBADADDR (local not an IPv4
- * or IPv6 address), TAXI_ESTOPPED (io is being destroyed), TAXI_EADDRINUSE,
- * TAXI_EPERM, TAXI_ENOMEM, TAXI_ESYS, or the proactor's refusal of the
- * socket or of its first receive.
+ * option out of range, with its detail; TAXI_DGRAM_GRO with recv_size
+ * below 65,536), TAXI_EBADADDR (local not an IPv4 or IPv6 address),
+ * TAXI_ENOTSUP (TAXI_DGRAM_GSO or TAXI_DGRAM_GRO where the system lacks
+ * them, with its detail), TAXI_ESTOPPED (io is being destroyed),
+ * TAXI_EADDRINUSE, TAXI_EPERM, TAXI_ENOMEM, TAXI_ESYS, or the proactor's
+ * refusal of the socket or of its first receive.
  * Threads: any.  Ownership: the endpoint is io's until closed; close it
  * with taxi_dgram_close() (taxi_io_destroy() closes those left).
  */
@@ -172,21 +207,60 @@ TAXI_EXTERN int taxi_dgram_connect(taxi_dgram_t *d, const char *peer);
  * taxi_dgram_send_to - send the `len` bytes at `data` (0 allowed) as one
  * datagram to `to` (NULL: the default peer).  The bytes are copied (see
  * "Sends" above): data is the caller's again on return.
- * Returns 0 (sent or queued), or TAXI_EINVAL (NULL d; NULL data with len
- * above 0), TAXI_EMSGSIZE (len above TAXI_DGRAM_MAX), TAXI_EBADADDR (to
- * of no IP family), TAXI_ENOENT (to NULL and no default peer), TAXI_EBADF
- * (closed, or closing), TAXI_EAGAIN (the queue's bytes are full: send
- * again after the callbacks have run), TAXI_ENOBUFS (its slots are all
- * taken), or an error the socket reported at once (TAXI_ECONNREFUSED: an
- * earlier datagram of a connected endpoint was refused; TAXI_EMSGSIZE:
- * too long for the path).
- * Threads: any; sends of one thread go out in their order.
+ * Returns 0 (sent or queued; in d's own receive callback, queued: see
+ * "Sends" above), or TAXI_EINVAL (NULL d; NULL data with len above 0),
+ * TAXI_EMSGSIZE (len above TAXI_DGRAM_MAX), TAXI_EBADADDR (to of no IP family),
+ * TAXI_ENOENT (to NULL and no default peer), TAXI_EBADF (closed, or closing),
+ * TAXI_EAGAIN (the queue's bytes are full: send again after the callbacks have
+ * run), TAXI_ENOBUFS (its slots are all taken), or an error the socket reported
+ * at once (TAXI_ECONNREFUSED: an earlier datagram of a connected endpoint was
+ * refused; TAXI_EMSGSIZE: too long for the path). Threads: any; sends of one
+ * thread go out in their order.
  */
 TAXI_EXTERN int taxi_dgram_send_to(taxi_dgram_t *d, const void *data,
                                    size_t len, const taxi_addr_t *to);
 
 /* taxi_dgram_send - taxi_dgram_send_to() the default peer. */
 TAXI_EXTERN int taxi_dgram_send(taxi_dgram_t *d, const void *data, size_t len);
+
+/*
+ * taxi_dgram_send_segments - send the `len` bytes at `data` as datagrams
+ * of `seg` bytes each, the last one possibly shorter (len / seg rounded
+ * up of them, at most TAXI_DGRAM_SEGMENTS_MAX), to `to` (NULL: the default
+ * peer): what taxi_dgram_send_to() would do once per segment, in order,
+ * in fewer system calls.  With TAXI_DGRAM_GSO, and segments that fit one
+ * IPv4 datagram together (len at most TAXI_DGRAM_MAX), one call sends
+ * them all; otherwise a batch (sendmmsg) does.  The bytes are copied as
+ * by taxi_dgram_send_to(); the segments are sent or queued all, or none
+ * of them (TAXI_EAGAIN, TAXI_ENOBUFS: nothing went).
+ * Returns 0, or TAXI_EINVAL (NULL d; NULL data; len 0; seg 0 or above
+ * TAXI_DGRAM_MAX; more than TAXI_DGRAM_SEGMENTS_MAX segments: each with
+ * its detail), TAXI_EBADADDR, TAXI_ENOENT, TAXI_EBADF, TAXI_EAGAIN,
+ * TAXI_ENOBUFS as taxi_dgram_send_to(), or an error the socket reported
+ * at once: the segment it concerned is dropped, those before it went,
+ * those after it went or are queued.
+ * Threads: any; sends of one thread go out in their order.
+ */
+TAXI_EXTERN int taxi_dgram_send_segments(taxi_dgram_t *d, const void *data,
+                                         size_t len, size_t seg,
+                                         const taxi_addr_t *to);
+
+/* What an endpoint did, for tests and monitoring (taxi_dgram_counters). */
+typedef struct taxi_dgram_counters {
+  uint64_t received;      /* datagrams given to the receive callback */
+  uint64_t coalesced;     /* receives the kernel coalesced (TAXI_DGRAM_GRO),
+                             each split into several of those datagrams */
+  uint64_t segment_sends; /* system calls that sent several segments of
+                             taxi_dgram_send_segments() (TAXI_DGRAM_GSO) */
+} taxi_dgram_counters_t;
+
+/*
+ * taxi_dgram_counters - copy d's counters to *out.  Returns 0, or
+ * TAXI_EINVAL (NULL), TAXI_EBADF (closed).  Threads: any (the counts are
+ * those of a moment: a callback running meanwhile may add to them).
+ */
+TAXI_EXTERN int taxi_dgram_counters(taxi_dgram_t *d,
+                                    taxi_dgram_counters_t *out);
 
 /*
  * taxi_dgram_address - the endpoint's local address (its port, when it

@@ -3,7 +3,9 @@
  * ports/posix/dgram.c - datagram sockets on POSIX systems (see the
  * datagram part of ports/sock.h): batches of receives and sends with
  * recvmmsg and sendmmsg on Linux, one recvfrom or sendto per datagram
- * elsewhere.  Multicast and broadcast: ports/multicast.c.
+ * elsewhere; segments sent in one call (UDP_SEGMENT) and receives the
+ * kernel coalesced (UDP_GRO) where Linux has them.  Multicast and
+ * broadcast: ports/multicast.c.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE 1 /* recvmmsg, sendmmsg, SOCK_NONBLOCK */
@@ -14,7 +16,11 @@
 
 #include <errno.h>
 #include <netinet/in.h>
+#include <stdint.h>
 #include <string.h>
+#if defined(__linux__)
+#include <netinet/udp.h> /* UDP_SEGMENT, UDP_GRO (where the headers know them) */
+#endif
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -69,11 +75,38 @@ int taxi__sock_dgram(const taxi_addr_t *local, unsigned flags,
 
 #if defined(__linux__)
 
+/* Room for one UDP_GRO control message (an int: the segment size). */
+typedef union {
+  char buf[CMSG_SPACE(sizeof(int))];
+  struct cmsghdr align;
+} gro_cmsg_t;
+
+/* The segment size a UDP_GRO control message of h tells, 0 if none. */
+static size_t gro_segment(struct msghdr *h) {
+#ifdef UDP_GRO
+  for (struct cmsghdr *c = CMSG_FIRSTHDR(h); c; c = CMSG_NXTHDR(h, c)) {
+    if (c->cmsg_level == IPPROTO_UDP && c->cmsg_type == UDP_GRO &&
+        c->cmsg_len >= CMSG_LEN(sizeof(int))) {
+      int seg;
+      memcpy(&seg, CMSG_DATA(c), sizeof seg);
+      return seg > 0 ? (size_t)seg : 0;
+    }
+  }
+#else
+  (void)h;
+#endif
+  return 0;
+}
+
 int taxi__sock_recv_batch(taxi_handle_t s, taxi__dgram_msg_t *m, unsigned n) {
   struct mmsghdr h[BATCH_MAX];
   struct iovec iov[BATCH_MAX];
+  /* Always offered: the kernel writes into it only on a socket with
+   * UDP_GRO on, and only for a coalesced receive. */
+  gro_cmsg_t ctl[BATCH_MAX];
   if (n > BATCH_MAX) n = BATCH_MAX;
-  memset(h, 0, n * sizeof h[0]);
+  /* Every field set, rather than the whole array cleared first: a batch
+   * of 64 headers is 4 KiB, mostly for datagrams that do not come. */
   for (unsigned i = 0; i < n; i++) {
     iov[i].iov_base = m[i].buf;
     iov[i].iov_len = m[i].cap;
@@ -81,6 +114,10 @@ int taxi__sock_recv_batch(taxi_handle_t s, taxi__dgram_msg_t *m, unsigned n) {
     h[i].msg_hdr.msg_iovlen = 1;
     h[i].msg_hdr.msg_name = m[i].addr.sa.bytes;
     h[i].msg_hdr.msg_namelen = sizeof m[i].addr.sa.bytes;
+    h[i].msg_hdr.msg_control = ctl[i].buf;
+    h[i].msg_hdr.msg_controllen = sizeof ctl[i].buf;
+    h[i].msg_hdr.msg_flags = 0;
+    h[i].msg_len = 0;
   }
   int got;
   do got = recvmmsg(s, h, n, MSG_DONTWAIT, NULL);
@@ -92,6 +129,7 @@ int taxi__sock_recv_batch(taxi_handle_t s, taxi__dgram_msg_t *m, unsigned n) {
     taxi__sockaddr_set(&m[i].addr, from.sa.bytes, h[i].msg_hdr.msg_namelen);
     m[i].truncated = (h[i].msg_hdr.msg_flags & MSG_TRUNC) != 0;
     m[i].len = h[i].msg_len < m[i].cap ? h[i].msg_len : m[i].cap;
+    m[i].seg = h[i].msg_hdr.msg_controllen ? gro_segment(&h[i].msg_hdr) : 0;
   }
   return got;
 }
@@ -119,6 +157,78 @@ int taxi__sock_send_batch(taxi_handle_t s, const taxi__dgram_msg_t *m,
   return sent > 0 ? sent : TAXI_EAGAIN;
 }
 
+int taxi__sock_udp_gro(taxi_handle_t s, bool on) {
+#ifdef UDP_GRO
+  if (setsockopt(s, IPPROTO_UDP, UDP_GRO, &(int){on ? 1 : 0}, sizeof(int)) == 0)
+    return 0;
+  /* Kernels before 5.0 do not know the option. */
+  return errno == ENOPROTOOPT ? TAXI_ENOTSUP : taxi__last_error();
+#else
+  (void)s;
+  (void)on;
+  return TAXI_ENOTSUP;
+#endif
+}
+
+int taxi__sock_udp_gso(taxi_handle_t s) {
+#ifdef UDP_SEGMENT
+  /* Setting the socket's default segment size to 0 (none) changes nothing
+   * and tells whether the kernel knows the option (4.18 on). */
+  if (setsockopt(s, IPPROTO_UDP, UDP_SEGMENT, &(int){0}, sizeof(int)) == 0)
+    return 0;
+  return errno == ENOPROTOOPT ? TAXI_ENOTSUP : taxi__last_error();
+#else
+  (void)s;
+  return TAXI_ENOTSUP;
+#endif
+}
+
+int taxi__sock_send_segments(taxi_handle_t s, const void *buf, size_t len,
+                             size_t seg, const taxi_addr_t *to) {
+#ifdef UDP_SEGMENT
+  if (seg == 0 || seg > UINT16_MAX) return TAXI_ENOTSUP;
+  union {
+    char buf[CMSG_SPACE(sizeof(uint16_t))];
+    struct cmsghdr align;
+  } ctl;
+  memset(&ctl, 0, sizeof ctl);
+  struct iovec iov = {.iov_base = (void *)(uintptr_t)buf, .iov_len = len};
+  struct msghdr h;
+  memset(&h, 0, sizeof h);
+  h.msg_iov = &iov;
+  h.msg_iovlen = 1;
+  if (to && to->family) {
+    h.msg_name = (void *)(uintptr_t)to->sa.bytes;
+    h.msg_namelen = to->len;
+  }
+  h.msg_control = ctl.buf;
+  h.msg_controllen = sizeof ctl.buf;
+  struct cmsghdr *c = CMSG_FIRSTHDR(&h);
+  c->cmsg_level = IPPROTO_UDP;
+  c->cmsg_type = UDP_SEGMENT;
+  c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+  uint16_t size = (uint16_t)seg;
+  memcpy(CMSG_DATA(c), &size, sizeof size);
+  ssize_t r;
+  do r = sendmsg(s, &h, MSG_DONTWAIT | MSG_NOSIGNAL);
+  while (r < 0 && errno == EINTR);
+  if (r >= 0) return 0; /* a datagram socket sends all or nothing */
+  /* EINVAL: a segment above the path's MTU, or more segments than the
+   * kernel takes; EIO: a device without checksum offload; ENOPROTOOPT:
+   * no UDP_SEGMENT.  Each datagram may still go on its own. */
+  if (errno == EINVAL || errno == EIO || errno == ENOPROTOOPT)
+    return TAXI_ENOTSUP;
+  return taxi__last_error();
+#else
+  (void)s;
+  (void)buf;
+  (void)len;
+  (void)seg;
+  (void)to;
+  return TAXI_ENOTSUP;
+#endif
+}
+
 #else /* one datagram per call */
 
 int taxi__sock_recv_batch(taxi_handle_t s, taxi__dgram_msg_t *m, unsigned n) {
@@ -142,6 +252,7 @@ int taxi__sock_recv_batch(taxi_handle_t s, taxi__dgram_msg_t *m, unsigned n) {
     taxi__sockaddr_set(&m[got].addr, from.sa.bytes, h.msg_namelen);
     m[got].truncated = (h.msg_flags & MSG_TRUNC) != 0;
     m[got].len = (size_t)r < m[got].cap ? (size_t)r : m[got].cap;
+    m[got].seg = 0;
     got++;
   }
   return (int)got;
@@ -163,6 +274,27 @@ int taxi__sock_send_batch(taxi_handle_t s, const taxi__dgram_msg_t *m,
     sent++;
   }
   return (int)sent;
+}
+
+int taxi__sock_udp_gro(taxi_handle_t s, bool on) {
+  (void)s;
+  (void)on;
+  return TAXI_ENOTSUP;
+}
+
+int taxi__sock_udp_gso(taxi_handle_t s) {
+  (void)s;
+  return TAXI_ENOTSUP;
+}
+
+int taxi__sock_send_segments(taxi_handle_t s, const void *buf, size_t len,
+                             size_t seg, const taxi_addr_t *to) {
+  (void)s;
+  (void)buf;
+  (void)len;
+  (void)seg;
+  (void)to;
+  return TAXI_ENOTSUP;
 }
 
 #endif

@@ -77,6 +77,7 @@ int taxi__sock_recv_batch(taxi_handle_t h, taxi__dgram_msg_t *m, unsigned n) {
     taxi__sockaddr_set(&m[got].addr, from.sa.bytes, (unsigned)alen);
     m[got].truncated = truncated;
     m[got].len = (size_t)r;
+    m[got].seg = 0;
     got++;
   }
   return (int)got;
@@ -96,4 +97,27 @@ int taxi__sock_send_batch(taxi_handle_t h, const taxi__dgram_msg_t *m,
     sent++;
   }
   return (int)sent;
+}
+
+/* Winsock's UDP_SEND_MSG_SIZE and UDP_RECV_MAX_COALESCED_SIZE are not used
+ * yet: segments and coalesced receives are Linux's here. */
+int taxi__sock_udp_gro(taxi_handle_t h, bool on) {
+  (void)h;
+  (void)on;
+  return TAXI_ENOTSUP;
+}
+
+int taxi__sock_udp_gso(taxi_handle_t h) {
+  (void)h;
+  return TAXI_ENOTSUP;
+}
+
+int taxi__sock_send_segments(taxi_handle_t h, const void *buf, size_t len,
+                             size_t seg, const taxi_addr_t *to) {
+  (void)h;
+  (void)buf;
+  (void)len;
+  (void)seg;
+  (void)to;
+  return TAXI_ENOTSUP;
 }

@@ -77,6 +77,10 @@
  * changes while its connections are quiet. */
 #define POLL_TICK_MS 10
 
+/* --mode udp: a datagram unanswered this long was lost (loopback loses
+ * one only when a socket buffer is full): it is sent again. */
+#define UDP_RESEND_NS (200 * NSEC_PER_MSEC)
+
 /* How long to wait for the round trips in flight to finish when pausing. */
 #define DRAIN_TIMEOUT_NS (10 * NSEC_PER_SEC)
 
@@ -114,6 +118,9 @@ struct options {
   /* --mode cec: every round trip on a connection of its own (connect,
    * echo, close); the server's address, for those connections. */
   int cec;
+  /* --mode udp: each "connection" a UDP socket connected to the server,
+   * a message one datagram (sent again after UDP_RESEND_NS unanswered). */
+  int udp;
   struct sockaddr_storage target;
   socklen_t target_len;
 };
@@ -129,6 +136,7 @@ struct conn {
   uint64_t seq;           /* round trips started on this connection */
   long long quota;        /* --messages: measured round trips left to start */
   int64_t started_at;     /* when the round trip in flight began */
+  int64_t sent_at;        /* --mode udp: when its datagram last went */
   unsigned char *pattern; /* size + 256 bytes of noise */
   unsigned char *out, *in;
 };
@@ -138,6 +146,8 @@ struct thread_stats {
   uint64_t in_window; /* ... of which completed before the stop */
   uint64_t warmup_messages;
   uint64_t mismatches, resets, io_errors;
+  uint64_t resends; /* --mode udp: datagrams sent again, unanswered */
+  uint64_t stale;   /* --mode udp: echoes of a datagram sent again */
 };
 
 struct client_thread {

@@ -151,7 +151,60 @@ static void conn_start(struct client_thread *t, struct conn *c, int measured,
     t->in_flight--;
     return;
   }
+  c->sent_at = now;
   (void)conn_send(t, c, size);
+}
+
+/* --mode udp: the socket is readable.  Returns 1 if the round trip
+ * completed: its datagram came back whole.  The echo of a datagram sent
+ * again may come twice: the second, or one that comes while nothing is in
+ * flight, is skipped (its stamp is that of an earlier round trip). */
+static int conn_receive_udp(struct client_thread *t, struct conn *c) {
+  size_t size = (size_t)opt.size, stamp = size < 8 ? size : 8;
+  for (;;) {
+    ssize_t n = recv(c->fd, c->in, size + 1, 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
+      conn_failed_io(t, c, "recv", errno);
+      return 0;
+    }
+    if (!c->busy || ((size_t)n >= stamp && memcmp(c->in, c->out, stamp) != 0)) {
+      t->st.stale++;
+      continue;
+    }
+    if ((size_t)n != size) {
+      t->st.mismatches++;
+      report_error(c, "a datagram of %zd bytes came back, %zu were sent", n,
+                   size);
+      conn_kill(t, c);
+      return 0;
+    }
+    if (memcmp(c->in, c->out, size) != 0) {
+      size_t at = 0;
+      while (c->in[at] == c->out[at]) at++;
+      t->st.mismatches++;
+      report_error(c, "byte %zu came back as 0x%02x, sent 0x%02x", at,
+                   c->in[at], c->out[at]);
+      conn_kill(t, c);
+      return 0;
+    }
+    c->received = size;
+    return 1;
+  }
+}
+
+/* --mode udp: send again the datagrams unanswered for UDP_RESEND_NS. */
+static void udp_resend(struct client_thread *t, int64_t now) {
+  size_t size = (size_t)opt.size;
+  for (long i = 0; i < t->nconns; i++) {
+    struct conn *c = &t->conns[i];
+    if (c->fd < 0 || !c->busy || now - c->sent_at < UDP_RESEND_NS) continue;
+    c->sent_at = now;
+    c->sent = 0;
+    t->st.resends++;
+    (void)conn_send(t, c, size);
+  }
 }
 
 /* The socket is readable.  Returns 1 if the round trip completed. */
@@ -232,7 +285,8 @@ static void conn_ready(struct client_thread *t, struct conn *c, short re) {
     return;
   }
   /* An error or hang-up shows up as such from recv or send. */
-  if ((re & (POLLIN | POLLHUP | POLLERR)) && conn_receive(t, c)) {
+  if ((re & (POLLIN | POLLHUP | POLLERR)) &&
+      (opt.udp ? conn_receive_udp(t, c) : conn_receive(t, c))) {
     int64_t end = now_ns();
     enum phase p = (enum phase)(atomic_load(&state) & 0xff);
     c->busy = 0;
@@ -329,6 +383,7 @@ void *client_main(void *arg) {
   uint64_t acked = UINT64_MAX;   /* the state last acknowledged */
   uint64_t started = UINT64_MAX; /* the state idle connections started in */
   int done = 0;                  /* --messages share completed */
+  int64_t last_resend_check = 0; /* --mode udp */
 
   for (;;) {
     uint64_t s = atomic_load(&state);
@@ -371,6 +426,13 @@ void *client_main(void *arg) {
     if (rc < 0) {
       t->st.io_errors++;
       break;
+    }
+    if (opt.udp && t->in_flight > 0) {
+      int64_t now = now_ns();
+      if (now - last_resend_check >= UDP_RESEND_NS / 4) {
+        last_resend_check = now;
+        udp_resend(t, now);
+      }
     }
   }
   return NULL;

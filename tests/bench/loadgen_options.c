@@ -13,7 +13,7 @@ void usage(FILE *out) {
           "[--warmup SEC]\n"
           "               [--time-limit SEC] [--on-measure-start CMD]\n"
           "               [--on-measure-end CMD] [--poller epoll|poll] "
-          "[--mode echo|cec]\n"
+          "[--mode echo|cec|udp]\n"
           "               [--json]\n"
           "  --port P              the echo server's TCP port\n"
           "  --host ADDR           its address (default 127.0.0.1)\n"
@@ -30,10 +30,12 @@ void usage(FILE *out) {
           "  --on-measure-end CMD    run CMD just after measuring\n"
           "  --poller epoll|poll   how threads wait (default: epoll where it\n"
           "                        exists, else poll)\n"
-          "  --mode echo|cec       echo: round trips over connections kept\n"
+          "  --mode echo|cec|udp   echo: round trips over connections kept\n"
           "                        open (default); cec: each round trip on\n"
           "                        a connection of its own: connect, echo,\n"
-          "                        close\n"
+          "                        close; udp: each connection a UDP socket\n"
+          "                        (--port the server's UDP port), each\n"
+          "                        message one datagram\n"
           "  --json                print the result as one JSON object\n");
 }
 
@@ -99,8 +101,15 @@ int parse_args(int argc, char **argv) {
   }
   if (mode && strcmp(mode, "cec") == 0) {
     opt.cec = 1;
+  } else if (mode && strcmp(mode, "udp") == 0) {
+    opt.udp = 1;
   } else if (mode && strcmp(mode, "echo") != 0) {
-    fprintf(stderr, "loadgen: --mode: '%s' is not echo or cec\n", mode);
+    fprintf(stderr, "loadgen: --mode: '%s' is not echo, cec or udp\n", mode);
+    return -1;
+  }
+  /* The largest UDP payload over IPv4. */
+  if (opt.udp && opt.size > 65507) {
+    fprintf(stderr, "loadgen: --size: at most 65507 with --mode udp\n");
     return -1;
   }
   if (opt.port == NULL) {

@@ -24,6 +24,8 @@ int report(struct client_thread *threads, struct conn *conns,
     sum.mismatches += t->st.mismatches;
     sum.resets += t->st.resets;
     sum.io_errors += t->st.io_errors;
+    sum.resends += t->st.resends;
+    sum.stale += t->st.stale;
     free(t->pfds);
     free(t->hist);
 #if HAVE_EPOLL
@@ -54,6 +56,10 @@ int report(struct client_thread *threads, struct conn *conns,
           (unsigned long long)sum.messages, rate,
           hist_quantile(total, 0.50) / 1e3, hist_quantile(total, 0.99) / 1e3,
           hist_quantile(total, 0.999) / 1e3, (double)total->max / 1e3, errors);
+  if (opt.udp)
+    fprintf(human,
+            "loadgen: udp: %llu datagrams sent again, %llu late echoes\n",
+            (unsigned long long)sum.resends, (unsigned long long)sum.stale);
   if (opt.json) {
     printf("{\"host\":");
     json_string(stdout, opt.host);
@@ -66,7 +72,7 @@ int report(struct client_thread *threads, struct conn *conns,
         "\"mean_us\":%.2f,\"p50_us\":%.2f,\"p90_us\":%.2f,\"p99_us\":%.2f,"
         "\"p999_us\":%.2f,\"max_us\":%.2f,\"errors\":%llu,"
         "\"mismatches\":%llu,\"resets\":%llu,\"io_errors\":%llu,"
-        "\"ok\":%s}\n",
+        "\"resends\":%llu,\"stale\":%llu,\"ok\":%s}\n",
         opt.port, opt.connections, opt.threads, opt.size, rt->connect_seconds,
         opt.warmup, seconds, (unsigned long long)sum.messages,
         (unsigned long long)sum.in_window,
@@ -76,6 +82,7 @@ int report(struct client_thread *threads, struct conn *conns,
         hist_quantile(total, 0.99) / 1e3, hist_quantile(total, 0.999) / 1e3,
         (double)total->max / 1e3, errors, (unsigned long long)sum.mismatches,
         (unsigned long long)sum.resets, (unsigned long long)sum.io_errors,
+        (unsigned long long)sum.resends, (unsigned long long)sum.stale,
         failed ? "false" : "true");
   }
   fflush(stdout);

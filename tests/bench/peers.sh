@@ -7,7 +7,7 @@
 #   tests/bench/peers.sh [--builddir DIR] [--quick] [--connections LIST]
 #                        [--sizes LIST] [--client-threads T]
 #                        [--server-threads N] [--warmup SEC] [--duration SEC]
-#                        [--only NAME]... [--mode echo|cec] [--out DIR]
+#                        [--only NAME]... [--mode echo|cec|udp] [--out DIR]
 #
 # For each message size (default 64 and 4096 bytes) and each number of
 # connections (default 100, 1000 and 10000), every server below runs in
@@ -55,6 +55,25 @@
 # clients, a connection per request).  The goal for taxi's readiness
 # servers: no more than 1.1 times the epoll floor's CPU per connection.
 #
+# --mode udp is the datagram echo: loadgen's peers are UDP sockets (each
+# sends one datagram and waits for its echo, checked whole), the servers
+# the datagram servers below, udp-floor the reference.  The default cells
+# are 1 and 100 peers ("connections"), 64 and 1,200 bytes.  The goal for
+# taxi's readiness dispatchers: no more than 1.1 times udp-floor's CPU per
+# datagram, and no allocation per datagram.  The datagram servers:
+#
+#   udp-floor    a bare loop: epoll, then recvmmsg of up to 64 datagrams and
+#                one sendmmsg of their echoes, 1 thread (peers/udp_floor)
+#   libuv        libuv's uv_udp_t with recvmmsg, uv_udp_try_send, 1 thread
+#                (peers/libuv_udp_echo)
+#   reactor      examples/udp_echo on taxi's Reactor over epoll, 1 thread
+#   lf           the same on Leader/Followers, N threads
+#   hsha         the same on half-sync/half-async, N workers
+#
+# A row is one line of UDP_SERVERS below ("udp:DISPATCHER ARGS" runs
+# examples/udp_echo server with those arguments): a dispatcher that gains
+# datagram endpoints is one more line.
+#
 # Columns, per message: msgs/s (round trips per second), p99 (round-trip
 # latency, microseconds), cpu (server CPU time, user + system, all
 # threads, microseconds), sys (server system calls, counted by `perf stat -e
@@ -93,9 +112,11 @@ usage: $0 [options]
   --warmup SEC          warm-up per run (default 1; doubled from 5000
                         connections on; --quick: 0.5)
   --duration SEC        measured seconds per run (default 5; --quick: 1)
-  --mode echo|cec       echo: connections kept open (default); cec: a
+  --mode echo|cec|udp   echo: connections kept open (default); cec: a
                         connection per round trip (connect, echo, close;
-                        default cell 50 connections x 64 B)
+                        default cell 50 connections x 64 B); udp: the
+                        datagram echo (default cells 1 and 100 peers x
+                        64 and 1200 B)
   --only NAME           only this server (repeatable): asio libevent libuv
                         epoll-floor uring-floor reactor lf hsha uring
                         uring-Nt uring-rings-Nt uring-pooled
@@ -134,7 +155,9 @@ case $mode in
   echo) ;;
   cec)
     : "${connections_list:=50}" "${sizes_list:=64}" ;;
-  *) echo "peers: --mode: '$mode' is not echo or cec" >&2; exit 2 ;;
+  udp)
+    : "${connections_list:=1,100}" "${sizes_list:=64,1200}" ;;
+  *) echo "peers: --mode: '$mode' is not echo, cec or udp" >&2; exit 2 ;;
 esac
 loadgen_mode=$mode
 if [ "$quick" = 1 ]; then
@@ -210,6 +233,19 @@ SERVERS=(
   "emulated|taxi Proactor, emulated on epoll, 1 thread|taxi:emulated --dispatcher proactor --backend emulated --threads 1"
 )
 REFERENCE=asio
+# The datagram echo (--mode udp): "udp:ARGS" runs examples/udp_echo server
+# ARGS.  The Proactor's rows go here once it has datagram endpoints.
+UDP_SERVERS=(
+  "udp-floor|bare recvmmsg/sendmmsg loop, epoll, 1 thread (floor)|peer:udp_floor"
+  "libuv|libuv uv_udp_t, recvmmsg, try_send, 1 thread|peer:libuv_udp_echo"
+  "reactor|taxi udp_echo, Reactor, epoll, 1 thread|udp:--dispatcher reactor --backend epoll --batch 64"
+  "lf|taxi udp_echo, Leader/Followers, epoll, $n threads|udp:--dispatcher lf --backend epoll --threads @N@ --batch 64"
+  "hsha|taxi udp_echo, half-sync/half-async, epoll, $n workers|udp:--dispatcher hsha --backend epoll --threads @N@ --batch 64"
+)
+if [ "$mode" = udp ]; then
+  SERVERS=("${UDP_SERVERS[@]}")
+  REFERENCE=udp-floor
+fi
 # Which library each peer needs, for the message when it was not built.
 declare -A NEEDS=(
   [asio_echo]="Boost.Asio (Debian: g++ libboost-dev)"
@@ -217,17 +253,24 @@ declare -A NEEDS=(
   [libuv_echo]="libuv (Debian: libuv1-dev)"
   [epoll_floor]="epoll"
   [uring_floor]="liburing 2.3 or later (Debian: liburing-dev)"
+  [udp_floor]="epoll"
+  [libuv_udp_echo]="libuv (Debian: libuv1-dev)"
 )
 
 "$server" --list-backends >"$work/backends" 2>/dev/null
 "$server" --list-proactor-backends >>"$work/backends" 2>/dev/null
 
-names=() descs=() progs=() argss=()
+names=() descs=() progs=() argss=() leads=()
 for s in "${SERVERS[@]}"; do
   name=${s%%|*} rest=${s#*|}
   desc=${rest%%|*} how=${rest#*|}
-  kind=${how%% *} args=
+  kind=${how%% *} args= lead="--port 0"
   [[ $how == *" "* ]] && args=${how#* }
+  if [[ $kind == udp:* ]]; then
+    # udp:ARGS: every word after "udp:" is udp_echo's.
+    args="${kind#udp:}${args:+ $args}" kind=udp:
+    lead="server --address 127.0.0.1:0"
+  fi
   args=${args//@N@/$server_threads}
   if [ ${#only[@]} -gt 0 ]; then
     case " ${only[*]} " in *" $name "*) ;; *) continue ;; esac
@@ -245,6 +288,12 @@ for s in "${SERVERS[@]}"; do
         echo "peers: skipping $name: examples/${kind#ex:} was not built" >&2
         continue
       fi ;;
+    udp:)
+      prog=$builddir/examples/udp_echo
+      if [ ! -x "$prog" ]; then
+        echo "peers: skipping $name: examples/udp_echo was not built" >&2
+        continue
+      fi ;;
     taxi:*)
       prog=$server
       if ! grep -qx "${kind#taxi:}" "$work/backends"; then
@@ -253,6 +302,7 @@ for s in "${SERVERS[@]}"; do
       fi ;;
   esac
   names+=("$name") descs+=("$desc") progs+=("$prog") argss+=("$args")
+  leads+=("$lead")
 done
 if [ ${#names[@]} -eq 0 ]; then
   echo "peers: no server to run" >&2
@@ -317,7 +367,7 @@ perf_note=''
 command -v perf >/dev/null 2>&1 || perf_note=" (perf not found: no sys/msg; Debian: linux-perf)"
 {
   echo "taxi echo benchmark against peers: ${#names[@]} servers x ${#conn_counts[@]} connection counts x ${#sizes[@]} sizes = $total runs$perf_note"
-  echo "  loadgen: $client_threads thread(s), closed-loop ping-pong$([ "$mode" = cec ] && echo ', a connection per round trip (cec): per message = per connection'); ${warmup} s warm-up (doubled from 5000 connections) + ${duration} s measured per run"
+  echo "  loadgen: $client_threads thread(s), closed-loop ping-pong$([ "$mode" = cec ] && echo ', a connection per round trip (cec): per message = per connection'; [ "$mode" = udp ] && echo ', UDP: a connection is a peer socket, a message a datagram'); ${warmup} s warm-up (doubled from 5000 connections) + ${duration} s measured per run"
   echo "  $ncpu CPUs shared by server and loadgen; load average at the start $loadavg"
 } | tee "$work/header" >&2
 
@@ -361,8 +411,9 @@ for size in "${sizes[@]}"; do
       done_runs=$((done_runs + 1))
       printf '[%2d/%d] %5s B x %5s conns  %-12s ' "$done_runs" "$total" "$size" "$c" "$name" >&2
       read -r -a argv <<<"${argss[i]}"
+      read -r -a lead <<<"${leads[i]}"
       run_server "$name $c x $size B" "$c" "$client_threads" "$size" "$w" \
-        "$duration" "${progs[i]}" --port 0 "${argv[@]}"
+        "$duration" "${progs[i]}" "${lead[@]}" "${argv[@]}"
       k="$size|$c|$name"
       R[$k|status]=$r_status R[$k|rate]=$r_rate R[$k|p99]=$r_p99
       R[$k|cpu]=$r_cpu R[$k|sys]=$r_sys R[$k|ctx]=$r_ctx

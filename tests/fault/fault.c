@@ -125,6 +125,10 @@ static const fault_errname_t errnos[] = {
     {"EBUSY", EBUSY},
     {"ENOSYS", ENOSYS},
     {"ECANCELED", ECANCELED},
+    {"ECONNREFUSED", ECONNREFUSED},
+    {"EMSGSIZE", EMSGSIZE},
+    {"EHOSTUNREACH", EHOSTUNREACH},
+    {"ENOPROTOOPT", ENOPROTOOPT},
 };
 
 _Static_assert(NCALLS <= FAULT_MAX_SITES, "FAULT_MAX_SITES is too small");

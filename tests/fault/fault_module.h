@@ -67,11 +67,13 @@
   X(recv, "recv")                           \
   X(recvfrom, "recvfrom")                   \
   X(recvmsg, "recvmsg")                     \
+  X(recvmmsg, "recvmmsg")                   \
   X(write, "write")                         \
   X(writev, "writev")                       \
   X(send, "send")                           \
   X(sendto, "sendto")                       \
   X(sendmsg, "sendmsg")                     \
+  X(sendmmsg, "sendmmsg")                   \
   X(sendfile, "sendfile")                   \
   X(splice, "splice")                       \
   X(read_eventfd, "read@eventfd")           \

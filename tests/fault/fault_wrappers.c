@@ -317,6 +317,24 @@ ssize_t sendmsg(int fd, const struct msghdr *msg, int flags) {
   return next_sendmsg(fd, msg, flags);
 }
 
+/* The batches of datagrams: "short" takes or sends half of them (at
+ * least one), as the kernel may. */
+int recvmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags,
+             struct timespec *timeout) {
+  NEXT(recvmmsg);
+  PLAIN(recvmmsg);
+  return next_recvmmsg(fd, vec,
+                       what == WHAT_SHORT ? (unsigned)shorter(vlen) : vlen,
+                       flags, timeout);
+}
+
+int sendmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags) {
+  NEXT(sendmmsg);
+  PLAIN(sendmmsg);
+  return next_sendmmsg(
+      fd, vec, what == WHAT_SHORT ? (unsigned)shorter(vlen) : vlen, flags);
+}
+
 ssize_t sendfile(int out, int in, off_t *offset, size_t count) {
   NEXT(sendfile);
   PLAIN(sendfile);

@@ -38,7 +38,7 @@ static void collect_tests(void) {
       st_tests_closing, st_tests_adopt,     st_tests_cross,    st_tests_peer,
       st_tests_post,    st_tests_counters,  st_tests_timeouts, st_tests_pipe,
       st_tests_resolve, st_tests_accept,    st_tests_dgram,    st_tests_pooled,
-      st_tests_edge};
+      st_tests_edge,    st_tests_dgram_gso};
   /* TAXI_STREAM_TESTS=text: only the tests whose name has it (while
    * working on a few: each pair runs every test otherwise). */
   const char *only = getenv("TAXI_STREAM_TESTS");

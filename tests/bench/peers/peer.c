@@ -86,7 +86,10 @@ void peer_error(const struct peer_options *o, const char *what, int err) {
   fprintf(stderr, "%s: %s: %s\n", o->name, what, strerror(err));
 }
 
-int peer_listen(const struct peer_options *o) {
+/* A socket of `type` bound to o->host:o->port (SO_REUSEADDR; a stream
+ * socket listening), non-blocking and close-on-exec, and the "listening
+ * on" line printed.  Exits 1 with a message on failure. */
+static int bound_socket(const struct peer_options *o, int type) {
   struct addrinfo hints, *res, *ai;
   struct sockaddr_storage addr;
   socklen_t len = sizeof addr;
@@ -95,7 +98,7 @@ int peer_listen(const struct peer_options *o) {
 
   memset(&hints, 0, sizeof hints);
   hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_socktype = type;
   hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
   snprintf(port, sizeof port, "%u", o->port);
   rc = getaddrinfo(o->host, port, &hints, &res);
@@ -111,7 +114,7 @@ int peer_listen(const struct peer_options *o) {
     }
     (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
     if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 &&
-        listen(fd, SOMAXCONN) == 0 &&
+        (type != SOCK_STREAM || listen(fd, SOMAXCONN) == 0) &&
         fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) == 0 &&
         fcntl(fd, F_SETFD, FD_CLOEXEC) == 0)
       break;
@@ -121,7 +124,7 @@ int peer_listen(const struct peer_options *o) {
   }
   freeaddrinfo(res);
   if (fd < 0) {
-    peer_error(o, "listen", err);
+    peer_error(o, type == SOCK_STREAM ? "listen" : "bind", err);
     exit(1);
   }
   if (getsockname(fd, (struct sockaddr *)&addr, &len) != 0 ||
@@ -135,6 +138,14 @@ int peer_listen(const struct peer_options *o) {
          o->name, host, port);
   fflush(stdout);
   return fd;
+}
+
+int peer_listen(const struct peer_options *o) {
+  return bound_socket(o, SOCK_STREAM);
+}
+
+int peer_udp_bind(const struct peer_options *o) {
+  return bound_socket(o, SOCK_DGRAM);
 }
 
 void peer_nodelay(int fd) {

@@ -5,7 +5,8 @@
  * SIGINT/SIGTERM.
  *
  * Every peer server (Boost.Asio, libevent, libuv, and the bare epoll and
- * io_uring loops) is started as
+ * io_uring loops; the datagram echoes udp_floor and libuv_udp_echo) is
+ * started as
  *
  *     NAME --port P [--host ADDR] [--threads N]
  *
@@ -50,6 +51,10 @@ void peer_raise_fd_limit(void);
  * "listening on" line.  Returns the socket; exits 1 with a message on
  * failure. */
 int peer_listen(const struct peer_options *o);
+
+/* The same for the datagram peers: a UDP socket bound to o->host:o->port,
+ * non-blocking, and the same "listening on" line. */
+int peer_udp_bind(const struct peer_options *o);
 
 /* TCP_NODELAY on an accepted connection, as echo_server does. */
 void peer_nodelay(int fd);

@@ -297,7 +297,6 @@ static void sent(taxi_dgram_t *d, int status) {
   }
 }
 
-
 int taxi__dgram_enqueue(taxi_dgram_t *d, const void *data, size_t len,
                         const taxi_addr_t *to) {
   return enqueue(d, data, len, to);
@@ -386,6 +385,14 @@ int taxi_dgram_open(taxi_dgram_t **out, taxi_io_t *io, const char *local,
     goto fail_sock;
   }
   d->gso = (opt.flags & TAXI_DGRAM_GSO) != 0;
+  /* A Proactor's receives (one datagram per operation) bring no segment
+   * size with them: a coalesced receive could not be cut back. */
+  if ((opt.flags & TAXI_DGRAM_GRO) && io->drv->dgram->recv) {
+    rc = taxi__refuse(TAXI_ENOTSUP,
+                      "taxi_dgram_open: options.flags: TAXI_DGRAM_GRO: "
+                      "not on a Proactor's dispatcher");
+    goto fail_sock;
+  }
   if ((opt.flags & TAXI_DGRAM_GRO) &&
       (rc = taxi__sock_udp_gro(d->fd, true)) < 0) {
     if (rc == TAXI_ENOTSUP)

@@ -113,7 +113,9 @@ typedef struct taxi_dgram taxi_dgram_t; /* a datagram endpoint */
  * (from a sender that used segments, or through a device that coalesces).
  * Needs options.recv_size of 65,536 (the default) or more, as a coalesced
  * receive is up to 64 KiB.  taxi_dgram_open() refuses it with TAXI_ENOTSUP
- * where the system has no such option. */
+ * where the system has no such option, and on the Proactor's dispatchers
+ * (TAXI_IO_PROACTOR, TAXI_IO_PROACTORS), whose receives bring no segment
+ * size to cut a coalesced one by. */
 #define TAXI_DGRAM_GRO 0x10u
 
 /* The most segments one taxi_dgram_send_segments() call sends (what Linux
@@ -180,7 +182,7 @@ TAXI_EXTERN void taxi_dgram_options_init(taxi_dgram_options_t *o);
  * option out of range, with its detail; TAXI_DGRAM_GRO with recv_size
  * below 65,536), TAXI_EBADADDR (local not an IPv4 or IPv6 address),
  * TAXI_ENOTSUP (TAXI_DGRAM_GSO or TAXI_DGRAM_GRO where the system lacks
- * them, with its detail), TAXI_ESTOPPED (io is being destroyed),
+ * them, TAXI_DGRAM_GRO on a Proactor's dispatcher; with its detail), TAXI_ESTOPPED (io is being destroyed),
  * TAXI_EADDRINUSE, TAXI_EPERM, TAXI_ENOMEM, TAXI_ESYS, or the proactor's
  * refusal of the socket or of its first receive.
  * Threads: any.  Ownership: the endpoint is io's until closed; close it

@@ -182,9 +182,10 @@ TAXI_EXTERN void taxi_dgram_options_init(taxi_dgram_options_t *o);
  * option out of range, with its detail; TAXI_DGRAM_GRO with recv_size
  * below 65,536), TAXI_EBADADDR (local not an IPv4 or IPv6 address),
  * TAXI_ENOTSUP (TAXI_DGRAM_GSO or TAXI_DGRAM_GRO where the system lacks
- * them, TAXI_DGRAM_GRO on a Proactor's dispatcher; with its detail), TAXI_ESTOPPED (io is being destroyed),
- * TAXI_EADDRINUSE, TAXI_EPERM, TAXI_ENOMEM, TAXI_ESYS, or the proactor's
- * refusal of the socket or of its first receive.
+ * them, TAXI_DGRAM_GRO on a Proactor's dispatcher; with its detail),
+ * TAXI_ESTOPPED (io is being destroyed), TAXI_EADDRINUSE, TAXI_EPERM,
+ * TAXI_ENOMEM, TAXI_ESYS, or the proactor's refusal of the socket or of
+ * its first receive.
  * Threads: any.  Ownership: the endpoint is io's until closed; close it
  * with taxi_dgram_close() (taxi_io_destroy() closes those left).
  */

@@ -241,6 +241,8 @@ UDP_SERVERS=(
   "reactor|taxi udp_echo, Reactor, epoll, 1 thread|udp:--dispatcher reactor --backend epoll --batch 64"
   "lf|taxi udp_echo, Leader/Followers, epoll, $n threads|udp:--dispatcher lf --backend epoll --threads @N@ --batch 64"
   "hsha|taxi udp_echo, half-sync/half-async, epoll, $n workers|udp:--dispatcher hsha --backend epoll --threads @N@ --batch 64"
+  "uring|taxi udp_echo, Proactor, io_uring, 1 thread|udp:--dispatcher proactor --backend uring --batch 64"
+  "uring-rings-${n}t|taxi udp_echo, a Proactor per thread, io_uring, $n threads|udp:--dispatcher proactors --backend uring --threads @N@ --batch 64"
 )
 if [ "$mode" = udp ]; then
   SERVERS=("${UDP_SERVERS[@]}")

@@ -29,6 +29,9 @@ struct jaws_config {
   const char *host;
   unsigned port;
   const char *strategy;
+  /* --strategy was given: without it a host whose Proactor cannot start
+   * at all serves with reactive instead of adaptive (jaws.c). */
+  bool strategy_given;
   const char *backend; /* NULL: taxi's choice */
   unsigned threads;    /* 0: the strategy's default */
   unsigned max_connections;
@@ -57,7 +60,10 @@ struct jaws_server {
   atomic_uint connections; /* open and admitted */
   atomic_ullong refused;   /* turned away with 503 */
   atomic_int stopping;
-  bool started;        /* the listening line was printed */
+  bool started; /* the listening line was printed */
+  /* adaptive: no completion backend works here (the default one
+   * included), so it could not start. */
+  bool no_proactor;
   char stop_note[320]; /* the strategy's addition to the closing line */
 };
 

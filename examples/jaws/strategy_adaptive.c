@@ -195,6 +195,13 @@ static int create_context(struct adaptive *ad) {
     fprintf(stderr, "jaws: cannot start the proactor side%s%s: %s\n",
             cfg->backend ? " on backend " : "",
             cfg->backend ? cfg->backend : "", taxi_strerror(rc));
+    /* `jaws --backend epoll` meant the Reactor when it was the default. */
+    if (cfg->backend && !cfg->strategy_given)
+      fprintf(stderr,
+              "jaws: the default strategy, adaptive, takes a completion "
+              "backend (uring, aio, emulated, iocp); --strategy reactive "
+              "for a readiness one\n");
+    ad->srv->no_proactor = cfg->backend == NULL;
     return rc == TAXI_ENOBACKEND ? 2 : 1;
   }
   for (size_t i = 0; i < sizeof stop_signals / sizeof *stop_signals; i++)

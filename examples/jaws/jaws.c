@@ -9,7 +9,7 @@
  *        [--idle-timeout MS] [--send-timeout MS] [--cache-bytes N]
  *        [--access-log FILE] [--dotfiles deny|allow]
  *        [--adapt-policy measure|threshold] [--adapt-large BYTES]
- *        [--adapt-connections H[:L]]
+ *        [--adapt-connections H[:L]] [--defer-accept S]
  *
  * Strategies: reactive, lf, hsha, proactive (strategy_io.c),
  * thread-per-connection, thread-per-request, thread-pool
@@ -94,6 +94,7 @@ static int usage(FILE *to, int status) {
           "            [--access-log FILE] [--dotfiles deny|allow]\n"
           "            [--adapt-policy measure|threshold]\n"
           "            [--adapt-large BYTES] [--adapt-connections H[:L]]\n"
+          "            [--defer-accept S]\n"
           "strategies: adaptive (default), reactive, lf, hsha, proactive,\n"
           "            thread-per-connection, thread-per-request,\n"
           "            thread-pool\n"
@@ -107,6 +108,7 @@ static int usage(FILE *to, int status) {
           "          --cache-bytes 67108864 --dotfiles deny\n"
           "          --adapt-policy measure --adapt-large 262144\n"
           "          --adapt-connections 64:32 (threshold policy only)\n"
+          "          --defer-accept 1 (adaptive on Linux; 0: off)\n"
           "a cached file is checked against the disk 1 s after its last\n"
           "check: a change is served at most 1 s after it is made\n");
   return status;
@@ -143,6 +145,7 @@ static int parse_args(int argc, char **argv, struct jaws_config *cfg) {
   cfg->adapt_high = 64;
   cfg->adapt_low = 0; /* 0: half the high mark */
   cfg->adapt_large = 256u << 10;
+  cfg->defer_accept_s = 1;
   for (int i = 1; i < argc;) {
     const char *val, *name = argv[i];
     int rc;
@@ -200,6 +203,9 @@ static int parse_args(int argc, char **argv, struct jaws_config *cfg) {
         rc = -1;
     } else if (OPT("--adapt-connections")) {
       if (rc > 0 && parse_marks(val, cfg) != 0) rc = -1;
+    } else if (OPT("--defer-accept")) {
+      if (rc > 0 && echo_parse_count(val, 0, 3600, &v) != 0) rc = -1;
+      cfg->defer_accept_s = (unsigned)v;
     } else if (OPT("--adapt-large")) {
       if (rc > 0 && echo_parse_count(val, 1, CACHE_BYTES_MAX, &v) != 0) rc = -1;
       cfg->adapt_large = v;

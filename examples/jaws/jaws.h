@@ -50,6 +50,9 @@ struct jaws_config {
   uint64_t adapt_large;
   bool adapt_threshold;
   unsigned adapt_high, adapt_low;
+  /* adaptive, Linux: a connection reaches accept once its first bytes
+   * have come, or this many seconds after its handshake (0: at once). */
+  unsigned defer_accept_s;
 };
 
 struct jaws_server {
@@ -95,7 +98,8 @@ int jaws_send_blocking(taxi_handle_t fd, const struct http_out *o);
 /* strategy_threads.c: accept one connection from listener l as a blocking
  * socket (jaws_sock_accept; `prepared` and wait_ms as there, sends giving
  * up after the idle timeout) and admit it: true with *fd and peer[cap]
- * set and the connection counted (jaws_leave undoes it); false if none
+ * set (the peer's address with an access log, else "-", cap 2 or more)
+ * and the connection counted (jaws_leave undoes it); false if none
  * came, or it was refused (answered 503 and closed).  A failing accept
  * (out of descriptors) naps first, so that a thread retrying does not
  * spin. */

@@ -96,12 +96,12 @@ typedef struct taxi_tls_options {
   /* A server: its certificate chain (PEM: its certificate first, then
    * the intermediates) and its private key (PEM).  Both required. */
   const char *cert_file;
-  const char *key_file;
+  const char *key_file; /* see cert_file */
   /* A client: the authorities it trusts, a PEM file of certificates
    * and/or a directory prepared with `openssl rehash`; both NULL: the
    * system's default store. */
   const char *ca_file;
-  const char *ca_dir;
+  const char *ca_dir; /* see ca_file */
   unsigned flags; /* TAXI_TLS_* */
   /* ALPN protocols, comma-separated ("h2,http/1.1"), NULL: none.  A
    * client offers them in that order; a server picks the first of its own

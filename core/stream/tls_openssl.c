@@ -111,14 +111,40 @@ static int sni_select(SSL *ssl, int *alert, void *arg) {
   return SSL_TLSEXT_ERR_OK;
 }
 
-/* The slot of an SSL that points to its sess_t, taken at the first
- * context (two threads racing waste one slot, no more). */
-static atomic_int ex_slot = -1;
+/* An ectx_t lives as long as its SSL_CTX, which a session chosen by an
+ * SNI callback may hold after the taxi context that made it is gone (its
+ * ALPN callback still reads the ectx_t): the SSL_CTX's last free frees
+ * it, through the slot's free function. */
+static void ectx_gone(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx,
+                      long argl, void *argp) {
+  ectx_t *ec = ptr;
+  (void)parent;
+  (void)ad;
+  (void)idx;
+  (void)argl;
+  (void)argp;
+  if (!ec) return;
+  for (unsigned i = 0; i < ec->ncache; i++) {
+    taxi__free(ec->cache[i].key);
+    if (ec->cache[i].sess) SSL_SESSION_free(ec->cache[i].sess);
+  }
+  taxi__free(ec->cache);
+  taxi__mutex_destroy(&ec->lock);
+  taxi__free(ec);
+}
+
+/* The slots of an SSL (its sess_t) and of an SSL_CTX (its ectx_t), taken
+ * at the first context (two threads racing waste a slot, no more). */
+static atomic_int ex_slot = -1, ctx_slot = -1;
 #define ex_index atomic_load_explicit(&ex_slot, memory_order_acquire)
+#define ctx_index atomic_load_explicit(&ctx_slot, memory_order_acquire)
 static void ex_init(void) {
-  if (ex_index >= 0) return;
+  if (ex_index >= 0 && ctx_index >= 0) return;
   int want = -1;
-  int idx = SSL_get_ex_new_index(0, NULL, NULL, NULL, NULL);
+  int idx = SSL_CTX_get_ex_new_index(0, NULL, NULL, NULL, ectx_gone);
+  atomic_compare_exchange_strong(&ctx_slot, &want, idx);
+  want = -1;
+  idx = SSL_get_ex_new_index(0, NULL, NULL, NULL, NULL);
   atomic_compare_exchange_strong(&ex_slot, &want, idx);
 }
 
@@ -159,7 +185,7 @@ static int readable(const char *path) {
 static int e_ctx_new(taxi_tls_context_t *c, const taxi_tls_options_t *o,
                      char *why, size_t cap) {
   ex_init();
-  if (ex_index < 0) {
+  if (ex_index < 0 || ctx_index < 0) {
     snprintf(why, cap, "SSL_get_ex_new_index failed");
     return TAXI_ENOMEM;
   }
@@ -176,7 +202,8 @@ static int e_ctx_new(taxi_tls_context_t *c, const taxi_tls_options_t *o,
   }
   ec->cache = taxi__calloc(ec->ncache, sizeof *ec->cache);
   ec->ctx = SSL_CTX_new(c->server ? TLS_server_method() : TLS_client_method());
-  if (!ec->cache || !ec->ctx) {
+  if (!ec->cache || !ec->ctx ||
+      SSL_CTX_set_ex_data(ec->ctx, ctx_index, ec) != 1) {
     rc = TAXI_ENOMEM;
     goto fail;
   }
@@ -234,6 +261,10 @@ static int e_ctx_new(taxi_tls_context_t *c, const taxi_tls_options_t *o,
   c->ectx = ec;
   return 0;
 fail:
+  if (ec->ctx && SSL_CTX_get_ex_data(ec->ctx, ctx_index) == ec) {
+    SSL_CTX_free(ec->ctx); /* and ec, through ectx_gone */
+    return rc;
+  }
   if (ec->ctx) SSL_CTX_free(ec->ctx);
   taxi__free(ec->cache);
   taxi__mutex_destroy(&ec->lock);
@@ -241,16 +272,10 @@ fail:
   return rc;
 }
 
+/* The context's hold on its SSL_CTX (the sessions may hold more). */
 static void e_ctx_free(void *p) {
   ectx_t *ec = p;
-  for (unsigned i = 0; i < ec->ncache; i++) {
-    taxi__free(ec->cache[i].key);
-    if (ec->cache[i].sess) SSL_SESSION_free(ec->cache[i].sess);
-  }
-  taxi__free(ec->cache);
   SSL_CTX_free(ec->ctx);
-  taxi__mutex_destroy(&ec->lock);
-  taxi__free(ec);
 }
 
 static bool is_ip(const char *name) {

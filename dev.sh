@@ -32,9 +32,10 @@ build_dir=${BUILD_DIR:-$top/build}
 jobs=${JOBS:-$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)}
 
 # Debian packages the build and the tests need (gdb: a test that hangs is
-# reported with every thread's stack).
+# reported with every thread's stack; libssl-dev: TLS streams, openssl:
+# the TLS tests' certificates and peers).
 packages=(build-essential autoconf automake libtool pkg-config libcunit1-dev liburing-dev
-  libapr1-dev libaprutil1-dev curl gdb)
+  libapr1-dev libaprutil1-dev libssl-dev openssl curl gdb)
 
 # What `make bench-peers` needs beyond those: the peers' libraries (and a
 # C++ compiler for Boost.Asio), perf for system calls, gnuplot for charts.

@@ -102,6 +102,9 @@ void taxi__close(taxi_handle_t h);
 /* The size in bytes of the regular file h.  0, TAXI_EBADF (not open),
  * TAXI_EINVAL (not a regular file). */
 int taxi__file_size(taxi_handle_t h, int64_t *size);
+/* Read up to len bytes of file h at offset off, not moving its position:
+ * the bytes read (0 at the end of the file), or an error. */
+int64_t taxi__file_read_at(taxi_handle_t h, void *buf, size_t len, int64_t off);
 
 /* Processors online (at least 1). */
 unsigned taxi__cpu_count(void);

@@ -481,7 +481,9 @@ static void test_errors_round_trip(void) {
     apr_status_t st = taxi_apr_status(c);
     int back = taxi_apr_error(st);
     int want = c == TAXI_ENOBACKEND ? TAXI_ENOTSUP : c;
-    if (c == TAXI_ESYS) {
+    /* No APR status names these: they go as a general failure. */
+    if (c == TAXI_ESYS || c == TAXI_ETLS || c == TAXI_ETRUNCATED ||
+        c == TAXI_EBADCERT) {
       CU_ASSERT(st != APR_SUCCESS);
       CU_ASSERT(back < 0);
       continue;

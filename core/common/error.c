@@ -41,6 +41,10 @@ static const struct error_entry errors[] = {
     {TAXI_ENONAME, "TAXI_ENONAME", "no such host name"},
     {TAXI_ETRYAGAIN, "TAXI_ETRYAGAIN", "temporary failure in name resolution"},
     {TAXI_ENOADDR, "TAXI_ENOADDR", "no address of the family asked for"},
+    {TAXI_ETLS, "TAXI_ETLS", "TLS handshake or protocol failure"},
+    {TAXI_ETRUNCATED, "TAXI_ETRUNCATED",
+     "TLS connection ended without close_notify"},
+    {TAXI_EBADCERT, "TAXI_EBADCERT", "peer certificate not accepted"},
 };
 
 static const struct error_entry *find(int code) {

@@ -26,6 +26,10 @@
  *                  the error reports of what the context made;
  *   io_signal.c    signals;
  *   io_info.c      what the context is made of, and its counters;
+ *   tls_openssl.c  the TLS engine over OpenSSL (core/stream/tls_engine.h);
+ *   tls_context.c  TLS contexts (taxi/tls.h), the engine built in;
+ *   stream_tls.c   a TLS stream's filter between the state machine and
+ *                  the driver, and what it tells (taxi_tls_info);
  *   stream.c       a stream's state machine, written once, and its close;
  *   io_timer.c     application timers;
  *   stream_settings.c  a stream's options, settings and what it tells;
@@ -546,6 +550,12 @@ typedef struct taxi__wrec {
  * to watch but its kicks and deadline; s->dial races the addresses. */
 #define TAXI__S_DIALING 0x400000u
 #define TAXI__S_UNLINKED 0x800000u /* off the context's list already */
+/* A TLS stream's filter (core/stream/stream_tls.c) needs bytes from the
+ * socket whether the application reads or not (a handshake), or has
+ * ciphertext to send whether writes are queued or not: the driver
+ * watches for them as it does for reads and queued writes. */
+#define TAXI__S_TLS_IN 0x1000000u
+#define TAXI__S_TLS_OUT 0x2000000u
 
 /* A private bit of s->oflags: a stream the library makes for itself (an
  * attempt of a dial), not counted in the context's stream and connect
@@ -672,6 +682,11 @@ struct taxi_stream {
       unsigned rq_cap, rq_head, rq_count;
     } p;
   } d;
+  /* A TLS stream's filter (core/stream/stream_tls.c), NULL for a plain
+   * one; under the lock, freed once the close callback has run.  Last, so
+   * that the fields the data path of every stream reads keep their
+   * places. */
+  struct taxi__tls *tls;
 };
 
 /* Check options (NULL: defaults) and copy them to *out.  A refusal's
@@ -726,6 +741,25 @@ int taxi__stream_lock_open(taxi_stream_t *s);
 /* Ask for a processing round of s (lock held): the thread processing s
  * does it, else a kick through the dispatcher. */
 void taxi__stream_request_locked(taxi_stream_t *s);
+
+/* TLS streams (core/stream/stream_tls.c).  attach: at the stream's
+ * making, from its options (o->tls set): 0, or TAXI_EINVAL (a refusal
+ * naming `where`) / TAXI_ENOMEM; detach frees what attach made.  The
+ * others with the lock held, in place of the driver's calls of the same
+ * names (round: the handshake's steps, at each round; flush: the
+ * ciphertext waiting, 0 once it is all out; shutdown: the close_notify,
+ * 0 once out).  A failure closes the stream (reason set) and returns
+ * its error. */
+int taxi__tls_attach(taxi_stream_t *s, const taxi_stream_options_t *o,
+                     const char *where);
+void taxi__tls_detach(taxi_stream_t *s);
+void taxi__tls_round_locked(taxi_stream_t *s);
+int64_t taxi__tls_read(taxi_stream_t *s);
+int64_t taxi__tls_write(taxi_stream_t *s, const taxi_buf_t *bufs, size_t n);
+int64_t taxi__tls_sendfile(taxi_stream_t *s, taxi_handle_t file, int64_t off,
+                           size_t len);
+int64_t taxi__tls_flush(taxi_stream_t *s);
+int taxi__tls_shutdown(taxi_stream_t *s);
 
 /* Listeners and application timers: core/stream/listener_impl.h. */
 #include "core/stream/listener_impl.h"

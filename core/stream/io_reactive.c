@@ -233,9 +233,11 @@ static void s_update(taxi_stream_t *s) {
         (s->flags & TAXI__S_READ_INTO) ||
         (s->flags & (TAXI__S_READING | TAXI__S_PAUSED | TAXI__S_EOF_TOLD)) ==
             TAXI__S_READING;
-    if (reading && s->rlen == 0 && !(s->flags & TAXI__S_EOF))
+    if ((reading && s->rlen == 0 && !(s->flags & TAXI__S_EOF)) ||
+        (s->flags & TAXI__S_TLS_IN))
       want |= TAXI_EV_READ;
-    if (s->rcount > 0 && s->d.r.wblocked) want |= TAXI_EV_WRITE;
+    if ((s->rcount > 0 || (s->flags & TAXI__S_TLS_OUT)) && s->d.r.wblocked)
+      want |= TAXI_EV_WRITE;
   }
   int rc = 0;
   if (!s->d.r.registered) {

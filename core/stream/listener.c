@@ -29,6 +29,7 @@
 #include "core/stream/io_impl.h"
 #include "core/common/options.h"
 #include "core/common/detail.h"
+#include "core/stream/tls_engine.h"
 
 #include <string.h>
 
@@ -93,9 +94,18 @@ void taxi__listener_accepted(taxi_listener_t *l, taxi_handle_t fd,
   taxi__mutex_lock(&l->lock);
   bool closing = l->closing;
   taxi__mutex_unlock(&l->lock);
-  int rc = closing
-               ? TAXI_ESTOPPED
-               : taxi__stream_new(io, fd, &pub->sopts, home, pub->sharded, &s);
+  int rc = TAXI_ESTOPPED;
+  if (!closing) {
+    /* The TLS context may be replaced meanwhile (taxi_listener_set_tls):
+     * the stream takes its own reference to the one read here. */
+    taxi__mutex_lock(&pub->lock);
+    taxi_stream_options_t o = pub->sopts;
+    taxi_tls_context_t *tls = o.tls;
+    if (tls) taxi_tls_context_ref(tls);
+    taxi__mutex_unlock(&pub->lock);
+    rc = taxi__stream_new(io, fd, &o, home, pub->sharded, &s);
+    if (tls) taxi_tls_context_unref(tls);
+  }
   if (rc < 0) {
     /* The connection is dropped: the peer sees it closed. */
     if (home)
@@ -126,6 +136,7 @@ void taxi__listener_accepted(taxi_listener_t *l, taxi_handle_t fd,
 
 /* Free a listener that has no socket (or not any more). */
 static void listener_free(taxi_listener_t *l) {
+  if (l->sopts.tls) taxi_tls_context_unref(l->sopts.tls);
   taxi__mutex_destroy(&l->cb_lock);
   taxi__mutex_destroy(&l->lock);
   taxi__free(l);
@@ -203,12 +214,21 @@ static taxi_listener_t *listener_new(taxi_io_t *io,
   l->backoff = BACKOFF_FIRST;
   l->live = 1;
   *rc = taxi__stream_options(&l->sopts, o->stream, where);
+  if (*rc == 0 && l->sopts.tls && !l->sopts.tls->server)
+    *rc = taxi__refuse(TAXI_EINVAL,
+                       "%s.tls: a client context (a listener's streams are "
+                       "servers: taxi_tls_server_create)",
+                       where);
+  if (*rc == 0 && l->sopts.tls) taxi_tls_context_ref(l->sopts.tls);
   if (*rc == 0) *rc = taxi__mutex_init(&l->lock);
   if (*rc < 0) {
+    if (l->sopts.tls && l->sopts.tls->server)
+      taxi_tls_context_unref(l->sopts.tls);
     taxi__free(l);
     return NULL;
   }
   if ((*rc = taxi__mutex_init(&l->cb_lock)) < 0) {
+    if (l->sopts.tls) taxi_tls_context_unref(l->sopts.tls);
     taxi__mutex_destroy(&l->lock);
     taxi__free(l);
     return NULL;
@@ -498,5 +518,24 @@ int taxi_listener_close(taxi_listener_t *l) {
     if (!m_was) l->io->drv->listener_close(m);
   }
   l->io->drv->listener_close(l);
+  return 0;
+}
+
+int taxi_listener_set_tls(taxi_listener_t *l, taxi_tls_context_t *c) {
+  if (!l || (c && !c->server))
+    return taxi__refuse(TAXI_EINVAL, "taxi_listener_set_tls: %s",
+                        !l ? "l: NULL"
+                           : "c: a client context (a listener's streams are "
+                             "servers)");
+  taxi__mutex_lock(&l->lock);
+  if (l->closing) {
+    taxi__mutex_unlock(&l->lock);
+    return TAXI_EBADF;
+  }
+  taxi_tls_context_t *old = l->sopts.tls;
+  if (c) taxi_tls_context_ref(c);
+  l->sopts.tls = c;
+  taxi__mutex_unlock(&l->lock);
+  if (old) taxi_tls_context_unref(old);
   return 0;
 }

@@ -30,6 +30,7 @@ struct taxi_listener {
   taxi_accept_fn fn;
   void *arg;
   void (*on_close)(taxi_listener_t *l, void *arg);
+  /* sopts.tls may change (taxi_listener_set_tls): under lock. */
   taxi_stream_options_t sopts;
   taxi_addr_t local;
   bool closing, released;

@@ -74,7 +74,11 @@ int taxi__stream_new(taxi_io_t *io, taxi_handle_t fd,
   s->timeout_fn = o->on_timeout;
   s->flags = TAXI__S_BUSY;
   s->t_active = s->t_read = s->t_write = s->t_connect = taxi_now();
-  int rc = taxi__mutex_init(&s->lock);
+  int rc = o->tls ? taxi__tls_attach(s, o, "taxi_stream_open: options") : 0;
+  if (rc == 0) {
+    rc = taxi__mutex_init(&s->lock);
+    if (rc < 0) taxi__tls_detach(s);
+  }
   if (rc < 0) {
     taxi__free(s);
     return rc;
@@ -85,6 +89,7 @@ int taxi__stream_new(taxi_io_t *io, taxi_handle_t fd,
     if (rc < 0) taxi__io_unlink_stream(io, s);
   }
   if (rc < 0) {
+    taxi__tls_detach(s);
     taxi__mutex_destroy(&s->lock);
     taxi__free(s);
     return rc;
@@ -102,6 +107,7 @@ int taxi__stream_new(taxi_io_t *io, taxi_handle_t fd,
 }
 
 void taxi__stream_discard(taxi_stream_t *s) {
+  taxi__tls_detach(s);
   if (!(s->oflags & TAXI__STREAM_QUIET))
     TAXI__IO_COUNT(s->io, streams_closed, 1);
   taxi__io_retire_stream(s->io, s);
@@ -206,7 +212,7 @@ static void deliver_locked(taxi_stream_t *s, taxi_time_t now) {
         deliver_eof_locked(s);
         continue;
       }
-      int64_t n = s->io->drv->read(s);
+      int64_t n = s->tls ? taxi__tls_read(s) : s->io->drv->read(s);
       if (n == TAXI_EAGAIN) return;
       if (n < 0) {
         fail_locked(s, (int)n);
@@ -357,12 +363,20 @@ static void cork_locked(taxi_stream_t *s) {
 static void writes_locked(taxi_stream_t *s, taxi_time_t now) {
   const taxi__io_driver_t *drv = s->io->drv;
   cork_locked(s);
+  /* A TLS stream's handshake messages and alerts go out queue or not. */
+  int64_t f = s->tls ? taxi__tls_flush(s) : 0;
+  if (f < 0 && f != TAXI_EAGAIN) {
+    fail_locked(s, (int)f);
+    return;
+  }
   while (s->rcount > 0 && !(s->flags & TAXI__S_CLOSE_REQ)) {
     taxi__wrec_t *r = &s->recs[s->rhead];
     int64_t n;
     if (r->kind == TAXI__W_FILE) {
-      n = drv->sendfile(s, r->file, r->foff + (int64_t)r->done,
-                        r->len - r->done);
+      n = s->tls ? taxi__tls_sendfile(s, r->file, r->foff + (int64_t)r->done,
+                                      r->len - r->done)
+                 : drv->sendfile(s, r->file, r->foff + (int64_t)r->done,
+                                 r->len - r->done);
       if (n == TAXI_EEOF) {
         /* The file shrank after it was queued: what is left of it is
          * not there to send, and the peer would wait for it. */
@@ -373,7 +387,7 @@ static void writes_locked(taxi_stream_t *s, taxi_time_t now) {
     } else {
       taxi_buf_t bufs[16];
       size_t nb = gather_locked(s, bufs, drv->max_bufs);
-      n = drv->write(s, bufs, nb);
+      n = s->tls ? taxi__tls_write(s, bufs, nb) : drv->write(s, bufs, nb);
     }
     if (n == TAXI_EAGAIN) break;
     if (n < 0) {
@@ -386,9 +400,12 @@ static void writes_locked(taxi_stream_t *s, taxi_time_t now) {
   }
   if (s->flags & TAXI__S_CLOSE_REQ) return;
   cork_locked(s);
+  /* A TLS stream sends its close_notify first (TAXI_EAGAIN: not yet). */
+  int tls_rc = 0;
   if (s->rcount == 0 &&
       (s->flags & (TAXI__S_SHUT_REQ | TAXI__S_SHUT_DONE)) == TAXI__S_SHUT_REQ &&
-      !(s->flags & TAXI__S_CONNECTING)) {
+      !(s->flags & TAXI__S_CONNECTING) &&
+      (!s->tls || (tls_rc = taxi__tls_shutdown(s)) == 0)) {
     s->flags |= TAXI__S_SHUT_DONE;
     /* taxi_stream_end of a socket nothing else shares, closed right after
      * this: the close sends the FIN after the queued bytes by itself. */
@@ -399,6 +416,9 @@ static void writes_locked(taxi_stream_t *s, taxi_time_t now) {
       fail_locked(s, rc);
       return;
     }
+  } else if (tls_rc < 0 && tls_rc != TAXI_EAGAIN) {
+    fail_locked(s, tls_rc);
+    return;
   }
   if ((s->flags & (TAXI__S_END_REQ | TAXI__S_SHUT_DONE)) ==
       (TAXI__S_END_REQ | TAXI__S_SHUT_DONE)) {
@@ -519,6 +539,7 @@ static void connect_locked(taxi_stream_t *s, taxi_time_t now) {
 static void owed_writes_locked(taxi_stream_t *s, bool released) {
   const taxi__io_driver_t *drv = s->io->drv;
   int64_t n = drv->written && s->rcount > 0 ? drv->written(s) : TAXI_EAGAIN;
+  if (n > 0 && s->tls) n = TAXI_EAGAIN; /* ciphertext: no record is done */
   if (n == TAXI_EBUSY && !released) {
     s->flags |= TAXI__S_OWE_WRITES;
     return;
@@ -597,6 +618,7 @@ static void finish_locked(taxi_stream_t *s) {
     UNLOCKED(s, fn(s, s->reason));
   }
   if (io->drv->read_forget) io->drv->read_forget(s);
+  taxi__tls_detach(s);
   /* Without the stream's lock: taxi_io_destroy takes the context's lock,
    * then the streams'.  Unreferenced, s is released by this thread as
    * run_locked lets go of it, and leaves the list then, its block kept for
@@ -644,6 +666,7 @@ static void round_locked(taxi_stream_t *s) {
   if (!(s->flags & TAXI__S_CLOSE_REQ) && (s->flags & TAXI__S_CONNECTING))
     connect_locked(s, now);
   if (!(s->flags & (TAXI__S_CLOSE_REQ | TAXI__S_CONNECTING))) {
+    if (s->tls) taxi__tls_round_locked(s); /* the handshake, until done */
     if (s->posts.head) taxi__stream_posts_locked(s);
     reads_locked(s, now);
     bool paused = (s->flags & TAXI__S_PAUSED) != 0;
@@ -706,6 +729,10 @@ int taxi_stream_detach(taxi_stream_t *s, taxi_stream_detach_fn fn, void *arg) {
   int rc = 0;
   if (s->flags & TAXI__S_CLOSED) {
     rc = TAXI_EBADF;
+  } else if (s->tls) {
+    rc = taxi__refuse(TAXI_ENOTSUP,
+                      "taxi_stream_detach: s: a TLS stream (its session "
+                      "cannot leave with the socket)");
   } else if (s->rcount > 0 || s->pipe_src || s->pipe_dst ||
              (s->flags &
               (TAXI__S_READ_INTO | TAXI__S_CONNECTING | TAXI__S_END_REQ))) {

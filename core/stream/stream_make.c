@@ -13,6 +13,7 @@
 
 #include "core/common/detail.h"
 #include "core/stream/io_impl.h"
+#include "core/stream/tls_engine.h"
 
 /* A host name: a stream without a socket yet, which races the name's
  * addresses (core/stream/stream_dial.c) and takes the winner's. */
@@ -49,12 +50,20 @@ int taxi_stream_connect(taxi_stream_t **out, taxi_io_t *io, const char *address,
                               : "address");
   int rc = taxi__stream_options(&o, opts, "taxi_stream_connect: options");
   if (rc < 0) return rc;
+  char host[TAXI_RESOLVE_NAME_MAX + 1];
+  unsigned port;
+  if (o.tls && o.tls->server)
+    return taxi__refuse(TAXI_EINVAL,
+                        "taxi_stream_connect: options.tls: a server context "
+                        "(a connect makes a client: taxi_tls_client_create)");
+  /* A TLS client's name to verify: the host of the address, as given. */
+  if (o.tls && !o.tls_server_name &&
+      taxi__host_port_split(address, host, &port, "taxi_stream_connect") == 0)
+    o.tls_server_name = host;
   rc = taxi_addr_parse(&a, address);
   if (rc == 0) return taxi__stream_connect_to(out, io, &a, &o, fn, NULL, arg);
   if (rc != TAXI_EBADADDR) return rc;
   /* Not a numeric address: a host name, or a mistake the split names. */
-  char host[TAXI_RESOLVE_NAME_MAX + 1];
-  unsigned port;
   rc = taxi__host_port_split(address, host, &port, "taxi_stream_connect");
   if (rc < 0) return rc;
   return connect_name(out, io, host, port, &o, fn, arg);

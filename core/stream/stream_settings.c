@@ -16,6 +16,7 @@
 #include "core/common/options.h"
 
 #include <inttypes.h>
+#include <stddef.h>
 #include <string.h>
 
 #define MAX_READ_BUFFER ((size_t)16 << 20)
@@ -40,7 +41,9 @@ void taxi_stream_options_init(taxi_stream_options_t *o) {
 int taxi__stream_options(taxi_stream_options_t *out,
                          const taxi_stream_options_t *in, const char *where) {
   taxi_stream_options_init(out);
-  if (taxi__options_copy(out, sizeof *out, in, sizeof *out, where,
+  /* Programs built before the TLS fields pass the shorter structure. */
+  if (taxi__options_copy(out, sizeof *out, in,
+                         offsetof(taxi_stream_options_t, tls), where,
                          "taxi_stream_options_init") < 0)
     return TAXI_EINVAL;
   if (out->read_buffer == 0 || out->read_buffer > MAX_READ_BUFFER)
@@ -82,6 +85,8 @@ int taxi__stream_options(taxi_stream_options_t *out,
         "%s.attempt_delay: 0 (250 ms), or 10 ms to 2 s (RFC 8305); "
         "got %" PRId64 " ns",
         where, (int64_t)out->attempt_delay);
+  if (out->tls_server_name && !out->tls)
+    return REFUSE("%s.tls_server_name: set without a TLS context (tls)", where);
   return 0;
 }
 

@@ -81,8 +81,22 @@ extern "C" {
  * asked for (an IPv6 address of a name that has only IPv4 ones). */
 #define TAXI_ENOADDR (-26)
 
+/* TLS (taxi/tls.h): the handshake or the protocol failed (a peer that
+ * speaks no TLS or too old a version, a malformed or refused message, a
+ * renegotiation asked for); taxi_tls_error_text() says what the engine
+ * saw. */
+#define TAXI_ETLS (-27)
+/* TLS: the peer ended the connection without its close_notify alert, so
+ * what was read may have been cut short by a third party: not the end of
+ * the stream. */
+#define TAXI_ETRUNCATED (-28)
+/* TLS: the peer's certificate was not accepted (signed by no trusted
+ * authority, expired, or issued for another name); taxi_tls_error_text()
+ * says why. */
+#define TAXI_EBADCERT (-29)
+
 /* The most negative code: every code lies in [TAXI_ERROR_MIN, 0]. */
-#define TAXI_ERROR_MIN (-26)
+#define TAXI_ERROR_MIN (-29)
 
 /*
  * What a dispatcher (reactor, pool, proactor) tells its error callback.

@@ -80,8 +80,9 @@
 extern "C" {
 #endif
 
-typedef struct taxi_stream taxi_stream_t;     /* a byte stream */
-typedef struct taxi_listener taxi_listener_t; /* a listening socket */
+typedef struct taxi_stream taxi_stream_t;           /* a byte stream */
+typedef struct taxi_listener taxi_listener_t;       /* a listening socket */
+typedef struct taxi_tls_context taxi_tls_context_t; /* taxi/tls.h */
 
 /* ---- stream options ----------------------------------------------------- */
 
@@ -178,6 +179,22 @@ typedef struct taxi_stream_options {
    * attempt starts, in order (NULL: not told).  Runs in the stream's
    * context, as its callbacks do, before its connect callback. */
   void (*on_attempt)(taxi_stream_t *s, const taxi_addr_t *addr);
+  /* TLS (taxi/tls.h): a server context makes the streams a listener
+   * accepts (or taxi_stream_open makes) TLS servers, a client context
+   * makes taxi_stream_connect's (or taxi_stream_open's) TLS clients; NULL:
+   * plain streams.  The stream (and a listener) holds a reference. */
+  taxi_tls_context_t *tls;
+  /* A TLS client: the name sent as SNI and checked against the server's
+   * certificate (copied; NULL: the host of the connect's address, an IP
+   * address checked as one and not sent).  Required with verification
+   * on for taxi_stream_open and Unix-domain addresses. */
+  const char *tls_server_name;
+  /* A TLS stream's handshake is over: status 0, or the error with which
+   * the stream then closes (TAXI_ETLS, TAXI_EBADCERT, ...; see
+   * taxi_tls_error_text).  In the stream's context, as its other
+   * callbacks.  NULL: not told (a failure still reaches the close
+   * callback). */
+  void (*on_handshake)(taxi_stream_t *s, int status);
 } taxi_stream_options_t;
 
 /* taxi_stream_options_init - the defaults above.  Nothing for NULL. */
@@ -429,7 +446,9 @@ TAXI_EXTERN int taxi_stream_write_ref(taxi_stream_t *s, const void *data,
  * when the peer is gone: a program that sends files should ignore it.
  * Under the reactor and its pools the socket is corked (Linux TCP_CORK)
  * while a file of up to 1 MiB is queued, so that the file leaves in full
- * segments with the writes before it, and uncorked once none is.
+ * segments with the writes before it, and uncorked once none is.  A TLS
+ * stream (taxi/tls.h) reads the file into its engine in pieces instead:
+ * no sendfile(2) through user-space TLS.
  * Errors as
  * taxi_stream_write, and TAXI_EINVAL also for a negative offset, len 0, or
  * a range past the end of the file (or a handle that is not a regular
@@ -590,7 +609,8 @@ typedef void (*taxi_stream_detach_fn)(taxi_stream_t *s, taxi_handle_t h,
  *
  * Returns 0, TAXI_EINVAL (NULL s or fn), TAXI_EBADF (closing, closed or
  * detaching already), TAXI_EBUSY (something of the stream is in flight,
- * see above; nothing changed).  Any thread, the stream's callbacks too.
+ * see above; nothing changed), TAXI_ENOTSUP (a TLS stream: its session
+ * cannot leave with the socket).  Any thread, the stream's callbacks too.
  */
 TAXI_EXTERN int taxi_stream_detach(taxi_stream_t *s, taxi_stream_detach_fn fn,
                                    void *arg);

@@ -61,6 +61,7 @@
 #include "resolve.h"
 #include "stream.h"
 #include "listener.h"
+#include "tls.h"
 #include "dgram.h"
 #include "version.h"
 

@@ -12,6 +12,8 @@
 
 #include "win32_impl.h"
 
+#include <string.h>
+
 static INIT_ONCE winsock_once = INIT_ONCE_STATIC_INIT;
 static int winsock_error; /* WSAStartup's result, set once */
 
@@ -188,6 +190,22 @@ int taxi__file_size(taxi_handle_t h, int64_t *size) {
   if (!GetFileSizeEx((HANDLE)h, &li)) return taxi__last_error();
   *size = (int64_t)li.QuadPart;
   return 0;
+}
+
+int64_t taxi__file_read_at(taxi_handle_t h, void *buf, size_t len,
+                           int64_t off) {
+  OVERLAPPED ov;
+  DWORD got = 0;
+  if (taxi__handle_check(h) < 0) return TAXI_EBADF;
+  memset(&ov, 0, sizeof ov);
+  ov.Offset = (DWORD)((uint64_t)off & 0xffffffffu);
+  ov.OffsetHigh = (DWORD)((uint64_t)off >> 32);
+  if (len > 0x40000000u) len = 0x40000000u;
+  if (!ReadFile((HANDLE)h, buf, (DWORD)len, &got, &ov)) {
+    if (GetLastError() == ERROR_HANDLE_EOF) return 0;
+    return taxi__last_error();
+  }
+  return (int64_t)got;
 }
 
 unsigned taxi__cpu_count(void) {

@@ -197,6 +197,10 @@ struct taxi_reactor {
    * so appending never overflows. */
   taxi__ready_t *pending;
   size_t pending_cap, pending_head, pending_count, pending_reserved;
+  /* The clock read after the latest wait (0 before the first): the time
+   * of the batch the events taken are dispatched in
+   * (core/common/batch_clock.h). */
+  taxi_time_t batch_now;
   /* The buffer of the reactor's own dispatch calls (one thread at a time). */
   taxi__ready_t *wait_buf;
   size_t max_events;

@@ -38,7 +38,7 @@ static void collect_tests(void) {
       st_tests_closing, st_tests_adopt,     st_tests_cross,    st_tests_peer,
       st_tests_post,    st_tests_counters,  st_tests_timeouts, st_tests_pipe,
       st_tests_resolve, st_tests_accept,    st_tests_dgram,    st_tests_pooled,
-      st_tests_edge};
+      st_tests_edge,    st_tests_batch};
   size_t n = 0;
   for (size_t p = 0; p < sizeof parts / sizeof parts[0]; p++)
     for (CU_TestInfo *t = parts[p]; t->pName && n < 127; t++)

@@ -154,15 +154,18 @@ static void test_lent_buffers(void) {
  * per echo: a read ended by a full completion ring or by a pool that ran
  * dry, and armed again per arrival, would double them. */
 static void test_many_at_once(void) {
-  const int n = util_test_small() ? 300 : 1200;
   enum { ROUNDS = 6, WARM = 2, LEN = 64 };
-  if (!util_raise_nofile((unsigned long)n * 2 + 64)) {
-    printf("(no descriptors for %d connections: skipped) ", n);
-    return;
-  }
   st_io_t c;
   if (st_io_create(&c) < 0) return;
   bool pooled = provided_buffers(&c);
+  /* Elsewhere the exchange alone, on fewer: select takes descriptors
+   * below FD_SETSIZE (1,024) only. */
+  const int n = util_test_small() || !pooled ? 300 : 1200;
+  if (!util_raise_nofile((unsigned long)n * 2 + 64)) {
+    printf("(no descriptors for %d connections: skipped) ", n);
+    st_io_destroy(&c);
+    return;
+  }
   struct lent l = {.c = &c};
   int port = st_listen(&c, NULL, ln_accept, &l, NULL);
   st_io_run(&c);

@@ -99,7 +99,8 @@ bool taxi__reactor_take_locked(taxi_reactor_t *r, taxi_time_t now,
     return true;
   }
   if (r->sig_any_pending && taxi__signals_take_locked(r, ev)) return true;
-  if (taxi__timer_take_locked(r, now, ev)) return true;
+  if (taxi__timer_due_locked(r, now) && taxi__timer_take_locked(r, now, ev))
+    return true;
   while (r->pending_count) {
     taxi__ready_t rd = r->pending[r->pending_head];
     r->pending_head = (r->pending_head + 1) % r->pending_cap;

@@ -125,7 +125,7 @@ static void kick_locked(taxi_stream_t *s, bool force) {
   if (s->io->drv->kick(s) < 0) s->flags &= ~TAXI__S_KICKED;
 }
 
-void taxi__stream_request_locked(taxi_stream_t *s) { kick_locked(s, false); }
+void taxi__stream_kick_locked(taxi_stream_t *s) { kick_locked(s, false); }
 
 void taxi__stream_start(taxi_stream_t *s, bool here) {
   taxi__mutex_lock(&s->lock);
@@ -135,7 +135,7 @@ void taxi__stream_start(taxi_stream_t *s, bool here) {
     return;
   }
   s->flags &= ~TAXI__S_BUSY;
-  taxi__stream_request_locked(s);
+  kick_locked(s, false);
   taxi__mutex_unlock(&s->lock);
 }
 
@@ -731,14 +731,4 @@ int taxi_stream_detach(taxi_stream_t *s, taxi_stream_detach_fn fn, void *arg) {
   }
   taxi__mutex_unlock(&s->lock);
   return rc;
-}
-
-int taxi__stream_lock_open(taxi_stream_t *s) {
-  if (!s) return TAXI_EINVAL;
-  taxi__mutex_lock(&s->lock);
-  if (s->flags & TAXI__S_CLOSED) {
-    taxi__mutex_unlock(&s->lock);
-    return TAXI_EBADF;
-  }
-  return 0;
 }

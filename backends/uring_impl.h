@@ -81,6 +81,13 @@
 /* CQ entries per SQ entry: room for completions of operations that wait
  * long (reads on idle connections) plus a burst of new ones. */
 #define URING_CQ_FACTOR 4
+/* The fewest CQ entries a ring asks for, whatever its depth: a multishot
+ * read's completion that finds the CQ ring full goes to the kernel's
+ * overflow list and ends the read, to be submitted again - per message,
+ * for a server whose connections' arrivals outnumber the ring (10,000
+ * connections on 1,024 entries did).  32,768 entries are 512 KiB; a
+ * kernel that cannot lock that much gets the depth's share. */
+#define URING_CQ_MIN 32768u
 /* MAX_RW_COUNT on 4 KiB pages: the most one read or write moves. */
 #define URING_MAX_LEN 0x7ffff000u
 /* The largest pipe asked for with F_SETPIPE_SZ (the default is 64 KiB):

@@ -257,12 +257,23 @@ int uring_ring_setup(uring_state_t *s, unsigned depth, bool compat, bool single,
   if (single) tries[n++] = base | IORING_SETUP_R_DISABLED;
   if (!compat) tries[n++] = base | IORING_SETUP_SUBMIT_ALL; /* 5.18 */
   tries[n++] = base;
+  unsigned cq = depth * URING_CQ_FACTOR;
+  if (cq < URING_CQ_MIN) cq = URING_CQ_MIN;
   for (unsigned i = 0; i < n; i++) {
     struct io_uring_params p;
     memset(&p, 0, sizeof p);
     p.flags = tries[i];
-    p.cq_entries = depth * URING_CQ_FACTOR;
+    p.cq_entries = cq;
     r = io_uring_queue_init_params(depth, &s->ring, &p);
+    if (r == -ENOMEM && cq > depth * URING_CQ_FACTOR) {
+      /* Locked memory short (RLIMIT_MEMLOCK before 5.12): the depth's
+       * share, with the same flags, from here on. */
+      cq = depth * URING_CQ_FACTOR;
+      memset(&p, 0, sizeof p);
+      p.flags = tries[i];
+      p.cq_entries = cq;
+      r = io_uring_queue_init_params(depth, &s->ring, &p);
+    }
     if (r == -EINVAL) continue;
     if (r < 0) break;
     if (!(p.features & IORING_FEAT_NODROP) ||

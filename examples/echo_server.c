@@ -62,13 +62,17 @@ static void on_counters(taxi_io_t *io, int signo, void *arg) {
       fprintf(stderr,
               "echo_server: counters: proactor=%u completed=%llu "
               "syscalls=%llu waits=%llu io_uring_enter=%llu sqes=%llu "
-              "cqes=%llu registered=%llu register_failures=%llu\n",
+              "cqes=%llu registered=%llu register_failures=%llu "
+              "buffer_waits=%llu buffer_grows=%llu read_throttles=%llu\n",
               i, (unsigned long long)ps.completed,
               (unsigned long long)ps.syscalls, (unsigned long long)ps.waits,
               (unsigned long long)ps.ring_enters, (unsigned long long)ps.sqes,
               (unsigned long long)ps.cqes,
               (unsigned long long)ps.registered_handles,
-              (unsigned long long)ps.register_failures);
+              (unsigned long long)ps.register_failures,
+              (unsigned long long)ps.buffer_waits,
+              (unsigned long long)ps.buffer_grows,
+              (unsigned long long)ps.read_throttles);
   }
 }
 #endif

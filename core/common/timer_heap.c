@@ -80,7 +80,3 @@ void taxi__timer_heap_remove(taxi__timer_heap_t *hp, void *item) {
   else
     sift_down(hp, i);
 }
-
-void *taxi__timer_heap_top(const taxi__timer_heap_t *hp) {
-  return hp->count ? hp->items[0] : NULL;
-}

@@ -56,7 +56,10 @@ void taxi__timer_heap_push(taxi__timer_heap_t *hp, void *item);
 /* Take out an item that is in the heap; its index becomes
  * TAXI__NOT_IN_HEAP. */
 void taxi__timer_heap_remove(taxi__timer_heap_t *hp, void *item);
-/* The earliest item, or NULL. */
-void *taxi__timer_heap_top(const taxi__timer_heap_t *hp);
+/* The earliest item, or NULL.  Inline: a reactor looks at it for every
+ * event it takes. */
+static inline void *taxi__timer_heap_top(const taxi__timer_heap_t *hp) {
+  return hp->count ? hp->items[0] : NULL;
+}
 
 #endif /* TAXI_CORE_TIMER_HEAP_H */

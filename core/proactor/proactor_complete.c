@@ -258,7 +258,15 @@ static void pooled_result_locked(taxi_proactor_t *p, taxi_op_t *op,
   op->internal_.done = 0;
   if (resume_throttled_locked(p, op, result)) return;
   if ((cflags & TAXI__CQ_NOBUFS) && !(st & TAXI__OP_CANCEL)) {
-    if (backend_has_buffers_locked(p) || taxi__pbufs_grow_locked(p) == 0)
+    /* The ring ran dry under this request.  The pool grew since it was
+     * submitted: read again.  Else the pool is too small for the reads in
+     * flight: grow it before anything else, since the buffers the
+     * accounting below calls free may be the ones the kernel filled for
+     * completions not reaped yet, and reading again on that guess fails
+     * at once, request after request (10,000 multishot reads on a pool of
+     * 128 spun so).  At the cap, the guess is all there is. */
+    if (op->internal_.total < p->bufs->count ||
+        taxi__pbufs_grow_locked(p) == 0 || backend_has_buffers_locked(p))
       again_locked(p, op);
     else
       taxi__proactor_starve_locked(p, op);

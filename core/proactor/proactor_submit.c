@@ -37,6 +37,11 @@ int taxi__proactor_submit_locked(taxi_proactor_t *p, taxi_op_t *op) {
     if (!pooled_take_locked(p, op)) return TAXI__NO_BUFFER;
     took = true;
   }
+  /* A read the backend picks a buffer for moves no bytes into a buffer of
+   * its own: `total` keeps the pool's size at its submission, which tells
+   * its ENOBUFS whether the pool grew since (pooled_result_locked). */
+  if (op->internal_.flags & TAXI__READ_SELECT)
+    op->internal_.total = p->bufs->count;
   taxi__op_state_store(
       op, (before & ~TAXI__OP_STATE) | TAXI__OP_SUBMITTED | TAXI__OP_INBACKEND);
   p->in_backend++;

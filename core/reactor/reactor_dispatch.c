@@ -15,6 +15,7 @@
 #include "config.h"
 
 #include "core/reactor/reactor_impl.h"
+#include "core/common/batch_clock.h"
 
 /* Turn one reported {token, events} into an event, or false if there is
  * nothing to dispatch for it. */
@@ -98,7 +99,8 @@ bool taxi__reactor_take_locked(taxi_reactor_t *r, taxi_time_t now,
     return true;
   }
   if (r->sig_any_pending && taxi__signals_take_locked(r, ev)) return true;
-  if (taxi__timer_take_locked(r, now, ev)) return true;
+  if (taxi__timer_due_locked(r, now) && taxi__timer_take_locked(r, now, ev))
+    return true;
   while (r->pending_count) {
     taxi__ready_t rd = r->pending[r->pending_head];
     r->pending_head = (r->pending_head + 1) % r->pending_cap;
@@ -293,11 +295,16 @@ unsigned taxi__reactor_run_hook_locked(taxi_reactor_t *r, taxi__event_t *ev,
                                                    unsigned events, void *arg),
                                        void *arg) {
   bool more;
+  /* The hooks read the batch's time, not the clock (before any wait, the
+   * clock's: a notification taken at once). */
+  taxi_time_t outer =
+      taxi__batch_enter(r->batch_now > 0 ? r->batch_now : taxi_now());
   unsigned ran = run_one_locked(r, ev, hook, arg, &more);
   /* The handler's events that came while it ran
    * (core/reactor/reactor_serial.c): this thread runs them now, with the
    * handler's own hooks. */
   while (more) ran += run_one_locked(r, ev, NULL, NULL, &more);
+  taxi__batch_leave(outer);
   return ran;
 }
 

@@ -197,6 +197,10 @@ struct taxi_reactor {
    * so appending never overflows. */
   taxi__ready_t *pending;
   size_t pending_cap, pending_head, pending_count, pending_reserved;
+  /* The clock read after the latest wait (0 before the first): the time
+   * of the batch the events taken are dispatched in
+   * (core/common/batch_clock.h). */
+  taxi_time_t batch_now;
   /* The buffer of the reactor's own dispatch calls (one thread at a time). */
   taxi__ready_t *wait_buf;
   size_t max_events;
@@ -468,6 +472,14 @@ void taxi__timer_cancel_locked(taxi_reactor_t *r, taxi_timer_t *t);
  * set it aside if its handler is claimed; false when none is due. */
 bool taxi__timer_take_locked(taxi_reactor_t *r, taxi_time_t now,
                              taxi__event_t *ev);
+/* Whether a timer is due by `now`.  Inline, in front of
+ * taxi__timer_take_locked: the take asks before every event, and the
+ * answer is nearly always no. */
+static inline bool taxi__timer_due_locked(const taxi_reactor_t *r,
+                                          taxi_time_t now) {
+  const taxi_timer_t *t = taxi__timer_heap_top(&r->timers);
+  return t && t->internal_.deadline <= now;
+}
 /* After the firing `seq` of t ran with result rc: re-arm a periodic timer
  * unless cancelled or rescheduled meanwhile (or rc < 0). */
 void taxi__timer_fired_locked(taxi_reactor_t *r, taxi_timer_t *t, uint64_t seq,
@@ -518,8 +530,18 @@ void taxi__serial_defer_io_locked(taxi__slot_t *s, uint32_t events);
  * then the timer due first, then the handle's), h staying claimed, and
  * return true; otherwise release the claim and return false.  The caller
  * still holds its reference to h.  r->lock held. */
-bool taxi__serial_next_locked(taxi_reactor_t *r, taxi_handler_t *h,
-                              taxi__event_t *ev);
+bool taxi__serial_next_deferred_locked(taxi_reactor_t *r, taxi_handler_t *h,
+                                       taxi__event_t *ev);
+/* Inline: asked after every event, and nearly always nothing was set
+ * aside (the call is for that case only). */
+static inline bool taxi__serial_next_locked(taxi_reactor_t *r,
+                                            taxi_handler_t *h,
+                                            taxi__event_t *ev) {
+  if (h->internal_.serial & TAXI__SER_DEFERRED)
+    return taxi__serial_next_deferred_locked(r, h, ev);
+  h->internal_.serial = 0;
+  return false;
+}
 
 /* Signals (core/reactor/reactor_signal.c). */
 void taxi__signals_detach_handler_locked(taxi_reactor_t *r, taxi_handler_t *h);

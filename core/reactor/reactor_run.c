@@ -49,9 +49,11 @@ static int begin_dispatch_locked(taxi_reactor_t *r, const char *fn) {
 }
 
 /* Dispatch at most `limit` events within timeout_ms.  Returns how many, or
- * a negative code. */
+ * a negative code.  `carry` (taxi_reactor_run's): the clock of the last
+ * wait of the call before, taken as "now" instead of reading it again, and
+ * given back updated; 0 at first, NULL for a call on its own. */
 static int dispatch_loop(taxi_reactor_t *r, int timeout_ms, int limit,
-                         const char *fn) {
+                         const char *fn, taxi_time_t *carry) {
   if (!r) return taxi__refuse(TAXI_EINVAL, "%s: r: NULL", fn);
   taxi__mutex_lock(&r->lock);
   int rc = begin_dispatch_locked(r, fn);
@@ -59,7 +61,11 @@ static int dispatch_loop(taxi_reactor_t *r, int timeout_ms, int limit,
     taxi__mutex_unlock(&r->lock);
     return rc;
   }
-  taxi_time_t now = taxi_now();
+  /* taxi_reactor_run comes back here after every batch: the time of the
+   * wait before it is "now", so that a batch costs one clock read, the
+   * wait's.  A timer due meanwhile is then taken, or waited for, late by
+   * as long as that batch took, as the events of the batch are. */
+  taxi_time_t now = carry && *carry > 0 ? *carry : taxi_now();
   taxi_time_t deadline = taxi__deadline_after_ms(now, timeout_ms);
   int dispatched = 0;
   bool waited = false;
@@ -94,6 +100,7 @@ static int dispatch_loop(taxi_reactor_t *r, int timeout_ms, int limit,
     }
   }
   r->has_owner = false;
+  if (carry) *carry = now;
   /* Stopped, whenever it was: one answer, whatever ran before. */
   if (rc >= 0 && atomic_load(&r->stopped)) rc = TAXI_ESTOPPED;
   taxi__mutex_unlock(&r->lock);
@@ -107,17 +114,19 @@ void taxi__reactor_pass_wait_errors(taxi_reactor_t *r) {
 }
 
 int taxi_reactor_handle_events(taxi_reactor_t *r, int timeout_ms) {
-  return dispatch_loop(r, timeout_ms, INT32_MAX, "taxi_reactor_handle_events");
+  return dispatch_loop(r, timeout_ms, INT32_MAX, "taxi_reactor_handle_events",
+                       NULL);
 }
 
 int taxi_reactor_handle_one(taxi_reactor_t *r, int timeout_ms) {
-  return dispatch_loop(r, timeout_ms, 1, "taxi_reactor_handle_one");
+  return dispatch_loop(r, timeout_ms, 1, "taxi_reactor_handle_one", NULL);
 }
 
 int taxi_reactor_run(taxi_reactor_t *r) {
   if (!r) return taxi__refuse(TAXI_EINVAL, "taxi_reactor_run: r: NULL");
+  taxi_time_t now = 0;
   for (;;) {
-    int rc = dispatch_loop(r, -1, INT32_MAX, "taxi_reactor_run");
+    int rc = dispatch_loop(r, -1, INT32_MAX, "taxi_reactor_run", &now);
     if (rc < 0) return rc; /* TAXI_ESTOPPED once stopped */
   }
 }

@@ -96,15 +96,13 @@ static bool next_io_locked(taxi_reactor_t *r, taxi_handler_t *h,
   return true;
 }
 
-bool taxi__serial_next_locked(taxi_reactor_t *r, taxi_handler_t *h,
-                              taxi__event_t *ev) {
-  if (h->internal_.serial & TAXI__SER_DEFERRED) {
-    if (next_signal_locked(r, h, ev) || next_timer_locked(h, ev) ||
-        next_io_locked(r, h, ev)) {
-      ev->handler = h;
-      h->internal_.refs++;
-      return true;
-    }
+bool taxi__serial_next_deferred_locked(taxi_reactor_t *r, taxi_handler_t *h,
+                                       taxi__event_t *ev) {
+  if (next_signal_locked(r, h, ev) || next_timer_locked(h, ev) ||
+      next_io_locked(r, h, ev)) {
+    ev->handler = h;
+    h->internal_.refs++;
+    return true;
   }
   h->internal_.serial = 0;
   return false;

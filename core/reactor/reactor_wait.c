@@ -136,6 +136,7 @@ int taxi__reactor_wait_locked(taxi_reactor_t *r, taxi__ready_t *buf, size_t cap,
   r->pending_reserved -= cap;
   r->stats.waits++;
   *now = taxi_now();
+  r->batch_now = *now;
   if (n < 0) return n;
   for (int i = 0; i < n; i++) push_ready_locked(r, &buf[i]);
   r->notes_budget = r->notes.count;

@@ -25,13 +25,16 @@
 /* The pool of the proactors the context makes, for its streams' pooled
  * reads (core/stream/io_pooled.c): buffers of a page, which a small
  * stream's buffer (examples/echo_server's 4 KiB) holds too, a few to
- * start with, doubled by the proactor while reads find none free (up to
- * 32 MiB, only ever reached by that many arrivals at once).  Only where
- * io_uring may be chosen: elsewhere the streams read into their own buffers,
- * and a pool would be memory for nothing. */
+ * start with, doubled by the proactor while reads find none free.  Every
+ * stream reading may hold one at once, so the cap is the most the
+ * proactor allows (32,768 buffers, 128 MiB, only ever reached by that
+ * many arrivals at once): a cap below the streams a server keeps left the
+ * rest waiting for buffers, arrival after arrival.  Only where io_uring
+ * may be chosen: elsewhere the streams read into their own buffers, and a
+ * pool would be memory for nothing. */
 #define POOL_SIZE 4096u
 #define POOL_COUNT 64u
-#define POOL_MAX 8192u
+#define POOL_MAX 32768u
 
 static void pool_options(taxi_io_t *io, taxi_proactor_options_t *po) {
   if (po->backend && strncmp(po->backend, "uring", 5) != 0) return;

@@ -736,11 +736,30 @@ int taxi__dial_start(taxi_stream_t *s, const char *host, unsigned port,
 /* The flags of a stream that is closing or closed: calls refuse it. */
 #define TAXI__S_CLOSED (TAXI__S_CLOSE_REQ | TAXI__S_CLOSING | TAXI__S_DEAD)
 /* Take the lock of an open stream: 0, or TAXI_EINVAL (NULL) / TAXI_EBADF
- * (closing or closed; then the lock is not held). */
-int taxi__stream_lock_open(taxi_stream_t *s);
+ * (closing or closed; then the lock is not held).  Inline, with the
+ * request below: every write and read call of the application starts
+ * with them (core/stream/stream_write.c, stream_read.c). */
+static inline int taxi__stream_lock_open(taxi_stream_t *s) {
+  if (!s) return TAXI_EINVAL;
+  taxi__mutex_lock(&s->lock);
+  if (s->flags & TAXI__S_CLOSED) {
+    taxi__mutex_unlock(&s->lock);
+    return TAXI_EBADF;
+  }
+  return 0;
+}
+/* A kick through the dispatcher for a round of s (lock held, s not being
+ * processed). */
+void taxi__stream_kick_locked(taxi_stream_t *s);
 /* Ask for a processing round of s (lock held): the thread processing s
- * does it, else a kick through the dispatcher. */
-void taxi__stream_request_locked(taxi_stream_t *s);
+ * does it (a write from its own callback: the common case, inline), else
+ * a kick through the dispatcher. */
+static inline void taxi__stream_request_locked(taxi_stream_t *s) {
+  if (s->flags & TAXI__S_BUSY)
+    s->pending |= TAXI__P_WORK;
+  else
+    taxi__stream_kick_locked(s);
+}
 
 /* TLS streams (core/stream/stream_tls.c).  attach: at the stream's
  * making, from its options (o->tls set): 0, or TAXI_EINVAL (a refusal

@@ -16,6 +16,7 @@
 #include "config.h"
 
 #include "core/common/alloc.h"
+#include "core/common/batch_clock.h"
 #include "core/stream/io_impl.h"
 #include "core/common/detail.h"
 
@@ -130,7 +131,7 @@ static void kick_locked(taxi_stream_t *s, bool force) {
   if (s->io->drv->kick(s) < 0) s->flags &= ~TAXI__S_KICKED;
 }
 
-void taxi__stream_request_locked(taxi_stream_t *s) { kick_locked(s, false); }
+void taxi__stream_kick_locked(taxi_stream_t *s) { kick_locked(s, false); }
 
 void taxi__stream_start(taxi_stream_t *s, bool here) {
   taxi__mutex_lock(&s->lock);
@@ -140,7 +141,7 @@ void taxi__stream_start(taxi_stream_t *s, bool here) {
     return;
   }
   s->flags &= ~TAXI__S_BUSY;
-  taxi__stream_request_locked(s);
+  kick_locked(s, false);
   taxi__mutex_unlock(&s->lock);
 }
 
@@ -662,7 +663,7 @@ static void round_locked(taxi_stream_t *s) {
     s->d.r.writable = true;
     s->d.r.wblocked = false;
   }
-  taxi_time_t now = taxi_now();
+  taxi_time_t now = taxi__batch_now(); /* no clock read per message */
   if (!(s->flags & TAXI__S_CLOSE_REQ) && (s->flags & TAXI__S_CONNECTING))
     connect_locked(s, now);
   if (!(s->flags & (TAXI__S_CLOSE_REQ | TAXI__S_CONNECTING))) {
@@ -757,14 +758,4 @@ int taxi_stream_detach(taxi_stream_t *s, taxi_stream_detach_fn fn, void *arg) {
   }
   taxi__mutex_unlock(&s->lock);
   return rc;
-}
-
-int taxi__stream_lock_open(taxi_stream_t *s) {
-  if (!s) return TAXI_EINVAL;
-  taxi__mutex_lock(&s->lock);
-  if (s->flags & TAXI__S_CLOSED) {
-    taxi__mutex_unlock(&s->lock);
-    return TAXI_EBADF;
-  }
-  return 0;
 }

@@ -8,6 +8,7 @@
  */
 #include "config.h"
 
+#include "core/common/batch_clock.h"
 #include "core/stream/io_impl.h"
 
 #include <string.h>
@@ -43,7 +44,7 @@ static int queue(taxi_stream_t *s, int kind, const void *data, size_t len,
       r->foff = foff;
       r->off = (s->whead + s->wused) % s->wcap;
       if (kind == TAXI__W_FILE && len <= TAXI__CORK_MAX) s->wfiles++;
-      if (s->rcount++ == 0) s->t_write = taxi_now();
+      if (s->rcount++ == 0) s->t_write = taxi__batch_now();
     }
   }
   if (rc == 0 && kind == TAXI__W_COPY) {

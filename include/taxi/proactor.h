@@ -223,8 +223,10 @@ typedef struct taxi_proactor_options {
   /* "uring", "aio", "emulated", "emulated:<reactor backend>", "iocp", or
    * NULL: TAXI_PROACTOR in the environment, else the best that works. */
   const char *backend;
-  /* Submission/completion queue entries for io_uring (rounded up to a power
-   * of two); 0: 256. */
+  /* Submission queue entries for io_uring (rounded up to a power of two);
+   * 0: 256.  The completion queue has four times as many, and at least
+   * 32768, so that the completions of many multishot reads fit at once
+   * (fewer where the kernel cannot lock the memory). */
   unsigned queue_depth;
   /* Told of every failure of a wait made by taxi_proactor_run() or
    * taxi_proactor_handle_events() (see taxi_error_report_t): transient

@@ -156,7 +156,11 @@ typedef struct taxi_stream_options {
    * idle: nothing read or written for that long;
    * read: reading (read_start or read_into) and nothing arrived for that
    * long (not counted while paused); write: bytes queued and none sent for
-   * that long; connect: the connection not made within it. */
+   * that long; connect: the connection not made within it.  Under the
+   * readiness dispatchers "now" is the time the wait that reported the
+   * stream's event returned (read once per batch of events, not per
+   * message): a timeout may end early by as long as the events dispatched
+   * before it in its batch took. */
   taxi_time_t idle_timeout;
   taxi_time_t read_timeout;    /* see idle_timeout */
   taxi_time_t write_timeout;   /* see idle_timeout */

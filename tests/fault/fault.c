@@ -17,7 +17,8 @@
  *          fail only those on other descriptors (sockets, files), so that
  *          a rule for a connection's transfers never hits the wake-up;
  *          io_uring_enter, io_uring_setup and io_uring_register are the
- *          syscall(2) calls of those numbers;
+ *          syscall(2) calls of those numbers; clock_gettime is counted
+ *          and never failed (a rule for it fails nothing);
  *   NTH    the first call to fail, counting from 1 after the rules were
  *          armed (or after the gate opened, see TAXI_FAULT_AFTER);
  *   WHAT   an errno name (ENOMEM, EINTR, EAGAIN, EMFILE, ENFILE, ENOBUFS,

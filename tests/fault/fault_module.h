@@ -41,6 +41,7 @@
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---- the calls that can be made to fail -------------------------------- */
@@ -99,7 +100,8 @@
   X(pthread_create, "pthread_create")       \
   X(malloc, "malloc")                       \
   X(calloc, "calloc")                       \
-  X(realloc, "realloc")
+  X(realloc, "realloc")                     \
+  X(clock_gettime, "clock_gettime")
 
 enum {
 #define AS_ENUM(id, name) CALL_##id,

@@ -323,6 +323,85 @@ static void test_no_alloc(void) {
   CU_ASSERT_EQUAL(util_alloc_uninstall(), 0);
 }
 
+/* Many multishot reads, every one with bytes before the proactor is next
+ * dispatched: their completions come at once, more of them than a ring's
+ * default share of completion entries (1,024 at depth 256).  None of the
+ * reads may end for it: on io_uring a completion the CQ ring has no room
+ * for overflows and ends its multishot read, which is then submitted
+ * again - a request per arrival where there should be none. */
+typedef struct pl_count {
+  taxi_proactor_t *p;
+  int deliveries, endings, bad;
+} pl_count_t;
+
+static void pl_on_count(taxi_op_t *op, int status, size_t bytes, void *act) {
+  pl_count_t *c = act;
+  if (status != 0) {
+    c->endings++;
+    return;
+  }
+  c->deliveries++;
+  if (!op->data || bytes != 1 ||
+      taxi_proactor_buffer_release(c->p, op->data) != 0)
+    c->bad++;
+}
+
+typedef struct pl_count_goal {
+  const pl_count_t *c;
+  int deliveries, endings;
+} pl_count_goal_t;
+
+static int pl_counted(void *arg) {
+  const pl_count_goal_t *g = arg;
+  return g->c->deliveries >= g->deliveries && g->c->endings >= g->endings;
+}
+
+static void test_many_at_once(void) {
+  /* Elsewhere the reads alone, on fewer: select takes descriptors below
+   * FD_SETSIZE (1,024) only. */
+  const int n = util_test_small() || !pt_backend_is("uring") ? 300 : 2000;
+  if (!util_raise_nofile((unsigned long)n * 2 + 64)) {
+    printf("(no descriptors for %d pairs: skipped) ", n);
+    return;
+  }
+  taxi_proactor_t *p = pl_proactor(4096, 0, 64);
+  int *fd = malloc((size_t)n * 2 * sizeof *fd);
+  taxi_op_t *op = calloc((size_t)n, sizeof *op);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(fd);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(op);
+  pl_count_t c = {.p = p};
+  for (int i = 0; i < n; i++) {
+    pt_pair(p, fd + 2 * i);
+    CU_ASSERT_EQUAL_FATAL(
+        taxi_proactor_read_pooled(p, &op[i], fd[2 * i], TAXI_READ_MULTISHOT,
+                                  pl_on_count, &c),
+        0);
+  }
+  CU_ASSERT(pt_settle(p, 20) >= 0); /* every read armed */
+  for (int round = 1; round <= 3; round++) {
+    for (int i = 0; i < n; i++)
+      CU_ASSERT_EQUAL_FATAL(pt_peer_write(fd[2 * i + 1], "x", 1), 0);
+    pl_count_goal_t g = {&c, round * n, 0};
+    CU_ASSERT_EQUAL_FATAL(pt_run_until(p, pl_counted, &g, pt_wait_ms()), 1);
+  }
+  CU_ASSERT_EQUAL(c.bad, 0);
+  CU_ASSERT_EQUAL(c.endings, 0);
+  taxi_proactor_stats_t st;
+  CU_ASSERT_EQUAL(taxi_proactor_stats(p, &st), 0);
+  printf("(%d reads, %d deliveries, %llu requests) ", n, c.deliveries,
+         (unsigned long long)st.sqes);
+  /* A request per read, and none per arrival (sqes is 0 where the
+   * backend has no submission queue). */
+  CU_ASSERT(st.sqes <= (uint64_t)n + (uint64_t)n / 10 + 8);
+  /* Each read ends with its peer, before its record goes. */
+  for (int i = 0; i < n; i++) pt_close(&fd[2 * i + 1]);
+  pl_count_goal_t end = {&c, 0, n};
+  CU_ASSERT_EQUAL(pt_run_until(p, pl_counted, &end, pt_wait_ms()), 1);
+  pt_destroy(p); /* closes the attached ends */
+  free(op);
+  free(fd);
+}
+
 static void test_bad_input(void) {
   static const struct {
     unsigned count, max;
@@ -407,6 +486,7 @@ static CU_TestInfo pooled_tests[] = {
     {"pool dry below its cap: it grows", test_dry_grows},
     {"multishot: bytes then end of stream", test_multishot_eof},
     {"no allocation per message", test_no_alloc},
+    {"many multishot reads completing at once: none ends", test_many_at_once},
     {"bad input", test_bad_input},
     {"who picks the buffers", test_features},
     CU_TEST_INFO_NULL,

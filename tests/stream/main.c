@@ -25,7 +25,7 @@
 
 #define MAX_PAIRS 64
 
-static CU_TestInfo all_tests[128];
+static CU_TestInfo all_tests[256];
 static taxi_test_suite_t suites[MAX_PAIRS];
 static const taxi_test_suite_t *list[MAX_PAIRS];
 static char names[MAX_PAIRS][96];
@@ -38,13 +38,14 @@ static void collect_tests(void) {
       st_tests_closing, st_tests_adopt,     st_tests_cross,    st_tests_peer,
       st_tests_post,    st_tests_counters,  st_tests_timeouts, st_tests_pipe,
       st_tests_resolve, st_tests_accept,    st_tests_dgram,    st_tests_pooled,
-      st_tests_edge,    st_tests_dgram_gso};
+      st_tests_edge,    st_tests_dgram_gso, st_tests_batch};
   /* TAXI_STREAM_TESTS=text: only the tests whose name has it (while
    * working on a few: each pair runs every test otherwise). */
   const char *only = getenv("TAXI_STREAM_TESTS");
   size_t n = 0;
   for (size_t p = 0; p < sizeof parts / sizeof parts[0]; p++)
-    for (CU_TestInfo *t = parts[p]; t->pName && n < 127; t++)
+    for (CU_TestInfo *t = parts[p];
+         t->pName && n + 1 < sizeof all_tests / sizeof all_tests[0]; t++)
       if (!only || strstr(t->pName, only)) all_tests[n++] = *t;
   all_tests[n] = (CU_TestInfo)CU_TEST_INFO_NULL;
 }

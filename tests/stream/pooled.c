@@ -144,6 +144,71 @@ static void test_lent_buffers(void) {
   st_io_destroy(&c);
 }
 
+/* ---- many streams at once --------------------------------------------------
+ */
+
+/* Every connection sends at once, round after round: the arrivals
+ * outnumber the pool's first buffers and a ring's default share of
+ * completions (1,024 entries at depth 256).  Once the pool has grown,
+ * each read is still lent a pool buffer and the requests stay about one
+ * per echo: a read ended by a full completion ring or by a pool that ran
+ * dry, and armed again per arrival, would double them. */
+static void test_many_at_once(void) {
+  enum { ROUNDS = 6, WARM = 2, LEN = 64 };
+  st_io_t c;
+  if (st_io_create(&c) < 0) return;
+  bool pooled = provided_buffers(&c);
+  /* Elsewhere the exchange alone, on fewer: select takes descriptors
+   * below FD_SETSIZE (1,024) only. */
+  const int n = util_test_small() || !pooled ? 300 : 1200;
+  if (!util_raise_nofile((unsigned long)n * 2 + 64)) {
+    printf("(no descriptors for %d connections: skipped) ", n);
+    st_io_destroy(&c);
+    return;
+  }
+  struct lent l = {.c = &c};
+  int port = st_listen(&c, NULL, ln_accept, &l, NULL);
+  st_io_run(&c);
+  int *fd = calloc((size_t)n, sizeof *fd);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(fd);
+  int opened = 0, bad = 0;
+  while (opened < n && (fd[opened] = st_connect(port)) >= 0) opened++;
+  CU_ASSERT_EQUAL(opened, n);
+  uint64_t sqes0 = 0;
+  int reads0 = 0;
+  unsigned char out[LEN], back[LEN];
+  for (int r = 0; r < ROUNDS && opened == n && !bad; r++) {
+    if (r == WARM) {
+      sqes0 = pstat(&c, PS_SQES);
+      reads0 = atomic_load(&l.reads);
+    }
+    for (int i = 0; i < n && !bad; i++) {
+      for (int j = 0; j < LEN; j++) out[j] = st_byte(7, (uint64_t)(r + i + j));
+      if (net_send_all(fd[i], out, LEN) < 0) bad = 1;
+    }
+    for (int i = 0; i < n && !bad; i++) {
+      for (int j = 0; j < LEN; j++) out[j] = st_byte(7, (uint64_t)(r + i + j));
+      if (net_recv_all(fd[i], back, LEN) < 0 || memcmp(out, back, LEN) != 0)
+        bad = 2;
+    }
+  }
+  CU_ASSERT_EQUAL(bad, 0);
+  uint64_t sqes = pstat(&c, PS_SQES) - sqes0;
+  int reads = atomic_load(&l.reads) - reads0;
+  for (int i = 0; i < opened; i++) close(fd[i]);
+  free(fd);
+  if (pooled && opened == n && !bad) {
+    CU_ASSERT_EQUAL(atomic_load(&l.lent), atomic_load(&l.reads));
+    CU_ASSERT(reads >= (ROUNDS - WARM) * n);
+    CU_ASSERT(sqes < (uint64_t)reads + (uint64_t)reads / 2 + 8);
+    printf("(%d connections: %d reads, %llu requests) ", n, reads,
+           (unsigned long long)sqes);
+  } else if (!pooled) {
+    printf("(no provided buffers: exchange only) ");
+  }
+  st_io_destroy(&c);
+}
+
 /* ---- bytes kept: read_into and stops at random sizes -----------------------
  */
 
@@ -347,6 +412,8 @@ static void test_reset_armed(void) { armed_case(true); }
 CU_TestInfo st_tests_pooled[] = {
     {"pooled reads: each lent a pool buffer, no request per read",
      test_lent_buffers},
+    {"pooled reads: many streams at once, a request per echo",
+     test_many_at_once},
     {"pooled reads: read_into and stops at random sizes, every byte",
      test_bytes_kept},
     {"pooled reads: closed with the read armed, buffers back",

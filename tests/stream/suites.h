@@ -101,5 +101,6 @@ extern CU_TestInfo st_tests_dgram[];
 extern CU_TestInfo st_tests_dgram_gso[];
 extern CU_TestInfo st_tests_pooled[];
 extern CU_TestInfo st_tests_edge[];
+extern CU_TestInfo st_tests_batch[];
 
 #endif /* TAXI_TESTS_STREAM_SUITES_H */

@@ -82,7 +82,7 @@ int net_refusing_port(int family, int *port) {
   socklen_t len = family == AF_INET ? sizeof(struct sockaddr_in)
                                     : sizeof(struct sockaddr_in6);
   memset(&ss, 0, sizeof ss);
-  ss.ss_family = (sa_family_t)family;
+  ss.ss_family = family; /* sa_family_t, or Windows' ADDRESS_FAMILY */
   if (family == AF_INET)
     ((struct sockaddr_in *)&ss)->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   else

@@ -364,6 +364,7 @@ static int64_t e_read(void *p, void *buf, size_t cap, char *why, size_t wcap) {
                       {0, SECBUFFER_EMPTY, NULL},
                       {0, SECBUFFER_EMPTY, NULL}};
     SecBufferDesc d = {SECBUFFER_VERSION, 4, b};
+    unsigned char type = ss->in.p[0]; /* the record's content type */
     SECURITY_STATUS st = DecryptMessage(&ss->h, &d, 0, NULL);
     if (st == SEC_E_INCOMPLETE_MESSAGE) return TAXI_EAGAIN;
     if (st != SEC_E_OK && st != SEC_I_RENEGOTIATE &&
@@ -372,14 +373,20 @@ static int64_t e_read(void *p, void *buf, size_t cap, char *why, size_t wcap) {
       return TAXI_ETLS;
     }
     /* Decrypted in place: copied out before the input moves. */
-    size_t extra = 0;
+    size_t extra = 0, data = 0;
     for (int i = 0; i < 4; i++) {
       if (b[i].BufferType == SECBUFFER_DATA && b[i].cbBuffer &&
           put(&ss->plain, b[i].pvBuffer, b[i].cbBuffer) < 0)
         return TAXI_ENOMEM;
+      if (b[i].BufferType == SECBUFFER_DATA) data = b[i].cbBuffer;
       if (b[i].BufferType == SECBUFFER_EXTRA) extra = b[i].cbBuffer;
     }
     keep_tail(&ss->in, extra);
+    /* Windows tells the close_notify by SEC_I_CONTEXT_EXPIRED; wine's
+     * SChannel (8.0) by SEC_E_OK and no data from an alert record (21),
+     * which, as the handshake is over and any other alert fails, can only
+     * be the close_notify warning. */
+    if (st == SEC_E_OK && data == 0 && type == 21) st = SEC_I_CONTEXT_EXPIRED;
     if (st == SEC_I_CONTEXT_EXPIRED) {
       ss->peer_closed = true; /* the peer's close_notify */
     } else if (st == SEC_I_RENEGOTIATE) {

@@ -70,7 +70,9 @@ windir="Z:$work"
 for mode in pairs fail; do
   $run "$prog" $mode "$windir" >"$work/$mode.log" 2>&1
   rc=$?
-  if [ $rc -eq 0 ] || [ $rc -eq 77 ]; then
+  if [ $rc -eq 77 ] && ! grep -q '^ok:' "$work/$mode.log"; then
+    echo "SKIP: $mode: $(grep -c '^SKIP:' "$work/$mode.log") parts skipped"
+  elif [ $rc -eq 0 ] || [ $rc -eq 77 ]; then
     ok "$mode: $(grep -c '^ok:' "$work/$mode.log") checks, $(grep -c '^SKIP:' "$work/$mode.log") skipped"
   else
     bad "$mode (exit $rc)"
@@ -84,21 +86,32 @@ free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
 
-# against CERT OPTION NAME WANT: taxi's client (trusting ca.pem, asking
-# for NAME) to `openssl s_server OPTION` serving CERT; WANT as in
+# against CERT OPTIONS NAME WANT [DISPATCHER:BACKEND]: taxi's client (trusting ca.pem, asking
+# for NAME) to `openssl s_server OPTIONS` serving CERT; WANT as in
 # tls_wine.c's client().
 against() {
-  sport=$(free_port) || { bad "no free port"; return; }
-  (cd "$work" && exec openssl s_server -accept "127.0.0.1:$sport" \
-    -cert "$1.pem" -key "$1.key" "$2" -naccept 1) >"$work/s_server.log" 2>&1 &
-  spid=$!
-  track "$spid"
-  if ! wait_for "$work/s_server.log" ACCEPT 20; then
+  # The port may be taken between the pick and s_server's bind: a few
+  # tries.
+  for try in 1 2 3; do
+    sport=$(free_port) || { bad "no free port"; return; }
+    (cd "$work" && exec openssl s_server -accept "127.0.0.1:$sport" \
+      -cert "$1.pem" -key "$1.key" $2 -naccept 1) >"$work/s_server.log" 2>&1 &
+    spid=$!
+    track "$spid"
+    wait_until 20 grep -q -e ACCEPT -e 'unable to bind' "$work/s_server.log"
+    grep -q ACCEPT "$work/s_server.log" && break
+    kill "$spid" 2>/dev/null
+    wait "$spid" 2>/dev/null
+    forget "$spid"
+  done
+  if ! grep -q ACCEPT "$work/s_server.log"; then
     cat "$work/s_server.log"
     bad "openssl s_server $2 did not start"
-  elif $run "$prog" client "$sport" "$windir/ca.pem" "$3" "$4" \
+  elif $run "$prog" client "$sport" "$windir/ca.pem" "$3" "$4" ${5:-} \
     >"$work/client.log" 2>&1; then
     ok "client, $1 $2 as $3: $(sed -n 's/^ok: //p' "$work/client.log")"
+  elif grep -q '^SKIP:' "$work/client.log"; then
+    grep '^SKIP:' "$work/client.log"
   else
     cat "$work/client.log" "$work/s_server.log"
     bad "client against openssl s_server $2 ($1 as $3, want $4)"
@@ -108,8 +121,13 @@ against() {
   forget "$spid"
 }
 
-against srv -www localhost page
-against srv -rev 127.0.0.1 rev
+against srv "-www -alpn http/1.1" localhost page
+# An echo of sorts (each line back reversed, every byte checked) on each
+# Windows dispatcher: the engine under each.
+for pair in reactor:wsapoll reactor:select lf:wsapoll hsha:select \
+  proactor:iocp proactor:emulated; do
+  against srv -rev 127.0.0.1 rev $pair
+done
 against srv2 -www localhost "TAXI_EBADCERT:unable to get local issuer"
 against srv -www other.example "TAXI_EBADCERT:hostname mismatch"
 against expired -www localhost "TAXI_EBADCERT:expired"

@@ -10,10 +10,11 @@
  *                           every byte checked, close_notify both ways
  *   tls_wine fail DIR       an untrusted CA, a wrong host name, an
  *                           expired certificate, a plain-text client
- *   tls_wine client PORT CA NAME WANT
+ *   tls_wine client PORT CA NAME WANT [DISPATCHER:BACKEND]
  *                           against `openssl s_server` on 127.0.0.1:PORT:
- *                           WANT page (-www), rev (-rev) or the failure
- *                           expected (see client())
+ *                           WANT page (-www), rev (-rev: 200 lines, each
+ *                           back reversed) or the failure expected (see
+ *                           client()); by default over proactor:iocp
  *   tls_wine server DIR     an echo server on 127.0.0.1 (prints
  *                           "listening on 127.0.0.1:PORT") for one
  *                           `openssl s_client`, which must end with
@@ -206,8 +207,9 @@ typedef struct cli {
   atomic_int done;
   /* A raw reply (client mode): what came back. */
   char *reply;
-  size_t rlen;
+  size_t rlen, lines;
   const char *request;
+  size_t request_lines; /* s_server -rev: the lines to come back */
 } cli_t;
 
 static unsigned char byte_at(unsigned seed, size_t i) {
@@ -222,7 +224,9 @@ static void cli_send(taxi_stream_t *s) {
     c->rnd = c->rnd * 1103515245u + 12345u;
     size_t n = 1 + (c->rnd >> 8) % sizeof seg;
     if (n > c->total - c->sent) n = c->total - c->sent;
-    for (size_t i = 0; i < n; i++) seg[i] = byte_at(c->seed, c->sent + i);
+    for (size_t i = 0; i < n; i++)
+      seg[i] = c->request ? (unsigned char)c->request[c->sent + i]
+                          : byte_at(c->seed, c->sent + i);
     int rc = taxi_stream_write(s, seg, n, NULL, NULL);
     if (rc == TAXI_EAGAIN || rc == TAXI_ENOBUFS) return; /* on_drain */
     if (rc < 0) {
@@ -233,7 +237,7 @@ static void cli_send(taxi_stream_t *s) {
   }
   /* Odd streams send their close_notify as soon as all is queued: the
    * echo still comes back. */
-  if (c->seed & 1) taxi_stream_shutdown(s);
+  if (c->seed & 1 && !c->request) taxi_stream_shutdown(s);
 }
 
 static void cli_read(taxi_stream_t *s, int status, const void *data,
@@ -250,9 +254,10 @@ static void cli_read(taxi_stream_t *s, int status, const void *data,
     memcpy(r + c->rlen, data, len);
     c->rlen += len;
     r[c->rlen] = '\0';
-    /* A line that comes back: our close_notify (the s_server -rev case). */
-    if (strchr(c->request, '\n') && !strchr(c->request, '\r') &&
-        strchr(r, '\n'))
+    /* Every line back (the s_server -rev case): our close_notify. */
+    for (size_t i = 0; i < len; i++)
+      if (((const char *)data)[i] == '\n') c->lines++;
+    if (c->request_lines && c->lines == c->request_lines)
       taxi_stream_shutdown(s);
     return;
   }
@@ -283,10 +288,6 @@ static void cli_connected(taxi_stream_t *s, int status, void *arg) {
   taxi_stream_on_close(s, cli_closed);
   if (status < 0) return;
   taxi_stream_read_start(s, cli_read);
-  if (c->request) {
-    taxi_stream_write(s, c->request, strlen(c->request), NULL, NULL);
-    return;
-  }
   taxi_stream_on_drain(s, cli_send);
   cli_send(s); /* queued until the handshake is done */
 }
@@ -298,6 +299,11 @@ static int cli_start(cli_t *c, io_t *x, int port, taxi_tls_context_t *ctx,
                      const char *name, size_t total, unsigned seed) {
   memset(c, 0, sizeof *c);
   c->request = request;
+  if (request) {
+    total = strlen(request);
+    for (const char *p = request; *p; p++) c->request_lines += *p == '\n';
+    if (strchr(request, '\r')) c->request_lines = 0; /* not -rev's */
+  }
   c->seed = seed;
   c->rnd = seed + 1;
   c->total = total;
@@ -490,15 +496,70 @@ static int fail(void) {
  * page read to the server's close_notify), "rev" (s_server -rev: a line
  * sent, its reverse back, then our close_notify and the server's), or an
  * error name and the text it must carry ("TAXI_EBADCERT:expired"). */
-static int client(int port, const char *ca, const char *name,
-                  const char *want) {
+/* "lf:wsapoll" into a dispatcher and a backend: 0 or -1. */
+static int parse_pair(const char *pair, taxi_io_dispatcher_t *d, char *backend,
+                      size_t cap) {
+  static const struct {
+    const char *name;
+    taxi_io_dispatcher_t d;
+  } names[] = {{"reactor", TAXI_IO_REACTOR},
+               {"lf", TAXI_IO_LF},
+               {"hsha", TAXI_IO_HSHA},
+               {"proactor", TAXI_IO_PROACTOR}};
+  const char *colon = strchr(pair, ':');
+  if (!colon) return -1;
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (strlen(names[i].name) == (size_t)(colon - pair) &&
+        strncmp(pair, names[i].name, (size_t)(colon - pair)) == 0) {
+      *d = names[i].d;
+      snprintf(backend, cap, "%s", colon + 1);
+      return 0;
+    }
+  return -1;
+}
+
+#define REV_LINES 200
+
+/* REV_LINES lines of 1 to 3000 letters, and what s_server -rev answers:
+ * each reversed.  Both allocated. */
+static void rev_lines(char **req, char **want) {
+  size_t cap = REV_LINES * 3001 + 1, n = 0;
+  *req = malloc(cap);
+  *want = malloc(cap);
+  if (!*req || !*want) exit(1);
+  unsigned rnd = 77;
+  for (int l = 0; l < REV_LINES; l++) {
+    rnd = rnd * 1103515245u + 12345u;
+    size_t len = 1 + (rnd >> 8) % 3000;
+    for (size_t i = 0; i < len; i++) {
+      rnd = rnd * 1103515245u + 12345u;
+      (*req)[n + i] = (char)('a' + (rnd >> 16) % 26);
+      (*want)[n + len - 1 - i] = (*req)[n + i];
+    }
+    (*req)[n + len] = (*want)[n + len] = '\n';
+    n += len + 1;
+  }
+  (*req)[n] = (*want)[n] = '\0';
+}
+
+static int client(int port, const char *ca, const char *name, const char *want,
+                  const char *pair) {
   io_t x;
-  if (io_start(&x, TAXI_IO_PROACTOR, "iocp") < 0 &&
-      io_start(&x, TAXI_IO_REACTOR, "wsapoll") < 0)
+  taxi_io_dispatcher_t d = TAXI_IO_PROACTOR;
+  char backend[32] = "iocp";
+  if (pair && parse_pair(pair, &d, backend, sizeof backend) < 0) {
+    printf("FAIL: %s: not DISPATCHER:BACKEND\n", pair);
     return 1;
+  }
+  if (io_start(&x, d, backend) < 0) {
+    printf("SKIP: %s/%s: not in this build\n", taxi_io_dispatcher_name(d),
+           backend);
+    return 77;
+  }
   taxi_tls_options_t o;
   taxi_tls_options_init(&o);
   o.ca_file = ca;
+  o.alpn = "taxi/1,http/1.1"; /* s_server -www is given -alpn http/1.1 */
   taxi_tls_context_t *cc = NULL;
   if (taxi_tls_client_create(&cc, &o) < 0) {
     printf("FAIL: client context: %s\n", taxi_error_detail());
@@ -506,21 +567,26 @@ static int client(int port, const char *ca, const char *name,
   }
   static cli_t c;
   int rev = strcmp(want, "rev") == 0;
-  request = rev ? "taxi over SChannel\n" : "GET / HTTP/1.0\r\n\r\n";
+  char *lines = NULL, *reversed = NULL;
+  if (rev) rev_lines(&lines, &reversed);
+  request = rev ? lines : "GET / HTTP/1.0\r\n\r\n";
   int done =
       cli_start(&c, &x, port, cc, name, 0, 0) == 0 && cli_wait(&c, 1, 30000);
   if (strcmp(want, "page") == 0) {
     CHECK(done && c.hs == 0 && c.reason == 0 && c.reply &&
-              strstr(c.reply, "200 ok") != NULL,
-          "openssl s_server -www: %s %s, %zu bytes of page, then its "
-          "close_notify (closed %s \"%s\")",
-          c.info.version, c.info.cipher, c.rlen, taxi_error_name(c.reason),
-          c.why);
+              strstr(c.reply, "200 ok") != NULL &&
+              strcmp(c.info.alpn, "http/1.1") == 0,
+          "openssl s_server -www: %s %s, ALPN \"%s\", %zu bytes of page, "
+          "then its close_notify (closed %s \"%s\")",
+          c.info.version, c.info.cipher, c.info.alpn, c.rlen,
+          taxi_error_name(c.reason), c.why);
   } else if (rev) {
     CHECK(done && c.hs == 0 && c.reason == 0 && c.reply &&
-              strstr(c.reply, "lennahCS revo ixat") != NULL,
-          "openssl s_server -rev: the line reversed, close_notify both "
-          "ways (closed %s \"%s\")",
+              strcmp(c.reply, reversed) == 0,
+          "openssl s_server -rev on %s/%s: %d lines (%zu bytes) each came "
+          "back reversed, every byte checked; close_notify both ways "
+          "(closed %s \"%s\")",
+          taxi_io_dispatcher_name(d), backend, REV_LINES, strlen(lines),
           taxi_error_name(c.reason), c.why);
   } else {
     char code[64];
@@ -536,6 +602,8 @@ static int client(int port, const char *ca, const char *name,
   io_end(&x);
   taxi_tls_context_unref(cc);
   free(c.reply);
+  free(lines);
+  free(reversed);
   return failures ? 1 : 0;
 }
 
@@ -581,14 +649,16 @@ int main(int argc, char **argv) {
     snprintf(dir, sizeof dir, "%s", argv[2]);
     return fail();
   }
-  if (argc == 6 && strcmp(argv[1], "client") == 0)
-    return client(atoi(argv[2]), argv[3], argv[4], argv[5]);
+  if ((argc == 6 || argc == 7) && strcmp(argv[1], "client") == 0)
+    return client(atoi(argv[2]), argv[3], argv[4], argv[5],
+                  argc == 7 ? argv[6] : NULL);
   if (argc == 3 && strcmp(argv[1], "server") == 0) {
     snprintf(dir, sizeof dir, "%s", argv[2]);
     return server();
   }
-  fprintf(stderr,
-          "usage: tls_wine pairs DIR | fail DIR | client PORT CA NAME WANT | "
-          "server DIR\n");
+  fprintf(
+      stderr,
+      "usage: tls_wine pairs DIR | fail DIR | client PORT CA NAME WANT [D:B] | "
+      "server DIR\n");
   return 2;
 }

@@ -335,6 +335,16 @@ static void held_handshake(taxi_stream_t *s, int status) {
   if (status == 0) atomic_store(&h->connected, 1);
 }
 
+static void held_detached(taxi_stream_t *s, taxi_handle_t h, const void *unread,
+                          size_t len, void *arg) {
+  (void)s;
+  (void)h;
+  (void)unread;
+  (void)len;
+  (void)arg;
+  CU_FAIL("a TLS stream was detached");
+}
+
 static void test_reload(void) {
   st_io_t io;
   if (st_io_create(&io) < 0) return;
@@ -376,6 +386,10 @@ static void test_reload(void) {
   /* The old stream keeps its session. */
   CU_ASSERT_EQUAL(taxi_stream_write(hs, "after", 5, NULL, NULL), 0);
   CU_ASSERT(tls_wait_count(&h.got, 11, 10000));
+  /* Its session cannot leave with the socket. */
+  CU_ASSERT_EQUAL(taxi_stream_detach(hs, held_detached, NULL), TAXI_ENOTSUP);
+  taxi_tls_info_t small = {.size = 1};
+  CU_ASSERT_EQUAL(taxi_tls_info(hs, &small), TAXI_EINVAL);
   CU_ASSERT_EQUAL(taxi_stream_close(hs), 0);
   CU_ASSERT(util_wait_flag(&h.done, 1, 10000));
   CU_ASSERT_EQUAL(h.reason, 0);

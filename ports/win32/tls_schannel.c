@@ -11,7 +11,8 @@
  * output buffer the stream layer takes from.
  *
  * TLS 1.2 at least (1.3 where the system has it: the credentials are
- * asked for 1.2 and 1.3, then for 1.2 alone if the system refuses 1.3).
+ * asked for as SCH_CREDENTIALS with the older protocols disabled, then as
+ * SCHANNEL_CRED for 1.2 and 1.3, then for 1.2 alone).
  * A client checks the server's certificate itself, once the handshake is
  * done (tls_schannel_cert.c).  Renegotiation (SEC_I_RENEGOTIATE under
  * TLS 1.2) is refused; under TLS 1.3 the same status announces a
@@ -103,23 +104,48 @@ static void alpn_build(sch_ctx_t *ec, const char *list) {
                       head + n);
 }
 
+/* The credentials: SCH_CREDENTIALS (Windows 10 1809 on; the form that
+ * gives TLS 1.3 there) with every protocol below TLS 1.2 disabled, else
+ * SCHANNEL_CRED naming the protocols (protos; 0: try SCH_CREDENTIALS). */
 static SECURITY_STATUS acquire(sch_ctx_t *ec, DWORD protos) {
+  SCH_CREDENTIALS sc;
   SCHANNEL_CRED cred;
-  memset(&cred, 0, sizeof cred);
-  cred.dwVersion = SCHANNEL_CRED_VERSION;
-  cred.grbitEnabledProtocols = protos;
-  if (ec->server) {
-    cred.cCreds = 1;
-    cred.paCred = &ec->cert;
-  } else {
+  TLS_PARAMETERS tp;
+  void *auth;
+  DWORD flags = 0;
+  if (!ec->server)
     /* We check the server's certificate ourselves (the CA file, the
      * name), and offer no client certificate. */
-    cred.dwFlags = SCH_CRED_MANUAL_CRED_VALIDATION | SCH_CRED_NO_DEFAULT_CREDS;
+    flags = SCH_CRED_MANUAL_CRED_VALIDATION | SCH_CRED_NO_DEFAULT_CREDS;
+  if (protos == 0) {
+    memset(&sc, 0, sizeof sc);
+    memset(&tp, 0, sizeof tp);
+    tp.grbitDisabledProtocols =
+        SP_PROT_SSL2 | SP_PROT_SSL3 | SP_PROT_TLS1_0 | SP_PROT_TLS1_1;
+    sc.dwVersion = SCH_CREDENTIALS_VERSION;
+    sc.dwFlags = flags;
+    sc.cTlsParameters = 1;
+    sc.pTlsParameters = &tp;
+    if (ec->server) {
+      sc.cCreds = 1;
+      sc.paCred = &ec->cert;
+    }
+    auth = &sc;
+  } else {
+    memset(&cred, 0, sizeof cred);
+    cred.dwVersion = SCHANNEL_CRED_VERSION;
+    cred.grbitEnabledProtocols = protos;
+    cred.dwFlags = flags;
+    if (ec->server) {
+      cred.cCreds = 1;
+      cred.paCred = &ec->cert;
+    }
+    auth = &cred;
   }
   return AcquireCredentialsHandleW(
       NULL, (SEC_WCHAR *)UNISP_NAME_W,
-      ec->server ? SECPKG_CRED_INBOUND : SECPKG_CRED_OUTBOUND, NULL, &cred,
-      NULL, NULL, &ec->cred, NULL);
+      ec->server ? SECPKG_CRED_INBOUND : SECPKG_CRED_OUTBOUND, NULL, auth, NULL,
+      NULL, &ec->cred, NULL);
 }
 
 static void e_ctx_free(void *p) {
@@ -158,8 +184,11 @@ static int e_ctx_new(taxi_tls_context_t *c, const taxi_tls_options_t *o,
   if (o->alpn) alpn_build(ec, o->alpn);
   DWORD v12 = c->server ? SP_PROT_TLS1_2_SERVER : SP_PROT_TLS1_2_CLIENT;
   DWORD v13 = c->server ? SP_PROT_TLS1_3_SERVER : SP_PROT_TLS1_3_CLIENT;
-  SECURITY_STATUS st = acquire(ec, v12 | v13);
-  if (st != SEC_E_OK) st = acquire(ec, v12); /* a system without 1.3 */
+  /* The newest form first; older systems (and wine) may know only
+   * SCHANNEL_CRED, or not TLS 1.3. */
+  SECURITY_STATUS st = acquire(ec, 0);
+  if (st != SEC_E_OK) st = acquire(ec, v12 | v13);
+  if (st != SEC_E_OK) st = acquire(ec, v12);
   if (st != SEC_E_OK) {
     taxi__sch_why(why, cap, "AcquireCredentialsHandle", (unsigned long)st);
     e_ctx_free(ec);

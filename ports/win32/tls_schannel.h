@@ -11,6 +11,10 @@
 #define SECURITY_WIN32 1
 #include "ports/win32/win32_impl.h"
 
+/* SCH_CREDENTIALS and TLS_PARAMETERS (which name UNICODE_STRING). */
+#define SCHANNEL_USE_BLACKLISTS 1
+#include <subauth.h>
+
 #include <schannel.h>
 #include <security.h>
 #include <sspi.h>

@@ -82,8 +82,10 @@ done
 
 # ---- taxi's client against openssl s_server ----------------------------------
 # s_server on a port the kernel picked a moment before (free then).
+# (Without python3, a random one of 20000-59999: the tries below.)
 free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null ||
+    awk 'BEGIN { srand(); print 20000 + int(rand() * 40000) }'
 }
 
 # against CERT OPTIONS NAME WANT [DISPATCHER:BACKEND]: taxi's client (trusting ca.pem, asking

@@ -94,7 +94,7 @@ free_port() {
 against() {
   # The port may be taken between the pick and s_server's bind: a few
   # tries.
-  for try in 1 2 3; do
+  for _ in 1 2 3; do
     sport=$(free_port) || { bad "no free port"; return; }
     (cd "$work" && exec openssl s_server -accept "127.0.0.1:$sport" \
       -cert "$1.pem" -key "$1.key" $2 -naccept 1) >"$work/s_server.log" 2>&1 &

@@ -27,8 +27,8 @@
  * The engine.  OpenSSL 3 where taxi was built with it (configure
  * --with-tls=openssl, or found by default), or on Windows SChannel, the
  * system's (--with-tls=schannel, the default there without OpenSSL:
- * RSA server keys only, no ca_dir and no server on_sni, both
- * TAXI_ENOTSUP; docs/windows.md); taxi_tls_engine() names it.  Elsewhere
+ * no ca_dir and no server on_sni, both TAXI_ENOTSUP; docs/windows.md);
+ * taxi_tls_engine() names it.  Elsewhere
  * every create is TAXI_ENOTSUP.  The engine never touches a socket: the stream layer
  * reads the ciphertext (by whichever dispatcher and backend run the
  * context) and gives it to the engine, and queues what the engine

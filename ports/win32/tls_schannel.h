@@ -34,6 +34,8 @@ typedef struct sch_ctx {
   HCERTSTORE chain;
   wchar_t container[64];
   bool have_container;
+  /* Or (an EC key) the CNG key of that name, deleted with the context. */
+  ULONG_PTR cng_prov, cng_key;
   /* ALPN as SChannel takes it: a SEC_APPLICATION_PROTOCOLS. */
   unsigned char alpn[600];
   unsigned long alpn_len;

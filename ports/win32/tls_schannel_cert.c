@@ -12,8 +12,11 @@
  * and a counter, removed with the context) of the RSA/AES CryptoAPI
  * provider, exportable, because wine's SChannel reads the key back out
  * of the container (CryptExportKey) to hand it to GnuTLS and takes RSA
- * keys only.  EC keys would need a CNG key (NCryptImportKey), which
- * wine's SChannel does not use: they are refused with a reason.
+ * keys only.  An EC key goes to a named, persisted CNG key of the
+ * software key storage provider (NCryptImportKey of the PKCS#8 blob),
+ * which Windows' SChannel uses; ncrypt.dll is loaded at run time, so a
+ * system without it (or whose CNG cannot import the key, as wine 8's)
+ * refuses EC keys with the reason and keeps everything else.
  *
  * The client's check.  The chain is built by CertGetCertificateChain
  * over the certificates the server sent plus ca_file's; with a ca_file,
@@ -29,6 +32,8 @@
 
 #include "core/common/alloc.h"
 #include "ports/win32/tls_schannel.h"
+
+#include <ncrypt.h>
 
 #include <stdatomic.h>
 #include <stdio.h>
@@ -233,6 +238,10 @@ static int pkcs8_split(const unsigned char *p, size_t n, const char **alg,
 
 static atomic_uint containers;
 
+static void key_name(sch_ctx_t *ec);
+static bool key_matches(const sch_ctx_t *ec, HCRYPTPROV_OR_NCRYPT_KEY_HANDLE h,
+                        DWORD spec);
+
 /* RSA's PKCS#1 key (DER) into a new container of ec, bound to ec->cert. */
 static int import_rsa(sch_ctx_t *ec, const unsigned char *der, size_t dlen,
                       const char *path, char *why, size_t cap) {
@@ -246,9 +255,7 @@ static int import_rsa(sch_ctx_t *ec, const unsigned char *der, size_t dlen,
     taxi__sch_why(why, cap, what, GetLastError());
     return TAXI_ETLS;
   }
-  swprintf(ec->container, sizeof ec->container / sizeof ec->container[0],
-           L"taxi-tls-%lu-%u", (unsigned long)GetCurrentProcessId(),
-           atomic_fetch_add(&containers, 1));
+  key_name(ec);
   HCRYPTPROV prov = 0;
   /* A container left by a process that had this id and died. */
   CryptAcquireContextW(&prov, ec->container, MS_ENH_RSA_AES_PROV_W,
@@ -273,20 +280,10 @@ static int import_rsa(sch_ctx_t *ec, const unsigned char *der, size_t dlen,
   }
   CryptDestroyKey(key);
   /* The key must be the certificate's. */
-  DWORD plen = 0;
-  CERT_PUBLIC_KEY_INFO *pub = NULL;
-  if (CryptExportPublicKeyInfo(prov, AT_KEYEXCHANGE, X509_ASN_ENCODING, NULL,
-                               &plen) &&
-      (pub = taxi__malloc(plen)) != NULL &&
-      CryptExportPublicKeyInfo(prov, AT_KEYEXCHANGE, X509_ASN_ENCODING, pub,
-                               &plen) &&
-      !CertComparePublicKeyInfo(
-          X509_ASN_ENCODING, &ec->cert->pCertInfo->SubjectPublicKeyInfo, pub)) {
+  if (!key_matches(ec, prov, AT_KEYEXCHANGE)) {
     snprintf(why, cap, "o.key_file: not the certificate's key");
-    taxi__free(pub);
     goto out;
   }
-  taxi__free(pub);
   CRYPT_KEY_PROV_INFO info;
   memset(&info, 0, sizeof info);
   info.pwszContainerName = ec->container;
@@ -303,6 +300,127 @@ static int import_rsa(sch_ctx_t *ec, const unsigned char *der, size_t dlen,
 out:
   CryptReleaseContext(prov, 0);
   return rc;
+}
+
+/* A name of its own for a key of this context. */
+static void key_name(sch_ctx_t *ec) {
+  swprintf(ec->container, sizeof ec->container / sizeof ec->container[0],
+           L"taxi-tls-%lu-%u", (unsigned long)GetCurrentProcessId(),
+           atomic_fetch_add(&containers, 1));
+}
+
+/* Whether the key behind prov_or_key (spec: AT_KEYEXCHANGE for a
+ * CryptoAPI container, CERT_NCRYPT_KEY_SPEC for a CNG key) is the one of
+ * the certificate. */
+static bool key_matches(const sch_ctx_t *ec, HCRYPTPROV_OR_NCRYPT_KEY_HANDLE h,
+                        DWORD spec) {
+  DWORD plen = 0;
+  CERT_PUBLIC_KEY_INFO *pub = NULL;
+  bool same = true; /* a key whose public half cannot be read: SChannel
+                     * finds out at the handshake */
+  if (CryptExportPublicKeyInfo(h, spec, X509_ASN_ENCODING, NULL, &plen) &&
+      (pub = taxi__malloc(plen)) != NULL &&
+      CryptExportPublicKeyInfo(h, spec, X509_ASN_ENCODING, pub, &plen))
+    same = CertComparePublicKeyInfo(X509_ASN_ENCODING,
+                                    &ec->cert->pCertInfo->SubjectPublicKeyInfo,
+                                    pub) != FALSE;
+  taxi__free(pub);
+  return same;
+}
+
+typedef SECURITY_STATUS(WINAPI *open_kp_fn)(NCRYPT_PROV_HANDLE *, LPCWSTR,
+                                            DWORD);
+typedef SECURITY_STATUS(WINAPI *import_fn)(NCRYPT_PROV_HANDLE,
+                                           NCRYPT_KEY_HANDLE, LPCWSTR,
+                                           NCryptBufferDesc *,
+                                           NCRYPT_KEY_HANDLE *, PBYTE, DWORD,
+                                           DWORD);
+typedef SECURITY_STATUS(WINAPI *delete_fn)(NCRYPT_KEY_HANDLE, DWORD);
+typedef SECURITY_STATUS(WINAPI *free_fn)(NCRYPT_HANDLE);
+
+static struct {
+  open_kp_fn open;
+  import_fn import;
+  delete_fn del;
+  free_fn free;
+} cng;
+
+/* ncrypt.dll's four functions, once (never unloaded): 0 or -1. */
+static int cng_load(void) {
+  static atomic_int state; /* 0: not tried, 1: there, -1: not */
+  int st = atomic_load(&state);
+  if (st) return st > 0 ? 0 : -1;
+  HMODULE m = LoadLibraryW(L"ncrypt.dll");
+  FARPROC f[4] = {NULL, NULL, NULL, NULL};
+  if (m) {
+    f[0] = GetProcAddress(m, "NCryptOpenStorageProvider");
+    f[1] = GetProcAddress(m, "NCryptImportKey");
+    f[2] = GetProcAddress(m, "NCryptDeleteKey");
+    f[3] = GetProcAddress(m, "NCryptFreeObject");
+  }
+  if (f[0] && f[1] && f[2] && f[3]) {
+    /* Casts through void (*)(void): the functions' own types. */
+    cng.open = (open_kp_fn)(void (*)(void))f[0];
+    cng.import = (import_fn)(void (*)(void))f[1];
+    cng.del = (delete_fn)(void (*)(void))f[2];
+    cng.free = (free_fn)(void (*)(void))f[3];
+  }
+  atomic_store(&state, f[0] && f[1] && f[2] && f[3] ? 1 : -1);
+  return atomic_load(&state) > 0 ? 0 : -1;
+}
+
+/* An EC key (the whole PKCS#8 DER) into a persisted CNG key of ec, bound
+ * to ec->cert. */
+static int import_ec(sch_ctx_t *ec, const unsigned char *der, size_t dlen,
+                     const char *path, char *why, size_t cap) {
+  if (cng_load() < 0) {
+    snprintf(why, cap,
+             "o.key_file: %s: an EC key, and this system has no CNG "
+             "(ncrypt.dll) to hold it: use an RSA key",
+             path);
+    return TAXI_ETLS;
+  }
+  key_name(ec);
+  NCRYPT_PROV_HANDLE prov = 0;
+  SECURITY_STATUS st = cng.open(&prov, MS_KEY_STORAGE_PROVIDER, 0);
+  if (st != ERROR_SUCCESS) {
+    taxi__sch_why(why, cap, "o.key_file: an EC key: the key storage provider",
+                  (unsigned long)st);
+    return TAXI_ETLS;
+  }
+  ec->cng_prov = prov;
+  NCryptBuffer nb = {(ULONG)((wcslen(ec->container) + 1) * sizeof(wchar_t)),
+                     NCRYPTBUFFER_PKCS_KEY_NAME, ec->container};
+  NCryptBufferDesc nd = {NCRYPTBUFFER_VERSION, 1, &nb};
+  NCRYPT_KEY_HANDLE key = 0;
+  st = cng.import(prov, 0, NCRYPT_PKCS8_PRIVATE_KEY_BLOB, &nd, &key, (PBYTE)der,
+                  (DWORD)dlen, NCRYPT_OVERWRITE_KEY_FLAG);
+  if (st != ERROR_SUCCESS) {
+    char what[300];
+    snprintf(what, sizeof what,
+             "o.key_file: %s: the EC key's import into CNG (an RSA key "
+             "works everywhere)",
+             path);
+    taxi__sch_why(why, cap, what, (unsigned long)st);
+    return TAXI_ETLS;
+  }
+  ec->cng_key = key;
+  if (!key_matches(ec, key, CERT_NCRYPT_KEY_SPEC)) {
+    snprintf(why, cap, "o.key_file: not the certificate's key");
+    return TAXI_ETLS;
+  }
+  CRYPT_KEY_PROV_INFO info;
+  memset(&info, 0, sizeof info);
+  info.pwszContainerName = ec->container;
+  info.pwszProvName = (LPWSTR)MS_KEY_STORAGE_PROVIDER;
+  info.dwProvType = 0; /* CNG */
+  if (!CertSetCertificateContextProperty(ec->cert, CERT_KEY_PROV_INFO_PROP_ID,
+                                         0, &info)) {
+    taxi__sch_why(why, cap, "o.key_file: binding the key to the certificate",
+                  GetLastError());
+    return TAXI_ETLS;
+  }
+  return 0;
 }
 
 int taxi__sch_server_cert(sch_ctx_t *ec, const char *cert_file,
@@ -346,15 +464,17 @@ int taxi__sch_server_cert(sch_ctx_t *ec, const char *cert_file,
       snprintf(why, cap, "o.key_file: %s: a malformed PKCS#8 key", key_file);
     else if (strcmp(alg, "rsa") == 0)
       rc = import_rsa(ec, key, klen, key_file, why, cap);
+    else if (strcmp(alg, "ec") == 0)
+      rc = import_ec(ec, der, dlen, key_file, why, cap);
     else
       snprintf(why, cap,
-               "o.key_file: %s: an %s key; the SChannel engine takes RSA "
-               "keys only",
-               key_file, strcmp(alg, "ec") == 0 ? "EC" : "unknown");
+               "o.key_file: %s: a key of an algorithm the SChannel engine "
+               "does not take (RSA or EC)",
+               key_file);
   } else {
     snprintf(why, cap,
-             "o.key_file: %s: a \"%s\" block; the SChannel engine takes RSA "
-             "keys only (PKCS#8 or PKCS#1, unencrypted)",
+             "o.key_file: %s: a \"%s\" block; the SChannel engine takes "
+             "unencrypted PKCS#8 (RSA or EC) or PKCS#1 RSA keys",
              key_file, label);
   }
   SecureZeroMemory(der, dlen);
@@ -371,6 +491,9 @@ void taxi__sch_cert_free(sch_ctx_t *ec) {
     CryptAcquireContextW(&prov, ec->container, MS_ENH_RSA_AES_PROV_W,
                          PROV_RSA_AES, CRYPT_DELETEKEYSET);
   }
+  if (ec->cng_key) cng.del(ec->cng_key, 0); /* and frees the handle */
+  if (ec->cng_prov) cng.free(ec->cng_prov);
+  ec->cng_key = ec->cng_prov = 0;
   ec->cert = NULL;
   ec->chain = ec->ca = NULL;
   ec->have_container = false;

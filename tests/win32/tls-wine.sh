@@ -54,8 +54,10 @@ certs() (
           -CAcreateserial -out $leaf.pem -days $days -extfile $leaf.cnf ||
         exit 1
     done &&
-    openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 \
-      -out ec.key
+    openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+      -keyout ecsrv.key -out ecsrv.csr -subj /CN=localhost &&
+    openssl x509 -req -in ecsrv.csr -CA ca.pem -CAkey ca.key \
+      -CAcreateserial -out ecsrv.pem -days 2 -extfile srv.cnf
 ) >"$work/certs.log" 2>&1
 if ! certs; then
   cat "$work/certs.log"

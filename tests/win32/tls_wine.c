@@ -477,10 +477,16 @@ static int fail(void) {
   CHECK(rc == TAXI_ETLS && strstr(taxi_error_detail(), "not the certificate"),
         "a key that is not the certificate's: %s, \"%s\"", taxi_error_name(rc),
         taxi_error_detail());
-  o.key_file = path("ec.key");
+  /* An EC key: a CNG key where the system can import it (Windows), else
+   * refused with the reason (wine 8's CNG cannot). */
+  o.cert_file = path("ecsrv.pem");
+  o.key_file = path("ecsrv.key");
   rc = taxi_tls_server_create(&bad, &o);
-  CHECK(rc == TAXI_ETLS && strstr(taxi_error_detail(), "RSA keys only"),
-        "an EC key: %s, \"%s\"", taxi_error_name(rc), taxi_error_detail());
+  CHECK(rc == 0 || (rc == TAXI_ETLS && strstr(taxi_error_detail(), "EC key")),
+        "an EC key: %s, \"%s\"", taxi_error_name(rc),
+        rc == 0 ? "" : taxi_error_detail());
+  if (rc == 0) taxi_tls_context_unref(bad);
+  o.cert_file = path("srv.pem");
   o.key_file = path("missing.key");
   rc = taxi_tls_server_create(&bad, &o);
   CHECK(rc == TAXI_ENOENT, "a missing key file: %s, \"%s\"",

@@ -16,11 +16,15 @@
 
 #ifdef TAXI_HAVE_OPENSSL
 extern const taxi__tls_engine_t taxi__tls_openssl;
+#elif defined(TAXI_HAVE_SCHANNEL)
+extern const taxi__tls_engine_t taxi__tls_schannel; /* ports/win32 */
 #endif
 
 const taxi__tls_engine_t *taxi__tls_engine(void) {
 #ifdef TAXI_HAVE_OPENSSL
   return &taxi__tls_openssl;
+#elif defined(TAXI_HAVE_SCHANNEL)
+  return &taxi__tls_schannel;
 #else
   return NULL;
 #endif
@@ -78,7 +82,7 @@ static int create(taxi_tls_context_t **out, const taxi_tls_options_t *in,
   if (!e)
     return taxi__refuse(TAXI_ENOTSUP,
                         "%s: taxi was built without a TLS engine "
-                        "(configure --with-openssl)",
+                        "(configure --with-tls)",
                         fn);
   taxi_tls_context_t *c = taxi__calloc(1, sizeof *c);
   if (!c) return TAXI_ENOMEM;

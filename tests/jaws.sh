@@ -21,6 +21,7 @@
 # keep-alive, then left idle, back to SYNC_ONLY.
 # JAWS_RUNS="reactive proactive:uring:3" picks
 # runs (STRATEGY[:BACKEND[:THREADS]]).
+# A run without --strategy checks the default (adaptive).
 # Bad command lines exit 2, a missing root exits 1.
 # Ends with "N passed, N failed"; exits 77 when nothing could run.
 
@@ -657,6 +658,10 @@ for b in uring aio emulated; do
 done
 runs="$runs proactive:uring:3"
 runs="$runs thread-per-connection thread-per-request thread-pool adaptive"
+# default: no --strategy (adaptive, its connections deferred until their
+# first bytes); the adaptive run turns that off (--defer-accept 0), so
+# that the idle connections of check_http reach its pool and must move.
+runs="$runs default"
 # JAWS_RUNS: a subset, for a closer look.
 runs=${JAWS_RUNS:-$runs}
 for run in $runs; do
@@ -669,7 +674,15 @@ for run in $runs; do
       backend=${backend%%:*}
       ;;
   esac
-  set -- --strategy "$strategy" --root "$root" --header-timeout 500
+  # pick: --strategy STRATEGY, none for default, and adaptive's own option.
+  pick=''
+  case $strategy in
+    default) ;;
+    adaptive) pick="--strategy adaptive --defer-accept 0" ;;
+    *) pick="--strategy $strategy" ;;
+  esac
+  # shellcheck disable=SC2086 # $pick: words
+  set -- $pick --root "$root" --header-timeout 500
   [ -n "$backend" ] && set -- "$@" --backend "$backend"
   [ -n "$threads" ] && set -- "$@" --threads "$threads"
   if ! start "$run" "$@" --access-log "$work/access.log"; then
@@ -680,18 +693,23 @@ for run in $runs; do
     bad "$run: start"
     continue
   fi
+  if [ "$strategy" = default ]; then
+    expect "default: the strategy is adaptive" 1 \
+      "$(grep -c '^jaws: strategy=adaptive backend=blocking+[a-z]' "$out")"
+  fi
   check_http "$run"
   if [ -n "$docroot" ]; then
     stop "$run" || bad "$run: stop"
     [ "$strategy" = adaptive ] && check_waiters_moved "$run"
-    if start "$run" --strategy "$strategy" --root "$docroot" \
+    # shellcheck disable=SC2086 # $pick: words
+    if start "$run" $pick --root "$docroot" \
       ${backend:+--backend "$backend"} ${threads:+--threads "$threads"}; then
       check_webstone "$run"
     fi
   fi
   if stop "$run"; then ok "$run: stopped"; else bad "$run: stop"; fi
-  set -- --strategy "$strategy" --root "$root" --max-connections 3 \
-    --idle-timeout "$idle_ms"
+  # shellcheck disable=SC2086 # $pick: words
+  set -- $pick --root "$root" --max-connections 3 --idle-timeout "$idle_ms"
   [ -n "$backend" ] && set -- "$@" --backend "$backend"
   [ -n "$threads" ] && set -- "$@" --threads "$threads"
   if start "$run" "$@"; then
@@ -748,6 +766,22 @@ status=0
 "$server" --root "$root" --port 0 --strategy adaptive --adapt-large 0 \
   >"$work/bad.out" 2>&1 || status=$?
 expect "--adapt-large 0: status 2" 2 $status
+for bad_defer in x -1 3601; do
+  status=0
+  "$server" --root "$root" --port 0 --defer-accept "$bad_defer" \
+    >"$work/bad.out" 2>&1 || status=$?
+  expect "--defer-accept $bad_defer: status 2" 2 $status
+done
+# Without --strategy a readiness backend is refused with the way to it.
+status=0
+"$server" --root "$root" --port 0 --backend epoll >"$work/bad.out" 2>&1 ||
+  status=$?
+if [ $status -eq 2 ] && grep -q -- '--strategy reactive' "$work/bad.out"; then
+  ok "the default strategy with --backend epoll: status 2, reactive named"
+else
+  cat "$work/bad.out"
+  bad "the default strategy with --backend epoll: status $status"
+fi
 status=0
 "$server" --root "$root" --port 0 --threads 0 >"$work/bad.out" 2>&1 ||
   status=$?

@@ -17,8 +17,10 @@
 #   never read (a 4 KiB receive buffer, large responses pipelined) are
 #   closed and their threads freed: a fresh client is served meanwhile,
 #   even by a thread pool of two;
-# - the deployable strategies (reactive, lf, hsha, proactive, adaptive):
-#   with 2, then 8, clients that never read, and with 2000 idle
+# - the deployable strategies (reactive, lf, hsha, proactive, adaptive,
+#   and the default, adaptive with its accepts deferred until a
+#   connection's first bytes): with 2, then 8, clients that never read,
+#   and with 2000 idle
 #   connections (500 with TAXI_TEST_SMALL), a fresh client is served at
 #   once (within 5 s, scaled).
 #
@@ -405,9 +407,18 @@ check_threads() {
 # ---- the deployable strategies: nothing waits on a client -----------------
 
 check_deployable() {
-  for strategy in reactive lf hsha proactive adaptive; do
+  # adaptive with --defer-accept 0, so that the idle connections reach
+  # its pool and must move; default (no --strategy: adaptive, the kernel
+  # holding a connection until its first bytes or about a second) too.
+  for strategy in reactive lf hsha proactive adaptive default; do
     s=$strategy
-    if ! start $s --strategy "$strategy" --root "$root"; then
+    case $strategy in
+      default) pick='' ;;
+      adaptive) pick="--strategy adaptive --defer-accept 0" ;;
+      *) pick="--strategy $strategy" ;;
+    esac
+    # shellcheck disable=SC2086 # $pick: words
+    if ! start $s $pick --root "$root"; then
       bad "$s: start"
       continue
     fi

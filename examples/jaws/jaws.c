@@ -9,11 +9,14 @@
  *        [--idle-timeout MS] [--send-timeout MS] [--cache-bytes N]
  *        [--access-log FILE] [--dotfiles deny|allow]
  *        [--adapt-policy measure|threshold] [--adapt-large BYTES]
- *        [--adapt-connections H[:L]]
+ *        [--adapt-connections H[:L]] [--defer-accept S]
  *
  * Strategies: reactive, lf, hsha, proactive (strategy_io.c),
  * thread-per-connection, thread-per-request, thread-pool
- * (strategy_threads.c), adaptive (strategy_adaptive.c).  It
+ * (strategy_threads.c), adaptive (strategy_adaptive.c, the default: in the
+ * WebSTONE experiment of docs/bench/README.md it is ahead of the best fixed
+ * strategy or level with it on every workload; a host whose Proactor
+ * cannot start at all gets reactive, the single-threaded Reactor).  It
  * prints "jaws: strategy=S backend=B threads=N listening on HOST:PORT"
  * once ready (threads=0: a thread per connection or per request), serves
  * until SIGINT or SIGTERM, then prints "jaws: stopped after N requests".
@@ -91,15 +94,21 @@ static int usage(FILE *to, int status) {
           "            [--access-log FILE] [--dotfiles deny|allow]\n"
           "            [--adapt-policy measure|threshold]\n"
           "            [--adapt-large BYTES] [--adapt-connections H[:L]]\n"
-          "strategies: reactive (default), lf, hsha, proactive,\n"
+          "            [--defer-accept S]\n"
+          "strategies: adaptive (default), reactive, lf, hsha, proactive,\n"
           "            thread-per-connection, thread-per-request,\n"
-          "            thread-pool, adaptive\n"
-          "defaults: --host 127.0.0.1 --port 8080 --max-connections 10000\n"
+          "            thread-pool\n"
+          "defaults: --strategy adaptive --threads 2 (each of its sides;\n"
+          "          reactive where no Proactor starts)\n"
+          "          --backend uring, else the default completion backend\n"
+          "          (adaptive; the others: taxi's default for them)\n"
+          "          --host 127.0.0.1 --port 8080 --max-connections 10000\n"
           "          --header-timeout 10000 --idle-timeout 30000\n"
           "          --send-timeout 5000 (the blocking strategies)\n"
           "          --cache-bytes 67108864 --dotfiles deny\n"
           "          --adapt-policy measure --adapt-large 262144\n"
           "          --adapt-connections 64:32 (threshold policy only)\n"
+          "          --defer-accept 1 (adaptive on Linux; 0: off)\n"
           "a cached file is checked against the disk 1 s after its last\n"
           "check: a change is served at most 1 s after it is made\n");
   return status;
@@ -126,7 +135,8 @@ static int parse_args(int argc, char **argv, struct jaws_config *cfg) {
   unsigned long v;
   cfg->host = "127.0.0.1";
   cfg->port = 8080;
-  cfg->strategy = "reactive";
+  /* The best over the whole WebSTONE matrix (docs/bench/README.md). */
+  cfg->strategy = "adaptive";
   cfg->max_connections = 10000;
   cfg->header_timeout_ms = 10000;
   cfg->idle_timeout_ms = 30000;
@@ -135,6 +145,7 @@ static int parse_args(int argc, char **argv, struct jaws_config *cfg) {
   cfg->adapt_high = 64;
   cfg->adapt_low = 0; /* 0: half the high mark */
   cfg->adapt_large = 256u << 10;
+  cfg->defer_accept_s = 1;
   for (int i = 1; i < argc;) {
     const char *val, *name = argv[i];
     int rc;
@@ -149,6 +160,7 @@ static int parse_args(int argc, char **argv, struct jaws_config *cfg) {
       if (rc > 0 && echo_parse_port(val, &cfg->port) != 0) rc = -1;
     } else if (OPT("--strategy")) {
       cfg->strategy = val;
+      cfg->strategy_given = true;
       if (rc > 0 && jaws_strategy_find(val) == NULL) {
         fprintf(stderr, "jaws: unknown strategy %s\n", val);
         rc = -1;
@@ -191,6 +203,9 @@ static int parse_args(int argc, char **argv, struct jaws_config *cfg) {
         rc = -1;
     } else if (OPT("--adapt-connections")) {
       if (rc > 0 && parse_marks(val, cfg) != 0) rc = -1;
+    } else if (OPT("--defer-accept")) {
+      if (rc > 0 && echo_parse_count(val, 0, 3600, &v) != 0) rc = -1;
+      cfg->defer_accept_s = (unsigned)v;
     } else if (OPT("--adapt-large")) {
       if (rc > 0 && echo_parse_count(val, 1, CACHE_BYTES_MAX, &v) != 0) rc = -1;
       cfg->adapt_large = v;
@@ -240,6 +255,14 @@ int main(int argc, char **argv) {
     return 1;
   }
   rc = strategy->run(&srv, strategy);
+  if (rc != 0 && srv.no_proactor && !srv.started && !srv.cfg.strategy_given) {
+    /* The default needs a Proactor; where none starts, the one strategy
+     * that needs nothing but the default readiness backend. */
+    fprintf(stderr, "jaws: no proactor here: strategy reactive instead\n");
+    srv.cfg.strategy = "reactive";
+    strategy = jaws_strategy_find(srv.cfg.strategy);
+    rc = strategy->run(&srv, strategy);
+  }
   if (srv.started)
     printf("jaws: stopped after %llu requests%s\n",
            (unsigned long long)atomic_load(&srv.requests), srv.stop_note);

@@ -29,6 +29,9 @@ struct jaws_config {
   const char *host;
   unsigned port;
   const char *strategy;
+  /* --strategy was given: without it a host whose Proactor cannot start
+   * at all serves with reactive instead of adaptive (jaws.c). */
+  bool strategy_given;
   const char *backend; /* NULL: taxi's choice */
   unsigned threads;    /* 0: the strategy's default */
   unsigned max_connections;
@@ -47,6 +50,9 @@ struct jaws_config {
   uint64_t adapt_large;
   bool adapt_threshold;
   unsigned adapt_high, adapt_low;
+  /* adaptive, Linux: a connection reaches accept once its first bytes
+   * have come, or this many seconds after its handshake (0: at once). */
+  unsigned defer_accept_s;
 };
 
 struct jaws_server {
@@ -57,7 +63,10 @@ struct jaws_server {
   atomic_uint connections; /* open and admitted */
   atomic_ullong refused;   /* turned away with 503 */
   atomic_int stopping;
-  bool started;        /* the listening line was printed */
+  bool started; /* the listening line was printed */
+  /* adaptive: no completion backend works here (the default one
+   * included), so it could not start. */
+  bool no_proactor;
   char stop_note[320]; /* the strategy's addition to the closing line */
 };
 
@@ -89,7 +98,8 @@ int jaws_send_blocking(taxi_handle_t fd, const struct http_out *o);
 /* strategy_threads.c: accept one connection from listener l as a blocking
  * socket (jaws_sock_accept; `prepared` and wait_ms as there, sends giving
  * up after the idle timeout) and admit it: true with *fd and peer[cap]
- * set and the connection counted (jaws_leave undoes it); false if none
+ * set (the peer's address with an access log, else "-", cap 2 or more)
+ * and the connection counted (jaws_leave undoes it); false if none
  * came, or it was refused (answered 503 and closed).  A failing accept
  * (out of descriptors) naps first, so that a thread retrying does not
  * spin. */

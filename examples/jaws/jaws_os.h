@@ -125,7 +125,8 @@ int64_t jaws_send_copy_now(taxi_handle_t s, taxi_handle_t f, uint64_t off,
  * jaws_sock_accept_waits said 1 to) as a blocking socket, not inherited
  * by child processes, TCP_NODELAY, sends giving up after send_timeout_ms
  * and (where jaws_sock_recv_timed relies on it) receives after wait_ms;
- * its peer's numeric address into peer[cap] ("-" if unknown).  1
+ * its peer's numeric address into peer[cap] ("-" if unknown; cap 0: not
+ * asked, peer untouched).  1
  * accepted, 0 none waiting (or one that vanished), -1 error.  A socket it
  * cannot set up is closed again. */
 int jaws_sock_accept_waits(taxi_handle_t l, unsigned send_timeout_ms,
@@ -133,6 +134,12 @@ int jaws_sock_accept_waits(taxi_handle_t l, unsigned send_timeout_ms,
 int jaws_sock_accept(taxi_handle_t l, bool prepared, taxi_handle_t *out,
                      char *peer, size_t cap, unsigned send_timeout_ms,
                      int wait_ms);
+/* Have listener l's accept queue take a connection only once its first
+ * bytes have come (or about secs seconds after its handshake; secs 0
+ * turns it off): a thread woken to accept then finds the request there,
+ * where it would otherwise read nothing and wait again.  1 done, 0 not
+ * possible here (Linux's TCP_DEFER_ACCEPT only), -1 refused. */
+int jaws_sock_defer_accept(taxi_handle_t l, unsigned secs);
 /* Connections waiting in listener l's accept queue (Linux: TCP_INFO of a
  * listening socket); 0 where the system does not say. */
 unsigned jaws_sock_backlog(taxi_handle_t l);

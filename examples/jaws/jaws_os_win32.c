@@ -517,8 +517,10 @@ int jaws_sock_accept(taxi_handle_t l, bool prepared, taxi_handle_t *out,
                ? 0
                : -1;
   }
-  if (getnameinfo((struct sockaddr *)&ss, len, peer, (DWORD)cap, NULL, 0,
-                  NI_NUMERICHOST) != 0)
+  /* cap 0: no one reads the address (no access log), and formatting it
+   * costs a few percent of a small request's CPU. */
+  if (cap > 0 && getnameinfo((struct sockaddr *)&ss, len, peer, (DWORD)cap,
+                             NULL, 0, NI_NUMERICHOST) != 0)
     snprintf(peer, cap, "-");
   (void)setsockopt(s, IPPROTO_TCP, TCP_NODELAY, (const char *)&on, sizeof on);
   if (sock_blocking((taxi_handle_t)s, send_timeout_ms) != 0) {
@@ -527,6 +529,13 @@ int jaws_sock_accept(taxi_handle_t l, bool prepared, taxi_handle_t *out,
   }
   *out = (taxi_handle_t)s;
   return 1;
+}
+
+int jaws_sock_defer_accept(taxi_handle_t l, unsigned secs) {
+  /* Winsock's SO_CONDITIONAL_ACCEPT decides whether to accept, not when. */
+  (void)l;
+  (void)secs;
+  return 0;
 }
 
 unsigned jaws_sock_backlog(taxi_handle_t l) {

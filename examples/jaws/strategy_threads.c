@@ -164,8 +164,11 @@ static bool accept_waits;
 bool jaws_accept_blocking(struct jaws_server *srv, taxi_handle_t l,
                           bool prepared, taxi_handle_t *fd, char *peer,
                           size_t cap, int wait_ms) {
-  int rc = jaws_sock_accept(l, prepared, fd, peer, cap,
+  /* The peer's address is for the access log alone. */
+  bool named = srv->log != NULL;
+  int rc = jaws_sock_accept(l, prepared, fd, peer, named ? cap : 0,
                             srv->cfg.send_timeout_ms, wait_ms);
+  if (!named && cap >= 2) memcpy(peer, "-", 2);
   if (rc < 0) jaws_sock_wait(TAXI_INVALID_HANDLE, ACCEPT_NAP_MS);
   if (rc != 1) return false;
   if (jaws_admit(srv)) return true;

@@ -2,8 +2,9 @@
 # shellcheck shell=sh
 # servers.sh - start and stop a stock web server on a loopback port for the
 # web load generator (tests/bench/webstone): nginx or lighttpd, configured
-# in a scratch directory (one worker, sendfile on, no access log), or
-# python3's http.server.  Sourced (POSIX sh) by tests/bench_webstone.sh and
+# in a scratch directory (one worker, sendfile on, no access log; nginx:N
+# for nginx with N worker processes under its master), or python3's
+# http.server.  Sourced (POSIX sh) by tests/bench_webstone.sh and
 # by whoever runs the benchmark by hand, after tests/lib.sh (whose exit
 # kills a server still running):
 #
@@ -48,11 +49,16 @@ for _ in range(200):
 sys.exit(1)' "$1" "$2"
 }
 
-ws_nginx_conf() { # PORT DOCROOT SCRATCH
+# PORT DOCROOT SCRATCH WORKERS: with one worker nginx runs as that worker
+# alone (no master), as every earlier measurement did; with more, the
+# master starts them (master_process off would run one process whatever
+# worker_processes says) and stays in the foreground.
+ws_nginx_conf() {
+  if [ "$4" -gt 1 ]; then ws_master=on; else ws_master=off; fi
   cat <<EOF
-worker_processes 1;
+worker_processes $4;
 daemon off;
-master_process off;
+master_process $ws_master;
 pid $3/nginx.pid;
 error_log $3/nginx-error.log warn;
 worker_rlimit_nofile 16384;
@@ -95,7 +101,8 @@ EOF
 # ws_jaws_start STRATEGY[:BACKEND] DOCROOT SCRATCH: taxi's web server
 # (examples/jaws/jaws, path in $ws_jaws) with that concurrency strategy,
 # $WS_JAWS_THREADS threads (default 2) for the strategies that pool them;
-# it binds port 0 itself and says which port it got.
+# STRATEGY "default": jaws with its own defaults (no --strategy, --threads
+# or --backend).  It binds port 0 itself and says which port it got.
 ws_jaws_start() {
   ws_strategy=${1%%:*} ws_backend=''
   case $1 in *:*) ws_backend=${1#*:} ;; esac
@@ -103,29 +110,45 @@ ws_jaws_start() {
     echo "servers.sh: jaws not built (ws_jaws=${ws_jaws:-unset})" >&2
     return 1
   fi
-  mkdir -p "$3" || return 1
-  # shellcheck disable=SC2086 # the backend option is one word or none
-  if spawn "$3/server.log" "$3/server.log" "$ws_jaws" --root "$2" --port 0 \
-    --strategy "$ws_strategy" ${ws_backend:+--backend "$ws_backend"} \
-    --threads "${WS_JAWS_THREADS:-2}" --max-connections 20000; then
+  ws_name=$1 ws_root=$2 ws_dir=$3
+  mkdir -p "$ws_dir" || return 1
+  set --
+  if [ "$ws_strategy" != default ]; then
+    # shellcheck disable=SC2086 # the backend option is one word or none
+    set -- --strategy "$ws_strategy" ${ws_backend:+--backend "$ws_backend"} \
+      --threads "${WS_JAWS_THREADS:-2}"
+  fi
+  if spawn "$ws_dir/server.log" "$ws_dir/server.log" "$ws_jaws" \
+    --root "$ws_root" --port 0 --max-connections 20000 "$@"; then
     # shellcheck disable=SC2154 # pid and port: set by spawn (tests/lib.sh)
     ws_pid=$pid ws_port=$port
     return 0
   fi
-  echo "servers.sh: jaws ($1) did not start:" >&2
-  cat "$3/server.log" >&2
+  echo "servers.sh: jaws ($ws_name) did not start:" >&2
+  cat "$ws_dir/server.log" >&2
   return 1
 }
 
-# ws_server_start KIND DOCROOT SCRATCH (KIND: nginx, lighttpd, python, or
-# jaws:STRATEGY[:BACKEND])
+# ws_server_start KIND DOCROOT SCRATCH (KIND: nginx, nginx:WORKERS,
+# lighttpd, python, jaws:STRATEGY[:BACKEND] or jaws:default)
 ws_server_start() {
-  ws_kind=$1 ws_root=$2 ws_dir=$3 ws_try=0
+  ws_kind=$1 ws_root=$2 ws_dir=$3 ws_try=0 ws_workers=1
   case $ws_kind in
   jaws:*)
     ws_jaws_start "${ws_kind#jaws:}" "$ws_root" "$ws_dir"
     return
     ;;
+  nginx:*)
+    ws_workers=${ws_kind#nginx:} ws_kind=nginx
+    case $ws_workers in
+    '' | *[!0-9]* | 0*)
+      echo "servers.sh: nginx:N wants a number of workers, not '$ws_workers'" >&2
+      return 1
+      ;;
+    esac
+    ;;
+  esac
+  case $ws_kind in
   nginx | lighttpd)
     if ! command -v "$ws_kind" >/dev/null 2>&1; then
       echo "servers.sh: $ws_kind is not installed" >&2
@@ -150,7 +173,8 @@ ws_server_start() {
     case $ws_kind in
     nginx)
       mkdir -p "$ws_dir/nginx-tmp"
-      ws_nginx_conf "$ws_port" "$ws_root" "$ws_dir" >"$ws_dir/nginx.conf"
+      ws_nginx_conf "$ws_port" "$ws_root" "$ws_dir" "$ws_workers" \
+        >"$ws_dir/nginx.conf"
       nginx -p "$ws_dir" -c "$ws_dir/nginx.conf" \
         >"$ws_dir/server.log" 2>&1 </dev/null &
       ;;

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# versus-nginx.sh - taxi's web server with its defaults against nginx, the
+# comparison of docs/bench/README.md ("taxi against nginx"): run.sh over
+# the WebSTONE mix at 50 clients, once with keep-alive and once with a
+# connection per request, each server measured --repeat times, round by
+# round (--interleave), then the medians and the ratios.
+#
+#   tests/bench/webstone/versus-nginx.sh [--builddir DIR] [--out DIR]
+#       [--repeat N] [--warmup S] [--duration S] [--clients N]
+#       [--servers LIST]
+#
+# Defaults: --repeat 3 --warmup 4 --duration 6 --clients 50, the servers
+# "jaws:default nginx nginx:2": jaws as `jaws --root DIR` starts it
+# (adaptive, 2 threads on each of its sides: the same program as `jaws
+# --threads 2`), nginx with one worker and with two.  18 runs, about 4
+# minutes.  OUT (default BUILDDIR/tests/bench/versus-nginx) gets
+# keep-alive/ and close/, each run.sh's runs.csv and results.csv and its
+# table, and summary.txt: the load average before and after, the medians
+# in Mbit/s and jaws's ratio to each nginx.  Needs nginx (Debian:
+# nginx-light); exits 1 without it.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+builddir=.
+out=''
+repeat=3
+warmup=4
+duration=6
+clients=50
+servers="jaws:default nginx nginx:2"
+usage() { sed -n '/^#   tests/,/^#       \[--servers/p' "$0" | sed 's/^# //'; }
+while [ $# -gt 0 ]; do
+  case $1 in
+  --builddir) builddir=$2; shift 2 ;;
+  --out) out=$2; shift 2 ;;
+  --repeat) repeat=$2; shift 2 ;;
+  --warmup) warmup=$2; shift 2 ;;
+  --duration) duration=$2; shift 2 ;;
+  --clients) clients=$2; shift 2 ;;
+  --servers) servers=$2; shift 2 ;;
+  -h | --help) usage; exit 0 ;;
+  *) echo "versus-nginx.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
+  esac
+done
+if ! command -v nginx >/dev/null 2>&1; then
+  echo "versus-nginx.sh: nginx is not installed (Debian: nginx-light)" >&2
+  exit 1
+fi
+[ -n "$out" ] || out=$builddir/tests/bench/versus-nginx
+mkdir -p "$out" || exit 1
+summary=$out/summary.txt
+{
+  echo "versus-nginx.sh $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores"
+  echo "servers: $servers; the mix, $clients clients, $repeat rounds of" \
+    "${duration} s after ${warmup} s of warm-up"
+  echo "load before: $(uptime)"
+} >"$summary"
+for mode in keep-alive close; do
+  flags=(--keep-alive)
+  [ "$mode" = close ] && flags=()
+  mkdir -p "$out/$mode" || exit 1
+  bash "$here/run.sh" --builddir "$builddir" --servers "$servers" \
+    --files mix --clients "$clients" --warmup "$warmup" \
+    --duration "$duration" --interleave --repeat "$repeat" \
+    "${flags[@]}" --out "$out/$mode" >"$out/$mode/table.txt" || exit 1
+done
+echo "load after: $(uptime)" >>"$summary"
+# The medians (results.csv: server,file,clients,keep_alive,reqs_per_s,
+# mbit_per_s,...,errors) and every server's ratio to the first one's.
+for mode in keep-alive close; do
+  awk -F, -v mode="$mode" '
+    NR == 1 { next }
+    { n++; name[n] = $1; mbit[n] = $6; req[n] = $5; err[n] = $14 }
+    END {
+      printf "%s (medians):\n", mode
+      for (i = 1; i <= n; i++)
+        printf "  %-14s %9.1f Mbit/s %9.1f req/s %4s errors\n", name[i], mbit[i], req[i], err[i]
+      for (i = 2; i <= n; i++)
+        if (mbit[i] > 0)
+          printf "  %s / %s: %.2f\n", name[1], name[i], mbit[1] / mbit[i]
+    }' "$out/$mode/results.csv"
+done >>"$summary"
+cat "$summary"

@@ -8,7 +8,7 @@
 #
 #   tests/bench/webstone/versus-nginx.sh [--builddir DIR] [--out DIR]
 #       [--repeat N] [--warmup S] [--duration S] [--clients N]
-#       [--servers LIST]
+#       [--servers LIST] [--tls [--tls-resume]]
 #
 # Defaults: --repeat 3 --warmup 4 --duration 6 --clients 50, the servers
 # "jaws:default nginx nginx:2": jaws as `jaws --root DIR` starts it
@@ -18,7 +18,11 @@
 # keep-alive/ and close/, each run.sh's runs.csv and results.csv and its
 # table, and summary.txt: the load average before and after, the medians
 # in Mbit/s and jaws's ratio to each nginx.  Needs nginx (Debian:
-# nginx-light); exits 1 without it.
+# nginx-light); exits 1 without it.  --tls: the same over HTTPS (run.sh
+# --tls: one certificate for both servers, webstone's OpenSSL client, a
+# full handshake per connection, or resumed ones with --tls-resume), the
+# summary's first line saying so; OUT's default is then
+# BUILDDIR/tests/bench/versus-nginx-tls.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 builddir=.
@@ -28,6 +32,7 @@ warmup=4
 duration=6
 clients=50
 servers="jaws:default nginx nginx:2"
+tls=()
 usage() { sed -n '/^#   tests/,/^#       \[--servers/p' "$0" | sed 's/^# //'; }
 while [ $# -gt 0 ]; do
   case $1 in
@@ -38,6 +43,8 @@ while [ $# -gt 0 ]; do
   --duration) duration=$2; shift 2 ;;
   --clients) clients=$2; shift 2 ;;
   --servers) servers=$2; shift 2 ;;
+  --tls) [ ${#tls[@]} -gt 0 ] || tls=(--tls); shift ;;
+  --tls-resume) tls=(--tls-resume); shift ;;
   -h | --help) usage; exit 0 ;;
   *) echo "versus-nginx.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
   esac
@@ -46,11 +53,11 @@ if ! command -v nginx >/dev/null 2>&1; then
   echo "versus-nginx.sh: nginx is not installed (Debian: nginx-light)" >&2
   exit 1
 fi
-[ -n "$out" ] || out=$builddir/tests/bench/versus-nginx
+[ -n "$out" ] || out=$builddir/tests/bench/versus-nginx${tls:+-tls}
 mkdir -p "$out" || exit 1
 summary=$out/summary.txt
 {
-  echo "versus-nginx.sh $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores"
+  echo "versus-nginx.sh $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores${tls:+, HTTPS (webstone ${tls[0]})}"
   echo "servers: $servers; the mix, $clients clients, $repeat rounds of" \
     "${duration} s after ${warmup} s of warm-up"
   echo "load before: $(uptime)"
@@ -62,7 +69,7 @@ for mode in keep-alive close; do
   bash "$here/run.sh" --builddir "$builddir" --servers "$servers" \
     --files mix --clients "$clients" --warmup "$warmup" \
     --duration "$duration" --interleave --repeat "$repeat" \
-    "${flags[@]}" --out "$out/$mode" >"$out/$mode/table.txt" || exit 1
+    "${flags[@]}" "${tls[@]}" --out "$out/$mode" >"$out/$mode/table.txt" || exit 1
 done
 echo "load after: $(uptime)" >>"$summary"
 # The medians (results.csv: server,file,clients,keep_alive,reqs_per_s,

@@ -14,6 +14,9 @@
 #   - clients that complete no handshake (one sends nothing, one half a
 #     ClientHello) are closed by the header timeout, well before the idle
 #     timeout;
+#   - webstone --tls (its OpenSSL client) over the mix, every byte checked:
+#     kept-alive connections, then a connection per request resuming its
+#     session (the server must resume some);
 #   - SIGHUP reloads the certificate: the next client is served the new
 #     one (openssl s_client -showcerts), a connection made before goes on
 #     with its own; a reload from a broken file keeps the one in use.
@@ -30,6 +33,7 @@
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/lib.sh"
 server=$builddir/examples/jaws/jaws
+webstone=$builddir/tests/bench/webstone/webstone
 need_built jaws_tls.sh "$server"
 need_tools jaws_tls.sh curl python3 openssl
 
@@ -66,6 +70,12 @@ cat "$work/first.pem" "$work/second.pem" >"$work/ca.pem"
 cp "$work/first.pem" "$work/server.pem"
 cp "$work/first.key" "$work/server.key"
 tls_args="--tls-cert $work/server.pem --tls-key $work/server.key"
+docroot=''
+if [ -x "$webstone" ] && "$webstone" --make-docroot "$work/webstone" >/dev/null 2>&1
+then
+  docroot=$work/webstone
+  cp -R "$docroot/mix" "$root/mix" # a link out of the root is refused
+fi
 
 # The engine: a build without OpenSSL refuses every TLS context.
 "$server" --root "$root" --port 0 --tls-port 0 $tls_args \
@@ -205,6 +215,35 @@ EOF
   fi
 }
 
+# check_webstone: webstone --tls against $tport, the mix with every byte
+# compared: kept-alive, then a connection per request with resumption.
+check_webstone() {
+  s=$1
+  [ -n "$docroot" ] || return 0
+  if "$webstone" --port "$tport" --docroot "$docroot" --clients 8 \
+    --requests 400 --warmup 0 --tls --keep-alive --json \
+    >"$work/ws.json" 2>"$work/ws.err"; then
+    ok "$s: webstone --tls, kept-alive, every byte"
+  else
+    cat "$work/ws.err"
+    bad "$s: webstone --tls, kept-alive"
+  fi
+  if "$webstone" --port "$tport" --docroot "$docroot" --clients 8 \
+    --requests 200 --warmup 0 --tls-resume --json \
+    >"$work/ws.json" 2>"$work/ws.err"; then
+    ok "$s: webstone --tls-resume, a connection per request, every byte"
+  else
+    cat "$work/ws.err"
+    bad "$s: webstone --tls-resume, a connection per request"
+  fi
+  resumed=$(sed -n 's/.*"resumed":\([0-9]*\).*/\1/p' "$work/ws.json")
+  if [ "${resumed:-0}" -gt 0 ]; then
+    ok "$s: sessions resumed ($resumed of 200)"
+  else
+    bad "$s: no session resumed"
+  fi
+}
+
 # check_no_handshake: two clients that never complete a handshake are
 # closed by the header timeout (1 s here), long before the idle timeout
 # (60 s here), while a third gets its file.
@@ -337,6 +376,7 @@ for run in $runs; do
   expect "$run: a TLS listener beside the plain one" 1 \
     "$(grep -c 'listening on [^ ]*, tls on [^ ]*:[0-9]' "$out")"
   check_tls "$run"
+  check_webstone "$run"
   check_no_handshake "$run"
   check_reload "$run"
   if stop "$run"; then ok "$run: stopped"; else bad "$run: stop"; fi

@@ -633,9 +633,6 @@ struct taxi_stream {
    * it runs. */
   taxi__pipe_t *pipe_src, *pipe_dst;
   const taxi__pipe_ops_t *pipe_ops;
-  /* A TLS stream's filter (core/stream/stream_tls.c), NULL for a plain
-   * one; under the lock, freed once the close callback has run. */
-  struct taxi__tls *tls;
   /* taxi_stream_counters: atomics, read by any thread without the lock. */
   struct {
     atomic_ullong bytes_in, bytes_out, reads, writes, writes_refused,
@@ -683,6 +680,11 @@ struct taxi_stream {
       unsigned rq_cap, rq_head, rq_count;
     } p;
   } d;
+  /* A TLS stream's filter (core/stream/stream_tls.c), NULL for a plain
+   * one; under the lock, freed once the close callback has run.  Last, so
+   * that the fields the data path of every stream reads keep their
+   * places. */
+  struct taxi__tls *tls;
 };
 
 /* Check options (NULL: defaults) and copy them to *out.  A refusal's

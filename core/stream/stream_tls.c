@@ -25,9 +25,10 @@
  * flags tell the driver to watch for them (TAXI__S_TLS_IN, TAXI__S_TLS_OUT),
  * and the state machine flushes at every round.
  *
- * Called by stream.c, stream_make.c and listener.c with the stream's lock
- * held (but attach); calls the driver through its table, the engine
- * through its, tls_context.c's references, and the ports.
+ * Called by stream.c, with the stream's lock held (but attach and
+ * detach, at the stream's making and release); calls the driver through
+ * its table, the engine through its, tls_context.c's references, and the
+ * ports.
  */
 #include "config.h"
 

@@ -446,7 +446,9 @@ TAXI_EXTERN int taxi_stream_write_ref(taxi_stream_t *s, const void *data,
  * when the peer is gone: a program that sends files should ignore it.
  * Under the reactor and its pools the socket is corked (Linux TCP_CORK)
  * while a file of up to 1 MiB is queued, so that the file leaves in full
- * segments with the writes before it, and uncorked once none is.
+ * segments with the writes before it, and uncorked once none is.  A TLS
+ * stream (taxi/tls.h) reads the file into its engine in pieces instead:
+ * no sendfile(2) through user-space TLS.
  * Errors as
  * taxi_stream_write, and TAXI_EINVAL also for a negative offset, len 0, or
  * a range past the end of the file (or a handle that is not a regular
@@ -607,7 +609,8 @@ typedef void (*taxi_stream_detach_fn)(taxi_stream_t *s, taxi_handle_t h,
  *
  * Returns 0, TAXI_EINVAL (NULL s or fn), TAXI_EBADF (closing, closed or
  * detaching already), TAXI_EBUSY (something of the stream is in flight,
- * see above; nothing changed).  Any thread, the stream's callbacks too.
+ * see above; nothing changed), TAXI_ENOTSUP (a TLS stream: its session
+ * cannot leave with the socket).  Any thread, the stream's callbacks too.
  */
 TAXI_EXTERN int taxi_stream_detach(taxi_stream_t *s, taxi_stream_detach_fn fn,
                                    void *arg);

@@ -127,14 +127,15 @@ static void fails(const char *name, const char *ca_name, const char *host,
   CU_ASSERT_EQUAL(c[1].hs_status, want);
   CU_ASSERT_EQUAL(c[1].reason, want);
   CU_ASSERT(strstr(c[1].why, text) != NULL);
-  if (!strstr(c[1].why, text))
-    printf("\n  client: %s \"%s\"", taxi_error_name(c[1].reason), c[1].why);
   CU_ASSERT_EQUAL(c[1].got, 0);
   CU_ASSERT(tls_wait_count(&vb.closed, 1, 10000));
   CU_ASSERT_EQUAL(atomic_load(&vb.hs_failed), 1);
   CU_ASSERT_EQUAL(atomic_load(&vb.last_close), TAXI_ETLS);
   pthread_mutex_lock(&vb.lock);
   CU_ASSERT(strstr(vb.why, "alert") != NULL);
+  printf("(client: %s \"%s\"; server: %s \"%s\") ",
+         taxi_error_name(c[1].reason), c[1].why,
+         taxi_error_name(atomic_load(&vb.last_close)), vb.why);
   pthread_mutex_unlock(&vb.lock);
   /* The other stream went on. */
   CU_ASSERT_EQUAL(c[0].reason, 0);
@@ -187,6 +188,7 @@ static void test_plain_client(void) {
   CU_ASSERT_EQUAL(atomic_load(&v.last_close), TAXI_ETLS);
   pthread_mutex_lock(&v.lock);
   CU_ASSERT(strlen(v.why) > 0);
+  printf("(server: \"%s\") ", v.why);
   pthread_mutex_unlock(&v.lock);
   st_io_destroy(&io);
   taxi_tls_context_unref(sc);
@@ -335,6 +337,16 @@ static void held_handshake(taxi_stream_t *s, int status) {
   if (status == 0) atomic_store(&h->connected, 1);
 }
 
+static void held_detached(taxi_stream_t *s, taxi_handle_t h, const void *unread,
+                          size_t len, void *arg) {
+  (void)s;
+  (void)h;
+  (void)unread;
+  (void)len;
+  (void)arg;
+  CU_FAIL("a TLS stream was detached");
+}
+
 static void test_reload(void) {
   st_io_t io;
   if (st_io_create(&io) < 0) return;
@@ -376,6 +388,10 @@ static void test_reload(void) {
   /* The old stream keeps its session. */
   CU_ASSERT_EQUAL(taxi_stream_write(hs, "after", 5, NULL, NULL), 0);
   CU_ASSERT(tls_wait_count(&h.got, 11, 10000));
+  /* Its session cannot leave with the socket. */
+  CU_ASSERT_EQUAL(taxi_stream_detach(hs, held_detached, NULL), TAXI_ENOTSUP);
+  taxi_tls_info_t small = {.size = 1};
+  CU_ASSERT_EQUAL(taxi_tls_info(hs, &small), TAXI_EINVAL);
   CU_ASSERT_EQUAL(taxi_stream_close(hs), 0);
   CU_ASSERT(util_wait_flag(&h.done, 1, 10000));
   CU_ASSERT_EQUAL(h.reason, 0);

@@ -185,7 +185,7 @@ static void test_tls10_client(void) {
   CU_ASSERT_EQUAL(atomic_load(&v.last_close), TAXI_ETLS);
   pthread_mutex_lock(&v.lock);
   CU_ASSERT(strstr(v.why, "protocol") != NULL);
-  if (!strstr(v.why, "protocol")) printf("\n  server: \"%s\"", v.why);
+  printf("(server: \"%s\") ", v.why);
   pthread_mutex_unlock(&v.lock);
   st_io_destroy(&io);
   taxi_tls_context_unref(sc);
@@ -384,9 +384,15 @@ static void test_renegotiation(void) {
   int k = hs == 1 ? SSL_read(r.ssl, buf, sizeof buf) : -1;
   CU_ASSERT(hs != 1 || k <= 0);
   CU_ASSERT_EQUAL(SSL_renegotiate_pending(r.ssl) && hs == 1 && k > 0, 0);
+  unsigned long e = ERR_peek_error();
   raw_free(&r);
   CU_ASSERT(tls_wait_count(&p.v.closed, 1, 10000));
   CU_ASSERT(atomic_load(&p.v.last_close) != 0);
+  pthread_mutex_lock(&p.v.lock);
+  printf("(client: handshake %d, read %d, \"%s\"; server: %s \"%s\") ", hs, k,
+         e ? ERR_reason_error_string(e) : "",
+         taxi_error_name(atomic_load(&p.v.last_close)), p.v.why);
+  pthread_mutex_unlock(&p.v.lock);
   peer_srv_stop(&p);
 }
 
@@ -413,6 +419,9 @@ static void test_garbage(void) {
   CU_ASSERT(tls_wait_count(&p.v.closed, 1, 10000));
   CU_ASSERT_EQUAL(atomic_load(&p.v.last_close), TAXI_ETLS);
   CU_ASSERT_EQUAL(atomic_load(&p.v.hs_failed), 1);
+  pthread_mutex_lock(&p.v.lock);
+  printf("(server: \"%s\") ", p.v.why);
+  pthread_mutex_unlock(&p.v.lock);
   SSL_free(ssl);
   SSL_CTX_free(x);
   /* The listener goes on. */

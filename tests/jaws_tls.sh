@@ -78,6 +78,7 @@ then
 fi
 
 # The engine: a build without OpenSSL refuses every TLS context.
+# shellcheck disable=SC2086 # $tls_args: words
 "$server" --root "$root" --port 0 --tls-port 0 $tls_args \
   --strategy reactive >"$out" 2>&1 &
 probe=$!

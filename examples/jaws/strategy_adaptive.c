@@ -253,7 +253,7 @@ static void start_acceptor(struct adaptive *ad) {
    * would read nothing, poll and be woken again: with the kernel holding
    * it until its bytes come, a connection per request costs the pool one
    * wake-up and no empty read (on the mix at 50 clients a context switch
-   * and three system calls fewer a request, 30-40% less CPU). */
+   * and two or three system calls fewer a request, 30% less CPU). */
   if (cfg->defer_accept_s > 0 &&
       jaws_sock_defer_accept(ad->listener, cfg->defer_accept_s) < 0)
     fprintf(stderr, "jaws: adaptive: the listener refused a deferred accept\n");

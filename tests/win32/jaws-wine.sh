@@ -3,8 +3,9 @@
 # jaws-wine.sh - examples/jaws (the static-file web server) under wine, in
 # a Windows build's make check: jaws.exe in the strategies reactive, lf,
 # hsha, proactive (the IOCP Proactor), thread-per-connection,
-# thread-per-request, thread-pool and adaptive, each checked by clients that run on
-# Linux (curl, python3): a tree of files byte for byte (small ones from
+# thread-per-request, thread-pool, adaptive and the default (adaptive
+# over IOCP, no --strategy), each checked by clients that run on Linux
+# (curl, python3): a tree of files byte for byte (small ones from
 # memory, large ones sent from the file handle), HEAD, Last-Modified and
 # 304, a range (206), 404, keep-alive reuse, one file sent to 8 clients
 # at once (one cached handle, different offsets), the names Windows reads its
@@ -48,11 +49,15 @@ ln -s "$work/outside" "$root/escape"
 tree="index.html sub/a.txt medium.bin big.bin"
 
 # start STRATEGY [ARGS...]: jaws.exe on a free port; sets pid, port, url.
-# (wine-run.sh execs wine: the process started is the server.)
+# STRATEGY default: no --strategy.  (wine-run.sh execs wine: the process
+# started is the server.)
 start() {
+  how=$1
+  shift
+  [ "$how" = default ] || set -- --strategy "$how" "$@"
   # shellcheck disable=SC2086 # $run: the words of a command
-  start_server "jaws.exe ($1)" "$log" $run "$server" --port 0 \
-    --host 127.0.0.1 --root "Z:$root" --strategy "$@" || return 1
+  start_server "jaws.exe ($how)" "$log" $run "$server" --port 0 \
+    --host 127.0.0.1 --root "Z:$root" "$@" || return 1
   url=http://127.0.0.1:$port
 }
 
@@ -228,7 +233,7 @@ check_webstone() {
 }
 
 for s in reactive lf hsha proactive thread-per-connection \
-  thread-per-request thread-pool adaptive; do
+  thread-per-request thread-pool adaptive default; do
   set -- "$s"
   case $s in
     lf | hsha | thread-pool) set -- "$@" --threads 3 ;;
@@ -244,6 +249,11 @@ for s in reactive lf hsha proactive thread-per-connection \
   if ! start "$@"; then
     bad "$s: the server did not start"
     continue
+  fi
+  if [ "$s" = default ]; then
+    # The default: adaptive, its Proactor on IOCP (no io_uring here).
+    expect "default: adaptive over IOCP" 1 \
+      "$(grep -c '^jaws: strategy=adaptive backend=blocking+iocp ' "$log")"
   fi
   check_http "$s"
   if [ -n "${WEBSTONE:-}" ] && [ -x "$WEBSTONE" ]; then

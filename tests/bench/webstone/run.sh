@@ -14,9 +14,13 @@
 #       [--tls [--tls-resume]]
 #
 # LIST is space-separated.  Servers: nginx lighttpd python (the default:
-# all three; one not installed is skipped with a message), and taxi's web
-# server in a strategy, jaws:STRATEGY[:BACKEND] (jaws:lf,
-# jaws:proactive:uring, jaws:adaptive; threads from WS_JAWS_THREADS).  Clients:
+# all three; one not installed is skipped with a message; nginx and
+# lighttpd with one worker), nginx:N (nginx with N worker processes,
+# under its master: nginx:2), and taxi's web server in a strategy,
+# jaws:STRATEGY[:BACKEND] (jaws:lf, jaws:proactive:uring, jaws:adaptive;
+# threads from WS_JAWS_THREADS, default 2), or jaws:default (jaws as
+# `jaws --root DIR` starts it: no --strategy, --threads or --backend).
+# versus-nginx.sh runs jaws:default against nginx and nginx:2.  Clients:
 # default "10 100 1000".  Files: "mix" (the paper's mix, the default) or a
 # size of /size/BYTES.bin: 500 5000 50000 500000 5000000, the paper's
 # Figures 6-10.  Errors are counted, not fatal (--allow-errors): the table

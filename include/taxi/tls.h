@@ -102,7 +102,7 @@ typedef struct taxi_tls_options {
    * system's default store. */
   const char *ca_file;
   const char *ca_dir; /* see ca_file */
-  unsigned flags; /* TAXI_TLS_* */
+  unsigned flags;     /* TAXI_TLS_* */
   /* ALPN protocols, comma-separated ("h2,http/1.1"), NULL: none.  A
    * client offers them in that order; a server picks the first of its own
    * list that the client offered (none in common: the handshake goes on

@@ -13,11 +13,12 @@
 # Defaults: --repeat 3 --warmup 4 --duration 6 --clients 50, the servers
 # "jaws:default nginx nginx:2": jaws as `jaws --root DIR` starts it
 # (adaptive, 2 threads on each of its sides: the same program as `jaws
-# --threads 2`), nginx with one worker and with two.  18 runs, about 4
+# --threads 2`), nginx with one worker and with two.  18 runs, about 3.5
 # minutes.  OUT (default BUILDDIR/tests/bench/versus-nginx) gets
 # keep-alive/ and close/, each run.sh's runs.csv and results.csv and its
 # table, and summary.txt: the load average before and after, the medians
-# in Mbit/s and jaws's ratio to each nginx.  Needs nginx (Debian:
+# in Mbit/s, the first server's ratio to each other on the medians and
+# round by round.  Needs nginx (Debian:
 # nginx-light); exits 1 without it.  --tls: the same over HTTPS (run.sh
 # --tls: one certificate for both servers, webstone's OpenSSL client, a
 # full handshake per connection, or resumed ones with --tls-resume), the
@@ -57,34 +58,55 @@ fi
 mkdir -p "$out" || exit 1
 summary=$out/summary.txt
 {
-  echo "versus-nginx.sh $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores${tls:+, HTTPS (webstone ${tls[0]})}"
-  echo "servers: $servers; the mix, $clients clients, $repeat rounds of" \
-    "${duration} s after ${warmup} s of warm-up"
-  echo "load before: $(uptime)"
-} >"$summary"
-for mode in keep-alive close; do
-  flags=(--keep-alive)
-  [ "$mode" = close ] && flags=()
-  mkdir -p "$out/$mode" || exit 1
-  bash "$here/run.sh" --builddir "$builddir" --servers "$servers" \
-    --files mix --clients "$clients" --warmup "$warmup" \
-    --duration "$duration" --interleave --repeat "$repeat" \
-    "${flags[@]}" "${tls[@]}" --out "$out/$mode" >"$out/$mode/table.txt" || exit 1
-done
-echo "load after: $(uptime)" >>"$summary"
-# The medians (results.csv: server,file,clients,keep_alive,reqs_per_s,
-# mbit_per_s,...,errors) and every server's ratio to the first one's.
-for mode in keep-alive close; do
-  awk -F, -v mode="$mode" '
-    NR == 1 { next }
-    { n++; name[n] = $1; mbit[n] = $6; req[n] = $5; err[n] = $14 }
-    END {
-      printf "%s (medians):\n", mode
-      for (i = 1; i <= n; i++)
-        printf "  %-14s %9.1f Mbit/s %9.1f req/s %4s errors\n", name[i], mbit[i], req[i], err[i]
-      for (i = 2; i <= n; i++)
-        if (mbit[i] > 0)
-          printf "  %s / %s: %.2f\n", name[1], name[i], mbit[1] / mbit[i]
-    }' "$out/$mode/results.csv"
-done >>"$summary"
+    echo "versus-nginx.sh $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores${tls:+, HTTPS (webstone ${tls[0]})}"
+    echo "servers: $servers; the mix, $clients clients, $repeat rounds of" \
+      "${duration} s after ${warmup} s of warm-up"
+    echo "load before: $(uptime)"
+  } >"$summary"
+  for mode in keep-alive close; do
+    flags=(--keep-alive)
+    [ "$mode" = close ] && flags=()
+    mkdir -p "$out/$mode" || exit 1
+    bash "$here/run.sh" --builddir "$builddir" --servers "$servers" \
+      --files mix --clients "$clients" --warmup "$warmup" \
+      --duration "$duration" --interleave --repeat "$repeat" \
+      "${flags[@]}" "${tls[@]}" --out "$out/$mode" >"$out/$mode/table.txt" || exit 1
+  done
+  {
+  echo "load after: $(uptime)"
+  # The medians (results.csv: server,file,clients,keep_alive,reqs_per_s,
+  # mbit_per_s,...,errors) and every server's ratio to the first one's.
+  for mode in keep-alive close; do
+    awk -F, -v mode="$mode" '
+      NR == 1 { next }
+      { n++; name[n] = $1; mbit[n] = $6; req[n] = $5; err[n] = $14 }
+      END {
+        printf "%s (medians):\n", mode
+        for (i = 1; i <= n; i++)
+          printf "  %-14s %9.1f Mbit/s %9.1f req/s %4s errors\n", name[i], mbit[i], req[i], err[i]
+        for (i = 2; i <= n; i++)
+          if (mbit[i] > 0)
+            printf "  %s / %s: %.2f\n", name[1], name[i], mbit[1] / mbit[i]
+      }' "$out/$mode/results.csv"
+  done
+  # Round by round (runs.csv: ...,errors,round): each round ran its servers
+  # within the same half minute, so its ratio is measured under one load.
+  for mode in keep-alive close; do
+    awk -F, -v mode="$mode" '
+      NR == 1 { next }
+      $6 != "" {
+        if (!($1 in seen)) { seen[$1] = 1; order[++n] = $1 }
+        mbit[$1, $15] = $6; if ($15 > rounds) rounds = $15
+      }
+      END {
+        for (i = 2; i <= n; i++) {
+          line = ""
+          for (r = 1; r <= rounds; r++)
+            if (mbit[order[1], r] != "" && mbit[order[i], r] > 0)
+              line = line sprintf(" %.2f", mbit[order[1], r] / mbit[order[i], r])
+          printf "%s rounds, %s / %s:%s\n", mode, order[1], order[i], line
+        }
+      }' "$out/$mode/runs.csv"
+  done
+} >>"$summary"
 cat "$summary"

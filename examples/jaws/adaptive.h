@@ -26,6 +26,7 @@
 #include "http_session.h"
 #include "jaws.h"
 #include "jaws_os.h"
+#include "jaws_tls.h"
 #include "stream_common.h"
 
 #define SWEEP_BATCH 256
@@ -89,7 +90,15 @@ struct adaptive {
   struct jaws_server *srv;
   taxi_io_t *io; /* ASYNC */
   taxi_stream_options_t so;
+  /* The listening socket the pool accepts from; TAXI_INVALID_HANDLE
+   * with --tls-only (no pool then: every connection is TLS). */
   taxi_handle_t listener;
+  /* With TLS: the streams' options with the server context, and the
+   * Proactor's TLS listener.  A TLS connection is served by the Proactor
+   * from its accept: the pool's threads send with plain system calls. */
+  taxi_stream_options_t tls_so;
+  taxi_listener_t *tls_listener;
+  atomic_ullong tls_accepted;
   /* The Proactor's listener on the same socket, paused unless
    * proactor_accepts; NULL where it could not be made (the pool then
    * accepts every connection and hands over those that move at once). */

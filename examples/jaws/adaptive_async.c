@@ -15,8 +15,8 @@ void adaptive_on_read(taxi_stream_t *s, int status, const void *data,
 }
 
 /* A connection the Proactor accepted (while proactor_accepts, or taken
- * by an accept in progress as the pool took over again): ASYNC's from
- * its start. */
+ * by an accept in progress as the pool took over again, or on the TLS
+ * listener): ASYNC's from its start. */
 void adaptive_on_accept(taxi_listener_t *l, taxi_stream_t *s, void *arg) {
   struct adaptive *ad = arg;
   char peer[TAXI_ADDR_STRLEN];
@@ -29,10 +29,16 @@ void adaptive_on_accept(taxi_listener_t *l, taxi_stream_t *s, void *arg) {
     taxi_stream_close(s);
     return;
   }
-  atomic_fetch_add(&ad->moves[AT_ACCEPT], 1);
-  atomic_fetch_add(&ad->accepted, 1);
   pthread_mutex_lock(&c->lock);
   adaptive_become_async(c, s);
+  jaws_stream_accepted(&c->sc, s);
+  /* A TLS connection is ASYNC's by design, not moved there. */
+  if (c->sc.handshaking) {
+    atomic_fetch_add(&ad->tls_accepted, 1);
+  } else {
+    atomic_fetch_add(&ad->moves[AT_ACCEPT], 1);
+    atomic_fetch_add(&ad->accepted, 1);
+  }
   jaws_stream_settle(&c->sc, adaptive_on_read,
                      http_session_process(c->sc.sess, jaws_now_ms()));
   pthread_mutex_unlock(&c->lock);
@@ -47,7 +53,7 @@ void adaptive_on_sweep(taxi_io_timer_t *t, void *arg) {
   pthread_mutex_lock(&ad->list_lock);
   for (struct conn *c = ad->list; c && n < SWEEP_BATCH; c = c->next) {
     if (pthread_mutex_trylock(&c->lock) != 0) continue;
-    if (!c->sc.closed && !c->moving && http_session_expired(c->sc.sess, now)) {
+    if (!c->moving && jaws_stream_overdue(&c->sc, ad->srv, now)) {
       atomic_fetch_add(&c->refs, 1);
       late[n++] = c;
     }
@@ -57,10 +63,8 @@ void adaptive_on_sweep(taxi_io_timer_t *t, void *arg) {
   for (size_t i = 0; i < n; i++) {
     struct conn *c = late[i];
     pthread_mutex_lock(&c->lock);
-    if (!c->sc.closed && !c->moving && http_session_expired(c->sc.sess, now)) {
-      if (http_session_timeout(c->sc.sess) >= 0)
-        jaws_stream_settle(&c->sc, adaptive_on_read, HTTP_CLOSE);
-    }
+    if (!c->moving && jaws_stream_overdue(&c->sc, ad->srv, now))
+      jaws_stream_expire(&c->sc, adaptive_on_read);
     pthread_mutex_unlock(&c->lock);
     adaptive_conn_unref(c);
   }

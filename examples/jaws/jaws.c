@@ -10,6 +10,7 @@
  *        [--access-log FILE] [--dotfiles deny|allow]
  *        [--adapt-policy measure|threshold] [--adapt-large BYTES]
  *        [--adapt-connections H[:L]] [--defer-accept S]
+ *        [--tls-cert FILE --tls-key FILE (--tls-port P | --tls-only)]
  *
  * Strategies: reactive, lf, hsha, proactive (strategy_io.c),
  * thread-per-connection, thread-per-request, thread-pool
@@ -32,6 +33,7 @@
 
 #include "../echo_common.h"
 #include "access_log.h"
+#include "jaws_tls.h"
 #include "vfs.h"
 
 /* --cache-bytes and --adapt-large: up to 1 TiB, or what an unsigned long
@@ -78,9 +80,12 @@ void jaws_leave(struct jaws_server *srv) {
 }
 
 void jaws_print_listening(struct jaws_server *srv, const char *backend,
-                          unsigned threads, const char *bound) {
-  printf("jaws: strategy=%s backend=%s threads=%u listening on %s\n",
-         srv->cfg.strategy, backend ? backend : "-", threads, bound);
+                          unsigned threads, const char *bound,
+                          const char *tls_bound) {
+  printf("jaws: strategy=%s backend=%s threads=%u listening on %s%s%s%s\n",
+         srv->cfg.strategy, backend ? backend : "-", threads, bound,
+         srv->cfg.tls_only ? " (tls)" : "", tls_bound ? ", tls on " : "",
+         tls_bound ? tls_bound : "");
   fflush(stdout); /* scripts wait for this line */
   srv->started = true;
 }
@@ -95,6 +100,8 @@ static int usage(FILE *to, int status) {
           "            [--adapt-policy measure|threshold]\n"
           "            [--adapt-large BYTES] [--adapt-connections H[:L]]\n"
           "            [--defer-accept S]\n"
+          "            [--tls-cert FILE --tls-key FILE\n"
+          "             (--tls-port P | --tls-only)]\n"
           "strategies: adaptive (default), reactive, lf, hsha, proactive,\n"
           "            thread-per-connection, thread-per-request,\n"
           "            thread-pool\n"
@@ -110,7 +117,13 @@ static int usage(FILE *to, int status) {
           "          --adapt-connections 64:32 (threshold policy only)\n"
           "          --defer-accept 1 (adaptive on Linux; 0: off)\n"
           "a cached file is checked against the disk 1 s after its last\n"
-          "check: a change is served at most 1 s after it is made\n");
+          "check: a change is served at most 1 s after it is made\n"
+          "HTTPS: --tls-cert (PEM chain, the server's first) and --tls-key\n"
+          "  (PEM) with --tls-port P (a TLS listener beside the plain one\n"
+          "  on --port) or --tls-only (the listener on --port is TLS);\n"
+          "  strategies adaptive (TLS connections served by its proactor\n"
+          "  side), reactive, lf, hsha, proactive; SIGHUP reloads the two\n"
+          "  files for new connections; ALPN http/1.1\n");
   return status;
 }
 
@@ -128,6 +141,30 @@ static int parse_marks(const char *val, struct jaws_config *cfg) {
   cfg->adapt_high = (unsigned)h;
   cfg->adapt_low = (unsigned)l;
   return 0;
+}
+
+/* The TLS options together: 0, or the exit status after a message. */
+static int check_tls_args(const struct jaws_config *cfg) {
+  const char *why = NULL;
+  bool any =
+      cfg->tls_cert || cfg->tls_key || cfg->tls_port_given || cfg->tls_only;
+  if (!any) return 0;
+  if (!cfg->tls_cert || !cfg->tls_key)
+    why = "--tls-cert and --tls-key go together";
+  else if (cfg->tls_port_given == cfg->tls_only)
+    why =
+        "TLS takes one of --tls-port P (beside the plain listener) or "
+        "--tls-only";
+  else if (cfg->tls_port_given && cfg->tls_port != 0 &&
+           cfg->tls_port == cfg->port)
+    why = "--tls-port must differ from --port";
+  else if (jaws_strategy_find(cfg->strategy)->run == jaws_run_threads)
+    why =
+        "the thread-per-X strategies serve plain HTTP only; TLS with "
+        "adaptive, reactive, lf, hsha or proactive";
+  if (why == NULL) return 0;
+  fprintf(stderr, "jaws: %s\n", why);
+  return usage(stderr, 2);
 }
 
 /* 0 and cfg filled, or the exit status. */
@@ -206,6 +243,17 @@ static int parse_args(int argc, char **argv, struct jaws_config *cfg) {
     } else if (OPT("--defer-accept")) {
       if (rc > 0 && echo_parse_count(val, 0, 3600, &v) != 0) rc = -1;
       cfg->defer_accept_s = (unsigned)v;
+    } else if (OPT("--tls-cert")) {
+      cfg->tls_cert = val;
+    } else if (OPT("--tls-key")) {
+      cfg->tls_key = val;
+    } else if (OPT("--tls-port")) {
+      if (rc > 0 && echo_parse_port(val, &cfg->tls_port) != 0) rc = -1;
+      cfg->tls_port_given = true;
+    } else if (strcmp(argv[i], "--tls-only") == 0) {
+      cfg->tls_only = true;
+      i++;
+      rc = 1;
     } else if (OPT("--adapt-large")) {
       if (rc > 0 && echo_parse_count(val, 1, CACHE_BYTES_MAX, &v) != 0) rc = -1;
       cfg->adapt_large = v;
@@ -229,7 +277,7 @@ static int parse_args(int argc, char **argv, struct jaws_config *cfg) {
     fprintf(stderr, "jaws: --root is required\n");
     return usage(stderr, 2);
   }
-  return 0;
+  return check_tls_args(cfg);
 }
 
 int main(int argc, char **argv) {
@@ -249,9 +297,15 @@ int main(int argc, char **argv) {
     return 1;
   }
   vfs_set_dotfiles(srv.vfs, srv.cfg.dotfiles);
+  /* The files are read now: a bad one stops the start, not a handshake. */
+  if (srv.cfg.tls_cert && jaws_tls_create(&srv.cfg, &srv.tls) != 0) {
+    vfs_destroy(srv.vfs);
+    return 1;
+  }
   if (srv.cfg.access_log &&
       (srv.log = access_log_open(srv.cfg.access_log)) == NULL) {
     vfs_destroy(srv.vfs);
+    if (srv.tls) taxi_tls_context_unref(srv.tls);
     return 1;
   }
   rc = strategy->run(&srv, strategy);
@@ -266,6 +320,7 @@ int main(int argc, char **argv) {
   if (srv.started)
     printf("jaws: stopped after %llu requests%s\n",
            (unsigned long long)atomic_load(&srv.requests), srv.stop_note);
+  if (srv.tls) taxi_tls_context_unref(srv.tls);
   unsigned long long dropped = access_log_close(srv.log);
   if (dropped)
     fprintf(stderr, "jaws: the access log dropped %llu lines (disk too slow)\n",

@@ -53,6 +53,14 @@ struct jaws_config {
   /* adaptive, Linux: a connection reaches accept once its first bytes
    * have come, or this many seconds after its handshake (0: at once). */
   unsigned defer_accept_s;
+  /* HTTPS (the strategies over taxi's stream layer): the certificate
+   * chain and key files (both or neither), and where TLS is served: a
+   * second listener on tls_port beside the plain one (tls_port_given),
+   * or the one on port (tls_only). */
+  const char *tls_cert, *tls_key;
+  unsigned tls_port;
+  bool tls_port_given;
+  bool tls_only;
 };
 
 struct jaws_server {
@@ -67,7 +75,14 @@ struct jaws_server {
   /* adaptive: no completion backend works here (the default one
    * included), so it could not start. */
   bool no_proactor;
-  char stop_note[320]; /* the strategy's addition to the closing line */
+  char stop_note[384]; /* the strategy's addition to the closing line */
+  /* With --tls-cert: the context of the TLS listener as started (the
+   * server's reference; a reload gives the listener a new one), the TLS
+   * listener (a reload's target, set by the strategy), and the reloads
+   * done. */
+  taxi_tls_context_t *tls;
+  taxi_listener_t *tls_listener;
+  atomic_uint tls_reloads;
 };
 
 /* A way of moving bytes (the State of the design: one per strategy). */
@@ -112,9 +127,12 @@ bool jaws_accept_blocking(struct jaws_server *srv, taxi_handle_t l,
 bool jaws_admit(struct jaws_server *srv);
 void jaws_leave(struct jaws_server *srv);
 
-/* The line scripts wait for. */
+/* The line scripts wait for: "... listening on BOUND" and, with TLS,
+ * ", tls on TLS_BOUND" after it (tls_bound NULL: no second listener) or
+ * " (tls)" (tls_only: BOUND is the TLS listener). */
 void jaws_print_listening(struct jaws_server *srv, const char *backend,
-                          unsigned threads, const char *bound);
+                          unsigned threads, const char *bound,
+                          const char *tls_bound);
 
 /* The fixed 503 answer (a static string). */
 extern const char jaws_busy_response[];

@@ -78,7 +78,9 @@ static void on_count(taxi_io_timer_t *t, void *arg) {
   /* The pool admits only as many connections as it has threads: the
    * others wait in the listener's queue, and count. */
   atomic_fetch_add(&ad->conn_sum, atomic_load(&ad->srv->connections) +
-                                      jaws_sock_backlog(ad->listener));
+                                      (ad->listener != TAXI_INVALID_HANDLE
+                                           ? jaws_sock_backlog(ad->listener)
+                                           : 0));
   atomic_fetch_add(&ad->conn_samples, 1);
 }
 
@@ -289,9 +291,13 @@ static unsigned start_pool(struct adaptive *ad, pthread_t *threads,
 int jaws_run_adaptive(struct jaws_server *srv,
                       const struct jaws_strategy *self) {
   struct adaptive *ad = calloc(1, sizeof *ad);
-  unsigned n = srv->cfg.threads ? srv->cfg.threads : POOL_THREADS, started;
-  pthread_t *threads = calloc(n, sizeof *threads);
-  char bound[64], backends[64];
+  /* --tls-only: no plain listener, so no pool (see adaptive.h). */
+  bool pool = !srv->cfg.tls_only;
+  unsigned n = !pool ? 0 : srv->cfg.threads ? srv->cfg.threads : POOL_THREADS;
+  unsigned started = 0;
+  pthread_t *threads = calloc(n ? n : 1, sizeof *threads);
+  char bound[64], backends[64], tls_bound[TAXI_ADDR_STRLEN] = "";
+  bool failed = false;
   unsigned port;
   taxi_time_t period;
   int rc;
@@ -312,8 +318,9 @@ int jaws_run_adaptive(struct jaws_server *srv,
     free(threads);
     return rc;
   }
-  if (echo_listen(srv->cfg.host, srv->cfg.port, &ad->listener, bound,
-                  sizeof bound, &port) != 0) {
+  ad->listener = TAXI_INVALID_HANDLE;
+  if (pool && echo_listen(srv->cfg.host, srv->cfg.port, &ad->listener, bound,
+                          sizeof bound, &port) != 0) {
     fprintf(stderr, "jaws: %s\n", echo_last_error());
     taxi_io_destroy(ad->io);
     free(ad);
@@ -326,20 +333,32 @@ int jaws_run_adaptive(struct jaws_server *srv,
   pthread_cond_init(&ad->pool_cond, NULL);
   ad->alive = true;
   jaws_stream_options(srv, &ad->so);
-  start_acceptor(ad);
+  ad->tls_so = ad->so;
+  if (pool) start_acceptor(ad);
   period = (taxi_time_t)srv->cfg.header_timeout_ms * TAXI_NSEC_PER_MSEC / 5;
   if (period < 10 * TAXI_NSEC_PER_MSEC) period = 10 * TAXI_NSEC_PER_MSEC;
   if (period > TAXI_NSEC_PER_SEC) period = TAXI_NSEC_PER_SEC;
   start_timer(ad->io, adaptive_on_sweep, ad, period, "header timeout");
   start_timer(ad->io, on_count, ad, COUNT_PERIOD, "connection count");
   start_timer(ad->io, on_adapt, ad, ADAPT_PERIOD, "adaptation");
-  if ((started = start_pool(ad, threads, n)) < n) {
+  if (srv->tls && jaws_stream_listen_tls(srv, ad->io, &ad->tls_so,
+                                         adaptive_on_accept, ad) != 0) {
+    failed = true;
+  } else if ((started = start_pool(ad, threads, n)) < n) {
     fprintf(stderr, "jaws: cannot start %u pool threads\n", n);
+    failed = true;
+  }
+  if (failed) {
     atomic_store(&srv->stopping, 1);
     rc = -1;
   } else {
-    snprintf(backends, sizeof backends, "blocking+%s", taxi_io_backend(ad->io));
-    jaws_print_listening(srv, backends, n, bound);
+    if (srv->tls_listener)
+      jaws_listener_text(srv->tls_listener, tls_bound, sizeof tls_bound);
+    if (!pool) snprintf(bound, sizeof bound, "%s", tls_bound);
+    snprintf(backends, sizeof backends, "%s%s", pool ? "blocking+" : "",
+             taxi_io_backend(ad->io));
+    jaws_print_listening(srv, backends, pool ? n : taxi_io_threads(ad->io),
+                         bound, pool && srv->tls_listener ? tls_bound : NULL);
     rc = taxi_io_run(ad->io);
     if (rc == TAXI_ESTOPPED) rc = 0; /* stopped, as asked */
   }
@@ -354,19 +373,22 @@ int jaws_run_adaptive(struct jaws_server *srv,
   pthread_mutex_unlock(&ad->ctx_lock);
   for (unsigned i = 0; i < started; i++) pthread_join(threads[i], NULL);
   taxi_io_destroy(ad->io);
+  srv->tls_listener = NULL;
   /* After the timers that look at its queue, and the Proactor's listener
    * on it (ended with the context). */
-  echo_close(ad->listener);
+  if (pool) echo_close(ad->listener);
   snprintf(srv->stop_note, sizeof srv->stop_note,
            " (adaptive: %llu moves to the proactor for large responses, %llu "
            "while waiting, %llu with the socket full, %llu at accept (%llu "
-           "accepted by the proactor), %llu state changes)",
+           "accepted by the proactor), %llu state changes, %llu TLS "
+           "connections)",
            (unsigned long long)atomic_load(&ad->moves[FOR_LARGE]),
            (unsigned long long)atomic_load(&ad->moves[FOR_WAITING]),
            (unsigned long long)atomic_load(&ad->moves[FOR_FULL]),
            (unsigned long long)atomic_load(&ad->moves[AT_ACCEPT]),
            (unsigned long long)atomic_load(&ad->accepted),
-           (unsigned long long)atomic_load(&ad->changes));
+           (unsigned long long)atomic_load(&ad->changes),
+           (unsigned long long)atomic_load(&ad->tls_accepted));
   pthread_mutex_destroy(&ad->ctx_lock);
   pthread_mutex_destroy(&ad->list_lock);
   pthread_mutex_destroy(&ad->pool_lock);
@@ -374,7 +396,7 @@ int jaws_run_adaptive(struct jaws_server *srv,
   free(ad);
   free(threads);
   if (rc < 0) {
-    if (started == n)
+    if (!failed)
       fprintf(stderr, "jaws: stopped by an error: %s\n", taxi_strerror(rc));
     return 1;
   }

@@ -23,6 +23,7 @@
 #include "http_session.h"
 #include "jaws.h"
 #include "jaws_os.h"
+#include "jaws_tls.h"
 #include "stream_common.h"
 #include "../quote/quote_net.h"
 
@@ -162,6 +163,7 @@ static void on_accept(taxi_listener_t *l, taxi_stream_t *s, void *arg) {
   if (ios->list) ios->list->prev = c;
   ios->list = c;
   pthread_mutex_unlock(&ios->list_lock);
+  jaws_stream_accepted(&c->sc, s);
   c->sc.reading = taxi_stream_read_start(s, on_read) == 0;
   if (!c->sc.reading) taxi_stream_close(s);
 }
@@ -178,7 +180,7 @@ static void on_sweep(taxi_io_timer_t *t, void *arg) {
   pthread_mutex_lock(&ios->list_lock);
   for (struct conn *c = ios->list; c && n < SWEEP_BATCH; c = c->next) {
     if (pthread_mutex_trylock(&c->lock) != 0) continue;
-    if (!c->sc.closed && http_session_expired(c->sc.sess, now)) {
+    if (jaws_stream_overdue(&c->sc, ios->srv, now)) {
       atomic_fetch_add(&c->refs, 1);
       late[n++] = c;
     }
@@ -188,10 +190,8 @@ static void on_sweep(taxi_io_timer_t *t, void *arg) {
   for (size_t i = 0; i < n; i++) {
     struct conn *c = late[i];
     pthread_mutex_lock(&c->lock);
-    if (!c->sc.closed && http_session_expired(c->sc.sess, now)) {
-      if (http_session_timeout(c->sc.sess) >= 0)
-        jaws_stream_settle(&c->sc, on_read, HTTP_CLOSE);
-    }
+    if (jaws_stream_overdue(&c->sc, ios->srv, now))
+      jaws_stream_expire(&c->sc, on_read);
     pthread_mutex_unlock(&c->lock);
     conn_unref(c);
   }
@@ -220,11 +220,10 @@ int jaws_run_io(struct jaws_server *srv, const struct jaws_strategy *self) {
   struct io_server ios = {.srv = srv};
   taxi_io_options_t o = TAXI_IO_OPTIONS_INIT;
   taxi_listener_options_t lo = TAXI_LISTENER_OPTIONS_INIT;
-  taxi_stream_options_t so = TAXI_STREAM_OPTIONS_INIT;
-  taxi_listener_t *l;
+  taxi_stream_options_t so = TAXI_STREAM_OPTIONS_INIT, tso;
+  taxi_listener_t *l = NULL;
   taxi_io_timer_t *sweep;
-  taxi_addr_t bound;
-  char address[300], text[TAXI_ADDR_STRLEN];
+  char address[300], text[TAXI_ADDR_STRLEN], tls_text[TAXI_ADDR_STRLEN] = "";
   taxi_time_t period;
   int rc;
 
@@ -241,15 +240,20 @@ int jaws_run_io(struct jaws_server *srv, const struct jaws_strategy *self) {
   }
   pthread_mutex_init(&ios.list_lock, NULL);
   jaws_stream_options(srv, &so);
+  tso = so;
   lo.stream = &so;
-  snprintf(address, sizeof address,
-           strchr(srv->cfg.host, ':') ? "[%s]:%u" : "%s:%u", srv->cfg.host,
-           srv->cfg.port);
-  if ((rc = taxi_listener_create(&l, ios.io, address, &lo, on_accept, &ios)) <
-      0) {
+  jaws_stream_address(&srv->cfg, srv->cfg.port, address, sizeof address);
+  rc = 0;
+  if (!srv->cfg.tls_only && (rc = taxi_listener_create(&l, ios.io, address, &lo,
+                                                       on_accept, &ios)) < 0)
     fprintf(stderr, "jaws: cannot listen on %s: %s\n", address,
             taxi_strerror(rc));
+  else if (srv->tls &&
+           jaws_stream_listen_tls(srv, ios.io, &tso, on_accept, &ios) != 0)
+    rc = -1;
+  if (rc < 0) {
     taxi_io_destroy(ios.io);
+    srv->tls_listener = NULL;
     pthread_mutex_destroy(&ios.list_lock);
     return 1;
   }
@@ -268,14 +272,19 @@ int jaws_run_io(struct jaws_server *srv, const struct jaws_strategy *self) {
   if ((rc = taxi_io_timer_create(&sweep, ios.io, on_sweep, &ios)) < 0 ||
       (rc = taxi_io_timer_start(sweep, period, period)) < 0)
     fprintf(stderr, "jaws: no header timeout: %s\n", taxi_strerror(rc));
-  taxi_listener_address(l, &bound);
-  taxi_addr_format(&bound, text, sizeof text);
+  if (srv->tls_listener)
+    jaws_listener_text(srv->tls_listener, tls_text, sizeof tls_text);
+  if (l)
+    jaws_listener_text(l, text, sizeof text);
+  else
+    snprintf(text, sizeof text, "%s", tls_text);
   jaws_print_listening(srv, taxi_io_backend(ios.io), taxi_io_threads(ios.io),
-                       text);
+                       text, l && srv->tls_listener ? tls_text : NULL);
   rc = taxi_io_run(ios.io);
   if (rc == TAXI_ESTOPPED) rc = 0; /* stopped, as asked */
   atomic_store(&srv->stopping, 1);
   taxi_io_destroy(ios.io); /* closes the connections: their callbacks run */
+  srv->tls_listener = NULL;
   pthread_mutex_destroy(&ios.list_lock);
   if (rc < 0) {
     fprintf(stderr, "jaws: stopped by an error: %s\n", taxi_strerror(rc));

@@ -368,7 +368,8 @@ int jaws_run_threads(struct jaws_server *srv,
   if (quote_on_stop(on_stop) != 0)
     fprintf(stderr, "jaws: no orderly stop on SIGINT/SIGTERM\n");
   unsigned pool = srv->cfg.threads ? srv->cfg.threads : POOL_THREADS;
-  jaws_print_listening(srv, "blocking", self->kind == POOL ? pool : 0, bound);
+  jaws_print_listening(srv, "blocking", self->kind == POOL ? pool : 0, bound,
+                       NULL);
   if (self->kind == POOL) {
     status = run_pool(listener, pool);
   } else if (self->kind == PER_CONNECTION) {

@@ -27,6 +27,18 @@
 void jaws_stream_options(const struct jaws_server *srv,
                          taxi_stream_options_t *so);
 
+/* The listening address for taxi_listener_create: cfg's host (in
+ * brackets when it has a colon) and port, into out[cap]. */
+void jaws_stream_address(const struct jaws_config *cfg, unsigned port,
+                         char *out, size_t cap);
+
+/* The TLS listener (cfg.tls_port) on io, accepting into on_accept(arg)
+ * with options *so and srv->tls, and SIGHUP set to reload its
+ * certificate: 0 with srv->tls_listener set, or -1 after a message. */
+int jaws_stream_listen_tls(struct jaws_server *srv, taxi_io_t *io,
+                           taxi_stream_options_t *so, taxi_accept_fn on_accept,
+                           void *arg);
+
 /* Admit an accepted stream under the connection limit (jaws_admit), or
  * answer it 503, end it and count the refusal: false then, and the
  * stream is no longer the caller's. */
@@ -44,7 +56,29 @@ struct jaws_stream_conn {
   bool reading; /* the stream's reading is started (with on_read) */
   bool closed;  /* the stream's close callback has run */
   bool eof;     /* the client ended its side */
+  /* A TLS stream whose handshake was not seen complete yet, and when it
+   * was accepted: the header timeout covers the handshake too, so that
+   * a client that connects and never finishes it is cut as one that
+   * never finishes its request head. */
+  bool handshaking;
+  int64_t accepted_ms;
 };
+
+/* Mark a connection just accepted on stream s: handshaking when s is a
+ * TLS stream. */
+void jaws_stream_accepted(struct jaws_stream_conn *sc, taxi_stream_t *s);
+
+/* The header timeout is due on the connection: its request head has been
+ * arriving for too long, or its TLS handshake has.  Under the
+ * connection's lock. */
+bool jaws_stream_overdue(struct jaws_stream_conn *sc,
+                         const struct jaws_server *srv, int64_t now_ms);
+
+/* The header timeout struck (jaws_stream_overdue said so): a handshake
+ * not done closes the stream, a request head in part is answered 408 and
+ * the connection ended.  Under the connection's lock. */
+void jaws_stream_expire(struct jaws_stream_conn *sc,
+                        taxi_stream_read_fn on_read);
 
 /* After the session moved (`step`, what http_session_process or _feed
  * said): read while the session has room for a read buffer and is not

@@ -17,6 +17,10 @@
  * answering is sent again on a new connection (counted as a reconnect, not
  * an error), as browsers do.  Every other failure is an error of one kind
  * (webstone.h); the client then waits 10 ms and starts its next request.
+ *
+ * With --tls a connection makes its TLS handshake (tls.c) once connected,
+ * and then moves its bytes through it; a TLS failure is an error of kind
+ * other.  The handshake is part of its request's time, as the connect is.
  */
 #include "webstone.h"
 
@@ -42,6 +46,7 @@ enum cstate {
   C_WAIT,       /* after an error, until resume_at */
   C_DONE,       /* --requests: its share is done */
   C_CONNECTING, /* connect in progress */
+  C_HANDSHAKE,  /* --tls: the handshake in progress */
   C_SENDING,    /* the request is partly sent */
   C_HEAD,       /* reading the status line and headers */
   C_BODY,       /* reading the body */
@@ -52,11 +57,14 @@ struct ws_client {
   int fd;
   long id;
   enum cstate state;
-  int watching; /* the WS_EV_ flags the poller has for fd; -1: not added */
-  int reused;   /* the request went out on a kept-alive connection */
-  int counted;  /* --requests: started within the quota */
-  int keep;     /* the response lets the connection be reused */
-  int got_any;  /* a byte of the response arrived */
+  int watching;  /* the WS_EV_ flags the poller has for fd; -1: not added */
+  int reused;    /* the request went out on a kept-alive connection */
+  int counted;   /* --requests: started within the quota */
+  int keep;      /* the response lets the connection be reused */
+  int got_any;   /* a byte of the response arrived */
+  void *tls;     /* --tls: the connection's TLS state, or NULL */
+  void *session; /* --tls-resume: the last connection's session */
+  int want;      /* --tls: the readiness the last -EAGAIN waits for */
   const struct ws_file *file;
   uint64_t rng;
   int64_t t_start, t_first, t_last, t_progress, resume_at;
@@ -90,6 +98,8 @@ static void report(const struct ws_client *c, const char *fmt,
 }
 
 static void drop_connection(struct ws_client *c) {
+  ws_tls_end(c->tls, ws_opt.tls_resume ? &c->session : NULL);
+  c->tls = NULL;
   ws_net_close(c->fd);
   c->fd = -1;
   c->watching = -1;
@@ -134,13 +144,26 @@ static int watch(struct ws_thread *t, struct ws_client *c, int flags) {
 static void start(struct ws_thread *t, struct ws_client *c, int64_t now,
                   int again);
 
+/* The connection's bytes, through TLS with --tls; -EAGAIN leaves in
+ * c->want what to wait for. */
+static ssize_t conn_send(struct ws_client *c, const void *buf, size_t len) {
+  c->want = WS_EV_OUT;
+  return c->tls ? ws_tls_send(c->tls, buf, len, &c->want)
+                : ws_net_send(c->fd, buf, len);
+}
+
+static ssize_t conn_recv(struct ws_client *c, void *buf, size_t len) {
+  c->want = WS_EV_IN;
+  return c->tls ? ws_tls_recv(c->tls, buf, len, &c->want)
+                : ws_net_recv(c->fd, buf, len);
+}
+
 static void send_request(struct ws_thread *t, struct ws_client *c) {
   while (c->req_sent < c->req_len) {
-    ssize_t n =
-        ws_net_send(c->fd, c->req + c->req_sent, c->req_len - c->req_sent);
+    ssize_t n = conn_send(c, c->req + c->req_sent, c->req_len - c->req_sent);
     if (n == -EAGAIN) {
       c->state = C_SENDING;
-      (void)watch(t, c, WS_EV_OUT);
+      (void)watch(t, c, c->want);
       return;
     }
     if (n < 0) {
@@ -157,6 +180,39 @@ static void send_request(struct ws_thread *t, struct ws_client *c) {
   }
   c->state = C_HEAD;
   (void)watch(t, c, WS_EV_IN);
+}
+
+/* --tls: the handshake's next step; once done, the request. */
+static void handshake(struct ws_thread *t, struct ws_client *c) {
+  int rc;
+  if (c->tls == NULL && (c->tls = ws_tls_begin(c->fd, c->session)) == NULL) {
+    fail(t, c, WS_ERR_OTHER, "tls: %s", "out of memory");
+    return;
+  }
+  rc = ws_tls_handshake(c->tls, &c->want);
+  if (rc == -EAGAIN) {
+    c->state = C_HANDSHAKE;
+    (void)watch(t, c, c->want);
+    return;
+  }
+  if (rc < 0) {
+    fail(t, c, WS_ERR_OTHER, "tls handshake: %s",
+         rc == -EPROTO ? "refused by TLS" : strerror(-rc));
+    return;
+  }
+  if (counting(t, c)) {
+    t->st->handshakes++;
+    t->st->resumed += ws_tls_resumed(c->tls) ? 1 : 0;
+  }
+  send_request(t, c);
+}
+
+/* The connection is made: TLS first with --tls. */
+static void connected(struct ws_thread *t, struct ws_client *c) {
+  if (ws_opt.tls)
+    handshake(t, c);
+  else
+    send_request(t, c);
 }
 
 /* Begin a request: a new file unless `again` (the same request resent on a
@@ -204,7 +260,7 @@ static void start(struct ws_thread *t, struct ws_client *c, int64_t now,
   c->watching = -1;
   if (counting(t, c)) t->st->connects++;
   if (done) {
-    send_request(t, c);
+    connected(t, c);
   } else {
     c->state = C_CONNECTING;
     (void)watch(t, c, WS_EV_OUT);
@@ -387,10 +443,13 @@ static void receive(struct ws_thread *t, struct ws_client *c) {
   struct thread_private *tp = (struct thread_private *)(void *)(t->st + 1);
   int round;
   for (round = 0; round < RECV_ROUNDS; round++) {
-    ssize_t n = ws_net_recv(c->fd, tp->buf, sizeof tp->buf);
+    ssize_t n = conn_recv(c, tp->buf, sizeof tp->buf);
     const unsigned char *p = tp->buf;
     int64_t now;
-    if (n == -EAGAIN) return;
+    if (n == -EAGAIN) {
+      (void)watch(t, c, c->want); /* TLS may need to write first */
+      return;
+    }
     now = ws_now_ns();
     if (n < 0) {
       if (c->reused && !c->got_any && c->state == C_HEAD) {
@@ -444,7 +503,10 @@ static void on_event(struct ws_thread *t, struct ws_client *c, int flags) {
         fail_errno(t, c, "connect: %s", err);
         return;
       }
-      send_request(t, c);
+      connected(t, c);
+      return;
+    case C_HANDSHAKE:
+      handshake(t, c);
       return;
     case C_SENDING:
       send_request(t, c);
@@ -491,8 +553,11 @@ int ws_thread_init(struct ws_thread *t, long first, long n) {
 
 void ws_thread_free(struct ws_thread *t) {
   long i;
-  for (i = 0; t->clients && i < t->nclients; i++)
+  for (i = 0; t->clients && i < t->nclients; i++) {
+    ws_tls_end(t->clients[i].tls, NULL);
+    ws_tls_forget(t->clients[i].session);
     ws_net_close(t->clients[i].fd);
+  }
   free(t->clients);
   t->clients = NULL;
   ws_poller_close(t->poller);

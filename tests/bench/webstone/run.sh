@@ -11,6 +11,7 @@
 #   tests/bench/webstone/run.sh [--builddir DIR] [--servers LIST]
 #       [--clients LIST] [--files LIST] [--warmup S] [--duration S]
 #       [--threads T] [--keep-alive] [--interleave] [--repeat N] [--out DIR]
+#       [--tls [--tls-resume]]
 #
 # LIST is space-separated.  Servers: nginx lighttpd python (the default:
 # all three; one not installed is skipped with a message; nginx and
@@ -47,6 +48,12 @@
 # change of load then does not favour the servers measured at a quiet
 # moment.  Round k starts with the k-th server of the list (round 1 with
 # the first), so that the order of the servers in a round favours none.
+# --tls: HTTPS, the servers on a certificate for localhost made for the run
+# with openssl (or the PEM files in WS_TLS_CERT and WS_TLS_KEY), webstone
+# --tls (its OpenSSL client: a full handshake per connection, or with
+# --tls-resume a resumed one); servers.sh says which servers serve it
+# (nginx, jaws).  The table's first line says HTTPS; the columns are the
+# same (with a connection per request, req/s is the handshake rate).
 # With gnuplot, OUT/*.svg: throughput and latency against the number of
 # clients, one chart per file choice (charts.sh).  With
 # WS_LOG_DIR set, each server's own output is kept there, a file per run
@@ -62,6 +69,7 @@ warmup=1
 duration=5
 threads=1
 keep=()
+tls=()
 interleave=''
 repeat=1
 out=''
@@ -76,6 +84,8 @@ while [ $# -gt 0 ]; do
   --duration) duration=$2; shift 2 ;;
   --threads) threads=$2; shift 2 ;;
   --keep-alive) keep=(--keep-alive); shift ;;
+  --tls) [ ${#tls[@]} -gt 0 ] || tls=(--tls); shift ;;
+  --tls-resume) tls=(--tls-resume); shift ;;
   --interleave) interleave=1; shift ;;
   --repeat) repeat=${2-}; shift $(($# > 1 ? 2 : 1)) ;;
   --out) out=$2; shift 2 ;;
@@ -104,12 +114,25 @@ make_work webstone
 . "$here/servers.sh"
 chmod 755 "$work" # the servers' workers may run as another user
 "$webstone" --make-docroot "$work/docroot" >/dev/null || exit 1
+if [ ${#tls[@]} -gt 0 ] && [ -z "${WS_TLS_CERT:-}" ]; then
+  # A certificate for the run (an RSA 2048 key, as most sites still have).
+  if ! openssl req -x509 -newkey rsa:2048 -nodes -days 2 \
+    -keyout "$work/tls.key" -out "$work/tls.pem" -subj /CN=localhost \
+    -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" >/dev/null 2>&1; then
+    echo "run.sh: --tls: openssl cannot make a certificate" >&2
+    exit 1
+  fi
+  chmod 644 "$work/tls.key" # nginx's workers read it as another user
+  WS_TLS_CERT=$work/tls.pem WS_TLS_KEY=$work/tls.key
+fi
+[ ${#tls[@]} -eq 0 ] || export WS_TLS_CERT WS_TLS_KEY
 
 csv=$out/results.csv
 runs_csv=$out/runs.csv
 columns=server,file,clients,keep_alive,reqs_per_s,mbit_per_s,per_req_mbit_per_s,first_mean_ms,first_p99_ms,last_mean_ms,last_p99_ms,unfinished,unfinished_oldest_ms,errors
 echo "$columns" >"$csv"
 echo "$columns,round" >"$runs_csv"
+[ ${#tls[@]} -eq 0 ] || echo "HTTPS (webstone ${tls[0]})"
 fmt='%-9s %-8s %6s %9s %9s %8s %8s %8s %8s %8s %11s %6s\n'
 heads=(server file clients req/s Mbit/s per-req first first-p99 last last-p99 unfinished errors)
 # With --repeat, each row of the table starts with its round.
@@ -140,7 +163,7 @@ measure() {
   echo "run.sh: [$run/$total] $server, $file, $c clients$of" >&2
   "$webstone" --port "$ws_port" --docroot "$work/docroot" --clients "$c" \
     --threads "$threads" --warmup "$warmup" --duration "$duration" \
-    "${choice[@]}" "${keep[@]}" --allow-errors --json \
+    "${choice[@]}" "${keep[@]}" "${tls[@]}" --allow-errors --json \
     >"$work/run.json" 2>"$work/run.err"
   status=$?
   if [ "$status" -ne 0 ] || [ ! -s "$work/run.json" ]; then

@@ -15,7 +15,13 @@
 #     ws_server_stop
 #
 # ws_server_start returns 0 with ws_port and ws_pid set, or 1 with the
-# reason on stderr (not installed, did not start).  The server runs in the
+# reason on stderr (not installed, did not start).
+#
+# HTTPS: with WS_TLS_CERT and WS_TLS_KEY set (PEM files: a certificate
+# chain and its key), nginx listens with ssl on them (its defaults
+# otherwise: session tickets on, no shared session cache) and jaws with
+# --tls-only; lighttpd and python are refused (not set up for TLS here).
+# The port is then the HTTPS one (webstone --tls).  The server runs in the
 # foreground of a background job, so ws_pid is the server itself.
 
 ws_pid=''
@@ -75,11 +81,19 @@ http {
   scgi_temp_path $3/nginx-tmp/scgi;
   types { text/html html; application/octet-stream bin; }
   server {
-    listen 127.0.0.1:$1 backlog=4096;
-    root $2;
+    listen 127.0.0.1:$1 ${WS_TLS_CERT:+ssl }backlog=4096;
+    root $2;$(ws_nginx_tls)
   }
 }
 EOF
+}
+
+# nginx's TLS lines: the certificate and key, HTTP/1.1 by ALPN (nginx
+# offers it by default; nothing else here).
+ws_nginx_tls() {
+  [ -n "${WS_TLS_CERT:-}" ] || return 0
+  printf '\n    ssl_certificate %s;\n    ssl_certificate_key %s;' \
+    "$WS_TLS_CERT" "$WS_TLS_KEY"
 }
 
 ws_lighttpd_conf() { # PORT DOCROOT SCRATCH
@@ -118,6 +132,9 @@ ws_jaws_start() {
     set -- --strategy "$ws_strategy" ${ws_backend:+--backend "$ws_backend"} \
       --threads "${WS_JAWS_THREADS:-2}"
   fi
+  if [ -n "${WS_TLS_CERT:-}" ]; then
+    set -- "$@" --tls-only --tls-cert "$WS_TLS_CERT" --tls-key "$WS_TLS_KEY"
+  fi
   if spawn "$ws_dir/server.log" "$ws_dir/server.log" "$ws_jaws" \
     --root "$ws_root" --port 0 --max-connections 20000 "$@"; then
     # shellcheck disable=SC2154 # pid and port: set by spawn (tests/lib.sh)
@@ -148,6 +165,10 @@ ws_server_start() {
     esac
     ;;
   esac
+  if [ -n "${WS_TLS_CERT:-}" ] && [ "$ws_kind" != nginx ]; then
+    echo "servers.sh: $ws_kind: no TLS set up for it here (nginx, jaws)" >&2
+    return 1
+  fi
   case $ws_kind in
   nginx | lighttpd)
     if ! command -v "$ws_kind" >/dev/null 2>&1; then

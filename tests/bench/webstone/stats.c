@@ -34,6 +34,8 @@ void ws_stats_merge(struct ws_stats *into, const struct ws_stats *s) {
   into->connects += s->connects;
   into->warmup_requests += s->warmup_requests;
   into->reconnects += s->reconnects;
+  into->handshakes += s->handshakes;
+  into->resumed += s->resumed;
   into->rate_sum += s->rate_sum;
   into->unfinished += s->unfinished;
   if (s->last_done > into->last_done) into->last_done = s->last_done;
@@ -79,6 +81,12 @@ void ws_report(FILE *human, const struct ws_stats *s, double seconds,
           hist_quantile(lb, 0.5) / 1e6, hist_quantile(lb, 0.99) / 1e6,
           (unsigned long long)s->unfinished, (double)s->unfinished_max_ns / 1e6,
           (unsigned long long)errors);
+  if (ws_opt.tls)
+    fprintf(human,
+            "webstone: TLS: %llu handshakes (%.0f/s), %llu of them resumed\n",
+            (unsigned long long)s->handshakes,
+            seconds > 0 ? (double)s->handshakes / seconds : 0,
+            (unsigned long long)s->resumed);
   if (errors) {
     fprintf(human, "webstone: errors:");
     for (i = 0; i < WS_ERR_COUNT; i++)
@@ -115,6 +123,9 @@ void ws_report(FILE *human, const struct ws_stats *s, double seconds,
       (double)s->unfinished_max_ns / 1e6, (unsigned long long)errors);
   for (i = 0; i < WS_ERR_COUNT; i++)
     printf(",\"%s\":%llu", json_names[i], (unsigned long long)s->errors[i]);
+  printf(",\"tls\":%s,\"handshakes\":%llu,\"resumed\":%llu",
+         ws_opt.tls ? "true" : "false", (unsigned long long)s->handshakes,
+         (unsigned long long)s->resumed);
   printf(",\"ok\":%s}\n", failed ? "false" : "true");
   fflush(stdout);
 }

@@ -8,7 +8,7 @@
 #
 #   tests/bench/webstone/versus-nginx.sh [--builddir DIR] [--out DIR]
 #       [--repeat N] [--warmup S] [--duration S] [--clients N]
-#       [--servers LIST]
+#       [--servers LIST] [--tls [--tls-resume]]
 #
 # Defaults: --repeat 3 --warmup 4 --duration 6 --clients 50, the servers
 # "jaws:default nginx nginx:2": jaws as `jaws --root DIR` starts it
@@ -19,7 +19,11 @@
 # table, and summary.txt: the load average before and after, the medians
 # in Mbit/s, the first server's ratio to each other on the medians and
 # round by round.  Needs nginx (Debian:
-# nginx-light); exits 1 without it.
+# nginx-light); exits 1 without it.  --tls: the same over HTTPS (run.sh
+# --tls: one certificate for both servers, webstone's OpenSSL client, a
+# full handshake per connection, or resumed ones with --tls-resume), the
+# summary's first line saying so; OUT's default is then
+# BUILDDIR/tests/bench/versus-nginx-tls.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 builddir=.
@@ -29,6 +33,7 @@ warmup=4
 duration=6
 clients=50
 servers="jaws:default nginx nginx:2"
+tls=()
 usage() { sed -n '/^#   tests/,/^#       \[--servers/p' "$0" | sed 's/^# //'; }
 while [ $# -gt 0 ]; do
   case $1 in
@@ -39,6 +44,8 @@ while [ $# -gt 0 ]; do
   --duration) duration=$2; shift 2 ;;
   --clients) clients=$2; shift 2 ;;
   --servers) servers=$2; shift 2 ;;
+  --tls) [ ${#tls[@]} -gt 0 ] || tls=(--tls); shift ;;
+  --tls-resume) tls=(--tls-resume); shift ;;
   -h | --help) usage; exit 0 ;;
   *) echo "versus-nginx.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
   esac
@@ -47,11 +54,11 @@ if ! command -v nginx >/dev/null 2>&1; then
   echo "versus-nginx.sh: nginx is not installed (Debian: nginx-light)" >&2
   exit 1
 fi
-[ -n "$out" ] || out=$builddir/tests/bench/versus-nginx
+[ -n "$out" ] || out=$builddir/tests/bench/versus-nginx${tls:+-tls}
 mkdir -p "$out" || exit 1
 summary=$out/summary.txt
 {
-    echo "versus-nginx.sh $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores"
+    echo "versus-nginx.sh $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores${tls:+, HTTPS (webstone ${tls[0]})}"
     echo "servers: $servers; the mix, $clients clients, $repeat rounds of" \
       "${duration} s after ${warmup} s of warm-up"
     echo "load before: $(uptime)"
@@ -63,7 +70,7 @@ summary=$out/summary.txt
     bash "$here/run.sh" --builddir "$builddir" --servers "$servers" \
       --files mix --clients "$clients" --warmup "$warmup" \
       --duration "$duration" --interleave --repeat "$repeat" \
-      "${flags[@]}" --out "$out/$mode" >"$out/$mode/table.txt" || exit 1
+      "${flags[@]}" "${tls[@]}" --out "$out/$mode" >"$out/$mode/table.txt" || exit 1
   done
   {
   echo "load after: $(uptime)"

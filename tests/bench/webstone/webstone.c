@@ -69,7 +69,7 @@ static void usage(FILE *out) {
           "                [--duration S | --requests N] [--warmup S]\n"
           "                [--mix | --size BYTES] [--keep-alive] [--seed N]\n"
           "                [--timeout S] [--time-limit S] [--threads T]\n"
-          "                [--allow-errors] [--json]\n"
+          "                [--allow-errors] [--json] [--tls [--tls-resume]]\n"
           "       webstone --make-docroot DIR\n"
           "  --port P            the web server's TCP port\n"
           "  --host H            its address (default 127.0.0.1)\n"
@@ -90,6 +90,10 @@ static void usage(FILE *out) {
           "  --threads T         client threads (default 1)\n"
           "  --allow-errors      exit 0 even if requests failed\n"
           "  --json              print the result as one JSON object\n"
+          "  --tls               HTTPS (OpenSSL; the certificate is not\n"
+          "                      verified: a measurement, not a check)\n"
+          "  --tls-resume        each client offers its last session again\n"
+          "                      (default: a full handshake per connection)\n"
           "  --make-docroot DIR  write the benchmark's files into DIR\n");
 }
 
@@ -129,11 +133,16 @@ static int parse_args(int argc, char **argv, int *status) {
     }
     if (strcmp(argv[i], "--json") == 0 || strcmp(argv[i], "--mix") == 0 ||
         strcmp(argv[i], "--keep-alive") == 0 ||
-        strcmp(argv[i], "--allow-errors") == 0) {
+        strcmp(argv[i], "--allow-errors") == 0 ||
+        strcmp(argv[i], "--tls") == 0 || strcmp(argv[i], "--tls-resume") == 0) {
+      if (strcmp(argv[i], "--tls") == 0) ws_opt.tls = 1;
+      if (strcmp(argv[i], "--tls-resume") == 0)
+        ws_opt.tls = ws_opt.tls_resume = 1;
       if (argv[i][2] == 'j') ws_opt.json = 1;
       if (argv[i][2] == 'm') ws_opt.size = 0;
       if (argv[i][2] == 'k') ws_opt.keep_alive = 1;
       if (argv[i][2] == 'a') ws_opt.allow_errors = 1;
+
       i++;
       continue;
     }
@@ -213,7 +222,8 @@ int main(int argc, char **argv) {
   if (ws_net_raise_fd_limit(ws_opt.clients + 2 * ws_opt.threads +
                             SPARE_DESCRIPTORS) < 0 ||
       ws_net_resolve(ws_opt.host, ws_opt.port, &address) < 0 ||
-      ws_docroot_load(&docroot, ws_opt.docroot, ws_opt.size) < 0)
+      ws_docroot_load(&docroot, ws_opt.docroot, ws_opt.size) < 0 ||
+      (ws_opt.tls && ws_tls_init() < 0))
     return WS_EXIT_ERROR;
 
   threads = calloc((size_t)ws_opt.threads, sizeof *threads);
@@ -285,6 +295,7 @@ int main(int argc, char **argv) {
   }
   ws_report(ws_opt.json ? stderr : stdout, total, seconds, failed);
   ws_docroot_free(&docroot);
+  if (ws_opt.tls) ws_tls_cleanup();
   free(threads);
   free(total);
   return failed ? WS_EXIT_ERROR : WS_EXIT_OK;

@@ -48,6 +48,7 @@ struct ws_options {
   long long requests; /* 0: run for `duration` instead */
   uint64_t seed;
   int keep_alive, json, allow_errors;
+  int tls, tls_resume; /* --tls, --tls-resume */
 };
 
 extern struct ws_options ws_opt;
@@ -113,6 +114,8 @@ struct ws_stats {
   uint64_t connects;   /* connections opened while measuring */
   uint64_t warmup_requests;
   uint64_t reconnects; /* a kept-alive connection the server had closed */
+  uint64_t handshakes; /* --tls: handshakes completed while measuring */
+  uint64_t resumed;    /* ... of which resumed a session */
   double rate_sum;     /* per request: bits / (close - request start) */
   /* Requests still in flight when the measurement stopped, and the age of
    * the oldest: a server that leaves some clients waiting (a full listen
@@ -163,6 +166,28 @@ int ws_poller_open(void);
 int ws_poller_watch(int poller, int fd, int add, int flags, uint32_t tag);
 int ws_poller_wait(int poller, struct ws_event *ev, int max, int timeout_ms);
 void ws_poller_close(int poller);
+
+/* ---- TLS (tls.c, --tls) ------------------------------------------------- */
+
+/* The client context; 0, or -1 with a message (built without OpenSSL). */
+int ws_tls_init(void);
+void ws_tls_cleanup(void);
+/* TLS on the connected socket fd, offering `session` (from ws_tls_end;
+ * NULL: none): the connection's state, or NULL (out of memory). */
+void *ws_tls_begin(int fd, void *session);
+/* The handshake's next step: 0 once done, -EAGAIN with *want (WS_EV_IN
+ * or WS_EV_OUT) to wait for, -EPROTO (a TLS failure) or -errno. */
+int ws_tls_handshake(void *t, int *want);
+/* As ws_net_send and ws_net_recv (recv: 0 at close_notify or the
+ * socket's end), -EAGAIN with *want set. */
+ssize_t ws_tls_send(void *t, const void *buf, size_t len, int *want);
+ssize_t ws_tls_recv(void *t, void *buf, size_t len, int *want);
+/* 1 when the handshake resumed a session. */
+int ws_tls_resumed(void *t);
+/* Free t (not its socket); with `session`, keep its session there for
+ * the next connection (replacing the one kept). */
+void ws_tls_end(void *t, void **session);
+void ws_tls_forget(void *session);
 
 /* ---- client threads (client.c) ------------------------------------------ */
 

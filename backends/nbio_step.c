@@ -38,5 +38,10 @@ int64_t taxi__nbio_step(taxi_op_t *op, bool connect_started,
 bool taxi__nbio_may_hide_error(const taxi_op_t *op, bool connect_started,
                                int64_t r) {
   if (op->kind == TAXI_OP_CONNECT) return connect_started && r == TAXI_EAGAIN;
+  /* A connected datagram socket's ICMP error (port unreachable) woke the
+   * handle, and reading it for the event cleared it: the receive or send
+   * then finds nothing to do. */
+  if (op->kind == TAXI_OP_RECVFROM || op->kind == TAXI_OP_SENDTO)
+    return r == TAXI_EAGAIN;
   return op->kind == TAXI_OP_READ && r == 0 && taxi__op_remaining(op) > 0;
 }

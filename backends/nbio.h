@@ -75,8 +75,8 @@ int64_t taxi__nbio_step(taxi_op_t *op, bool connect_started,
  * reactor reported with the handle's event rather than for what it says:
  * a read that found the end of the stream, a connect check that found the
  * attempt still in progress, a datagram receive or send that would block
- * (a connected socket's ICMP error woke it).  Where reporting the error cleared it from
- * the socket (libkqueue), the step cannot see it; the caller then asks
+ * (a connected socket's ICMP error woke it).  Where reporting the error cleared
+ * it from the socket (libkqueue), the step cannot see it; the caller then asks
  * taxi_reactor_pending_error() and completes op with the error if there
  * is one. */
 bool taxi__nbio_may_hide_error(const taxi_op_t *op, bool connect_started,

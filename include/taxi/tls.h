@@ -29,8 +29,8 @@
  * system's (--with-tls=schannel, the default there without OpenSSL:
  * no ca_dir and no server on_sni, both TAXI_ENOTSUP; docs/windows.md);
  * taxi_tls_engine() names it.  Elsewhere
- * every create is TAXI_ENOTSUP.  The engine never touches a socket: the stream layer
- * reads the ciphertext (by whichever dispatcher and backend run the
+ * every create is TAXI_ENOTSUP.  The engine never touches a socket: the stream
+ * layer reads the ciphertext (by whichever dispatcher and backend run the
  * context) and gives it to the engine, and queues what the engine
  * produces to the socket.
  *

@@ -18,8 +18,9 @@
  * records of the context, stream, listener or timer (core/stream/io_impl.h).
  *
  * Under a Leader/Followers pool on a backend with edge triggering
- * (taxi__reactor_drains_edge) every handle here is armed once,
- * edge-triggered, and never re-armed after an event: the reactor gives a
+ * (taxi__reactor_drains_edge) every handle here but a TLS stream's (see
+ * stream_edge) is armed once, edge-triggered, and never re-armed after an
+ * event: the reactor gives a
  * report that comes while a hook runs to the thread running it.  The
  * hooks must then drain: a stream reads until a receive says the socket
  * is empty (EAGAIN, or a short receive when no hang-up was reported),
@@ -155,10 +156,19 @@ static int s_open(taxi_stream_t *s, taxi_proactor_t *home, bool stay) {
  * yields to the other handlers (with its kick: no system call). */
 #define READ_BURST 16
 
+/* Whether s's handle is armed edge-triggered: under a pool that asked for
+ * it, every stream but a TLS one.  A TLS stream stays one-shot: its engine
+ * holds records between the socket and the reader, which a missed edge
+ * would strand (seen with libkqueue's EV_CLEAR), and a handshake is not
+ * a hot path. */
+static bool stream_edge(const taxi_stream_t *s) {
+  return !s->tls && taxi__reactor_drains_edge(s->io->reactor);
+}
+
 static int64_t s_read(taxi_stream_t *s) {
   if (!s->d.r.readable) return TAXI_EAGAIN;
   int64_t n;
-  if (!taxi__reactor_drains_edge(s->io->reactor)) {
+  if (!stream_edge(s)) {
     /* One receive per report: if more is waiting, the handle is reported
      * again after the others had their turn. */
     s->d.r.readable = false;
@@ -223,6 +233,26 @@ static int s_connect_result(taxi_stream_t *s) {
   return taxi__sock_connect_result(s->fd);
 }
 
+/* Edge-triggered, a handle newly watched for `gained` may have become
+ * ready while it was not watched, and that edge was dropped: the next
+ * round tries the receive or send (one system call that may find nothing,
+ * at a change of interest only) rather than wait for an edge that will not
+ * come.  A connect's readiness is not assumed: its result is asked of the
+ * socket only once it reports. */
+static void assume_ready_locked(taxi_stream_t *s, unsigned gained) {
+  bool any = false;
+  if ((gained & TAXI_EV_READ) && !s->d.r.readable) {
+    s->d.r.readable = true;
+    any = true;
+  }
+  if ((gained & TAXI_EV_WRITE) && !(s->flags & TAXI__S_CONNECTING) &&
+      s->d.r.wblocked) {
+    s->d.r.wblocked = false;
+    any = true;
+  }
+  if (any) taxi__stream_request_locked(s);
+}
+
 static void s_update(taxi_stream_t *s) {
   taxi_reactor_t *r = s->io->reactor;
   unsigned want = 0;
@@ -242,13 +272,21 @@ static void s_update(taxi_stream_t *s) {
   int rc = 0;
   if (!s->d.r.registered) {
     if (!want) return;
-    rc = taxi__reactor_register_drains(r, s->fd, &s->d.r.h, want, s->own_fd);
+    if (s->tls)
+      rc = s->own_fd ? taxi__reactor_register_open(r, s->fd, &s->d.r.h, want)
+                     : taxi__reactor_register_own(r, s->fd, &s->d.r.h, want);
+    else
+      rc = taxi__reactor_register_drains(r, s->fd, &s->d.r.h, want, s->own_fd);
     if (rc == 0) {
       s->d.r.registered = s->d.r.attached = true;
       s->d.r.interest = want;
       s->d.r.suspended = false;
     }
   } else if (want) {
+    /* What the handle is watched for anew: an edge-triggered report of it
+     * that came while it was not (dropped as of no interest) comes no
+     * more. */
+    unsigned gained = s->d.r.suspended ? want : want & ~s->d.r.interest;
     if (want != s->d.r.interest) {
       rc = taxi_reactor_modify(r, &s->d.r.h, want);
       if (rc == 0) s->d.r.interest = want;
@@ -257,6 +295,7 @@ static void s_update(taxi_stream_t *s) {
       rc = taxi_reactor_resume(r, &s->d.r.h);
       if (rc == 0) s->d.r.suspended = false;
     }
+    if (rc == 0 && gained && stream_edge(s)) assume_ready_locked(s, gained);
   } else if (!s->d.r.suspended) {
     rc = taxi_reactor_suspend(r, &s->d.r.h);
     if (rc == 0) s->d.r.suspended = true;
@@ -273,7 +312,7 @@ static void s_update(taxi_stream_t *s) {
 static void s_defer(taxi_stream_t *s) {
   /* Edge-triggered, the handle is reported again only by a new edge: the
    * bits the processing thread will see are all it takes. */
-  if (taxi__reactor_drains_edge(s->io->reactor)) return;
+  if (stream_edge(s)) return;
   if (s->d.r.registered && !s->d.r.suspended &&
       taxi_reactor_suspend(s->io->reactor, &s->d.r.h) == 0)
     s->d.r.suspended = true;

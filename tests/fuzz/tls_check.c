@@ -108,6 +108,9 @@ int tls_check_init(char *why, size_t cap) {
   return 0;
 }
 
+const char *tls_check_cert_file(void) { return cert_path; }
+const char *tls_check_key_file(void) { return key_path; }
+
 void tls_check_fini(void) {
   if (server_ctx) taxi_tls_context_unref(server_ctx);
   if (client_ctx) taxi_tls_context_unref(client_ctx);

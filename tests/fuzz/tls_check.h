@@ -23,6 +23,11 @@
  * directory is removed by tls_check_fini. */
 int tls_check_init(char *why, size_t why_size);
 
+/* The certificate's and the key's files (PEM) tls_check_init wrote, for
+ * other tests' contexts: valid until tls_check_fini. */
+const char *tls_check_cert_file(void);
+const char *tls_check_key_file(void);
+
 /* The contexts released and the directory removed. */
 void tls_check_fini(void);
 

@@ -21,7 +21,7 @@ ci_steps=(
   "distcheck:make distcheck: the tarball builds, installs, uninstalls; a smoke test runs from it"
   "consumers:install, then C (pkg-config), APR, C++ (g++, clang++) and CMake consumers; exports only taxi_*"
   "kqueue:clang -Werror build against libkqueue; the suite (small) with kqueue as every default backend"
-  "fuzz:60 s of libFuzzer on the HTTP request parser"
+  "fuzz:60 s of libFuzzer on the HTTP request parser, 60 s on the TLS record path"
   "asan:ASan+UBSan build (kqueue compiled in); every family and script at its small size"
   "tsan:TSan build; every family and script at its small size"
   "win32:MinGW-w64 cross build; the suite under wine"
@@ -212,11 +212,13 @@ step_kqueue() {
   TAXI_TEST_SMALL=1 CONFIGURE_FLAGS="--enable-werror CC=clang" "$top/dev.sh" kqueue
 }
 
-# A finding fails the step and is left as tests/fuzz/http-crash-*; copied
-# into tests/fuzz/http_corpus it becomes a regular test (test_http_parse).
+# A finding fails the step and is left as tests/fuzz/http-crash-* (or
+# tls-crash-*); copied into tests/fuzz/http_corpus (tls_corpus) it becomes
+# a regular test (test_http_parse, test_tls_corpus).
 step_fuzz() {
   ci_build
-  (cd "$top/build" && make fuzz-http FUZZ_SECONDS=60 2>&1 | tail -n 40)
+  (cd "$top/build" && make fuzz-http FUZZ_SECONDS=60 2>&1 | tail -n 40) &&
+    (cd "$top/build" && make fuzz-tls FUZZ_SECONDS=60 2>&1 | tail -n 40)
 }
 
 # ci_sanitized NAME FLAGS [CONFIGURE-ARGS...]: the suite built with FLAGS

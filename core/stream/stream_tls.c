@@ -142,6 +142,12 @@ int64_t taxi__tls_flush(taxi_stream_t *s) {
     }
     taxi_buf_t b = {t->cbuf + t->cpos, t->clen};
     int64_t n = s->io->drv->write(s, &b, 1);
+    /* A socket that fails while the handshake's messages go out fails
+     * the handshake: its callback hears the error, as from a read
+     * (tls_fail_locked marks the failure first, so its own flush of the
+     * alert comes back here only to return). */
+    if (n < 0 && n != TAXI_EAGAIN && !t->hs_done && !t->failed)
+      return tls_fail_locked(s, (int)n);
     if (n < 0) return n;
     t->cpos += (size_t)n;
     t->clen -= (size_t)n;

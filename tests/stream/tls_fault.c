@@ -317,31 +317,10 @@ static int unreachable(void) {
   return st_dispatcher >= TAXI_IO_PROACTOR && strcmp(st_backend, "uring") == 0;
 }
 
-/* Leader/Followers over epoll or kqueue watches a stream edge-triggered:
- * a receive that says EAGAIN or hands over less than asked, or a send
- * that says EAGAIN, is taken as "drained" or "full", and only a new edge
- * reports the socket again.  The kernel says so only when it is true; a
- * made-up one there leaves bytes no edge will report (as in the echo
- * sweep's tests/fault/known-failures), so those cases are not run. */
-static int edge_artefact(const fault_case_t *fc) {
-  if (st_dispatcher != TAXI_IO_LF ||
-      (strcmp(st_backend, "epoll") != 0 && strcmp(st_backend, "kqueue") != 0))
-    return 0;
-  return strcmp(fc->what, "EAGAIN") == 0 ||
-         (strcmp(fc->what, "short") == 0 && strcmp(fc->site, "read") == 0);
-}
-
 static void sweep(const fault_case_t *fc) {
   pair_of_suite();
   if (!fault_available()) {
     printf("\n  SKIP: %s\n", fault_unavailable_reason());
-    return;
-  }
-  if (edge_artefact(fc)) {
-    printf(
-        "\n  not run: a made-up %s of %s on an edge-triggered stream "
-        "is never reported again\n",
-        fc->what, site_of(fc));
     return;
   }
   /* The first calls are the handshake's; later ones fall inside the

@@ -173,11 +173,14 @@ static void test_edge_no_promotion_per_message(void) {
    * follower for each, as it must: the counts are looked at elsewhere. */
   if ((strcmp(st_backend, "epoll") == 0 || strcmp(st_backend, "kqueue") == 0) &&
       !EDGE_UNDER_TSAN) {
+    /* One-shot arming promotes one per message; a loaded machine makes
+     * some events slow enough (the pool's average) to promote for: half
+     * tells the two apart without looking at the time. */
     if (promoted >= PINGS / 10 || idle >= PINGS / 10)
       printf("(%llu promotions, %llu idle wake-ups for %d messages) ",
              (unsigned long long)promoted, (unsigned long long)idle, PINGS);
-    CU_ASSERT(promoted < PINGS / 10);
-    CU_ASSERT(idle < PINGS / 10);
+    CU_ASSERT(promoted < PINGS / 2);
+    CU_ASSERT(idle < PINGS / 2);
   }
   shutdown(fd, SHUT_WR);
   CU_ASSERT(st_recv_to_eof(fd, in, sizeof in) >= 0);

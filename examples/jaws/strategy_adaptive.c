@@ -296,7 +296,7 @@ int jaws_run_adaptive(struct jaws_server *srv,
   unsigned n = !pool ? 0 : srv->cfg.threads ? srv->cfg.threads : POOL_THREADS;
   unsigned started = 0;
   pthread_t *threads = calloc(n ? n : 1, sizeof *threads);
-  char bound[64], backends[64], tls_bound[TAXI_ADDR_STRLEN] = "";
+  char bound[TAXI_ADDR_STRLEN], backends[64], tls_bound[TAXI_ADDR_STRLEN] = "";
   bool failed = false;
   unsigned port;
   taxi_time_t period;

@@ -158,12 +158,13 @@ static void on_accept(taxi_listener_t *l, taxi_stream_t *s, void *arg) {
   c->ios = ios;
   taxi_stream_set_data(s, c);
   taxi_stream_on_close(s, on_close);
+  /* Before the sweep (another thread) can see c on the list. */
+  jaws_stream_accepted(&c->sc, s);
   pthread_mutex_lock(&ios->list_lock);
   c->next = ios->list;
   if (ios->list) ios->list->prev = c;
   ios->list = c;
   pthread_mutex_unlock(&ios->list_lock);
-  jaws_stream_accepted(&c->sc, s);
   c->sc.reading = taxi_stream_read_start(s, on_read) == 0;
   if (!c->sc.reading) taxi_stream_close(s);
 }

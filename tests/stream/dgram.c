@@ -361,6 +361,7 @@ struct many {
   atomic_uint got;
   atomic_uint closed;
   atomic_int wrong;
+  atomic_int foreign; /* another program's, told and left out */
 };
 
 static void many_recv(taxi_dgram_t *d, int status, const void *data, size_t len,
@@ -370,8 +371,14 @@ static void many_recv(taxi_dgram_t *d, int status, const void *data, size_t len,
   (void)flags;
   unsigned p = 0;
   if (status == 0 && len == sizeof p) memcpy(&p, data, sizeof p);
-  if (status < 0 || len != sizeof p || p != port_of(d))
-    atomic_fetch_add(&m->wrong, 1);
+  /* A datagram of another test running beside this one (sent to a port
+   * it had bound and closed, which one of ours took since) is not ours:
+   * ours carry a port number. */
+  if (status == 0 && (len != sizeof p || p > 65535 || p == 0)) {
+    atomic_fetch_add(&m->foreign, 1);
+    return;
+  }
+  if (status < 0 || p != port_of(d)) atomic_fetch_add(&m->wrong, 1);
   atomic_fetch_add(&m->got, 1);
 }
 
@@ -425,6 +432,9 @@ static void test_dgram_thousand(void) {
   CU_ASSERT_TRUE(st_wait(reached, &w, 20000));
   CU_ASSERT_EQUAL(atomic_load(&m.got), many);
   CU_ASSERT_EQUAL(atomic_load(&m.wrong), 0);
+  if (atomic_load(&m.foreign))
+    printf("(%d datagrams of another program left out) ",
+           atomic_load(&m.foreign));
   for (unsigned i = 0; i < opened; i++)
     CU_ASSERT_EQUAL(taxi_dgram_close(ds[i], many_close, &m), 0);
   w.v = &m.closed;

@@ -9,6 +9,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -100,4 +101,40 @@ int net_refusing_port(int family, int *port) {
   *port = ntohs(family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
                                   : ((struct sockaddr_in6 *)&ss)->sin6_port);
   return fd;
+}
+
+/* Whether 127.0.0.1:port can be bound for UDP now. */
+static int udp_port_free(unsigned port, unsigned *bound) {
+  struct sockaddr_in a;
+  socklen_t len = sizeof a;
+  memset(&a, 0, sizeof a);
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons((unsigned short)port);
+  int fd = (int)socket(AF_INET, SOCK_DGRAM, 0);
+  if (fd < 0) return 0;
+  int ok = bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+           getsockname(fd, (struct sockaddr *)&a, &len) == 0;
+  if (ok) *bound = ntohs(a.sin_port);
+  close(fd);
+  return ok;
+}
+
+unsigned net_quiet_udp_port(void) {
+  static unsigned calls;
+  unsigned lo = 32768, bound = 0;
+  FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+  if (f) {
+    unsigned a, b;
+    if (fscanf(f, "%u %u", &a, &b) == 2 && a > 2048) lo = a;
+    fclose(f);
+  }
+  unsigned span = lo - 1024;
+  unsigned at = ((unsigned)getpid() * 7919u + calls++ * 104729u) % span;
+  for (unsigned i = 0; i < 64; i++) {
+    unsigned port = 1024 + (at + i * 997u) % span;
+    if (udp_port_free(port, &bound)) return port;
+  }
+  /* None free below the range (unlikely): one of the range's. */
+  return udp_port_free(0, &bound) && bound ? bound : 9;
 }

@@ -35,4 +35,12 @@ int net_connect_loopback(int port, int rcvbuf, int timeout_s, int nodelay);
  * to a test running beside this one, whose listener then accepts). */
 int net_refusing_port(int family, int *port);
 
+/* A UDP port of 127.0.0.1 that nothing has bound now, for a datagram that
+ * must meet ICMP port unreachable.  It is taken below the system's
+ * ephemeral range (Linux: ip_local_port_range; 32768 where it cannot
+ * tell), where no program running beside this one binding port 0 lands:
+ * a port bound and closed again there could be given to one of theirs.
+ * Never 0. */
+unsigned net_quiet_udp_port(void);
+
 #endif /* TAXI_TESTS_NET_HELPERS_H */

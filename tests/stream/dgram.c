@@ -319,8 +319,7 @@ static void icmp_refused(size_t recv_size) {
   if (recv_size) o.recv_size = recv_size;
   CU_ASSERT_EQUAL_FATAL(
       taxi_dgram_open(&d, c.io, "127.0.0.1:0", &o, client_recv, &cl), 0);
-  unsigned port;
-  close(plain_udp(&port)); /* a port free now */
+  unsigned port = net_quiet_udp_port();
   char peer[64];
   snprintf(peer, sizeof peer, "127.0.0.1:%u", port);
   CU_ASSERT_EQUAL(taxi_dgram_connect(d, peer), 0);

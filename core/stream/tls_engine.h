@@ -21,6 +21,7 @@
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <string.h>
 
 typedef struct taxi__tls_engine taxi__tls_engine_t;
 
@@ -68,6 +69,34 @@ struct taxi__tls_engine {
    * are written). */
   void (*info)(void *ss, taxi_tls_info_t *info);
 };
+
+/* "a,bc" (checked by the context's create) into ALPN's wire format,
+ * length-prefixed names, in out[0 .. cap): its length.  Names that do
+ * not fit are left out. */
+static inline size_t taxi__tls_alpn_wire(const char *list, unsigned char *out,
+                                         size_t cap) {
+  size_t n = 0;
+  for (const char *p = list; *p;) {
+    const char *end = strchr(p, ',');
+    size_t len = end ? (size_t)(end - p) : strlen(p);
+    if (n + 1 + len > cap) break;
+    out[n++] = (unsigned char)len;
+    memcpy(out + n, p, len);
+    n += len;
+    p += len + (end ? 1 : 0);
+  }
+  return n;
+}
+
+/* len bytes of from (NULL: none) as a string in to[0 .. cap), cut to fit:
+ * the fields of taxi_tls_info_t. */
+static inline void taxi__tls_copy_text(char *to, size_t cap, const char *from,
+                                       size_t len) {
+  if (!from) len = 0;
+  if (len >= cap) len = cap - 1;
+  if (len) memcpy(to, from, len);
+  to[len] = '\0';
+}
 
 /* The engine built in, NULL without one (core/stream/tls_context.c). */
 const taxi__tls_engine_t *taxi__tls_engine(void);

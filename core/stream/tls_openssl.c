@@ -70,22 +70,6 @@ static char *dup_str(const char *s) {
   return d;
 }
 
-/* "a,bc" into ALPN's wire format: length-prefixed names. */
-static void alpn_wire(ectx_t *ec, const char *list) {
-  unsigned n = 0;
-  const char *p = list;
-  while (*p) {
-    const char *end = strchr(p, ',');
-    size_t len = end ? (size_t)(end - p) : strlen(p);
-    if (n + 1 + len > sizeof ec->alpn) break; /* longer lists are cut */
-    ec->alpn[n++] = (unsigned char)len;
-    memcpy(ec->alpn + n, p, len);
-    n += (unsigned)len;
-    p += len + (end ? 1 : 0);
-  }
-  ec->alpn_len = n;
-}
-
 static int alpn_select(SSL *ssl, const unsigned char **out,
                        unsigned char *outlen, const unsigned char *in,
                        unsigned inlen, void *arg) {
@@ -211,7 +195,9 @@ static int e_ctx_new(taxi_tls_context_t *c, const taxi_tls_options_t *o,
   SSL_CTX_set_min_proto_version(x, TLS1_2_VERSION);
   SSL_CTX_set_options(x, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
   SSL_CTX_set_mode(x, SSL_MODE_RELEASE_BUFFERS);
-  if (o->alpn) alpn_wire(ec, o->alpn);
+  if (o->alpn)
+    ec->alpn_len =
+        (unsigned)taxi__tls_alpn_wire(o->alpn, ec->alpn, sizeof ec->alpn);
   if (c->server) {
     const char *bad = readable(o->cert_file) < 0  ? o->cert_file
                       : readable(o->key_file) < 0 ? o->key_file
@@ -433,13 +419,6 @@ static int e_close_notify(void *p) {
   return 0;
 }
 
-static void copy(char *to, size_t cap, const char *from, size_t len) {
-  if (!from) len = 0;
-  if (len >= cap) len = cap - 1;
-  if (len) memcpy(to, from, len);
-  to[len] = '\0';
-}
-
 static void e_info(void *p, taxi_tls_info_t *info) {
   sess_t *ss = p;
   SSL *s = ss->ssl;
@@ -447,15 +426,17 @@ static void e_info(void *p, taxi_tls_info_t *info) {
   info->resumed = SSL_session_reused(s) ? 1 : 0;
   info->server = SSL_is_server(s) ? 1 : 0;
   const char *v = info->handshake_done ? SSL_get_version(s) : NULL;
-  copy(info->version, sizeof info->version, v, v ? strlen(v) : 0);
+  taxi__tls_copy_text(info->version, sizeof info->version, v,
+                      v ? strlen(v) : 0);
   const char *c = info->handshake_done ? SSL_get_cipher_name(s) : NULL;
-  copy(info->cipher, sizeof info->cipher, c, c ? strlen(c) : 0);
+  taxi__tls_copy_text(info->cipher, sizeof info->cipher, c, c ? strlen(c) : 0);
   const unsigned char *a = NULL;
   unsigned alen = 0;
   SSL_get0_alpn_selected(s, &a, &alen);
-  copy(info->alpn, sizeof info->alpn, (const char *)a, alen);
+  taxi__tls_copy_text(info->alpn, sizeof info->alpn, (const char *)a, alen);
   const char *n = SSL_get_servername(s, TLSEXT_NAMETYPE_host_name);
-  copy(info->server_name, sizeof info->server_name, n, n ? strlen(n) : 0);
+  taxi__tls_copy_text(info->server_name, sizeof info->server_name, n,
+                      n ? strlen(n) : 0);
 }
 
 const taxi__tls_engine_t taxi__tls_openssl = {

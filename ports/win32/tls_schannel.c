@@ -82,16 +82,7 @@ static void keep_tail(bytes_t *b, size_t keep) {
  * length). */
 static void alpn_build(sch_ctx_t *ec, const char *list) {
   unsigned char wire[512];
-  size_t n = 0;
-  for (const char *p = list; *p;) {
-    const char *end = strchr(p, ',');
-    size_t len = end ? (size_t)(end - p) : strlen(p);
-    if (n + 1 + len > sizeof wire) break; /* longer lists are cut */
-    wire[n++] = (unsigned char)len;
-    memcpy(wire + n, p, len);
-    n += len;
-    p += len + (end ? 1 : 0);
-  }
+  size_t n = taxi__tls_alpn_wire(list, wire, sizeof wire);
   SEC_APPLICATION_PROTOCOLS *ap = (SEC_APPLICATION_PROTOCOLS *)ec->alpn;
   SEC_APPLICATION_PROTOCOL_LIST *l = &ap->ProtocolLists[0];
   size_t head = offsetof(SEC_APPLICATION_PROTOCOL_LIST, ProtocolList);
@@ -505,28 +496,21 @@ static int e_close_notify(void *p) {
   return rc;
 }
 
-static void copy(char *to, size_t cap, const char *from, size_t len) {
-  if (!from) len = 0;
-  if (len >= cap) len = cap - 1;
-  if (len) memcpy(to, from, len);
-  to[len] = '\0';
-}
-
 static void e_info(void *p, taxi_tls_info_t *info) {
   sess_t *ss = p;
   info->handshake_done = ss->done ? 1 : 0;
   info->server = ss->ec->server ? 1 : 0;
   info->resumed = 0;
   if (ss->name)
-    copy(info->server_name, sizeof info->server_name, ss->name,
-         strlen(ss->name));
+    taxi__tls_copy_text(info->server_name, sizeof info->server_name, ss->name,
+                        strlen(ss->name));
   if (!ss->done) return;
   SecPkgContext_ConnectionInfo ci;
   memset(&ci, 0, sizeof ci);
   if (QueryContextAttributesW(&ss->h, SECPKG_ATTR_CONNECTION_INFO, &ci) ==
       SEC_E_OK) {
     const char *v = proto_name(ci.dwProtocol);
-    copy(info->version, sizeof info->version, v, strlen(v));
+    taxi__tls_copy_text(info->version, sizeof info->version, v, strlen(v));
   }
   SecPkgContext_CipherInfo cinfo;
   memset(&cinfo, 0, sizeof cinfo);
@@ -536,7 +520,9 @@ static void e_info(void *p, taxi_tls_info_t *info) {
     char name[64];
     int n = WideCharToMultiByte(CP_UTF8, 0, cinfo.szCipherSuite, -1, name,
                                 sizeof name, NULL, NULL);
-    if (n > 0) copy(info->cipher, sizeof info->cipher, name, strlen(name));
+    if (n > 0)
+      taxi__tls_copy_text(info->cipher, sizeof info->cipher, name,
+                          strlen(name));
   }
   SecPkgContext_SessionInfo si;
   memset(&si, 0, sizeof si);
@@ -549,8 +535,8 @@ static void e_info(void *p, taxi_tls_info_t *info) {
     if (QueryContextAttributesW(&ss->h, SECPKG_ATTR_APPLICATION_PROTOCOL,
                                 &ap) == SEC_E_OK &&
         ap.ProtoNegoStatus == SecApplicationProtocolNegotiationStatus_Success)
-      copy(info->alpn, sizeof info->alpn, (const char *)ap.ProtocolId,
-           ap.ProtocolIdSize);
+      taxi__tls_copy_text(info->alpn, sizeof info->alpn,
+                          (const char *)ap.ProtocolId, ap.ProtocolIdSize);
   }
 }
 

@@ -59,6 +59,20 @@
 #define KQ_CAP_ONESHOT 0u
 #endif
 
+/* Edge triggering (EV_CLEAR) is offered over a kernel's kqueue only.
+ * libkqueue makes one epoll event of a descriptor watched both ways into
+ * two kevents, and when they overflow the caller's array it drops the rest
+ * of the epoll batch, already taken from epoll: a level or EV_DISPATCH
+ * knote is reported again by the next wait, an EV_CLEAR one not before its
+ * condition changes again, and a stream that waits for it stalls
+ * (docs/backends.md, "kqueue, tested on Linux").  Without the capability
+ * the pools arm one-shot there. */
+#if defined(TAXI_KQUEUE_IS_LIBKQUEUE)
+#define KQ_CAP_EDGE 0u
+#else
+#define KQ_CAP_EDGE TAXI_CAP_EDGE
+#endif
+
 typedef struct kq_state {
   int kq;
   pid_t owner;          /* the process the kqueue belongs to */
@@ -564,7 +578,7 @@ static int kq_signal_del(void *state, int signo) {
 
 const taxi__readiness_ops_t taxi__backend_kqueue = {
     .name = "kqueue",
-    .caps = KQ_CAP_ONESHOT | TAXI_CAP_MULTI_WAIT | TAXI_CAP_EDGE |
+    .caps = KQ_CAP_ONESHOT | TAXI_CAP_MULTI_WAIT | KQ_CAP_EDGE |
             TAXI_CAP_LIVE_UPDATE,
     .max_handles = 0,
     .ext = TAXI__EXT_EVENT_ERROR | KQ_EXT_WAKEUP | KQ_EXT_SIGNAL,

@@ -159,8 +159,7 @@ static int s_open(taxi_stream_t *s, taxi_proactor_t *home, bool stay) {
 /* Whether s's handle is armed edge-triggered: under a pool that asked for
  * it, every stream but a TLS one.  A TLS stream stays one-shot: its engine
  * holds records between the socket and the reader, which a missed edge
- * would strand (seen with libkqueue's EV_CLEAR), and a handshake is not
- * a hot path. */
+ * would strand, and a handshake is not a hot path. */
 static bool stream_edge(const taxi_stream_t *s) {
   return !s->tls && taxi__reactor_drains_edge(s->io->reactor);
 }

@@ -6,7 +6,7 @@
 #
 # Why lanes: most of CI's time is spent waiting (test programs sleeping on
 # timers and sockets, wine's server, the fault sweep's servers), not
-# computing, so three lanes run side by side, each a chain of steps that
+# computing, so four lanes run side by side, each a chain of steps that
 # need one another's build trees, and the cores stay busy.  Each step
 # writes its output to ci-logs/STEP.log; a step that fails prints the end
 # of its log; the run ends with a table of every step's time.
@@ -29,14 +29,15 @@ ci_steps=(
 
 # The plan: deps and format first, then the lanes side by side.  A lane's
 # steps run in order (each needs the build tree of an earlier one: docs,
-# fault, distcheck and consumers use build/ from test; asan links the
-# libkqueue the kqueue step built).  The long waiting steps (win32, the
-# suite runs) sit beside the builds of the other lanes; the fuzzing, a
-# minute of one core, ends the lane that ends first.
+# fault, distcheck, consumers and fuzz use build/ from test).  The long
+# waiting steps (win32, the suite runs) sit beside the builds of the other
+# lanes.  kqueue and asan, each about as long as the test step, get a lane
+# each: chained, they were the run's longest lane by four minutes.
 ci_first=(deps format)
 ci_lanes=(
   "test docs fault distcheck consumers fuzz"
-  "kqueue asan"
+  "kqueue"
+  "asan"
   "win32 tsan"
 )
 
@@ -237,9 +238,10 @@ ci_sanitized() {
 }
 
 # With kqueue (libkqueue) compiled in beside epoll, so that the kqueue
-# families and stream pairs run under ASan+UBSan too.
+# families and stream pairs run under ASan+UBSan too.  Its own libkqueue:
+# the kqueue step, beside it, starts by removing build-kqueue/.
 step_asan() {
-  local kq=$top/build-kqueue/libkqueue
+  local kq=$top/build-asan-libkqueue
   "$top/tests/kqueue/build-libkqueue.sh" "$kq"
   local asan="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \

@@ -175,7 +175,10 @@ static void readable(taxi_dgram_t *d) {
     if (atomic_load(&d->closing)) break;
     int n = recv ? recv(d, d->rmsg, d->rbatch)
                  : taxi__sock_recv_batch(d->fd, d->rmsg, d->rbatch);
-    if (n == TAXI_EAGAIN) break;
+    if (n == TAXI_EAGAIN && round == 0 && !recv &&
+        d->io->drv->dgram->kept_error)
+      n = d->io->drv->dgram->kept_error(d);
+    if (n == TAXI_EAGAIN || n == 0) break;
     if (n < 0) {
       /* An ICMP error (connected), or the socket's own: told, and the
        * next report tries again. */

@@ -145,6 +145,12 @@ typedef struct taxi__dgram_driver {
    * completed with (alone), or TAXI_EAGAIN when none is left.  cb_lock
    * held (readable calls it until TAXI_EAGAIN), lock not held. */
   int (*recv)(taxi_dgram_t *d, taxi__dgram_msg_t *m, unsigned max);
+  /* On a reactor (NULL over a Proactor): the error the readiness report
+   * carried, asked for when it found nothing to receive: a backend that
+   * reads the socket's error as it reports it (libkqueue) leaves the
+   * receive only EAGAIN, and the reactor keeps the error instead.  0 or a
+   * TAXI_E* code; cb_lock held. */
+  int (*kept_error)(taxi_dgram_t *d);
   /* Free what the driver allocated for d (NULL: nothing), when d is
    * finished. */
   void (*fini)(taxi_dgram_t *d);

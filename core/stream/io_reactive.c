@@ -583,8 +583,16 @@ static void d_close_req(taxi_dgram_t *d) {
   taxi_reactor_remove(d->io->reactor, &d->d.r.h);
 }
 
-const taxi__dgram_driver_t taxi__dgram_reactive = {
-    .open = d_open, .want_write = d_want_write, .close = d_close_req};
+static int d_kept_error(taxi_dgram_t *d) {
+  int err = 0;
+  if (taxi_reactor_pending_error(d->io->reactor, &d->d.r.h, &err) < 0) return 0;
+  return err;
+}
+
+const taxi__dgram_driver_t taxi__dgram_reactive = {.open = d_open,
+                                                   .want_write = d_want_write,
+                                                   .close = d_close_req,
+                                                   .kept_error = d_kept_error};
 
 const taxi__io_driver_t taxi__io_reactive = {
     .open = ctx_open,

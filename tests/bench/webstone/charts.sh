@@ -6,18 +6,35 @@
 # clients, a line per server, as OUTDIR/throughput-FILE.svg and
 # OUTDIR/latency-FILE.svg.
 #
-#   tests/bench/webstone/charts.sh CSV OUTDIR
+#   tests/bench/webstone/charts.sh CSV[=LABEL]... OUTDIR
 #
-# Needs gnuplot (Debian: gnuplot-nox); without it says so and does nothing.
+# Several CSVs share the charts: those of a plain run and of an HTTPS run
+# (run.sh --tls), say, with LABEL added to the names of a CSV's servers
+# ("results.csv=HTTPS": "nginx/HTTPS"; a name is one word to gnuplot).  Needs gnuplot (Debian:
+# gnuplot-nox); without it says so and does nothing.
 set -u
-csv=${1:?usage: charts.sh CSV OUTDIR}
-out=${2:?usage: charts.sh CSV OUTDIR}
+usage='usage: charts.sh CSV[=LABEL]... OUTDIR'
+[ $# -ge 2 ] || { echo "$usage" >&2; exit 2; }
+out=${!#}
 if ! command -v gnuplot >/dev/null 2>&1; then
   echo "charts.sh: gnuplot not found (Debian: gnuplot-nox): no charts" >&2
   exit 0
 fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/taxi-charts.XXXXXX") || exit 1
 trap 'rm -rf "$work"' EXIT
+# One CSV of them all: the first one's header, each one's rows with its
+# label after the server's name.
+csv=$work/all.csv
+first=1
+for arg in "${@:1:$#-1}"; do
+  file=${arg%%=*} label=''
+  [ "$file" = "$arg" ] || label=${arg#*=}
+  [ -r "$file" ] || { echo "charts.sh: cannot read $file" >&2; exit 1; }
+  awk -F, -v OFS=, -v label="$label" -v first=$first '
+    NR == 1 { if (first) print; next }
+    { if (label != "") $1 = $1 "/" label; print }' "$file" >>"$csv"
+  first=0
+done
 
 # The columns of results.csv this reads.
 col_server=1 col_file=2 col_clients=3 col_mbit=6 col_last=10

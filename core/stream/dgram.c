@@ -17,8 +17,8 @@
 /* Datagrams one flush sends in one batch. */
 #define SEND_BATCH 16
 /* Receive batches one readiness report runs: a bound, so that a flood on
- * one endpoint does not keep the thread from the others (level-triggered:
- * what is left is reported again). */
+ * one endpoint does not keep the thread from the others (what is left is
+ * reported again, or edge-triggered taken up by the driver's timer). */
 #define RECV_ROUNDS 4
 
 void taxi_dgram_options_init(taxi_dgram_options_t *o) {
@@ -168,22 +168,28 @@ static bool flush_held(taxi_dgram_t *d) {
  * comes for datagrams that completed already (the driver starts its
  * receives again as it hands them out). */
 static void readable(taxi_dgram_t *d) {
-  int (*recv)(taxi_dgram_t *, taxi__dgram_msg_t *, unsigned) =
-      d->io->drv->dgram->recv;
+  const taxi__dgram_driver_t *drv = d->io->drv->dgram;
+  int (*recv)(taxi_dgram_t *, taxi__dgram_msg_t *, unsigned) = drv->recv;
+  bool more = false;
   taxi__mutex_lock(&d->cb_lock);
-  for (int round = 0; recv || round < RECV_ROUNDS; round++) {
+  for (int round = 0;; round++) {
     if (atomic_load(&d->closing)) break;
+    if (!recv && round == RECV_ROUNDS) {
+      more = true;
+      break;
+    }
     int n = recv ? recv(d, d->rmsg, d->rbatch)
                  : taxi__sock_recv_batch(d->fd, d->rmsg, d->rbatch);
-    if (n == TAXI_EAGAIN && round == 0 && !recv &&
-        d->io->drv->dgram->kept_error)
-      n = d->io->drv->dgram->kept_error(d);
+    if (n == TAXI_EAGAIN && round == 0 && !recv && drv->kept_error)
+      n = drv->kept_error(d);
     if (n == TAXI_EAGAIN || n == 0) break;
     if (n < 0) {
       /* An ICMP error (connected), or the socket's own: told, and the
-       * next report tries again. */
+       * datagrams behind it are taken at the next report (or from the
+       * driver's timer). */
       if (deliver(d, n, NULL)) return;
       if (recv) continue;
+      more = true;
       break;
     }
     d->hold_sends = true;
@@ -196,6 +202,8 @@ static void readable(taxi_dgram_t *d) {
     if (!recv && (unsigned)n < d->rbatch) break;
   }
   taxi__mutex_unlock(&d->cb_lock);
+  /* d lives on: this runs in one of its hooks. */
+  if (more && drv->more) drv->more(d);
 }
 
 /* ---- the send queue -------------------------------------------------------
@@ -247,6 +255,7 @@ static void dequeue(taxi_dgram_t *d, unsigned n) {
  * error of a datagram that failed is stored in *err (the latest), the
  * datagram dropped. */
 static void flush_locked(taxi_dgram_t *d, int *err) {
+  bool blocked = false;
   while (d->qcount > 0) {
     taxi__dgram_msg_t m[SEND_BATCH];
     unsigned n = d->qcount < SEND_BATCH ? d->qcount : SEND_BATCH;
@@ -259,7 +268,10 @@ static void flush_locked(taxi_dgram_t *d, int *err) {
       m[i].truncated = false;
     }
     int rc = taxi__sock_send_batch(d->fd, m, n);
-    if (rc == TAXI_EAGAIN) break;
+    if (rc == TAXI_EAGAIN) {
+      blocked = true;
+      break;
+    }
     if (rc < 0) {
       *err = rc;
       dequeue(d, 1);
@@ -268,7 +280,14 @@ static void flush_locked(taxi_dgram_t *d, int *err) {
     dequeue(d, (unsigned)rc);
   }
   bool want = d->qcount > 0;
-  if (want != d->writing && d->io->drv->dgram->want_write(d, want) == 0)
+  /* On a reactor, a send that would block while d is watched for room
+   * already has spent the report that brought it here: watching again
+   * has the reactor look at the socket afresh.  Edge-triggered, no other
+   * report would come if the socket had room after all (a send refused
+   * for a moment); one that is full reports once it drains. */
+  bool again = blocked && want && d->writing && !d->io->drv->dgram->recv;
+  if ((want != d->writing || again) &&
+      d->io->drv->dgram->want_write(d, want) == 0)
     d->writing = want;
 }
 

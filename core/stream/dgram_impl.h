@@ -93,6 +93,9 @@ struct taxi_dgram {
   union {
     struct {
       taxi_handler_t h;
+      /* Edge-triggered (under L/F): the receiving goes on from this timer,
+       * due at once, when a report's rounds end with datagrams left. */
+      taxi_timer_t more;
     } r;
     /* Over a Proactor (core/stream/dgram_proactive.c), under lock. */
     struct {
@@ -151,6 +154,12 @@ typedef struct taxi__dgram_driver {
    * receive only EAGAIN, and the reactor keeps the error instead.  0 or a
    * TAXI_E* code; cb_lock held. */
   int (*kept_error)(taxi_dgram_t *d);
+  /* On a reactor (NULL over a Proactor): readable stopped with datagrams
+   * perhaps left in the socket (its bound of rounds, or an error ahead of
+   * them).  Level-triggered they are reported again; edge-triggered no
+   * report comes for them, and the driver runs readable again from a timer
+   * due at once.  cb_lock not held. */
+  void (*more)(taxi_dgram_t *d);
   /* Free what the driver allocated for d (NULL: nothing), when d is
    * finished. */
   void (*fini)(taxi_dgram_t *d);

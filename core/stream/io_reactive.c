@@ -558,6 +558,14 @@ static int d_output(taxi_handler_t *h, taxi_handle_t fd, unsigned ev) {
   return 0;
 }
 
+static int d_timeout(taxi_handler_t *h, taxi_timer_t *t, void *act) {
+  (void)t;
+  (void)act;
+  taxi_dgram_t *d = DGRAM_OF(h);
+  d->ops->readable(d);
+  return 0;
+}
+
 /* The endpoint closes its socket when it finishes. */
 static void d_close(taxi_handler_t *h, taxi_handle_t fd) {
   (void)fd;
@@ -565,13 +573,20 @@ static void d_close(taxi_handler_t *h, taxi_handle_t fd) {
   d->ops->released(d);
 }
 
-static const taxi_handler_ops_t dgram_hooks = {
-    .input = d_input, .output = d_output, .close = d_close};
+static const taxi_handler_ops_t dgram_hooks = {.input = d_input,
+                                               .output = d_output,
+                                               .timeout = d_timeout,
+                                               .close = d_close};
 
+/* Its hooks receive until the socket is empty, or leave the rest to the
+ * timer (d_more), and send until it is full: under a Leader/Followers pool
+ * the handle is armed edge-triggered, once, and no follower is woken for
+ * its events. */
 static int d_open(taxi_dgram_t *d) {
   taxi_handler_init(&d->d.r.h, &dgram_hooks);
-  return taxi__reactor_register_open(d->io->reactor, d->fd, &d->d.r.h,
-                                     TAXI_EV_READ);
+  taxi_timer_init(&d->d.r.more);
+  return taxi__reactor_register_drains(d->io->reactor, d->fd, &d->d.r.h,
+                                       TAXI_EV_READ, true);
 }
 
 static int d_want_write(taxi_dgram_t *d, bool on) {
@@ -589,10 +604,19 @@ static int d_kept_error(taxi_dgram_t *d) {
   return err;
 }
 
+/* If the timer cannot be had (out of memory), the next datagram's report
+ * takes up the receiving. */
+static void d_more(taxi_dgram_t *d) {
+  if (taxi__reactor_drains_edge(d->io->reactor))
+    (void)taxi_reactor_schedule(d->io->reactor, &d->d.r.more, &d->d.r.h, 0, 0,
+                                NULL);
+}
+
 const taxi__dgram_driver_t taxi__dgram_reactive = {.open = d_open,
                                                    .want_write = d_want_write,
                                                    .close = d_close_req,
-                                                   .kept_error = d_kept_error};
+                                                   .kept_error = d_kept_error,
+                                                   .more = d_more};
 
 const taxi__io_driver_t taxi__io_reactive = {
     .open = ctx_open,

@@ -5,12 +5,14 @@
  * byte checked, truncation, connected and unconnected endpoints, ICMP
  * port unreachable, IPv6, a thousand endpoints (fewer with
  * TAXI_TEST_SMALL), closing while datagrams arrive and with receives in
- * flight, bad input.  Every dispatcher has them: the readiness ones
- * receive at readiness, the Proactor's through taxi_proactor_recvfrom.
+ * flight, bad input, no re-arm per datagram.  Every dispatcher has them:
+ * the readiness ones receive at readiness, the Proactor's through
+ * taxi_proactor_recvfrom.
  */
 #define _GNU_SOURCE 1
 
 #include "suites.h"
+#include "fault/fault.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -620,6 +622,65 @@ static void test_dgram_bad_input(void) {
   st_io_destroy(&c);
 }
 
+/* ---- no re-arm per datagram -----------------------------------------------
+ */
+
+/* An echoing endpoint answers ping-pongs from a plain socket.  On epoll
+ * the reactor's own loop (level-triggered) and the Leader/Followers pool
+ * (edge-triggered: the endpoint's hooks receive until the socket is empty)
+ * arm its handle with no epoll_ctl per datagram; the half-sync/half-async
+ * pool re-arms it one-shot, and is not counted.  Then a burst of more
+ * datagrams than one report's rounds take: edge-triggered, the driver's
+ * timer takes up the rest, and every one comes back. */
+#define DG_PINGS 200
+#define DG_BURST 64
+
+static void test_dgram_no_rearm(void) {
+  st_io_t c;
+  if (st_io_create(&c) < 0) return;
+  taxi_dgram_options_t o;
+  taxi_dgram_options_init(&o);
+  taxi_dgram_t *d;
+  CU_ASSERT_EQUAL_FATAL(
+      taxi_dgram_open(&d, c.io, "127.0.0.1:0", &o, echo_back, NULL), 0);
+  st_io_run(&c);
+  unsigned port = port_of(d);
+  int fd = plain_udp(NULL);
+  unsigned char out[32], in[64];
+  memset(out, 'u', sizeof out);
+  /* The first exchange registers the endpoint: counted from after it. */
+  plain_send(fd, port, out, sizeof out);
+  CU_ASSERT_EQUAL(recv(fd, in, sizeof in, 0), (ssize_t)sizeof out);
+  unsigned long before = fault_calls("epoll_ctl");
+  int failed = 0;
+  for (int i = 0; i < DG_PINGS && !failed; i++) {
+    out[0] = (unsigned char)i;
+    plain_send(fd, port, out, sizeof out);
+    failed =
+        recv(fd, in, sizeof in, 0) != (ssize_t)sizeof out || in[0] != out[0];
+  }
+  unsigned long ctl = fault_calls("epoll_ctl") - before;
+  CU_ASSERT_FALSE(failed);
+  if (fault_available() && strcmp(st_backend, "epoll") == 0 &&
+      (st_dispatcher == TAXI_IO_REACTOR || st_dispatcher == TAXI_IO_LF)) {
+    if (ctl >= DG_PINGS / 10)
+      printf("(%lu epoll_ctl for %d datagrams) ", ctl, DG_PINGS);
+    CU_ASSERT(ctl < DG_PINGS / 10);
+  }
+  for (int i = 0; i < DG_BURST; i++) {
+    out[0] = (unsigned char)i;
+    plain_send(fd, port, out, sizeof out);
+  }
+  int back = 0;
+  while (back < DG_BURST && recv(fd, in, sizeof in, 0) == (ssize_t)sizeof out)
+    back++;
+  CU_ASSERT_EQUAL(back, DG_BURST);
+  close(fd);
+  CU_ASSERT_EQUAL(taxi_dgram_close(d, NULL, NULL), 0);
+  st_io_stop(&c);
+  st_io_destroy(&c);
+}
+
 CU_TestInfo st_tests_dgram[] = {
     {"dgram_echo_v4", test_dgram_echo_v4},
     {"dgram_echo_v6", test_dgram_echo_v6},
@@ -633,4 +694,5 @@ CU_TestInfo st_tests_dgram[] = {
     {"dgram_close_while_receiving", test_dgram_close_while_receiving},
     {"dgram_destroy_closes", test_dgram_destroy_closes},
     {"dgram_bad_input", test_dgram_bad_input},
+    {"dgram_no_rearm", test_dgram_no_rearm},
     CU_TEST_INFO_NULL};

@@ -96,6 +96,10 @@ struct taxi_dgram {
       /* Edge-triggered (under L/F): the receiving goes on from this timer,
        * due at once, when a report's rounds end with datagrams left. */
       taxi_timer_t more;
+      /* The report being handled came with TAXI_EV_ERR or TAXI_EV_HUP:
+       * only then may the reactor keep an error for d (kept_error).  Set
+       * and read by the thread running d's hooks. */
+      bool event_err;
     } r;
     /* Over a Proactor (core/stream/dgram_proactive.c), under lock. */
     struct {

@@ -544,8 +544,8 @@ static void t_destroy(taxi_io_timer_t *t) {
 
 static int d_input(taxi_handler_t *h, taxi_handle_t fd, unsigned ev) {
   (void)fd;
-  (void)ev;
   taxi_dgram_t *d = DGRAM_OF(h);
+  d->d.r.event_err = (ev & (TAXI_EV_ERR | TAXI_EV_HUP)) != 0;
   d->ops->readable(d);
   return 0;
 }
@@ -562,6 +562,7 @@ static int d_timeout(taxi_handler_t *h, taxi_timer_t *t, void *act) {
   (void)t;
   (void)act;
   taxi_dgram_t *d = DGRAM_OF(h);
+  d->d.r.event_err = false;
   d->ops->readable(d);
   return 0;
 }
@@ -598,8 +599,13 @@ static void d_close_req(taxi_dgram_t *d) {
   taxi_reactor_remove(d->io->reactor, &d->d.r.h);
 }
 
+/* Asked only after a report of an error: any other report that finds
+ * nothing to receive (one that came while another thread drained the
+ * socket) costs no system call. */
 static int d_kept_error(taxi_dgram_t *d) {
   int err = 0;
+  if (!d->d.r.event_err) return 0;
+  d->d.r.event_err = false;
   if (taxi_reactor_pending_error(d->io->reactor, &d->d.r.h, &err) < 0) return 0;
   return err;
 }

@@ -636,6 +636,11 @@ static void test_dgram_bad_input(void) {
 #define DG_BURST 64
 
 static void test_dgram_no_rearm(void) {
+  /* The readiness dispatchers: the Proactors' receives have their own
+   * counts (tests/proactor). */
+  if (st_dispatcher != TAXI_IO_REACTOR && st_dispatcher != TAXI_IO_LF &&
+      st_dispatcher != TAXI_IO_HSHA)
+    return;
   st_io_t c;
   if (st_io_create(&c) < 0) return;
   taxi_dgram_options_t o;
@@ -656,8 +661,11 @@ static void test_dgram_no_rearm(void) {
   for (int i = 0; i < DG_PINGS && !failed; i++) {
     out[0] = (unsigned char)i;
     plain_send(fd, port, out, sizeof out);
-    failed =
-        recv(fd, in, sizeof in, 0) != (ssize_t)sizeof out || in[0] != out[0];
+    ssize_t got = recv(fd, in, sizeof in, 0);
+    failed = got != (ssize_t)sizeof out || in[0] != out[0];
+    if (failed)
+      printf("(ping %d: %zd bytes back, first %d, errno %d) ", i, got,
+             got > 0 ? in[0] : -1, got < 0 ? errno : 0);
   }
   unsigned long ctl = fault_calls("epoll_ctl") - before;
   CU_ASSERT_FALSE(failed);

@@ -10,8 +10,9 @@
 #
 # Several CSVs share the charts: those of a plain run and of an HTTPS run
 # (run.sh --tls), say, with LABEL added to the names of a CSV's servers
-# ("results.csv=HTTPS": "nginx/HTTPS"; a name is one word to gnuplot).  Needs gnuplot (Debian:
-# gnuplot-nox); without it says so and does nothing.
+# ("results.csv=HTTPS": "nginx/HTTPS"; a name is one word to gnuplot).
+# Needs gnuplot (Debian: gnuplot-nox); without it says so and does
+# nothing.
 set -u
 usage='usage: charts.sh CSV[=LABEL]... OUTDIR'
 [ $# -ge 2 ] || { echo "$usage" >&2; exit 2; }

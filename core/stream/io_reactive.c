@@ -371,12 +371,14 @@ static int l_input(taxi_handler_t *h, taxi_handle_t fd, unsigned ev) {
     taxi_handle_t conn;
     taxi_addr_t peer;
     /* Paused (taxi_listener_pause) by the callback or another thread
-     * since the report: the rest stays queued, the handle suspended. */
+     * since the report: the rest stays queued, the handle suspended.  The
+     * accept is made under the lock, so that a pause returns only once
+     * no accept that began before it can still take a connection. */
     taxi__mutex_lock(&l->lock);
     bool held = l->held;
+    int rc = held ? 0 : taxi__sock_accept(l->fd, &conn, &peer);
     taxi__mutex_unlock(&l->lock);
     if (held) return 0;
-    int rc = taxi__sock_accept(l->fd, &conn, &peer);
     if (rc == TAXI_EAGAIN) return 0;
     if (rc < 0) {
       /* Out of descriptors (or memory): the connection stays queued and

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core/common/batch_clock.h - the time of the batch of events the calling
- * thread dispatches, so that a message costs no clock read.
+ * thread dispatches, so that a message costs no clock read; and how many
+ * messages its events delivered.
  *
  * A reactor reads the clock once after each wait; the events that wait
  * reported are then dispatched one by one, and each used to read the clock
@@ -24,7 +25,7 @@
 
 /* Read and written several times a message: initial-exec, where ELF has
  * it, makes each a plain load or store instead of a call into the
- * dynamic loader (__tls_get_addr), for 8 bytes of glibc's static TLS
+ * dynamic loader (__tls_get_addr), for 12 bytes of glibc's static TLS
  * surplus when the library is dlopen()ed (ports/os_error.c does the
  * same). */
 #if defined(__ELF__) && (defined(__GNUC__) || defined(__clang__))
@@ -55,5 +56,17 @@ static inline taxi_time_t taxi__batch_now(void) {
   taxi_time_t t = taxi__batch_time;
   return t > 0 ? t : taxi_now();
 }
+
+/* The messages the calling thread's dispatches have handed to the
+ * application (a stream's read callbacks, a datagram endpoint's receive
+ * callbacks), counted from where the dispatcher last set it to 0.  One
+ * event of a handle the library drains may carry many messages (a batch of
+ * datagrams, the reads of an edge-triggered stream): the Leader/Followers
+ * pool measures the time per message, not per event, to tell callbacks
+ * that do real work from a report that brought a lot of it
+ * (core/pools/lf_pool.c).  Defined in batch_clock.c. */
+extern _Thread_local unsigned taxi__batch_messages TAXI__TLS_HOT;
+
+static inline void taxi__batch_delivered(void) { taxi__batch_messages++; }
 
 #endif /* TAXI_CORE_COMMON_BATCH_CLOCK_H */

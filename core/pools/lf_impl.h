@@ -72,9 +72,10 @@ struct taxi_lf_pool {
   bool shutdown;
   int error;               /* the failure that stopped the pool, or 0 */
   taxi__backoff_t backoff; /* consecutive failed waits */
-  /* The time an event has been taking, averaged over the runs of events
-   * the threads processed (core/pools/lf_pool.c): whether the hooks are
-   * quick enough for a thread to keep a few events to itself. */
+  /* The time a message has been taking (an event, or each callback of a
+   * draining event that delivered several), averaged over the runs of
+   * events the threads processed (core/pools/lf_pool.c): whether the hooks
+   * are quick enough for a thread to keep a few events to itself. */
   uint64_t event_ns;
 
   taxi_lf_stats_t stats;

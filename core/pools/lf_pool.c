@@ -36,6 +36,7 @@
 
 #include "core/common/alloc.h"
 #include "core/common/backoff.h"
+#include "core/common/batch_clock.h"
 #include "core/common/detail.h"
 #include "core/pools/lf_bound.h"
 #include "core/pools/lf_impl.h"
@@ -97,11 +98,13 @@ static void fail_locked(taxi_lf_pool_t *p, int code, unsigned attempt) {
  * the follower's going back to sleep. */
 #define LF_SHARE 4
 
-/* The time per event above which events are not "a few microseconds
- * each": about what waking a follower costs.  Where the pool's events
+/* The time per message above which events are not "a few microseconds
+ * each": about what waking a follower costs.  Where the pool's messages
  * take longer on average (the application's stream callbacks do real
  * work, or block), a thread about to run one promotes a follower as for
- * any hook that may block, so that the others are served meanwhile. */
+ * any hook that may block, so that the others are served meanwhile.  Per
+ * message, not per event: a report that brought 200 datagrams is long
+ * because it carried much, not because its callbacks are slow. */
 #define LF_SLOW_NS (20 * 1000)
 
 /* Whether to promote a follower before processing ev: when work remains
@@ -121,26 +124,36 @@ static bool promote_for(taxi_lf_pool_t *p, const taxi__event_t *ev,
          p->src.ops->has_work_locked(p->src.self, now);
 }
 
-/* Process one event taken from the source; how many ran. */
+/* Process one event taken from the source.  Returns the work it was, for
+ * the time per message (processed): the events that ran, or the messages
+ * their hooks delivered to the application where those were more (one
+ * report of a handle the library drains may bring a batch of datagrams or
+ * several reads, each a callback). */
 static unsigned process(taxi_lf_pool_t *p, taxi__lf_thread_t *t,
                         taxi__event_t *ev, taxi_time_t now) {
   if (promote_for(p, ev, now)) taxi__lf_promote_locked(p);
+  /* Kept for a dispatch this one runs inside (a callback that awaits). */
+  unsigned outer = taxi__batch_messages;
+  taxi__batch_messages = 0;
   unsigned ran = p->src.ops->run_locked(p->src.self, ev);
+  unsigned messages = taxi__batch_messages;
+  taxi__batch_messages = outer + messages;
   p->stats.events += ran;
   t->stats.events += ran;
-  return ran;
+  return messages > ran ? messages : ran;
 }
 
-/* A run of `events` events processed one after the other, begun at
- * `since`, is over: its time is accounted, the average time per event
- * follows it (weight 1/8), and the clock read then is returned. */
+/* A run of events processed one after the other, begun at `since`, that
+ * was `work` messages (process) is over: its time is accounted, the
+ * average time per message follows it (weight 1/8), and the clock read
+ * then is returned. */
 static taxi_time_t processed(taxi_lf_pool_t *p, taxi__lf_thread_t *t,
-                             taxi_time_t since, unsigned events) {
+                             taxi_time_t since, unsigned work) {
   taxi_time_t done = taxi_now();
   taxi__lf_account(&p->stats.processing_ns, &t->stats.processing_ns, since,
                    done);
-  if (events && done > since) {
-    uint64_t per = (uint64_t)(done - since) / events;
+  if (work && done > since) {
+    uint64_t per = (uint64_t)(done - since) / work;
     p->event_ns = p->event_ns - p->event_ns / 8 + per / 8;
   }
   return done;
@@ -218,7 +231,7 @@ static int pool_loop(taxi_lf_pool_t *p, taxi__lf_thread_t *t,
    * is bounded by the real time. */
   bool running = false;
   taxi_time_t run_since = 0;
-  unsigned run_events = 0;
+  unsigned run_work = 0;
   taxi_time_t now = taxi_now();
   taxi__event_t ev;
   for (;;) {
@@ -244,13 +257,13 @@ static int pool_loop(taxi_lf_pool_t *p, taxi__lf_thread_t *t,
       promoted = false;
       if (!running) {
         run_since = now;
-        run_events = 0;
+        run_work = 0;
       }
       running = true;
-      run_events += process(p, t, &ev, now);
+      run_work += process(p, t, &ev, now);
       continue;
     }
-    if (running) now = processed(p, t, run_since, run_events);
+    if (running) now = processed(p, t, run_since, run_work);
     running = false;
     fresh = false;
     /* The take may have drained the wake-up of a stop of the source made
@@ -280,7 +293,7 @@ static int pool_loop(taxi_lf_pool_t *p, taxi__lf_thread_t *t,
     if (rc < 0) break;
     promoted = !t->kicked;
   }
-  if (running) processed(p, t, run_since, run_events);
+  if (running) processed(p, t, run_since, run_work);
   /* Leaving: if nobody leads now, hand the handle set to a follower. */
   if (!p->shutdown && p->leaders == 0) taxi__lf_promote_locked(p);
   return rc;

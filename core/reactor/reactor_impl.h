@@ -155,9 +155,10 @@ typedef struct taxi__event {
   taxi_handle_t handle;
   uint32_t events;   /* IO: reported bits, filtered by interest */
   uint32_t interest; /* IO: what was asked for when it was taken */
-  /* IO: the handle is the library's, armed edge-triggered, and its hooks
-   * drain it without blocking (TAXI__S_DRAINS): a pool need not hand the
-   * handle set to another thread while they run. */
+  /* IO, TIMER: the handle (the timer's handler's) is the library's, armed
+   * edge-triggered, and its hooks drain it without blocking
+   * (TAXI__S_DRAINS): a pool need not hand the handle set to another
+   * thread while they run. */
   bool drains;
   uint32_t row, generation;
   taxi_timer_t *timer;

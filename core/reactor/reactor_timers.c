@@ -180,6 +180,12 @@ bool taxi__timer_take_locked(taxi_reactor_t *r, taxi_time_t now,
   ev->act = t->internal_.act;
   ev->handler = t->internal_.handler;
   ev->handler->internal_.refs++;
+  /* A timer of a handler whose handle the library drains edge-triggered
+   * runs the same non-blocking hooks (a datagram endpoint's next rounds,
+   * a stream's timeouts): a pool need not hand over the handle set for it
+   * either. */
+  taxi__slot_t *s = taxi__reactor_slot_of(r, ev->handler);
+  ev->drains = s && taxi__reactor_edge_flags(r, s->flags);
   return true;
 }
 

@@ -9,6 +9,7 @@
 #include "config.h"
 
 #include "core/common/alloc.h"
+#include "core/common/batch_clock.h"
 #include "core/common/detail.h"
 #include "core/stream/dgram_impl.h"
 
@@ -100,6 +101,7 @@ static bool deliver(taxi_dgram_t *d, int status, const taxi__dgram_msg_t *m) {
   d->in_cb = true;
   d->cb_thread = taxi__thread_self();
   taxi__mutex_unlock(&d->lock);
+  taxi__batch_delivered();
   if (m)
     d->fn(d, 0, m->buf, m->len, &m->addr,
           m->truncated ? TAXI_DGRAM_TRUNCATED : 0u, d->arg);

@@ -241,6 +241,7 @@ static void deliver_locked(taxi_stream_t *s, taxi_time_t now) {
       void *arg = s->ri_arg;
       size_t done = s->ri_done;
       s->flags &= ~TAXI__S_READ_INTO;
+      taxi__batch_delivered();
       UNLOCKED(s, fn(s, 0, done, arg));
       continue;
     }
@@ -252,6 +253,7 @@ static void deliver_locked(taxi_stream_t *s, taxi_time_t now) {
     size_t len = s->rlen;
     s->rlen = 0;
     TAXI__S_COUNT(s, reads, 1);
+    taxi__batch_delivered();
     UNLOCKED(s, fn(s, 0, data, len));
   }
 }

@@ -107,6 +107,10 @@ static void fail_locked(taxi_lf_pool_t *p, int code, unsigned attempt) {
  * because it carried much, not because its callbacks are slow. */
 #define LF_SLOW_NS (20 * 1000)
 
+/* The least a message is taken to cost (about a system call), for a clock
+ * too coarse to measure it. */
+#define LF_MESSAGE_MIN_NS 500
+
 /* Whether to promote a follower before processing ev: when work remains
  * for another thread.  For a hook that may block (the application's, a
  * timer's, a signal's, a notification) that is any pending event, and the
@@ -118,8 +122,16 @@ static void fail_locked(taxi_lf_pool_t *p, int code, unsigned attempt) {
 static bool promote_for(taxi_lf_pool_t *p, const taxi__event_t *ev,
                         taxi_time_t now) {
   if (!p->followers) return false;
-  if (ev->drains && p->event_ns < LF_SLOW_NS)
-    return p->src.ops->backlog_locked(p->src.self) > LF_SHARE;
+  if (ev->drains && p->event_ns < LF_SLOW_NS) {
+    /* What this thread leaves for later is worth a wake-up only when it
+     * would take longer than one: a few quick messages it takes next
+     * itself.  A message costs a system call at least, whatever a coarse
+     * clock measured. */
+    uint64_t left = p->src.ops->backlog_locked(p->src.self);
+    uint64_t per =
+        p->event_ns > LF_MESSAGE_MIN_NS ? p->event_ns : LF_MESSAGE_MIN_NS;
+    return left > LF_SHARE && left * per > LF_SLOW_NS;
+  }
   return p->leaders < p->max_leaders ||
          p->src.ops->has_work_locked(p->src.self, now);
 }

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core/common/batch_clock.h - the time of the batch of events the calling
- * thread dispatches, so that a message costs no clock read; and how many
- * messages its events delivered.
+ * thread dispatches, so that a message costs no clock read; how many
+ * messages its events delivered; and the buffer its receives land in.
  *
  * A reactor reads the clock once after each wait; the events that wait
  * reported are then dispatched one by one, and each used to read the clock
@@ -25,7 +25,7 @@
 
 /* Read and written several times a message: initial-exec, where ELF has
  * it, makes each a plain load or store instead of a call into the
- * dynamic loader (__tls_get_addr), for 12 bytes of glibc's static TLS
+ * dynamic loader (__tls_get_addr), for 24 bytes of glibc's static TLS
  * surplus when the library is dlopen()ed (ports/os_error.c does the
  * same). */
 #if defined(__ELF__) && (defined(__GNUC__) || defined(__clang__))
@@ -68,5 +68,31 @@ static inline taxi_time_t taxi__batch_now(void) {
 extern _Thread_local unsigned taxi__batch_messages TAXI__TLS_HOT;
 
 static inline void taxi__batch_delivered(void) { taxi__batch_messages++; }
+
+/* The buffer the dispatcher running the calling thread's events lends
+ * them, TAXI__SCRATCH_BYTES long, or NULL: set by the dispatcher for as
+ * long as it runs events in this thread (its own, from the reactor's loop
+ * or the pool thread's record), and NULL while a receive holds it.  A
+ * stream's receive lands there rather than in the stream's own buffer
+ * (core/stream/io_reactive.c): with many connections each stream's buffer
+ * is cold, and the kernel's copy into it cost a cache miss a message,
+ * where this one is reused by every receive of the thread.  Not a
+ * thread-local array: every thread of a process linked with taxi would
+ * carry (and clear, when it starts) the bytes, dispatching or not.
+ * Defined in batch_clock.c. */
+#define TAXI__SCRATCH_BYTES 16384
+extern _Thread_local unsigned char *taxi__batch_scratch TAXI__TLS_HOT;
+
+/* Lend buf (NULL: none) to what this thread runs from now on; returns what
+ * was lent before, to give back to taxi__batch_scratch_leave. */
+static inline unsigned char *taxi__batch_scratch_enter(unsigned char *buf) {
+  unsigned char *outer = taxi__batch_scratch;
+  taxi__batch_scratch = buf;
+  return outer;
+}
+
+static inline void taxi__batch_scratch_leave(unsigned char *outer) {
+  taxi__batch_scratch = outer;
+}
 
 #endif /* TAXI_CORE_COMMON_BATCH_CLOCK_H */

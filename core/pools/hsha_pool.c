@@ -30,6 +30,7 @@
 
 #include "taxi/hsha.h"
 #include "core/common/alloc.h"
+#include "core/common/batch_clock.h"
 #include "core/common/backoff.h"
 #include "core/common/detail.h"
 #include "core/common/options.h"
@@ -378,10 +379,17 @@ static void *reactor_thread(void *arg) {
 static void *worker_thread(void *arg) {
   taxi_hsha_pool_t *p = arg;
   current = p;
+  /* The buffer the worker lends to the events it runs
+   * (taxi__batch_scratch); without it (no memory) streams read into their
+   * own. */
+  unsigned char *scratch = taxi__malloc(TAXI__SCRATCH_BYTES);
+  (void)taxi__batch_scratch_enter(scratch);
   taxi__mutex_lock(&p->r->lock);
   worker_loop_locked(p);
   leave_locked(p, true);
   taxi__mutex_unlock(&p->r->lock);
+  taxi__batch_scratch_leave(NULL);
+  taxi__free(scratch);
   current = NULL;
   return NULL;
 }

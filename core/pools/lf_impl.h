@@ -40,6 +40,12 @@ struct taxi__lf_thread {
   int priority;
   taxi__lf_thread_t *prev, *next; /* in the followers list */
   void *buf;                      /* where its waits put what they report */
+  /* Lent to the events it runs (taxi__batch_scratch, TAXI__SCRATCH_BYTES);
+   * `looping` while its loop runs: a callback that awaits runs the loop
+   * again, and must not lend the buffer a stream of the outer loop may
+   * hold. */
+  unsigned char *scratch;
+  bool looping;
   /* Taking part for a caller (taxi__lf_participate_locked): the loop
    * returns as soon as until(until_arg) holds. */
   bool (*until)(void *arg);

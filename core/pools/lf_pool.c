@@ -246,6 +246,10 @@ static int pool_loop(taxi_lf_pool_t *p, taxi__lf_thread_t *t,
   unsigned run_work = 0;
   taxi_time_t now = taxi_now();
   taxi__event_t ev;
+  unsigned char *outer_scratch =
+      taxi__batch_scratch_enter(t->looping ? taxi__batch_scratch : t->scratch);
+  bool outer_looping = t->looping;
+  t->looping = true;
   for (;;) {
     /* The reactor or proactor was stopped (perhaps from a signal handler,
      * which cannot call taxi_lf_stop): the pool stops with it. */
@@ -306,6 +310,8 @@ static int pool_loop(taxi_lf_pool_t *p, taxi__lf_thread_t *t,
     promoted = !t->kicked;
   }
   if (running) processed(p, t, run_since, run_work);
+  t->looping = outer_looping;
+  taxi__batch_scratch_leave(outer_scratch);
   /* Leaving: if nobody leads now, hand the handle set to a follower. */
   if (!p->shutdown && p->leaders == 0) taxi__lf_promote_locked(p);
   return rc;
@@ -315,6 +321,7 @@ static int pool_loop(taxi_lf_pool_t *p, taxi__lf_thread_t *t,
 
 void taxi__lf_record_free(taxi__lf_thread_t *t) {
   taxi__cond_destroy(&t->cond);
+  taxi__free(t->scratch);
   taxi__free(t->buf);
   taxi__free(t);
 }
@@ -332,8 +339,10 @@ int taxi__lf_record_new_locked(taxi_lf_pool_t *p, bool spawned,
   taxi__lf_thread_t *t = taxi__calloc(1, sizeof *t);
   if (!t) return TAXI_ENOMEM;
   t->buf = taxi__calloc(p->src.max_events, p->src.buf_elem);
-  int rc = t->buf ? taxi__cond_init(&t->cond) : TAXI_ENOMEM;
+  t->scratch = taxi__malloc(TAXI__SCRATCH_BYTES);
+  int rc = t->buf && t->scratch ? taxi__cond_init(&t->cond) : TAXI_ENOMEM;
   if (rc < 0) {
+    taxi__free(t->scratch);
     taxi__free(t->buf);
     taxi__free(t);
     return rc;

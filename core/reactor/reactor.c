@@ -209,6 +209,7 @@ int taxi_reactor_destroy(taxi_reactor_t *r) {
   taxi__free(r->slots);
   taxi__free(r->pending);
   taxi__free(r->wait_buf);
+  taxi__free(r->scratch);
   taxi__free(r);
   return 0;
 }

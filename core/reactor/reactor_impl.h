@@ -204,6 +204,10 @@ struct taxi_reactor {
   taxi_time_t batch_now;
   /* The buffer of the reactor's own dispatch calls (one thread at a time). */
   taxi__ready_t *wait_buf;
+  /* Lent to the events the reactor's own loop runs
+   * (taxi__batch_scratch): TAXI__SCRATCH_BYTES, made at the first
+   * dispatch, or NULL. */
+  unsigned char *scratch;
   size_t max_events;
 
   taxi__timer_heap_t timers;

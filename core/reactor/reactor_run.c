@@ -14,6 +14,7 @@
 #include "core/reactor/reactor_impl.h"
 #include "backends/completion.h"
 #include "core/common/alloc.h"
+#include "core/common/batch_clock.h"
 #include "core/common/detail.h"
 #include "core/common/time_math.h"
 
@@ -67,6 +68,9 @@ static int dispatch_loop(taxi_reactor_t *r, int timeout_ms, int limit,
    * as long as that batch took, as the events of the batch are. */
   taxi_time_t now = carry && *carry > 0 ? *carry : taxi_now();
   taxi_time_t deadline = taxi__deadline_after_ms(now, timeout_ms);
+  /* Made once; without it (no memory) streams read into their own. */
+  if (!r->scratch) r->scratch = taxi__malloc(TAXI__SCRATCH_BYTES);
+  unsigned char *outer_scratch = taxi__batch_scratch_enter(r->scratch);
   int dispatched = 0;
   bool waited = false;
   taxi__event_t ev;
@@ -100,6 +104,7 @@ static int dispatch_loop(taxi_reactor_t *r, int timeout_ms, int limit,
     }
   }
   r->has_owner = false;
+  taxi__batch_scratch_leave(outer_scratch);
   if (carry) *carry = now;
   /* Stopped, whenever it was: one answer, whatever ran before. */
   if (rc >= 0 && atomic_load(&r->stopped)) rc = TAXI_ESTOPPED;

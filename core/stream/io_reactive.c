@@ -29,16 +29,17 @@
  * stops after its batch goes on from a timer due at once; the wake-up
  * channel is read empty.
  *
- * A receive lands in a buffer the dispatching thread lends (read_scratch)
- * rather than in the stream's own, and what the read callback leaves
- * unconsumed is copied into the stream's buffer afterwards (s_read_settle).
- * With many connections the streams' own buffers are cold: the kernel's
- * copy into one cost a cache miss per message, which the one buffer every
- * receive of the thread reuses does not.
+ * A receive lands in a buffer the dispatching thread lends
+ * (taxi__batch_scratch) rather than in the stream's own, and what the read
+ * callback leaves unconsumed is copied into the stream's buffer afterwards
+ * (s_read_settle). With many connections the streams' own buffers are cold: the
+ * kernel's copy into one cost a cache miss per message, which the one buffer
+ * every receive of the thread reuses does not.
  */
 #include "config.h"
 
 #include "core/common/alloc.h"
+#include "core/common/batch_clock.h"
 #include "core/stream/dgram_impl.h"
 #include "core/reactor/reactor_closing.h"
 
@@ -173,45 +174,38 @@ static bool stream_edge(const taxi_stream_t *s) {
   return !s->tls && taxi__reactor_drains_edge(s->io->reactor);
 }
 
-/* The thread's lent buffer: taken by the receive that fills it, given
- * back by s_read_settle once the stream's callbacks are done with the
- * bytes.  `lent`: a read callback that dispatches in turn (an await in a
- * pool) reads other streams meanwhile, into their own buffers.  Large
- * enough for any read_buffer but the largest; those read into their own.
- * Allocated by the C runtime at the thread's first receive, freed when it
- * exits. */
-#define READ_SCRATCH 65536
-static _Thread_local unsigned char read_scratch[READ_SCRATCH];
-static _Thread_local bool read_scratch_lent;
-
-/* One receive of s, into the thread's buffer (s->rdata) or its own.  Not
- * for a TLS stream: its engine takes the ciphertext from s->rbuf at once,
- * and lends plaintext of its own (core/stream/stream_tls.c). */
+/* One receive of s: into the buffer the dispatching thread lends
+ * (taxi__batch_scratch, taken until s_read_settle gives it back), else
+ * into s's own.  A read callback that dispatches in turn (an await in a
+ * pool) finds the thread's buffer taken, and the streams it reads read
+ * into their own.  Not for a TLS stream: its engine takes the ciphertext
+ * from s->rbuf at once, and lends plaintext of its own
+ * (core/stream/stream_tls.c). */
 static int64_t receive(taxi_stream_t *s) {
-  /* Lent to s by its previous receive of this round (delivered: a read
-   * is made only once s->rlen is 0), or to another stream, or never. */
-  bool mine = s->rdata == read_scratch;
-  if (!mine && (read_scratch_lent || s->tls || s->rcap > READ_SCRATCH))
+  /* Lent to s by its previous receive of this round: a read is made only
+   * once s->rlen is 0, so the bytes there were delivered. */
+  unsigned char *into = s->rdata != s->rbuf ? s->rdata : taxi__batch_scratch;
+  if (!into || s->tls || s->rcap > TAXI__SCRATCH_BYTES)
     return taxi__sock_recv(s->fd, s->rbuf, s->rcap);
-  int64_t n = taxi__sock_recv(s->fd, read_scratch, s->rcap);
-  if (n > 0) {
-    s->rdata = read_scratch;
-    read_scratch_lent = true;
+  int64_t n = taxi__sock_recv(s->fd, into, s->rcap);
+  if (n > 0 && s->rdata == s->rbuf) {
+    s->rdata = into;
+    taxi__batch_scratch = NULL;
   }
   return n;
 }
 
 /* The stream's round has delivered what it could: bytes left at the
  * thread's buffer move into s's own (the read callback may leave some, in
- * taxi_stream_read_into or a pipe that paused), and the buffer is free for
- * the next receive. */
+ * taxi_stream_read_into or a pipe that paused), and the buffer goes back
+ * to the thread for the next receive. */
 static void s_read_settle(taxi_stream_t *s, bool reading) {
   (void)reading;
-  if (s->rdata != read_scratch) return;
+  if (s->tls || s->rdata == s->rbuf) return;
   if (s->rlen > 0) memcpy(s->rbuf, s->rdata + s->rpos, s->rlen);
+  taxi__batch_scratch = s->rdata;
   s->rpos = 0;
   s->rdata = s->rbuf;
-  read_scratch_lent = false;
 }
 
 static int64_t s_read(taxi_stream_t *s) {

@@ -200,7 +200,8 @@ static bool held_back_locked(const taxi_dgram_t *d, uint64_t seq) {
 }
 
 /* The gap timer expired (or was cancelled by the close): the receives it
- * waited for no longer hold the later ones back. */
+ * waited for no longer hold the later ones back, and the slots whose start
+ * was refused are tried again (the recv of readable). */
 static void g_done(taxi_op_t *op, int status, size_t bytes, void *act) {
   (void)op;
   (void)bytes;
@@ -267,6 +268,13 @@ static int d_recv(taxi_dgram_t *d, taxi__dgram_msg_t *m, unsigned max) {
    * use, and no next call may come to start them again, so they start
    * now. */
   if (n == 0) rearm_idle_locked(d);
+  /* Not one receive in flight after that (the proactor refused every
+   * start): no completion comes to start them again, so the gap timer
+   * does.  (Slots handed out, n > 0, start at the next call.) */
+  bool any = n > 0;
+  for (unsigned i = 0; i < d->rbatch && !any; i++)
+    any = d->d.p.slots[i].armed || d->d.p.slots[i].done;
+  if (!any && !atomic_load(&d->closing)) (void)wait_gap_locked(d, 0);
   taxi__mutex_unlock(&d->lock);
   return n > 0 ? (int)n : rc;
 }

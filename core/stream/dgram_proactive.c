@@ -6,15 +6,25 @@
  *
  * Receiving.  An endpoint keeps recv_batch receives in flight
  * (taxi_proactor_recvfrom), each into its own slot of the buffers
- * allocated with the endpoint; nothing is allocated per datagram.  The
- * proactor completes the receives of one handle in the order they were
- * started, and a slot is started again only once its datagram has been
- * delivered, in slot order: so the slots complete in turn, and delivering
- * from `rnext` on keeps the order the datagrams arrived in, whichever
- * threads the completions run in.  A completion records its slot and asks
- * dgram.c to deliver (ops->readable), which takes the slots through recv
- * below under the endpoint's cb_lock, and recv starts again the slots the
- * previous call handed out.
+ * allocated with the endpoint; nothing is allocated per datagram.  Each
+ * start numbers its slot (seq), and datagrams are delivered in the order
+ * of those numbers: the proactor queues the receives of one handle and
+ * completes them in the order they were started, so that is the order
+ * the datagrams arrived in, whichever threads the completions run in.  A
+ * completion records its slot and asks dgram.c to deliver
+ * (ops->readable), which takes the slots through recv below under the
+ * endpoint's cb_lock; recv starts again the slots the previous call
+ * handed out (and any whose start failed), oldest first.
+ *
+ * Gaps.  A completed slot waits while a receive started before it is
+ * still in flight: mostly that one completed too and another thread is
+ * about to record it (a pool's threads run completions concurrently),
+ * and waiting keeps the order.  But nothing may wait for ever on a
+ * receive that another took the datagram of (no backend promises which
+ * of several receives on a socket the kernel fills first): the wait is
+ * bounded by a proactor timer (GAP_WAIT_NS), after which the completed
+ * slots go past the gap, in order, and the receive of the gap stays in
+ * flight, its datagram delivered whenever it comes.
  *
  * Where the proactor's pool is io_uring's ring of provided buffers and a
  * buffer of it holds recv_size bytes and the kernel's header
@@ -33,10 +43,11 @@
  *
  * Closing.  The handle is detached from the proactor, which completes
  * every operation on it (TAXI_ECANCELED, or the result that won the
- * race); refs counts those operations and the handlers running, and the
- * last to go releases the endpoint (ops->released), which then closes
- * the socket.  So no receive can name the descriptor once it is closed,
- * and nothing runs after the close callback.
+ * race), and a gap timer running is cancelled; refs counts those
+ * operations and the handlers running, and the last to go releases the
+ * endpoint (ops->released), which then closes the socket.  So no receive can
+ * name the descriptor once it is closed, and nothing runs after the close
+ * callback.
  *
  * Calls the proactor (and its group) only; reports to dgram.c through
  * d->ops.
@@ -47,6 +58,13 @@
 #include "core/stream/dgram_impl.h"
 
 #include <string.h>
+
+/* How long completed datagrams wait for a receive started before theirs.
+ * Long enough for the race it is meant for (the other completion is
+ * already running in another thread and only has to take the endpoint's
+ * lock), short enough that a datagram taken out of turn is not held up
+ * noticeably: a couple of milliseconds, once per gap. */
+#define GAP_WAIT_NS ((taxi_time_t)2000000)
 
 static void r_done(taxi_op_t *op, int status, size_t bytes, void *act);
 
@@ -69,6 +87,7 @@ static int arm_locked(taxi_dgram_t *d, unsigned i) {
                                         d->rsize, r_done, sl);
   if (rc < 0) return rc;
   sl->armed = true;
+  sl->seq = ++d->d.p.started;
   d->d.p.refs++;
   return 0;
 }
@@ -136,6 +155,80 @@ static int recv_pooled_locked(taxi_dgram_t *d, taxi__dgram_msg_t *m) {
   return 1;
 }
 
+/* Start again, oldest first, the slots that are neither in flight nor
+ * holding a datagram: those the previous recv handed out, and those whose
+ * start failed before (the proactor refused it for a moment).  Lock held,
+ * never while a buffer handed out is still the caller's. */
+static void rearm_idle_locked(taxi_dgram_t *d) {
+  if (atomic_load(&d->closing)) return;
+  unsigned idle[64], n = 0; /* recv_batch is at most 64 */
+  for (unsigned i = 0; i < d->rbatch; i++) {
+    const taxi__dgram_rslot_t *sl = &d->d.p.slots[i];
+    if (sl->armed || sl->done) continue;
+    unsigned k = n++;
+    for (; k > 0 && d->d.p.slots[idle[k - 1]].seq > sl->seq; k--)
+      idle[k] = idle[k - 1];
+    idle[k] = i;
+  }
+  /* One that cannot start stays idle and is tried again next time. */
+  for (unsigned k = 0; k < n; k++) (void)arm_locked(d, idle[k]);
+}
+
+/* The completed slot started first, or -1.  Lock held. */
+static int oldest_done_locked(const taxi_dgram_t *d) {
+  int best = -1;
+  for (unsigned i = 0; i < d->rbatch; i++) {
+    const taxi__dgram_rslot_t *sl = &d->d.p.slots[i];
+    if (sl->done && (best < 0 || sl->seq < d->d.p.slots[best].seq))
+      best = (int)i;
+  }
+  return best;
+}
+
+/* Whether a receive started before `seq` still holds it back: it is in
+ * flight, and either its gap has not been waited for yet or its handler
+ * is running already (the record is idle again: that thread records it
+ * and delivers in a moment).  Lock held. */
+static bool held_back_locked(const taxi_dgram_t *d, uint64_t seq) {
+  for (unsigned i = 0; i < d->rbatch; i++) {
+    const taxi__dgram_rslot_t *sl = &d->d.p.slots[i];
+    if (sl->armed && sl->seq < seq &&
+        (sl->seq >= d->d.p.pass_below || !taxi_op_in_flight(&sl->op)))
+      return true;
+  }
+  return false;
+}
+
+/* The gap timer expired (or was cancelled by the close): the receives it
+ * waited for no longer hold the later ones back, and the slots whose start
+ * was refused are tried again (the recv of readable). */
+static void g_done(taxi_op_t *op, int status, size_t bytes, void *act) {
+  (void)op;
+  (void)bytes;
+  taxi_dgram_t *d = act;
+  taxi__mutex_lock(&d->lock);
+  d->d.p.gap_pending = false;
+  bool closing = atomic_load(&d->closing);
+  if (!closing && status == 0 && d->d.p.gap_mark > d->d.p.pass_below)
+    d->d.p.pass_below = d->d.p.gap_mark;
+  taxi__mutex_unlock(&d->lock);
+  if (!closing) d->ops->readable(d);
+  unref(d);
+}
+
+/* The completed slot that started as `seq` waits for older receives:
+ * for GAP_WAIT_NS at most.  False when no timer could start (the
+ * proactor is going): then it does not wait at all.  Lock held. */
+static bool wait_gap_locked(taxi_dgram_t *d, uint64_t seq) {
+  if (d->d.p.gap_pending) return true; /* its expiry looks again */
+  if (taxi_proactor_timer(d->d.p.px, d->d.p.gop, GAP_WAIT_NS, g_done, d) < 0)
+    return false;
+  d->d.p.gap_pending = true;
+  d->d.p.gap_mark = seq;
+  d->d.p.refs++;
+  return true;
+}
+
 static int d_recv(taxi_dgram_t *d, taxi__dgram_msg_t *m, unsigned max) {
   int rc = TAXI_EAGAIN;
   unsigned n = 0;
@@ -145,22 +238,19 @@ static int d_recv(taxi_dgram_t *d, taxi__dgram_msg_t *m, unsigned max) {
     taxi__mutex_unlock(&d->lock);
     return rc;
   }
-  /* What the previous call handed out has been delivered: receive into
-   * those slots again, in their order (which is the order they will
-   * complete in).  A slot that cannot start stays idle, and the endpoint
-   * receives with one slot less (the proactor is being destroyed). */
-  if (!atomic_load(&d->closing))
-    for (unsigned k = 0; k < d->d.p.given; k++)
-      (void)arm_locked(d, (d->d.p.gfirst + k) % d->rbatch);
-  d->d.p.given = 0;
-  d->d.p.gfirst = d->d.p.rnext;
+  /* What the previous call handed out has been delivered. */
+  rearm_idle_locked(d);
   while (n < max) {
-    taxi__dgram_rslot_t *sl = &d->d.p.slots[d->d.p.rnext];
-    if (!sl->done) break;
+    int i = oldest_done_locked(d);
+    if (i < 0) break;
+    taxi__dgram_rslot_t *sl = &d->d.p.slots[i];
+    if (held_back_locked(d, sl->seq)) {
+      if (!atomic_load(&d->closing) && wait_gap_locked(d, sl->seq)) break;
+      /* No timer: past the gap now. */
+      if (sl->seq > d->d.p.pass_below) d->d.p.pass_below = sl->seq;
+    }
     if (sl->status < 0 && n > 0) break; /* the error at the next call */
     sl->done = false;
-    d->d.p.rnext = (d->d.p.rnext + 1) % d->rbatch;
-    d->d.p.given++;
     if (sl->status == TAXI_ECANCELED) continue; /* not the application's */
     if (sl->status < 0) {
       rc = sl->status;
@@ -173,15 +263,18 @@ static int d_recv(taxi_dgram_t *d, taxi__dgram_msg_t *m, unsigned max) {
     taxi__sockaddr_set(&m[n].addr, sl->op.peer, sl->op.peer_len);
     n++;
   }
-  /* Nothing for the caller (only cancelled receives, which happen when a
-   * receive was cancelled without a close): no next call comes to start
-   * them again, so they start now. */
-  if (n == 0 && rc == TAXI_EAGAIN && !atomic_load(&d->closing)) {
-    for (unsigned k = 0; k < d->d.p.given; k++)
-      (void)arm_locked(d, (d->d.p.gfirst + k) % d->rbatch);
-    d->d.p.given = 0;
-    d->d.p.gfirst = d->d.p.rnext;
-  }
+  /* No buffer for the caller (only cancelled receives, which happen when
+   * a receive was cancelled without a close, or an error): none is in
+   * use, and no next call may come to start them again, so they start
+   * now. */
+  if (n == 0) rearm_idle_locked(d);
+  /* Not one receive in flight after that (the proactor refused every
+   * start): no completion comes to start them again, so the gap timer
+   * does.  (Slots handed out, n > 0, start at the next call.) */
+  bool any = n > 0;
+  for (unsigned i = 0; i < d->rbatch && !any; i++)
+    any = d->d.p.slots[i].armed || d->d.p.slots[i].done;
+  if (!any && !atomic_load(&d->closing)) (void)wait_gap_locked(d, 0);
   taxi__mutex_unlock(&d->lock);
   return n > 0 ? (int)n : rc;
 }
@@ -219,8 +312,10 @@ static void d_fini(taxi_dgram_t *d) {
   }
   taxi__free(d->d.p.slots);
   taxi__free(d->d.p.sop);
+  taxi__free(d->d.p.gop);
   d->d.p.slots = NULL;
   d->d.p.sop = NULL;
+  d->d.p.gop = NULL;
 }
 
 /* The proactor of the caller's group the spread picks (one ring per
@@ -230,7 +325,8 @@ static int d_open(taxi_dgram_t *d) {
   d->d.p.px = io->group ? taxi_proactor_group_next(io->group) : io->proactor;
   d->d.p.slots = taxi__calloc(d->rbatch, sizeof *d->d.p.slots);
   d->d.p.sop = taxi__calloc(1, sizeof *d->d.p.sop);
-  if (!d->d.p.slots || !d->d.p.sop) {
+  d->d.p.gop = taxi__calloc(1, sizeof *d->d.p.gop);
+  if (!d->d.p.slots || !d->d.p.sop || !d->d.p.gop) {
     d_fini(d);
     return TAXI_ENOMEM;
   }
@@ -277,6 +373,9 @@ static void d_close(taxi_dgram_t *d) {
     d->d.p.slots[0].done = false;
   }
   (void)taxi_proactor_detach(d->d.p.px, d->fd);
+  /* The timer is no operation on the socket: cancelled here, its handler
+   * drops its reference (TAXI_ENOENT: it is running, and does so too). */
+  if (d->d.p.gap_pending) (void)taxi_proactor_cancel(d->d.p.px, d->d.p.gop);
   bool last = d->d.p.refs == 0;
   taxi__mutex_unlock(&d->lock);
   if (last) d->ops->released(d);

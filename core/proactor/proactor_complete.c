@@ -89,6 +89,13 @@ static size_t backlog_find_locked(const taxi_proactor_t *p,
 /* Remove entry i (an index from head), keeping the others in order. */
 static void backlog_remove_locked(taxi_proactor_t *p, size_t i) {
   taxi__backlog_t *b = &p->backlog;
+  if (i == 0) {
+    /* The oldest, as with one multishot request behind: no shift (a
+     * backlog of 64 datagrams moved 2,000 entries to be taken). */
+    b->head = (b->head + 1) % b->cap;
+    b->count--;
+    return;
+  }
   for (size_t j = i; j + 1 < b->count; j++)
     b->items[(b->head + j) % b->cap] = b->items[(b->head + j + 1) % b->cap];
   b->count--;

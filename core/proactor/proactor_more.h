@@ -40,4 +40,14 @@
 bool taxi__proactor_next_dgram(taxi_proactor_t *p, taxi_op_t *op,
                                size_t *bytes);
 
+/*
+ * Give back n buffers of p's pool (each as taxi_proactor_buffer_release
+ * would, its errors ignored: a pointer the pool did not lend is left
+ * alone) under one taking of p's lock rather than one each: the datagrams
+ * of a batch taken above go back together.  Any thread; the same lock
+ * order as taxi__proactor_next_dgram.
+ */
+void taxi__proactor_buffers_release(taxi_proactor_t *p, void *const *bufs,
+                                    unsigned n);
+
 #endif /* TAXI_CORE_PROACTOR_PROACTOR_MORE_H */

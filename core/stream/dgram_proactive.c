@@ -146,8 +146,8 @@ static void r_done(taxi_op_t *op, int status, size_t bytes, void *act) {
 /* The buffers the previous recv handed out go back (their datagrams have
  * been delivered).  Lock held, or nothing of d runs. */
 static void give_back_handed_locked(taxi_dgram_t *d) {
-  for (unsigned i = 0; i < d->d.p.nhanded; i++)
-    give_back_locked(d, &d->d.p.handed[i]);
+  taxi__proactor_buffers_release(d->d.p.px, d->d.p.handed, d->d.p.nhanded);
+  for (unsigned i = 0; i < d->d.p.nhanded; i++) d->d.p.handed[i] = NULL;
   d->d.p.nhanded = 0;
 }
 

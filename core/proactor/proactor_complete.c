@@ -76,19 +76,40 @@ static int backlog_push_locked(taxi_proactor_t *p,
   return 0;
 }
 
+/* Where the oldest backlog entry of op is (its index from head), or
+ * b->count when it has none. */
+static size_t backlog_find_locked(const taxi_proactor_t *p,
+                                  const taxi_op_t *op) {
+  const taxi__backlog_t *b = &p->backlog;
+  size_t i = 0;
+  while (i < b->count && b->items[(b->head + i) % b->cap].op != op) i++;
+  return i;
+}
+
+/* Remove entry i (an index from head), keeping the others in order. */
+static void backlog_remove_locked(taxi_proactor_t *p, size_t i) {
+  taxi__backlog_t *b = &p->backlog;
+  if (i == 0) {
+    /* The oldest, as with one multishot request behind: no shift (a
+     * backlog of 64 datagrams moved 2,000 entries to be taken). */
+    b->head = (b->head + 1) % b->cap;
+    b->count--;
+    return;
+  }
+  for (size_t j = i; j + 1 < b->count; j++)
+    b->items[(b->head + j) % b->cap] = b->items[(b->head + j + 1) % b->cap];
+  b->count--;
+}
+
 /* Take the oldest backlog entry of op, keeping the others in order. */
 static bool backlog_take_locked(taxi_proactor_t *p, const taxi_op_t *op,
                                 taxi__completion_t *out) {
   taxi__backlog_t *b = &p->backlog;
-  for (size_t i = 0; i < b->count; i++) {
-    if (b->items[(b->head + i) % b->cap].op != op) continue;
-    *out = b->items[(b->head + i) % b->cap];
-    for (size_t j = i; j + 1 < b->count; j++)
-      b->items[(b->head + j) % b->cap] = b->items[(b->head + j + 1) % b->cap];
-    b->count--;
-    return true;
-  }
-  return false;
+  size_t i = backlog_find_locked(p, op);
+  if (i == b->count) return false;
+  *out = b->items[(b->head + i) % b->cap];
+  backlog_remove_locked(p, i);
+  return true;
 }
 
 /* ---- processing what the backend reports -------------------------------- */
@@ -355,6 +376,26 @@ void taxi__proactor_process_locked(taxi_proactor_t *p,
     return;
   }
   result_locked(p, op, c->result, c->flags);
+}
+
+bool taxi__proactor_backlog_dgram_locked(taxi_proactor_t *p, taxi_op_t *op) {
+  taxi__backlog_t *b = &p->backlog;
+  if (op->internal_.state & TAXI__OP_CANCEL) return false;
+  size_t i = backlog_find_locked(p, op);
+  if (i == b->count) return false;
+  const taxi__completion_t *c = &b->items[(b->head + i) % b->cap];
+  /* Only a datagram in a buffer the backend chose, as pooled_result_locked
+   * would deliver it: an end, a failure or a dry ring is left for the way
+   * after the handler (a request to issue again, a pause, the end's
+   * delivery). */
+  if (c->result < 0 || !(c->flags & TAXI__CQ_BUFFER)) return false;
+  unsigned id = c->flags >> TAXI__CQ_BUF_SHIFT;
+  size_t used = (size_t)c->result;
+  backlog_remove_locked(p, i);
+  taxi__pbufs_lend_locked(p, id, true);
+  op->internal_.offset = id;
+  op->internal_.done = used;
+  return true;
 }
 
 void taxi__proactor_multishot_next_locked(taxi_proactor_t *p, taxi_op_t *op) {

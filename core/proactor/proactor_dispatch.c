@@ -197,6 +197,20 @@ static size_t pooled_dgram_locked(taxi_proactor_t *p, taxi_op_t *op,
   return len;
 }
 
+bool taxi__proactor_next_dgram_locked(taxi_proactor_t *p, taxi_op_t *op,
+                                      size_t *bytes) {
+  unsigned st = op->internal_.state;
+  if ((st & TAXI__OP_STATE) != TAXI__OP_TAKEN || !(st & TAXI__OP_MORE) ||
+      op->kind != TAXI_OP_RECVFROM ||
+      !(op->internal_.flags & TAXI__READ_POOLED) ||
+      !taxi__proactor_backlog_dgram_locked(p, op))
+    return false;
+  op->data = NULL;
+  *bytes = pooled_dgram_locked(p, op, op->internal_.done);
+  p->stats.completed++;
+  return true;
+}
+
 bool taxi__proactor_run_locked(taxi_proactor_t *p, taxi__event_t *ev) {
   taxi_op_t *op = ev->op;
   bool more = (op->internal_.state & TAXI__OP_MORE) != 0;

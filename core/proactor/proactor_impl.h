@@ -15,7 +15,9 @@
  *                       the pools' wing
  *   4  life cycle       proactor.c (create, destroy, handles, cancel,
  *                       counters, buffer release), proactor_start.c
- *                       (starting operations)
+ *                       (starting operations), proactor_more.c (a
+ *                       multishot receive's reported datagrams, taken in
+ *                       its handler)
  *   3  the loop         proactor_dispatch.c: submits the follow-on
  *                       operations the completion layer queued, expires
  *                       timers, ends pauses, waits, dispatches, drains
@@ -395,6 +397,13 @@ void taxi__proactor_process_locked(taxi_proactor_t *p,
  * backlog, or the request goes on (queued on `again` where the core
  * issues it anew), or it ends.  p->lock held. */
 void taxi__proactor_multishot_next_locked(taxi_proactor_t *p, taxi_op_t *op);
+/* In the handler of a multishot pooled datagram receive's delivery (op
+ * TAKEN): take op's next datagram from the backlog now, if one is there,
+ * its buffer lent (internal_.offset its id, internal_.done the bytes the
+ * backend used); false when none is, or when the next is no datagram (an
+ * end, a failure: delivered after the handler, as usual).  p->lock
+ * held. */
+bool taxi__proactor_backlog_dgram_locked(taxi_proactor_t *p, taxi_op_t *op);
 
 /* ==== layer 3: proactor_dispatch.c ===================================== */
 
@@ -410,6 +419,13 @@ void taxi__proactor_kick_locked(taxi_proactor_t *p);
 bool taxi__proactor_take_locked(taxi_proactor_t *p, taxi_time_t now,
                                 taxi__event_t *ev);
 bool taxi__proactor_run_locked(taxi_proactor_t *p, taxi__event_t *ev);
+/* The next datagram of the multishot pooled receive op whose delivery the
+ * calling thread's handler is running, taken now if the backend reported
+ * it already (taxi__proactor_backlog_dgram_locked): op's data, peer and
+ * msg_flags describe it, *bytes its length, as at a delivery; false when
+ * none was taken.  p->lock held. */
+bool taxi__proactor_next_dgram_locked(taxi_proactor_t *p, taxi_op_t *op,
+                                      size_t *bytes);
 void taxi__proactor_untake_locked(taxi_proactor_t *p, taxi__event_t *ev);
 int taxi__proactor_wait_locked(taxi_proactor_t *p, taxi__completion_t *buf,
                                size_t cap, taxi_time_t deadline,

@@ -119,10 +119,11 @@ struct taxi_dgram {
       unsigned refs;
       bool sending, detached;
       /* One multishot receive into the proactor's pool (slot 0) instead
-       * of the slots' single receives; handed: the buffer the last recv
-       * handed out, given back at the next. */
+       * of the slots' single receives; handed: the buffers the last recv
+       * handed out (nhanded of rbatch), given back at the next. */
       bool pooled;
-      void *handed;
+      void **handed;
+      unsigned nhanded;
     } p;
   } d;
 };

@@ -36,6 +36,20 @@
  * and the next recv starts it again.  Longer datagrams are cut at
  * recv_size here, as the endpoint's own buffers would cut them.
  *
+ * One handler call a datagram would make each datagram a batch of its
+ * own: dgram.c sends the replies of a batch after its last callback, so
+ * one sendmmsg a datagram, and the dispatching thread back into the
+ * kernel for each.  So the recv that hands out the delivered datagram
+ * takes with it, up to recv_batch, those the proactor has reported
+ * already (core/proactor/proactor_more.h): their callbacks run as one
+ * batch and their replies leave together.  Nothing waits for traffic
+ * that has not come: the batch is what the last wait brought in, and its
+ * replies leave when its last callback returns, as on a reactor.  (Sending
+ * through the ring instead would cost an operation record a datagram and
+ * one sendmsg request each, and the proactor starts one send of a handle
+ * at a time; holding replies past the handler for the end of the
+ * proactor's batch would need a hook in every loop that dispatches it.)
+ *
  * Sending.  dgram.c sends at once where the socket takes the datagram
  * (the socket is non-blocking) and queues it otherwise; want_write then
  * starts one taxi_proactor_sendto of the queue's head, whose completion
@@ -55,6 +69,7 @@
 #include "config.h"
 
 #include "core/common/alloc.h"
+#include "core/proactor/proactor_more.h"
 #include "core/stream/dgram_impl.h"
 
 #include <string.h>
@@ -128,12 +143,34 @@ static void r_done(taxi_op_t *op, int status, size_t bytes, void *act) {
   if (!more) unref(d);
 }
 
-/* recv over the pool: the one datagram the multishot receive delivered,
- * or its end; the buffer handed out last time goes back first, and an
- * ended receive starts again.  Lock held. */
-static int recv_pooled_locked(taxi_dgram_t *d, taxi__dgram_msg_t *m) {
+/* The buffers the previous recv handed out go back (their datagrams have
+ * been delivered).  Lock held, or nothing of d runs. */
+static void give_back_handed_locked(taxi_dgram_t *d) {
+  taxi__proactor_buffers_release(d->d.p.px, d->d.p.handed, d->d.p.nhanded);
+  for (unsigned i = 0; i < d->d.p.nhanded; i++) d->d.p.handed[i] = NULL;
+  d->d.p.nhanded = 0;
+}
+
+/* Hand out a datagram of the pool's buffer buf (len bytes as the backend
+ * said, flags and sender as op has them now) in m.  Lock held. */
+static void hand_out_locked(taxi_dgram_t *d, taxi__dgram_msg_t *m, void *buf,
+                            size_t len, unsigned flags, const taxi_op_t *op) {
+  d->d.p.handed[d->d.p.nhanded++] = buf;
+  m->buf = buf;
+  m->cap = d->rsize;
+  m->len = len < d->rsize ? len : d->rsize;
+  m->truncated = len > d->rsize || (flags & TAXI_MSG_TRUNCATED) != 0;
+  taxi__sockaddr_set(&m->addr, op->peer, op->peer_len);
+}
+
+/* recv over the pool: the datagram the multishot receive delivered and
+ * those reported behind it (at most max), or its end; the buffers handed
+ * out last time go back first, and an ended receive starts again.  Lock
+ * held. */
+static int recv_pooled_locked(taxi_dgram_t *d, taxi__dgram_msg_t *m,
+                              unsigned max) {
   taxi__dgram_rslot_t *sl = &d->d.p.slots[0];
-  give_back_locked(d, &d->d.p.handed);
+  give_back_handed_locked(d);
   if (!sl->armed && !sl->done && !atomic_load(&d->closing))
     (void)arm_locked(d, 0);
   if (!sl->done) return TAXI_EAGAIN;
@@ -144,15 +181,21 @@ static int recv_pooled_locked(taxi_dgram_t *d, taxi__dgram_msg_t *m) {
     if (!sl->armed && !atomic_load(&d->closing)) (void)arm_locked(d, 0);
     return sl->status == TAXI_ECANCELED ? TAXI_EAGAIN : sl->status;
   }
-  d->d.p.handed = sl->lent;
+  hand_out_locked(d, &m[0], sl->lent, sl->len, sl->msg_flags, &sl->op);
   sl->lent = NULL;
-  m[0].buf = d->d.p.handed;
-  m[0].cap = d->rsize;
-  m[0].len = sl->len < d->rsize ? sl->len : d->rsize;
-  m[0].truncated =
-      sl->len > d->rsize || (sl->msg_flags & TAXI_MSG_TRUNCATED) != 0;
-  taxi__sockaddr_set(&m[0].addr, sl->op.peer, sl->op.peer_len);
-  return 1;
+  /* sl->done: r_done of this delivery has run and its handler has not
+   * returned (it returns only after its own readable, which waits for
+   * the cb_lock held here), which is when the proactor lets the next ones
+   * be taken.  The op's fields are the next datagram's once taken, the
+   * previous one's copied out already. */
+  unsigned n = 1;
+  size_t len;
+  while (n < max && !atomic_load(&d->closing) &&
+         taxi__proactor_next_dgram(d->d.p.px, &sl->op, &len)) {
+    hand_out_locked(d, &m[n], sl->op.data, len, sl->op.msg_flags, &sl->op);
+    n++;
+  }
+  return (int)n;
 }
 
 /* Start again, oldest first, the slots that are neither in flight nor
@@ -234,7 +277,7 @@ static int d_recv(taxi_dgram_t *d, taxi__dgram_msg_t *m, unsigned max) {
   unsigned n = 0;
   taxi__mutex_lock(&d->lock);
   if (d->d.p.pooled) {
-    rc = recv_pooled_locked(d, m);
+    rc = recv_pooled_locked(d, m, max);
     taxi__mutex_unlock(&d->lock);
     return rc;
   }
@@ -307,15 +350,17 @@ static int d_want_write(taxi_dgram_t *d, bool on) {
 
 static void d_fini(taxi_dgram_t *d) {
   if (d->d.p.pooled) {
-    give_back_locked(d, &d->d.p.handed);
+    give_back_handed_locked(d);
     if (d->d.p.slots) give_back_locked(d, &d->d.p.slots[0].lent);
   }
   taxi__free(d->d.p.slots);
   taxi__free(d->d.p.sop);
   taxi__free(d->d.p.gop);
+  taxi__free(d->d.p.handed);
   d->d.p.slots = NULL;
   d->d.p.sop = NULL;
   d->d.p.gop = NULL;
+  d->d.p.handed = NULL;
 }
 
 /* The proactor of the caller's group the spread picks (one ring per
@@ -326,7 +371,8 @@ static int d_open(taxi_dgram_t *d) {
   d->d.p.slots = taxi__calloc(d->rbatch, sizeof *d->d.p.slots);
   d->d.p.sop = taxi__calloc(1, sizeof *d->d.p.sop);
   d->d.p.gop = taxi__calloc(1, sizeof *d->d.p.gop);
-  if (!d->d.p.slots || !d->d.p.sop || !d->d.p.gop) {
+  d->d.p.handed = taxi__calloc(d->rbatch, sizeof *d->d.p.handed);
+  if (!d->d.p.slots || !d->d.p.sop || !d->d.p.gop || !d->d.p.handed) {
     d_fini(d);
     return TAXI_ENOMEM;
   }

@@ -155,8 +155,9 @@ typedef struct taxi_dgram_options {
   size_t recv_size;
   /* Receive buffers, and datagrams taken per readiness report, or
    * receives kept in flight over a Proactor (one multishot receive
-   * instead where it takes the pool's buffers: see above) (1..64; 0:
-   * 4). */
+   * instead where it takes the pool's buffers: see above; then the most
+   * datagrams, of those the proactor reported together, delivered as one
+   * batch, whose replies leave together) (1..64; 0: 4). */
   unsigned recv_batch;
   /* Bytes the send queue holds (0: 256 KiB; at least TAXI_DGRAM_MAX, at
    * most 1 GiB). */

@@ -69,6 +69,10 @@
 #   reactor      examples/udp_echo on taxi's Reactor over epoll, 1 thread
 #   lf           the same on Leader/Followers, N threads
 #   hsha         the same on half-sync/half-async, N workers
+#   uring        the same on the Proactor over io_uring, 1 thread: 64 KiB
+#                buffers, so one receive per slot (not the pool)
+#   uring-pooled the same with --recv-size 2048: one multishot receive into
+#                the proactor's pool of provided buffers
 #
 # A row is one line of UDP_SERVERS below ("udp:DISPATCHER ARGS" runs
 # examples/udp_echo server with those arguments): a dispatcher that gains
@@ -242,6 +246,7 @@ UDP_SERVERS=(
   "lf|taxi udp_echo, Leader/Followers, epoll, $n threads|udp:--dispatcher lf --backend epoll --threads @N@ --batch 64"
   "hsha|taxi udp_echo, half-sync/half-async, epoll, $n workers|udp:--dispatcher hsha --backend epoll --threads @N@ --batch 64"
   "uring|taxi udp_echo, Proactor, io_uring, 1 thread|udp:--dispatcher proactor --backend uring --batch 64"
+  "uring-pooled|taxi udp_echo, Proactor, io_uring, 1 thread, one multishot receive into the pool (2 KiB buffers)|udp:--dispatcher proactor --backend uring --batch 64 --recv-size 2048"
   "uring-rings-${n}t|taxi udp_echo, a Proactor per thread, io_uring, $n threads|udp:--dispatcher proactors --backend uring --threads @N@ --batch 64"
 )
 if [ "$mode" = udp ]; then

@@ -224,8 +224,9 @@ static inline taxi_stream_options_t taxi_stream_options_default_() {
 
 /* ---- callbacks ---------------------------------------------------------- */
 
-/* Data arrived: status 0 and len > 0 bytes at data, which belong to the
- * stream and are valid during the call only.  status TAXI_EEOF: the peer
+/* Data arrived: status 0 and len > 0 bytes at data, lent for the call only
+ * (in the stream's buffer or one the dispatcher lends: see
+ * taxi_stream_read_start).  status TAXI_EEOF: the peer
  * shut its side down (data NULL, len 0); reading has stopped, writing
  * still works.  Errors close the stream and go to the close callback. */
 typedef void (*taxi_stream_read_fn)(taxi_stream_t *s, int status,
@@ -372,18 +373,22 @@ TAXI_EXTERN int taxi_stream_post(taxi_stream_t *s, taxi_stream_post_fn fn,
 /* ---- reading ------------------------------------------------------------ */
 
 /*
- * taxi_stream_read_start - call fn with each piece of data that arrives, in
- * the stream's own buffer (read_buffer bytes at most per call), until
- * taxi_stream_read_stop, end of stream (one TAXI_EEOF call) or close.
- * Over io_uring (the proactor and proactors dispatchers, with a proactor
- * the context made) a stream whose read_buffer is at least 4096 reads
- * through the proactor's pool of provided buffers instead: the data is
- * then in a buffer of the pool (4096 bytes at most per call), lent for
- * the call, and the stream's own buffer keeps only what must wait (what a
- * read_into left, what arrived while reading was stopped or paused).
- * Calling it again replaces fn.  Returns 0, TAXI_EINVAL (NULL), TAXI_EBADF
- * (closed), TAXI_EBUSY (a taxi_stream_read_into is pending, or a pipe reads
- * the stream: taxi_stream_pipe).
+ * taxi_stream_read_start - call fn with each piece of data that arrives
+ * (read_buffer bytes at most per call), until taxi_stream_read_stop, end
+ * of stream (one TAXI_EEOF call) or close.  On the reactor, lf and hsha
+ * dispatchers a stream whose read_buffer is at most 16384 bytes (and not
+ * TLS) reads into a buffer the dispatching thread lends for the call,
+ * which with many connections is warmer in the cache than each stream's
+ * own; bytes that must wait (what a read_into left, what a pipe that
+ * paused hands back) are copied into the stream's own.  Over io_uring (the
+ * proactor and proactors dispatchers, with a proactor the context made) a
+ * stream whose read_buffer is at least 4096 reads through the proactor's pool
+ * of provided buffers instead: the data is then in a buffer of the pool (4096
+ * bytes at most per call), lent for the call, and the stream's own buffer keeps
+ * only what must wait (what a read_into left, what arrived while reading was
+ * stopped or paused). Calling it again replaces fn.  Returns 0, TAXI_EINVAL
+ * (NULL), TAXI_EBADF (closed), TAXI_EBUSY (a taxi_stream_read_into is pending,
+ * or a pipe reads the stream: taxi_stream_pipe).
  */
 TAXI_EXTERN int taxi_stream_read_start(taxi_stream_t *s,
                                        taxi_stream_read_fn fn);

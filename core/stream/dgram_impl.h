@@ -106,14 +106,13 @@ struct taxi_dgram {
       taxi_proactor_t *px;             /* the proactor d is attached to */
       struct taxi__dgram_rslot *slots; /* rbatch receives, one buffer each */
       taxi_op_t *sop;                  /* the send of the queue's head */
-      taxi_op_t *gop; /* the gap timer (see dgram_proactive.c) */
-      /* The receives' order: each start takes the next number (seq). */
-      uint64_t started;
-      /* Receives numbered below pass_below no longer hold back those
-       * started after them (the gap timer expired); gap_mark: what it
-       * lets pass when it expires. */
-      uint64_t pass_below, gap_mark;
-      bool gap_pending; /* the gap timer runs */
+      taxi_op_t *gop; /* the retry timer (see dgram_proactive.c) */
+      bool retry_pending;
+      /* The slots in flight or completed, in the order they were started:
+       * order[ohead .. ohead + ocount) modulo rbatch; the others, idle
+       * (handed out, or their start refused), in idle[0 .. nidle). */
+      unsigned *order, *idle;
+      unsigned ohead, ocount, nidle;
       /* Operations in flight and completion handlers running: d is
        * released when it is 0 after the close (detached). */
       unsigned refs;
@@ -138,9 +137,8 @@ typedef struct taxi__dgram_rslot {
   int status;
   size_t len;
   unsigned msg_flags;
-  uint64_t seq; /* its receive's number: the order it was started in */
-  bool armed;   /* in flight */
-  bool done;    /* completed, not yet delivered */
+  bool armed; /* in flight */
+  bool done;  /* completed, not yet delivered */
 } taxi__dgram_rslot_t;
 
 /* What a driver does for endpoints (NULL in a driver without them). */

@@ -6,25 +6,20 @@
  *
  * Receiving.  An endpoint keeps recv_batch receives in flight
  * (taxi_proactor_recvfrom), each into its own slot of the buffers
- * allocated with the endpoint; nothing is allocated per datagram.  Each
- * start numbers its slot (seq), and datagrams are delivered in the order
- * of those numbers: the proactor queues the receives of one handle and
- * completes them in the order they were started, so that is the order
- * the datagrams arrived in, whichever threads the completions run in.  A
- * completion records its slot and asks dgram.c to deliver
- * (ops->readable), which takes the slots through recv below under the
- * endpoint's cb_lock; recv starts again the slots the previous call
- * handed out (and any whose start failed), oldest first.
- *
- * Gaps.  A completed slot waits while a receive started before it is
- * still in flight: mostly that one completed too and another thread is
- * about to record it (a pool's threads run completions concurrently),
- * and waiting keeps the order.  But nothing may wait for ever on a
- * receive that another took the datagram of (no backend promises which
- * of several receives on a socket the kernel fills first): the wait is
- * bounded by a proactor timer (GAP_WAIT_NS), after which the completed
- * slots go past the gap, in order, and the receive of the gap stays in
- * flight, its datagram delivered whenever it comes.
+ * allocated with the endpoint; nothing is allocated per datagram.  The
+ * proactor keeps one receive of a handle in the kernel at a time and
+ * completes them in the order they were started (core/proactor), so
+ * delivering in start order keeps the order the datagrams arrived in,
+ * whichever threads the completions run in: `order` lists the slots in
+ * flight or completed, oldest first, and delivery takes from its head
+ * while the head has completed (a later one that completed first waits:
+ * the head's completion is being recorded by another thread, which then
+ * delivers both).  A completion records its slot and asks dgram.c to
+ * deliver (ops->readable), which takes the slots through recv below under
+ * the endpoint's cb_lock; recv starts again the slots the previous call
+ * handed out, and any whose start the proactor refused (`idle`).  When
+ * every start was refused nothing is in flight and no completion would
+ * come to start them again: a timer (`gop`) does.
  *
  * Where the proactor's pool is io_uring's ring of provided buffers and a
  * buffer of it holds recv_size bytes and the kernel's header
@@ -57,7 +52,7 @@
  *
  * Closing.  The handle is detached from the proactor, which completes
  * every operation on it (TAXI_ECANCELED, or the result that won the
- * race), and a gap timer running is cancelled; refs counts those
+ * race), and the retry timer, if it runs, is cancelled; refs counts those
  * operations and the handlers running, and the last to go releases the
  * endpoint (ops->released), which then closes the socket.  So no receive can
  * name the descriptor once it is closed, and nothing runs after the close
@@ -74,12 +69,10 @@
 
 #include <string.h>
 
-/* How long completed datagrams wait for a receive started before theirs.
- * Long enough for the race it is meant for (the other completion is
- * already running in another thread and only has to take the endpoint's
- * lock), short enough that a datagram taken out of turn is not held up
- * noticeably: a couple of milliseconds, once per gap. */
-#define GAP_WAIT_NS ((taxi_time_t)2000000)
+/* How long an endpoint whose every receive the proactor refused waits
+ * before it tries again: the refusal lasts while another receive holds
+ * the socket, which a millisecond or two sees through. */
+#define RETRY_NS ((taxi_time_t)2000000)
 
 static void r_done(taxi_op_t *op, int status, size_t bytes, void *act);
 
@@ -102,7 +95,8 @@ static int arm_locked(taxi_dgram_t *d, unsigned i) {
                                         d->rsize, r_done, sl);
   if (rc < 0) return rc;
   sl->armed = true;
-  sl->seq = ++d->d.p.started;
+  if (!d->d.p.pooled)
+    d->d.p.order[(d->d.p.ohead + d->d.p.ocount++) % d->rbatch] = i;
   d->d.p.refs++;
   return 0;
 }
@@ -198,78 +192,43 @@ static int recv_pooled_locked(taxi_dgram_t *d, taxi__dgram_msg_t *m,
   return (int)n;
 }
 
-/* Start again, oldest first, the slots that are neither in flight nor
- * holding a datagram: those the previous recv handed out, and those whose
- * start failed before (the proactor refused it for a moment).  Lock held,
- * never while a buffer handed out is still the caller's. */
+/* Start again the slots that are neither in flight nor holding a
+ * datagram: those the previous recv handed out, and those whose start the
+ * proactor refused before (for a moment: another receive held the
+ * socket); one refused again stays idle.  Lock held, never while a buffer
+ * handed out is still the caller's. */
 static void rearm_idle_locked(taxi_dgram_t *d) {
   if (atomic_load(&d->closing)) return;
-  unsigned idle[64], n = 0; /* recv_batch is at most 64 */
-  for (unsigned i = 0; i < d->rbatch; i++) {
-    const taxi__dgram_rslot_t *sl = &d->d.p.slots[i];
-    if (sl->armed || sl->done) continue;
-    unsigned k = n++;
-    for (; k > 0 && d->d.p.slots[idle[k - 1]].seq > sl->seq; k--)
-      idle[k] = idle[k - 1];
-    idle[k] = i;
+  unsigned n = d->d.p.nidle, kept = 0;
+  for (unsigned k = 0; k < n; k++) {
+    unsigned i = d->d.p.idle[k];
+    if (arm_locked(d, i) < 0) d->d.p.idle[kept++] = i;
   }
-  /* One that cannot start stays idle and is tried again next time. */
-  for (unsigned k = 0; k < n; k++) (void)arm_locked(d, idle[k]);
+  d->d.p.nidle = kept;
 }
 
-/* The completed slot started first, or -1.  Lock held. */
-static int oldest_done_locked(const taxi_dgram_t *d) {
-  int best = -1;
-  for (unsigned i = 0; i < d->rbatch; i++) {
-    const taxi__dgram_rslot_t *sl = &d->d.p.slots[i];
-    if (sl->done && (best < 0 || sl->seq < d->d.p.slots[best].seq))
-      best = (int)i;
-  }
-  return best;
-}
-
-/* Whether a receive started before `seq` still holds it back: it is in
- * flight, and either its gap has not been waited for yet or its handler
- * is running already (the record is idle again: that thread records it
- * and delivers in a moment).  Lock held. */
-static bool held_back_locked(const taxi_dgram_t *d, uint64_t seq) {
-  for (unsigned i = 0; i < d->rbatch; i++) {
-    const taxi__dgram_rslot_t *sl = &d->d.p.slots[i];
-    if (sl->armed && sl->seq < seq &&
-        (sl->seq >= d->d.p.pass_below || !taxi_op_in_flight(&sl->op)))
-      return true;
-  }
-  return false;
-}
-
-/* The gap timer expired (or was cancelled by the close): the receives it
- * waited for no longer hold the later ones back, and the slots whose start
- * was refused are tried again (the recv of readable). */
+/* The retry timer expired (or was cancelled by the close): the slots
+ * whose start was refused are tried again (the recv of readable). */
 static void g_done(taxi_op_t *op, int status, size_t bytes, void *act) {
   (void)op;
+  (void)status;
   (void)bytes;
   taxi_dgram_t *d = act;
   taxi__mutex_lock(&d->lock);
-  d->d.p.gap_pending = false;
+  d->d.p.retry_pending = false;
   bool closing = atomic_load(&d->closing);
-  if (!closing && status == 0 && d->d.p.gap_mark > d->d.p.pass_below)
-    d->d.p.pass_below = d->d.p.gap_mark;
   taxi__mutex_unlock(&d->lock);
   if (!closing) d->ops->readable(d);
   unref(d);
 }
 
-/* The completed slot that started as `seq` waits for older receives:
- * for GAP_WAIT_NS at most.  False when no timer could start (the
- * proactor is going): then it does not wait at all.  Lock held. */
-static bool wait_gap_locked(taxi_dgram_t *d, uint64_t seq) {
-  if (d->d.p.gap_pending) return true; /* its expiry looks again */
-  if (taxi_proactor_timer(d->d.p.px, d->d.p.gop, GAP_WAIT_NS, g_done, d) < 0)
-    return false;
-  d->d.p.gap_pending = true;
-  d->d.p.gap_mark = seq;
+/* Nothing in flight, every start refused: try again shortly.  Lock held. */
+static void retry_later_locked(taxi_dgram_t *d) {
+  if (d->d.p.retry_pending) return;
+  if (taxi_proactor_timer(d->d.p.px, d->d.p.gop, RETRY_NS, g_done, d) < 0)
+    return; /* the proactor is going: nothing is received any more */
+  d->d.p.retry_pending = true;
   d->d.p.refs++;
-  return true;
 }
 
 static int d_recv(taxi_dgram_t *d, taxi__dgram_msg_t *m, unsigned max) {
@@ -283,17 +242,15 @@ static int d_recv(taxi_dgram_t *d, taxi__dgram_msg_t *m, unsigned max) {
   }
   /* What the previous call handed out has been delivered. */
   rearm_idle_locked(d);
-  while (n < max) {
-    int i = oldest_done_locked(d);
-    if (i < 0) break;
+  while (n < max && d->d.p.ocount > 0) {
+    unsigned i = d->d.p.order[d->d.p.ohead];
     taxi__dgram_rslot_t *sl = &d->d.p.slots[i];
-    if (held_back_locked(d, sl->seq)) {
-      if (!atomic_load(&d->closing) && wait_gap_locked(d, sl->seq)) break;
-      /* No timer: past the gap now. */
-      if (sl->seq > d->d.p.pass_below) d->d.p.pass_below = sl->seq;
-    }
+    if (!sl->done) break; /* its completion delivers it and what follows */
     if (sl->status < 0 && n > 0) break; /* the error at the next call */
     sl->done = false;
+    d->d.p.ohead = (d->d.p.ohead + 1) % d->rbatch;
+    d->d.p.ocount--;
+    d->d.p.idle[d->d.p.nidle++] = i;
     if (sl->status == TAXI_ECANCELED) continue; /* not the application's */
     if (sl->status < 0) {
       rc = sl->status;
@@ -309,15 +266,10 @@ static int d_recv(taxi_dgram_t *d, taxi__dgram_msg_t *m, unsigned max) {
   /* No buffer for the caller (only cancelled receives, which happen when
    * a receive was cancelled without a close, or an error): none is in
    * use, and no next call may come to start them again, so they start
-   * now. */
+   * now.  (Slots handed out, n > 0, start at the next call.) */
   if (n == 0) rearm_idle_locked(d);
-  /* Not one receive in flight after that (the proactor refused every
-   * start): no completion comes to start them again, so the gap timer
-   * does.  (Slots handed out, n > 0, start at the next call.) */
-  bool any = n > 0;
-  for (unsigned i = 0; i < d->rbatch && !any; i++)
-    any = d->d.p.slots[i].armed || d->d.p.slots[i].done;
-  if (!any && !atomic_load(&d->closing)) (void)wait_gap_locked(d, 0);
+  if (n == 0 && d->d.p.ocount == 0 && !atomic_load(&d->closing))
+    retry_later_locked(d);
   taxi__mutex_unlock(&d->lock);
   return n > 0 ? (int)n : rc;
 }
@@ -357,7 +309,10 @@ static void d_fini(taxi_dgram_t *d) {
   taxi__free(d->d.p.sop);
   taxi__free(d->d.p.gop);
   taxi__free(d->d.p.handed);
+  taxi__free(d->d.p.order);
   d->d.p.slots = NULL;
+  d->d.p.order = NULL;
+  d->d.p.idle = NULL;
   d->d.p.sop = NULL;
   d->d.p.gop = NULL;
   d->d.p.handed = NULL;
@@ -372,10 +327,14 @@ static int d_open(taxi_dgram_t *d) {
   d->d.p.sop = taxi__calloc(1, sizeof *d->d.p.sop);
   d->d.p.gop = taxi__calloc(1, sizeof *d->d.p.gop);
   d->d.p.handed = taxi__calloc(d->rbatch, sizeof *d->d.p.handed);
-  if (!d->d.p.slots || !d->d.p.sop || !d->d.p.gop || !d->d.p.handed) {
+  /* order and idle: rbatch entries each, one block. */
+  d->d.p.order = taxi__calloc(2 * (size_t)d->rbatch, sizeof *d->d.p.order);
+  if (!d->d.p.slots || !d->d.p.sop || !d->d.p.gop || !d->d.p.handed ||
+      !d->d.p.order) {
     d_fini(d);
     return TAXI_ENOMEM;
   }
+  d->d.p.idle = d->d.p.order + d->rbatch;
   for (unsigned i = 0; i < d->rbatch; i++) {
     d->d.p.slots[i].d = d;
     d->d.p.slots[i].buf = d->rbuf + (size_t)i * d->rsize;
@@ -395,9 +354,9 @@ static int d_open(taxi_dgram_t *d) {
   taxi__mutex_lock(&d->lock);
   rc = arm_locked(d, 0);
   /* The first failing is the endpoint's failure (nothing in flight yet);
-   * a later one leaves that slot idle. */
+   * a later one leaves that slot idle, to be started at the next recv. */
   for (unsigned i = 1; rc == 0 && !d->d.p.pooled && i < d->rbatch; i++)
-    if (arm_locked(d, i) < 0) break;
+    if (arm_locked(d, i) < 0) d->d.p.idle[d->d.p.nidle++] = i;
   taxi__mutex_unlock(&d->lock);
   if (rc < 0) {
     taxi_proactor_detach(d->d.p.px, d->fd);
@@ -421,7 +380,7 @@ static void d_close(taxi_dgram_t *d) {
   (void)taxi_proactor_detach(d->d.p.px, d->fd);
   /* The timer is no operation on the socket: cancelled here, its handler
    * drops its reference (TAXI_ENOENT: it is running, and does so too). */
-  if (d->d.p.gap_pending) (void)taxi_proactor_cancel(d->d.p.px, d->d.p.gop);
+  if (d->d.p.retry_pending) (void)taxi_proactor_cancel(d->d.p.px, d->d.p.gop);
   bool last = d->d.p.refs == 0;
   taxi__mutex_unlock(&d->lock);
   if (last) d->ops->released(d);

@@ -11,15 +11,17 @@
  *                  when the kernel refuses signalfd (ENOSYS).
  */
 #ifndef _GNU_SOURCE
-#define _GNU_SOURCE 1 /* NSIG, sigaddset() under -std=c11 */
+#define _GNU_SOURCE 1 /* NSIG, sigaddset(), sigtimedwait() under -std=c11 */
 #endif
 #include "config.h"
 
 #include "port.h"
 #include "signal_impl.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <string.h>
+#include <time.h>
 
 /*
  * Which signals some source of this process has added.  Both mechanisms
@@ -66,6 +68,23 @@ int taxi__sigclaim(int signo) {
 }
 
 void taxi__sigunclaim(int signo) { atomic_store(&owned[signo], false); }
+
+void taxi__sig_discard_pending(int signo) {
+#if defined(HAVE_SIGTIMEDWAIT)
+  const struct timespec zero = {0, 0};
+  sigset_t one;
+  int got;
+
+  sigemptyset(&one);
+  sigaddset(&one, signo);
+  /* A zero timeout never waits; real-time signals may be queued several
+   * times, so take until none is left. */
+  do got = sigtimedwait(&one, NULL, &zero);
+  while (got == signo || (got == -1 && errno == EINTR));
+#else
+  (void)signo;
+#endif
+}
 
 int taxi__sigsrc_add(taxi__sigsrc_t *s, int signo) {
   int rc;

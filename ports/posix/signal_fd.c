@@ -22,7 +22,7 @@
  * readable when either is.
  */
 #ifndef _GNU_SOURCE
-#define _GNU_SOURCE 1 /* sigtimedwait(), pthread_sigmask() under -std=c11 */
+#define _GNU_SOURCE 1 /* signalfd, pthread_sigmask() under -std=c11 */
 #endif
 #include "config.h"
 
@@ -37,7 +37,6 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
-#include <time.h>
 #include <unistd.h>
 
 #define SFD_FLAGS (SFD_NONBLOCK | SFD_CLOEXEC)
@@ -177,38 +176,33 @@ int taxi__sigsrc_fd_add(taxi__sigsrc_t *s, int signo) {
 }
 
 int taxi__sigsrc_fd_del(taxi__sigsrc_t *s, int signo) {
-  sigset_t set;
+  sigset_t set, one;
   int rc = 0;
 
   /* signo is already out of s->added. */
   build_set(s, 0, &set);
   if (signalfd(s->signal_fd, &set, SFD_FLAGS) == -1) rc = taxi__last_error();
+
+  /* An instance that arrived while s owned the signal but was not read
+   * yet would, once unblocked - here, or later by whoever had it blocked
+   * before s (another source, the application) - be delivered to the
+   * restored disposition (usually the default action: termination).  It
+   * was s's, and s is done with it: discard it, as the self-pipe variant
+   * drops its unread bytes for the signal - and before the disposition is
+   * restored, or a thread of the application's that has it unblocked and
+   * was about to take it would meet the default action (see
+   * taxi__sig_discard_pending). */
+  taxi__sig_discard_pending(signo);
   if (taxi__sigbit_test(s->forwarded, signo)) {
     /* The default action back; a byte for signo left in the pipe is
      * dropped by read(), which only reports signals s has. */
     int err = taxi__sigsrc_pipe_del(s, signo);
     if (rc == 0) rc = err;
   }
-
-  {
-    sigset_t one;
-    const struct timespec zero = {0, 0};
-    int got;
-
-    sigemptyset(&one);
-    sigaddset(&one, signo);
-    /* An instance that arrived while s owned the signal but was not read
-     * yet would, once unblocked - here, or later by whoever had it blocked
-     * before s (another source, the application) - be delivered to the
-     * restored disposition (usually the default action: termination).  It
-     * was s's, and s is done with it: discard it, as the self-pipe variant
-     * drops its unread bytes for the signal.  Real-time signals may be
-     * queued several times. */
-    do got = sigtimedwait(&one, NULL, &zero);
-    while (got == signo || (got == -1 && errno == EINTR));
-    if (!taxi__sigbit_test(s->was_blocked, signo))
-      (void)pthread_sigmask(SIG_UNBLOCK, &one, NULL);
-  }
+  sigemptyset(&one);
+  sigaddset(&one, signo);
+  if (!taxi__sigbit_test(s->was_blocked, signo))
+    (void)pthread_sigmask(SIG_UNBLOCK, &one, NULL);
   taxi__sigbit_clear(s->was_blocked, signo);
   taxi__sigbit_clear(s->forwarded, signo);
   return rc;

@@ -57,6 +57,20 @@ static inline void taxi__sigbit_clear(uint64_t *bits, int signo) {
 int taxi__sigclaim(int signo);
 void taxi__sigunclaim(int signo);
 
+/* Take and drop every instance of signo pending for the process or the
+ * calling thread (signal.c), whether or not the thread blocks it.  Called
+ * by an owner giving signo back, before it restores the disposition it
+ * replaced: an instance sent to the process while some thread has signo
+ * unblocked waits in the process's pending set until that thread takes
+ * it, and must not meet the restored disposition (often the default
+ * action, ending the process) when it was sent to the owner.  The kernel
+ * takes a pending signal and reads its disposition in one step, so once
+ * this returns, each earlier instance is either dropped or already on its
+ * way to the owner's handler.  A no-op where sigtimedwait() is missing
+ * (macOS); there the owners rely on their handler staying installed while
+ * they unblock. */
+void taxi__sig_discard_pending(int signo);
+
 #ifdef HAVE_SIGNALFD
 int taxi__sigsrc_fd_open(taxi__sigsrc_t *s);
 int taxi__sigsrc_fd_add(taxi__sigsrc_t *s, int signo);

@@ -143,6 +143,9 @@ int taxi__sigsrc_pipe_del(taxi__sigsrc_t *s, int signo) {
   int rc = 0;
 
   (void)s;
+  /* Instances already sent are s's: drop them before the old disposition
+   * is back (taxi__sig_discard_pending says why). */
+  taxi__sig_discard_pending(signo);
   if (sigaction(signo, &saved[signo], NULL) == -1) rc = taxi__last_error();
   /* A byte for signo still in the pipe is dropped by read(), which only
    * reports signals s has. */

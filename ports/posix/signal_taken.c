@@ -67,20 +67,17 @@ int taxi__signal_give_back(int signo) {
   int rc = 0;
 
   if (signo <= 0 || signo >= TAXI__NSIG) return TAXI_EINVAL;
+  /* Instances already sent were ours: the restored disposition must not
+   * get them.  Dropped where the system can take a pending signal
+   * without waiting; elsewhere unblocking below hands each one to the
+   * do-nothing handler, still installed.  (sigwait() would do it too, but
+   * could wait for good if another thread took the instance between the
+   * check that it is pending and the wait.) */
+  taxi__sig_discard_pending(signo);
   if (!taken_was_blocked[signo]) {
-    sigset_t one, mask, pending;
+    sigset_t one;
     sigemptyset(&one);
     sigaddset(&one, signo);
-    /* Blocked here by the mechanism and pending: it was ours, and the
-     * restored disposition must not get it.  sigwait() takes it without
-     * waiting since it is pending; real-time signals may be queued more
-     * than once. */
-    while (pthread_sigmask(SIG_SETMASK, NULL, &mask) == 0 &&
-           sigismember(&mask, signo) == 1 && sigpending(&pending) == 0 &&
-           sigismember(&pending, signo) == 1) {
-      int got;
-      if (sigwait(&one, &got) != 0) break;
-    }
     int err = pthread_sigmask(SIG_UNBLOCK, &one, NULL);
     if (err != 0) rc = taxi__error_from_os(err);
   }

@@ -247,6 +247,63 @@ static void test_remove_signal_restores_state(void) {
   test_teardown();
 }
 
+/* Removed while another thread is taking an instance.  SIGUSR2 is left at
+ * its default action (ending the process), so the source forwards what a
+ * thread with it unblocked takes.  A thread of the test's keeps it
+ * unblocked and busy on the other core; the main thread adds the signal
+ * (blocking it here), sends it twice and removes it at once, many times.
+ * Each instance is pending for the process until the busy thread takes
+ * it, which can be after the removal started: if the removal put the
+ * default action back before dropping what was pending, that thread would
+ * end the process with a signal sent while the source owned it. */
+#define RACE_ROUNDS 4000
+
+static void *keep_busy(void *arg) {
+  atomic_bool *stop = arg;
+  sigset_t one;
+  sigemptyset(&one);
+  sigaddset(&one, SIGUSR2);
+  pthread_sigmask(SIG_UNBLOCK, &one, NULL);
+  while (!atomic_load(stop)) {
+  }
+  return NULL;
+}
+
+static void test_remove_while_taken(void) {
+  restore_default(SIGUSR2);
+  sigset_t one;
+  sigemptyset(&one);
+  sigaddset(&one, SIGUSR2);
+  CU_ASSERT_EQUAL(pthread_sigmask(SIG_UNBLOCK, &one, NULL), 0);
+  atomic_bool stop = false;
+  pthread_t t;
+  CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, keep_busy, &stop), 0);
+  taxi_reactor_t *r = conf_reactor();
+  sig_probe_t p;
+  sig_probe_init(&p);
+  int rounds = 0;
+  for (int i = 0; i < RACE_ROUNDS; i++) {
+    if (taxi_reactor_add_signal(r, SIGUSR2, &p.h) != 0) break;
+    kill(getpid(), SIGUSR2);
+    kill(getpid(), SIGUSR2);
+    if (taxi_reactor_remove_signal(r, SIGUSR2) != 0) break;
+    rounds++;
+  }
+  atomic_store(&stop, true);
+  pthread_join(t, NULL);
+  CU_ASSERT_EQUAL(rounds, RACE_ROUNDS);
+  /* Given back each time: the main thread's mask and the disposition are
+   * as before. */
+  sigset_t after;
+  CU_ASSERT_EQUAL(pthread_sigmask(SIG_SETMASK, NULL, &after), 0);
+  CU_ASSERT_EQUAL(sigismember(&after, SIGUSR2), 0);
+  struct sigaction sa;
+  CU_ASSERT_EQUAL(sigaction(SIGUSR2, NULL, &sa), 0);
+  CU_ASSERT(sa.sa_handler == SIG_DFL);
+  CU_ASSERT_EQUAL(taxi_reactor_destroy(r), 0);
+  test_teardown();
+}
+
 /* One reactor per process owns a signal: a second reactor gets TAXI_EBUSY
  * until the owner removes it (or is destroyed). */
 static void test_second_reactor_same_signal_ebusy(void) {
@@ -447,6 +504,8 @@ static CU_TestInfo signal_tests[] = {
      TAXI_TEST_POSIX_ONLY(test_remove_then_add_again)},
     {"remove_signal restores mask and disposition",
      TAXI_TEST_POSIX_ONLY(test_remove_signal_restores_state)},
+    {"removed while another thread takes an instance: the process lives",
+     TAXI_TEST_POSIX_ONLY(test_remove_while_taken)},
     {"second reactor, same signal: EBUSY",
      TAXI_TEST_POSIX_ONLY(test_second_reactor_same_signal_ebusy)},
     {"removing a handler releases its signals",

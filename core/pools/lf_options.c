@@ -34,6 +34,13 @@ int taxi__lf_options_read(taxi_lf_options_t *o, const taxi_lf_options_t *in,
   if ((unsigned)o->leaders > TAXI_LEADERS_MANY)
     return taxi__refuse(TAXI_EINVAL, "%s.leaders: not a taxi_leaders_t; got %d",
                         where, (int)o->leaders);
+  if (o->handoff_ns > TAXI_LF_HANDOFF_MAX_NS)
+    return taxi__refuse(TAXI_EINVAL,
+                        "%s.handoff_ns: at most TAXI_LF_HANDOFF_MAX_NS "
+                        "(%u); got %llu",
+                        where, TAXI_LF_HANDOFF_MAX_NS,
+                        (unsigned long long)o->handoff_ns);
+  if (o->handoff_ns == 0) o->handoff_ns = TAXI_LF_HANDOFF_DEFAULT_NS;
   if (o->leaders == TAXI_LEADERS_MANY && !multi_wait)
     return taxi__refuse(TAXI_ENOTSUP,
                         "%s.leaders: TAXI_LEADERS_MANY needs a backend on "

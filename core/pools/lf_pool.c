@@ -98,14 +98,14 @@ static void fail_locked(taxi_lf_pool_t *p, int code, unsigned attempt) {
  * the follower's going back to sleep. */
 #define LF_SHARE 4
 
-/* The time per message above which events are not "a few microseconds
- * each": about what waking a follower costs.  Where the pool's messages
- * take longer on average (the application's stream callbacks do real
- * work, or block), a thread about to run one promotes a follower as for
- * any hook that may block, so that the others are served meanwhile.  Per
- * message, not per event: a report that brought 200 datagrams is long
- * because it carried much, not because its callbacks are slow. */
-#define LF_SLOW_NS (20 * 1000)
+/* Whether events are "a few microseconds each" is measured against the
+ * pool's options.handoff_ns (by default about what waking a follower
+ * costs).  Where the pool's messages take longer on average (the
+ * application's stream callbacks do real work, or block), a thread about
+ * to run one promotes a follower as for any hook that may block, so that
+ * the others are served meanwhile.  Per message, not per event: a report
+ * that brought 200 datagrams is long because it carried much, not because
+ * its callbacks are slow. */
 
 /* The least a message is taken to cost (about a system call), for a clock
  * too coarse to measure it. */
@@ -122,7 +122,8 @@ static void fail_locked(taxi_lf_pool_t *p, int code, unsigned attempt) {
 static bool promote_for(taxi_lf_pool_t *p, const taxi__event_t *ev,
                         taxi_time_t now) {
   if (!p->followers) return false;
-  if (ev->drains && p->event_ns < LF_SLOW_NS) {
+  uint64_t handoff = p->opts.handoff_ns;
+  if (ev->drains && p->event_ns < handoff) {
     /* What this thread leaves for later is worth a wake-up only when it
      * would take longer than one: a few quick messages it takes next
      * itself.  A message costs a system call at least, whatever a coarse
@@ -130,7 +131,7 @@ static bool promote_for(taxi_lf_pool_t *p, const taxi__event_t *ev,
     uint64_t left = p->src.ops->backlog_locked(p->src.self);
     uint64_t per =
         p->event_ns > LF_MESSAGE_MIN_NS ? p->event_ns : LF_MESSAGE_MIN_NS;
-    return left > LF_SHARE && left * per > LF_SLOW_NS;
+    return left > LF_SHARE && left * per > handoff;
   }
   return p->leaders < p->max_leaders ||
          p->src.ops->has_work_locked(p->src.self, now);

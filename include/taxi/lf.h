@@ -123,7 +123,30 @@ typedef struct taxi_lf_options {
    * thread that met them.  NULL: nobody is told. */
   taxi_error_fn on_error;
   void *on_error_arg; /* passed to on_error */
+  /* How much work a thread may keep for itself before it wakes a follower
+   * for the rest, in nanoseconds, when what it runs is the library's own
+   * reading and writing of a stream or datagram endpoint (taxi/io.h),
+   * which never blocks, on a backend with edge triggering
+   * (TAXI_CAP_EDGE: epoll, a BSD's kqueue).  The pool measures the time a message takes; a
+   * thread about to run such a handler wakes a follower when the events
+   * left from its wait would take it longer than this, or when a message
+   * has been taking longer than this on average.  Any other hook (the
+   * application's own handlers, timers, signals, notifications) may block,
+   * and a follower is always woken first when work remains.
+   * 0: TAXI_LF_HANDOFF_DEFAULT_NS, about what waking a thread costs.
+   * Larger trades latency for CPU: when one thread keeps up with the
+   * load, it serves whole batches alone instead of handing part of each
+   * to a thread it wakes, which then sleeps again (a context switch each
+   * way), and the messages late in a batch wait for the ones before them.
+   * At most TAXI_LF_HANDOFF_MAX_NS.  Pools over a proactor run only
+   * completion handlers, to which it does not apply. */
+  uint64_t handoff_ns;
 } taxi_lf_options_t;
+
+/* The default of taxi_lf_options_t.handoff_ns: 20 microseconds. */
+#define TAXI_LF_HANDOFF_DEFAULT_NS 20000u
+/* The most taxi_lf_options_t.handoff_ns may be: 10 milliseconds. */
+#define TAXI_LF_HANDOFF_MAX_NS 10000000u
 
 /* taxi_lf_options_init - the defaults (every field 0 or NULL, size
  * set).  Does nothing for NULL.  Any thread. */

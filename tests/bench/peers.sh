@@ -26,6 +26,9 @@
 #                a provided buffer ring, send; one ring, one thread
 #   reactor      taxi's Reactor over epoll, one thread
 #   lf           taxi's Leader/Followers pool over epoll, N threads
+#   lf-handoff   the same, a thread keeping up to 400 us of its batch for
+#                itself before it wakes a follower (--handoff-us 400;
+#                default 20)
 #   hsha         taxi's half-sync/half-async pool over epoll, N workers
 #   uring        taxi's Proactor over io_uring, dispatched by 1 thread
 #   uring-Nt     the same, dispatched by N threads (Leader/Followers, one
@@ -227,6 +230,7 @@ SERVERS=(
   "uring-floor|bare io_uring loop, 1 thread (floor)|peer:uring_floor"
   "reactor|taxi Reactor, epoll, 1 thread|taxi:epoll --backend epoll --dispatcher reactor"
   "lf|taxi Leader/Followers, epoll, $n threads|taxi:epoll --backend epoll --dispatcher lf --threads @N@"
+  "lf-handoff|taxi Leader/Followers, epoll, $n threads, 400 us handoff|taxi:epoll --backend epoll --dispatcher lf --threads @N@ --handoff-us 400"
   "hsha|taxi half-sync/half-async, epoll, $n workers|taxi:epoll --backend epoll --dispatcher hsha --threads @N@"
   "uring|taxi Proactor, io_uring, 1 thread|taxi:uring --dispatcher proactor --backend uring --threads 1"
   "uring-${n}t|taxi Proactor, io_uring, $n threads|taxi:uring --dispatcher proactor --backend uring --threads @N@"

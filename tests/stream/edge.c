@@ -149,6 +149,7 @@ static void test_edge_no_rearm_per_message(void) {
  * alone.  The pool is the test's, to
  * read its counters. */
 static void test_edge_no_promotion_per_message(void) {
+  st_pair_load();
   if (st_dispatcher != TAXI_IO_LF) return;
   static struct pinger g;
   memset(&g, 0, sizeof g);

@@ -136,6 +136,7 @@ static void test_refusals(void) {
   CU_ASSERT_EQUAL(d, TAXI_IO_PROACTORS);
   CU_ASSERT_STRING_EQUAL(taxi_io_dispatcher_name(TAXI_IO_PROACTORS),
                          "proactors");
+  st_pair_load();
   if (st_dispatcher != TAXI_IO_PROACTORS) return;
   taxi_io_options_t o;
   taxi_io_options_init(&o);

@@ -23,7 +23,7 @@ const char *st_backend;
 
 /* The pair from the running suite's name, "stream[lf:epoll]": each suite
  * runs in a process of its own (tests/runner.c). */
-static void pair_from_suite(void) {
+void st_pair_load(void) {
   static char backend[64];
   CU_pSuite suite = CU_get_current_suite();
   const char *open = suite && suite->pName ? strchr(suite->pName, '[') : NULL;
@@ -54,7 +54,7 @@ int st_io_create_spread(st_io_t *c, taxi_group_spread_t spread) {
 
 int st_io_create_with(st_io_t *c, const taxi_io_options_t *base) {
   memset(c, 0, sizeof *c);
-  pair_from_suite();
+  st_pair_load();
   taxi_io_options_t o = *base;
   o.dispatcher = st_dispatcher;
   o.backend = st_backend;

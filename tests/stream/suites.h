@@ -15,9 +15,12 @@
 #include "util.h"
 #include "net_helpers.h"
 
-/* The pair under test (set by main before the suite runs). */
+/* The pair under test, read from the running suite's name by st_io_create
+ * and st_pair_load: a test that looks at them before it makes a context
+ * calls st_pair_load first (it may be the suite's first test). */
 extern taxi_io_dispatcher_t st_dispatcher;
 extern const char *st_backend;
+void st_pair_load(void);
 
 /* A context for the pair, run by a thread of the test. */
 typedef struct st_io {
@@ -103,5 +106,6 @@ extern CU_TestInfo st_tests_dgram_order[];
 extern CU_TestInfo st_tests_pooled[];
 extern CU_TestInfo st_tests_edge[];
 extern CU_TestInfo st_tests_batch[];
+extern CU_TestInfo st_tests_handoff[];
 
 #endif /* TAXI_TESTS_STREAM_SUITES_H */

@@ -363,9 +363,15 @@ static void cork_locked(taxi_stream_t *s) {
     s->flags |= TAXI__S_NOCORK;
 }
 
+/* Whether cork_locked has anything to decide: a file queued, or the
+ * socket corked.  Tested inline, as nearly every write is of neither. */
+static inline bool cork_question(const taxi_stream_t *s) {
+  return s->wfiles > 0 || (s->flags & TAXI__S_CORKED);
+}
+
 static void writes_locked(taxi_stream_t *s, taxi_time_t now) {
   const taxi__io_driver_t *drv = s->io->drv;
-  cork_locked(s);
+  if (cork_question(s)) cork_locked(s);
   /* A TLS stream's handshake messages and alerts go out queue or not. */
   int64_t f = s->tls ? taxi__tls_flush(s) : 0;
   if (f < 0 && f != TAXI_EAGAIN) {
@@ -402,7 +408,7 @@ static void writes_locked(taxi_stream_t *s, taxi_time_t now) {
     sent_locked(s, (size_t)n);
   }
   if (s->flags & TAXI__S_CLOSE_REQ) return;
-  cork_locked(s);
+  if (cork_question(s)) cork_locked(s);
   /* A TLS stream sends its close_notify first (TAXI_EAGAIN: not yet). */
   int tls_rc = 0;
   if (s->rcount == 0 &&
@@ -673,6 +679,13 @@ static void round_locked(taxi_stream_t *s) {
     if (s->posts.head) taxi__stream_posts_locked(s);
     reads_locked(s, now);
     bool paused = (s->flags & TAXI__S_PAUSED) != 0;
+    /* The writes queued so far (by the read callbacks just run, or by
+     * other threads meanwhile) are this write step's to send: they need
+     * no round of their own.  One queued from here on (a write or drain
+     * callback of this step, another thread while the lock is let go)
+     * sets the bit again, and gets its round.  Not for a TLS stream, whose
+     * filter may have more to do in a round after a write (a handshake). */
+    if (!s->tls) s->pending &= ~TAXI__P_WROTE;
     writes_locked(s, now);
     /* Writing may have ended a pause: read again (a proactive stream has
      * no read in flight to call it back). */

@@ -63,7 +63,7 @@ static int queue(taxi_stream_t *s, int kind, const void *data, size_t len,
   }
   if (rc == 0) {
     TAXI__S_COUNT(s, writes, 1);
-    taxi__stream_request_locked(s);
+    taxi__stream_wrote_locked(s);
   }
   taxi__mutex_unlock(&s->lock);
   return rc;

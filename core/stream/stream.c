@@ -17,6 +17,7 @@
 
 #include "core/common/alloc.h"
 #include "core/common/batch_clock.h"
+#include "core/common/ring_index.h"
 #include "core/stream/io_impl.h"
 #include "core/common/detail.h"
 
@@ -276,7 +277,7 @@ static size_t gather_locked(const taxi_stream_t *s, taxi_buf_t *bufs,
                             size_t max) {
   size_t n = 0;
   for (unsigned i = 0; i < s->rcount && n < max; i++) {
-    const taxi__wrec_t *r = &s->recs[(s->rhead + i) % s->nrecs];
+    const taxi__wrec_t *r = &s->recs[taxi__wrap(s->rhead + i, s->nrecs)];
     size_t left = r->len - r->done;
     if (r->kind == TAXI__W_FILE) break;
     if (r->kind == TAXI__W_REF) {
@@ -284,6 +285,7 @@ static size_t gather_locked(const taxi_stream_t *s, taxi_buf_t *bufs,
       bufs[n++].len = left;
       continue;
     }
+    /* `%`: done may pass wcap (writes joined to a record being sent). */
     size_t at = (r->off + r->done) % s->wcap;
     size_t first = s->wcap - at < left ? s->wcap - at : left;
     bufs[n].base = s->wbuf + at;
@@ -318,13 +320,13 @@ static size_t consume_locked(taxi_stream_t *s, size_t n, done_call_t *calls,
     r->done += take;
     n -= take;
     if (r->kind == TAXI__W_COPY) {
-      s->whead = (s->whead + take) % s->wcap;
+      s->whead = taxi__wrap(s->whead + take, s->wcap);
       s->wused -= take;
     }
     if (r->done < r->len) break;
     if (r->kind == TAXI__W_FILE && r->len <= TAXI__CORK_MAX) s->wfiles--;
     if (r->fn && k < cap) calls[k++] = (done_call_t){r->fn, r->arg, r->len, 0};
-    s->rhead = (s->rhead + 1) % s->nrecs;
+    s->rhead = taxi__wrap(s->rhead + 1, s->nrecs);
     s->rcount--;
   }
   if (s->wused == 0) s->whead = 0;

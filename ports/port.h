@@ -18,6 +18,7 @@
 
 #include <stdbool.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 
 #if defined(_WIN32)
 #include "win32/types.h"
@@ -61,8 +62,21 @@ bool taxi__thread_equal(taxi__thread_id_t a, taxi__thread_id_t b);
 /* Mutexes are non-recursive.  Lock and unlock cannot fail on valid input. */
 int taxi__mutex_init(taxi__mutex_t *m);
 void taxi__mutex_destroy(taxi__mutex_t *m);
+#if defined(_WIN32)
 void taxi__mutex_lock(taxi__mutex_t *m);
 void taxi__mutex_unlock(taxi__mutex_t *m);
+#else
+/* Inline over pthreads: a stream's echoed message takes and drops several
+ * locks, and the call into a wrapper cost as much as the mutex's own fast
+ * path.  A failure means a mutex the caller does not hold or never made
+ * (memory corruption, a bug in taxi): nothing to recover, so abort. */
+static inline void taxi__mutex_lock(taxi__mutex_t *m) {
+  if (pthread_mutex_lock(m) != 0) abort();
+}
+static inline void taxi__mutex_unlock(taxi__mutex_t *m) {
+  if (pthread_mutex_unlock(m) != 0) abort();
+}
+#endif
 
 /* Condition variables measure time on the monotonic clock (taxi_now()). */
 int taxi__cond_init(taxi__cond_t *c);

@@ -103,7 +103,7 @@ bool taxi__reactor_take_locked(taxi_reactor_t *r, taxi_time_t now,
     return true;
   while (r->pending_count) {
     taxi__ready_t rd = r->pending[r->pending_head];
-    r->pending_head = (r->pending_head + 1) % r->pending_cap;
+    if (++r->pending_head == r->pending_cap) r->pending_head = 0; /* no `%` */
     r->pending_count--;
     if (take_io_locked(r, &rd, ev)) return true;
     /* The wake-up or signal source may have just made work ready. */

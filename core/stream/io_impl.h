@@ -570,6 +570,10 @@ typedef struct taxi__wrec {
 #define TAXI__P_KICK 0x10u     /* a kick arrived */
 #define TAXI__P_RELEASED 0x20u /* the dispatcher is done with it */
 #define TAXI__P_HUP 0x40u      /* reactive: reported with a hang-up or error */
+/* A write was queued (and nothing else changed): the write step of the
+ * round in progress sends it if it has not begun yet (see round_locked in
+ * stream.c), so a read callback's echo costs no round of its own. */
+#define TAXI__P_WROTE 0x80u
 
 struct taxi_stream {
   taxi_io_t *io;
@@ -757,6 +761,14 @@ void taxi__stream_kick_locked(taxi_stream_t *s);
 static inline void taxi__stream_request_locked(taxi_stream_t *s) {
   if (s->flags & TAXI__S_BUSY)
     s->pending |= TAXI__P_WORK;
+  else
+    taxi__stream_kick_locked(s);
+}
+/* The same for a write queued, which changes nothing else: see
+ * TAXI__P_WROTE. */
+static inline void taxi__stream_wrote_locked(taxi_stream_t *s) {
+  if (s->flags & TAXI__S_BUSY)
+    s->pending |= TAXI__P_WROTE;
   else
     taxi__stream_kick_locked(s);
 }

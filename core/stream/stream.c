@@ -17,6 +17,7 @@
 
 #include "core/common/alloc.h"
 #include "core/common/batch_clock.h"
+#include "core/common/ring_index.h"
 #include "core/stream/io_impl.h"
 #include "core/common/detail.h"
 
@@ -276,7 +277,7 @@ static size_t gather_locked(const taxi_stream_t *s, taxi_buf_t *bufs,
                             size_t max) {
   size_t n = 0;
   for (unsigned i = 0; i < s->rcount && n < max; i++) {
-    const taxi__wrec_t *r = &s->recs[(s->rhead + i) % s->nrecs];
+    const taxi__wrec_t *r = &s->recs[taxi__wrap(s->rhead + i, s->nrecs)];
     size_t left = r->len - r->done;
     if (r->kind == TAXI__W_FILE) break;
     if (r->kind == TAXI__W_REF) {
@@ -284,6 +285,7 @@ static size_t gather_locked(const taxi_stream_t *s, taxi_buf_t *bufs,
       bufs[n++].len = left;
       continue;
     }
+    /* `%`: done may pass wcap (writes joined to a record being sent). */
     size_t at = (r->off + r->done) % s->wcap;
     size_t first = s->wcap - at < left ? s->wcap - at : left;
     bufs[n].base = s->wbuf + at;
@@ -318,13 +320,13 @@ static size_t consume_locked(taxi_stream_t *s, size_t n, done_call_t *calls,
     r->done += take;
     n -= take;
     if (r->kind == TAXI__W_COPY) {
-      s->whead = (s->whead + take) % s->wcap;
+      s->whead = taxi__wrap(s->whead + take, s->wcap);
       s->wused -= take;
     }
     if (r->done < r->len) break;
     if (r->kind == TAXI__W_FILE && r->len <= TAXI__CORK_MAX) s->wfiles--;
     if (r->fn && k < cap) calls[k++] = (done_call_t){r->fn, r->arg, r->len, 0};
-    s->rhead = (s->rhead + 1) % s->nrecs;
+    s->rhead = taxi__wrap(s->rhead + 1, s->nrecs);
     s->rcount--;
   }
   if (s->wused == 0) s->whead = 0;
@@ -363,9 +365,15 @@ static void cork_locked(taxi_stream_t *s) {
     s->flags |= TAXI__S_NOCORK;
 }
 
+/* Whether cork_locked has anything to decide: a file queued, or the
+ * socket corked.  Tested inline, as nearly every write is of neither. */
+static inline bool cork_question(const taxi_stream_t *s) {
+  return s->wfiles > 0 || (s->flags & TAXI__S_CORKED);
+}
+
 static void writes_locked(taxi_stream_t *s, taxi_time_t now) {
   const taxi__io_driver_t *drv = s->io->drv;
-  cork_locked(s);
+  if (cork_question(s)) cork_locked(s);
   /* A TLS stream's handshake messages and alerts go out queue or not. */
   int64_t f = s->tls ? taxi__tls_flush(s) : 0;
   if (f < 0 && f != TAXI_EAGAIN) {
@@ -402,7 +410,7 @@ static void writes_locked(taxi_stream_t *s, taxi_time_t now) {
     sent_locked(s, (size_t)n);
   }
   if (s->flags & TAXI__S_CLOSE_REQ) return;
-  cork_locked(s);
+  if (cork_question(s)) cork_locked(s);
   /* A TLS stream sends its close_notify first (TAXI_EAGAIN: not yet). */
   int tls_rc = 0;
   if (s->rcount == 0 &&
@@ -673,6 +681,13 @@ static void round_locked(taxi_stream_t *s) {
     if (s->posts.head) taxi__stream_posts_locked(s);
     reads_locked(s, now);
     bool paused = (s->flags & TAXI__S_PAUSED) != 0;
+    /* The writes queued so far (by the read callbacks just run, or by
+     * other threads meanwhile) are this write step's to send: they need
+     * no round of their own.  One queued from here on (a write or drain
+     * callback of this step, another thread while the lock is let go)
+     * sets the bit again, and gets its round.  Not for a TLS stream, whose
+     * filter may have more to do in a round after a write (a handshake). */
+    if (!s->tls) s->pending &= ~TAXI__P_WROTE;
     writes_locked(s, now);
     /* Writing may have ended a pause: read again (a proactive stream has
      * no read in flight to call it back). */

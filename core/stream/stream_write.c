@@ -9,6 +9,7 @@
 #include "config.h"
 
 #include "core/common/batch_clock.h"
+#include "core/common/ring_index.h"
 #include "core/stream/io_impl.h"
 
 #include <string.h>
@@ -26,14 +27,15 @@ static int queue(taxi_stream_t *s, int kind, const void *data, size_t len,
     rc = TAXI_EAGAIN;
   } else {
     taxi__wrec_t *tail =
-        s->rcount ? &s->recs[(s->rhead + s->rcount - 1) % s->nrecs] : NULL;
+        s->rcount ? &s->recs[taxi__wrap(s->rhead + s->rcount - 1, s->nrecs)]
+                  : NULL;
     if (kind == TAXI__W_COPY && !fn && tail && tail->kind == TAXI__W_COPY &&
         !tail->fn) {
       tail->len += len; /* the ring is contiguous: join it */
     } else if (s->rcount == s->nrecs) {
       rc = TAXI_ENOBUFS;
     } else {
-      taxi__wrec_t *r = &s->recs[(s->rhead + s->rcount) % s->nrecs];
+      taxi__wrec_t *r = &s->recs[taxi__wrap(s->rhead + s->rcount, s->nrecs)];
       memset(r, 0, sizeof *r);
       r->kind = kind;
       r->len = len;
@@ -42,16 +44,17 @@ static int queue(taxi_stream_t *s, int kind, const void *data, size_t len,
       r->ptr = data;
       r->file = file;
       r->foff = foff;
-      r->off = (s->whead + s->wused) % s->wcap;
+      r->off = taxi__wrap(s->whead + s->wused, s->wcap);
       if (kind == TAXI__W_FILE && len <= TAXI__CORK_MAX) s->wfiles++;
       if (s->rcount++ == 0) s->t_write = taxi__batch_now();
     }
   }
   if (rc == 0 && kind == TAXI__W_COPY) {
-    size_t at = (s->whead + s->wused) % s->wcap;
+    size_t at = taxi__wrap(s->whead + s->wused, s->wcap);
     size_t first = s->wcap - at < len ? s->wcap - at : len;
     memcpy(s->wbuf + at, data, first);
-    memcpy(s->wbuf, (const unsigned char *)data + first, len - first);
+    if (first < len) /* around the end of the ring */
+      memcpy(s->wbuf, (const unsigned char *)data + first, len - first);
     s->wused += len;
   }
   if (rc == TAXI_EAGAIN || rc == TAXI_ENOBUFS) {
@@ -63,7 +66,7 @@ static int queue(taxi_stream_t *s, int kind, const void *data, size_t len,
   }
   if (rc == 0) {
     TAXI__S_COUNT(s, writes, 1);
-    taxi__stream_request_locked(s);
+    taxi__stream_wrote_locked(s);
   }
   taxi__mutex_unlock(&s->lock);
   return rc;

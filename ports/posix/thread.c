@@ -95,13 +95,7 @@ void taxi__mutex_destroy(taxi__mutex_t *m) {
   (void)pthread_mutex_destroy(m);
 }
 
-void taxi__mutex_lock(taxi__mutex_t *m) {
-  if (pthread_mutex_lock(m) != 0) abort();
-}
-
-void taxi__mutex_unlock(taxi__mutex_t *m) {
-  if (pthread_mutex_unlock(m) != 0) abort();
-}
+/* taxi__mutex_lock and taxi__mutex_unlock are inline (ports/port.h). */
 
 /* ---- condition variables ----------------------------------------------- */
 

@@ -286,11 +286,12 @@ static void pooled_result_locked(taxi_proactor_t *p, taxi_op_t *op,
   if ((cflags & TAXI__CQ_NOBUFS) && !(st & TAXI__OP_CANCEL)) {
     /* The ring ran dry under this request.  The group (the pool, or the
      * datagram size's) grew since it was submitted: read again.  Else it
-     * is too small for the reads in flight: grow it before anything else, since
-     * the buffers the accounting below calls free may be the ones the kernel
-     * filled for completions not reaped yet, and reading again on that guess
-     * fails at once, request after request (10,000 multishot reads on a pool of
-     * 128 spun so).  At the cap, the guess is all there is. */
+     * is too small for the reads in flight: grow it before anything
+     * else, since the buffers the accounting below calls free may be the
+     * ones the kernel filled for completions not reaped yet, and reading
+     * again on that guess fails at once, request after request (10,000
+     * multishot reads on a pool of 128 spun so).  At the cap, the guess
+     * is all there is. */
     if (op->internal_.total < b->count || taxi__pbufs_grow_locked(p, b) == 0 ||
         backend_has_buffers_locked(p, b))
       again_locked(p, op);

@@ -11,6 +11,8 @@
  * a callback that blocks, at a small cap, and growing under the default
  * one) still delivers every datagram, in order; a recv_size below the
  * group's buffers still cuts a longer datagram at recv_size, flagged.
+ * taxi_proactor_buffer_release finds a group's buffer from a datagram's
+ * address, and refuses it when not held, as the pool's.
  * Every other pair answers the same traffic (no count asserted there).
  */
 #define _GNU_SOURCE 1
@@ -333,7 +335,79 @@ static void test_dgram_group_dry_at_cap(void) { run_dry("8"); }
 
 static void test_dgram_group_grows(void) { run_dry(NULL); }
 
+/* ---- a group's buffer given back by its address --------------------------
+ */
+
+struct give {
+  taxi_proactor_t *all[16]; /* the context's proactors, to try each */
+  unsigned n;
+  atomic_int first, second, none; /* the results */
+  atomic_uint got;
+};
+
+/* In the callback, data is inside a buffer of the group the proactor lent:
+ * taxi_proactor_buffer_release finds it from that address (0), refuses it
+ * a second time (TAXI_ENOENT, as for the pool), and refuses a pointer in
+ * no buffer (TAXI_EINVAL).  The endpoint's own release after the callback
+ * then finds it given back already, and is ignored: nothing else arrives
+ * meanwhile to take the buffer. */
+static void give_recv(taxi_dgram_t *d, int status, const void *data, size_t len,
+                      const taxi_addr_t *from, unsigned flags, void *arg) {
+  struct give *g = arg;
+  (void)d;
+  (void)len;
+  (void)from;
+  (void)flags;
+  if (status < 0 || atomic_fetch_add(&g->got, 1) != 0) return;
+  int first = TAXI_EINVAL, second = TAXI_EINVAL;
+  for (unsigned i = 0; i < g->n && first == TAXI_EINVAL; i++) {
+    first = taxi_proactor_buffer_release(g->all[i], (void *)(uintptr_t)data);
+    if (first != TAXI_EINVAL)
+      second = taxi_proactor_buffer_release(g->all[i], (void *)(uintptr_t)data);
+  }
+  static char elsewhere;
+  atomic_store(&g->none, taxi_proactor_buffer_release(g->all[0], &elsewhere));
+  atomic_store(&g->second, second);
+  atomic_store(&g->first, first);
+}
+
+static void test_dgram_group_release(void) {
+  st_io_t c;
+  if (st_io_create(&c) < 0) return;
+  if (!grouped(c.io)) {
+    st_io_destroy(&c);
+    return;
+  }
+  struct give g;
+  memset(&g, 0, sizeof g);
+  taxi_proactor_group_t *pg = taxi_io_proactor_group(c.io);
+  g.n = pg ? taxi_proactor_group_count(pg) : 1;
+  if (g.n > 16) g.n = 16;
+  for (unsigned i = 0; i < g.n; i++)
+    g.all[i] = pg ? taxi_proactor_group_at(pg, i) : taxi_io_proactor(c.io);
+  taxi_dgram_t *d;
+  CU_ASSERT_EQUAL_FATAL(
+      taxi_dgram_open(&d, c.io, "127.0.0.1:0", NULL, give_recv, &g), 0);
+  st_io_run(&c);
+  int fd = plain_udp();
+  send_to(fd, port_of(d), "give", 4);
+  struct want w = {&g.got, 1};
+  CU_ASSERT_TRUE(st_wait(reached, &w, 10000));
+  CU_ASSERT_EQUAL(atomic_load(&g.first), 0);
+  CU_ASSERT_EQUAL(atomic_load(&g.second), TAXI_ENOENT);
+  CU_ASSERT_EQUAL(atomic_load(&g.none), TAXI_EINVAL);
+  /* The endpoint receives on. */
+  send_to(fd, port_of(d), "more", 4);
+  w.n = 2;
+  CU_ASSERT_TRUE(st_wait(reached, &w, 10000));
+  close(fd);
+  CU_ASSERT_EQUAL(taxi_dgram_close(d, NULL, NULL), 0);
+  st_io_stop(&c);
+  st_io_destroy(&c);
+}
+
 CU_TestInfo st_tests_dgram_sizes[] = {
+    {"dgram_group_release", test_dgram_group_release},
     {"dgram_default_multishot", test_dgram_default_multishot},
     {"dgram_group_truncated", test_dgram_group_truncated},
     {"dgram_group_dry_at_cap", test_dgram_group_dry_at_cap},

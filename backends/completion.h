@@ -85,6 +85,8 @@ typedef struct taxi__completion {
  * (result TAXI_ENOMEM): the core waits for one, or grows the pool. */
 #define TAXI__CQ_NOBUFS 0x4u
 #define TAXI__CQ_BUF_SHIFT 16
+/* Groups of provided buffers a backend may be asked for (buf_open). */
+#define TAXI__BUF_GROUPS 3u
 
 /* Counters a backend keeps (the core reports them in taxi_proactor_stats);
  * relaxed atomics, since wait runs without the proactor's lock. */
@@ -160,16 +162,20 @@ typedef struct taxi__completion_ops {
    * TAXI__PCAP_MULTI_WAIT, `all` asks that every waiter return.  Any
    * thread; never blocks. */
   void (*wake)(void *state, int all);
-  /* Optional: provided buffers.  buf_open, called once when the proactor
-   * is made with a pool of up to `max` buffers (ids 0..max-1) of `size`
-   * bytes, returns 0 when the backend will choose a buffer for each pooled
-   * read itself (TAXI__READ_SELECT; completions flagged TAXI__CQ_BUFFER),
-   * or TAXI_ENOTSUP when the core must choose (a plain READ into it).
-   * buf_give hands it buffer `id` at `addr`, free for choosing (each
-   * buffer once, until a completion names it).  Serialised like submit
-   * (the proactor's lock held). */
-  int (*buf_open)(void *state, unsigned max, size_t size);
-  void (*buf_give)(void *state, unsigned id, void *addr);
+  /* Optional: provided buffers, in groups 0 .. TAXI__BUF_GROUPS - 1
+   * (group 0 the proactor's pool, the others the sizes of datagram
+   * receives: core/proactor/proactor_groups.c).  buf_open, called once a
+   * group when the proactor is made, with up to `max` buffers (ids
+   * 0..max-1) of `size` bytes, returns 0 when the backend will choose a
+   * buffer of the group for each pooled read itself (TAXI__READ_SELECT,
+   * the group in the op's flags: taxi__op_buf_group; completions flagged
+   * TAXI__CQ_BUFFER name a buffer of that group), or TAXI_ENOTSUP when
+   * the core must choose (group 0: a plain READ into it; another: the
+   * group is not made).  buf_give hands it buffer `id` of `group` at
+   * `addr`, free for choosing (each buffer once, until a completion names
+   * it).  Serialised like submit (the proactor's lock held). */
+  int (*buf_open)(void *state, unsigned group, unsigned max, size_t size);
+  void (*buf_give)(void *state, unsigned group, unsigned id, void *addr);
   /* Optional with buf_open: a pooled RECVFROM the backend chose the
    * buffer for (TAXI__READ_SELECT) keeps its datagram in a layout of the
    * backend's (io_uring's multishot receive: a header, the sender's

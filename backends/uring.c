@@ -152,7 +152,9 @@ static void uring_close(void *state) {
    * holds no request that points into a record; pipes are all free. */
   if (!s->closed) io_uring_queue_exit(&s->ring);
   uring_files_close(&s->files); /* the kernel's table went with the ring */
-  if (s->br) munmap(s->br, s->br_bytes); /* the kernel let go with the ring */
+  /* The kernel let go of the groups' rings with the ring. */
+  for (unsigned g = 0; g < TAXI__BUF_GROUPS; g++)
+    if (s->br[g].ring) munmap(s->br[g].ring, s->br[g].bytes);
   taxi__wakeup_close(&s->wakeup);
   count_syscall(s);
   while (s->free_pipes) {
@@ -458,7 +460,7 @@ static unsigned uring_features(void *state) {
   if (s->setup_flags & IORING_SETUP_DEFER_TASKRUN)
     f |= TAXI_PFEAT_DEFER_TASKRUN;
   if (s->setup_flags & IORING_SETUP_COOP_TASKRUN) f |= TAXI_PFEAT_COOP_TASKRUN;
-  if (s->br) f |= TAXI_PFEAT_PROVIDED_BUFFERS;
+  if (s->br[0].ring) f |= TAXI_PFEAT_PROVIDED_BUFFERS;
   if (s->files.size) f |= TAXI_PFEAT_REGISTERED_FILES;
   return f;
 }

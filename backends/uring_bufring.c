@@ -2,9 +2,10 @@
 /*
  * backends/uring_bufring.c - the io_uring backend's ring of provided
  * buffers (docs/backends/uring.md, "Pooled reads"): the proactor's
- * buffer pool registered as buffer group 0, so that a pooled read lets
- * the kernel pick the buffer.  Without liburing 2.3's helpers, none: the
- * core picks the buffers.
+ * buffer pool registered as buffer group 0, and the groups of datagram
+ * receives as groups 1 and up, so that a pooled read lets the kernel pick
+ * the buffer.  Without liburing 2.3's helpers, none: the core picks the
+ * buffers (and the datagram groups are not made).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE 1 /* cpu_set_t in liburing.h */
@@ -23,9 +24,12 @@
  * registered with by any thread (before a one-thread ring is enabled:
  * the proactor is being made).  Its memory must be page-aligned. */
 #ifdef URING_HAVE_BUF_RING
-int uring_buf_open(void *state, unsigned max, size_t size) {
+int uring_buf_open(void *state, unsigned group, unsigned max, size_t size) {
   uring_state_t *s = state;
-  if (!s->has_recv_multishot || s->br) return TAXI_ENOTSUP;
+  /* The kernel's lengths of a provided buffer are 32 bits. */
+  if (!s->has_recv_multishot || group >= TAXI__BUF_GROUPS ||
+      s->br[group].ring || size > UINT32_MAX)
+    return TAXI_ENOTSUP;
   size_t bytes = (size_t)max * sizeof(struct io_uring_buf);
   void *mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -35,7 +39,7 @@ int uring_buf_open(void *state, unsigned max, size_t size) {
   memset(&reg, 0, sizeof reg);
   reg.ring_addr = (uint64_t)(uintptr_t)mem;
   reg.ring_entries = max;
-  reg.bgid = 0;
+  reg.bgid = (__u16)group;
   io_uring_buf_ring_init(mem);
   count_syscall(s);
   if (io_uring_register_buf_ring(&s->ring, &reg, 0) < 0) {
@@ -43,10 +47,10 @@ int uring_buf_open(void *state, unsigned max, size_t size) {
     count_syscall(s);
     return TAXI_ENOTSUP;
   }
-  s->br = mem;
-  s->br_entries = max;
-  s->br_bytes = bytes;
-  s->buf_size = size;
+  s->br[group].ring = mem;
+  s->br[group].entries = max;
+  s->br[group].bytes = bytes;
+  s->br[group].buf_size = size;
   return 0;
 }
 
@@ -79,24 +83,28 @@ int uring_dgram_unpack(void *state, taxi_op_t *op, const unsigned char *buf,
 
 /* Publish one free buffer to the kernel: memory only, so any thread may
  * (under the mutex: the ring's tail has one producer). */
-void uring_buf_give(void *state, unsigned id, void *addr) {
+void uring_buf_give(void *state, unsigned group, unsigned id, void *addr) {
   uring_state_t *s = state;
+  struct uring_bufring *b = &s->br[group];
   taxi__mutex_lock(&s->lock);
-  io_uring_buf_ring_add(s->br, addr, (unsigned)s->buf_size, (unsigned short)id,
-                        io_uring_buf_ring_mask(s->br_entries), 0);
-  io_uring_buf_ring_advance(s->br, 1);
+  io_uring_buf_ring_add(b->ring, addr, (unsigned)b->buf_size,
+                        (unsigned short)id, io_uring_buf_ring_mask(b->entries),
+                        0);
+  io_uring_buf_ring_advance(b->ring, 1);
   taxi__mutex_unlock(&s->lock);
 }
 #else
-int uring_buf_open(void *state, unsigned max, size_t size) {
+int uring_buf_open(void *state, unsigned group, unsigned max, size_t size) {
   (void)state;
+  (void)group;
   (void)max;
   (void)size;
   return TAXI_ENOTSUP;
 }
 
-void uring_buf_give(void *state, unsigned id, void *addr) {
+void uring_buf_give(void *state, unsigned group, unsigned id, void *addr) {
   (void)state;
+  (void)group;
   (void)id;
   (void)addr;
 }

@@ -211,10 +211,14 @@ typedef struct uring_state {
   unsigned ring_features; /* IORING_FEAT_* the kernel told at setup */
   uring_files_t files;    /* registered files (lock) */
   /* Provided buffers (docs/backends/uring.md, "Pooled reads"). */
-  bool has_recv_multishot;      /* Linux 6.0 (IORING_OP_SEND_ZC tells) */
-  struct io_uring_buf_ring *br; /* buffer group 0, or NULL */
-  unsigned br_entries;
-  size_t br_bytes, buf_size;
+  bool has_recv_multishot; /* Linux 6.0 (IORING_OP_SEND_ZC tells) */
+  /* The rings of the groups (backends/completion.h's buf_open), each
+   * NULL until registered: [0] the pool, the others datagram sizes. */
+  struct uring_bufring {
+    struct io_uring_buf_ring *ring;
+    unsigned entries;
+    size_t bytes, buf_size;
+  } br[TAXI__BUF_GROUPS];
   /* Wake-ups (docs/backends/uring.md, "Waking a wait"). */
   taxi__wakeup_t wakeup;  /* what wake() signals */
   int wake_poll;          /* WAKE_POLL_*: its poll request (lock) */
@@ -354,8 +358,8 @@ int uring_orphan_wait(uring_state_t *s, sink_t *k);
 
 /* The table's buf_open and buf_give (backends/completion.h).  No lock:
  * they take it where they need it. */
-int uring_buf_open(void *state, unsigned max, size_t size);
-void uring_buf_give(void *state, unsigned id, void *addr);
+int uring_buf_open(void *state, unsigned group, unsigned max, size_t size);
+void uring_buf_give(void *state, unsigned group, unsigned id, void *addr);
 /* The table's dgram_unpack: a multishot receive's datagram in its buffer
  * (struct io_uring_recvmsg_out, the name, the payload).  No lock. */
 int uring_dgram_unpack(void *state, taxi_op_t *op, const unsigned char *buf,

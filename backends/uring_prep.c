@@ -65,8 +65,9 @@ static int prep_connect(uring_state_t *s, taxi_op_t *op) {
 }
 
 #ifdef URING_HAVE_BUF_RING
-/* A pooled read: the kernel picks a buffer of group 0 for each arrival,
- * and with TAXI_READ_MULTISHOT goes on receiving. */
+/* A pooled read: the kernel picks a buffer of the op's group (0, the
+ * pool, or a datagram size's) for each arrival, and with
+ * TAXI_READ_MULTISHOT goes on receiving. */
 static int prep_recv_select(uring_state_t *s, taxi_op_t *op) {
   int slot = uring_handle_slot(s, op);
   struct io_uring_sqe *sqe = uring_sqe_get(s);
@@ -83,7 +84,7 @@ static int prep_recv_select(uring_state_t *s, taxi_op_t *op) {
   }
   uring_sqe_slot(sqe, op, slot);
   sqe->flags |= IOSQE_BUFFER_SELECT;
-  sqe->buf_group = 0;
+  sqe->buf_group = (__u16)taxi__op_buf_group(op);
   if (op->internal_.flags & TAXI_READ_MULTISHOT)
     sqe->ioprio |= IORING_RECV_MULTISHOT;
   sqe_tag(sqe, op, UD_MAIN);

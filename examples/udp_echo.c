@@ -8,9 +8,11 @@
  *       echoes every datagram to its sender until SIGINT or SIGTERM,
  *       taking up to --batch datagrams (1..64, default 16) per receive,
  *       into buffers of --recv-size bytes (default 65,536: the largest
- *       datagram; longer ones are cut).  Over io_uring a size that fits
- *       the context's buffer pool (3,952 bytes or less) receives with one
- *       multishot request into that pool instead (taxi/dgram.h).  It
+ *       datagram; longer ones are cut).  Over io_uring a size up to
+ *       65,536 receives with one multishot request into provided buffers
+ *       instead: the context's buffer pool for a size that fits it (3,952
+ *       bytes or less), else the proactor's group for the size
+ *       (taxi/dgram.h).  It
  *       prints "udp_echo: dispatcher=D listening on HOST:PORT" once ready
  *       (port 0 binds a free one), and how many it echoed when stopped.
  *   udp_echo client --address HOST:PORT [--count N] [--time-limit S]

@@ -109,6 +109,7 @@ int taxi_proactor_create(taxi_proactor_t **out,
   taxi__timer_heap_init(&p->timers, &taxi__proactor_timer_ops);
   rc = taxi__pbufs_open(p, &o);
   if (rc < 0) goto fail_backend;
+  taxi__pgroups_open(p);
   *out = p;
   return 0;
 
@@ -289,9 +290,12 @@ int taxi_proactor_stats(const taxi_proactor_t *cp, taxi_proactor_stats_t *out) {
   if (!p || !out) return TAXI_EINVAL;
   taxi__mutex_lock(&p->lock);
   *out = p->stats;
-  if (p->bufs) {
-    out->buffers = p->bufs->count;
-    out->buffers_held = p->bufs->nheld;
+  /* The pool's and the datagram groups' together. */
+  for (unsigned g = 0; g < TAXI__BUF_GROUPS; g++) {
+    const taxi__pbufs_t *b = g == 0 ? p->bufs : p->dgroups[g];
+    if (!b) continue;
+    out->buffers += b->count;
+    out->buffers_held += b->nheld;
   }
   out->handles = p->map.count; /* attached: zombie rows are not in the map */
   taxi__mutex_unlock(&p->lock);

@@ -233,16 +233,20 @@ static void accept_result_locked(taxi_proactor_t *p, taxi_op_t *op,
   taxi__proactor_complete_locked(p, op, (int)result);
 }
 
-/* Whether the backend has a buffer to choose: one neither held by the
- * application nor waiting for delivery in the backlog.  The backend ran
- * out when it said so, but its completions are processed in order, and
- * buffers given back meanwhile, before anyone waited, woke nobody. */
-static bool backend_has_buffers_locked(const taxi_proactor_t *p) {
-  const taxi__backlog_t *b = &p->backlog;
+/* Whether the backend has a buffer of b to choose: one neither held by
+ * the application nor waiting for delivery in the backlog.  The backend
+ * ran out when it said so, but its completions are processed in order,
+ * and buffers given back meanwhile, before anyone waited, woke nobody. */
+static bool backend_has_buffers_locked(const taxi_proactor_t *p,
+                                       const taxi__pbufs_t *b) {
+  const taxi__backlog_t *q = &p->backlog;
   unsigned pending = 0;
-  for (size_t i = 0; i < b->count; i++)
-    if (b->items[(b->head + i) % b->cap].flags & TAXI__CQ_BUFFER) pending++;
-  return p->bufs->nheld + pending < p->bufs->count;
+  for (size_t i = 0; i < q->count; i++) {
+    const taxi__completion_t *c = &q->items[(q->head + i) % q->cap];
+    if ((c->flags & TAXI__CQ_BUFFER) && taxi__pbufs_of(p, c->op) == b)
+      pending++;
+  }
+  return b->nheld + pending < b->count;
 }
 
 /*
@@ -256,6 +260,7 @@ static bool backend_has_buffers_locked(const taxi_proactor_t *p) {
 static void pooled_result_locked(taxi_proactor_t *p, taxi_op_t *op,
                                  int64_t result, unsigned cflags) {
   unsigned st = op->internal_.state;
+  taxi__pbufs_t *b = taxi__pbufs_of(p, op);
   bool chose = !(op->internal_.flags & TAXI__READ_SELECT);
   /* A datagram may be empty (and is no end of stream). */
   bool dgram = op->kind == TAXI_OP_RECVFROM;
@@ -263,7 +268,7 @@ static void pooled_result_locked(taxi_proactor_t *p, taxi_op_t *op,
       (chose || (cflags & TAXI__CQ_BUFFER))) {
     unsigned id =
         chose ? (unsigned)op->internal_.offset : cflags >> TAXI__CQ_BUF_SHIFT;
-    taxi__pbufs_lend_locked(p, id, dgram);
+    taxi__pbufs_lend_locked(b, id, dgram);
     op->internal_.offset = id;
     op->internal_.done = (size_t)result;
     if (op->internal_.flags & TAXI_READ_MULTISHOT)
@@ -273,21 +278,22 @@ static void pooled_result_locked(taxi_proactor_t *p, taxi_op_t *op,
     return;
   }
   if (chose && op->internal_.nbufs &&
-      taxi__pbufs_unused_locked(p, (unsigned)op->internal_.offset))
+      taxi__pbufs_unused_locked(p, b, (unsigned)op->internal_.offset))
     p->wake_wanted = true;
   op->internal_.nbufs = 0;
   op->internal_.done = 0;
   if (resume_throttled_locked(p, op, result)) return;
   if ((cflags & TAXI__CQ_NOBUFS) && !(st & TAXI__OP_CANCEL)) {
-    /* The ring ran dry under this request.  The pool grew since it was
-     * submitted: read again.  Else the pool is too small for the reads in
-     * flight: grow it before anything else, since the buffers the
-     * accounting below calls free may be the ones the kernel filled for
-     * completions not reaped yet, and reading again on that guess fails
-     * at once, request after request (10,000 multishot reads on a pool of
-     * 128 spun so).  At the cap, the guess is all there is. */
-    if (op->internal_.total < p->bufs->count ||
-        taxi__pbufs_grow_locked(p) == 0 || backend_has_buffers_locked(p))
+    /* The ring ran dry under this request.  The group (the pool, or the
+     * datagram size's) grew since it was submitted: read again.  Else it
+     * is too small for the reads in flight: grow it before anything
+     * else, since the buffers the accounting below calls free may be the
+     * ones the kernel filled for completions not reaped yet, and reading
+     * again on that guess fails at once, request after request (10,000
+     * multishot reads on a pool of 128 spun so).  At the cap, the guess
+     * is all there is. */
+    if (op->internal_.total < b->count || taxi__pbufs_grow_locked(p, b) == 0 ||
+        backend_has_buffers_locked(p, b))
       again_locked(p, op);
     else
       taxi__proactor_starve_locked(p, op);
@@ -352,7 +358,8 @@ void taxi__proactor_process_locked(taxi_proactor_t *p,
     /* A multishot accept's previous connection is not delivered yet. */
     if (backlog_push_locked(p, c) < 0) {
       if (c->flags & TAXI__CQ_BUFFER) {
-        if (taxi__pbufs_unused_locked(p, c->flags >> TAXI__CQ_BUF_SHIFT))
+        if (taxi__pbufs_unused_locked(p, taxi__pbufs_of(p, op),
+                                      c->flags >> TAXI__CQ_BUF_SHIFT))
           p->wake_wanted = true;
       } else if (op->kind == TAXI_OP_ACCEPT && c->result >= 0)
         taxi__close((taxi_handle_t)c->result);
@@ -392,7 +399,7 @@ bool taxi__proactor_backlog_dgram_locked(taxi_proactor_t *p, taxi_op_t *op) {
   unsigned id = c->flags >> TAXI__CQ_BUF_SHIFT;
   size_t used = (size_t)c->result;
   backlog_remove_locked(p, i);
-  taxi__pbufs_lend_locked(p, id, true);
+  taxi__pbufs_lend_locked(taxi__pbufs_of(p, op), id, true);
   op->internal_.offset = id;
   op->internal_.done = used;
   return true;

@@ -184,12 +184,13 @@ void taxi__proactor_untake_locked(taxi_proactor_t *p, taxi__event_t *ev) {
  * delivered empty, flagged truncated: never read past the buffer. */
 static size_t pooled_dgram_locked(taxi_proactor_t *p, taxi_op_t *op,
                                   size_t used) {
-  unsigned char *buf = taxi__pbufs_addr(p, (unsigned)op->internal_.offset);
+  const taxi__pbufs_t *b = taxi__pbufs_of(p, op);
+  unsigned char *buf = taxi__pbufs_addr(b, (unsigned)op->internal_.offset);
   op->data = buf;
   if (!(op->internal_.flags & TAXI__READ_SELECT)) return used;
   size_t off = 0, len = 0;
   if (p->ops->dgram_unpack(p->backend, op, buf, used, &off, &len) < 0 ||
-      off > p->bufs->size || len > p->bufs->size - off) {
+      off > b->size || len > b->size - off) {
     op->msg_flags = TAXI_MSG_TRUNCATED;
     return 0;
   }
@@ -226,7 +227,8 @@ bool taxi__proactor_run_locked(taxi_proactor_t *p, taxi__event_t *ev) {
     if (status == 0) bytes = pooled_dgram_locked(p, op, bytes);
   } else if (op->internal_.flags & TAXI__READ_POOLED) {
     if (status == 0 && bytes)
-      op->data = taxi__pbufs_addr(p, (unsigned)op->internal_.offset);
+      op->data = taxi__pbufs_addr(taxi__pbufs_of(p, op),
+                                  (unsigned)op->internal_.offset);
     else
       bytes = 0; /* an ending: no buffer, no bytes */
   }

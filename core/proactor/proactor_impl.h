@@ -29,7 +29,9 @@
  *                       a recursion)
  *   1  the table        proactor_table.c (rows per attached handle, their
  *                       queues, the timer heap, the paused list),
- *                       proactor_buffers.c (the pool of pooled reads),
+ *                       proactor_buffers.c (the pool of pooled reads,
+ *                       and the groups of datagram receives, whose sizes
+ *                       proactor_groups.c keeps),
  *                       proactor_op.c (what is left of an operation),
  *                       proactor_backends.c (choosing a backend)
  *   0  headers          proactor_consts.h (phases, flags, limits), this one
@@ -116,6 +118,7 @@
 #include "core/common/handle_map.h"
 #include "core/common/timer_heap.h"
 #include "core/proactor/proactor_consts.h"
+#include "core/proactor/proactor_op.h"
 #include "core/reactor/reactor_impl.h"
 #include "ports/port.h"
 
@@ -194,8 +197,11 @@ typedef struct taxi__proactor_teardown {
   void (*release)(taxi_proactor_t *p);
 } taxi__proactor_teardown_t;
 
-/* The buffer pool of pooled reads (core/proactor/proactor_buffers.c). */
+/* A group of buffers of pooled reads (core/proactor/proactor_buffers.c):
+ * the pool, or a group of datagram receives of one size
+ * (core/proactor/proactor_groups.c). */
 typedef struct taxi__pbufs {
+  unsigned group;      /* the backend's group: 0 the pool */
   size_t size;         /* bytes per buffer */
   unsigned count, max; /* buffers made; the cap */
   bool native;         /* the backend chooses (buf_open said so) */
@@ -295,6 +301,13 @@ struct taxi_proactor {
   const taxi__proactor_teardown_t *teardown;
 
   taxi__pbufs_t *bufs; /* NULL: no pool (options.buffer_count 0) */
+  /* The groups of datagram receives ([1 ..]; [0] unused), each NULL until
+   * an endpoint asks for it (core/proactor/proactor_groups.c); the groups
+   * the backend registered a ring for when the proactor was made (bit g),
+   * and the cap of their buffers. */
+  taxi__pbufs_t *dgroups[TAXI__BUF_GROUPS];
+  unsigned dgroups_open;
+  unsigned dgroups_max;
 
   taxi_proactor_stats_t stats; /* started, completed, cancelled, submissions */
 };
@@ -344,27 +357,55 @@ int taxi__pbufs_check(const taxi_proactor_options_t *o);
 /* Make the pool the options ask for (none for buffer_count 0), after the
  * backend is open.  0 or TAXI_ENOMEM (then taxi__pbufs_close cleans up). */
 int taxi__pbufs_open(taxi_proactor_t *p, const taxi_proactor_options_t *o);
-/* Free it, once the backend is closed (the kernel may point into it). */
+/* Free the pool and every datagram group, once the backend is closed
+ * (the kernel may point into them). */
 void taxi__pbufs_close(taxi_proactor_t *p);
-/* The address of buffer `id`. */
-void *taxi__pbufs_addr(const taxi_proactor_t *p, unsigned id);
-/* The core chooses: take a free buffer (growing the pool if it may);
- * false when none is left.  p->lock held. */
+/* A group of buffers of `size` bytes, none made yet, up to `max` (a power
+ * of two), filled by the backend's choice (native) or the core's; NULL
+ * when out of memory.  taxi__pbufs_free frees it (and its buffers). */
+taxi__pbufs_t *taxi__pbufs_new(unsigned group, size_t size, unsigned max,
+                               bool native);
+void taxi__pbufs_free(taxi__pbufs_t *b);
+/* Make `count` buffers of b, free for reads: 0 or TAXI_ENOMEM.  p->lock
+ * held (or p not shared yet). */
+int taxi__pbufs_fill_locked(taxi_proactor_t *p, taxi__pbufs_t *b,
+                            unsigned count);
+/* The group op's pooled read takes its buffers from (its flags say). */
+static inline taxi__pbufs_t *taxi__pbufs_of(const taxi_proactor_t *p,
+                                            const taxi_op_t *op) {
+  unsigned g = taxi__op_buf_group(op);
+  return g == 0 ? p->bufs : p->dgroups[g];
+}
+/* The address of buffer `id` of b. */
+void *taxi__pbufs_addr(const taxi__pbufs_t *b, unsigned id);
+/* The core chooses (the pool only): take a free buffer (growing the pool
+ * if it may); false when none is left.  p->lock held. */
 bool taxi__pbufs_take_locked(taxi_proactor_t *p, unsigned *id);
-/* Double the pool: 0, or TAXI_ENOMEM at the cap or out of memory. */
-int taxi__pbufs_grow_locked(taxi_proactor_t *p);
-/* A buffer a completion filled goes to the application (inner: a
+/* Double b: 0, or TAXI_ENOMEM at the cap or out of memory. */
+int taxi__pbufs_grow_locked(taxi_proactor_t *p, taxi__pbufs_t *b);
+/* A buffer of b a completion filled goes to the application (inner: a
  * datagram's, released by a pointer inside it).  p->lock held. */
-void taxi__pbufs_lend_locked(taxi_proactor_t *p, unsigned id, bool inner);
-/* A buffer a read had and did not fill goes back.  Returns true when a
- * read waiting for a buffer may now go on: the caller's layer sets
+void taxi__pbufs_lend_locked(taxi__pbufs_t *b, unsigned id, bool inner);
+/* A buffer of b a read had and did not fill goes back.  Returns true when
+ * a read waiting for a buffer of b may now go on: the caller's layer sets
  * p->wake_wanted so that the loop wakes the waiting threads.  p->lock
  * held. */
-bool taxi__pbufs_unused_locked(taxi_proactor_t *p, unsigned id);
-/* taxi_proactor_buffer_release's work: 0, TAXI_EINVAL (not a buffer of
- * the pool) or TAXI_ENOENT (not held); *wake as for
- * taxi__pbufs_unused_locked.  p->lock held. */
+bool taxi__pbufs_unused_locked(taxi_proactor_t *p, taxi__pbufs_t *b,
+                               unsigned id);
+/* taxi_proactor_buffer_release's work, for a buffer of any group (found
+ * from its address): 0, TAXI_EINVAL (not a buffer of a group) or
+ * TAXI_ENOENT (not held); *wake as for taxi__pbufs_unused_locked.
+ * p->lock held. */
 int taxi__pbufs_release_locked(taxi_proactor_t *p, void *data, bool *wake);
+
+/* ==== layer 1: proactor_groups.c ======================================= */
+
+/* After the pool is made, where the backend chooses its buffers: register
+ * the groups of datagram receives with the backend (their rings only; the
+ * buffers are made on first use, taxi__proactor_dgram_group).  Before the
+ * proactor is shared: a one-thread ring takes registrations from any
+ * thread only then. */
+void taxi__pgroups_open(taxi_proactor_t *p);
 
 /* ==== layer 2: proactor_submit.c ======================================= */
 

@@ -33,6 +33,14 @@
  * (backends/completion.h): no buffer in bufs[], a multishot receive where
  * TAXI_READ_MULTISHOT is set. */
 #define TAXI__READ_SELECT 0x200u
+/* ... from this group of buffers (backends/completion.h's buf_open): 0
+ * the pool, others a size of datagram receives.  In the flags' top bits,
+ * above every public and internal flag. */
+#define TAXI__READ_GROUP_SHIFT 24
+
+static inline unsigned taxi__op_buf_group(const taxi_op_t *op) {
+  return op->internal_.flags >> TAXI__READ_GROUP_SHIFT;
+}
 
 /* Index of the transmit-file header and trailer in internal_.bufs. */
 #define TAXI__OP_HEADER TAXI_OP_MAX_BUFS

@@ -15,6 +15,7 @@
  */
 #include "config.h"
 
+#include "core/proactor/proactor_groups.h"
 #include "core/proactor/proactor_impl.h"
 #include "core/proactor/proactor_op.h"
 #include "core/common/detail.h"
@@ -258,6 +259,32 @@ int taxi_proactor_recvfrom_pooled(taxi_proactor_t *p, taxi_op_t *op,
   start_t s = {TAXI_OP_RECVFROM,          h,  TAXI__DIR_IN,
                flags | TAXI__READ_POOLED, fn, act};
   return start_io(p, op, &s, setup_pooled, p);
+}
+
+int taxi__proactor_recvfrom_group(taxi_proactor_t *p, taxi_op_t *op,
+                                  taxi_handle_t h, unsigned group,
+                                  taxi_completion_fn fn, void *act) {
+  /* A group once made stays until the proactor is destroyed. */
+  bool made = false;
+  if (p && group > 0 && group < TAXI__BUF_GROUPS) {
+    taxi__mutex_lock(&p->lock);
+    made = p->dgroups[group] != NULL;
+    taxi__mutex_unlock(&p->lock);
+  }
+  if (!common_ok(p, op, fn) || !made)
+    return taxi__refuse(
+        TAXI_EINVAL, "taxi_proactor_recvfrom_pooled: %s",
+        !common_ok(p, op, fn) ? "p, op or fn: NULL" : "group: not made");
+  /* The backend chooses from the group (it was made only where it
+   * does), and unpacks the multishot receive's layout. */
+  start_t s = {TAXI_OP_RECVFROM,
+               h,
+               TAXI__DIR_IN,
+               TAXI_READ_MULTISHOT | TAXI__READ_POOLED | TAXI__READ_SELECT |
+                   (group << TAXI__READ_GROUP_SHIFT),
+               fn,
+               act};
+  return start_io(p, op, &s, setup_none, NULL);
 }
 
 typedef struct gather {

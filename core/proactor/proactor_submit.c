@@ -20,7 +20,7 @@
 static bool pooled_take_locked(taxi_proactor_t *p, taxi_op_t *op) {
   unsigned id;
   if (!taxi__pbufs_take_locked(p, &id)) return false;
-  op->internal_.bufs[0].base = taxi__pbufs_addr(p, id);
+  op->internal_.bufs[0].base = taxi__pbufs_addr(p->bufs, id);
   op->internal_.bufs[0].len = p->bufs->size;
   op->internal_.nbufs = 1;
   op->internal_.total = p->bufs->size;
@@ -38,10 +38,10 @@ int taxi__proactor_submit_locked(taxi_proactor_t *p, taxi_op_t *op) {
     took = true;
   }
   /* A read the backend picks a buffer for moves no bytes into a buffer of
-   * its own: `total` keeps the pool's size at its submission, which tells
-   * its ENOBUFS whether the pool grew since (pooled_result_locked). */
+   * its own: `total` keeps its group's size at its submission, which
+   * tells its ENOBUFS whether the group grew since (pooled_result_locked). */
   if (op->internal_.flags & TAXI__READ_SELECT)
-    op->internal_.total = p->bufs->count;
+    op->internal_.total = taxi__pbufs_of(p, op)->count;
   taxi__op_state_store(
       op, (before & ~TAXI__OP_STATE) | TAXI__OP_SUBMITTED | TAXI__OP_INBACKEND);
   p->in_backend++;
@@ -50,7 +50,8 @@ int taxi__proactor_submit_locked(taxi_proactor_t *p, taxi_op_t *op) {
   if (rc == 0) return 0;
   taxi__op_state_store(op, before);
   p->in_backend--;
-  if (took && taxi__pbufs_unused_locked(p, (unsigned)op->internal_.offset))
+  if (took &&
+      taxi__pbufs_unused_locked(p, p->bufs, (unsigned)op->internal_.offset))
     p->wake_wanted = true;
   return rc < 0 ? rc : TAXI_ESYS;
 }

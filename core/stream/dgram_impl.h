@@ -118,9 +118,12 @@ struct taxi_dgram {
       unsigned refs;
       bool sending, detached;
       /* One multishot receive into the proactor's pool (slot 0) instead
-       * of the slots' single receives; handed: the buffers the last recv
-       * handed out (nhanded of rbatch), given back at the next. */
+       * of the slots' single receives, into the buffers of `group` (0:
+       * the pool; else a group sized for recv_size,
+       * core/proactor/proactor_groups.h); handed: the buffers the last
+       * recv handed out (nhanded of rbatch), given back at the next. */
       bool pooled;
+      unsigned group;
       void **handed;
       unsigned nhanded;
     } p;

@@ -21,15 +21,18 @@
  * every start was refused nothing is in flight and no completion would
  * come to start them again: a timer (`gop`) does.
  *
- * Where the proactor's pool is io_uring's ring of provided buffers and a
- * buffer of it holds recv_size bytes and the kernel's header
- * (TAXI_PROACTOR_DGRAM_ROOM), the endpoint instead keeps one multishot
- * receive (taxi_proactor_recvfrom_pooled) in flight in slot 0: one
+ * Where the proactor's pool is io_uring's ring of provided buffers, the
+ * endpoint instead keeps one multishot receive in flight in slot 0: one
  * request for every datagram, each in a buffer the kernel picks; the
- * proactor delivers them one at a time, and each buffer goes back to the
- * pool once its datagram has been delivered.  An error ends the request,
- * and the next recv starts it again.  Longer datagrams are cut at
- * recv_size here, as the endpoint's own buffers would cut them.
+ * proactor delivers them one at a time, and each buffer goes back once
+ * its datagram has been delivered.  The buffers are the pool's when one
+ * holds recv_size bytes and the kernel's header
+ * (TAXI_PROACTOR_DGRAM_ROOM: taxi_proactor_recvfrom_pooled), else those
+ * of the proactor's group sized for recv_size up to 64 KiB, shared by its
+ * endpoints (core/proactor/proactor_groups.h); a larger recv_size keeps
+ * the slots.  An error ends the request, and the next recv starts it
+ * again.  Longer datagrams are cut at recv_size here, as the endpoint's
+ * own buffers would cut them, whatever size the group's buffers are.
  *
  * One handler call a datagram would make each datagram a batch of its
  * own: dgram.c sends the replies of a batch after its last callback, so
@@ -64,6 +67,7 @@
 #include "config.h"
 
 #include "core/common/alloc.h"
+#include "core/proactor/proactor_groups.h"
 #include "core/proactor/proactor_more.h"
 #include "core/stream/dgram_impl.h"
 
@@ -88,11 +92,16 @@ static void unref(taxi_dgram_t *d) {
 /* Start the receive of slot i (pooled: the multishot one).  Lock held. */
 static int arm_locked(taxi_dgram_t *d, unsigned i) {
   taxi__dgram_rslot_t *sl = &d->d.p.slots[i];
-  int rc = d->d.p.pooled
-               ? taxi_proactor_recvfrom_pooled(d->d.p.px, &sl->op, d->fd,
-                                               TAXI_READ_MULTISHOT, r_done, sl)
-               : taxi_proactor_recvfrom(d->d.p.px, &sl->op, d->fd, sl->buf,
-                                        d->rsize, r_done, sl);
+  int rc;
+  if (!d->d.p.pooled)
+    rc = taxi_proactor_recvfrom(d->d.p.px, &sl->op, d->fd, sl->buf, d->rsize,
+                                r_done, sl);
+  else if (d->d.p.group)
+    rc = taxi__proactor_recvfrom_group(d->d.p.px, &sl->op, d->fd, d->d.p.group,
+                                       r_done, sl);
+  else
+    rc = taxi_proactor_recvfrom_pooled(d->d.p.px, &sl->op, d->fd,
+                                       TAXI_READ_MULTISHOT, r_done, sl);
   if (rc < 0) return rc;
   sl->armed = true;
   if (!d->d.p.pooled)
@@ -340,12 +349,18 @@ static int d_open(taxi_dgram_t *d) {
     d->d.p.slots[i].buf = d->rbuf + (size_t)i * d->rsize;
   }
   /* The pool when its buffers hold what the endpoint's would (the
-   * context's own pool: io_uring's provided buffers only). */
+   * context's own pool: io_uring's provided buffers only); else the
+   * proactor's group for recv_size, where it has one (made now if this
+   * is its first endpoint); else the endpoint's own buffers. */
   unsigned feat = 0;
+  d->d.p.group = 0;
   d->d.p.pooled = io->pool_size > TAXI_PROACTOR_DGRAM_ROOM &&
                   d->rsize <= io->pool_size - TAXI_PROACTOR_DGRAM_ROOM &&
                   taxi_proactor_features(d->d.p.px, &feat) == 0 &&
                   (feat & TAXI_PFEAT_PROVIDED_BUFFERS);
+  if (!d->d.p.pooled && d->rsize <= TAXI__DGROUP_MAX_RECV &&
+      taxi__proactor_dgram_group(d->d.p.px, d->rsize, &d->d.p.group) == 0)
+    d->d.p.pooled = true;
   int rc = taxi_proactor_attach(d->d.p.px, d->fd);
   if (rc < 0) {
     d_fini(d);

@@ -49,10 +49,17 @@
  * (taxi_proactor_recvfrom in taxi/proactor.h), each into its own receive
  * buffer, delivered in the order the datagrams arrived, and sends what
  * the socket cannot take at once with taxi_proactor_sendto.  io_uring
- * receives with IORING_OP_RECVMSG (an endpoint whose recv_size a buffer
- * of the context's pool holds, 3,952 bytes or less: with one multishot
- * receive into the ring of provided buffers, the proactor's, instead of
- * its own buffers), IOCP with WSARecvFrom; POSIX aio's
+ * (Linux 6.0) receives with one multishot IORING_OP_RECVMSG into a ring
+ * of provided buffers of the proactor's instead of the endpoint's own
+ * buffers: the context's pool when a buffer of it holds recv_size (3,952
+ * bytes or less), else the proactor's group of buffers sized for it (up
+ * to 16 KiB, up to 64 KiB: recv_size 65,536 or less, the default
+ * included), shared by its endpoints, made with the first of them and
+ * grown with the datagrams in flight; a datagram longer than recv_size is
+ * cut there (TAXI_DGRAM_TRUNCATED) whatever size the buffers are.  A
+ * larger recv_size, or a kernel without provided buffers, keeps
+ * recv_batch IORING_OP_RECVMSG receives into the endpoint's own buffers.
+ * IOCP receives with WSARecvFrom; POSIX aio's
  * aiocb has no room for an address, so the aio backend receives and
  * sends datagrams at readiness through its internal reactor, as the
  * emulated Proactor does (docs/backends/aio.md).
@@ -60,8 +67,10 @@
  * No memory is allocated per datagram: the receive buffers (and over a
  * Proactor the receive operations' records) and the send queue are
  * allocated with the endpoint; the multishot receive takes the buffers of
- * the proactor's pool, made with the proactor (and grown by it, up to a
- * bound, while its buffers are all taken).
+ * the proactor's pool, made with the proactor, or of its group, made with
+ * the first endpoint that needs it (each grown by the proactor, up to a
+ * bound, while its buffers are all taken; taxi_proactor_stats counts
+ * them).
  */
 #ifndef TAXI_DGRAM_H
 #define TAXI_DGRAM_H

@@ -249,7 +249,13 @@ typedef struct taxi_proactor_options {
    * no growth), and beyond that a read waits for a buffer to be released.
    * On io_uring (Linux 6.0) the pool is a ring of provided buffers
    * registered with the kernel (io_uring_register_buf_ring), from which
-   * the kernel picks one per arrival. */
+   * the kernel picks one per arrival.  There the proactor also registers,
+   * empty, two rings sized for the datagram endpoints of taxi/dgram.h
+   * whose receive buffers the pool's do not hold (up to 16 KiB and up to
+   * 64 KiB); the buffers of one are made when the first such endpoint
+   * opens on the proactor, 8 to start with, doubled while its receives
+   * find none free, up to 2048 and 512 buffers (about 32 MiB each), and
+   * freed with the proactor. */
   size_t buffer_size;
   unsigned buffer_count; /* buffers made with the proactor (see above) */
   unsigned buffer_max;   /* the most the pool grows to (see above) */
@@ -464,7 +470,8 @@ TAXI_EXTERN int taxi_proactor_recvfrom_pooled(taxi_proactor_t *p, taxi_op_t *op,
  * or datagram receive delivered (op->data: the start of a buffer for a
  * read, a place inside one for a datagram), for another read to use.
  * Returns 0, TAXI_EINVAL (NULL, or not the op->data of a buffer of p's
- * pool), TAXI_ENOENT (not held by the application: released already).
+ * pool or of its datagram endpoints' groups, which this finds from the
+ * address), TAXI_ENOENT (not held by the application: released already).
  * Any thread; allocates nothing.  Buffers still held when the proactor is
  * destroyed go with it.
  */
@@ -694,11 +701,14 @@ typedef struct taxi_proactor_stats {
   uint64_t sqes;        /* submission entries the kernel took */
   uint64_t cqes;        /* completion entries reaped */
   uint64_t handles;     /* handles attached now (not a counter) */
-  /* The pool of pooled reads: */
-  uint64_t buffers;        /* buffers in the pool now (not a counter) */
-  uint64_t buffers_held;   /* of which held by the application now */
+  /* The pool of pooled reads, and on io_uring the groups of buffers of
+   * the datagram endpoints (see buffer_size above) with it: */
+  uint64_t buffers;        /* buffers made now, the pool's and the
+                              groups' (not a counter) */
+  uint64_t buffers_held;   /* of which lent now: held by the application,
+                              or by a datagram endpoint delivering */
   uint64_t buffer_waits;   /* reads that found no buffer and waited */
-  uint64_t buffer_grows;   /* times the pool doubled */
+  uint64_t buffer_grows;   /* times the pool or a group doubled */
   uint64_t read_throttles; /* stops of a multishot pooled read whose
                               handler fell behind, as accept_throttles */
   /* io_uring's table of registered files (TAXI_PFEAT_REGISTERED_FILES;

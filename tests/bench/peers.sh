@@ -73,7 +73,8 @@
 #   lf           the same on Leader/Followers, N threads
 #   hsha         the same on half-sync/half-async, N workers
 #   uring        the same on the Proactor over io_uring, 1 thread: 64 KiB
-#                buffers, so one receive per slot (not the pool)
+#                buffers, one multishot receive into the proactor's group
+#                of provided buffers of that size
 #   uring-pooled the same with --recv-size 2048: one multishot receive into
 #                the proactor's pool of provided buffers
 #

@@ -127,10 +127,10 @@ typedef struct taxi_lf_options {
    * for the rest, in nanoseconds, when what it runs is the library's own
    * reading and writing of a stream or datagram endpoint (taxi/io.h),
    * which never blocks, on a backend with edge triggering
-   * (TAXI_CAP_EDGE: epoll, a BSD's kqueue).  The pool measures the time a message takes; a
-   * thread about to run such a handler wakes a follower when the events
-   * left from its wait would take it longer than this, or when a message
-   * has been taking longer than this on average.  Any other hook (the
+   * (TAXI_CAP_EDGE: epoll, a BSD's kqueue).  The pool measures the time a
+   * message takes; a thread about to run such a handler wakes a follower when
+   * the events left from its wait would take it longer than this, or when a
+   * message has been taking longer than this on average.  Any other hook (the
    * application's own handlers, timers, signals, notifications) may block,
    * and a follower is always woken first when work remains.
    * 0: TAXI_LF_HANDOFF_DEFAULT_NS, about what waking a thread costs.

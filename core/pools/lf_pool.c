@@ -98,15 +98,6 @@ static void fail_locked(taxi_lf_pool_t *p, int code, unsigned attempt) {
  * the follower's going back to sleep. */
 #define LF_SHARE 4
 
-/* Whether events are "a few microseconds each" is measured against the
- * pool's options.handoff_ns (by default about what waking a follower
- * costs).  Where the pool's messages take longer on average (the
- * application's stream callbacks do real work, or block), a thread about
- * to run one promotes a follower as for any hook that may block, so that
- * the others are served meanwhile.  Per message, not per event: a report
- * that brought 200 datagrams is long because it carried much, not because
- * its callbacks are slow. */
-
 /* The least a message is taken to cost (about a system call), for a clock
  * too coarse to measure it. */
 #define LF_MESSAGE_MIN_NS 500
@@ -117,8 +108,14 @@ static void fail_locked(taxi_lf_pool_t *p, int code, unsigned attempt) {
  * handle set, which someone must watch meanwhile.  The library's own
  * draining hooks (ev->drains) read and write without blocking, and this
  * thread leads again as soon as they return: a follower is woken only for
- * more events than this thread takes next itself - unless the callbacks
- * they run have been taking long (event_ns). */
+ * more events than this thread takes next itself, and only when they
+ * would take it longer than options.handoff_ns (by default about what
+ * waking a follower costs) - unless the callbacks they run have been
+ * taking longer than that per message on average (event_ns: the
+ * application's stream callbacks do real work, or block), when a
+ * follower is promoted as for any hook that may block.  Per message, not
+ * per event: a report that brought 200 datagrams is long because it
+ * carried much, not because its callbacks are slow. */
 static bool promote_for(taxi_lf_pool_t *p, const taxi__event_t *ev,
                         taxi_time_t now) {
   if (!p->followers) return false;

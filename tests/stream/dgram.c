@@ -25,49 +25,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-static unsigned port_of(taxi_dgram_t *d) {
-  taxi_addr_t a;
-  CU_ASSERT_EQUAL(taxi_dgram_address(d, &a), 0);
-  return taxi_addr_port(&a);
-}
-
 static void addr_of(taxi_addr_t *a, const char *host, unsigned port) {
   char text[96];
   snprintf(text, sizeof text, "%s:%u", host, port);
   CU_ASSERT_EQUAL(taxi_addr_parse(a, text), 0);
-}
-
-/* A plain UDP socket bound to 127.0.0.1:0 (blocking, 10 s time-outs). */
-static int plain_udp(unsigned *port) {
-  int fd = socket(AF_INET, SOCK_DGRAM, 0);
-  CU_ASSERT_FATAL(fd >= 0);
-  struct sockaddr_in a = {.sin_family = AF_INET};
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  CU_ASSERT_EQUAL(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
-  socklen_t len = sizeof a;
-  CU_ASSERT_EQUAL(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-  struct timeval tv = {.tv_sec = 10};
-  (void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  if (port) *port = ntohs(a.sin_port);
-  return fd;
-}
-
-/* recv on a plain socket, again after EINTR: io_uring's task work for
- * requests this thread submitted interrupts a receive that has a time-out
- * (SO_RCVTIMEO) with EINTR instead of restarting it. */
-static ssize_t plain_recv(int fd, void *buf, size_t len) {
-  ssize_t n;
-  do n = recv(fd, buf, len, 0);
-  while (n < 0 && errno == EINTR);
-  return n;
-}
-
-static void plain_send(int fd, unsigned port, const void *buf, size_t len) {
-  struct sockaddr_in a = {.sin_family = AF_INET};
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons((uint16_t)port);
-  CU_ASSERT_EQUAL(sendto(fd, buf, len, 0, (struct sockaddr *)&a, sizeof a),
-                  (ssize_t)len);
 }
 
 /* ---- echo -----------------------------------------------------------------
@@ -155,7 +116,7 @@ static void echo_sized(const char *bind_host, const char *host, unsigned n,
   CU_ASSERT_EQUAL_FATAL(
       taxi_dgram_open(&cli, c.io, local, &o, client_recv, &cl), 0);
   taxi_addr_t to;
-  addr_of(&to, host, port_of(srv));
+  addr_of(&to, host, st_dgram_port(srv));
   static unsigned char buf[TAXI_DGRAM_MAX];
   srand(7);
   for (unsigned k = 0; k < n; k++) {
@@ -239,17 +200,17 @@ static void test_dgram_truncated(void) {
   taxi_dgram_t *d;
   CU_ASSERT_EQUAL_FATAL(
       taxi_dgram_open(&d, c.io, "127.0.0.1:0", &o, trunc_recv, &t), 0);
-  int fd = plain_udp(NULL);
+  int fd = st_udp_socket(NULL);
   unsigned char buf[300];
   for (size_t i = 0; i < sizeof buf; i++) buf[i] = pattern(3, i);
-  plain_send(fd, port_of(d), buf, sizeof buf);
+  st_udp_send(fd, st_dgram_port(d), buf, sizeof buf);
   struct want w = {&t.got, 1};
   CU_ASSERT_TRUE(st_wait(reached, &w, 10000));
   CU_ASSERT_EQUAL(atomic_load(&t.len), 100);
   CU_ASSERT_EQUAL(atomic_load(&t.flags), TAXI_DGRAM_TRUNCATED);
   CU_ASSERT_TRUE(atomic_load(&t.prefix_ok));
   /* One that fits is not flagged. */
-  plain_send(fd, port_of(d), buf, 100);
+  st_udp_send(fd, st_dgram_port(d), buf, 100);
   w.n = 2;
   CU_ASSERT_TRUE(st_wait(reached, &w, 10000));
   CU_ASSERT_EQUAL(atomic_load(&t.len), 100);
@@ -275,7 +236,7 @@ static void test_dgram_connected(void) {
   /* Unconnected: no default peer. */
   CU_ASSERT_EQUAL(taxi_dgram_send(d, "x", 1), TAXI_ENOENT);
   unsigned port;
-  int fd = plain_udp(&port);
+  int fd = st_udp_socket(&port);
   char peer[64];
   snprintf(peer, sizeof peer, "127.0.0.1:%u", port);
   CU_ASSERT_EQUAL(taxi_dgram_connect(d, peer), 0);
@@ -288,11 +249,11 @@ static void test_dgram_connected(void) {
   ssize_t n = recvfrom(fd, in, sizeof in, 0, (struct sockaddr *)&from, &flen);
   CU_ASSERT_EQUAL(n, (ssize_t)sizeof buf);
   CU_ASSERT_EQUAL(memcmp(in, buf, sizeof buf), 0);
-  CU_ASSERT_EQUAL(ntohs(from.sin_port), port_of(d));
+  CU_ASSERT_EQUAL(ntohs(from.sin_port), st_dgram_port(d));
   /* The peer's answer arrives, with its address. */
   atomic_store(&cl.seq, 5);
   atomic_store(&cl.len, 10);
-  plain_send(fd, port_of(d), buf, 10);
+  st_udp_send(fd, st_dgram_port(d), buf, 10);
   struct want w = {&cl.got, 1};
   CU_ASSERT_TRUE(st_wait(reached, &w, 10000));
   CU_ASSERT_EQUAL(atomic_load(&cl.bad), 0);
@@ -341,7 +302,7 @@ static void icmp_refused(size_t recv_size) {
   /* The endpoint still receives (over a Proactor the error ended the
    * receive it came to, and another took its place). */
   unsigned port2;
-  int fd = plain_udp(&port2);
+  int fd = st_udp_socket(&port2);
   snprintf(peer, sizeof peer, "127.0.0.1:%u", port2);
   CU_ASSERT_EQUAL(taxi_dgram_connect(d, peer), 0);
   unsigned before = atomic_load(&cl.got);
@@ -349,7 +310,7 @@ static void icmp_refused(size_t recv_size) {
   for (size_t i = 0; i < sizeof buf; i++) buf[i] = pattern(9, i);
   atomic_store(&cl.seq, 9);
   atomic_store(&cl.len, sizeof buf);
-  plain_send(fd, port_of(d), buf, sizeof buf);
+  st_udp_send(fd, st_dgram_port(d), buf, sizeof buf);
   struct want w = {&cl.got, before + 1};
   CU_ASSERT_TRUE(st_wait(reached, &w, 10000));
   CU_ASSERT_EQUAL(atomic_load(&cl.bad), 0);
@@ -390,7 +351,7 @@ static void many_recv(taxi_dgram_t *d, int status, const void *data, size_t len,
     atomic_fetch_add(&m->foreign, 1);
     return;
   }
-  if (status < 0 || p != port_of(d)) atomic_fetch_add(&m->wrong, 1);
+  if (status < 0 || p != st_dgram_port(d)) atomic_fetch_add(&m->wrong, 1);
   atomic_fetch_add(&m->got, 1);
 }
 
@@ -435,10 +396,10 @@ static void test_dgram_thousand(void) {
     CU_ASSERT_EQUAL(rc, 0);
     if (rc < 0) break;
   }
-  int fd = plain_udp(NULL);
+  int fd = st_udp_socket(NULL);
   for (unsigned i = 0; i < opened; i++) {
-    unsigned p = port_of(ds[i]);
-    plain_send(fd, p, &p, sizeof p);
+    unsigned p = st_dgram_port(ds[i]);
+    st_udp_send(fd, p, &p, sizeof p);
   }
   struct want w = {&m.got, opened};
   CU_ASSERT_TRUE(st_wait(reached, &w, 20000));
@@ -503,7 +464,7 @@ static void test_dgram_close_while_receiving(void) {
   st_io_t c;
   if (st_io_create(&c) < 0) return;
   st_io_run(&c);
-  int fd = plain_udp(NULL);
+  int fd = st_udp_socket(NULL);
   util_set_nonblock(fd);
   for (int round = 0; round < 30; round++) {
     struct flood f;
@@ -511,7 +472,7 @@ static void test_dgram_close_while_receiving(void) {
     taxi_dgram_t *d;
     CU_ASSERT_EQUAL_FATAL(
         taxi_dgram_open(&d, c.io, "127.0.0.1:0", NULL, flood_recv, &f), 0);
-    unsigned p = port_of(d);
+    unsigned p = st_dgram_port(d);
     char buf[256] = {0};
     struct sockaddr_in a = {.sin_family = AF_INET};
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -531,8 +492,8 @@ static void test_dgram_close_while_receiving(void) {
      * named the number (over a Proactor the close waits for the
      * receives' cancellations before it closes the socket). */
     unsigned np;
-    int next = plain_udp(&np);
-    plain_send(fd, np, "mine", 4);
+    int next = st_udp_socket(&np);
+    st_udp_send(fd, np, "mine", 4);
     char got[8];
     CU_ASSERT_EQUAL(recv(next, got, sizeof got, 0), 4);
     close(next);
@@ -601,7 +562,7 @@ static void test_dgram_bad_input(void) {
       taxi_dgram_open(&d, c.io, "127.0.0.1:0", NULL, client_recv, &cl), 0);
   static unsigned char big[TAXI_DGRAM_MAX + 1];
   taxi_addr_t to;
-  addr_of(&to, "127.0.0.1", port_of(d));
+  addr_of(&to, "127.0.0.1", st_dgram_port(d));
   CU_ASSERT_EQUAL(taxi_dgram_send_to(d, big, sizeof big, &to), TAXI_EMSGSIZE);
   CU_ASSERT_EQUAL(taxi_dgram_send_to(NULL, big, 1, &to), TAXI_EINVAL);
   CU_ASSERT_EQUAL(taxi_dgram_send_to(d, NULL, 1, &to), TAXI_EINVAL);
@@ -658,19 +619,19 @@ static void test_dgram_no_rearm(void) {
   CU_ASSERT_EQUAL_FATAL(
       taxi_dgram_open(&d, c.io, "127.0.0.1:0", &o, echo_back, NULL), 0);
   st_io_run(&c);
-  unsigned port = port_of(d);
-  int fd = plain_udp(NULL);
+  unsigned port = st_dgram_port(d);
+  int fd = st_udp_socket(NULL);
   unsigned char out[32], in[64];
   memset(out, 'u', sizeof out);
   /* The first exchange registers the endpoint: counted from after it. */
-  plain_send(fd, port, out, sizeof out);
-  CU_ASSERT_EQUAL(plain_recv(fd, in, sizeof in), (ssize_t)sizeof out);
+  st_udp_send(fd, port, out, sizeof out);
+  CU_ASSERT_EQUAL(st_udp_recv(fd, in, sizeof in), (ssize_t)sizeof out);
   unsigned long before = fault_calls("epoll_ctl");
   int failed = 0;
   for (int i = 0; i < DG_PINGS && !failed; i++) {
     out[0] = (unsigned char)i;
-    plain_send(fd, port, out, sizeof out);
-    ssize_t got = plain_recv(fd, in, sizeof in);
+    st_udp_send(fd, port, out, sizeof out);
+    ssize_t got = st_udp_recv(fd, in, sizeof in);
     failed = got != (ssize_t)sizeof out || in[0] != out[0];
     if (failed)
       printf("(ping %d: %zd bytes back, first %d, errno %d) ", i, got,
@@ -686,11 +647,11 @@ static void test_dgram_no_rearm(void) {
   }
   for (int i = 0; i < DG_BURST; i++) {
     out[0] = (unsigned char)i;
-    plain_send(fd, port, out, sizeof out);
+    st_udp_send(fd, port, out, sizeof out);
   }
   int back = 0;
   while (back < DG_BURST &&
-         plain_recv(fd, in, sizeof in) == (ssize_t)sizeof out)
+         st_udp_recv(fd, in, sizeof in) == (ssize_t)sizeof out)
     back++;
   CU_ASSERT_EQUAL(back, DG_BURST);
   close(fd);
@@ -749,23 +710,23 @@ static void test_dgram_burst_batched_sends(void) {
   CU_ASSERT_EQUAL_FATAL(
       taxi_dgram_open(&d, c.io, "127.0.0.1:0", &o, gather_echo, &g), 0);
   st_io_run(&c);
-  unsigned port = port_of(d);
-  int fd = plain_udp(NULL);
+  unsigned port = st_dgram_port(d);
+  int fd = st_udp_socket(NULL);
   unsigned char out[32], in[64];
   memset(out, 'b', sizeof out);
   unsigned long before = fault_calls("sendmmsg");
   out[0] = 0xff;
-  plain_send(fd, port, out, sizeof out);
+  st_udp_send(fd, port, out, sizeof out);
   CU_ASSERT_TRUE(st_wait(flag_set, &g.entered, 10000));
   for (int i = 0; i < DG_GATHER; i++) {
     out[0] = (unsigned char)i;
-    plain_send(fd, port, out, sizeof out);
+    st_udp_send(fd, port, out, sizeof out);
   }
   atomic_store(&g.go, 1);
   /* The first back, then the burst in the order sent. */
   int back = 0, misordered = 0;
   for (int i = -1; i < DG_GATHER; i++) {
-    ssize_t got = plain_recv(fd, in, sizeof in);
+    ssize_t got = st_udp_recv(fd, in, sizeof in);
     if (got != (ssize_t)sizeof out) {
       printf("(echo %d: %zd bytes, errno %d) ", back, got, got < 0 ? errno : 0);
       break;

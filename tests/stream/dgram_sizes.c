@@ -68,41 +68,6 @@ static bool grouped(taxi_io_t *io) {
   return provided;
 }
 
-/* A plain UDP socket on 127.0.0.1:0 with 10 s time-outs. */
-static int plain_udp(void) {
-  int fd = socket(AF_INET, SOCK_DGRAM, 0);
-  CU_ASSERT_FATAL(fd >= 0);
-  struct sockaddr_in a = {.sin_family = AF_INET};
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  CU_ASSERT_EQUAL(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
-  struct timeval tv = {.tv_sec = 10};
-  (void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  return fd;
-}
-
-static void send_to(int fd, unsigned port, const void *buf, size_t len) {
-  struct sockaddr_in a = {.sin_family = AF_INET};
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons((uint16_t)port);
-  CU_ASSERT_EQUAL(sendto(fd, buf, len, 0, (struct sockaddr *)&a, sizeof a),
-                  (ssize_t)len);
-}
-
-/* recv, again after EINTR (io_uring's task work interrupts a receive
- * with a time-out). */
-static ssize_t recv_again(int fd, void *buf, size_t len) {
-  ssize_t n;
-  do n = recv(fd, buf, len, 0);
-  while (n < 0 && errno == EINTR);
-  return n;
-}
-
-static unsigned port_of(taxi_dgram_t *d) {
-  taxi_addr_t a;
-  CU_ASSERT_EQUAL(taxi_dgram_address(d, &a), 0);
-  return taxi_addr_port(&a);
-}
-
 static void echo(taxi_dgram_t *d, int status, const void *data, size_t len,
                  const taxi_addr_t *from, unsigned flags, void *arg) {
   (void)flags;
@@ -124,21 +89,21 @@ static void test_dgram_default_multishot(void) {
   CU_ASSERT_EQUAL_FATAL(
       taxi_dgram_open(&d, c.io, "127.0.0.1:0", NULL, echo, NULL), 0);
   st_io_run(&c);
-  unsigned port = port_of(d);
-  int fd = plain_udp();
+  unsigned port = st_dgram_port(d);
+  int fd = st_udp_socket(NULL);
   unsigned char out[64], in[128];
   /* The first exchange sets everything up: counted from after it. */
   memset(out, 'p', sizeof out);
-  send_to(fd, port, out, sizeof out);
-  CU_ASSERT_EQUAL(recv_again(fd, in, sizeof in), (ssize_t)sizeof out);
+  st_udp_send(fd, port, out, sizeof out);
+  CU_ASSERT_EQUAL(st_udp_recv(fd, in, sizeof in), (ssize_t)sizeof out);
   taxi_proactor_stats_t before, after;
   bool provided = false;
   bool counted = grouped(c.io) && sum_stats(c.io, &before, &provided);
   int failed = 0;
   for (unsigned k = 0; k < PINGS && !failed; k++) {
     for (size_t i = 0; i < sizeof out; i++) out[i] = st_byte(k, i);
-    send_to(fd, port, out, sizeof out);
-    ssize_t got = recv_again(fd, in, sizeof in);
+    st_udp_send(fd, port, out, sizeof out);
+    ssize_t got = st_udp_recv(fd, in, sizeof in);
     failed = got != (ssize_t)sizeof out || memcmp(in, out, sizeof out) != 0;
     if (failed) printf("(ping %u: %zd bytes back) ", k, got);
   }
@@ -209,12 +174,12 @@ static void test_dgram_group_truncated(void) {
   taxi_dgram_t *d;
   CU_ASSERT_EQUAL_FATAL(
       taxi_dgram_open(&d, c.io, "127.0.0.1:0", &o, cut_recv, &t), 0);
-  int fd = plain_udp();
+  int fd = st_udp_socket(NULL);
   static unsigned char buf[20000];
   for (size_t i = 0; i < sizeof buf; i++) buf[i] = st_byte(5, i);
   const size_t sizes[] = {12000, 20000, 10000};
   for (unsigned k = 0; k < 3; k++) {
-    send_to(fd, port_of(d), buf, sizes[k]);
+    st_udp_send(fd, st_dgram_port(d), buf, sizes[k]);
     struct want w = {&t.got, k + 1};
     CU_ASSERT_TRUE(st_wait(reached, &w, 10000));
     CU_ASSERT_EQUAL(atomic_load(&t.len), 10000);
@@ -287,15 +252,15 @@ static void run_dry(const char *cap) {
   CU_ASSERT_EQUAL_FATAL(
       taxi_dgram_open(&d, c.io, "127.0.0.1:0", NULL, hold_recv, &h), 0);
   st_io_run(&c);
-  unsigned port = port_of(d);
-  int fd = plain_udp();
+  unsigned port = st_dgram_port(d);
+  int fd = st_udp_socket(NULL);
   unsigned char out[64];
   memset(out, 0, sizeof out);
-  send_to(fd, port, out, sizeof out);
+  st_udp_send(fd, port, out, sizeof out);
   CU_ASSERT_TRUE(st_wait(flag_set, &h.entered, 10000));
   for (unsigned k = 1; k <= BURST; k++) {
     memcpy(out, &k, sizeof k);
-    send_to(fd, port, out, sizeof out);
+    st_udp_send(fd, port, out, sizeof out);
   }
   atomic_store(&h.go, 1);
   struct want w = {&h.n, BURST + 1};
@@ -319,11 +284,11 @@ static void run_dry(const char *cap) {
     }
   }
   /* Close with the receive in flight and more arriving. */
-  for (unsigned k = 0; k < 20; k++) send_to(fd, port, out, sizeof out);
+  for (unsigned k = 0; k < 20; k++) st_udp_send(fd, port, out, sizeof out);
   CU_ASSERT_EQUAL(taxi_dgram_close(d, hold_close, &h), 0);
   CU_ASSERT_TRUE(st_wait(flag_set, &h.closed, 10000));
   unsigned n = atomic_load(&h.n);
-  for (unsigned k = 0; k < 20; k++) send_to(fd, port, out, sizeof out);
+  for (unsigned k = 0; k < 20; k++) st_udp_send(fd, port, out, sizeof out);
   /* Nothing runs after the close callback. */
   CU_ASSERT_EQUAL(atomic_load(&h.n), n);
   close(fd);
@@ -389,15 +354,15 @@ static void test_dgram_group_release(void) {
   CU_ASSERT_EQUAL_FATAL(
       taxi_dgram_open(&d, c.io, "127.0.0.1:0", NULL, give_recv, &g), 0);
   st_io_run(&c);
-  int fd = plain_udp();
-  send_to(fd, port_of(d), "give", 4);
+  int fd = st_udp_socket(NULL);
+  st_udp_send(fd, st_dgram_port(d), "give", 4);
   struct want w = {&g.got, 1};
   CU_ASSERT_TRUE(st_wait(reached, &w, 10000));
   CU_ASSERT_EQUAL(atomic_load(&g.first), 0);
   CU_ASSERT_EQUAL(atomic_load(&g.second), TAXI_ENOENT);
   CU_ASSERT_EQUAL(atomic_load(&g.none), TAXI_EINVAL);
   /* The endpoint receives on. */
-  send_to(fd, port_of(d), "more", 4);
+  st_udp_send(fd, st_dgram_port(d), "more", 4);
   w.n = 2;
   CU_ASSERT_TRUE(st_wait(reached, &w, 10000));
   close(fd);

@@ -17,38 +17,13 @@
 #define ROUNDS 100
 #define LEN 64
 
-struct fleet {
-  atomic_int accepted, closed;
-};
-
-static void fl_read(taxi_stream_t *s, int status, const void *data,
-                    size_t len) {
-  if (status < 0 || taxi_stream_write(s, data, len, NULL, NULL) < 0)
-    taxi_stream_end(s);
-}
-
-static void fl_closed(taxi_stream_t *s, int reason) {
-  struct fleet *f = taxi_stream_data(s);
-  (void)reason;
-  atomic_fetch_add(&f->closed, 1);
-}
-
-static void fl_accept(taxi_listener_t *l, taxi_stream_t *s, void *arg) {
-  struct fleet *f = arg;
-  (void)l;
-  taxi_stream_set_data(s, f);
-  taxi_stream_on_close(s, fl_closed);
-  taxi_stream_read_start(s, fl_read);
-  atomic_fetch_add(&f->accepted, 1);
-}
-
 /* CONNS connections echo ROUNDS rounds: each round sends a message on
  * every connection, then reads every echo back, so that a wait of the
  * pool's reports many streams at once.  Returns the followers the pool
  * promoted during the rounds, or -1 if the setup failed; *edge says
  * whether the backend triggers on edges (the handoff applies there). */
 static long burst_promotions(uint64_t handoff_ns, bool *edge) {
-  static struct fleet f;
+  static st_echo_t f;
   memset(&f, 0, sizeof f);
   taxi_reactor_options_t ro;
   taxi_reactor_options_init(&ro);
@@ -70,7 +45,7 @@ static long burst_promotions(uint64_t handoff_ns, bool *edge) {
   memset(&c, 0, sizeof c);
   CU_ASSERT_EQUAL_FATAL(taxi_io_create(&c.io, &o), 0);
   CU_ASSERT_EQUAL_FATAL(taxi_lf_spawn(lp, 2), 0);
-  int port = st_listen(&c, NULL, fl_accept, &f, NULL);
+  int port = st_listen(&c, NULL, st_echo_accept, &f, NULL);
   int fd[CONNS];
   int made = 0;
   for (; made < CONNS; made++)

@@ -82,6 +82,15 @@ typedef struct st_echo {
 } st_echo_t;
 void st_echo_accept(taxi_listener_t *l, taxi_stream_t *s, void *arg);
 
+/* Plain UDP sockets for the datagram tests (dgram_helpers.c).  The port
+ * an endpoint is bound to; a socket bound to 127.0.0.1:0 (blocking, 10 s
+ * receive time-out; its port in *port unless NULL); recv, again after
+ * EINTR; sendto 127.0.0.1:port, the whole datagram asserted sent. */
+unsigned st_dgram_port(taxi_dgram_t *d);
+int st_udp_socket(unsigned *port);
+ssize_t st_udp_recv(int fd, void *buf, size_t len);
+void st_udp_send(int fd, unsigned port, const void *buf, size_t len);
+
 extern CU_TestInfo st_tests_echo[];
 extern CU_TestInfo st_tests_flow[];
 extern CU_TestInfo st_tests_connect[];

@@ -105,7 +105,7 @@ static bool filter_misses_hook_adds(int mech) {
 }
 
 /* Send PER_BURST of each signal, BURSTS times, each burst waited for. */
-static void send_bursts(late_t *l) {
+static void send_bursts(late_t *l, int mech) {
   for (int b = 0; b < BURSTS; b++) {
     int term = atomic_load(&l->term), usr1 = atomic_load(&l->usr1);
     for (int i = 0; i < PER_BURST; i++) {
@@ -114,8 +114,8 @@ static void send_bursts(late_t *l) {
     }
     if (!pools_wait_count(&l->term, term + 1, POOLS_WAIT_MS) ||
         !pools_wait_count(&l->usr1, usr1 + 1, POOLS_WAIT_MS)) {
-      printf("\n    burst %d not dispatched (SIGTERM %d, SIGUSR1 %d)\n", b,
-             atomic_load(&l->term), atomic_load(&l->usr1));
+      printf("\n    %s: burst %d not dispatched (SIGTERM %d, SIGUSR1 %d)\n",
+             mech_names[mech], b, atomic_load(&l->term), atomic_load(&l->usr1));
       CU_FAIL("a burst of signals was not dispatched");
       return;
     }
@@ -162,7 +162,7 @@ static void late_lf(int mech, bool from_hook) {
   late_t l;
   late_init(&l, r);
   add_signals(&l, from_hook);
-  send_bursts(&l);
+  send_bursts(&l, mech);
   check_hooks(&l);
   remove_signals(&l);
   CU_ASSERT_EQUAL(taxi_lf_destroy(p), 0);
@@ -184,7 +184,7 @@ static void late_hsha(int mech, bool from_hook) {
   late_t l;
   late_init(&l, r);
   add_signals(&l, from_hook);
-  send_bursts(&l);
+  send_bursts(&l, mech);
   check_hooks(&l);
   remove_signals(&l);
   CU_ASSERT_EQUAL(taxi_hsha_destroy(p), 0);

@@ -573,11 +573,18 @@ check_adaptive_measured() {
       bad "$s: not SYNC_ONLY once idle" ;;
   esac
   check_moved "$s" "$out"
-  # Every response of the 5 MB run was large: while HYBRID (probed above)
-  # a pool thread handed each new connection to the Proactor at its
-  # accept instead of reading its request first.
+  # Every response of the 5 MB run was large: once HYBRID is held with
+  # that mix (a smoothed share of large responses, so not in the first
+  # periods of a probe) a pool thread hands each new connection to the
+  # Proactor at its accept instead of reading its request first.  When the
+  # figures of this run decided SYNC_ONLY (a loaded machine can make them
+  # do so: checked above against the figures), HYBRID was only probed,
+  # briefly, and no accept need have seen it.
+  decided=$(echo "$decision" | awk '{ print $4 }')
   if [ "${at_accept:-0}" -gt 0 ]; then
     ok "$s: with only large responses, connections moved at their accept ($at_accept)"
+  elif [ "$decided" != HYBRID ]; then
+    ok "$s: $decided decided, so no connection moved at its accept"
   else
     grep '^jaws: stopped after' "$out"
     bad "$s: with only large responses, no connection moved at its accept"

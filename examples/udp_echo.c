@@ -5,6 +5,7 @@
  *
  *   udp_echo server [--address HOST:PORT] [--dispatcher D] [--backend B]
  *                   [--threads N] [--batch N] [--recv-size N]
+ *                   [--handoff-us US]
  *       echoes every datagram to its sender until SIGINT or SIGTERM,
  *       taking up to --batch datagrams (1..64, default 16) per receive,
  *       into buffers of --recv-size bytes (default 65,536: the largest
@@ -12,7 +13,8 @@
  *       65,536 receives with one multishot request into provided buffers
  *       instead: the context's buffer pool for a size that fits it (3,952
  *       bytes or less), else the proactor's group for the size
- *       (taxi/dgram.h).  It
+ *       (taxi/dgram.h).  --handoff-us sets the Leader/Followers pool's
+ *       taxi_lf_options_t.handoff_ns (lf only; 1..10,000, default 20).  It
  *       prints "udp_echo: dispatcher=D listening on HOST:PORT" once ready
  *       (port 0 binds a free one), and how many it echoed when stopped.
  *   udp_echo client --address HOST:PORT [--count N] [--time-limit S]
@@ -46,6 +48,7 @@ struct config {
   unsigned batch;
   size_t recv_size; /* 0: the endpoint's default */
   taxi_io_options_t io;
+  taxi_lf_options_t lf; /* io.lf points here once --handoff-us is given */
 };
 
 static void usage(FILE *out) {
@@ -53,6 +56,7 @@ static void usage(FILE *out) {
       "usage: udp_echo server [--address HOST:PORT] [--dispatcher D] "
       "[--backend B]\n"
       "              [--threads N] [--batch N] [--recv-size N]\n"
+      "              [--handoff-us US]\n"
       "       udp_echo client --address HOST:PORT [--count N] "
       "[--time-limit S]\n"
       "              [--dispatcher D] [--backend B]\n"
@@ -64,6 +68,7 @@ static void usage(FILE *out) {
 static int parse(int argc, char **argv, struct config *c) {
   memset(c, 0, sizeof *c);
   taxi_io_options_init(&c->io);
+  taxi_lf_options_init(&c->lf);
   c->address = "127.0.0.1:0";
   c->count = 200;
   c->limit = 60;
@@ -113,6 +118,16 @@ static int parse(int argc, char **argv, struct config *c) {
         return 2;
       }
       c->recv_size = n;
+    } else if (strcmp(argv[i], "--handoff-us") == 0) {
+      char *end;
+      unsigned long n = strtoul(v, &end, 10);
+      if (*end || n == 0 || n > TAXI_LF_HANDOFF_MAX_NS / 1000) {
+        fprintf(stderr, "udp_echo: --handoff-us: 1..%u\n",
+                TAXI_LF_HANDOFF_MAX_NS / 1000);
+        return 2;
+      }
+      c->lf.handoff_ns = (uint64_t)n * 1000;
+      c->io.lf = &c->lf;
     } else if (strcmp(argv[i], "--count") == 0 ||
                strcmp(argv[i], "--time-limit") == 0) {
       char *end;

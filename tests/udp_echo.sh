@@ -8,7 +8,9 @@
 # where the host has it, IPv6; a client given the name localhost
 # (resolved by the library's resolver threads; an address of the name
 # that refuses is left for the next); then the server's stop on SIGINT.  A pair
-# that does not work here (exit status 3) is skipped, said so.  Ends with
+# that does not work here (exit status 3) is skipped, said so.  Then
+# --handoff-us: an L/F server given 400 answers, and a value out of
+# 1..10000 is a usage error (exit status 2).  Ends with
 # "N passed, N failed"; exits 77 when nothing could run.
 
 : "${builddir:=.}"
@@ -76,5 +78,32 @@ for pair in $pairs; do
     stop_server "$pair: the server" "$out" "stopped after" ||
       bad "$pair: the server's stop"
   done
+done
+
+out=$work/server-handoff.out
+if spawn "$out" "$out" "$prog" server --dispatcher lf --handoff-us 400; then
+  if "$prog" client --address "127.0.0.1:$port" --count 10 \
+    --time-limit $((60 * scale)) >"$work/client.out" 2>&1 &&
+    grep -q "all verified" "$work/client.out"; then
+    ok "lf --handoff-us 400: 10 datagrams echoed"
+  else
+    bad "lf --handoff-us 400: the client:"
+    cat "$work/client.out"
+  fi
+  stop_server "lf --handoff-us 400" "$out" "stopped after" ||
+    bad "lf --handoff-us 400: the server's stop"
+else
+  bad "lf --handoff-us 400: the server did not start (status $status)"
+  cat "$out"
+fi
+for us in 0 10001 20us; do
+  "$prog" server --dispatcher lf --handoff-us "$us" >"$work/usage.out" 2>&1
+  rc=$?
+  if [ "$rc" = 2 ] && grep -q -- "--handoff-us" "$work/usage.out"; then
+    ok "--handoff-us $us: refused"
+  else
+    bad "--handoff-us $us: exit status $rc, not 2"
+    cat "$work/usage.out"
+  fi
 done
 finish

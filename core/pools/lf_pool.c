@@ -102,6 +102,17 @@ static void fail_locked(taxi_lf_pool_t *p, int code, unsigned attempt) {
  * too coarse to measure it. */
 #define LF_MESSAGE_MIN_NS 500
 
+/* The most one run's time per message adds to the average, in multiples
+ * of options.handoff_ns.  The clock measures the time a thread was off
+ * its CPU too: on a busy machine one run preempted for a few
+ * milliseconds would lift the average above the handoff for the next few
+ * dozen messages, each of which would then wake a follower that finds
+ * nothing to do (at one peer of a datagram echo, a wake-up per datagram).
+ * Capped, it takes five such runs in a row to lift an average of quick
+ * messages there (at weight 1/8), and callbacks that take twice the
+ * handoff or more still lift it within five messages (rather than one). */
+#define LF_SAMPLE_CAP 2
+
 /* Whether to promote a follower before processing ev: when work remains
  * for another thread.  For a hook that may block (the application's, a
  * timer's, a signal's, a notification) that is any pending event, and the
@@ -155,8 +166,8 @@ static unsigned process(taxi_lf_pool_t *p, taxi__lf_thread_t *t,
 
 /* A run of events processed one after the other, begun at `since`, that
  * was `work` messages (process) is over: its time is accounted, the
- * average time per message follows it (weight 1/8), and the clock read
- * then is returned. */
+ * average time per message follows it (weight 1/8, the run's share capped
+ * at LF_SAMPLE_CAP handoffs), and the clock read then is returned. */
 static taxi_time_t processed(taxi_lf_pool_t *p, taxi__lf_thread_t *t,
                              taxi_time_t since, unsigned work) {
   taxi_time_t done = taxi_now();
@@ -164,6 +175,8 @@ static taxi_time_t processed(taxi_lf_pool_t *p, taxi__lf_thread_t *t,
                    done);
   if (work && done > since) {
     uint64_t per = (uint64_t)(done - since) / work;
+    uint64_t cap = LF_SAMPLE_CAP * p->opts.handoff_ns;
+    if (per > cap) per = cap;
     p->event_ns = p->event_ns - p->event_ns / 8 + per / 8;
   }
   return done;

@@ -130,7 +130,9 @@ typedef struct taxi_lf_options {
    * (TAXI_CAP_EDGE: epoll, a BSD's kqueue).  The pool measures the time a
    * message takes; a thread about to run such a handler wakes a follower when
    * the events left from its wait would take it longer than this, or when a
-   * message has been taking longer than this on average.  Any other hook (the
+   * message has been taking longer than this on average (a run of events
+   * counting for at most twice this a message, so that a thread preempted
+   * during a quick one does not pass for a slow callback).  Any other hook (the
    * application's own handlers, timers, signals, notifications) may block,
    * and a follower is always woken first when work remains.
    * 0: TAXI_LF_HANDOFF_DEFAULT_NS, about what waking a thread costs.

@@ -2,7 +2,10 @@
 /*
  * tests/stream/handoff.c - the Leader/Followers pool's handoff_ns
  * (taxi/lf.h): with it at its most, a thread serves the streams of its
- * batches alone and wakes no follower for them; its bounds are refused.
+ * batches alone and wakes no follower for them; one slow datagram (as a
+ * thread preempted in the middle of one looks to the pool's clock) does
+ * not make it wake a follower for each quick one after it; its bounds are
+ * refused.
  */
 #define _GNU_SOURCE 1
 
@@ -11,7 +14,22 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
+
+/* Under ThreadSanitizer every message takes longer than the handoff, and
+ * the pool rightly wakes a follower for each: the counts are judged
+ * elsewhere. */
+#if defined(__SANITIZE_THREAD__)
+#define HANDOFF_UNDER_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define HANDOFF_UNDER_TSAN 1
+#endif
+#endif
+#ifndef HANDOFF_UNDER_TSAN
+#define HANDOFF_UNDER_TSAN 0
+#endif
 
 #define CONNS 32
 #define ROUNDS 100
@@ -95,6 +113,117 @@ static void test_handoff_at_most(void) {
   CU_ASSERT_EQUAL(lazy, 0);
 }
 
+/* ---- slow datagrams among quick ones ------------------------------------ */
+
+#define QUICK 60
+#define SLOW 30
+
+/* Echoes each datagram; one whose first byte is 'S' takes 20 ms first,
+ * one whose first byte is 's' 1 ms (the work of a slow message, or a
+ * thread preempted during a quick one: the pool's clock cannot tell them
+ * apart). */
+static void slow_echo(taxi_dgram_t *d, int status, const void *data, size_t len,
+                      const taxi_addr_t *from, unsigned flags, void *arg) {
+  (void)flags;
+  (void)arg;
+  if (status < 0) return;
+  unsigned char first = len > 0 ? ((const unsigned char *)data)[0] : 0;
+  if (first == 'S' || first == 's') {
+    struct timespec ts = {0, (first == 'S' ? 20 : 1) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0) continue;
+  }
+  (void)taxi_dgram_send_to(d, data, len, from);
+}
+
+/* One ping-pong with the endpoint at port; 0 when the echo came back. */
+static int ping(int fd, unsigned port, unsigned char first, unsigned seq) {
+  unsigned char out[16], in[16];
+  memset(out, 0, sizeof out);
+  out[0] = first;
+  memcpy(out + 1, &seq, sizeof seq);
+  st_udp_send(fd, port, out, sizeof out);
+  ssize_t n = st_udp_recv(fd, in, sizeof in);
+  return n == (ssize_t)sizeof out && memcmp(in, out, sizeof out) == 0 ? 0 : -1;
+}
+
+/* A datagram endpoint served by two pool threads at the default handoff,
+ * one peer in ping-pong (slow_echo): each datagram is one event that one
+ * thread serves alone.  After 10 quick datagrams, `slow` of the kind
+ * `slow_kind`, then `counted` of the kind `kind`: the followers the pool
+ * promoted during those counted, or -1 if the setup failed or the
+ * backend arms one-shot (every report promotes there: skipped). */
+static long promotions_after(int slow, unsigned char slow_kind, int counted,
+                             unsigned char kind) {
+  taxi_reactor_options_t ro;
+  taxi_reactor_options_init(&ro);
+  ro.backend = st_backend;
+  taxi_reactor_t *r;
+  CU_ASSERT_EQUAL_FATAL(taxi_reactor_create(&r, &ro), 0);
+  unsigned caps = 0;
+  if (taxi_reactor_caps(r, &caps) < 0 || !(caps & TAXI_CAP_EDGE)) {
+    CU_ASSERT_EQUAL(taxi_reactor_destroy(r), 0);
+    return -1;
+  }
+  taxi_lf_pool_t *lp;
+  CU_ASSERT_EQUAL_FATAL(taxi_lf_create(&lp, r, NULL), 0);
+  taxi_io_options_t o;
+  taxi_io_options_init(&o);
+  o.dispatcher = TAXI_IO_LF;
+  o.reactor = r;
+  o.lf_pool = lp;
+  st_io_t c;
+  memset(&c, 0, sizeof c);
+  CU_ASSERT_EQUAL_FATAL(taxi_io_create(&c.io, &o), 0);
+  taxi_dgram_t *d;
+  CU_ASSERT_EQUAL_FATAL(
+      taxi_dgram_open(&d, c.io, "127.0.0.1:0", NULL, slow_echo, NULL), 0);
+  unsigned port = st_dgram_port(d);
+  CU_ASSERT_EQUAL_FATAL(taxi_lf_spawn(lp, 2), 0);
+  int fd = st_udp_socket(NULL);
+  int failed = 0;
+  unsigned seq = 0;
+  for (int i = 0; i < 10 && !failed; i++) failed = ping(fd, port, 'q', seq++);
+  for (int i = 0; i < slow && !failed; i++)
+    failed = ping(fd, port, slow_kind, seq++);
+  taxi_lf_stats_t before, after;
+  CU_ASSERT_EQUAL(taxi_lf_stats(lp, &before), 0);
+  for (int i = 0; i < counted && !failed; i++)
+    failed = ping(fd, port, kind, seq++);
+  CU_ASSERT_EQUAL(taxi_lf_stats(lp, &after), 0);
+  CU_ASSERT_FALSE(failed);
+  close(fd);
+  CU_ASSERT_EQUAL(taxi_io_destroy(c.io), 0); /* closes the endpoint */
+  CU_ASSERT_EQUAL(taxi_lf_destroy(lp), 0);
+  CU_ASSERT_EQUAL(taxi_reactor_destroy(r), 0);
+  return failed ? -1 : (long)(after.promotions - before.promotions);
+}
+
+/* One datagram takes 20 ms; of the QUICK after it, the pool wakes a
+ * follower for fewer than a quarter.  (Were that one datagram's time
+ * averaged in whole, the average would stay above the handoff for about
+ * 35 of them, and a follower be woken for each.) */
+static void test_handoff_one_slow(void) {
+  st_pair_load();
+  if (st_dispatcher != TAXI_IO_LF || HANDOFF_UNDER_TSAN) return;
+  long promoted = promotions_after(1, 'S', QUICK, 'q');
+  if (promoted > 0)
+    printf("(%ld promotions for %d quick datagrams) ", promoted, QUICK);
+  CU_ASSERT(promoted < QUICK / 4);
+}
+
+/* Callbacks that take 1 ms each, 50 times the default handoff: the pool
+ * learns it within a few datagrams, and wakes a follower for each after
+ * that (so that the other handles are watched meanwhile): at least half
+ * of SLOW such datagrams, from an average of quick ones. */
+static void test_handoff_slow_learnt(void) {
+  st_pair_load();
+  if (st_dispatcher != TAXI_IO_LF || HANDOFF_UNDER_TSAN) return;
+  long promoted = promotions_after(0, 's', SLOW, 's');
+  if (promoted < 0) return; /* one-shot arming */
+  printf("(%ld promotions for %d slow datagrams) ", promoted, SLOW);
+  CU_ASSERT(promoted >= SLOW / 2);
+}
+
 /* Above TAXI_LF_HANDOFF_MAX_NS: TAXI_EINVAL with a detail naming the
  * field; at the bound, accepted. */
 static void test_handoff_bounds(void) {
@@ -122,5 +251,9 @@ static void test_handoff_bounds(void) {
 CU_TestInfo st_tests_handoff[] = {
     {"L/F handoff at its most: no follower woken for streams",
      test_handoff_at_most},
+    {"L/F one slow datagram: no follower woken for each quick one after it",
+     test_handoff_one_slow},
+    {"L/F slow datagrams: a follower woken for each once the pool learns it",
+     test_handoff_slow_learnt},
     {"L/F handoff out of bounds: EINVAL", test_handoff_bounds},
     CU_TEST_INFO_NULL};

@@ -312,6 +312,7 @@ int taxi_lf_stats(const taxi_lf_pool_t *cp, taxi_lf_stats_t *out) {
   out->threads = p->active;
   out->leaders = p->leaders;
   out->followers = p->followers;
+  out->message_ns = p->event_ns;
   taxi__mutex_unlock(p->src.lock);
   taxi__registry_unpin(&p->reg);
   return 0;

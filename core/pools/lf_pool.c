@@ -149,18 +149,24 @@ static bool promote_for(taxi_lf_pool_t *p, const taxi__event_t *ev,
  * the time per message (processed): the events that ran, or the messages
  * their hooks delivered to the application where those were more (one
  * report of a handle the library drains may bring a batch of datagrams or
- * several reads, each a callback). */
+ * several reads, each a callback).  A handle the library drains that
+ * delivered nothing (its bytes read already by the thread that ran it
+ * last, or a write flushed) is no work: counted as a message, its few
+ * microseconds would pull the average of slow callbacks under the
+ * handoff. */
 static unsigned process(taxi_lf_pool_t *p, taxi__lf_thread_t *t,
                         taxi__event_t *ev, taxi_time_t now) {
   if (promote_for(p, ev, now)) taxi__lf_promote_locked(p);
   /* Kept for a dispatch this one runs inside (a callback that awaits). */
   unsigned outer = taxi__batch_messages;
+  bool drains = ev->drains;
   taxi__batch_messages = 0;
   unsigned ran = p->src.ops->run_locked(p->src.self, ev);
   unsigned messages = taxi__batch_messages;
   taxi__batch_messages = outer + messages;
   p->stats.events += ran;
   t->stats.events += ran;
+  if (drains) return messages;
   return messages > ran ? messages : ran;
 }
 

@@ -289,6 +289,11 @@ typedef struct taxi_lf_stats {
    * another thread leading, so they followed again (a wake-up and a
    * context switch wasted; a leader promotes only when work remains) */
   uint64_t idle_wakeups;
+  /* the pool's running average of the time a message takes to process,
+   * in nanoseconds: at or above taxi_lf_options_t.handoff_ns, a thread
+   * promotes a follower before it runs the library's own stream and
+   * datagram hooks, as for any hook that may block */
+  uint64_t message_ns;
 } taxi_lf_stats_t;
 
 /* taxi_lf_stats - copy the counters.  0, or TAXI_EINVAL. */

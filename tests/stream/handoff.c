@@ -118,8 +118,13 @@ static void test_handoff_at_most(void) {
 #define QUICK 60
 #define SLOW 30
 
-/* Echoes each datagram; one whose first byte is 'S' takes 20 ms first,
- * one whose first byte is 's' 1 ms (the work of a slow message, or a
+/* The pool's handoff in the slow-datagram tests: 1 ms, so that a quick
+ * datagram stays far below it even on a slow, loaded machine or under a
+ * sanitizer (at the default 20 us it may not). */
+#define SLOW_HANDOFF_NS 1000000u
+
+/* Echoes each datagram; one whose first byte is 'S' takes 200 ms first,
+ * one whose first byte is 's' 5 ms (the work of a slow message, or a
  * thread preempted during a quick one: the pool's clock cannot tell them
  * apart). */
 static void slow_echo(taxi_dgram_t *d, int status, const void *data, size_t len,
@@ -129,7 +134,7 @@ static void slow_echo(taxi_dgram_t *d, int status, const void *data, size_t len,
   if (status < 0) return;
   unsigned char first = len > 0 ? ((const unsigned char *)data)[0] : 0;
   if (first == 'S' || first == 's') {
-    struct timespec ts = {0, (first == 'S' ? 20 : 1) * 1000000L};
+    struct timespec ts = {0, (first == 'S' ? 200 : 5) * 1000000L};
     while (nanosleep(&ts, &ts) != 0) continue;
   }
   (void)taxi_dgram_send_to(d, data, len, from);
@@ -146,14 +151,15 @@ static int ping(int fd, unsigned port, unsigned char first, unsigned seq) {
   return n == (ssize_t)sizeof out && memcmp(in, out, sizeof out) == 0 ? 0 : -1;
 }
 
-/* A datagram endpoint served by two pool threads at the default handoff,
- * one peer in ping-pong (slow_echo): each datagram is one event that one
- * thread serves alone.  After 10 quick datagrams, `slow` of the kind
- * `slow_kind`, then `counted` of the kind `kind`: the followers the pool
- * promoted during those counted, or -1 if the setup failed or the
- * backend arms one-shot (every report promotes there: skipped). */
-static long promotions_after(int slow, unsigned char slow_kind, int counted,
-                             unsigned char kind) {
+/* A datagram endpoint served by three pool threads at SLOW_HANDOFF_NS,
+ * one peer in ping-pong (slow_echo).  After 10 quick datagrams, `slow` of
+ * the kind `slow_kind` and 3 quick ones, the pool's counters into *mid;
+ * then `counted` of the kind `kind`, the counters into *end.  0, or -1 if
+ * the setup failed or the backend arms one-shot (every report promotes
+ * there: skipped). */
+static int ping_pong(int slow, unsigned char slow_kind, int counted,
+                     unsigned char kind, taxi_lf_stats_t *mid,
+                     taxi_lf_stats_t *end) {
   taxi_reactor_options_t ro;
   taxi_reactor_options_init(&ro);
   ro.backend = st_backend;
@@ -164,8 +170,11 @@ static long promotions_after(int slow, unsigned char slow_kind, int counted,
     CU_ASSERT_EQUAL(taxi_reactor_destroy(r), 0);
     return -1;
   }
+  taxi_lf_options_t lo;
+  taxi_lf_options_init(&lo);
+  lo.handoff_ns = SLOW_HANDOFF_NS;
   taxi_lf_pool_t *lp;
-  CU_ASSERT_EQUAL_FATAL(taxi_lf_create(&lp, r, NULL), 0);
+  CU_ASSERT_EQUAL_FATAL(taxi_lf_create(&lp, r, &lo), 0);
   taxi_io_options_t o;
   taxi_io_options_init(&o);
   o.dispatcher = TAXI_IO_LF;
@@ -178,50 +187,65 @@ static long promotions_after(int slow, unsigned char slow_kind, int counted,
   CU_ASSERT_EQUAL_FATAL(
       taxi_dgram_open(&d, c.io, "127.0.0.1:0", NULL, slow_echo, NULL), 0);
   unsigned port = st_dgram_port(d);
-  CU_ASSERT_EQUAL_FATAL(taxi_lf_spawn(lp, 2), 0);
+  CU_ASSERT_EQUAL_FATAL(taxi_lf_spawn(lp, 3), 0);
   int fd = st_udp_socket(NULL);
   int failed = 0;
   unsigned seq = 0;
   for (int i = 0; i < 10 && !failed; i++) failed = ping(fd, port, 'q', seq++);
   for (int i = 0; i < slow && !failed; i++)
     failed = ping(fd, port, slow_kind, seq++);
-  taxi_lf_stats_t before, after;
-  CU_ASSERT_EQUAL(taxi_lf_stats(lp, &before), 0);
+  /* The thread that echoed the last slow one accounts for it just after
+   * the echo: a few more ping-pongs give it the time. */
+  for (int i = 0; i < 3 && !failed; i++) failed = ping(fd, port, 'q', seq++);
+  CU_ASSERT_EQUAL(taxi_lf_stats(lp, mid), 0);
   for (int i = 0; i < counted && !failed; i++)
     failed = ping(fd, port, kind, seq++);
-  CU_ASSERT_EQUAL(taxi_lf_stats(lp, &after), 0);
+  CU_ASSERT_EQUAL(taxi_lf_stats(lp, end), 0);
   CU_ASSERT_FALSE(failed);
   close(fd);
   CU_ASSERT_EQUAL(taxi_io_destroy(c.io), 0); /* closes the endpoint */
   CU_ASSERT_EQUAL(taxi_lf_destroy(lp), 0);
   CU_ASSERT_EQUAL(taxi_reactor_destroy(r), 0);
-  return failed ? -1 : (long)(after.promotions - before.promotions);
+  return failed ? -1 : 0;
 }
 
-/* One datagram takes 20 ms; of the QUICK after it, the pool wakes a
- * follower for fewer than a quarter.  (Were that one datagram's time
- * averaged in whole, the average would stay above the handoff for about
- * 35 of them, and a follower be woken for each.) */
+/* One datagram takes 200 ms.  The pool's average time per message
+ * (message_ns) stays under the handoff: that one counts for at most two
+ * handoffs.  (Counted in whole it would be 25 ms, and stay above the
+ * handoff for the next 24 datagrams, a follower woken for each.)  And of
+ * the QUICK datagrams after it, the pool wakes a follower for fewer than
+ * a sixth (for none, while quick ones take under the handoff). */
 static void test_handoff_one_slow(void) {
   st_pair_load();
   if (st_dispatcher != TAXI_IO_LF || HANDOFF_UNDER_TSAN) return;
-  long promoted = promotions_after(1, 'S', QUICK, 'q');
+  taxi_lf_stats_t mid, end;
+  if (ping_pong(1, 'S', QUICK, 'q', &mid, &end) < 0) return;
+  if (mid.message_ns >= SLOW_HANDOFF_NS)
+    printf("(%llu ns a message after the slow one) ",
+           (unsigned long long)mid.message_ns);
+  CU_ASSERT(mid.message_ns < SLOW_HANDOFF_NS);
+  uint64_t promoted = end.promotions - mid.promotions;
   if (promoted > 0)
-    printf("(%ld promotions for %d quick datagrams) ", promoted, QUICK);
-  CU_ASSERT(promoted < QUICK / 4);
+    printf("(%llu promotions for %d quick datagrams) ",
+           (unsigned long long)promoted, QUICK);
+  CU_ASSERT(promoted < QUICK / 6);
 }
 
-/* Callbacks that take 1 ms each, 50 times the default handoff: the pool
- * learns it within a few datagrams, and wakes a follower for each after
- * that (so that the other handles are watched meanwhile): at least half
- * of SLOW such datagrams, from an average of quick ones. */
+/* Callbacks that take 5 ms each, 5 times the handoff: the pool learns it
+ * within a few datagrams (each counts for two handoffs), and its average
+ * is at or above the handoff after SLOW of them, so that a thread wakes
+ * a follower before each such callback (whether one is counted for a
+ * given datagram depends on the scheduler: the thread that echoed one may
+ * read the next itself before it ends its run). */
 static void test_handoff_slow_learnt(void) {
   st_pair_load();
   if (st_dispatcher != TAXI_IO_LF || HANDOFF_UNDER_TSAN) return;
-  long promoted = promotions_after(0, 's', SLOW, 's');
-  if (promoted < 0) return; /* one-shot arming */
-  printf("(%ld promotions for %d slow datagrams) ", promoted, SLOW);
-  CU_ASSERT(promoted >= SLOW / 2);
+  taxi_lf_stats_t mid, end;
+  if (ping_pong(0, 's', SLOW, 's', &mid, &end) < 0) return;
+  printf("(%llu ns a message, %llu promotions for %d slow datagrams) ",
+         (unsigned long long)end.message_ns,
+         (unsigned long long)(end.promotions - mid.promotions), SLOW);
+  CU_ASSERT(end.message_ns >= SLOW_HANDOFF_NS);
 }
 
 /* Above TAXI_LF_HANDOFF_MAX_NS: TAXI_EINVAL with a detail naming the

@@ -18,8 +18,9 @@
  * readiness stays in the kernel and the peers are held back by their
  * socket buffers instead of by an unbounded queue.  With a priority
  * function the same array holds a binary heap instead of a ring.  Both are
- * allocated at create, as is the reactor thread's wait buffer: nothing is
- * allocated per event.
+ * allocated at create, as are the reactor thread's wait buffer and the
+ * workers' scratch buffers: nothing is allocated per event, nor by a
+ * thread of the pool once taxi_hsha_create has returned.
  *
  * One lock (the reactor's) guards the pool too: every dispatch step is
  * called with it held, and a second lock would only add ordering rules.
@@ -81,8 +82,15 @@ struct taxi_hsha_pool {
   taxi__backoff_t backoff; /* consecutive failed waits */
 
   taxi__thread_t *threads; /* [0] the reactor thread, then the workers */
-  unsigned started;        /* of threads[] */
-  unsigned running;        /* threads not yet out of their loops */
+  /* A buffer per worker (NULL: none, for want of memory), each taken by
+   * the worker that claims it; made by taxi_hsha_create rather than by the
+   * worker as it starts, which may be long after create returned: an
+   * application counting its allocations would see them arrive at any
+   * time during its first requests. */
+  unsigned char **scratch;
+  unsigned scratch_claimed;
+  unsigned started; /* of threads[] */
+  unsigned running; /* threads not yet out of their loops */
   unsigned workers_running;
   bool reactor_running;
 
@@ -379,17 +387,15 @@ static void *reactor_thread(void *arg) {
 static void *worker_thread(void *arg) {
   taxi_hsha_pool_t *p = arg;
   current = p;
+  taxi__mutex_lock(&p->r->lock);
   /* The buffer the worker lends to the events it runs
    * (taxi__batch_scratch); without it (no memory) streams read into their
    * own. */
-  unsigned char *scratch = taxi__malloc(TAXI__SCRATCH_BYTES);
-  (void)taxi__batch_scratch_enter(scratch);
-  taxi__mutex_lock(&p->r->lock);
+  (void)taxi__batch_scratch_enter(p->scratch[p->scratch_claimed++]);
   worker_loop_locked(p);
   leave_locked(p, true);
   taxi__mutex_unlock(&p->r->lock);
   taxi__batch_scratch_leave(NULL);
-  taxi__free(scratch);
   current = NULL;
   return NULL;
 }
@@ -398,6 +404,9 @@ static void *worker_thread(void *arg) {
  */
 
 static void free_pool(taxi_hsha_pool_t *p) {
+  for (unsigned i = 0; p->scratch && i < p->nworkers; i++)
+    taxi__free(p->scratch[i]);
+  taxi__free(p->scratch);
   taxi__free(p->items);
   taxi__free(p->wait_buf);
   taxi__free(p->threads);
@@ -524,10 +533,14 @@ int taxi_hsha_create(taxi_hsha_pool_t **out, taxi_reactor_t *r,
   p->items = taxi__calloc(p->capacity, sizeof *p->items);
   p->wait_buf = taxi__calloc(p->wait_cap, sizeof *p->wait_buf);
   p->threads = taxi__calloc((size_t)p->nworkers + 1, sizeof *p->threads);
-  if (!p->items || !p->wait_buf || !p->threads) {
+  p->scratch = taxi__calloc(p->nworkers, sizeof *p->scratch);
+  if (!p->items || !p->wait_buf || !p->threads || !p->scratch) {
     free_pool(p);
     return TAXI_ENOMEM;
   }
+  /* Without one (no memory), a worker's streams read into their own. */
+  for (unsigned i = 0; i < p->nworkers; i++)
+    p->scratch[i] = taxi__malloc(TAXI__SCRATCH_BYTES);
   int rc = taxi__cond_init(&p->not_empty);
   if (rc < 0) goto fail_free;
   rc = taxi__cond_init(&p->not_full);

@@ -116,6 +116,7 @@ static void test_clock_per_batch(void) {
 struct along {
   _Atomic(taxi_stream_t *) s;
   atomic_int go, other_done, other_rc, own_rc, last_rc, reads;
+  atomic_int z_told; /* along_z has stored last_rc */
 };
 
 static struct along along_state;
@@ -125,6 +126,8 @@ static void along_z(taxi_stream_t *s, int status, size_t len, void *arg) {
   (void)len;
   if (status == 0)
     atomic_store(&a->last_rc, taxi_stream_write(s, "Z", 1, NULL, NULL));
+  /* Last: "Z" may reach the peer before this callback returns. */
+  atomic_store(&a->z_told, 1);
 }
 
 static void along_read(taxi_stream_t *s, int status, const void *data,
@@ -164,6 +167,7 @@ static void test_writes_taken_along(void) {
   atomic_store(&a->other_rc, 1);
   atomic_store(&a->own_rc, 1);
   atomic_store(&a->last_rc, 1);
+  atomic_store(&a->z_told, 0);
   st_io_t c;
   if (st_io_create(&c) < 0) return;
   int port = st_listen(&c, NULL, along_accept, NULL, NULL);
@@ -177,6 +181,8 @@ static void test_writes_taken_along(void) {
   CU_ASSERT_EQUAL(net_recv_all(fd, in, 3), 0);
   CU_ASSERT_STRING_EQUAL(in, "XYZ");
   util_thread_join(&other, 10000, "the thread writing to another's stream");
+  /* The bytes came before the callbacks that sent them returned. */
+  CU_ASSERT(util_wait_flag(&a->z_told, 1, 10000));
   CU_ASSERT_EQUAL(atomic_load(&a->other_rc), 0);
   CU_ASSERT_EQUAL(atomic_load(&a->own_rc), 0);
   CU_ASSERT_EQUAL(atomic_load(&a->last_rc), 0);

@@ -2,10 +2,10 @@
 /*
  * tests/stream/handoff.c - the Leader/Followers pool's handoff_ns
  * (taxi/lf.h): with it at its most, a thread serves the streams of its
- * batches alone and wakes no follower for them; one slow datagram (as a
- * thread preempted in the middle of one looks to the pool's clock) does
- * not make it wake a follower for each quick one after it; its bounds are
- * refused.
+ * batches alone and wakes no follower for them (but for batches measured
+ * over the bound on a loaded machine); one slow datagram (as a thread
+ * preempted in the middle of one looks to the pool's clock) does not make
+ * it wake a follower for each quick one after it; its bounds are refused.
  */
 #define _GNU_SOURCE 1
 
@@ -98,8 +98,14 @@ static long burst_promotions(uint64_t handoff_ns, bool *edge) {
 /* At TAXI_LF_HANDOFF_MAX_NS no batch of these streams is worth a
  * follower: whichever thread takes a wait's reports serves them all and
  * leads again.  (The default, about a wake-up's cost, promotes for most
- * batches of more than a few streams; its count is printed, not judged:
- * how many reports a wait brings depends on the machine.) */
+ * batches of more than a few streams; how many reports a wait brings
+ * depends on the machine.)  The pool judges a batch by the time its
+ * messages have been taking, measured: where threads are descheduled for
+ * tens of milliseconds (a loaded machine, a sanitizer) a batch of 32 may
+ * measure over 10 ms and rightly get a follower.  So the count at the
+ * most is judged against the default's, taken in the same conditions: a
+ * few where the default promoted for most rounds, none where it did not
+ * promote at all. */
 static void test_handoff_at_most(void) {
   st_pair_load();
   if (st_dispatcher != TAXI_IO_LF) return;
@@ -110,7 +116,7 @@ static void test_handoff_at_most(void) {
   long eager = burst_promotions(0, &edge);
   CU_ASSERT(eager >= 0);
   printf("(%ld promotions at the default, %ld at the most) ", eager, lazy);
-  CU_ASSERT_EQUAL(lazy, 0);
+  CU_ASSERT(lazy * 8 <= eager);
 }
 
 /* ---- slow datagrams among quick ones ------------------------------------ */
@@ -273,7 +279,7 @@ static void test_handoff_bounds(void) {
 }
 
 CU_TestInfo st_tests_handoff[] = {
-    {"L/F handoff at its most: no follower woken for streams",
+    {"L/F handoff at its most: an eighth of the default's promotions at most",
      test_handoff_at_most},
     {"L/F one slow datagram: no follower woken for each quick one after it",
      test_handoff_one_slow},

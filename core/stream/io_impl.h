@@ -84,6 +84,8 @@
 #ifndef TAXI_CORE_IO_IMPL_H
 #define TAXI_CORE_IO_IMPL_H
 
+#include <stddef.h>
+
 #include "taxi/io.h"
 #include "taxi/stream.h"
 #include "taxi/resolve.h"
@@ -200,6 +202,10 @@ typedef struct taxi__io_driver {
   int (*timer_start)(taxi_io_timer_t *t, taxi_time_t delay, taxi_time_t period);
   int (*timer_stop)(taxi_io_timer_t *t);
   void (*timer_destroy)(taxi_io_timer_t *t);
+
+  /* The bytes of taxi_stream_t its streams use: up to the end of its
+   * member of the union d (a stream's block holds no more). */
+  size_t stream_size;
 
   /* Datagram endpoints (core/stream/dgram_impl.h); NULL: none here. */
   const struct taxi__dgram_driver *dgram;
@@ -505,10 +511,10 @@ void taxi__io_posts_fini(taxi_io_t *io);
 enum { TAXI__W_COPY = 1, TAXI__W_REF = 2, TAXI__W_FILE = 3 };
 typedef struct taxi__wrec {
   int kind;
+  taxi_handle_t file;       /* FILE (beside kind: 64 bytes, not 72) */
   size_t off;               /* COPY: offset of its first byte in the ring */
   size_t len, done;         /* bytes in all, bytes sent */
   const unsigned char *ptr; /* REF */
-  taxi_handle_t file;       /* FILE */
   int64_t foff;             /* FILE: offset of its first byte */
   taxi_stream_done_fn fn;
   void *arg;
@@ -576,18 +582,52 @@ typedef struct taxi__wrec {
 #define TAXI__P_WROTE 0x80u
 
 struct taxi_stream {
+  /* What a round of the data path reads and writes (an event, a read
+   * delivered, a write queued and sent) comes first, in a few cache lines
+   * of their own; the rest after it, and the driver's part (d) last.  With
+   * a thousand streams served in turn, each message otherwise costs a
+   * cache miss for each line touched, and the kernel's socket data evicts
+   * them in between. */
+  taxi__mutex_t lock;
   taxi_io_t *io;
   const taxi__stream_ops_t *ops;
-  size_t block; /* bytes of its block: the stream and its buffers */
-  taxi_handle_t fd;
-  taxi__mutex_t lock;
-  taxi_stream_t *prev, *next; /* in io->streams, under io->lock */
   unsigned flags, pending;
-  int reason; /* why it closes */
+  taxi_handle_t fd;
+  unsigned oflags; /* options and timeouts */
+  /* A TLS stream's filter (core/stream/stream_tls.c), NULL for a plain
+   * one; under the lock, freed once the close callback has run. */
+  struct taxi__tls *tls;
+  taxi__post_queue_t posts; /* taxi_stream_post, not yet run */
+  taxi_stream_read_fn read_fn;
+  /* the read buffer: bytes read and not yet delivered are
+   * rdata[rpos .. rpos + rlen), where rdata is rbuf or a buffer the
+   * driver lent (io_proactive.c: a buffer of the proactor's pool) */
+  unsigned char *rbuf, *rdata;
+  size_t rcap, rpos, rlen;
+  /* the output ring: bytes queued are wbuf[whead ..) mod wcap, wused */
+  unsigned char *wbuf;
+  size_t wcap, whead, wused, low;
+  /* The write records, a ring of nrecs from rhead.  An empty ring starts
+   * again at its last record, which lies next to wbuf's start (see
+   * stream.c's consume_locked). */
+  taxi__wrec_t *recs;
+  unsigned nrecs, rhead, rcount;
+  unsigned wfiles; /* FILE records among them, of TAXI__CORK_MAX or less */
+  taxi_time_t idle_to, read_to, write_to;
+  taxi_time_t t_active, t_read, t_write, armed;
+  /* taxi_stream_counters: atomics, read by any thread without the lock. */
+  struct {
+    atomic_ullong bytes_in, bytes_out, reads, writes, writes_refused,
+        writes_no_record, read_pauses, hook_overlaps;
+  } cnt;
+
+  /* The rest: the life of the stream, and what few streams use. */
+  size_t block; /* bytes of its block: the stream and its buffers */
+  taxi_stream_t *prev, *next; /* in io->streams, under io->lock */
+  int reason;                 /* why it closes */
   int conn_err;
   unsigned refs; /* taxi_stream_ref */
   void *data;
-  taxi_stream_read_fn read_fn;
   taxi_stream_close_fn close_fn;
   taxi_stream_drain_fn drain_fn;
   taxi_stream_timeout_fn timeout_fn;
@@ -612,23 +652,8 @@ struct taxi_stream {
   unsigned ri_flags;
   taxi_stream_done_fn ri_fn;
   void *ri_arg;
-  /* the read buffer: bytes read and not yet delivered are
-   * rdata[rpos .. rpos + rlen), where rdata is rbuf or a buffer the
-   * driver lent (io_proactive.c: a buffer of the proactor's pool) */
-  unsigned char *rbuf, *rdata;
-  size_t rcap, rpos, rlen;
-  /* the output ring: bytes queued are wbuf[whead ..) mod wcap, wused */
-  unsigned char *wbuf;
-  size_t wcap, whead, wused, low;
-  taxi__wrec_t *recs;
-  unsigned nrecs, rhead, rcount;
-  unsigned wfiles; /* FILE records among them, of TAXI__CORK_MAX or less */
-  /* options and timeouts */
-  unsigned oflags;
-  taxi_time_t idle_to, read_to, write_to, connect_to;
-  taxi_time_t t_active, t_read, t_write, t_connect, armed;
+  taxi_time_t connect_to, t_connect;
   taxi_addr_t peer;
-  taxi__post_queue_t posts; /* taxi_stream_post, not yet run */
   /* Connecting to a host name (S_DIALING): the race of the addresses,
    * and when its next step is due (0: none); under the lock. */
   struct taxi__dial *dial;
@@ -639,15 +664,14 @@ struct taxi_stream {
    * it runs. */
   taxi__pipe_t *pipe_src, *pipe_dst;
   const taxi__pipe_ops_t *pipe_ops;
-  /* taxi_stream_counters: atomics, read by any thread without the lock. */
-  struct {
-    atomic_ullong bytes_in, bytes_out, reads, writes, writes_refused,
-        writes_no_record, read_pauses, hook_overlaps;
-  } cnt;
+  /* The driver's part, last: a stream's block holds the stream only up to
+   * the end of its driver's member (the driver's stream_size), so that a
+   * reactive stream does not carry a proactive one's four operations
+   * (some 4 KiB) between its fields and its buffers. */
   union {
     struct {
-      taxi_handler_t h;
-      taxi_timer_t kick, deadline;
+      /* The fields of every event first, the handler and the timers
+       * (touched when armed) after them. */
       unsigned interest;
       bool registered, attached, suspended, readable, writable, wblocked;
       /* Edge-triggered (taxi__reactor_drains_edge): the peer hung up or
@@ -660,6 +684,8 @@ struct taxi_stream {
       /* 1 while a thread runs the stream's reactor hooks: a second
        * entry meanwhile counts in cnt.hook_overlaps (which stays 0). */
       atomic_uint in_hook;
+      taxi_handler_t h;
+      taxi_timer_t kick, deadline;
     } r;
     struct {
       taxi_proactor_t *px; /* the proactor it is attached to */
@@ -686,12 +712,12 @@ struct taxi_stream {
       unsigned rq_cap, rq_head, rq_count;
     } p;
   } d;
-  /* A TLS stream's filter (core/stream/stream_tls.c), NULL for a plain
-   * one; under the lock, freed once the close callback has run.  Last, so
-   * that the fields the data path of every stream reads keep their
-   * places. */
-  struct taxi__tls *tls;
 };
+
+/* The bytes of a stream whose driver uses member `m` of its union d (a
+ * driver's stream_size). */
+#define TAXI__STREAM_SIZE(m) \
+  (offsetof(taxi_stream_t, d) + sizeof(((taxi_stream_t *)0)->d.m))
 
 /* Check options (NULL: defaults) and copy them to *out.  A refusal's
  * detail names the field as `where` names the structure (the public

@@ -690,6 +690,7 @@ const taxi__io_driver_t taxi__io_reactive = {
     .arm = s_arm,
     .teardown = s_teardown,
     .max_bufs = 16,
+    .stream_size = TAXI__STREAM_SIZE(r),
     .closes_at_teardown = true,
     .corks_files = true,
     .listener_members = l_members,

@@ -591,47 +591,8 @@ typedef struct taxi__wrec {
 #define TAXI__P_WROTE 0x80u
 
 struct taxi_stream {
-  /* What a round of the data path reads and writes (an event, a read
-   * delivered, a write queued and sent) comes first, in a few cache lines
-   * of their own; the rest after it, and the driver's part (d) last.  With
-   * a thousand streams served in turn, each message otherwise costs a
-   * cache miss for each line touched, and the kernel's socket data evicts
-   * them in between. */
-  taxi__mutex_t lock;
-  taxi_io_t *io;
-  const taxi__stream_ops_t *ops;
-  unsigned flags, pending;
-  taxi_handle_t fd;
-  unsigned oflags; /* options and timeouts */
-  /* A TLS stream's filter (core/stream/stream_tls.c), NULL for a plain
-   * one; under the lock, freed once the close callback has run. */
-  struct taxi__tls *tls;
-  taxi__post_queue_t posts; /* taxi_stream_post, not yet run */
-  taxi_stream_read_fn read_fn;
-  /* the read buffer: bytes read and not yet delivered are
-   * rdata[rpos .. rpos + rlen), where rdata is rbuf or a buffer the
-   * driver lent (io_proactive.c: a buffer of the proactor's pool) */
-  unsigned char *rbuf, *rdata;
-  size_t rcap, rpos, rlen;
-  /* the output ring: bytes queued are wbuf[whead ..) mod wcap, wused */
-  unsigned char *wbuf;
-  size_t wcap, whead, wused, low;
-  /* The write records, a ring of nrecs from rhead.  An empty ring starts
-   * again at its last record, which lies next to wbuf's start (see
-   * stream.c's consume_locked). */
-  taxi__wrec_t *recs;
-  unsigned nrecs, rhead, rcount;
-  unsigned wfiles; /* FILE records among them, of TAXI__CORK_MAX or less */
-  taxi_time_t idle_to, read_to, write_to;
-  taxi_time_t t_active, t_read, t_write, armed;
-  /* taxi_stream_counters: atomics, read by any thread without the lock,
-   * written under it (TAXI__S_COUNT), but for hook_overlaps. */
-  struct {
-    atomic_ullong bytes_in, bytes_out, reads, writes, writes_refused,
-        writes_no_record, read_pauses, hook_overlaps;
-  } cnt;
-
-  /* The rest: the life of the stream, and what few streams use. */
+  /* First what the data path does not read: the life of the stream, and
+   * what few streams use. */
   size_t block; /* bytes of its block: the stream and its buffers */
   taxi_stream_t *prev, *next; /* in io->streams, under io->lock */
   int reason;                 /* why it closes */
@@ -674,6 +635,47 @@ struct taxi_stream {
    * it runs. */
   taxi__pipe_t *pipe_src, *pipe_dst;
   const taxi__pipe_ops_t *pipe_ops;
+
+  /* What a round of the data path reads and writes (an event, a read
+   * delivered, a write queued and sent), in a few cache lines of their
+   * own, followed by the driver's part (d), whose fields of every event
+   * come first.  With a thousand streams served in turn, each message
+   * otherwise costs a cache miss for each line touched, and the kernel's
+   * socket data evicts them in between. */
+  taxi__mutex_t lock;
+  taxi_io_t *io;
+  const taxi__stream_ops_t *ops;
+  unsigned flags, pending;
+  taxi_handle_t fd;
+  unsigned oflags; /* options and timeouts */
+  /* A TLS stream's filter (core/stream/stream_tls.c), NULL for a plain
+   * one; under the lock, freed once the close callback has run. */
+  struct taxi__tls *tls;
+  taxi__post_queue_t posts; /* taxi_stream_post, not yet run */
+  taxi_stream_read_fn read_fn;
+  /* the read buffer: bytes read and not yet delivered are
+   * rdata[rpos .. rpos + rlen), where rdata is rbuf or a buffer the
+   * driver lent (io_proactive.c: a buffer of the proactor's pool) */
+  unsigned char *rbuf, *rdata;
+  size_t rcap, rpos, rlen;
+  /* the output ring: bytes queued are wbuf[whead ..) mod wcap, wused */
+  unsigned char *wbuf;
+  size_t wcap, whead, wused, low;
+  /* The write records, a ring of nrecs from rhead.  An empty ring starts
+   * again at its last record, which lies next to wbuf's start (see
+   * stream.c's consume_locked). */
+  taxi__wrec_t *recs;
+  unsigned nrecs, rhead, rcount;
+  unsigned wfiles; /* FILE records among them, of TAXI__CORK_MAX or less */
+  taxi_time_t idle_to, read_to, write_to;
+  taxi_time_t t_active, t_read, t_write, armed;
+  /* taxi_stream_counters: atomics, read by any thread without the lock,
+   * written under it (TAXI__S_COUNT), but for hook_overlaps. */
+  struct {
+    atomic_ullong bytes_in, bytes_out, reads, writes, writes_refused,
+        writes_no_record, read_pauses, hook_overlaps;
+  } cnt;
+
   /* The driver's part, last: a stream's block holds the stream only up to
    * the end of its driver's member (the driver's stream_size), so that a
    * reactive stream does not carry a proactive one's four operations

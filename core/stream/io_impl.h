@@ -183,6 +183,11 @@ typedef struct taxi__io_driver {
    * socket while a file is queued (see cork_locked in stream.c).  Not a
    * Proactor's, whose sends are in flight when writes_locked returns. */
   bool corks_files;
+  /* Its write may be called by any thread holding the stream's lock, not
+   * only by a round, and returns at once (a readiness driver): a write
+   * into an empty queue is sent by taxi_stream_write itself (see
+   * send_now_locked in stream_write.c). */
+  bool writes_anywhere;
 
   /* Listeners.  A sharded listener (TAXI_LISTEN_SHARDED) has one member,
    * with a socket of its own, per what listener_members says (a group's

@@ -693,6 +693,7 @@ const taxi__io_driver_t taxi__io_reactive = {
     .stream_size = TAXI__STREAM_SIZE(r),
     .closes_at_teardown = true,
     .corks_files = true,
+    .writes_anywhere = true,
     .listener_members = l_members,
     .listener_open = l_open,
     .listener_close = l_close_req,

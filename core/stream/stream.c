@@ -262,7 +262,9 @@ static void deliver_locked(taxi_stream_t *s, taxi_time_t now) {
     s->rlen = 0;
     TAXI__S_COUNT(s, reads, 1);
     taxi__batch_delivered();
+    s->flags |= TAXI__S_IN_READ;
     UNLOCKED(s, fn(s, 0, data, len));
+    s->flags &= ~TAXI__S_IN_READ;
   }
 }
 

@@ -65,6 +65,10 @@ typedef struct taxi__wrec {
  * watches for them as it does for reads and queued writes. */
 #define TAXI__S_TLS_IN 0x1000000u
 #define TAXI__S_TLS_OUT 0x2000000u
+/* A read callback of the stream is running (deliver_locked in stream.c):
+ * a write into an empty queue meanwhile is sent at once (stream_write.c,
+ * send_now_locked). */
+#define TAXI__S_IN_READ 0x4000000u
 
 /* A private bit of s->oflags: a stream the library makes for itself (an
  * attempt of a dial), not counted in the context's stream and connect

@@ -4,7 +4,9 @@
  * rounds: a queue that empties starts again where it likes (stream.c keeps
  * it beside the stream's other hot bytes), and must still hold exactly
  * max_writes records, wrap in order, and tell each write's callback once,
- * in order, with its length.
+ * in order, with its length.  And a write into an empty queue, which a
+ * readiness driver sends at once (stream_write.c), where the socket takes
+ * only part of it: the rest queued, and every byte out in order.
  */
 #define _GNU_SOURCE 1
 
@@ -143,8 +145,80 @@ static void test_records_reused_in_order(void) {
   st_io_destroy(&c);
 }
 
+/* ---- a write the socket takes only part of --------------------------------
+ */
+
+#define PART_LEN 20000
+#define PART_N 3
+
+struct part {
+  atomic_int ready;    /* the writes were made */
+  atomic_int wrong_rc; /* a write refused */
+  unsigned char data[PART_N * PART_LEN];
+};
+
+/* Small send buffer, a peer that is not reading: the first write of the
+ * read callback, into an empty queue, is sent at once and the socket
+ * takes only part of it; the rest and the next two writes are queued
+ * behind it.  Then the stream ends once they are out. */
+static void part_read(taxi_stream_t *s, int status, const void *data,
+                      size_t len) {
+  struct part *p = taxi_stream_data(s);
+  (void)data;
+  (void)len;
+  if (status < 0 || atomic_load(&p->ready)) return;
+  for (int i = 0; i < PART_N; i++)
+    if (taxi_stream_write(s, p->data + i * PART_LEN, PART_LEN, NULL, NULL))
+      atomic_fetch_add(&p->wrong_rc, 1);
+  taxi_stream_end(s);
+  atomic_store(&p->ready, 1);
+}
+
+static void part_accept(taxi_listener_t *l, taxi_stream_t *s, void *arg) {
+  struct part *p = arg;
+  (void)l;
+  int small = 4096;
+  int fd = (int)taxi_stream_handle(s);
+  if (setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &small, sizeof small) != 0)
+    atomic_fetch_add(&p->wrong_rc, 1);
+  taxi_stream_set_data(s, p);
+  taxi_stream_read_start(s, part_read);
+}
+
+static void test_write_partly_sent_rest_queued(void) {
+  st_io_t c;
+  static struct part p;
+  memset(&p, 0, sizeof p);
+  for (size_t i = 0; i < sizeof p.data; i++) p.data[i] = st_byte(11, i);
+  if (st_io_create(&c) < 0) return;
+  taxi_stream_options_t so;
+  taxi_stream_options_init(&so);
+  so.high_watermark = PART_N * PART_LEN; /* the ring holds all of them */
+  taxi_listener_options_t lo;
+  taxi_listener_options_init(&lo);
+  lo.stream = &so;
+  int port = st_listen(&c, &lo, part_accept, &p, NULL);
+  st_io_run(&c);
+  /* A small receive window too, so that the bytes stay in the server's
+   * socket until this side reads. */
+  int fd = st_connect_rcvbuf(port, 4096);
+  CU_ASSERT_FATAL(fd >= 0);
+  CU_ASSERT_EQUAL(net_send_all(fd, "g", 1), 0);
+  CU_ASSERT(util_wait_flag(&p.ready, 1, 10000));
+  static unsigned char got[PART_N * PART_LEN + 1];
+  long n = st_recv_to_eof(fd, got, sizeof got);
+  CU_ASSERT_EQUAL(n, (long)sizeof p.data);
+  CU_ASSERT(n == (long)sizeof p.data &&
+            memcmp(got, p.data, sizeof p.data) == 0);
+  CU_ASSERT_EQUAL(atomic_load(&p.wrong_rc), 0);
+  close(fd);
+  st_io_destroy(&c);
+}
+
 CU_TestInfo st_tests_records[] = {
     {"write records: a full queue every round, in order, max_writes exact",
      test_records_reused_in_order},
+    {"a write the socket takes only part of: the rest queued, all in order",
+     test_write_partly_sent_rest_queued},
     CU_TEST_INFO_NULL,
 };

@@ -719,6 +719,7 @@ const taxi__io_driver_t taxi__io_proactive = {
     .read_forget = s_read_forget,
     .written = s_written,
     .max_bufs = TAXI_OP_MAX_BUFS,
+    .stream_size = TAXI__STREAM_SIZE(p),
     .listener_members = l_members,
     .listener_open = l_open,
     .listener_close = l_close_req,

@@ -48,19 +48,25 @@ static const taxi__stream_ops_t stream_ops = {
 int taxi__stream_new(taxi_io_t *io, taxi_handle_t fd,
                      const taxi_stream_options_t *o, taxi_proactor_t *home,
                      bool stay, taxi_stream_t **out) {
-  /* One block: the stream, its write records, read buffer and ring. */
-  size_t head = round_up(sizeof(taxi_stream_t));
-  size_t recs = round_up((size_t)o->max_writes * sizeof(taxi__wrec_t));
+  /* One block: the stream (as far as its driver's part of it), its read
+   * buffer, write records and ring, in that order.  A message of a small
+   * echo touches the stream, the start of the read buffer, the last
+   * record (where an empty queue starts: see consume_locked) and the
+   * start of the ring: two neighbourhoods of a few lines, where a whole
+   * taxi_stream_t and records used in turn spread them over four or five
+   * pages. */
+  size_t head = round_up(io->drv->stream_size);
   size_t rbuf = round_up(o->read_buffer);
+  size_t recs = round_up((size_t)o->max_writes * sizeof(taxi__wrec_t));
   size_t wbuf = (size_t)o->high_watermark;
-  taxi_stream_t *s = taxi__io_stream_block(io, head + recs + rbuf + wbuf);
+  taxi_stream_t *s = taxi__io_stream_block(io, head + rbuf + recs + wbuf);
   if (!s) return TAXI_ENOMEM;
-  memset(s, 0, sizeof *s);
-  s->block = head + recs + rbuf + wbuf;
-  s->recs = (taxi__wrec_t *)(void *)((char *)s + head);
-  s->rbuf = (unsigned char *)s + head + recs;
+  memset(s, 0, head);
+  s->block = head + rbuf + recs + wbuf;
+  s->rbuf = (unsigned char *)s + head;
   s->rdata = s->rbuf;
-  s->wbuf = s->rbuf + rbuf;
+  s->recs = (taxi__wrec_t *)(void *)(s->rbuf + rbuf);
+  s->wbuf = s->rbuf + rbuf + recs;
   s->io = io;
   s->ops = &stream_ops;
   s->fd = fd;
@@ -68,6 +74,7 @@ int taxi__stream_new(taxi_io_t *io, taxi_handle_t fd,
   s->wcap = wbuf;
   s->low = (size_t)o->low_watermark;
   s->nrecs = o->max_writes;
+  s->rhead = s->nrecs - 1; /* the home of an empty queue */
   s->oflags = o->flags;
   s->idle_to = o->idle_timeout;
   s->read_to = o->read_timeout;
@@ -255,7 +262,9 @@ static void deliver_locked(taxi_stream_t *s, taxi_time_t now) {
     s->rlen = 0;
     TAXI__S_COUNT(s, reads, 1);
     taxi__batch_delivered();
+    s->flags |= TAXI__S_IN_READ;
     UNLOCKED(s, fn(s, 0, data, len));
+    s->flags &= ~TAXI__S_IN_READ;
   }
 }
 
@@ -329,7 +338,13 @@ static size_t consume_locked(taxi_stream_t *s, size_t n, done_call_t *calls,
     s->rhead = taxi__wrap(s->rhead + 1, s->nrecs);
     s->rcount--;
   }
+  /* An empty queue starts again at its homes: the ring's first bytes and
+   * the last record, which lie side by side.  Where each write took the
+   * next record and the next bytes in turn, a stream touched a new cache
+   * line of each per message, the records alone some 4.5 KiB a stream
+   * over time: with a thousand streams, more than a core's L2 cache. */
   if (s->wused == 0) s->whead = 0;
+  if (s->rcount == 0) s->rhead = s->nrecs - 1;
   return k;
 }
 
@@ -576,6 +591,7 @@ static void owed_writes_locked(taxi_stream_t *s, bool released) {
   /* The ring may still be read by an operation in flight: it stays until
    * the stream is released; nothing in it counts as queued any more. */
   s->wused = s->whead = 0;
+  s->rhead = s->nrecs - 1;
 }
 
 /* Every callback the stream still owes before its close callback

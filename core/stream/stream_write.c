@@ -4,7 +4,10 @@
  * bytes copied into its output ring, bytes of the caller's, a file, and the
  * shutdown of the write side once they are sent.  Each is queued under the
  * stream's lock, and the state machine's next round (core/stream/stream.c)
- * sends it: no call here waits for the socket.  Calls stream.c only.
+ * sends it: no call here waits for the socket.  But a copying write
+ * without a callback into an empty queue, during a read callback, on a
+ * driver whose sends return at once, is sent here, and only what the
+ * socket does not take is queued (send_now_locked).  Calls stream.c only.
  */
 #include "config.h"
 
@@ -14,11 +17,56 @@
 
 #include <string.h>
 
+/* Flags under which a write waits for the round: the socket is not
+ * connected yet, or corked (an uncork failed, and is tried again at the
+ * next round's write step). */
+#define WAIT_FOR_ROUND \
+  (TAXI__S_CONNECTING | TAXI__S_DIALING | TAXI__S_CORKED | TAXI__S_SHUT_REQ)
+
+/* A copying write without a callback, into an empty queue, while a read
+ * callback of the stream runs (lock held): send it now, as the write step
+ * of the round running the callback would, under the same lock, so that
+ * nothing queued before it can be overtaken.  The common echo then costs
+ * no write record, no copy into the ring, and no pass of the round's
+ * write step: fewer instructions, and three cache lines a message fewer
+ * (the record and the ring's first bytes of each stream), which count
+ * when a thousand streams take turns.  Returns the bytes the socket took
+ * (the rest is to be queued), or 0 when it took none (full, or an error:
+ * then the round meets it again, and fails the stream as it does for a
+ * queued write).  A write with a callback is queued as before: its
+ * callback runs from a round, never inside this call.  Only during a
+ * read callback, whose round sends its writes anyway: elsewhere (the
+ * accept callback, on_timeout, a thread with no round under way) what is
+ * written stays queued until a round, as taxi_stream_close and the room
+ * (taxi_stream_write_room) count on. */
+static size_t send_now_locked(taxi_stream_t *s, const void *data, size_t len) {
+  taxi_buf_t b;
+  b.base = (void *)(uintptr_t)data;
+  b.len = len;
+  int64_t n = s->io->drv->write(s, &b, 1);
+  if (n <= 0) return 0;
+  s->t_write = s->t_active = taxi__batch_now();
+  TAXI__S_COUNT(s, bytes_out, (uint64_t)n);
+  return (size_t)n;
+}
+
 static int queue(taxi_stream_t *s, int kind, const void *data, size_t len,
                  taxi_handle_t file, int64_t foff, taxi_stream_done_fn fn,
                  void *arg) {
   int rc = taxi__stream_lock_open(s);
   if (rc < 0) return rc;
+  if (kind == TAXI__W_COPY && !fn && s->rcount == 0 && len <= s->wcap &&
+      (s->flags & (TAXI__S_IN_READ | WAIT_FOR_ROUND)) == TAXI__S_IN_READ &&
+      s->io->drv->writes_anywhere && !s->tls) {
+    size_t sent = send_now_locked(s, data, len);
+    if (sent == len) {
+      TAXI__S_COUNT(s, writes, 1);
+      taxi__mutex_unlock(&s->lock);
+      return 0;
+    }
+    data = (const unsigned char *)data + sent;
+    len -= sent; /* the rest is queued, below */
+  }
   if (s->flags & TAXI__S_SHUT_REQ) {
     rc = TAXI_EPIPE;
   } else if (kind == TAXI__W_COPY && len > s->wcap) {
@@ -60,9 +108,7 @@ static int queue(taxi_stream_t *s, int kind, const void *data, size_t len,
   if (rc == TAXI_EAGAIN || rc == TAXI_ENOBUFS) {
     s->flags |= TAXI__S_NEED_DRAIN;
     TAXI__S_COUNT(s, writes_refused, 1);
-    if (rc == TAXI_ENOBUFS)
-      atomic_fetch_add_explicit(&s->cnt.writes_no_record, 1,
-                                memory_order_relaxed);
+    if (rc == TAXI_ENOBUFS) TAXI__S_ADD(s, writes_no_record, 1);
   }
   if (rc == 0) {
     TAXI__S_COUNT(s, writes, 1);

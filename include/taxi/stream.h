@@ -425,6 +425,13 @@ TAXI_EXTERN int taxi_stream_read_into(taxi_stream_t *s, void *buf, size_t len,
  * taxi_stream_write - copy len bytes into the stream's output buffer and
  * send them after everything queued before; fn (may be NULL) runs once
  * they are all sent or the stream closed.  Queuing allocates nothing.
+ * Under the reactor and its pools, a write without fn into an empty queue
+ * made while a read callback of the stream runs (the echo of what it
+ * read, say) is sent by this call (one non-blocking send under the
+ * stream's lock), and only what the socket does not take is copied and
+ * queued: a taxi_stream_close after it no longer stops the bytes sent.
+ * An error of that send is met again by the stream's next send, which
+ * closes the stream with it, as for any queued write.
  *
  * Returns 0 (queued), or TAXI_EINVAL (NULL s or data, len 0, len above the
  * high watermark), TAXI_EAGAIN (no room now: the bytes would take the

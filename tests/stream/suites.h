@@ -93,6 +93,7 @@ void st_udp_send(int fd, unsigned port, const void *buf, size_t len);
 
 extern CU_TestInfo st_tests_echo[];
 extern CU_TestInfo st_tests_flow[];
+extern CU_TestInfo st_tests_records[];
 extern CU_TestInfo st_tests_connect[];
 extern CU_TestInfo st_tests_threads[];
 extern CU_TestInfo st_tests_misc[];

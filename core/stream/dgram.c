@@ -82,6 +82,7 @@ static void finish(taxi_dgram_t *d) {
   taxi__io_unlink_dgram(d->io, d);
   taxi__mutex_destroy(&d->cb_lock);
   taxi__mutex_destroy(&d->lock);
+  if (d->rprep) taxi__sock_recv_unprepare(d->rprep);
   taxi__free(d->rbuf);
   taxi__free(d->rmsg);
   taxi__free(d->sbuf);
@@ -181,7 +182,7 @@ static void readable(taxi_dgram_t *d) {
       break;
     }
     int n = recv ? recv(d, d->rmsg, d->rbatch)
-                 : taxi__sock_recv_batch(d->fd, d->rmsg, d->rbatch);
+                 : taxi__sock_recv_prepared(d->fd, d->rprep);
     if (n == TAXI_EAGAIN && round == 0 && !recv && drv->kept_error)
       n = drv->kept_error(d);
     if (n == TAXI_EAGAIN || n == 0) break;
@@ -389,6 +390,11 @@ int taxi_dgram_open(taxi_dgram_t **out, taxi_io_t *io, const char *local,
     d->rmsg[i].buf = d->rbuf + (size_t)i * d->rsize;
     d->rmsg[i].cap = d->rsize;
   }
+  if (!io->drv->dgram->recv &&
+      !(d->rprep = taxi__sock_recv_prepare(d->rmsg, d->rbatch))) {
+    rc = TAXI_ENOMEM;
+    goto fail_mem;
+  }
   rc = taxi__mutex_init(&d->lock);
   if (rc < 0) goto fail_mem;
   rc = taxi__mutex_init(&d->cb_lock);
@@ -441,6 +447,7 @@ fail_cb_lock:
 fail_lock:
   taxi__mutex_destroy(&d->lock);
 fail_mem:
+  if (d->rprep) taxi__sock_recv_unprepare(d->rprep);
   taxi__free(d->rbuf);
   taxi__free(d->rmsg);
   taxi__free(d->sbuf);

@@ -84,6 +84,8 @@ struct taxi_dgram {
   size_t rsize;
   unsigned rbatch;
   taxi__dgram_msg_t *rmsg;
+  /* On a reactor: the system's receive headers for rmsg, built once. */
+  taxi__recv_prep_t *rprep;
   /* The send queue (under lock): datagrams in the byte ring sbuf, each
    * in one piece, their slots from qhead on. */
   unsigned char *sbuf;

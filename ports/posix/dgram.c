@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #if defined(__linux__)
 #include <netinet/udp.h> /* UDP_SEGMENT, UDP_GRO (where the headers know them) */
@@ -133,6 +134,81 @@ int taxi__sock_recv_batch(taxi_handle_t s, taxi__dgram_msg_t *m, unsigned n) {
   }
   return got;
 }
+
+/* Prepared headers: each one's variable fields (name and control lengths,
+ * flags) are set again after the kernel wrote them, the rest stays. */
+struct taxi__recv_prep {
+  taxi__dgram_msg_t *m;
+  unsigned n;
+  struct mmsghdr h[BATCH_MAX];
+  struct iovec iov[BATCH_MAX];
+  gro_cmsg_t ctl[BATCH_MAX];
+};
+
+static void rearm(struct taxi__recv_prep *p, unsigned i) {
+  p->h[i].msg_hdr.msg_namelen = sizeof p->m[i].addr.sa.bytes;
+  p->h[i].msg_hdr.msg_controllen = sizeof p->ctl[i].buf;
+  p->h[i].msg_hdr.msg_flags = 0;
+  p->h[i].msg_len = 0;
+}
+
+taxi__recv_prep_t *taxi__sock_recv_prepare(taxi__dgram_msg_t *m, unsigned n) {
+  struct taxi__recv_prep *p = calloc(1, sizeof *p);
+  if (!p) return NULL;
+  p->m = m;
+  p->n = n > BATCH_MAX ? BATCH_MAX : n;
+  for (unsigned i = 0; i < p->n; i++) {
+    p->iov[i].iov_base = m[i].buf;
+    p->iov[i].iov_len = m[i].cap;
+    p->h[i].msg_hdr.msg_iov = &p->iov[i];
+    p->h[i].msg_hdr.msg_iovlen = 1;
+    p->h[i].msg_hdr.msg_name = m[i].addr.sa.bytes;
+    p->h[i].msg_hdr.msg_control = p->ctl[i].buf;
+    rearm(p, i);
+  }
+  return p;
+}
+
+/* The address the kernel wrote in place, len bytes of a->sa: as
+ * taxi__sockaddr_set leaves it (the bytes past len zero, the family read
+ * from them), without clearing and copying the whole record.  The bytes
+ * past a->len are zero already (the record starts cleared, and each call
+ * clears what a longer address before left). */
+static void received_from(taxi_addr_t *a, unsigned len) {
+  if (len > sizeof a->sa.bytes) len = sizeof a->sa.bytes;
+  if (len < a->len) memset(a->sa.bytes + len, 0, a->len - len);
+  a->len = len;
+  sa_family_t f = 0;
+  if (len >= sizeof f) memcpy(&f, a->sa.bytes, sizeof f);
+  a->family = f == AF_INET    ? TAXI_ADDR_IPV4
+              : f == AF_INET6 ? TAXI_ADDR_IPV6
+              : f == AF_UNIX  ? TAXI_ADDR_UNIX
+                              : 0;
+}
+
+int taxi__sock_recv_prepared(taxi_handle_t s, taxi__recv_prep_t *p) {
+  int got;
+  do got = recvmmsg(s, p->h, p->n, MSG_DONTWAIT, NULL);
+  while (got < 0 && errno == EINTR);
+  if (got < 0) {
+    int rc = taxi__last_error();
+    rearm(p, 0); /* whatever a failed receive may have written */
+    return rc;
+  }
+  if (got == 0) return TAXI_EAGAIN;
+  for (int i = 0; i < got; i++) {
+    taxi__dgram_msg_t *m = &p->m[i];
+    struct msghdr *h = &p->h[i].msg_hdr;
+    received_from(&m->addr, h->msg_namelen);
+    m->truncated = (h->msg_flags & MSG_TRUNC) != 0;
+    m->len = p->h[i].msg_len < m->cap ? p->h[i].msg_len : m->cap;
+    m->seg = h->msg_controllen ? gro_segment(h) : 0;
+    rearm(p, (unsigned)i);
+  }
+  return got;
+}
+
+void taxi__sock_recv_unprepare(taxi__recv_prep_t *p) { free(p); }
 
 int taxi__sock_send_batch(taxi_handle_t s, const taxi__dgram_msg_t *m,
                           unsigned n) {
@@ -275,6 +351,26 @@ int taxi__sock_send_batch(taxi_handle_t s, const taxi__dgram_msg_t *m,
   }
   return (int)sent;
 }
+
+/* One receive per datagram here: nothing to prepare but the records. */
+struct taxi__recv_prep {
+  taxi__dgram_msg_t *m;
+  unsigned n;
+};
+
+taxi__recv_prep_t *taxi__sock_recv_prepare(taxi__dgram_msg_t *m, unsigned n) {
+  struct taxi__recv_prep *p = malloc(sizeof *p);
+  if (!p) return NULL;
+  p->m = m;
+  p->n = n;
+  return p;
+}
+
+int taxi__sock_recv_prepared(taxi_handle_t s, taxi__recv_prep_t *p) {
+  return taxi__sock_recv_batch(s, p->m, p->n);
+}
+
+void taxi__sock_recv_unprepare(taxi__recv_prep_t *p) { free(p); }
 
 int taxi__sock_udp_gro(taxi_handle_t s, bool on) {
   (void)s;

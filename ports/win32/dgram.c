@@ -13,6 +13,7 @@
 
 #include "ports/sock.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static int set_int(SOCKET s, int level, int name, int value) {
@@ -82,6 +83,26 @@ int taxi__sock_recv_batch(taxi_handle_t h, taxi__dgram_msg_t *m, unsigned n) {
   }
   return (int)got;
 }
+
+/* One receive per datagram here: nothing to prepare but the records. */
+struct taxi__recv_prep {
+  taxi__dgram_msg_t *m;
+  unsigned n;
+};
+
+taxi__recv_prep_t *taxi__sock_recv_prepare(taxi__dgram_msg_t *m, unsigned n) {
+  struct taxi__recv_prep *p = malloc(sizeof *p);
+  if (!p) return NULL;
+  p->m = m;
+  p->n = n;
+  return p;
+}
+
+int taxi__sock_recv_prepared(taxi_handle_t s, taxi__recv_prep_t *p) {
+  return taxi__sock_recv_batch(s, p->m, p->n);
+}
+
+void taxi__sock_recv_unprepare(taxi__recv_prep_t *p) { free(p); }
 
 int taxi__sock_send_batch(taxi_handle_t h, const taxi__dgram_msg_t *m,
                           unsigned n) {

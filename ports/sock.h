@@ -178,14 +178,17 @@ int taxi__sock_recv_batch(taxi_handle_t s, taxi__dgram_msg_t *m, unsigned n);
 /* The same receive into records whose buffers stay, with the system's
  * headers for them built once (taxi__sock_recv_prepare) rather than at
  * every call: a batch of 64 headers costs more to fill than the one
- * datagram a ping-pong peer sends.  prepare: records m[0 .. n) (n at most
- * 64), which must outlive the result and keep their buf and cap; NULL when
- * out of memory.  recv_prepared: as taxi__sock_recv_batch into those
- * records.  One thread at a time per prepared batch. */
+ * datagram a ping-pong peer sends.  prep_size: the bytes the headers for
+ * n records take, which the caller allocates (with taxi's allocator,
+ * suitably for any type) and frees once done.  prepare: builds them in
+ * mem for records m[0 .. n) (n at most 64), which must outlive it and
+ * keep their buf and cap.  recv_prepared: as taxi__sock_recv_batch into
+ * those records.  One thread at a time per prepared batch. */
 typedef struct taxi__recv_prep taxi__recv_prep_t;
-taxi__recv_prep_t *taxi__sock_recv_prepare(taxi__dgram_msg_t *m, unsigned n);
+size_t taxi__sock_recv_prep_size(unsigned n);
+taxi__recv_prep_t *taxi__sock_recv_prepare(void *mem, taxi__dgram_msg_t *m,
+                                           unsigned n);
 int taxi__sock_recv_prepared(taxi_handle_t s, taxi__recv_prep_t *p);
-void taxi__sock_recv_unprepare(taxi__recv_prep_t *p);
 /* Send up to n datagrams in order (sendmmsg, else one sendto each): how
  * many went (>= 1), TAXI_EAGAIN when the first would block, or the first
  * one's error (TAXI_EMSGSIZE, TAXI_ECONNREFUSED ...). */

@@ -82,7 +82,7 @@ static void finish(taxi_dgram_t *d) {
   taxi__io_unlink_dgram(d->io, d);
   taxi__mutex_destroy(&d->cb_lock);
   taxi__mutex_destroy(&d->lock);
-  if (d->rprep) taxi__sock_recv_unprepare(d->rprep);
+  taxi__free(d->rprep);
   taxi__free(d->rbuf);
   taxi__free(d->rmsg);
   taxi__free(d->sbuf);
@@ -390,10 +390,13 @@ int taxi_dgram_open(taxi_dgram_t **out, taxi_io_t *io, const char *local,
     d->rmsg[i].buf = d->rbuf + (size_t)i * d->rsize;
     d->rmsg[i].cap = d->rsize;
   }
-  if (!io->drv->dgram->recv &&
-      !(d->rprep = taxi__sock_recv_prepare(d->rmsg, d->rbatch))) {
-    rc = TAXI_ENOMEM;
-    goto fail_mem;
+  if (!io->drv->dgram->recv) {
+    void *mem = taxi__malloc(taxi__sock_recv_prep_size(d->rbatch));
+    if (!mem) {
+      rc = TAXI_ENOMEM;
+      goto fail_mem;
+    }
+    d->rprep = taxi__sock_recv_prepare(mem, d->rmsg, d->rbatch);
   }
   rc = taxi__mutex_init(&d->lock);
   if (rc < 0) goto fail_mem;
@@ -447,7 +450,7 @@ fail_cb_lock:
 fail_lock:
   taxi__mutex_destroy(&d->lock);
 fail_mem:
-  if (d->rprep) taxi__sock_recv_unprepare(d->rprep);
+  taxi__free(d->rprep);
   taxi__free(d->rbuf);
   taxi__free(d->rmsg);
   taxi__free(d->sbuf);

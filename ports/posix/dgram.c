@@ -17,7 +17,6 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
 #if defined(__linux__)
 #include <netinet/udp.h> /* UDP_SEGMENT, UDP_GRO (where the headers know them) */
@@ -152,9 +151,15 @@ static void rearm(struct taxi__recv_prep *p, unsigned i) {
   p->h[i].msg_len = 0;
 }
 
-taxi__recv_prep_t *taxi__sock_recv_prepare(taxi__dgram_msg_t *m, unsigned n) {
-  struct taxi__recv_prep *p = calloc(1, sizeof *p);
-  if (!p) return NULL;
+size_t taxi__sock_recv_prep_size(unsigned n) {
+  (void)n;
+  return sizeof(struct taxi__recv_prep);
+}
+
+taxi__recv_prep_t *taxi__sock_recv_prepare(void *mem, taxi__dgram_msg_t *m,
+                                           unsigned n) {
+  struct taxi__recv_prep *p = mem;
+  memset(p, 0, sizeof *p);
   p->m = m;
   p->n = n > BATCH_MAX ? BATCH_MAX : n;
   for (unsigned i = 0; i < p->n; i++) {
@@ -207,8 +212,6 @@ int taxi__sock_recv_prepared(taxi_handle_t s, taxi__recv_prep_t *p) {
   }
   return got;
 }
-
-void taxi__sock_recv_unprepare(taxi__recv_prep_t *p) { free(p); }
 
 int taxi__sock_send_batch(taxi_handle_t s, const taxi__dgram_msg_t *m,
                           unsigned n) {
@@ -358,9 +361,14 @@ struct taxi__recv_prep {
   unsigned n;
 };
 
-taxi__recv_prep_t *taxi__sock_recv_prepare(taxi__dgram_msg_t *m, unsigned n) {
-  struct taxi__recv_prep *p = malloc(sizeof *p);
-  if (!p) return NULL;
+size_t taxi__sock_recv_prep_size(unsigned n) {
+  (void)n;
+  return sizeof(struct taxi__recv_prep);
+}
+
+taxi__recv_prep_t *taxi__sock_recv_prepare(void *mem, taxi__dgram_msg_t *m,
+                                           unsigned n) {
+  struct taxi__recv_prep *p = mem;
   p->m = m;
   p->n = n;
   return p;
@@ -369,8 +377,6 @@ taxi__recv_prep_t *taxi__sock_recv_prepare(taxi__dgram_msg_t *m, unsigned n) {
 int taxi__sock_recv_prepared(taxi_handle_t s, taxi__recv_prep_t *p) {
   return taxi__sock_recv_batch(s, p->m, p->n);
 }
-
-void taxi__sock_recv_unprepare(taxi__recv_prep_t *p) { free(p); }
 
 int taxi__sock_udp_gro(taxi_handle_t s, bool on) {
   (void)s;

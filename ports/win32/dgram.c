@@ -13,7 +13,6 @@
 
 #include "ports/sock.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 static int set_int(SOCKET s, int level, int name, int value) {
@@ -90,9 +89,14 @@ struct taxi__recv_prep {
   unsigned n;
 };
 
-taxi__recv_prep_t *taxi__sock_recv_prepare(taxi__dgram_msg_t *m, unsigned n) {
-  struct taxi__recv_prep *p = malloc(sizeof *p);
-  if (!p) return NULL;
+size_t taxi__sock_recv_prep_size(unsigned n) {
+  (void)n;
+  return sizeof(struct taxi__recv_prep);
+}
+
+taxi__recv_prep_t *taxi__sock_recv_prepare(void *mem, taxi__dgram_msg_t *m,
+                                           unsigned n) {
+  struct taxi__recv_prep *p = mem;
   p->m = m;
   p->n = n;
   return p;
@@ -101,8 +105,6 @@ taxi__recv_prep_t *taxi__sock_recv_prepare(taxi__dgram_msg_t *m, unsigned n) {
 int taxi__sock_recv_prepared(taxi_handle_t s, taxi__recv_prep_t *p) {
   return taxi__sock_recv_batch(s, p->m, p->n);
 }
-
-void taxi__sock_recv_unprepare(taxi__recv_prep_t *p) { free(p); }
 
 int taxi__sock_send_batch(taxi_handle_t h, const taxi__dgram_msg_t *m,
                           unsigned n) {

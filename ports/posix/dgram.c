@@ -355,29 +355,6 @@ int taxi__sock_send_batch(taxi_handle_t s, const taxi__dgram_msg_t *m,
   return (int)sent;
 }
 
-/* One receive per datagram here: nothing to prepare but the records. */
-struct taxi__recv_prep {
-  taxi__dgram_msg_t *m;
-  unsigned n;
-};
-
-size_t taxi__sock_recv_prep_size(unsigned n) {
-  (void)n;
-  return sizeof(struct taxi__recv_prep);
-}
-
-taxi__recv_prep_t *taxi__sock_recv_prepare(void *mem, taxi__dgram_msg_t *m,
-                                           unsigned n) {
-  struct taxi__recv_prep *p = mem;
-  p->m = m;
-  p->n = n;
-  return p;
-}
-
-int taxi__sock_recv_prepared(taxi_handle_t s, taxi__recv_prep_t *p) {
-  return taxi__sock_recv_batch(s, p->m, p->n);
-}
-
 int taxi__sock_udp_gro(taxi_handle_t s, bool on) {
   (void)s;
   (void)on;

@@ -35,6 +35,41 @@
 #define ROUNDS 100
 #define LEN 64
 
+/* An L/F context on st_backend: a reactor, a pool with handoff_ns, and
+ * an I/O context over them in x->c (threads not spawned).  *edge says
+ * whether the backend triggers on edges (the handoff applies there). */
+typedef struct lf_ctx {
+  taxi_reactor_t *r;
+  taxi_lf_pool_t *lp;
+  st_io_t c;
+} lf_ctx_t;
+
+static int lf_ctx_open(lf_ctx_t *x, uint64_t handoff_ns, bool *edge) {
+  memset(x, 0, sizeof *x);
+  taxi_reactor_options_t ro;
+  taxi_reactor_options_init(&ro);
+  ro.backend = st_backend;
+  if (taxi_reactor_create(&x->r, &ro) < 0) return -1;
+  unsigned caps = 0;
+  *edge = taxi_reactor_caps(x->r, &caps) == 0 && (caps & TAXI_CAP_EDGE);
+  taxi_lf_options_t lo = TAXI_LF_OPTIONS_INIT;
+  lo.handoff_ns = handoff_ns;
+  CU_ASSERT_EQUAL_FATAL(taxi_lf_create(&x->lp, x->r, &lo), 0);
+  taxi_io_options_t o;
+  taxi_io_options_init(&o);
+  o.dispatcher = TAXI_IO_LF;
+  o.reactor = x->r;
+  o.lf_pool = x->lp;
+  CU_ASSERT_EQUAL_FATAL(taxi_io_create(&x->c.io, &o), 0);
+  return 0;
+}
+
+static void lf_ctx_close(lf_ctx_t *x) {
+  CU_ASSERT_EQUAL(taxi_io_destroy(x->c.io), 0);
+  CU_ASSERT_EQUAL(taxi_lf_destroy(x->lp), 0);
+  CU_ASSERT_EQUAL(taxi_reactor_destroy(x->r), 0);
+}
+
 /* CONNS connections echo ROUNDS rounds: each round sends a message on
  * every connection, then reads every echo back, so that a wait of the
  * pool's reports many streams at once.  Returns the followers the pool
@@ -43,27 +78,11 @@
 static long burst_promotions(uint64_t handoff_ns, bool *edge) {
   static st_echo_t f;
   memset(&f, 0, sizeof f);
-  taxi_reactor_options_t ro;
-  taxi_reactor_options_init(&ro);
-  ro.backend = st_backend;
-  taxi_reactor_t *r;
-  if (taxi_reactor_create(&r, &ro) < 0) return -1;
-  unsigned caps = 0;
-  *edge = taxi_reactor_caps(r, &caps) == 0 && (caps & TAXI_CAP_EDGE);
-  taxi_lf_options_t lo = TAXI_LF_OPTIONS_INIT;
-  lo.handoff_ns = handoff_ns;
-  taxi_lf_pool_t *lp;
-  CU_ASSERT_EQUAL_FATAL(taxi_lf_create(&lp, r, &lo), 0);
-  taxi_io_options_t o;
-  taxi_io_options_init(&o);
-  o.dispatcher = TAXI_IO_LF;
-  o.reactor = r;
-  o.lf_pool = lp;
-  st_io_t c;
-  memset(&c, 0, sizeof c);
-  CU_ASSERT_EQUAL_FATAL(taxi_io_create(&c.io, &o), 0);
+  lf_ctx_t x;
+  if (lf_ctx_open(&x, handoff_ns, edge) < 0) return -1;
+  taxi_lf_pool_t *lp = x.lp;
   CU_ASSERT_EQUAL_FATAL(taxi_lf_spawn(lp, 2), 0);
-  int port = st_listen(&c, NULL, st_echo_accept, &f, NULL);
+  int port = st_listen(&x.c, NULL, st_echo_accept, &f, NULL);
   int fd[CONNS];
   int made = 0;
   for (; made < CONNS; made++)
@@ -88,9 +107,7 @@ static long burst_promotions(uint64_t handoff_ns, bool *edge) {
   CU_ASSERT_FALSE(failed);
   for (int i = 0; i < made; i++) close(fd[i]);
   CU_ASSERT(util_wait_flag(&f.closed, made, 10000));
-  CU_ASSERT_EQUAL(taxi_io_destroy(c.io), 0);
-  CU_ASSERT_EQUAL(taxi_lf_destroy(lp), 0);
-  CU_ASSERT_EQUAL(taxi_reactor_destroy(r), 0);
+  lf_ctx_close(&x);
   return failed || made < CONNS ? -1
                                 : (long)(after.promotions - before.promotions);
 }
@@ -166,32 +183,17 @@ static int ping(int fd, unsigned port, unsigned char first, unsigned seq) {
 static int ping_pong(int slow, unsigned char slow_kind, int counted,
                      unsigned char kind, taxi_lf_stats_t *mid,
                      taxi_lf_stats_t *end) {
-  taxi_reactor_options_t ro;
-  taxi_reactor_options_init(&ro);
-  ro.backend = st_backend;
-  taxi_reactor_t *r;
-  CU_ASSERT_EQUAL_FATAL(taxi_reactor_create(&r, &ro), 0);
-  unsigned caps = 0;
-  if (taxi_reactor_caps(r, &caps) < 0 || !(caps & TAXI_CAP_EDGE)) {
-    CU_ASSERT_EQUAL(taxi_reactor_destroy(r), 0);
+  lf_ctx_t x;
+  bool edge = false;
+  CU_ASSERT_EQUAL_FATAL(lf_ctx_open(&x, SLOW_HANDOFF_NS, &edge), 0);
+  if (!edge) {
+    lf_ctx_close(&x);
     return -1;
   }
-  taxi_lf_options_t lo;
-  taxi_lf_options_init(&lo);
-  lo.handoff_ns = SLOW_HANDOFF_NS;
-  taxi_lf_pool_t *lp;
-  CU_ASSERT_EQUAL_FATAL(taxi_lf_create(&lp, r, &lo), 0);
-  taxi_io_options_t o;
-  taxi_io_options_init(&o);
-  o.dispatcher = TAXI_IO_LF;
-  o.reactor = r;
-  o.lf_pool = lp;
-  st_io_t c;
-  memset(&c, 0, sizeof c);
-  CU_ASSERT_EQUAL_FATAL(taxi_io_create(&c.io, &o), 0);
+  taxi_lf_pool_t *lp = x.lp;
   taxi_dgram_t *d;
   CU_ASSERT_EQUAL_FATAL(
-      taxi_dgram_open(&d, c.io, "127.0.0.1:0", NULL, slow_echo, NULL), 0);
+      taxi_dgram_open(&d, x.c.io, "127.0.0.1:0", NULL, slow_echo, NULL), 0);
   unsigned port = st_dgram_port(d);
   CU_ASSERT_EQUAL_FATAL(taxi_lf_spawn(lp, 3), 0);
   int fd = st_udp_socket(NULL);
@@ -209,9 +211,7 @@ static int ping_pong(int slow, unsigned char slow_kind, int counted,
   CU_ASSERT_EQUAL(taxi_lf_stats(lp, end), 0);
   CU_ASSERT_FALSE(failed);
   close(fd);
-  CU_ASSERT_EQUAL(taxi_io_destroy(c.io), 0); /* closes the endpoint */
-  CU_ASSERT_EQUAL(taxi_lf_destroy(lp), 0);
-  CU_ASSERT_EQUAL(taxi_reactor_destroy(r), 0);
+  lf_ctx_close(&x); /* closes the endpoint */
   return failed ? -1 : 0;
 }
 

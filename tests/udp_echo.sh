@@ -35,6 +35,22 @@ for b in $("$lister" --list-proactor-backends); do
   for d in proactor proactors; do pairs="$pairs $d/$b"; done
 done
 
+# echoed LABEL ADDRESS COUNT [CLIENT-ARGS...]: a client of COUNT
+# datagrams to ADDRESS, every one verified: "ok LABEL", else "bad" with
+# the client's output.
+echoed() {
+  label=$1 address=$2 n=$3
+  shift 3
+  if "$prog" client --address "$address" --count "$n" \
+    --time-limit $((60 * scale)) "$@" >"$work/client.out" 2>&1 &&
+    grep -q "all verified" "$work/client.out"; then
+    ok "$label"
+  else
+    bad "$label: the client:"
+    cat "$work/client.out"
+  fi
+}
+
 for pair in $pairs; do
   dispatcher=${pair%/*}
   backend=${pair#*/}
@@ -55,25 +71,11 @@ for pair in $pairs; do
       esac
       break
     fi
-    if "$prog" client --address "$host:$port" --count $count \
-      --dispatcher "$dispatcher" --backend "$backend" \
-      --time-limit $((60 * scale)) >"$work/client.out" 2>&1 &&
-      grep -q "all verified" "$work/client.out"; then
-      ok "$pair: $count datagrams echoed over $host"
-    else
-      bad "$pair: the client over $host:"
-      cat "$work/client.out"
-    fi
+    echoed "$pair: $count datagrams echoed over $host" "$host:$port" \
+      $count --dispatcher "$dispatcher" --backend "$backend"
     if [ "$host" = 127.0.0.1 ]; then
-      if "$prog" client --address "localhost:$port" --count 10 \
-        --dispatcher "$dispatcher" --backend "$backend" \
-        --time-limit $((60 * scale)) >"$work/client.out" 2>&1 &&
-        grep -q "all verified" "$work/client.out"; then
-        ok "$pair: echoed by the name localhost"
-      else
-        bad "$pair: the client of localhost:"
-        cat "$work/client.out"
-      fi
+      echoed "$pair: echoed by the name localhost" "localhost:$port" 10 \
+        --dispatcher "$dispatcher" --backend "$backend"
     fi
     stop_server "$pair: the server" "$out" "stopped after" ||
       bad "$pair: the server's stop"
@@ -82,14 +84,7 @@ done
 
 out=$work/server-handoff.out
 if spawn "$out" "$out" "$prog" server --dispatcher lf --handoff-us 400; then
-  if "$prog" client --address "127.0.0.1:$port" --count 10 \
-    --time-limit $((60 * scale)) >"$work/client.out" 2>&1 &&
-    grep -q "all verified" "$work/client.out"; then
-    ok "lf --handoff-us 400: 10 datagrams echoed"
-  else
-    bad "lf --handoff-us 400: the client:"
-    cat "$work/client.out"
-  fi
+  echoed "lf --handoff-us 400: 10 datagrams echoed" "127.0.0.1:$port" 10
   stop_server "lf --handoff-us 400" "$out" "stopped after" ||
     bad "lf --handoff-us 400: the server's stop"
 else

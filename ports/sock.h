@@ -40,6 +40,11 @@ int taxi__sockaddr_format(const taxi_addr_t *a, char *buf, size_t cap);
 unsigned taxi__sockaddr_port(const taxi_addr_t *a);
 /* Fill *out from a struct sockaddr of len bytes (as the system gave it). */
 void taxi__sockaddr_set(taxi_addr_t *out, const void *sa, unsigned len);
+/* The same for len bytes the system wrote in place into a->sa.bytes,
+ * whose bytes past a->len were zero (a record of taxi__sockaddr_set's, or
+ * cleared): what *a leaves as taxi__sockaddr_set would, without clearing
+ * and copying the whole record. */
+void taxi__sockaddr_written(taxi_addr_t *a, unsigned len);
 /* The AF_* family of a socket for `a`, or -1 where the system has none
  * (an address of no family; a Unix-domain one on Windows). */
 int taxi__sockaddr_family(const taxi_addr_t *a);
@@ -170,25 +175,29 @@ typedef struct taxi__dgram_msg {
  * TAXI_EADDRINUSE, TAXI_EPERM, TAXI_EBADADDR (family), TAXI_ESYS ... */
 int taxi__sock_dgram(const taxi_addr_t *local, unsigned flags,
                      taxi_handle_t *out);
-/* Receive up to n datagrams (recvmmsg where the system has it, else one
- * recvfrom per datagram): how many (>= 1), TAXI_EAGAIN when none waits,
- * or the error the socket reported (an ICMP error on a connected socket:
- * TAXI_ECONNREFUSED ...), which ends the batch. */
-int taxi__sock_recv_batch(taxi_handle_t s, taxi__dgram_msg_t *m, unsigned n);
-/* The same receive into records whose buffers stay, with the system's
- * headers for them built once (taxi__sock_recv_prepare) rather than at
- * every call: a batch of 64 headers costs more to fill than the one
- * datagram a ping-pong peer sends.  prep_size: the bytes the headers for
- * n records take, which the caller allocates (with taxi's allocator,
+/* Receive up to n datagrams into records whose buffers stay: with
+ * recvmmsg (Linux) through the system's headers for them, built once by
+ * taxi__sock_recv_prepare rather than at every call (a batch of 64
+ * headers costs more to fill than the one datagram a ping-pong peer
+ * sends); elsewhere one recvfrom per datagram (ports/dgram_plain.c, with
+ * taxi__sock_recv_batch of the port).  prep_size: the bytes the headers
+ * for n records take, which the caller allocates (with taxi's allocator,
  * suitably for any type) and frees once done.  prepare: builds them in
  * mem for records m[0 .. n) (n at most 64), which must outlive it and
- * keep their buf and cap.  recv_prepared: as taxi__sock_recv_batch into
- * those records.  One thread at a time per prepared batch. */
+ * keep their buf and cap.  recv_prepared: how many (>= 1), TAXI_EAGAIN
+ * when none waits, or the error the socket reported (an ICMP error on a
+ * connected socket: TAXI_ECONNREFUSED ...), which ends the batch.  One
+ * thread at a time per prepared batch. */
 typedef struct taxi__recv_prep taxi__recv_prep_t;
 size_t taxi__sock_recv_prep_size(unsigned n);
 taxi__recv_prep_t *taxi__sock_recv_prepare(void *mem, taxi__dgram_msg_t *m,
                                            unsigned n);
 int taxi__sock_recv_prepared(taxi_handle_t s, taxi__recv_prep_t *p);
+#if !defined(__linux__)
+/* The port's receive of up to n datagrams, one recvfrom each, as
+ * taxi__sock_recv_prepared. */
+int taxi__sock_recv_batch(taxi_handle_t s, taxi__dgram_msg_t *m, unsigned n);
+#endif
 /* Send up to n datagrams in order (sendmmsg, else one sendto each): how
  * many went (>= 1), TAXI_EAGAIN when the first would block, or the first
  * one's error (TAXI_EMSGSIZE, TAXI_ECONNREFUSED ...). */

@@ -159,29 +159,40 @@ unsigned taxi__sockaddr_port(const taxi_addr_t *a) {
   return 0;
 }
 
+/* a->family from the struct sockaddr in a->sa.bytes (the bytes past
+ * a->len zero: a length too short for the family reads zero). */
+static void family_from_bytes(taxi_addr_t *a) {
+  const struct sockaddr *s = (const struct sockaddr *)(const void *)a->sa.bytes;
+  switch (s->sa_family) {
+    case AF_INET:
+      a->family = TAXI_ADDR_IPV4;
+      break;
+    case AF_INET6:
+      a->family = TAXI_ADDR_IPV6;
+      break;
+#if !defined(_WIN32)
+    case AF_UNIX:
+      a->family = TAXI_ADDR_UNIX;
+      break;
+#endif
+    default:
+      a->family = 0;
+  }
+}
+
 void taxi__sockaddr_set(taxi_addr_t *out, const void *sa, unsigned len) {
-  const struct sockaddr *s =
-      (const struct sockaddr *)(const void *)out->sa.bytes;
   memset(out, 0, sizeof *out);
   if (len > sizeof out->sa.bytes) len = sizeof out->sa.bytes;
   memcpy(out->sa.bytes, sa, len);
   out->len = len;
-  /* Read from the copy: a length too short for the family reads zero. */
-  switch (s->sa_family) {
-    case AF_INET:
-      out->family = TAXI_ADDR_IPV4;
-      break;
-    case AF_INET6:
-      out->family = TAXI_ADDR_IPV6;
-      break;
-#if !defined(_WIN32)
-    case AF_UNIX:
-      out->family = TAXI_ADDR_UNIX;
-      break;
-#endif
-    default:
-      out->family = 0;
-  }
+  family_from_bytes(out);
+}
+
+void taxi__sockaddr_written(taxi_addr_t *a, unsigned len) {
+  if (len > sizeof a->sa.bytes) len = sizeof a->sa.bytes;
+  if (len < a->len) memset(a->sa.bytes + len, 0, a->len - len);
+  a->len = len;
+  family_from_bytes(a);
 }
 
 int taxi__sockaddr_family(const taxi_addr_t *a) {

@@ -98,42 +98,6 @@ static size_t gro_segment(struct msghdr *h) {
   return 0;
 }
 
-int taxi__sock_recv_batch(taxi_handle_t s, taxi__dgram_msg_t *m, unsigned n) {
-  struct mmsghdr h[BATCH_MAX];
-  struct iovec iov[BATCH_MAX];
-  /* Always offered: the kernel writes into it only on a socket with
-   * UDP_GRO on, and only for a coalesced receive. */
-  gro_cmsg_t ctl[BATCH_MAX];
-  if (n > BATCH_MAX) n = BATCH_MAX;
-  /* Every field set, rather than the whole array cleared first: a batch
-   * of 64 headers is 4 KiB, mostly for datagrams that do not come. */
-  for (unsigned i = 0; i < n; i++) {
-    iov[i].iov_base = m[i].buf;
-    iov[i].iov_len = m[i].cap;
-    h[i].msg_hdr.msg_iov = &iov[i];
-    h[i].msg_hdr.msg_iovlen = 1;
-    h[i].msg_hdr.msg_name = m[i].addr.sa.bytes;
-    h[i].msg_hdr.msg_namelen = sizeof m[i].addr.sa.bytes;
-    h[i].msg_hdr.msg_control = ctl[i].buf;
-    h[i].msg_hdr.msg_controllen = sizeof ctl[i].buf;
-    h[i].msg_hdr.msg_flags = 0;
-    h[i].msg_len = 0;
-  }
-  int got;
-  do got = recvmmsg(s, h, n, MSG_DONTWAIT, NULL);
-  while (got < 0 && errno == EINTR);
-  if (got < 0) return taxi__last_error();
-  if (got == 0) return TAXI_EAGAIN;
-  for (int i = 0; i < got; i++) {
-    taxi_addr_t from = m[i].addr; /* the set clears its output first */
-    taxi__sockaddr_set(&m[i].addr, from.sa.bytes, h[i].msg_hdr.msg_namelen);
-    m[i].truncated = (h[i].msg_hdr.msg_flags & MSG_TRUNC) != 0;
-    m[i].len = h[i].msg_len < m[i].cap ? h[i].msg_len : m[i].cap;
-    m[i].seg = h[i].msg_hdr.msg_controllen ? gro_segment(&h[i].msg_hdr) : 0;
-  }
-  return got;
-}
-
 /* Prepared headers: each one's variable fields (name and control lengths,
  * flags) are set again after the kernel wrote them, the rest stays. */
 struct taxi__recv_prep {
@@ -141,6 +105,8 @@ struct taxi__recv_prep {
   unsigned n;
   struct mmsghdr h[BATCH_MAX];
   struct iovec iov[BATCH_MAX];
+  /* Always offered: the kernel writes into it only on a socket with
+   * UDP_GRO on, and only for a coalesced receive. */
   gro_cmsg_t ctl[BATCH_MAX];
 };
 
@@ -174,23 +140,6 @@ taxi__recv_prep_t *taxi__sock_recv_prepare(void *mem, taxi__dgram_msg_t *m,
   return p;
 }
 
-/* The address the kernel wrote in place, len bytes of a->sa: as
- * taxi__sockaddr_set leaves it (the bytes past len zero, the family read
- * from them), without clearing and copying the whole record.  The bytes
- * past a->len are zero already (the record starts cleared, and each call
- * clears what a longer address before left). */
-static void received_from(taxi_addr_t *a, unsigned len) {
-  if (len > sizeof a->sa.bytes) len = sizeof a->sa.bytes;
-  if (len < a->len) memset(a->sa.bytes + len, 0, a->len - len);
-  a->len = len;
-  sa_family_t f = 0;
-  if (len >= sizeof f) memcpy(&f, a->sa.bytes, sizeof f);
-  a->family = f == AF_INET    ? TAXI_ADDR_IPV4
-              : f == AF_INET6 ? TAXI_ADDR_IPV6
-              : f == AF_UNIX  ? TAXI_ADDR_UNIX
-                              : 0;
-}
-
 int taxi__sock_recv_prepared(taxi_handle_t s, taxi__recv_prep_t *p) {
   int got;
   do got = recvmmsg(s, p->h, p->n, MSG_DONTWAIT, NULL);
@@ -204,7 +153,7 @@ int taxi__sock_recv_prepared(taxi_handle_t s, taxi__recv_prep_t *p) {
   for (int i = 0; i < got; i++) {
     taxi__dgram_msg_t *m = &p->m[i];
     struct msghdr *h = &p->h[i].msg_hdr;
-    received_from(&m->addr, h->msg_namelen);
+    taxi__sockaddr_written(&m->addr, h->msg_namelen);
     m->truncated = (h->msg_flags & MSG_TRUNC) != 0;
     m->len = p->h[i].msg_len < m->cap ? p->h[i].msg_len : m->cap;
     m->seg = h->msg_controllen ? gro_segment(h) : 0;

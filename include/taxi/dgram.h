@@ -135,7 +135,12 @@ typedef struct taxi_dgram taxi_dgram_t; /* a datagram endpoint */
  * A datagram arrived, or the socket reported an error.
  *   status 0: `len` bytes at `data` from `from`; `flags` may have
  *     TAXI_DGRAM_TRUNCATED.  data and from are the endpoint's and valid
- *     only during the call (copy what is kept).
+ *     only during the call (copy what is kept).  from is of the
+ *     endpoint's family: on a dual-stack IPv6 endpoint an IPv4 sender's
+ *     address is IPv4-mapped (RFC 4291: TAXI_ADDR_IPV6, its address ten
+ *     zero bytes, two 0xff bytes, then the IPv4 address; its port the
+ *     sender's), which taxi_dgram_send_to() takes back, as it takes the
+ *     plain IPv4 form.
  *   status < 0: an error, data and from NULL, len 0: an ICMP error on a
  *     connected endpoint (TAXI_ECONNREFUSED: the peer's port had no
  *     socket; TAXI_ESYS for others, taxi_last_os_error() telling; Windows

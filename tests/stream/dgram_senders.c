@@ -14,8 +14,8 @@
  * datagrams each back to back, so that its batches mix senders and
  * families; every sender must get back exactly its own datagrams, and
  * the address recorded for each datagram must be its sender's
- * getsockname() address (v4-mapped on a dual-stack endpoint, as the
- * socket reports it).  An IPv4-only endpoint with IPv4 senders covers the
+ * getsockname() address (IPv4-mapped on a dual-stack endpoint, as
+ * taxi/dgram.h says).  An IPv4-only endpoint with IPv4 senders covers the
  * other receive path.
  */
 #define _GNU_SOURCE 1

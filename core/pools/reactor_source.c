@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include "core/pools/dispatch_source.h"
+#include "core/reactor/reactor_take.h"
 
 static bool take(void *self, taxi_time_t now, taxi__event_t *ev) {
   return taxi__reactor_take_locked(self, now, ev);

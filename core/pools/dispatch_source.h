@@ -43,6 +43,7 @@
 #include "core/reactor/reactor_impl.h"
 #include "taxi/lf.h"
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -71,10 +72,6 @@ typedef struct taxi__source_ops {
   /* While sticky, a waiter returns at once (a pool shutting down); turning
    * it off consumes the wake-ups left over. */
   void (*set_sticky_locked)(void *self, bool sticky);
-  /* The source itself was asked to stop (taxi_reactor_stop,
-   * taxi_proactor_stop: atomics only, so a signal handler may ask): the
-   * pool over it stops as its own stop would. */
-  bool (*stop_asked)(const void *self);
   /* How many events the waits reported that are not taken yet: what a
    * thread about to run a draining hook (taxi__event_t.drains) leaves for
    * the others.  Only a source whose takes set `drains` need count. */
@@ -88,6 +85,11 @@ typedef struct taxi__source {
   size_t max_events; /* the room a wait may fill */
   size_t buf_elem;   /* bytes per element of a wait's buffer */
   bool multi_wait;   /* several threads may wait at once */
+  /* Set once the source itself was asked to stop (taxi_reactor_stop,
+   * taxi_proactor_stop: atomics only, so a signal handler may ask): the
+   * pool over it stops as its own stop would.  The flag rather than a
+   * step, since the pool looks at it around every event it takes. */
+  const atomic_bool *stop_flag;
 } taxi__source_t;
 
 /* The reactor as a source (core/pools/reactor_source.c).  multi_wait is true

@@ -36,6 +36,7 @@
 #include "core/common/detail.h"
 #include "core/common/options.h"
 #include "core/reactor/reactor_impl.h"
+#include "core/reactor/reactor_take.h"
 #include "core/common/registry.h"
 #include "core/common/time_math.h"
 

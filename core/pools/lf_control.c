@@ -287,8 +287,7 @@ int taxi_lf_wait(taxi_lf_pool_t *p, int timeout_ms) {
      * source that no pool thread has seen yet, and the wake-ups of a
      * stopping pool, which a kevent with several waiters may lose
      * (libkqueue), are made good here as taxi_lf_stop makes them good. */
-    if (!p->shutdown && p->src.ops->stop_asked(p->src.self))
-      taxi__lf_stop_locked(p);
+    if (!p->shutdown && atomic_load(p->src.stop_flag)) taxi__lf_stop_locked(p);
     if (p->shutdown) taxi__lf_wake_everyone_locked(p);
     taxi_time_t slice = taxi__time_add(taxi_now(), 10 * TAXI_NSEC_PER_MSEC);
     taxi__cond_timedwait(&p->left, p->src.lock,

@@ -270,8 +270,7 @@ static int pool_loop(taxi_lf_pool_t *p, taxi__lf_thread_t *t,
   for (;;) {
     /* The reactor or proactor was stopped (perhaps from a signal handler,
      * which cannot call taxi_lf_stop): the pool stops with it. */
-    if (!p->shutdown && p->src.ops->stop_asked(p->src.self))
-      taxi__lf_stop_locked(p);
+    if (!p->shutdown && atomic_load(p->src.stop_flag)) taxi__lf_stop_locked(p);
     /* A thread taking part for a caller (an await) returns once what it
      * waits for has come, and a shrink does not cut that short. */
     if (t->until && t->until(t->until_arg)) break;
@@ -301,7 +300,7 @@ static int pool_loop(taxi_lf_pool_t *p, taxi__lf_thread_t *t,
     fresh = false;
     /* The take may have drained the wake-up of a stop of the source made
      * since the check above: look again before waiting. */
-    if (!p->shutdown && p->src.ops->stop_asked(p->src.self)) continue;
+    if (!p->shutdown && atomic_load(p->src.stop_flag)) continue;
     /* Without room for what a wait reports (the waits in progress have
      * taken it all), waiting now would return at once with nothing:
      * follow instead, until a thread that took events promotes us. */

@@ -77,10 +77,6 @@ static void set_sticky(void *self, bool sticky) {
   p->sticky = sticky;
 }
 
-static bool stop_asked(const void *self) {
-  return atomic_load(&((taxi_proactor_t *)self)->stopped);
-}
-
 /* Completions never drain a handle (taxi__event_t.drains): the pool
  * promotes for them as has_work says, and needs no count. */
 static size_t backlog(const void *self) {
@@ -89,8 +85,8 @@ static size_t backlog(const void *self) {
 }
 
 static const taxi__source_ops_t proactor_source_ops = {
-    take,        run,         untake,   wait_for,   has_work,   room,
-    attach_pool, detach_pool, wake_all, set_sticky, stop_asked, backlog};
+    take,        run,         untake,   wait_for,   has_work, room,
+    attach_pool, detach_pool, wake_all, set_sticky, backlog};
 
 static void proactor_source(taxi_proactor_t *p, taxi__source_t *out) {
   out->ops = &proactor_source_ops;
@@ -99,6 +95,7 @@ static void proactor_source(taxi_proactor_t *p, taxi__source_t *out) {
   out->max_events = p->max_events;
   out->buf_elem = sizeof(taxi__completion_t);
   out->multi_wait = (p->ops->caps & TAXI__PCAP_MULTI_WAIT) != 0;
+  out->stop_flag = &p->stopped;
 }
 
 int taxi_lf_create_proactor(taxi_lf_pool_t **out, taxi_proactor_t *p,

@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include "core/pools/dispatch_source.h"
+#include "core/reactor/reactor_take.h"
 
 static bool take(void *self, taxi_time_t now, taxi__event_t *ev) {
   return taxi__reactor_take_locked(self, now, ev);
@@ -52,18 +53,14 @@ static void set_sticky(void *self, bool sticky) {
   if (!sticky) taxi__rwake_drain(r);
 }
 
-static bool stop_asked(const void *self) {
-  return taxi_reactor_stopped(self) != 0;
-}
-
 static size_t backlog(const void *self) {
   const taxi_reactor_t *r = self;
   return r->pending_count;
 }
 
 static const taxi__source_ops_t reactor_source_ops = {
-    take,        run,         untake,   wait_for,   has_work,   room,
-    attach_pool, detach_pool, wake_all, set_sticky, stop_asked, backlog};
+    take,        run,         untake,   wait_for,   has_work, room,
+    attach_pool, detach_pool, wake_all, set_sticky, backlog};
 
 void taxi__reactor_source(taxi_reactor_t *r, taxi__source_t *out) {
   unsigned need = TAXI_CAP_MULTI_WAIT | TAXI_CAP_ONESHOT;
@@ -73,4 +70,5 @@ void taxi__reactor_source(taxi_reactor_t *r, taxi__source_t *out) {
   out->max_events = r->max_events;
   out->buf_elem = sizeof(taxi__ready_t);
   out->multi_wait = (r->ops->caps & need) == need;
+  out->stop_flag = &r->stopped;
 }

@@ -90,8 +90,8 @@ static bool take_io_locked(taxi_reactor_t *r, const taxi__ready_t *rd,
  * re-armed by its own hook waits for the next round instead of starving
  * I/O.  Returns false when nothing is ready without waiting.
  */
-bool taxi__reactor_take_locked(taxi_reactor_t *r, taxi_time_t now,
-                               taxi__event_t *ev) {
+bool taxi__reactor_take_any_locked(taxi_reactor_t *r, taxi_time_t now,
+                                   taxi__event_t *ev) {
   if (r->notes_budget && taxi__notify_queue_pop(&r->notes, &ev->note)) {
     r->notes_budget--;
     ev->kind = TAXI__EV_NOTIFY;
@@ -109,7 +109,7 @@ bool taxi__reactor_take_locked(taxi_reactor_t *r, taxi_time_t now,
     /* The wake-up or signal source may have just made work ready. */
     if (r->notes_budget == 0 && r->notes.count) {
       r->notes_budget = r->notes.count;
-      return taxi__reactor_take_locked(r, now, ev);
+      return taxi__reactor_take_any_locked(r, now, ev);
     }
     if (r->sig_any_pending && taxi__signals_take_locked(r, ev)) return true;
   }

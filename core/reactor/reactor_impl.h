@@ -368,9 +368,11 @@ static inline bool taxi__timer_firing(const taxi_timer_t *t, uint64_t seq) {
 
 /* Take the next event that is ready without waiting (see the take order in
  * reactor_dispatch.c); in pool mode its handle is deactivated.  r->lock
- * held. */
-bool taxi__reactor_take_locked(taxi_reactor_t *r, taxi_time_t now,
-                               taxi__event_t *ev);
+ * held.  The loops call it through taxi__reactor_take_locked
+ * (core/reactor/reactor_take.h), which answers without a call when
+ * nothing is ready. */
+bool taxi__reactor_take_any_locked(taxi_reactor_t *r, taxi_time_t now,
+                                   taxi__event_t *ev);
 /* Run what was taken: r->lock is released while hooks run; afterwards the
  * handle is reactivated (pool mode) and the handler released.  An event
  * whose handle was removed or suspended, timer cancelled or rescheduled,

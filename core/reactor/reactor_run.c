@@ -12,6 +12,7 @@
 #include "config.h"
 
 #include "core/reactor/reactor_impl.h"
+#include "core/reactor/reactor_take.h"
 #include "backends/completion.h"
 #include "core/common/alloc.h"
 #include "core/common/batch_clock.h"

@@ -90,33 +90,36 @@ static void finish(taxi_dgram_t *d) {
   taxi__free(d);
 }
 
+/* The endpoint whose callback the calling thread runs (NULL: none).  Per
+ * thread, so that the thread asking whether it is in d's own callback
+ * (a send, a connect, the release) reads what only it writes: no lock.
+ * A release that comes while a callback runs can only come from that
+ * callback (taxi_dgram_close inside it: the driver releases no endpoint
+ * whose hooks run), so it is told the same way. */
+static _Thread_local taxi_dgram_t *delivering TAXI__TLS_HOT;
+
 /* Run the receive callback, cb_lock held.  True when d is gone (the
  * callback closed it and the release came meanwhile): cb_lock was let go
- * and d finished, so the caller must not touch d. */
+ * and d finished, so the caller must not touch d.  No lock of d's is
+ * taken: closing is atomic, and released is written only by this thread
+ * while it delivers (see `delivering`). */
 static bool deliver(taxi_dgram_t *d, int status, const taxi__dgram_msg_t *m) {
-  taxi__mutex_lock(&d->lock);
-  if (atomic_load(&d->closing)) {
-    taxi__mutex_unlock(&d->lock);
-    return false;
-  }
-  d->in_cb = true;
-  d->cb_thread = taxi__thread_self();
-  taxi__mutex_unlock(&d->lock);
+  if (atomic_load(&d->closing)) return false;
+  taxi_dgram_t *outer = delivering;
+  delivering = d;
   taxi__batch_delivered();
   if (m)
     d->fn(d, 0, m->buf, m->len, &m->addr,
           m->truncated ? TAXI_DGRAM_TRUNCATED : 0u, d->arg);
   else
     d->fn(d, status, NULL, 0, NULL, 0, d->arg);
-  taxi__mutex_lock(&d->lock);
-  d->in_cb = false;
-  bool gone = d->released;
-  taxi__mutex_unlock(&d->lock);
-  if (gone) {
+  delivering = outer;
+  if (d->released) {
     taxi__mutex_unlock(&d->cb_lock);
     finish(d);
+    return true;
   }
-  return gone;
+  return false;
 }
 
 /* Deliver what one receive got, cb_lock held: one datagram, or those the
@@ -142,19 +145,22 @@ static bool deliver_split(taxi_dgram_t *d, taxi__dgram_msg_t *m) {
 }
 
 static void released(taxi_dgram_t *d) {
-  taxi__mutex_lock(&d->lock);
-  d->released = true;
-  bool later = d->in_cb; /* that callback's thread finishes d */
-  taxi__mutex_unlock(&d->lock);
-  if (!later) finish(d);
+  /* Inline from d's own callback: its thread finishes d as it returns. */
+  if (delivering == d)
+    d->released = true;
+  else
+    finish(d);
 }
 
 static void flush_locked(taxi_dgram_t *d, int *err);
 
 /* Send what the callbacks of a receive batch queued, cb_lock held; an
  * error of those sends goes to the receive callback.  True when d is gone
- * (as deliver). */
+ * (as deliver).  A batch whose callbacks held nothing back (their sends
+ * went at once: see taxi_dgram_send_to) has nothing to flush. */
 static bool flush_held(taxi_dgram_t *d) {
+  if (!d->held) return false;
+  d->held = false;
   int err = 0;
   taxi__mutex_lock(&d->lock);
   if (!atomic_load(&d->closing) && d->qcount > 0 && !d->writing)
@@ -196,6 +202,10 @@ static void readable(taxi_dgram_t *d) {
       break;
     }
     d->hold_sends = true;
+    /* One datagram: the sends of its callback need not wait for others,
+     * and go at once while nothing is queued (no copy into the queue). */
+    d->hold_one =
+        n == 1 && (d->rmsg[0].seg == 0 || d->rmsg[0].len <= d->rmsg[0].seg);
     for (int i = 0; i < n; i++)
       if (deliver_split(d, &d->rmsg[i])) return;
     d->hold_sends = false;
@@ -500,8 +510,7 @@ int taxi_dgram_connect(taxi_dgram_t *d, const char *peer) {
   /* Connected under cb_lock, which the receiving side holds around its
    * receives, so that they come before or after the connect, never beside
    * it; in d's own callback that thread holds it already. */
-  bool in_own_cb =
-      d->in_cb && taxi__thread_equal(d->cb_thread, taxi__thread_self());
+  bool in_own_cb = delivering == d;
   if (!in_own_cb) {
     taxi__mutex_unlock(&d->lock);
     taxi__mutex_lock(&d->cb_lock); /* before d->lock, as the receiver */
@@ -517,6 +526,29 @@ int taxi_dgram_connect(taxi_dgram_t *d, const char *peer) {
   taxi__mutex_unlock(&d->lock);
   if (!in_own_cb) taxi__mutex_unlock(&d->cb_lock);
   return rc;
+}
+
+/* One datagram straight to the socket (lock held): as
+ * taxi__sock_send_batch of one.  The record is filled field by field and
+ * only the bytes of the address in use are copied (16 of IPv4's 128):
+ * zeroing and copying the whole record cost more than the rest of the
+ * call.  A length beyond the address's bytes is kept as it is, for the
+ * system to refuse, as it would the caller's own record. */
+static int send_now(taxi_dgram_t *d, const void *data, size_t len,
+                    const taxi_addr_t *to) {
+  taxi__dgram_msg_t m;
+  m.buf = (void *)(uintptr_t)data;
+  m.cap = m.len = len;
+  m.truncated = false;
+  m.seg = 0;
+  m.addr.family = 0;
+  if (to) {
+    m.addr.family = to->family;
+    m.addr.len = to->len;
+    memcpy(m.addr.sa.bytes, to->sa.bytes,
+           to->len < sizeof m.addr.sa.bytes ? to->len : sizeof m.addr.sa.bytes);
+  }
+  return taxi__sock_send_batch(d->fd, &m, 1);
 }
 
 int taxi_dgram_send_to(taxi_dgram_t *d, const void *data, size_t len,
@@ -546,11 +578,27 @@ int taxi_dgram_send_to(taxi_dgram_t *d, const void *data, size_t len,
                         "taxi_dgram_send_to: to: NULL, and no default peer");
   }
   /* In d's receive callback, while its batch is delivered: queued, to go
-   * with the batch's other sends (flush_held), unless the queue is full. */
-  if (d->in_cb && taxi__thread_equal(d->cb_thread, taxi__thread_self()) &&
-      d->hold_sends) {
+   * with the batch's other sends (flush_held), unless the queue is full.
+   * A batch of one datagram has no others: its callback's first send goes
+   * at once if nothing is queued (no copy into the queue, no lock taken
+   * after the batch), its error told after the batch all the same; the
+   * callback's further sends, if any, are held to leave together. */
+  if (delivering == d && d->hold_sends) {
+    if (d->hold_one && d->qcount == 0) {
+      d->hold_one = false;
+      rc = send_now(d, data, len, to);
+      if (rc != TAXI_EAGAIN) {
+        if (rc < 0) {
+          d->held_err = rc;
+          d->held = true;
+        }
+        taxi__mutex_unlock(&d->lock);
+        return 0;
+      }
+    }
     rc = enqueue(d, data, len, to);
     if (rc == 0) {
+      d->held = true;
       taxi__mutex_unlock(&d->lock);
       return 0;
     }
@@ -558,13 +606,14 @@ int taxi_dgram_send_to(taxi_dgram_t *d, const void *data, size_t len,
      * of theirs is told after the batch, as it would have been. */
     int err = 0;
     if (!d->writing) flush_locked(d, &err);
-    if (err) d->held_err = err;
+    if (err) {
+      d->held_err = err;
+      d->held = true;
+    }
   }
   if (d->qcount == 0) {
     /* Nothing queued: straight to the socket, no copy. */
-    taxi__dgram_msg_t m = {.buf = (void *)(uintptr_t)data, .len = len};
-    if (to) m.addr = *to;
-    rc = taxi__sock_send_batch(d->fd, &m, 1);
+    rc = send_now(d, data, len, to);
     if (rc != TAXI_EAGAIN) {
       taxi__mutex_unlock(&d->lock);
       return rc < 0 ? rc : 0;

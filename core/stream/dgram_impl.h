@@ -15,8 +15,10 @@
  * Release.  The driver calls ops->released once no hook of the endpoint
  * can run any more.  If a callback is running then (the release came
  * inline, from a taxi_dgram_close inside that callback), the thread
- * running it finishes the endpoint when it returns (in_cb, released);
- * else the release does.  Finishing closes the socket, runs the close
+ * running it finishes the endpoint when it returns (released; dgram.c
+ * knows the thread in a callback by a per-thread record of the endpoint
+ * it delivers to, so neither side takes a lock for it); else the release
+ * does.  Finishing closes the socket, runs the close
  * callback and frees: so no descriptor number is reused while a hook
  * might still name it.
  */
@@ -63,17 +65,24 @@ struct taxi_dgram {
   /* Closed: nothing starts any more.  Set under lock; atomic, as
    * taxi_io_destroy reads it under the context's lock instead. */
   atomic_bool closing;
+  /* Released inline by a callback's close: written and read only by the
+   * thread running that callback (dgram.c). */
+  bool released;
   /* Under lock. */
-  bool released;               /* the driver is done with it */
-  bool in_cb;                  /* a callback runs */
-  taxi__thread_id_t cb_thread; /* in it, while in_cb */
-  bool connected;              /* taxi_dgram_connect: a default peer */
-  bool writing;                /* the driver watches for writability */
-  bool gso;                    /* TAXI_DGRAM_GSO: set at open */
+  bool connected; /* taxi_dgram_connect: a default peer */
+  bool writing;   /* the driver watches for writability */
+  bool gso;       /* TAXI_DGRAM_GSO: set at open */
   /* A receive batch is being delivered: sends of its callbacks are queued
    * and go in one batch after its last callback.  Written by the thread
    * that receives (cb_lock held), read only by that thread's callbacks. */
   bool hold_sends;
+  /* The batch is one datagram, and its callback has not sent yet: its
+   * first send goes at once if nothing is queued.  Written and read as
+   * hold_sends. */
+  bool hold_one;
+  /* The batch's callbacks queued a send or kept an error (held_err):
+   * there is something to flush after the batch.  As hold_sends. */
+  bool held;
   int held_err; /* an error of a send flushed meanwhile (under lock) */
   /* The counters (taxi_dgram_counters): received and coalesced written
    * under cb_lock, segment_sends under lock, each by one thread at a

@@ -31,7 +31,11 @@
  * callback is queued so: the datagrams that one receive batch brought
  * are delivered first, and the sends their callbacks made leave together
  * after the last of them, in one batch (one sendmmsg for an echo of the
- * whole batch), their errors told to the receive callback then.
+ * whole batch), their errors told to the receive callback then.  When
+ * the batch is one datagram, the first send of its callback goes at
+ * once if nothing is queued (there is nothing to wait for), without a
+ * copy; its error is still told to the receive callback after the
+ * batch, and a close later in the callback no longer drops it.
  *
  * Segments.  taxi_dgram_send_segments() sends a run of equal-size
  * datagrams in one call; with TAXI_DGRAM_GSO the kernel cuts them from

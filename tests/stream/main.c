@@ -33,16 +33,16 @@ static size_t npairs;
 
 static void collect_tests(void) {
   CU_TestInfo *parts[] = {
-      st_tests_echo,         st_tests_flow,        st_tests_connect,
-      st_tests_threads,      st_tests_misc,        st_tests_bad_input,
-      st_tests_detach,       st_tests_group,       st_tests_closing,
-      st_tests_adopt,        st_tests_cross,       st_tests_peer,
-      st_tests_post,         st_tests_counters,    st_tests_timeouts,
-      st_tests_pipe,         st_tests_resolve,     st_tests_accept,
-      st_tests_dgram,        st_tests_pooled,      st_tests_edge,
-      st_tests_dgram_gso,    st_tests_batch,       st_tests_dgram_order,
-      st_tests_handoff,      st_tests_dgram_sizes, st_tests_records,
-      st_tests_dgram_senders};
+      st_tests_echo,          st_tests_flow,        st_tests_connect,
+      st_tests_threads,       st_tests_misc,        st_tests_bad_input,
+      st_tests_detach,        st_tests_group,       st_tests_closing,
+      st_tests_adopt,         st_tests_cross,       st_tests_peer,
+      st_tests_post,          st_tests_counters,    st_tests_timeouts,
+      st_tests_pipe,          st_tests_resolve,     st_tests_accept,
+      st_tests_dgram,         st_tests_pooled,      st_tests_edge,
+      st_tests_dgram_gso,     st_tests_batch,       st_tests_dgram_order,
+      st_tests_handoff,       st_tests_dgram_sizes, st_tests_records,
+      st_tests_dgram_senders, st_tests_dgram_held};
   /* TAXI_STREAM_TESTS=text: only the tests whose name has it (while
    * working on a few: each pair runs every test otherwise). */
   const char *only = getenv("TAXI_STREAM_TESTS");

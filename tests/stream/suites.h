@@ -113,6 +113,7 @@ extern CU_TestInfo st_tests_accept[];
 extern CU_TestInfo st_tests_dgram[];
 extern CU_TestInfo st_tests_dgram_gso[];
 extern CU_TestInfo st_tests_dgram_order[];
+extern CU_TestInfo st_tests_dgram_held[];
 extern CU_TestInfo st_tests_dgram_sizes[];
 extern CU_TestInfo st_tests_dgram_senders[];
 extern CU_TestInfo st_tests_pooled[];

@@ -401,31 +401,33 @@ struct taxi_io {
   void *resolve_hook_arg;
   struct taxi__resolver *resolver;
 
+  /* The counters that are not per message, added to by any thread. */
   struct {
     atomic_ullong streams_opened, streams_closed, accepts, accept_errors,
-        accept_pauses, connects, connect_errors, bytes_in, bytes_out, reads,
-        writes, writes_refused, read_pauses, timeouts, timers, streams_reused,
-        streams_allocated;
+        accept_pauses, connects, connect_errors, timeouts, timers,
+        streams_reused, streams_allocated;
   } stats;
+  /* The per-message counters (bytes_in, bytes_out, reads, writes,
+   * writes_refused, read_pauses) of the streams gone from the list, under
+   * lock: each stream counts in its own counters only (TAXI__S_COUNT), and
+   * adds them here as it leaves the list, so that a message writes no line
+   * that the context's other threads write too; taxi_io_stats adds the
+   * streams still listed (taxi__io_stream_totals). */
+  taxi_stream_counters_t retired;
 };
 
 #define TAXI__IO_COUNT(io, field, n) \
   atomic_fetch_add_explicit(&(io)->stats.field, (n), memory_order_relaxed)
-/* Count for stream s and its context alike (taxi_stream_counters), s's
- * lock held.  A stream's counters have no writer but the holder of its
- * lock, so a load and a store add to them: no locked read-modify-write
- * (tens of cycles each, four per echoed message) for a counter no other
- * thread writes.  Readers without the lock still see whole values. */
-#define TAXI__S_ADD(s, field, n)                                         \
+/* Count for stream s (taxi_stream_counters, and the context's totals
+ * through it: see retired above), s's lock held.  A stream's counters
+ * have no writer but the holder of its lock, so a load and a store add to
+ * them: no locked read-modify-write (tens of cycles each, four per echoed
+ * message).  Readers without the lock still see whole values. */
+#define TAXI__S_COUNT(s, field, n)                                       \
   atomic_store_explicit(                                                 \
       &(s)->cnt.field,                                                   \
       atomic_load_explicit(&(s)->cnt.field, memory_order_relaxed) + (n), \
       memory_order_relaxed)
-#define TAXI__S_COUNT(s, field, n)       \
-  do {                                   \
-    TAXI__IO_COUNT((s)->io, field, (n)); \
-    TAXI__S_ADD(s, field, n);            \
-  } while (0)
 
 /* Running and stopping (core/stream/io_run.c).  The wake-up socket became
  * readable (in a dispatching thread; the driver calls it as io->ops->woken):
@@ -451,7 +453,16 @@ void taxi__io_signal(taxi_io_t *io, int signo);
  * Taking wakes taxi_io_destroy (core/stream/io_lists.c).  The object's ops
  * are set before it is linked: taxi_io_destroy closes it through them. */
 int taxi__io_link_stream(taxi_io_t *io, taxi_stream_t *s);
+/* Unlinking a stream adds its per-message counters to the context's
+ * retired totals, under the list's lock: nothing may count for s after
+ * (it is closed: its close callback has run, or it never started). */
 void taxi__io_unlink_stream(taxi_io_t *io, taxi_stream_t *s);
+/* The context's per-message counters into out (bytes_in, bytes_out,
+ * reads, writes, writes_refused, read_pauses; the rest untouched): the
+ * retired totals plus the counters of every listed stream, summed under
+ * the list's lock, so that a stream leaving meanwhile counts once.
+ * O(streams listed).  Any thread; not with the list's lock held. */
+void taxi__io_stream_totals(taxi_io_t *io, taxi_io_stats_t *out);
 int taxi__io_link_listener(taxi_io_t *io, taxi_listener_t *l);
 void taxi__io_unlink_listener(taxi_io_t *io, taxi_listener_t *l);
 /* A block of `size` bytes for a new stream: a spare one of that size, or

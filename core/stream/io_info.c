@@ -2,7 +2,8 @@
 /*
  * core/stream/io_info.c - what a context is: the names of its dispatchers,
  * the dispatcher and threads it has, and its counters.  Calls the pools,
- * proactor and reactor for what they tell; nothing of the wing.
+ * proactor and reactor for what they tell, and of the wing only the
+ * lists (io_lists.c) for the streams' counters.
  */
 #include "config.h"
 
@@ -74,17 +75,14 @@ int taxi_io_stats(const taxi_io_t *io, taxi_io_stats_t *out) {
   GET(accept_pauses);
   GET(connects);
   GET(connect_errors);
-  GET(bytes_in);
-  GET(bytes_out);
-  GET(reads);
-  GET(writes);
-  GET(writes_refused);
-  GET(read_pauses);
   GET(timeouts);
   GET(timers);
   GET(streams_reused);
   GET(streams_allocated);
 #undef GET
+  /* The per-message ones: no thread adds to a context-wide counter per
+   * message (see io->retired), so they are summed now. */
+  taxi__io_stream_totals(m, out);
   /* A multishot accept out of descriptors pauses inside the proactor
    * (taxi/proactor.h), and the listener never sees it fail: its pauses
    * count here too. */

@@ -14,6 +14,9 @@
  * accepts in microseconds.  A released stream's block goes back here as
  * it leaves the list, under the same lock, so that taxi_io_destroy can
  * never free the context between the two.
+ *
+ * And the per-message counters of the streams gone (io->retired), which
+ * taxi_io_stats adds to those of the streams listed.
  */
 #include "config.h"
 
@@ -49,6 +52,45 @@ struct taxi__stream_block {
     (x)->prev = (x)->next = NULL;               \
   } while (0)
 
+/* s leaves the list: its per-message counters join those of the streams
+ * gone, in the same critical section, so that taxi__io_stream_totals
+ * finds them in exactly one of the two places.  io->lock held. */
+static void retire_counts_locked(taxi_io_t *io, const taxi_stream_t *s) {
+#define ADD(f) \
+  io->retired.f += atomic_load_explicit(&s->cnt.f, memory_order_relaxed)
+  ADD(bytes_in);
+  ADD(bytes_out);
+  ADD(reads);
+  ADD(writes);
+  ADD(writes_refused);
+  ADD(writes_no_record);
+  ADD(read_pauses);
+  ADD(hook_overlaps);
+#undef ADD
+}
+
+void taxi__io_stream_totals(taxi_io_t *io, taxi_io_stats_t *out) {
+  taxi__mutex_lock(&io->lock);
+  taxi_stream_counters_t t = io->retired;
+  for (const taxi_stream_t *s = io->streams; s; s = s->next) {
+#define ADD(f) t.f += atomic_load_explicit(&s->cnt.f, memory_order_relaxed)
+    ADD(bytes_in);
+    ADD(bytes_out);
+    ADD(reads);
+    ADD(writes);
+    ADD(writes_refused);
+    ADD(read_pauses);
+#undef ADD
+  }
+  taxi__mutex_unlock(&io->lock);
+  out->bytes_in = t.bytes_in;
+  out->bytes_out = t.bytes_out;
+  out->reads = t.reads;
+  out->writes = t.writes;
+  out->writes_refused = t.writes_refused;
+  out->read_pauses = t.read_pauses;
+}
+
 int taxi__io_link_stream(taxi_io_t *io, taxi_stream_t *s) {
   taxi__mutex_lock(&io->lock);
   int rc = io->destroying ? TAXI_ESTOPPED : 0;
@@ -60,6 +102,7 @@ int taxi__io_link_stream(taxi_io_t *io, taxi_stream_t *s) {
 void taxi__io_unlink_stream(taxi_io_t *io, taxi_stream_t *s) {
   taxi__mutex_lock(&io->lock);
   UNLINK(io->streams, s);
+  retire_counts_locked(io, s);
   taxi__cond_broadcast(&io->cond);
   taxi__mutex_unlock(&io->lock);
 }
@@ -92,6 +135,7 @@ void taxi__io_retire_stream(taxi_io_t *io, taxi_stream_t *s) {
   size_t size = s->block;
   taxi__mutex_lock(&io->lock);
   UNLINK(io->streams, s);
+  retire_counts_locked(io, s);
   /* Off the list, under its lock: taxi_io_destroy, which reaches streams
    * through the list with this lock held, is done with s. */
   taxi__mutex_destroy(&s->lock);

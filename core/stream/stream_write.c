@@ -108,7 +108,7 @@ static int queue(taxi_stream_t *s, int kind, const void *data, size_t len,
   if (rc == TAXI_EAGAIN || rc == TAXI_ENOBUFS) {
     s->flags |= TAXI__S_NEED_DRAIN;
     TAXI__S_COUNT(s, writes_refused, 1);
-    if (rc == TAXI_ENOBUFS) TAXI__S_ADD(s, writes_no_record, 1);
+    if (rc == TAXI_ENOBUFS) TAXI__S_COUNT(s, writes_no_record, 1);
   }
   if (rc == 0) {
     TAXI__S_COUNT(s, writes, 1);

@@ -404,8 +404,19 @@ typedef struct taxi_io_stats {
   uint64_t streams_allocated; /* streams made in a newly allocated block */
 } taxi_io_stats_t;
 
-/* taxi_io_stats - copy the counters (streams open = opened - closed).
- * Returns 0 or TAXI_EINVAL. */
+/*
+ * taxi_io_stats - copy the counters (streams open = opened - closed).
+ * The per-message ones (bytes_in, bytes_out, reads, writes,
+ * writes_refused, read_pauses) are the sums of the streams'
+ * (taxi_stream_counters in taxi/stream.h), those closed included: no
+ * thread adds to a counter of the context per message, and this call sums
+ * them, under the lock of the context's list of streams, so that it costs
+ * time in proportion to the streams open and counts each stream once,
+ * one closing meanwhile too.  As with a stream's counters, a copy made
+ * while streams run is not one instant's: each sum is exact for what it
+ * includes, two may be a moment apart.
+ * Returns 0 or TAXI_EINVAL.  Threads: any, callbacks included.
+ */
 TAXI_EXTERN int taxi_io_stats(const taxi_io_t *io, taxi_io_stats_t *out);
 
 #ifdef __cplusplus

@@ -2,7 +2,8 @@
 /*
  * tests/stream/counters.c - what a stream tells about itself: its
  * counters after a known exchange, matching the context's totals; the
- * two refusals of a write, for room and for records; its write room and
+ * context's totals as the sum of its streams', closed and open; the two
+ * refusals of a write, for room and for records; its write room and
  * watermarks.
  */
 #define _GNU_SOURCE 1
@@ -28,12 +29,13 @@ typedef struct listen_case {
   unsigned flags;
 } listen_case_t;
 
-enum { LC_KNOWN, LC_PAUSES, LC_REFUSALS };
+enum { LC_KNOWN, LC_PAUSES, LC_REFUSALS, LC_TOTALS };
 
 static const listen_case_t listen_cases[] = {
     [LC_KNOWN] = {true, 4096, 1024, 3, 0},
     [LC_PAUSES] = {false, 0, 0, 0, TAXI_STREAM_PAUSE_READING},
     [LC_REFUSALS] = {true, 4096, 0, 2, 0},
+    [LC_TOTALS] = {false, 0, 0, 0, 0},
 };
 
 /* Create the context, listen with row lc's stream options (the listener
@@ -186,6 +188,179 @@ static void test_counters_known_exchange(void) {
   CU_ASSERT_EQUAL(taxi_stream_counters(NULL, &after), TAXI_EINVAL);
   CU_ASSERT_EQUAL(taxi_stream_counters(k.s, NULL), TAXI_EINVAL);
   CU_ASSERT_EQUAL(taxi_stream_unref(k.s), 0);
+}
+
+/* ---- the context's totals: its streams' counters, closed and open -------
+ */
+
+#define TT_STREAMS 4
+
+/* The accepted streams of the totals test, in the order of their
+ * connections (each connects once the one before has had its echo). */
+struct totals {
+  taxi_stream_t *s[TT_STREAMS];
+  atomic_int accepted, closed[TT_STREAMS];
+  taxi_stream_counters_t at_close[TT_STREAMS];
+};
+
+static void tt_read(taxi_stream_t *s, int status, const void *data,
+                    size_t len) {
+  if (status < 0 || taxi_stream_write(s, data, len, NULL, NULL) < 0)
+    taxi_stream_end(s);
+}
+
+static void tt_closed(taxi_stream_t *s, int reason) {
+  struct totals *t = taxi_stream_data(s);
+  (void)reason;
+  /* The second stream's block may be the fourth's again (it was not
+   * referenced): the one still open is this one. */
+  for (int i = 0; i < TT_STREAMS; i++)
+    if (t->s[i] == s && !atomic_load(&t->closed[i])) {
+      taxi_stream_counters(s, &t->at_close[i]);
+      atomic_store(&t->closed[i], 1);
+      break;
+    }
+}
+
+static void tt_accept(taxi_listener_t *l, taxi_stream_t *s, void *arg) {
+  struct totals *t = arg;
+  (void)l;
+  int i = atomic_load(&t->accepted);
+  if (i >= TT_STREAMS) {
+    taxi_stream_close(s);
+    return;
+  }
+  t->s[i] = s;
+  /* All but the second referenced: a referenced stream leaves the
+   * context's list at its close, an unreferenced one when its block is
+   * released; the totals must keep what each counted either way. */
+  if (i != 1) taxi_stream_ref(s);
+  taxi_stream_set_data(s, t);
+  taxi_stream_on_close(s, tt_closed);
+  taxi_stream_read_start(s, tt_read);
+  atomic_store(&t->accepted, i + 1);
+}
+
+/* Echo n bytes over fd: sent, then read back whole. */
+static void tt_echo(int fd, size_t n) {
+  unsigned char out[512], in[512];
+  memset(out, 't', n);
+  CU_ASSERT_EQUAL(net_send_all(fd, out, n), 0);
+  CU_ASSERT_EQUAL(net_recv_all(fd, in, n), 0);
+}
+
+/* The client has had its echo before the stream has counted its write:
+ * wait until every echo is counted (as many writes as reads, and all the
+ * bytes in and out) for each open stream from `from` to `to`, so that the
+ * counters no longer move. */
+struct tt_settle {
+  struct totals *t;
+  int from, to;
+  const size_t *sizes;
+};
+
+static int tt_settled(void *arg) {
+  struct tt_settle *w = arg;
+  for (int i = w->from; i < w->to; i++) {
+    taxi_stream_counters_t n;
+    if (taxi_stream_counters(w->t->s[i], &n) < 0 || n.bytes_in != w->sizes[i] ||
+        n.bytes_out != w->sizes[i] || n.reads == 0 || n.writes != n.reads)
+      return 0;
+  }
+  return 1;
+}
+
+/* The context's per-message totals against the sum of the closed
+ * streams' final counters and the open ones' current ones (the open ones
+ * are [from, to)); bytes against `bytes` as well. */
+static void tt_check(st_io_t *c, struct totals *t, int from, int to,
+                     uint64_t bytes) {
+  taxi_stream_counters_t sum;
+  memset(&sum, 0, sizeof sum);
+  for (int i = 0; i < to; i++) {
+    /* A close callback writes at_close[i] only for i < from. */
+    taxi_stream_counters_t n;
+    if (i < from)
+      n = t->at_close[i];
+    else
+      CU_ASSERT_EQUAL_FATAL(taxi_stream_counters(t->s[i], &n), 0);
+    sum.bytes_in += n.bytes_in;
+    sum.bytes_out += n.bytes_out;
+    sum.reads += n.reads;
+    sum.writes += n.writes;
+    sum.writes_refused += n.writes_refused;
+    sum.read_pauses += n.read_pauses;
+  }
+  taxi_io_stats_t st;
+  CU_ASSERT_EQUAL(taxi_io_stats(c->io, &st), 0);
+  CU_ASSERT_EQUAL(st.bytes_in, bytes);
+  CU_ASSERT_EQUAL(st.bytes_out, bytes);
+  CU_ASSERT_EQUAL(st.bytes_in, sum.bytes_in);
+  CU_ASSERT_EQUAL(st.bytes_out, sum.bytes_out);
+  CU_ASSERT_EQUAL(st.reads, sum.reads);
+  CU_ASSERT_EQUAL(st.writes, sum.writes);
+  CU_ASSERT(st.reads >= (uint64_t)to);
+  CU_ASSERT_EQUAL(st.writes_refused, 0);
+  CU_ASSERT_EQUAL(st.read_pauses, 0);
+  if (st.bytes_in != bytes || st.reads != sum.reads)
+    printf("(in %llu of %llu, reads %llu of %llu) ",
+           (unsigned long long)st.bytes_in, (unsigned long long)bytes,
+           (unsigned long long)st.reads, (unsigned long long)sum.reads);
+}
+
+/* Three streams echo known byte counts; two close, the totals keep what
+ * they counted; a fourth opens and echoes: the totals are exact, and
+ * equal the streams' counters summed, at each step. */
+static void test_counters_context_totals(void) {
+  static struct totals t;
+  memset(&t, 0, sizeof t);
+  static const size_t sizes[TT_STREAMS] = {100, 200, 300, 400};
+  st_io_t c;
+  int port;
+  if (cn_listen(&c, &listen_cases[LC_TOTALS], tt_accept, &t, &port) < 0) return;
+  int fd[TT_STREAMS];
+  for (int i = 0; i < 3; i++) {
+    fd[i] = st_connect(port);
+    CU_ASSERT_FATAL(fd[i] >= 0);
+    tt_echo(fd[i], sizes[i]);
+    CU_ASSERT_FATAL(util_wait_flag(&t.accepted, i + 1, 10000));
+  }
+  struct tt_settle w = {&t, 0, 3, sizes};
+  CU_ASSERT(st_wait(tt_settled, &w, 10000));
+  tt_check(&c, &t, 0, 3, 600);
+
+  /* The first two end: their close callbacks have run, and the totals
+   * still hold their bytes. */
+  for (int i = 0; i < 2; i++) {
+    shutdown(fd[i], SHUT_WR);
+    unsigned char rest[16];
+    CU_ASSERT_EQUAL(st_recv_to_eof(fd[i], rest, sizeof rest), 0);
+    CU_ASSERT(util_wait_flag(&t.closed[i], 1, 10000));
+    close(fd[i]);
+  }
+  tt_check(&c, &t, 2, 3, 600);
+
+  fd[3] = st_connect(port);
+  CU_ASSERT_FATAL(fd[3] >= 0);
+  tt_echo(fd[3], sizes[3]);
+  CU_ASSERT_FATAL(util_wait_flag(&t.accepted, 4, 10000));
+  w.from = 2;
+  w.to = 4;
+  CU_ASSERT(st_wait(tt_settled, &w, 10000));
+  tt_check(&c, &t, 2, 4, 1000);
+
+  /* All closed: nothing lost as the last ones leave. */
+  for (int i = 2; i < 4; i++) {
+    shutdown(fd[i], SHUT_WR);
+    unsigned char rest[16];
+    CU_ASSERT_EQUAL(st_recv_to_eof(fd[i], rest, sizeof rest), 0);
+    CU_ASSERT(util_wait_flag(&t.closed[i], 1, 10000));
+    close(fd[i]);
+  }
+  tt_check(&c, &t, 4, 4, 1000);
+  st_io_destroy(&c);
+  for (int i = 0; i < TT_STREAMS; i++)
+    if (i != 1) CU_ASSERT_EQUAL(taxi_stream_unref(t.s[i]), 0);
 }
 
 /* ---- reading paused, counted ------------------------------------------------
@@ -420,5 +595,7 @@ CU_TestInfo st_tests_counters[] = {
      test_counters_known_exchange},
     {"a stream's counters: reading paused for backpressure",
      test_counters_read_pauses},
+    {"the context's totals: its streams' counters, closed and open",
+     test_counters_context_totals},
     CU_TEST_INFO_NULL,
 };

@@ -52,12 +52,9 @@ struct taxi__stream_block {
     (x)->prev = (x)->next = NULL;               \
   } while (0)
 
-/* s leaves the list: its per-message counters join those of the streams
- * gone, in the same critical section, so that taxi__io_stream_totals
- * finds them in exactly one of the two places.  io->lock held. */
-static void retire_counts_locked(taxi_io_t *io, const taxi_stream_t *s) {
-#define ADD(f) \
-  io->retired.f += atomic_load_explicit(&s->cnt.f, memory_order_relaxed)
+/* Add s's per-message counters to t. */
+static void add_counts(taxi_stream_counters_t *t, const taxi_stream_t *s) {
+#define ADD(f) t->f += atomic_load_explicit(&s->cnt.f, memory_order_relaxed)
   ADD(bytes_in);
   ADD(bytes_out);
   ADD(reads);
@@ -69,19 +66,17 @@ static void retire_counts_locked(taxi_io_t *io, const taxi_stream_t *s) {
 #undef ADD
 }
 
+/* s leaves the list: its per-message counters join those of the streams
+ * gone, in the same critical section, so that taxi__io_stream_totals
+ * finds them in exactly one of the two places.  io->lock held. */
+static void retire_counts_locked(taxi_io_t *io, const taxi_stream_t *s) {
+  add_counts(&io->retired, s);
+}
+
 void taxi__io_stream_totals(taxi_io_t *io, taxi_io_stats_t *out) {
   taxi__mutex_lock(&io->lock);
   taxi_stream_counters_t t = io->retired;
-  for (const taxi_stream_t *s = io->streams; s; s = s->next) {
-#define ADD(f) t.f += atomic_load_explicit(&s->cnt.f, memory_order_relaxed)
-    ADD(bytes_in);
-    ADD(bytes_out);
-    ADD(reads);
-    ADD(writes);
-    ADD(writes_refused);
-    ADD(read_pauses);
-#undef ADD
-  }
+  for (const taxi_stream_t *s = io->streams; s; s = s->next) add_counts(&t, s);
   taxi__mutex_unlock(&io->lock);
   out->bytes_in = t.bytes_in;
   out->bytes_out = t.bytes_out;

@@ -273,6 +273,18 @@ static int tt_settled(void *arg) {
 /* The context's per-message totals against the sum of the closed
  * streams' final counters and the open ones' current ones (the open ones
  * are [from, to)); bytes against `bytes` as well. */
+/* The peers of streams from..to-1 end their side, and wait for the
+ * streams' close callbacks. */
+static void tt_close(int *fd, struct totals *t, int from, int to) {
+  for (int i = from; i < to; i++) {
+    shutdown(fd[i], SHUT_WR);
+    unsigned char rest[16];
+    CU_ASSERT_EQUAL(st_recv_to_eof(fd[i], rest, sizeof rest), 0);
+    CU_ASSERT(util_wait_flag(&t->closed[i], 1, 10000));
+    close(fd[i]);
+  }
+}
+
 static void tt_check(st_io_t *c, struct totals *t, int from, int to,
                      uint64_t bytes) {
   taxi_stream_counters_t sum;
@@ -331,13 +343,7 @@ static void test_counters_context_totals(void) {
 
   /* The first two end: their close callbacks have run, and the totals
    * still hold their bytes. */
-  for (int i = 0; i < 2; i++) {
-    shutdown(fd[i], SHUT_WR);
-    unsigned char rest[16];
-    CU_ASSERT_EQUAL(st_recv_to_eof(fd[i], rest, sizeof rest), 0);
-    CU_ASSERT(util_wait_flag(&t.closed[i], 1, 10000));
-    close(fd[i]);
-  }
+  tt_close(fd, &t, 0, 2);
   tt_check(&c, &t, 2, 3, 600);
 
   fd[3] = st_connect(port);
@@ -350,13 +356,7 @@ static void test_counters_context_totals(void) {
   tt_check(&c, &t, 2, 4, 1000);
 
   /* All closed: nothing lost as the last ones leave. */
-  for (int i = 2; i < 4; i++) {
-    shutdown(fd[i], SHUT_WR);
-    unsigned char rest[16];
-    CU_ASSERT_EQUAL(st_recv_to_eof(fd[i], rest, sizeof rest), 0);
-    CU_ASSERT(util_wait_flag(&t.closed[i], 1, 10000));
-    close(fd[i]);
-  }
+  tt_close(fd, &t, 2, 4);
   tt_check(&c, &t, 4, 4, 1000);
   st_io_destroy(&c);
   for (int i = 0; i < TT_STREAMS; i++)

@@ -8,8 +8,10 @@
 # clients: a tree of files fetched byte for byte, HEAD, 304, 206 and 416,
 # 404, 405, keep-alive reuse and pipelining, traversal attempts (..,
 # %2e%2e, a symbolic link out of the root), an oversized request line
-# (414) and header (431), a slow client closed by the header timeout while
-# others are served, a file replaced while it is being sent (never torn),
+# (414) and header (431), large files sent from memory (the default) and
+# from their handle (--memory-max 65536 on some runs), a slow client
+# closed by the header timeout while others are served, a file replaced
+# while it is being sent (never torn),
 # 1000 idle connections (250 with TAXI_TEST_SMALL) held while requests succeed, the connection
 # limit's 503, the idle timeout, a short verified webstone run, and an
 # orderly stop on SIGINT.  The adaptive strategy's threshold policy is also
@@ -49,8 +51,9 @@ fi
 
 make_work jaws
 
-# The document root: a tree of files, small (memory) and large (sent from
-# the file), a symbolic link out of the root, a secret outside it.
+# The document root: a tree of files, small and large (100 KB and 3 MB:
+# sent from memory, or from the file with --memory-max 65536), a symbolic
+# link out of the root, a secret outside it.
 root=$work/root
 mkdir -p "$root/sub/deeper" "$root/emptydir" "$root/with dir" \
   "$work/outside"
@@ -692,8 +695,18 @@ for run in $runs; do
     adaptive) pick="--strategy adaptive --defer-accept 0" ;;
     *) pick="--strategy $strategy" ;;
   esac
-  # shellcheck disable=SC2086 # $pick: words
-  set -- $pick --root "$root" --header-timeout 500
+  # Files over 64 KiB are held in memory by default (--memory-max): these
+  # runs send them from their handle instead, so that both ways of
+  # sending a large file are checked (sendfile(2), transmit-file).
+  from_file=''
+  case $run in
+    reactive | proactive:uring | proactive:aio | thread-pool | \
+      thread-per-request | adaptive)
+      from_file='--memory-max 65536'
+      ;;
+  esac
+  # shellcheck disable=SC2086 # $pick, $from_file: words
+  set -- $pick $from_file --root "$root" --header-timeout 500
   [ -n "$backend" ] && set -- "$@" --backend "$backend"
   [ -n "$threads" ] && set -- "$@" --threads "$threads"
   if ! start "$run" "$@" --access-log "$work/access.log"; then
@@ -777,6 +790,12 @@ status=0
 "$server" --root "$root" --port 0 --strategy adaptive --adapt-large 0 \
   >"$work/bad.out" 2>&1 || status=$?
 expect "--adapt-large 0: status 2" 2 $status
+for bad_memory in x -1 ''; do
+  status=0
+  "$server" --root "$root" --port 0 --memory-max "$bad_memory" \
+    >"$work/bad.out" 2>&1 || status=$?
+  expect "--memory-max '$bad_memory': status 2" 2 $status
+done
 for bad_defer in x -1 3601; do
   status=0
   "$server" --root "$root" --port 0 --defer-accept "$bad_defer" \

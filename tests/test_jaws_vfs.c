@@ -188,6 +188,57 @@ static void test_hits(void) {
   remove_dir();
 }
 
+/* vfs_set_memory_max: a file of that size or less is read into memory
+ * (and counted in the cache's bytes), one larger is sent from its handle;
+ * an eighth of the cache's bytes bounds it all the same. */
+static void test_memory_max(void) {
+  struct vfs *v;
+  struct vfs_file *mid, *big, *huge;
+  struct vfs_stats st;
+  make_dir();
+  put("mid.bin", "0123456789", 10000);  /* 100000 bytes */
+  put("big.bin", "0123456789", 20001);  /* 200010 bytes */
+  put("huge.bin", "0123456789", 30000); /* 300000 bytes */
+  v = make_vfs(2400000, 16);            /* an eighth: 300000 bytes */
+  vfs_set_memory_max(v, 200010);
+  CU_ASSERT_EQUAL_FATAL(vfs_lookup(v, "/mid.bin", &mid), 0);
+  CU_ASSERT_PTR_NOT_NULL(mid->data);
+  CU_ASSERT_EQUAL(mid->fd, TAXI_INVALID_HANDLE);
+  if (mid->data)
+    CU_ASSERT_EQUAL(memcmp(mid->data + 99990, "0123456789", 10), 0);
+  CU_ASSERT_EQUAL_FATAL(vfs_lookup(v, "/big.bin", &big), 0);
+  CU_ASSERT_PTR_NOT_NULL(big->data); /* exactly the bound */
+  CU_ASSERT_EQUAL_FATAL(vfs_lookup(v, "/huge.bin", &huge), 0);
+  CU_ASSERT_PTR_NULL(huge->data); /* over it */
+  CU_ASSERT_NOT_EQUAL(huge->fd, TAXI_INVALID_HANDLE);
+  vfs_get_stats(v, &st);
+  CU_ASSERT_EQUAL(st.bytes, 300010);
+  vfs_release(mid);
+  vfs_release(big);
+  vfs_release(huge);
+  vfs_destroy(v);
+
+  /* The cache's eighth wins over a larger memory_max. */
+  v = make_vfs(1600000, 16); /* an eighth: 200000 bytes */
+  vfs_set_memory_max(v, 1u << 30);
+  CU_ASSERT_EQUAL_FATAL(vfs_lookup(v, "/mid.bin", &mid), 0);
+  CU_ASSERT_PTR_NOT_NULL(mid->data);
+  CU_ASSERT_EQUAL_FATAL(vfs_lookup(v, "/big.bin", &big), 0);
+  CU_ASSERT_PTR_NULL(big->data);
+  vfs_release(mid);
+  vfs_release(big);
+  vfs_destroy(v);
+
+  /* 0: no file with a byte is held in memory. */
+  v = make_vfs(1 << 20, 16);
+  vfs_set_memory_max(v, 0);
+  CU_ASSERT_EQUAL_FATAL(vfs_lookup(v, "/mid.bin", &mid), 0);
+  CU_ASSERT_PTR_NULL(mid->data);
+  vfs_release(mid);
+  vfs_destroy(v);
+  remove_dir();
+}
+
 static void test_lru_entries(void) {
   struct vfs *v;
   struct vfs_file *f, *a;
@@ -540,6 +591,7 @@ static void test_date(void) {
 
 static CU_TestInfo vfs_tests[] = {
     {"hits, memory and handle entries", test_hits},
+    {"files held in memory up to memory_max", test_memory_max},
     {"LRU eviction by entries", test_lru_entries},
     {"LRU eviction by bytes", test_lru_bytes},
     {"invalidation when a file changes", test_invalidation},

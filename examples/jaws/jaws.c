@@ -7,7 +7,7 @@
  *   jaws --root DIR [--port P] [--host H] [--strategy S] [--backend B]
  *        [--threads N] [--max-connections N] [--header-timeout MS]
  *        [--idle-timeout MS] [--send-timeout MS] [--cache-bytes N]
- *        [--access-log FILE] [--dotfiles deny|allow]
+ *        [--memory-max BYTES] [--access-log FILE] [--dotfiles deny|allow]
  *        [--adapt-policy measure|threshold] [--adapt-large BYTES]
  *        [--adapt-connections H[:L]] [--defer-accept S]
  *        [--tls-cert FILE --tls-key FILE (--tls-port P | --tls-only)]
@@ -36,8 +36,8 @@
 #include "jaws_tls.h"
 #include "vfs.h"
 
-/* --cache-bytes and --adapt-large: up to 1 TiB, or what an unsigned long
- * holds where it has 32 bits (Windows). */
+/* --cache-bytes, --memory-max and --adapt-large: up to 1 TiB, or what an
+ * unsigned long holds where it has 32 bits (Windows). */
 #if ULONG_MAX > 0xffffffffu
 #define CACHE_BYTES_MAX (1ul << 40)
 #else
@@ -96,7 +96,8 @@ static int usage(FILE *to, int status) {
           "            [--backend B] [--threads N] [--max-connections N]\n"
           "            [--header-timeout MS] [--idle-timeout MS]\n"
           "            [--send-timeout MS] [--cache-bytes N]\n"
-          "            [--access-log FILE] [--dotfiles deny|allow]\n"
+          "            [--memory-max BYTES] [--access-log FILE]\n"
+          "            [--dotfiles deny|allow]\n"
           "            [--adapt-policy measure|threshold]\n"
           "            [--adapt-large BYTES] [--adapt-connections H[:L]]\n"
           "            [--defer-accept S]\n"
@@ -113,6 +114,8 @@ static int usage(FILE *to, int status) {
           "          --header-timeout 10000 --idle-timeout 30000\n"
           "          --send-timeout 5000 (the blocking strategies)\n"
           "          --cache-bytes 67108864 --dotfiles deny\n"
+          "          --memory-max 8388608 (a file that size or less, and an\n"
+          "          eighth of --cache-bytes or less, is held in memory)\n"
           "          --adapt-policy measure --adapt-large 262144\n"
           "          --adapt-connections 64:32 (threshold policy only)\n"
           "          --defer-accept 1 (adaptive on Linux; 0: off)\n"
@@ -179,6 +182,9 @@ static int parse_args(int argc, char **argv, struct jaws_config *cfg) {
   cfg->idle_timeout_ms = 30000;
   cfg->send_timeout_ms = 5000;
   cfg->cache_bytes = 64u << 20;
+  /* A file sent from memory costs a loopback client a third less CPU
+   * than one sent from the page cache (README.md, "Files in memory"). */
+  cfg->memory_max = 8u << 20;
   cfg->adapt_high = 64;
   cfg->adapt_low = 0; /* 0: half the high mark */
   cfg->adapt_large = 256u << 10;
@@ -229,6 +235,9 @@ static int parse_args(int argc, char **argv, struct jaws_config *cfg) {
     } else if (OPT("--cache-bytes")) {
       if (rc > 0 && echo_parse_count(val, 0, CACHE_BYTES_MAX, &v) != 0) rc = -1;
       cfg->cache_bytes = (size_t)v;
+    } else if (OPT("--memory-max")) {
+      if (rc > 0 && echo_parse_count(val, 0, CACHE_BYTES_MAX, &v) != 0) rc = -1;
+      cfg->memory_max = (uint64_t)v;
     } else if (OPT("--access-log")) {
       cfg->access_log = val;
     } else if (OPT("--adapt-policy")) {
@@ -297,6 +306,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   vfs_set_dotfiles(srv.vfs, srv.cfg.dotfiles);
+  vfs_set_memory_max(srv.vfs, srv.cfg.memory_max);
   /* The files are read now: a bad one stops the start, not a handshake. */
   if (srv.cfg.tls_cert && jaws_tls_create(&srv.cfg, &srv.tls) != 0) {
     vfs_destroy(srv.vfs);

@@ -42,6 +42,9 @@ struct jaws_config {
   unsigned send_timeout_ms;
   bool dotfiles; /* serve names that start with '.' */
   size_t cache_bytes;
+  /* The largest file held in memory and sent from there (vfs.h); larger
+   * ones are sent from their handle (sendfile(2), transmit-file). */
+  uint64_t memory_max;
   const char *access_log; /* NULL: none */
   /* adaptive: what is large; the policy (false: measure each state,
    * true: the threshold rule), and for the threshold rule the open

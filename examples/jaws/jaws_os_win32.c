@@ -315,6 +315,12 @@ int jaws_sock_send(taxi_handle_t s, const void *buf, size_t len) {
 
 /* WSASend's and TransmitFile's lengths are DWORDs: stay far below. */
 #define IO_MAX ((size_t)1 << 30)
+/* A blocking WSASend waits until the whole buffer is taken, and
+ * SO_SNDTIMEO ends the connection if that takes longer: a body from
+ * memory (up to --memory-max, 8 MiB) goes in pieces of this much, so
+ * that a client reading slowly has each piece's send timeout, as with
+ * TransmitFile's first piece below, not the whole body's. */
+#define SEND_PIECE ((size_t)256 * 1024)
 
 int jaws_sock_send2(taxi_handle_t s, const void *a, size_t alen, const void *b,
                     size_t blen) {
@@ -326,7 +332,7 @@ int jaws_sock_send2(taxi_handle_t s, const void *a, size_t alen, const void *b,
     for (int i = 0; i < 2; i++)
       if (left[i] > 0) {
         wb[n].buf = (char *)p[i];
-        wb[n].len = (ULONG)(left[i] > IO_MAX ? IO_MAX : left[i]);
+        wb[n].len = (ULONG)(left[i] > SEND_PIECE ? SEND_PIECE : left[i]);
         n++;
       }
     if (WSASend((SOCKET)s, wb, n, &sent, 0, NULL, NULL) != 0) {

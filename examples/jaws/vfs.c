@@ -19,7 +19,6 @@
 #include "mime.h"
 
 #define BUCKETS 1024u
-#define MEMORY_FILE_MAX (64 * 1024)
 #define PATH_CAP 4096
 
 struct vfs {
@@ -27,6 +26,7 @@ struct vfs {
   char root[PATH_CAP];
   size_t root_len;
   size_t max_bytes, bytes;
+  uint64_t memory_max; /* the largest file read into memory */
   unsigned max_entries, entries;
   struct vfs_file *buckets[BUCKETS];
   struct vfs_file *head, *tail; /* LRU: head most recent */
@@ -80,6 +80,7 @@ int vfs_create(struct vfs **out, const char *root, size_t max_bytes,
   v->root_len = strlen(v->root);
   if (v->root_len == 1) v->root_len = 0; /* "/": every path is inside */
   v->max_bytes = max_bytes;
+  v->memory_max = VFS_MEMORY_MAX;
   v->max_entries = max_entries ? max_entries : 1;
   v->now_ms = jaws_now_ms;
   v->wall_ns = jaws_wall_ns;
@@ -97,6 +98,12 @@ void vfs_set_wall_clock(struct vfs *v, int64_t (*now_ns)(void)) {
 }
 
 void vfs_set_dotfiles(struct vfs *v, bool allow) { v->dotfiles = allow; }
+
+void vfs_set_memory_max(struct vfs *v, uint64_t bytes) {
+  pthread_mutex_lock(&v->lock);
+  v->memory_max = bytes;
+  pthread_mutex_unlock(&v->lock);
+}
 
 static void file_free(struct vfs_file *f) {
   jaws_close(f->fd);
@@ -243,7 +250,12 @@ static int load(struct vfs *v, const char *path, struct vfs_file **out) {
             (wall > INT64_MIN + VFS_RACY_NS ? wall - VFS_RACY_NS : INT64_MIN);
   f->dev = ost.dev;
   f->ino = ost.ino;
-  if (f->size <= MEMORY_FILE_MAX && f->size * 8 <= v->max_bytes) {
+  pthread_mutex_lock(&v->lock);
+  uint64_t memory_max = v->memory_max;
+  pthread_mutex_unlock(&v->lock);
+  /* An eighth of the cache at most, so that one file cannot take it all:
+   * the bound by bytes evicts the others to make room. */
+  if (f->size <= memory_max && f->size <= v->max_bytes / 8) {
     char *data = malloc(f->size ? (size_t)f->size : 1);
     if (data && jaws_read_at(f->fd, data, (size_t)f->size, 0) == 0) {
       f->data = data;

@@ -11,7 +11,9 @@
  * a first ".well-known" (RFC 8615).  Directories serve their index.html.
  *
  * Cache: bounded by entries (open handles) and by bytes (the contents of
- * small files, kept in memory); least recently used entries go first.
+ * the files kept in memory: those of vfs_set_memory_max's size or less,
+ * and of an eighth of the bytes' bound or less); least recently used
+ * entries go first.
  * An entry is checked against the file system once VFS_CHECK_MS have
  * passed since its last check (path resolved again, then device, inode,
  * size, and mtime and ctime to the nanosecond compared) and replaced when
@@ -41,13 +43,15 @@
 #define VFS_CHECK_MS 1000
 /* The coarsest tick of a file system's times (FAT's 2 s), with a margin. */
 #define VFS_RACY_NS (3 * INT64_C(1000000000))
+/* The largest file read into memory unless vfs_set_memory_max says. */
+#define VFS_MEMORY_MAX (64 * 1024)
 
 struct vfs;
 
 struct vfs_file {
   taxi_handle_t fd; /* open while the entry lives, TAXI_INVALID_HANDLE when
                        the contents are in memory */
-  const char *data; /* the contents (small files), else NULL */
+  const char *data; /* the contents (files kept in memory), else NULL */
   uint64_t size;
   int64_t mtime;
   /* "Content-Type: ...\r\nLast-Modified: ...\r\n" */
@@ -89,6 +93,13 @@ void vfs_get_stats(struct vfs *v, struct vfs_stats *out);
 
 /* Serve names that start with '.' (default false: 404). */
 void vfs_set_dotfiles(struct vfs *v, bool allow);
+
+/* Files of `bytes` or less (default VFS_MEMORY_MAX), and of an eighth of
+ * vfs_create's max_bytes or less, are read into memory when loaded
+ * (vfs_file.data) and sent from there; the others are sent from their
+ * handle.  Entries loaded before the call keep what they have.  0: only
+ * empty files. */
+void vfs_set_memory_max(struct vfs *v, uint64_t bytes);
 
 /* Tests: the clock the cache reads (NULL: the monotonic one). */
 void vfs_set_clock(struct vfs *v, int64_t (*now_ms)(void));

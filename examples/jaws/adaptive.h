@@ -50,7 +50,6 @@
 #define PENDING_MAX 64
 #define ACCEPT_BATCH 16
 #define TURN_READS 16
-#define POOL_THREADS 2
 /* The share of responses (smoothed) that are large for HYBRID to move
  * connections at their accept. */
 #define ALL_LARGE_RATIO 0.9

@@ -154,4 +154,7 @@ long jaws_sock_recv_timed(taxi_handle_t s, void *buf, size_t cap, int wait_ms);
  * number. */
 int jaws_thread_start(pthread_t *t, void *(*fn)(void *), void *arg);
 
+/* The processors the system has online, at least 1. */
+unsigned jaws_cpu_count(void);
+
 #endif /* JAWS_OS_H */

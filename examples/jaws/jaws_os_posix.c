@@ -510,3 +510,8 @@ int jaws_thread_start(pthread_t *t, void *(*fn)(void *), void *arg) {
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   return rc;
 }
+
+unsigned jaws_cpu_count(void) {
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 && n < UINT_MAX ? (unsigned)n : 1u;
+}

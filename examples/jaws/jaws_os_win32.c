@@ -560,3 +560,9 @@ long jaws_sock_recv_timed(taxi_handle_t s, void *buf, size_t cap, int wait_ms) {
 int jaws_thread_start(pthread_t *t, void *(*fn)(void *), void *arg) {
   return pthread_create(t, NULL, fn, arg); /* no signal masks to set */
 }
+
+unsigned jaws_cpu_count(void) {
+  SYSTEM_INFO si;
+  GetSystemInfo(&si);
+  return si.dwNumberOfProcessors > 0 ? (unsigned)si.dwNumberOfProcessors : 1u;
+}

@@ -11,14 +11,16 @@
 #       [--servers LIST] [--tls [--tls-resume]]
 #
 # Defaults: --repeat 3 --warmup 4 --duration 6 --clients 50, the servers
-# "jaws:default nginx nginx:2": jaws as `jaws --root DIR` starts it
-# (adaptive, 2 threads on each of its sides: the same program as `jaws
-# --threads 2`), nginx with one worker and with two.  18 runs, about 3.5
-# minutes.  OUT (default BUILDDIR/tests/bench/versus-nginx) gets
+# "jaws:default nginx jaws:adaptive nginx:2": jaws as `jaws --root DIR`
+# starts it (adaptive, half the host's processors on each of its sides,
+# at least one), nginx with one worker, jaws as `jaws --threads 2` starts
+# it (jaws:adaptive: --strategy adaptive --threads 2, from
+# WS_JAWS_THREADS's default) and nginx with two workers.  24 runs, about
+# 4.5 minutes.  OUT (default BUILDDIR/tests/bench/versus-nginx) gets
 # keep-alive/ and close/, each run.sh's runs.csv and results.csv and its
 # table, and summary.txt: the load average before and after, the medians
-# in Mbit/s, the first server's ratio to each other on the medians and
-# round by round.  Needs nginx (Debian:
+# in Mbit/s, and each jaws server's ratio to each other server on the
+# medians and round by round.  Needs nginx (Debian:
 # nginx-light); exits 1 without it.  --tls: the same over HTTPS (run.sh
 # --tls: one certificate for both servers, webstone's OpenSSL client, a
 # full handshake per connection, or resumed ones with --tls-resume), the
@@ -32,7 +34,7 @@ repeat=3
 warmup=4
 duration=6
 clients=50
-servers="jaws:default nginx nginx:2"
+servers="jaws:default nginx jaws:adaptive nginx:2"
 tls=()
 usage() { sed -n '/^#   tests/,/^#       \[--servers/p' "$0" | sed 's/^# //'; }
 while [ $# -gt 0 ]; do
@@ -75,7 +77,7 @@ summary=$out/summary.txt
   {
   echo "load after: $(uptime)"
   # The medians (results.csv: server,file,clients,keep_alive,reqs_per_s,
-  # mbit_per_s,...,errors) and every server's ratio to the first one's.
+  # mbit_per_s,...,errors) and every jaws server's ratio to each other.
   for mode in keep-alive close; do
     awk -F, -v mode="$mode" '
       NR == 1 { next }
@@ -84,9 +86,10 @@ summary=$out/summary.txt
         printf "%s (medians):\n", mode
         for (i = 1; i <= n; i++)
           printf "  %-14s %9.1f Mbit/s %9.1f req/s %4s errors\n", name[i], mbit[i], req[i], err[i]
-        for (i = 2; i <= n; i++)
-          if (mbit[i] > 0)
-            printf "  %s / %s: %.2f\n", name[1], name[i], mbit[1] / mbit[i]
+        for (i = 1; i <= n; i++)
+          for (j = 1; j <= n; j++)
+            if (name[i] ~ /^jaws/ && name[j] !~ /^jaws/ && mbit[j] > 0)
+              printf "  %s / %s: %.2f\n", name[i], name[j], mbit[i] / mbit[j]
       }' "$out/$mode/results.csv"
   done
   # Round by round (runs.csv: ...,errors,round): each round ran its servers
@@ -99,13 +102,15 @@ summary=$out/summary.txt
         mbit[$1, $15] = $6; if ($15 > rounds) rounds = $15
       }
       END {
-        for (i = 2; i <= n; i++) {
-          line = ""
-          for (r = 1; r <= rounds; r++)
-            if (mbit[order[1], r] != "" && mbit[order[i], r] > 0)
-              line = line sprintf(" %.2f", mbit[order[1], r] / mbit[order[i], r])
-          printf "%s rounds, %s / %s:%s\n", mode, order[1], order[i], line
-        }
+        for (i = 1; i <= n; i++)
+          for (j = 1; j <= n; j++) {
+            if (order[i] !~ /^jaws/ || order[j] ~ /^jaws/) continue
+            line = ""
+            for (r = 1; r <= rounds; r++)
+              if (mbit[order[i], r] != "" && mbit[order[j], r] > 0)
+                line = line sprintf(" %.2f", mbit[order[i], r] / mbit[order[j], r])
+            printf "%s rounds, %s / %s:%s\n", mode, order[i], order[j], line
+          }
       }' "$out/$mode/runs.csv"
   done
 } >>"$summary"

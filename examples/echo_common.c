@@ -477,7 +477,7 @@ static void server_usage(FILE *out) {
       "                   [--threads N] [--idle-timeout SECONDS]\n"
       "                   [--promotion lifo|fifo|priority|shared]\n"
       "                   [--leaders one|many] [--handoff-us US]\n"
-      "                   [--report] [--counters]\n"
+      "                   [--one-thread] [--report] [--counters]\n"
       "       echo_server --list-backends | --list-proactor-backends\n"
       "  --port P         TCP port to listen on (0: any free port)\n"
       "  --host ADDR      numeric address to listen on (default 127.0.0.1)\n"
@@ -504,9 +504,12 @@ static void server_usage(FILE *out) {
       "                   default one)\n"
       "  --handoff-us US  lf: the work, in microseconds, a thread keeps\n"
       "                   for itself before it wakes a follower for the\n"
-      "                   rest of its batch (default 20; at most 10000):\n"
-      "                   larger spends less CPU on wake-ups, and adds\n"
-      "                   latency to the messages late in a batch\n"
+      "                   rest of its batch (default 1000; at most\n"
+      "                   10000): larger spends less CPU on wake-ups,\n"
+      "                   and adds latency to the messages late in a\n"
+      "                   batch\n"
+      "  --one-thread     reactor, proactor with one thread: the context\n"
+      "                   is TAXI_IO_ONE_THREAD, its streams take no lock\n"
       "  --report         print on stderr, however the server ends, one\n"
       "                   last line: echo_server: report: status=S\n"
       "                   connections=C bytes=B accept_errors=E\n"
@@ -600,6 +603,9 @@ int echo_server_args(int argc, char **argv, struct echo_server_config *cfg) {
       }
       cfg->io.threads = (unsigned)n;
       have_threads = 1;
+    } else if (m == 0 && strcmp(argv[i], "--one-thread") == 0) {
+      cfg->io.flags |= TAXI_IO_ONE_THREAD;
+      i++;
     } else if (m == 0 && strcmp(argv[i], "--report") == 0) {
       cfg->report = true;
       i++;

@@ -14,7 +14,7 @@
  *       instead: the context's buffer pool for a size that fits it (3,952
  *       bytes or less), else the proactor's group for the size
  *       (taxi/dgram.h).  --handoff-us sets the Leader/Followers pool's
- *       taxi_lf_options_t.handoff_ns (lf only; 1..10,000, default 20).  It
+ *       taxi_lf_options_t.handoff_ns (lf only; 1..10,000, default 1,000).  It
  *       prints "udp_echo: dispatcher=D listening on HOST:PORT" once ready
  *       (port 0 binds a free one), and how many it echoed when stopped.
  *   udp_echo client --address HOST:PORT [--count N] [--time-limit S]

@@ -221,6 +221,7 @@ int taxi_io_create(taxi_io_t **out, const taxi_io_options_t *opts) {
   /* What the driver reports of the context: io_run.c, io_signal.c. */
   io->ops = &io_ops;
   rc = taxi__io_threads_check(io, &o);
+  if (rc == 0) rc = taxi__io_one_thread_check(io, &o);
   if (rc == 0) rc = taxi__io_resolve_options(io, &o);
   if (rc < 0) goto fail_free;
   rc = taxi__mutex_init(&io->lock);
@@ -329,6 +330,9 @@ static void drain(taxi_io_t *io) {
 
 int taxi_io_destroy(taxi_io_t *io) {
   if (!io) return TAXI_EINVAL;
+  /* The close callbacks run here, and the streams take no lock. */
+  if (taxi__io_foreign(io))
+    return taxi__stream_refuse_foreign("taxi_io_destroy");
   taxi__mutex_lock(&io->lock);
   if (io->running || io->destroying) {
     bool running = io->running;

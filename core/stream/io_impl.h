@@ -8,6 +8,9 @@
  * and the ports; so no two files call each other, even through a third):
  *
  *   io_options.c   the context's options, what `threads` means, spans;
+ *   stream_owner.c the refusal of a call from a thread that does not own
+ *                  a TAXI_IO_ONE_THREAD context (its checks and a
+ *                  stream's lock: stream_lock.h, inline);
  *   address.c      address strings;
  *   host_names.c   "host:port", and the order of a name's addresses;
  *   post.c         the records of posted functions, and running or
@@ -79,7 +82,11 @@
  * is processing the stream, becomes the one that does (S_BUSY): it loops
  * until no event is pending, releasing the lock around each callback.
  * Events that find the stream busy only record themselves (pending bits)
- * for that thread.  The lock is never held while a callback runs.
+ * for that thread.  The lock is never held while a callback runs.  A
+ * stream of a TAXI_IO_ONE_THREAD context takes no lock
+ * (taxi__stream_lock): its events all come from the one thread that runs
+ * the dispatcher, which is also the only one whose calls are let in
+ * (taxi__stream_foreign), so the same steps run one after the other.
  */
 #ifndef TAXI_CORE_IO_IMPL_H
 #define TAXI_CORE_IO_IMPL_H
@@ -329,6 +336,11 @@ struct taxi_io {
   taxi_hsha_pool_t *hsha;                /* while running, or supplied */
   _Atomic(taxi_hsha_pool_t *) hsha_live; /* for the stop from a worker */
   bool own_reactor, own_proactor, own_group, own_lf, own_hsha;
+  /* TAXI_IO_ONE_THREAD: the thread that owns the context and its streams
+   * (the one that made it), whose streams take no lock.  Set at creation,
+   * never changed. */
+  bool one_thread;
+  taxi__thread_id_t owner;
   /* The size of the buffers of the pool the context gave its own
    * proactors (0: none; io.c): streams reading at least that much at a
    * time read through it where the backend picks the buffers. */
@@ -505,6 +517,9 @@ int taxi__io_options_read(taxi_io_t *io, taxi_io_options_t *o,
  * pool made at taxi_io_run would check: 0, or TAXI_EINVAL with its
  * detail. */
 int taxi__io_threads_check(taxi_io_t *io, const taxi_io_options_t *o);
+/* Options.flags: TAXI_IO_ONE_THREAD where the dispatcher allows it (after
+ * taxi__io_threads_check), the calling thread the owner; or TAXI_EINVAL. */
+int taxi__io_one_thread_check(taxi_io_t *io, const taxi_io_options_t *o);
 
 /* Posts (core/stream/post.c).  A record from the free list, or a new one (NULL:
  * out of memory); give it back with taxi__post_put. */
@@ -581,15 +596,20 @@ int taxi__dial_start(taxi_stream_t *s, const char *host, unsigned port,
                      const taxi_stream_options_t *o);
 /* The flags of a stream that is closing or closed: calls refuse it. */
 #define TAXI__S_CLOSED (TAXI__S_CLOSE_REQ | TAXI__S_CLOSING | TAXI__S_DEAD)
-/* Take the lock of an open stream: 0, or TAXI_EINVAL (NULL) / TAXI_EBADF
- * (closing or closed; then the lock is not held).  Inline, with the
- * request below: every write and read call of the application starts
- * with them (core/stream/stream_write.c, stream_read.c). */
-static inline int taxi__stream_lock_open(taxi_stream_t *s) {
+/* Its lock, and who may take it: core/stream/stream_lock.h. */
+#include "core/stream/stream_lock.h"
+
+/* Take the lock of an open stream: 0, or TAXI_EINVAL (NULL) / TAXI_EPERM
+ * (another thread's stream: TAXI_IO_ONE_THREAD) / TAXI_EBADF (closing or
+ * closed; then the lock is not held).  Inline, with the request below:
+ * every write and read call of the application starts with them
+ * (core/stream/stream_write.c, stream_read.c). */
+static inline int taxi__stream_lock_open(taxi_stream_t *s, const char *who) {
   if (!s) return TAXI_EINVAL;
-  taxi__mutex_lock(&s->lock);
+  if (taxi__stream_foreign(s)) return taxi__stream_refuse_foreign(who);
+  taxi__stream_lock(s);
   if (s->flags & TAXI__S_CLOSED) {
-    taxi__mutex_unlock(&s->lock);
+    taxi__stream_unlock(s);
     return TAXI_EBADF;
   }
   return 0;

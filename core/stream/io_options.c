@@ -82,6 +82,30 @@ static int supplied_threads(taxi_io_t *io, const taxi_io_options_t *o) {
 /* `threads` means one thing under every dispatcher (taxi/io.h): how many
  * threads run the application's callbacks, taxi_io_run's caller counted
  * when it is one of them.  Its default and limit are the dispatcher's. */
+int taxi__io_one_thread_check(taxi_io_t *io, const taxi_io_options_t *o) {
+  if (o->flags & ~TAXI_IO_ONE_THREAD)
+    return taxi__refuse(TAXI_EINVAL,
+                        "taxi_io_create: options.flags: 0x%x: not a "
+                        "TAXI_IO_* flag",
+                        o->flags & ~TAXI_IO_ONE_THREAD);
+  if (!(o->flags & TAXI_IO_ONE_THREAD)) return 0;
+  /* The streams' callbacks must run in the one thread that calls their
+   * functions: only a dispatcher that runs them all in taxi_io_run's
+   * caller. */
+  bool one = io->kind == TAXI_IO_REACTOR ||
+             (io->kind == TAXI_IO_PROACTOR && io->threads == 1);
+  if (!one || o->lf_pool || o->hsha_pool)
+    return taxi__refuse(TAXI_EINVAL,
+                        "taxi_io_create: options.flags: TAXI_IO_ONE_THREAD "
+                        "needs the callbacks in taxi_io_run's caller alone: "
+                        "the reactor dispatcher, or the proactor one with "
+                        "one thread and no lf_pool; got %s with %u threads",
+                        taxi_io_dispatcher_name(io->kind), io->threads);
+  io->one_thread = true;
+  io->owner = taxi__thread_self();
+  return 0;
+}
+
 int taxi__io_threads_check(taxi_io_t *io, const taxi_io_options_t *o) {
   if ((o->lf_pool &&
        (io->kind == TAXI_IO_LF || io->kind == TAXI_IO_PROACTOR)) ||

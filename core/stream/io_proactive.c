@@ -115,7 +115,7 @@ static int ctx_remove_signal(taxi_io_t *io, int signo) {
 static void s_done(taxi_op_t *op, int status, size_t bytes, void *act) {
   taxi_stream_t *s = act;
   unsigned bits = TAXI__P_WORK;
-  taxi__mutex_lock(&s->lock);
+  taxi__stream_lock(s);
   if (op == &s->d.p.rop && s->d.p.pooled) {
     taxi__pooled_done_locked(s, op, status, bytes);
   } else if (op == &s->d.p.rop) {
@@ -318,7 +318,7 @@ static void s_arm(taxi_stream_t *s, taxi_time_t deadline) {
 
 static void s_teardown(taxi_stream_t *s) {
   taxi_proactor_t *p = s->d.p.px;
-  taxi__mutex_lock(&s->lock);
+  taxi__stream_lock(s);
   /* Completes what is pending on the handle with TAXI_ECANCELED, then
    * closes it once no operation can name it any more. */
   if (s->d.p.attached && s->keep_handle)
@@ -329,7 +329,7 @@ static void s_teardown(taxi_stream_t *s) {
     taxi__close(s->fd);
   if (s->d.p.t_busy) taxi_proactor_cancel(p, &s->d.p.top);
   if (s->d.p.inflight == 0) s->pending |= TAXI__P_RELEASED;
-  taxi__mutex_unlock(&s->lock);
+  taxi__stream_unlock(s);
 }
 
 /* Released for a detach: a read that completed with bytes while the

@@ -228,6 +228,7 @@ static int run_proactor(taxi_io_t *io) {
 
 int taxi_io_run(taxi_io_t *io) {
   if (!io) return TAXI_EINVAL;
+  if (taxi__io_foreign(io)) return taxi__stream_refuse_foreign("taxi_io_run");
   taxi__mutex_lock(&io->lock);
   if (io->running || io->destroying) {
     bool running = io->running;

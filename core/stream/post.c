@@ -130,10 +130,10 @@ void taxi__stream_posts_locked(taxi_stream_t *s) {
     taxi_stream_post_fn fn = p->fn.s;
     void *arg = p->arg;
     bool end = p == last;
-    taxi__mutex_unlock(&s->lock);
+    taxi__stream_unlock(s);
     taxi__post_put(io, p);
     fn(s, 0, arg);
-    taxi__mutex_lock(&s->lock);
+    taxi__stream_lock(s);
     if (end) break;
   }
 }
@@ -144,10 +144,10 @@ void taxi__stream_posts_cancel_locked(taxi_stream_t *s) {
   while ((p = taxi__post_pop(&s->posts))) {
     taxi_stream_post_fn fn = p->fn.s;
     void *arg = p->arg;
-    taxi__mutex_unlock(&s->lock);
+    taxi__stream_unlock(s);
     taxi__post_put(s->io, p);
     fn(s, TAXI_ECANCELED, arg);
-    taxi__mutex_lock(&s->lock);
+    taxi__stream_lock(s);
   }
 }
 

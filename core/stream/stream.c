@@ -26,11 +26,11 @@
 
 /* Run `call` without the stream's lock: callbacks may call anything,
  * including this stream's functions from this thread. */
-#define UNLOCKED(s, call)           \
-  do {                              \
-    taxi__mutex_unlock(&(s)->lock); \
-    call;                           \
-    taxi__mutex_lock(&(s)->lock);   \
+#define UNLOCKED(s, call)   \
+  do {                      \
+    taxi__stream_unlock(s); \
+    call;                   \
+    taxi__stream_lock(s);   \
   } while (0)
 
 /* ---- life -----------------------------------------------------------------
@@ -69,6 +69,7 @@ int taxi__stream_new(taxi_io_t *io, taxi_handle_t fd,
   s->wbuf = s->rbuf + rbuf + recs;
   s->io = io;
   s->ops = &stream_ops;
+  s->one_thread = io->one_thread;
   s->fd = fd;
   s->rcap = o->read_buffer;
   s->wcap = wbuf;
@@ -142,7 +143,7 @@ static void kick_locked(taxi_stream_t *s, bool force) {
 void taxi__stream_kick_locked(taxi_stream_t *s) { kick_locked(s, false); }
 
 void taxi__stream_start(taxi_stream_t *s, bool here) {
-  taxi__mutex_lock(&s->lock);
+  taxi__stream_lock(s);
   s->pending |= TAXI__P_WORK; /* a first round: interest, timeouts */
   if (here) {
     run_locked(s); /* unlocks */
@@ -150,11 +151,11 @@ void taxi__stream_start(taxi_stream_t *s, bool here) {
   }
   s->flags &= ~TAXI__S_BUSY;
   kick_locked(s, false);
-  taxi__mutex_unlock(&s->lock);
+  taxi__stream_unlock(s);
 }
 
 void taxi__stream_event(taxi_stream_t *s, unsigned bits) {
-  taxi__mutex_lock(&s->lock);
+  taxi__stream_lock(s);
   taxi__stream_event_locked(s, bits);
 }
 
@@ -165,7 +166,7 @@ void taxi__stream_event_locked(taxi_stream_t *s, unsigned bits) {
      * level-triggered handle would be reported again and again: have the
      * driver deactivate it until then. */
     if (bits & (TAXI__P_READABLE | TAXI__P_WRITABLE)) s->io->drv->defer(s);
-    taxi__mutex_unlock(&s->lock);
+    taxi__stream_unlock(s);
     return;
   }
   s->flags |= TAXI__S_BUSY;
@@ -726,7 +727,7 @@ static void run_locked(taxi_stream_t *s) {
   s->flags &= ~TAXI__S_BUSY;
   bool free_it = (s->flags & TAXI__S_DEAD) && s->refs == 0;
   bool linked = !(s->flags & TAXI__S_UNLINKED);
-  taxi__mutex_unlock(&s->lock);
+  taxi__stream_unlock(s);
   if (free_it && linked) {
     taxi__io_retire_stream(s->io, s);
   } else if (free_it) {
@@ -739,7 +740,7 @@ static void run_locked(taxi_stream_t *s) {
  */
 
 int taxi__stream_close(taxi_stream_t *s, int reason) {
-  taxi__mutex_lock(&s->lock);
+  taxi__stream_lock(s);
   int rc = TAXI_EBADF;
   if (!(s->flags & TAXI__S_CLOSED)) {
     fail_locked(s, reason);
@@ -748,19 +749,21 @@ int taxi__stream_close(taxi_stream_t *s, int reason) {
     kick_locked(s, true);
     rc = 0;
   }
-  taxi__mutex_unlock(&s->lock);
+  taxi__stream_unlock(s);
   return rc;
 }
 
 int taxi_stream_close(taxi_stream_t *s) {
   if (!s) return TAXI_EINVAL;
+  if (taxi__stream_foreign(s))
+    return taxi__stream_refuse_foreign("taxi_stream_close");
   return taxi__stream_close(s, 0);
 }
 
 int taxi_stream_detach(taxi_stream_t *s, taxi_stream_detach_fn fn, void *arg) {
-  if (!s || !fn) return TAXI_EINVAL;
-  taxi__mutex_lock(&s->lock);
-  int rc = 0;
+  if (!fn) return TAXI_EINVAL;
+  int rc = taxi__stream_lock_api(s, "taxi_stream_detach");
+  if (rc < 0) return rc;
   if (s->flags & TAXI__S_CLOSED) {
     rc = TAXI_EBADF;
   } else if (s->tls) {
@@ -789,6 +792,6 @@ int taxi_stream_detach(taxi_stream_t *s, taxi_stream_detach_fn fn, void *arg) {
     fail_locked(s, 0);
     kick_locked(s, true);
   }
-  taxi__mutex_unlock(&s->lock);
+  taxi__stream_unlock(s);
   return rc;
 }

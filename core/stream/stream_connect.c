@@ -32,12 +32,12 @@ int taxi__stream_connect_to(taxi_stream_t **out, taxi_io_t *io,
   s->close_fn = close_fn;
   s->data = arg;
   s->flags |= TAXI__S_CONNECTING;
-  taxi__mutex_lock(&s->lock);
+  taxi__stream_lock(s);
   /* A failure to start is reported like any other: through fn, from a
    * dispatching thread. */
   rc = io->drv->connect_start(s, a);
   if (rc < 0 && rc != TAXI_EAGAIN) s->conn_err = rc;
-  taxi__mutex_unlock(&s->lock);
+  taxi__stream_unlock(s);
   *out = s;
   taxi__stream_start(s, false);
   return 0;

@@ -252,7 +252,7 @@ static int round_locked(taxi_stream_t *s, taxi_time_t now) {
   size_t k = 0;
   int rc = TAXI_EAGAIN;
   s->dial_at = 0;
-  taxi__mutex_unlock(&s->lock);
+  taxi__stream_unlock(s);
   taxi__mutex_lock(&d->lock);
   if (d->have_fd) {
     d->have_fd = false;
@@ -276,7 +276,7 @@ static int round_locked(taxi_stream_t *s, taxi_time_t now) {
   taxi__mutex_unlock(&d->lock);
   /* The addresses tried, in order, for the application that asked. */
   for (size_t i = 0; i < k && on_attempt; i++) on_attempt(s, &started[i]);
-  taxi__mutex_lock(&s->lock);
+  taxi__stream_lock(s);
   if (rc == TAXI_EAGAIN) {
     s->dial_at = next_at;
     return rc;
@@ -300,7 +300,7 @@ static void abandon_locked(taxi_stream_t *s) {
   if (!d) return;
   s->dial = NULL;
   s->dial_at = 0;
-  taxi__mutex_unlock(&s->lock);
+  taxi__stream_unlock(s);
   taxi__mutex_lock(&d->lock);
   d->owner = NULL;
   /* Its callback, which may be running (then TAXI_EBUSY), frees nothing
@@ -314,5 +314,5 @@ static void abandon_locked(taxi_stream_t *s) {
   bool free_it = unused_locked(d);
   taxi__mutex_unlock(&d->lock);
   if (free_it) dial_free(d);
-  taxi__mutex_lock(&s->lock);
+  taxi__stream_lock(s);
 }

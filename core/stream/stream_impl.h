@@ -146,6 +146,9 @@ struct taxi_stream {
   unsigned flags, pending;
   taxi_handle_t fd;
   unsigned oflags; /* options and timeouts */
+  /* Its context's TAXI_IO_ONE_THREAD: no lock taken (taxi__stream_lock).
+   * Set when it is made, never changed. */
+  bool one_thread;
   /* A TLS stream's filter (core/stream/stream_tls.c), NULL for a plain
    * one; under the lock, freed once the close callback has run. */
   struct taxi__tls *tls;

@@ -48,6 +48,8 @@ int taxi_stream_connect(taxi_stream_t **out, taxi_io_t *io, const char *address,
                         !out  ? "out"
                         : !io ? "io"
                               : "address");
+  if (taxi__io_foreign(io))
+    return taxi__stream_refuse_foreign("taxi_stream_connect");
   int rc = taxi__stream_options(&o, opts, "taxi_stream_connect: options");
   if (rc < 0) return rc;
   char host[TAXI_RESOLVE_NAME_MAX + 1];
@@ -75,6 +77,8 @@ int taxi_stream_open(taxi_stream_t **out, taxi_io_t *io, taxi_handle_t h,
   if (!out || !io)
     return taxi__refuse(TAXI_EINVAL, "taxi_stream_open: %s: NULL",
                         !out ? "out" : "io");
+  if (taxi__io_foreign(io))
+    return taxi__stream_refuse_foreign("taxi_stream_open");
   int rc = taxi__stream_options(&o, opts, "taxi_stream_open: options");
   if (rc < 0) return rc;
   if (h == TAXI_INVALID_HANDLE) return TAXI_EBADF;
@@ -92,9 +96,9 @@ int taxi_stream_open(taxi_stream_t **out, taxi_io_t *io, taxi_handle_t h,
    * needs one (read_start, a write, set_timeouts, close, ...), so that
    * nothing - a timeout among them - can close the stream, and free it,
    * before the caller has set its callbacks. */
-  taxi__mutex_lock(&s->lock);
+  taxi__stream_lock(s);
   s->pending |= TAXI__P_WORK;
   s->flags &= ~TAXI__S_BUSY;
-  taxi__mutex_unlock(&s->lock);
+  taxi__stream_unlock(s);
   return 0;
 }

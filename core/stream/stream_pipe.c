@@ -61,10 +61,10 @@ static void put(taxi__pipe_t *p) {
 
 /* The pipe reading s (src) or writing into it, held; NULL if none. */
 static taxi__pipe_t *pipe_of(taxi_stream_t *s, bool src) {
-  taxi__mutex_lock(&s->lock);
+  taxi__stream_lock(s);
   taxi__pipe_t *p = src ? s->pipe_src : s->pipe_dst;
   if (p) hold(p);
-  taxi__mutex_unlock(&s->lock);
+  taxi__stream_unlock(s);
   return p;
 }
 
@@ -114,23 +114,23 @@ static void pause_reading(taxi__pipe_t *p) {
   if (!go) return;
   /* Stopped before the drain is asked for: the drain, in another thread,
    * reads again only after both. */
-  taxi__mutex_lock(&p->from->lock);
+  taxi__stream_lock(p->from);
   if (!(p->from->flags & TAXI__S_CLOSED)) reading_locked(p->from, false);
-  taxi__mutex_unlock(&p->from->lock);
-  taxi__mutex_lock(&p->to->lock);
+  taxi__stream_unlock(p->from);
+  taxi__stream_lock(p->to);
   want_drain_locked(p->to, p);
-  taxi__mutex_unlock(&p->to->lock);
+  taxi__stream_unlock(p->to);
 }
 
 /* Take p off the stream's link (src: its reading side). */
 static void unlink_from(taxi_stream_t *s, taxi__pipe_t *p, bool src) {
-  taxi__mutex_lock(&s->lock);
+  taxi__stream_lock(s);
   if (src && s->pipe_src == p) s->pipe_src = NULL;
   if (!src && s->pipe_dst == p) {
     s->pipe_dst = NULL;
     s->flags &= ~TAXI__S_PIPE_DRAIN;
   }
-  taxi__mutex_unlock(&s->lock);
+  taxi__stream_unlock(s);
 }
 
 /* Mark the pipe over: whether this call did (it then concludes it). */
@@ -177,14 +177,14 @@ static void pipe_read(taxi_stream_t *from, int status, const void *data,
   if (rc == TAXI_EAGAIN || rc == TAXI_ENOBUFS) {
     /* The application's writes took the room: the bytes go back where
      * they are, untouched while this callback runs, for the next read. */
-    taxi__mutex_lock(&from->lock);
+    taxi__stream_lock(from);
     if (from->rlen == 0 && from->rdata + from->rpos == data) from->rlen = len;
-    taxi__mutex_unlock(&from->lock);
+    taxi__stream_unlock(from);
     pause_reading(p);
   } else if (rc == 0) {
-    taxi__mutex_lock(&p->to->lock);
+    taxi__stream_lock(p->to);
     bool room = room_locked(p->to, p->need);
-    taxi__mutex_unlock(&p->to->lock);
+    taxi__stream_unlock(p->to);
     if (!room) pause_reading(p);
   } else if (rc != TAXI_EBADF) {
     finish(p, rc, true, true); /* TAXI_EPIPE: `to` was shut down */
@@ -198,19 +198,19 @@ static void drained_locked(taxi_stream_t *s) {
   taxi__pipe_t *p = s->pipe_dst;
   if (!p) return;
   hold(p);
-  taxi__mutex_unlock(&s->lock);
+  taxi__stream_unlock(s);
   taxi__mutex_lock(&p->lock);
   bool resume = p->paused && !p->done;
   p->paused = false;
   taxi__mutex_unlock(&p->lock);
   if (resume) {
-    taxi__mutex_lock(&p->from->lock);
+    taxi__stream_lock(p->from);
     if (!(p->from->flags & TAXI__S_CLOSED) && p->from->pipe_src == p)
       reading_locked(p->from, true);
-    taxi__mutex_unlock(&p->from->lock);
+    taxi__stream_unlock(p->from);
   }
   put(p);
-  taxi__mutex_lock(&s->lock);
+  taxi__stream_lock(s);
 }
 
 /* s is closing (s->pipe_ops, from the state machine). */
@@ -225,7 +225,7 @@ static void closing_locked(taxi_stream_t *s) {
   if (src) hold(src);
   if (dst) hold(dst);
   int status = s->reason ? s->reason : TAXI_ECANCELED;
-  taxi__mutex_unlock(&s->lock);
+  taxi__stream_unlock(s);
   /* Both claimed before either closes the other stream: that close would
    * otherwise end the second pipe with its own reason (TAXI_ECANCELED),
    * in another thread, before this one tells it the real one. */
@@ -234,7 +234,7 @@ static void closing_locked(taxi_stream_t *s) {
   if (end_dst) conclude(dst, status, true, false);
   if (src) put(src);
   if (dst) put(dst);
-  taxi__mutex_lock(&s->lock);
+  taxi__stream_lock(s);
 }
 
 /* What the state machine of a piped stream tells its pipes. */
@@ -250,13 +250,13 @@ static void lock_two(taxi_stream_t *a, taxi_stream_t *b) {
     a = b;
     b = t;
   }
-  taxi__mutex_lock(&a->lock);
-  taxi__mutex_lock(&b->lock);
+  taxi__stream_lock(a);
+  taxi__stream_lock(b);
 }
 
 static void unlock_two(taxi_stream_t *a, taxi_stream_t *b) {
-  taxi__mutex_unlock(&a->lock);
-  taxi__mutex_unlock(&b->lock);
+  taxi__stream_unlock(a);
+  taxi__stream_unlock(b);
 }
 
 /* Why the pipe cannot start (both locks held): 0, or the refusal. */
@@ -285,6 +285,16 @@ int taxi_stream_pipe(taxi_stream_t *from, taxi_stream_t *to,
   if (from == to)
     return taxi__refuse(TAXI_EINVAL,
                         "taxi_stream_pipe: to: the same stream as from");
+  if (taxi__stream_foreign(from) || taxi__stream_foreign(to))
+    return taxi__stream_refuse_foreign("taxi_stream_pipe");
+  /* Each side's callbacks touch the other stream: a stream that takes no
+   * lock may only meet one of its own thread. */
+  if ((from->one_thread || to->one_thread) && from->io != to->io)
+    return taxi__refuse(TAXI_EINVAL,
+                        "taxi_stream_pipe: %s: of a TAXI_IO_ONE_THREAD "
+                        "context, and the other stream is of another "
+                        "context",
+                        from->one_thread ? "from" : "to");
   /* Sizes are set when a stream is made and never change. */
   if (to->wcap - to->low < from->rcap)
     return taxi__refuse(TAXI_EINVAL,

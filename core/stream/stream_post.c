@@ -103,14 +103,14 @@ int taxi_stream_post(taxi_stream_t *s, taxi_stream_post_fn fn, void *arg) {
   if (!p) return TAXI_ENOMEM;
   p->fn.s = fn;
   p->arg = arg;
-  int rc = taxi__stream_lock_open(s);
+  int rc = taxi__stream_lock_open(s, "taxi_stream_post");
   if (rc < 0) {
     taxi__post_put(io, p);
     return taxi__refuse(rc, "taxi_stream_post: s: closing or closed");
   }
   taxi__post_push(&s->posts, p);
   taxi__stream_request_locked(s);
-  taxi__mutex_unlock(&s->lock);
+  taxi__stream_unlock(s);
   return 0;
 }
 

@@ -12,7 +12,7 @@
 
 int taxi_stream_read_start(taxi_stream_t *s, taxi_stream_read_fn fn) {
   if (!fn) return TAXI_EINVAL;
-  int rc = taxi__stream_lock_open(s);
+  int rc = taxi__stream_lock_open(s, "taxi_stream_read_start");
   if (rc < 0) return rc;
   if ((s->flags & TAXI__S_READ_INTO) || s->pipe_src) {
     rc = taxi__refuse(TAXI_EBUSY, "taxi_stream_read_start: s: %s",
@@ -25,12 +25,12 @@ int taxi_stream_read_start(taxi_stream_t *s, taxi_stream_read_fn fn) {
     s->t_read = taxi_now();
     taxi__stream_request_locked(s);
   }
-  taxi__mutex_unlock(&s->lock);
+  taxi__stream_unlock(s);
   return rc;
 }
 
 int taxi_stream_read_stop(taxi_stream_t *s) {
-  int rc = taxi__stream_lock_open(s);
+  int rc = taxi__stream_lock_open(s, "taxi_stream_read_stop");
   if (rc < 0) return rc;
   if ((s->flags & TAXI__S_READ_INTO) || s->pipe_src) {
     rc = taxi__refuse(TAXI_EBUSY, "taxi_stream_read_stop: s: %s",
@@ -42,7 +42,7 @@ int taxi_stream_read_stop(taxi_stream_t *s) {
     s->flags &= ~TAXI__S_READING;
     taxi__stream_request_locked(s);
   }
-  taxi__mutex_unlock(&s->lock);
+  taxi__stream_unlock(s);
   return rc;
 }
 
@@ -50,7 +50,7 @@ int taxi_stream_read_into(taxi_stream_t *s, void *buf, size_t len,
                           unsigned flags, taxi_stream_done_fn fn, void *arg) {
   if (!buf || len == 0 || !fn || (flags & ~TAXI_STREAM_READ_EXACT))
     return TAXI_EINVAL;
-  int rc = taxi__stream_lock_open(s);
+  int rc = taxi__stream_lock_open(s, "taxi_stream_read_into");
   if (rc < 0) return rc;
   if ((s->flags & (TAXI__S_READ_INTO | TAXI__S_READING)) || s->pipe_src) {
     rc = taxi__refuse(TAXI_EBUSY, "taxi_stream_read_into: s: %s",
@@ -70,6 +70,6 @@ int taxi_stream_read_into(taxi_stream_t *s, void *buf, size_t len,
     s->t_read = taxi_now();
     taxi__stream_request_locked(s);
   }
-  taxi__mutex_unlock(&s->lock);
+  taxi__stream_unlock(s);
   return rc;
 }

@@ -94,38 +94,38 @@ int taxi__stream_options(taxi_stream_options_t *out,
  */
 
 int taxi_stream_set_data(taxi_stream_t *s, void *data) {
-  if (!s) return TAXI_EINVAL;
-  taxi__mutex_lock(&s->lock);
+  int rc = taxi__stream_lock_api(s, "taxi_stream_set_data");
+  if (rc < 0) return rc;
   s->data = data;
-  taxi__mutex_unlock(&s->lock);
+  taxi__stream_unlock(s);
   return 0;
 }
 
 void *taxi_stream_data(const taxi_stream_t *s) {
-  if (!s) return NULL;
+  if (!s || taxi__stream_foreign(s)) return NULL;
   taxi_stream_t *m = (taxi_stream_t *)(uintptr_t)s;
-  taxi__mutex_lock(&m->lock);
+  taxi__stream_lock(m);
   void *d = m->data;
-  taxi__mutex_unlock(&m->lock);
+  taxi__stream_unlock(m);
   return d;
 }
 
 int taxi_stream_on_close(taxi_stream_t *s, taxi_stream_close_fn fn) {
-  if (!s) return TAXI_EINVAL;
   /* Still possible while closing (from the callbacks owed then, such as
    * a failed connect's), until the close callback has run. */
-  taxi__mutex_lock(&s->lock);
-  int rc = (s->flags & TAXI__S_DEAD) ? TAXI_EBADF : 0;
+  int rc = taxi__stream_lock_api(s, "taxi_stream_on_close");
+  if (rc < 0) return rc;
+  rc = (s->flags & TAXI__S_DEAD) ? TAXI_EBADF : 0;
   if (rc == 0) s->close_fn = fn;
-  taxi__mutex_unlock(&s->lock);
+  taxi__stream_unlock(s);
   return rc;
 }
 
 int taxi_stream_on_drain(taxi_stream_t *s, taxi_stream_drain_fn fn) {
-  int rc = taxi__stream_lock_open(s);
+  int rc = taxi__stream_lock_open(s, "taxi_stream_on_drain");
   if (rc < 0) return rc;
   s->drain_fn = fn;
-  taxi__mutex_unlock(&s->lock);
+  taxi__stream_unlock(s);
   return 0;
 }
 
@@ -137,52 +137,52 @@ int taxi_stream_set_timeouts(taxi_stream_t *s, taxi_time_t idle,
                   taxi__io_span_check(idle) < 0   ? "idle"
                   : taxi__io_span_check(read) < 0 ? "read"
                                                   : "write");
-  int rc = taxi__stream_lock_open(s);
+  int rc = taxi__stream_lock_open(s, "taxi_stream_set_timeouts");
   if (rc < 0) return rc;
   s->idle_to = idle;
   s->read_to = read;
   s->write_to = write;
   s->t_active = s->t_read = s->t_write = taxi_now();
   taxi__stream_request_locked(s);
-  taxi__mutex_unlock(&s->lock);
+  taxi__stream_unlock(s);
   return 0;
 }
 
 int taxi_stream_set_nodelay(taxi_stream_t *s, int on) {
-  int rc = taxi__stream_lock_open(s);
+  int rc = taxi__stream_lock_open(s, "taxi_stream_set_nodelay");
   if (rc < 0) return rc;
   rc = taxi__sock_nodelay(s->fd, on != 0);
-  taxi__mutex_unlock(&s->lock);
+  taxi__stream_unlock(s);
   return rc;
 }
 
 int taxi_stream_set_keepalive(taxi_stream_t *s, int on, unsigned idle_s,
                               unsigned interval_s, unsigned count) {
-  int rc = taxi__stream_lock_open(s);
+  int rc = taxi__stream_lock_open(s, "taxi_stream_set_keepalive");
   if (rc < 0) return rc;
   rc = taxi__sock_keepalive(s->fd, on != 0, idle_s, interval_s, count);
-  taxi__mutex_unlock(&s->lock);
+  taxi__stream_unlock(s);
   return rc;
 }
 
 int taxi_stream_ref(taxi_stream_t *s) {
-  if (!s) return TAXI_EINVAL;
-  taxi__mutex_lock(&s->lock);
+  int rc = taxi__stream_lock_api(s, "taxi_stream_ref");
+  if (rc < 0) return rc;
   s->refs++;
-  taxi__mutex_unlock(&s->lock);
+  taxi__stream_unlock(s);
   return 0;
 }
 
 int taxi_stream_unref(taxi_stream_t *s) {
-  if (!s) return TAXI_EINVAL;
-  taxi__mutex_lock(&s->lock);
+  int rc = taxi__stream_lock_api(s, "taxi_stream_unref");
+  if (rc < 0) return rc;
   if (s->refs == 0) {
-    taxi__mutex_unlock(&s->lock);
+    taxi__stream_unlock(s);
     return TAXI_EINVAL;
   }
   bool free_it =
       --s->refs == 0 && (s->flags & TAXI__S_DEAD) && !(s->flags & TAXI__S_BUSY);
-  taxi__mutex_unlock(&s->lock);
+  taxi__stream_unlock(s);
   if (free_it) {
     taxi__mutex_destroy(&s->lock);
     taxi__free(s);
@@ -193,34 +193,35 @@ int taxi_stream_unref(taxi_stream_t *s) {
 int taxi_stream_peer(const taxi_stream_t *s, taxi_addr_t *out) {
   if (!s || !out) return TAXI_EINVAL;
   taxi_stream_t *m = (taxi_stream_t *)(uintptr_t)s;
-  taxi__mutex_lock(&m->lock);
-  int rc = m->peer.family ? 0 : TAXI_ENOENT;
+  int rc = taxi__stream_lock_api(m, "taxi_stream_peer");
+  if (rc < 0) return rc;
+  rc = m->peer.family ? 0 : TAXI_ENOENT;
   if (rc == 0) *out = m->peer;
-  taxi__mutex_unlock(&m->lock);
+  taxi__stream_unlock(m);
   return rc;
 }
 
 int taxi_stream_local(const taxi_stream_t *s, taxi_addr_t *out) {
   if (!s || !out) return TAXI_EINVAL;
   taxi_stream_t *m = (taxi_stream_t *)(uintptr_t)s;
-  int rc = taxi__stream_lock_open(m);
+  int rc = taxi__stream_lock_open(m, "taxi_stream_local");
   if (rc < 0) return rc;
   rc = taxi__sock_local_addr(m->fd, out);
   if (rc == 0 && out->family == 0) rc = TAXI_ENOENT;
-  taxi__mutex_unlock(&m->lock);
+  taxi__stream_unlock(m);
   return rc;
 }
 
 taxi_io_t *taxi_stream_io(const taxi_stream_t *s) { return s ? s->io : NULL; }
 
 taxi_handle_t taxi_stream_handle(const taxi_stream_t *s) {
-  if (!s) return TAXI_INVALID_HANDLE;
+  if (!s || taxi__stream_foreign(s)) return TAXI_INVALID_HANDLE;
   /* The caller may dup(2) it: from now on the close may not be the
    * socket's end, so the stream shuts and deregisters it explicitly. */
   taxi_stream_t *m = (taxi_stream_t *)(uintptr_t)s;
-  taxi__mutex_lock(&m->lock);
+  taxi__stream_lock(m);
   m->own_fd = false;
-  taxi__mutex_unlock(&m->lock);
+  taxi__stream_unlock(m);
   return s->fd;
 }
 
@@ -243,21 +244,21 @@ int taxi_stream_counters(const taxi_stream_t *s, taxi_stream_counters_t *out) {
 }
 
 size_t taxi_stream_write_queued(const taxi_stream_t *s) {
-  if (!s) return 0;
+  if (!s || taxi__stream_foreign(s)) return 0;
   taxi_stream_t *m = (taxi_stream_t *)(uintptr_t)s;
-  taxi__mutex_lock(&m->lock);
+  taxi__stream_lock(m);
   size_t n = m->wused;
-  taxi__mutex_unlock(&m->lock);
+  taxi__stream_unlock(m);
   return n;
 }
 
 size_t taxi_stream_write_room(const taxi_stream_t *s) {
-  if (!s) return 0;
+  if (!s || taxi__stream_foreign(s)) return 0;
   taxi_stream_t *m = (taxi_stream_t *)(uintptr_t)s;
-  taxi__mutex_lock(&m->lock);
+  taxi__stream_lock(m);
   size_t n = 0;
   if (!(m->flags & (TAXI__S_CLOSED | TAXI__S_SHUT_REQ))) n = m->wcap - m->wused;
-  taxi__mutex_unlock(&m->lock);
+  taxi__stream_unlock(m);
   return n;
 }
 

@@ -113,9 +113,9 @@ static int tls_fail_locked(taxi_stream_t *s, int rc) {
   if (!t->hs_done && t->on_handshake) {
     void (*fn)(taxi_stream_t *, int) = t->on_handshake;
     t->on_handshake = NULL;
-    taxi__mutex_unlock(&s->lock);
+    taxi__stream_unlock(s);
     fn(s, rc);
-    taxi__mutex_lock(&s->lock);
+    taxi__stream_lock(s);
   }
   return rc;
 }
@@ -220,9 +220,9 @@ void taxi__tls_round_locked(taxi_stream_t *s) {
   if (t->on_handshake) {
     void (*fn)(taxi_stream_t *, int) = t->on_handshake;
     t->on_handshake = NULL;
-    taxi__mutex_unlock(&s->lock);
+    taxi__stream_unlock(s);
     fn(s, 0);
-    taxi__mutex_lock(&s->lock);
+    taxi__stream_lock(s);
   }
 }
 
@@ -323,8 +323,8 @@ int taxi_tls_info(const taxi_stream_t *cs, taxi_tls_info_t *out) {
   taxi_stream_t *s = (taxi_stream_t *)(uintptr_t)cs;
   taxi_tls_info_t full;
   memset(&full, 0, sizeof full);
-  taxi__mutex_lock(&s->lock);
-  int rc = 0;
+  int rc = taxi__stream_lock_api(s, "taxi_tls_info");
+  if (rc < 0) return rc;
   if (s->flags & TAXI__S_DEAD)
     rc = TAXI_EBADF;
   else if (!s->tls)
@@ -332,7 +332,7 @@ int taxi_tls_info(const taxi_stream_t *cs, taxi_tls_info_t *out) {
   else if (s->tls->ss)
     s->tls->e->info(s->tls->ss, &full);
   if (rc == 0 && s->tls && !s->tls->ss) full.server = s->tls->ctx->server;
-  taxi__mutex_unlock(&s->lock);
+  taxi__stream_unlock(s);
   if (rc < 0) return rc;
   size_t n = out->size < sizeof full ? out->size : sizeof full;
   full.size = n;
@@ -341,6 +341,6 @@ int taxi_tls_info(const taxi_stream_t *cs, taxi_tls_info_t *out) {
 }
 
 const char *taxi_tls_error_text(const taxi_stream_t *s) {
-  if (!s || !s->tls) return "";
+  if (!s || taxi__stream_foreign(s) || !s->tls) return "";
   return s->tls->why;
 }

@@ -50,10 +50,17 @@ static size_t send_now_locked(taxi_stream_t *s, const void *data, size_t len) {
   return (size_t)n;
 }
 
+/* The call that queues a write of `kind`, for a refusal's detail. */
+static const char *queue_who(int kind) {
+  return kind == TAXI__W_COPY  ? "taxi_stream_write"
+         : kind == TAXI__W_REF ? "taxi_stream_write_ref"
+                               : "taxi_stream_sendfile";
+}
+
 static int queue(taxi_stream_t *s, int kind, const void *data, size_t len,
                  taxi_handle_t file, int64_t foff, taxi_stream_done_fn fn,
                  void *arg) {
-  int rc = taxi__stream_lock_open(s);
+  int rc = taxi__stream_lock_open(s, queue_who(kind));
   if (rc < 0) return rc;
   if (kind == TAXI__W_COPY && !fn && s->rcount == 0 && len <= s->wcap &&
       (s->flags & (TAXI__S_IN_READ | WAIT_FOR_ROUND)) == TAXI__S_IN_READ &&
@@ -61,7 +68,7 @@ static int queue(taxi_stream_t *s, int kind, const void *data, size_t len,
     size_t sent = send_now_locked(s, data, len);
     if (sent == len) {
       TAXI__S_COUNT(s, writes, 1);
-      taxi__mutex_unlock(&s->lock);
+      taxi__stream_unlock(s);
       return 0;
     }
     data = (const unsigned char *)data + sent;
@@ -114,7 +121,7 @@ static int queue(taxi_stream_t *s, int kind, const void *data, size_t len,
     TAXI__S_COUNT(s, writes, 1);
     taxi__stream_wrote_locked(s);
   }
-  taxi__mutex_unlock(&s->lock);
+  taxi__stream_unlock(s);
   return rc;
 }
 
@@ -143,7 +150,7 @@ int taxi_stream_sendfile(taxi_stream_t *s, taxi_handle_t file, int64_t offset,
 }
 
 int taxi_stream_shutdown(taxi_stream_t *s) {
-  int rc = taxi__stream_lock_open(s);
+  int rc = taxi__stream_lock_open(s, "taxi_stream_shutdown");
   if (rc < 0) return rc;
   if (s->flags & TAXI__S_SHUT_REQ) {
     rc = TAXI_EPIPE;
@@ -151,12 +158,12 @@ int taxi_stream_shutdown(taxi_stream_t *s) {
     s->flags |= TAXI__S_SHUT_REQ;
     taxi__stream_request_locked(s);
   }
-  taxi__mutex_unlock(&s->lock);
+  taxi__stream_unlock(s);
   return rc;
 }
 
 int taxi_stream_end(taxi_stream_t *s) {
-  int rc = taxi__stream_lock_open(s);
+  int rc = taxi__stream_lock_open(s, "taxi_stream_end");
   if (rc < 0) return rc;
   if (s->flags & TAXI__S_END_REQ) {
     rc = TAXI_EBADF;
@@ -165,6 +172,6 @@ int taxi_stream_end(taxi_stream_t *s) {
     s->flags &= ~TAXI__S_READING;
     taxi__stream_request_locked(s);
   }
-  taxi__mutex_unlock(&s->lock);
+  taxi__stream_unlock(s);
   return rc;
 }

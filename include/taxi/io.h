@@ -47,7 +47,8 @@
  * the application destroys it after the context.
  *
  * Threads.  Every function may be called from any thread and from inside
- * any callback of the context, unless its comment says otherwise.
+ * any callback of the context, unless its comment says otherwise, or the
+ * context is TAXI_IO_ONE_THREAD (see taxi_io_options_t.flags).
  *
  * Errors.  0 (or a count) on success, a negative TAXI_E* code on failure.
  */
@@ -166,7 +167,31 @@ typedef struct taxi_io_options {
    * the system's. */
   taxi_resolve_hook_fn resolve_hook;
   void *resolve_hook_arg; /* passed to resolve_hook */
+  /* TAXI_IO_* flags below (0: none); another bit is TAXI_EINVAL. */
+  unsigned flags;
 } taxi_io_options_t;
+
+/* taxi_io_options_t.flags */
+/* One thread owns the context and its streams: the thread that makes it
+ * (taxi_io_create) is the only one that calls taxi_io_run, taxi_io_destroy
+ * and the stream functions (taxi/stream.h, taxi_tls_info and
+ * taxi_tls_error_text), in the callbacks of the run and before and after
+ * it, as with a single-threaded event loop.  The streams then take no lock
+ * of their own: a message read and answered costs none (the dispatcher
+ * keeps its one lock an event).  For the reactor dispatcher and the
+ * proactor one with one thread; another is TAXI_EINVAL.  From another
+ * thread those functions do nothing and return TAXI_EPERM (taxi_io_run,
+ * taxi_io_destroy and the stream functions that return an int),
+ * NULL (taxi_stream_data), "" (taxi_tls_error_text), 0
+ * (taxi_stream_write_queued, taxi_stream_write_room) or TAXI_INVALID_HANDLE
+ * (taxi_stream_handle); taxi_stream_io, taxi_stream_counters and
+ * taxi_stream_watermarks, which read what does not change or counters, stay
+ * callable from anywhere.  The other functions of the context keep their locks
+ * and may still be called from any thread: taxi_io_post (another thread's way
+ * to reach a stream: the posted function runs in the owner), taxi_io_stop,
+ * taxi_io_wait, taxi_io_stats, the timers, signals, listeners and datagram
+ * endpoints. */
+#define TAXI_IO_ONE_THREAD 0x1u
 
 /* taxi_io_options_init - the defaults: reactor dispatcher, automatic
  * backend.  Does nothing for NULL. */
@@ -190,7 +215,8 @@ TAXI__OPTIONS_DEFAULT(taxi_io_options_t, taxi_io_options_init)
  * Returns 0 and sets *out, or TAXI_EINVAL (out NULL, size too small or
  * naming fields this version does not know with non-zero values, unknown
  * dispatcher, threads, resolve_threads or resolve_queue out of range,
- * threads not those of a supplied pool, a
+ * threads not those of a supplied pool, flags unknown or
+ * TAXI_IO_ONE_THREAD with a dispatcher of several threads, a
  * supplied object that does not fit the dispatcher, bad pool options,
  * the half-sync/half-async pool's included), TAXI_ENOBACKEND (no backend
  * of that name works here), TAXI_ENOTSUP (the system refuses the
@@ -214,7 +240,8 @@ TAXI_EXTERN int taxi_io_create(taxi_io_t **out, const taxi_io_options_t *opts);
  * first error that stopped the context (e.g. TAXI_ENOTSUP: the backend
  * cannot have several leaders;
  * TAXI_ESYS from a wait); TAXI_EBUSY if another thread is in taxi_io_run or
- * this is a callback of the context; TAXI_EINVAL for NULL.  A stopped
+ * this is a callback of the context; TAXI_EPERM from a thread that does
+ * not own a TAXI_IO_ONE_THREAD context; TAXI_EINVAL for NULL.  A stopped
  * context stays stopped: a later call returns at once with the same result.
  */
 TAXI_EXTERN int taxi_io_run(taxi_io_t *io);
@@ -254,7 +281,9 @@ TAXI_EXTERN int taxi_io_wait(taxi_io_t *io, int timeout_ms);
  * start.
  *
  * Returns 0, TAXI_EINVAL (NULL), TAXI_EBUSY (a thread is in taxi_io_run:
- * stop it and let it return first).  Threads: not from a callback of io.
+ * stop it and let it return first), TAXI_EPERM (a TAXI_IO_ONE_THREAD
+ * context, from another thread than its own).  Threads: not from a
+ * callback of io.
  * With proactors the close callbacks run in the group's threads, each in
  * its stream's, while the calling thread waits for them.
  */

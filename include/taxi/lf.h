@@ -135,18 +135,24 @@ typedef struct taxi_lf_options {
    * during a quick one does not pass for a slow callback).  Any other hook (the
    * application's own handlers, timers, signals, notifications) may block,
    * and a follower is always woken first when work remains.
-   * 0: TAXI_LF_HANDOFF_DEFAULT_NS, about what waking a thread costs.
-   * Larger trades latency for CPU: when one thread keeps up with the
-   * load, it serves whole batches alone instead of handing part of each
-   * to a thread it wakes, which then sleeps again (a context switch each
-   * way), and the messages late in a batch wait for the ones before them.
-   * At most TAXI_LF_HANDOFF_MAX_NS.  Pools over a proactor run only
-   * completion handlers, to which it does not apply. */
+   * 0: TAXI_LF_HANDOFF_DEFAULT_NS (1 ms).  Larger or smaller trades
+   * latency for CPU.  A follower woken for part of a batch takes a few
+   * events and sleeps again: a context switch each way, and, where no CPU
+   * is idle, one taken from another thread (the clients', a second
+   * process), so that the next waits find fewer events ready and block
+   * more often.  While one thread keeps up, a large handoff lets it serve
+   * whole batches alone, at the Reactor's cost per message, the other
+   * threads a reserve for slow or blocking callbacks; the messages late in
+   * a batch wait for the ones before them, up to about this long.  A
+   * small one (20 us, about what a wake-up costs) spreads each batch of
+   * more than a few events over the threads, for the lowest latency where
+   * CPUs are idle.  At most TAXI_LF_HANDOFF_MAX_NS.  Pools over a proactor run
+   * only completion handlers, to which it does not apply. */
   uint64_t handoff_ns;
 } taxi_lf_options_t;
 
-/* The default of taxi_lf_options_t.handoff_ns: 20 microseconds. */
-#define TAXI_LF_HANDOFF_DEFAULT_NS 20000u
+/* The default of taxi_lf_options_t.handoff_ns: 1 millisecond. */
+#define TAXI_LF_HANDOFF_DEFAULT_NS 1000000u
 /* The most taxi_lf_options_t.handoff_ns may be: 10 milliseconds. */
 #define TAXI_LF_HANDOFF_MAX_NS 10000000u
 

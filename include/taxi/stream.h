@@ -33,7 +33,10 @@
  * taxi_stream_unref frees its block instead.
  *
  * Threads.  Every function here may be called from any thread and from any
- * callback (of this stream or another).  The callbacks of one stream
+ * callback (of this stream or another), but for the streams of a context
+ * made with TAXI_IO_ONE_THREAD (taxi/io.h): only its thread calls their
+ * functions, which then take no lock, and another thread's call is
+ * refused (TAXI_EPERM).  The callbacks of one stream
  * (accept, connect, read, write and read completions, drain, close) never
  * run in two threads at once, under every dispatcher: timer expiry against
  * I/O under the reactor's pools, read against write completions under the

@@ -25,12 +25,15 @@
 #   uring-floor  a bare io_uring loop: multishot accept, multishot recv into
 #                a provided buffer ring, send; one ring, one thread
 #   reactor      taxi's Reactor over epoll, one thread
+#   reactor-1t   the same, the context TAXI_IO_ONE_THREAD (--one-thread):
+#                its streams take no lock
 #   lf           taxi's Leader/Followers pool over epoll, N threads
-#   lf-handoff   the same, a thread keeping up to 400 us of its batch for
-#                itself before it wakes a follower (--handoff-us 400;
-#                default 20)
+#   lf-eager     the same, a thread keeping only 20 us of its batch for
+#                itself before it wakes a follower for the rest
+#                (--handoff-us 20, the default before it became 1000)
 #   hsha         taxi's half-sync/half-async pool over epoll, N workers
 #   uring        taxi's Proactor over io_uring, dispatched by 1 thread
+#   uring-1t     the same, the context TAXI_IO_ONE_THREAD (--one-thread)
 #   uring-Nt     the same, dispatched by N threads (Leader/Followers, one
 #                ring)
 #   uring-rings-Nt  the same, a proactor per thread (--dispatcher
@@ -230,10 +233,12 @@ SERVERS=(
   "epoll-floor|bare epoll loop, 1 thread (floor)|peer:epoll_floor"
   "uring-floor|bare io_uring loop, 1 thread (floor)|peer:uring_floor"
   "reactor|taxi Reactor, epoll, 1 thread|taxi:epoll --backend epoll --dispatcher reactor"
+  "reactor-1t|taxi Reactor, epoll, 1 thread, streams without locks|taxi:epoll --backend epoll --dispatcher reactor --one-thread"
   "lf|taxi Leader/Followers, epoll, $n threads|taxi:epoll --backend epoll --dispatcher lf --threads @N@"
-  "lf-handoff|taxi Leader/Followers, epoll, $n threads, 400 us handoff|taxi:epoll --backend epoll --dispatcher lf --threads @N@ --handoff-us 400"
+  "lf-eager|taxi Leader/Followers, epoll, $n threads, 20 us handoff|taxi:epoll --backend epoll --dispatcher lf --threads @N@ --handoff-us 20"
   "hsha|taxi half-sync/half-async, epoll, $n workers|taxi:epoll --backend epoll --dispatcher hsha --threads @N@"
   "uring|taxi Proactor, io_uring, 1 thread|taxi:uring --dispatcher proactor --backend uring --threads 1"
+  "uring-1t|taxi Proactor, io_uring, 1 thread, streams without locks|taxi:uring --dispatcher proactor --backend uring --threads 1 --one-thread"
   "uring-${n}t|taxi Proactor, io_uring, $n threads|taxi:uring --dispatcher proactor --backend uring --threads @N@"
   "uring-rings-${n}t|taxi Proactor, io_uring, a ring per thread, $n threads|taxi:uring --dispatcher proactors --backend uring --threads @N@"
   "uring-pooled|taxi Proactor alone, io_uring, multishot pooled reads, 1 thread|ex:proactor_echo --backend uring --threads 1"

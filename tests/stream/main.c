@@ -42,7 +42,7 @@ static void collect_tests(void) {
       st_tests_dgram,         st_tests_pooled,      st_tests_edge,
       st_tests_dgram_gso,     st_tests_batch,       st_tests_dgram_order,
       st_tests_handoff,       st_tests_dgram_sizes, st_tests_records,
-      st_tests_dgram_senders, st_tests_dgram_held};
+      st_tests_dgram_senders, st_tests_dgram_held,  st_tests_one_thread};
   /* TAXI_STREAM_TESTS=text: only the tests whose name has it (while
    * working on a few: each pair runs every test otherwise). */
   const char *only = getenv("TAXI_STREAM_TESTS");

@@ -120,5 +120,6 @@ extern CU_TestInfo st_tests_pooled[];
 extern CU_TestInfo st_tests_edge[];
 extern CU_TestInfo st_tests_batch[];
 extern CU_TestInfo st_tests_handoff[];
+extern CU_TestInfo st_tests_one_thread[];
 
 #endif /* TAXI_TESTS_STREAM_SUITES_H */

@@ -46,6 +46,7 @@ typedef struct owned {
   _Atomic(taxi_stream_t *) held; /* the first stream accepted */
   pthread_t owner;
   atomic_int run_rc, destroy_rc, posted_in_owner, post_write_rc;
+  atomic_int stop_returned; /* the other thread is done with the context */
 } owned_t;
 
 static void owned_accept(taxi_listener_t *l, taxi_stream_t *s, void *arg) {
@@ -75,6 +76,10 @@ static void owner_main(void *arg) {
   }
   atomic_store(&w->port, (int)taxi_addr_port(&a));
   atomic_store(&w->run_rc, taxi_io_run(w->io));
+  /* Not while the other thread is still inside its taxi_io_stop: the run
+   * may return as soon as the stop's flag is set, before its wake-up byte
+   * is written to the socket the destroy closes. */
+  util_wait_flag(&w->stop_returned, 1, 20000);
   atomic_store(&w->destroy_rc, taxi_io_destroy(w->io));
 }
 
@@ -216,6 +221,7 @@ static void test_one_thread_owner_and_others(void) {
   }
   if (fd >= 0) close(fd);
   CU_ASSERT_EQUAL(taxi_io_stop(w.io), 0);
+  atomic_store(&w.stop_returned, 1);
   util_thread_join(&t, 20000, "the owner's run and destroy");
   CU_ASSERT_EQUAL(atomic_load(&w.run_rc), TAXI_ESTOPPED);
   CU_ASSERT_EQUAL(atomic_load(&w.destroy_rc), 0);

@@ -75,6 +75,13 @@ int taxi_proactor_create(taxi_proactor_t **out,
   p->flags = o.flags;
   p->wait_buf = taxi__calloc(p->max_events, sizeof *p->wait_buf);
   if (!p->wait_buf) goto fail_free;
+  /* The multishot backlog's first ring, made now: the first completion
+   * that finds its operation still being handled (one thread handling a
+   * read while another takes its next) may come at any time, and must not
+   * allocate on the dispatch path then.  It grows only under a burst. */
+  p->backlog.cap = TAXI__BACKLOG_FIRST;
+  p->backlog.items = taxi__calloc(p->backlog.cap, sizeof *p->backlog.items);
+  if (!p->backlog.items) goto fail_free;
   rc = taxi__mutex_init(&p->lock);
   if (rc < 0) goto fail_free;
   atomic_init(&p->counters.syscalls, 0);
@@ -122,6 +129,7 @@ fail_backend:
 fail_mutex:
   taxi__mutex_destroy(&p->lock);
 fail_free:
+  taxi__free(p->backlog.items);
   taxi__free(p->wait_buf);
   taxi__free(p);
   return rc;

@@ -182,6 +182,9 @@ typedef struct taxi__backlog {
   taxi__completion_t *items; /* a ring */
   size_t cap, head, count;
 } taxi__backlog_t;
+/* The entries of the backlog's first ring, made with the proactor
+ * (core/proactor/proactor.c); doubled when full. */
+#define TAXI__BACKLOG_FIRST 16u
 
 typedef struct taxi__psig taxi__psig_t;
 

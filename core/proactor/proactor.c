@@ -75,10 +75,11 @@ int taxi_proactor_create(taxi_proactor_t **out,
   p->flags = o.flags;
   p->wait_buf = taxi__calloc(p->max_events, sizeof *p->wait_buf);
   if (!p->wait_buf) goto fail_free;
-  /* The multishot backlog's first ring, made now: the first completion
-   * that finds its operation still being handled (one thread handling a
-   * read while another takes its next) may come at any time, and must not
-   * allocate on the dispatch path then.  It grows only under a burst. */
+  /* The multishot backlog's first ring, made now: the first accept
+   * completion that finds the handler of the one before still running
+   * (late under load, or taken by a pool's other thread) may come at any
+   * time, and must not allocate on the dispatch path then.  It grows only
+   * under a burst. */
   p->backlog.cap = TAXI__BACKLOG_FIRST;
   p->backlog.items = taxi__calloc(p->backlog.cap, sizeof *p->backlog.items);
   if (!p->backlog.items) goto fail_free;

@@ -204,7 +204,7 @@ static void release_dispatch_locked(taxi_reactor_t *r, taxi_handler_t *h,
  * then ev's reference goes (release_dispatch_locked). */
 static bool finish_locked(taxi_reactor_t *r, const taxi__event_t *ev,
                           taxi_reactor_t *move_to, taxi__event_t *next) {
-  bool more = taxi__serial_next_locked(r, ev->handler, next);
+  bool more = taxi__serial_next_locked(r, ev->handler, ev->kind, next);
   /* The claim ended: a removal for a closed handle made meanwhile tells
    * the handler now (core/reactor/reactor_closed.c). */
   if (!more) taxi__closed_claim_end_locked(r, ev->handler);
@@ -336,7 +336,8 @@ void taxi__reactor_untake_locked(taxi_reactor_t *r, taxi__event_t *ev) {
   /* The events of its handler set aside meanwhile go back too, each as if
    * never taken; then the claim is released. */
   taxi__event_t aside;
-  while (ev->handler && taxi__serial_next_locked(r, ev->handler, &aside))
+  while (ev->handler &&
+         taxi__serial_next_locked(r, ev->handler, ev->kind, &aside))
     untake_one_locked(r, &aside);
   if (ev->handler) taxi__closed_claim_end_locked(r, ev->handler);
   untake_one_locked(r, ev);

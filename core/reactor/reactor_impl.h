@@ -532,20 +532,21 @@ void taxi__serial_defer_timer_locked(taxi_timer_t *t);
 /* Set aside `events` reported for the handle of slot s (kept deactivated,
  * as a taken handle is) whose handler is claimed. */
 void taxi__serial_defer_io_locked(taxi__slot_t *s, uint32_t events);
-/* The event h's claim is done with (run, dropped or given back): if events
- * of h were set aside meanwhile, take the next of them into *ev (a signal,
- * then the timer due first, then the handle's), h staying claimed, and
- * return true; otherwise release the claim and return false.  The caller
- * still holds its reference to h.  r->lock held. */
+/* The event of kind `done` (TAXI__EV_*) h's claim is done with (run,
+ * dropped or given back): if events of h were set aside meanwhile, take
+ * the next of them into *ev, h staying claimed, and return true; otherwise
+ * release the claim and return false.  The next is of the first kind
+ * after `done`, in turn: signal, then the timer due first, then the
+ * handle's.  The caller still holds its reference to h.  r->lock held. */
 bool taxi__serial_next_deferred_locked(taxi_reactor_t *r, taxi_handler_t *h,
-                                       taxi__event_t *ev);
+                                       int done, taxi__event_t *ev);
 /* Inline: asked after every event, and nearly always nothing was set
  * aside (the call is for that case only). */
 static inline bool taxi__serial_next_locked(taxi_reactor_t *r,
-                                            taxi_handler_t *h,
+                                            taxi_handler_t *h, int done,
                                             taxi__event_t *ev) {
   if (h->internal_.serial & TAXI__SER_DEFERRED)
-    return taxi__serial_next_deferred_locked(r, h, ev);
+    return taxi__serial_next_deferred_locked(r, h, done, ev);
   h->internal_.serial = 0;
   return false;
 }

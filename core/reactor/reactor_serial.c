@@ -16,8 +16,9 @@
  * queue - is not taken but set aside: the timer leaves the heap
  * (TAXI__T_DEFERRED), the signal is marked (TAXI__SIG_DEFERRED), the
  * handle stays deactivated with its events kept (TAXI__S_DEFERRED).  The
- * thread that holds the claim runs them, one after the other, once its
- * own event is done, and only then releases the claim.  So an event set
+ * thread that holds the claim runs them, one after the other, the kinds
+ * (signal, timer, handle) taking turns, once its own event is done, and
+ * only then releases the claim.  So an event set
  * aside is neither dropped nor run twice, it costs no wake-up, no
  * allocation and no system call, and nothing set aside is visible to the
  * waits (no thread spins on work it may not take).  Removing the handler,
@@ -96,14 +97,36 @@ static bool next_io_locked(taxi_reactor_t *r, taxi_handler_t *h,
   return true;
 }
 
-bool taxi__serial_next_deferred_locked(taxi_reactor_t *r, taxi_handler_t *h,
-                                       taxi__event_t *ev) {
-  if (next_signal_locked(r, h, ev) || next_timer_locked(h, ev) ||
-      next_io_locked(r, h, ev)) {
-    ev->handler = h;
-    h->internal_.refs++;
-    return true;
+/* The kinds of events set aside, in the order they take turns. */
+enum { SERIAL_SIGNAL, SERIAL_TIMER, SERIAL_IO, SERIAL_KINDS };
+
+static bool next_of_kind_locked(taxi_reactor_t *r, taxi_handler_t *h, int kind,
+                                taxi__event_t *ev) {
+  switch (kind) {
+    case SERIAL_SIGNAL:
+      return next_signal_locked(r, h, ev);
+    case SERIAL_TIMER:
+      return next_timer_locked(h, ev);
+    default:
+      return next_io_locked(r, h, ev);
   }
+}
+
+bool taxi__serial_next_deferred_locked(taxi_reactor_t *r, taxi_handler_t *h,
+                                       int done, taxi__event_t *ev) {
+  /* The kinds take turns, starting after the one just done: a signal sent
+   * again from each of its hooks (or a handle that is always readable)
+   * is set aside again during each, and if its kind always came first,
+   * the handler's other events would wait for ever behind it. */
+  int first = done == TAXI__EV_SIGNAL  ? SERIAL_TIMER
+              : done == TAXI__EV_TIMER ? SERIAL_IO
+                                       : SERIAL_SIGNAL;
+  for (int i = 0; i < SERIAL_KINDS; i++)
+    if (next_of_kind_locked(r, h, (first + i) % SERIAL_KINDS, ev)) {
+      ev->handler = h;
+      h->internal_.refs++;
+      return true;
+    }
   h->internal_.serial = 0;
   return false;
 }

@@ -605,9 +605,8 @@ int taxi__dial_start(taxi_stream_t *s, const char *host, unsigned port,
  * every write and read call of the application starts with them
  * (core/stream/stream_write.c, stream_read.c). */
 static inline int taxi__stream_lock_open(taxi_stream_t *s, const char *who) {
-  if (!s) return TAXI_EINVAL;
-  if (taxi__stream_foreign(s)) return taxi__stream_refuse_foreign(who);
-  taxi__stream_lock(s);
+  int rc = taxi__stream_lock_api(s, who);
+  if (rc < 0) return rc;
   if (s->flags & TAXI__S_CLOSED) {
     taxi__stream_unlock(s);
     return TAXI_EBADF;

@@ -12,7 +12,10 @@
  * on a gate while the handler's timer (or signal) falls due, prove with a
  * second handler whose later timer (higher signal) has run that the
  * first was taken meanwhile, and check that it ran only after the handle's
- * hook returned, exactly once.
+ * hook returned, exactly once.  The turns test holds a signal hook while
+ * the same signal and the handler's timer are set aside, and checks that
+ * the timer runs before the signal's second hook: the kinds set aside
+ * take turns, so a signal raised again and again cannot starve the rest.
  */
 #define _GNU_SOURCE 1
 
@@ -45,7 +48,21 @@ typedef struct serial {
   atomic_int input_done; /* ... and has returned */
   atomic_int early;      /* timer/signal hooks that ran in between */
   atomic_int closes;
+  /* The turns test. */
+  pools_gate_t *sig_gate; /* the signal hook waits here once, if set */
+  atomic_int reraise;     /* signal hooks after the gate send it again */
+  atomic_int order[16];   /* the kinds of the hooks run, in turn */
+  atomic_int ran;         /* how many of order[] are filled */
 } serial_t;
+
+enum { RAN_INPUT = 1, RAN_TIMER, RAN_SIGNAL };
+
+/* Called inside a hook (never two at once): notes its kind. */
+static void note_ran(serial_t *s, int kind) {
+  int i = atomic_load(&s->ran);
+  if (i < 16) atomic_store(&s->order[i], kind);
+  atomic_store(&s->ran, i + 1);
+}
 
 #define SERIAL(hp) TAXI_CONTAINER_OF(hp, serial_t, h)
 
@@ -72,6 +89,7 @@ static int on_input(taxi_handler_t *h, taxi_handle_t fd, unsigned ev) {
   }
   atomic_fetch_add(&s->bytes, pools_drain(fd));
   atomic_fetch_add(&s->inputs, 1);
+  note_ran(s, RAN_INPUT);
   busy_inside();
   if (gate) atomic_store(&s->input_done, 1);
   leave(s);
@@ -86,6 +104,7 @@ static int on_timeout(taxi_handler_t *h, taxi_timer_t *t, void *act) {
   if (atomic_load(&s->held) && !atomic_load(&s->input_done))
     atomic_fetch_add(&s->early, 1);
   atomic_fetch_add(&s->timeouts, 1);
+  note_ran(s, RAN_TIMER);
   busy_inside();
   leave(s);
   return 0;
@@ -93,10 +112,19 @@ static int on_timeout(taxi_handler_t *h, taxi_timer_t *t, void *act) {
 
 static int on_signal(taxi_handler_t *h, int signo) {
   serial_t *s = SERIAL(h);
-  (void)signo;
   enter(s);
   if (atomic_load(&s->held) && !atomic_load(&s->input_done))
     atomic_fetch_add(&s->early, 1);
+  pools_gate_t *gate = s->sig_gate;
+  if (gate) {
+    s->sig_gate = NULL; /* once, as in on_input */
+    pools_gate_pass(gate);
+  } else if (atomic_load(&s->reraise) > 0) {
+    /* Raised again from its own hook: set aside again at once. */
+    atomic_fetch_sub(&s->reraise, 1);
+    (void)kill(getpid(), signo);
+  }
+  note_ran(s, RAN_SIGNAL);
   atomic_fetch_add(&s->signals, 1);
   busy_inside();
   leave(s);
@@ -389,10 +417,74 @@ static void forgotten(bool hsha, bool remove) {
   CU_ASSERT_EQUAL(atomic_load(&s->closes), 1);
 }
 
+/* ---- set-aside kinds take turns --------------------------------------- */
+
+/* s's first SIGUSR1 hook waits on the gate.  Meanwhile SIGUSR1 comes again
+ * (the marker's SIGUSR2 after it proves it was taken) and s's timer falls
+ * due (the marker's later timer proves it was taken): both are set aside.
+ * When the gate opens, the timer must run next, before the signal's second
+ * hook, though that hook sends SIGUSR1 again each time it runs; a fixed
+ * order with signals first ran S S S S T here. */
+static void turns(bool hsha) {
+  pool_t p;
+  pool_start(&p, hsha, TAXI_LEADERS_ONE);
+  serial_t s;
+  serial_init(&s);
+  pools_gate_t gate;
+  pools_gate_init(&gate);
+  s.sig_gate = &gate;
+  atomic_store(&s.reraise, 3);
+  marker_t m;
+  memset(&m, 0, sizeof m);
+  CU_ASSERT_EQUAL(taxi_handler_init(&m.h, &marker_ops), 0);
+  CU_ASSERT_EQUAL(taxi_timer_init(&m.timer), 0);
+  pools_pair(s.sv);
+  CU_ASSERT_EQUAL_FATAL(taxi_reactor_register(p.r, s.sv[0], &s.h, TAXI_EV_READ),
+                        0);
+  CU_ASSERT_EQUAL_FATAL(taxi_reactor_add_signal(p.r, SIGUSR1, &s.h), 0);
+  CU_ASSERT_EQUAL_FATAL(taxi_reactor_add_signal(p.r, SIGUSR2, &m.h), 0);
+  CU_ASSERT_EQUAL(kill(getpid(), SIGUSR1), 0);
+  CU_ASSERT_FATAL(pools_wait_count(&gate.entered, 1, POOLS_WAIT_MS));
+
+  /* SIGUSR1 again, taken before the marker's SIGUSR2 (lower first). */
+  CU_ASSERT_EQUAL(kill(getpid(), SIGUSR1), 0);
+  CU_ASSERT_EQUAL(kill(getpid(), SIGUSR2), 0);
+  CU_ASSERT(pools_wait_count(&m.fired, 1, POOLS_WAIT_MS));
+  /* s's timer, taken before the marker's later one. */
+  CU_ASSERT_EQUAL(taxi_reactor_schedule(p.r, &s.timer, &s.h, MS, 0, NULL), 0);
+  CU_ASSERT_EQUAL(taxi_reactor_schedule(p.r, &m.timer, &m.h, 2 * MS, 0, NULL),
+                  0);
+  CU_ASSERT(pools_wait_count(&m.fired, 2, POOLS_WAIT_MS));
+  CU_ASSERT_EQUAL(atomic_load(&s.ran), 0);
+
+  pools_gate_open(&gate);
+  /* The first hook, the timer, the second and the three raised again. */
+  CU_ASSERT(pools_wait_count(&s.signals, 5, POOLS_WAIT_MS));
+  CU_ASSERT(pools_wait_count(&s.timeouts, 1, POOLS_WAIT_MS));
+  CU_ASSERT_EQUAL(atomic_load(&s.ran), 6);
+  CU_ASSERT_EQUAL(atomic_load(&s.order[0]), RAN_SIGNAL);
+  CU_ASSERT_EQUAL(atomic_load(&s.order[1]), RAN_TIMER);
+  for (int i = 2; i < 6; i++)
+    CU_ASSERT_EQUAL(atomic_load(&s.order[i]), RAN_SIGNAL);
+  CU_ASSERT_EQUAL(atomic_load(&s.overlaps), 0);
+  CU_ASSERT_EQUAL(atomic_load(&gate.timeouts), 0);
+
+  CU_ASSERT_EQUAL(taxi_reactor_remove(p.r, &s.h), 0);
+  CU_ASSERT_EQUAL(taxi_reactor_remove(p.r, &m.h), 0);
+  CU_ASSERT(pools_wait_count(&s.closes, 1, POOLS_WAIT_MS));
+  pool_end(&p);
+  pools_close_pair(s.sv);
+}
+
 /* ---- the cases -------------------------------------------------------- */
 
 /* One row a CUnit test: which test, on which pool, and its one flag. */
-typedef enum { SERIAL_STRESS, SERIAL_ASIDE, SERIAL_FORGOTTEN } serial_kind_t;
+typedef enum {
+  SERIAL_STRESS,
+  SERIAL_ASIDE,
+  SERIAL_FORGOTTEN,
+  SERIAL_TURNS
+} serial_kind_t;
 
 typedef struct serial_case {
   serial_kind_t kind;
@@ -413,6 +505,8 @@ static const serial_case_t serial_cases[] = {
     {SERIAL_FORGOTTEN, false, TAXI_LEADERS_ONE, true},
     {SERIAL_FORGOTTEN, true, TAXI_LEADERS_ONE, false},
     {SERIAL_FORGOTTEN, true, TAXI_LEADERS_ONE, true},
+    {SERIAL_TURNS, false, TAXI_LEADERS_ONE, false},
+    {SERIAL_TURNS, true, TAXI_LEADERS_ONE, false},
 };
 
 static void serial_run(size_t i) {
@@ -426,6 +520,9 @@ static void serial_run(size_t i) {
       break;
     case SERIAL_FORGOTTEN:
       forgotten(c->hsha, c->flag);
+      break;
+    case SERIAL_TURNS:
+      turns(c->hsha);
       break;
   }
 }
@@ -443,6 +540,8 @@ SERIAL_TEST(7)
 SERIAL_TEST(8)
 SERIAL_TEST(9)
 SERIAL_TEST(10)
+SERIAL_TEST(11)
+SERIAL_TEST(12)
 
 #endif /* !_WIN32 */
 
@@ -469,6 +568,12 @@ static CU_TestInfo serial_tests[] = {
      TAXI_TEST_POSIX_ONLY(test_serial_9)},
     {"hsha: a handler removed with a timer set aside: it does not run",
      TAXI_TEST_POSIX_ONLY(test_serial_10)},
+    {"lf: kinds set aside take turns: a signal raised again in its own hook "
+     "does not run before the timer",
+     TAXI_TEST_POSIX_ONLY(test_serial_11)},
+    {"hsha: kinds set aside take turns: a signal raised again in its own "
+     "hook does not run before the timer",
+     TAXI_TEST_POSIX_ONLY(test_serial_12)},
     CU_TEST_INFO_NULL,
 };
 

@@ -389,6 +389,13 @@ static void pz_accept(taxi_listener_t *l, taxi_stream_t *s, void *arg) {
   struct paused *z = arg;
   (void)l;
   taxi_stream_ref(s); /* the test reads its counters */
+  /* A small send buffer (no autotuning to megabytes), so that the echo's
+   * output backs up into the stream after tens of kilobytes, not after
+   * however much the kernel would buffer: the pause comes soon even on a
+   * loaded host. */
+  int small = 4096;
+  (void)setsockopt(taxi_stream_handle(s), SOL_SOCKET, SO_SNDBUF,
+                   (const void *)&small, sizeof small);
   taxi_stream_set_data(s, z);
   taxi_stream_on_close(s, pz_closed);
   taxi_stream_read_start(s, pz_read);

@@ -8,6 +8,7 @@
 #                        [--sizes LIST] [--client-threads T]
 #                        [--server-threads N] [--warmup SEC] [--duration SEC]
 #                        [--only NAME]... [--mode echo|cec|udp] [--out DIR]
+#                        [--rounds N] [--reference NAME]
 #
 # For each message size (default 64 and 4096 bytes) and each number of
 # connections (default 100, 1000 and 10000), every server below runs in
@@ -105,6 +106,15 @@
 # allows, and a connection count beyond it, or beyond the local port range
 # on loopback, is skipped with a message.
 #
+# --rounds N runs each cell N times over, the servers in turn each round and
+# the round's first server one further on each time (round 2 starts with
+# the second).  A host whose speed drifts over minutes moves every server
+# of a round alike, so a ratio taken within one round is steadier than
+# one taken across the sweep: the table then shows each figure's median
+# over the rounds, and each ratio as the median of the N ratios measured
+# within a round, with their range for cpu.  results.csv has every run
+# (its last column the round).
+#
 # Exit status: 0, or 1 if some run failed (2 for bad usage).
 
 if [ -z "${BASH_VERSION:-}" ]; then exec bash "$0" "$@"; fi
@@ -133,11 +143,16 @@ usage: $0 [options]
                         uring-Nt uring-rings-Nt uring-pooled
                         uring-pooled-Nt aio emulated
   --out DIR             results directory (default DIR/tests/bench/peers-results)
+  --reference NAME      the server the ratios are to (default asio; with
+                        --mode udp, udp-floor)
+  --rounds N            run each cell N times, the servers' order turned by
+                        one each round; figures are medians, ratios the
+                        median of each round's own (default 1)
 EOF
 }
 
 builddir=. quick=0 connections_list='' sizes_list='' client_threads=1
-server_threads=2 warmup='' duration='' out='' only=() mode=echo
+server_threads=2 warmup='' duration='' out='' only=() mode=echo rounds=1 reference=''
 need_value() {
   if [ $# -lt 2 ]; then
     echo "peers: $1 needs a value" >&2
@@ -158,6 +173,8 @@ while [ $# -gt 0 ]; do
     --only) need_value "$@"; only+=("$2"); shift 2 ;;
     --out) need_value "$@"; out=$2; shift 2 ;;
     --mode) need_value "$@"; mode=$2; shift 2 ;;
+    --rounds) need_value "$@"; rounds=$2; shift 2 ;;
+    --reference) need_value "$@"; reference=$2; shift 2 ;;
     -h | --help) usage; exit 0 ;;
     *) echo "peers: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
   esac
@@ -178,7 +195,7 @@ else
 fi
 IFS=, read -r -a conn_counts <<<"$connections_list"
 IFS=, read -r -a sizes <<<"$sizes_list"
-for v in "${conn_counts[@]}" "${sizes[@]}" "$client_threads" "$server_threads"; do
+for v in "${conn_counts[@]}" "${sizes[@]}" "$client_threads" "$server_threads" "$rounds"; do
   if ! [[ $v =~ ^[1-9][0-9]*$ ]]; then
     echo "peers: '$v' is not a positive whole number" >&2
     exit 2
@@ -263,6 +280,7 @@ if [ "$mode" = udp ]; then
   SERVERS=("${UDP_SERVERS[@]}")
   REFERENCE=udp-floor
 fi
+[ -n "$reference" ] && REFERENCE=$reference
 # Which library each peer needs, for the message when it was not built.
 declare -A NEEDS=(
   [asio_echo]="Boost.Asio (Debian: g++ libboost-dev)"
@@ -366,7 +384,7 @@ cell_fits() {
 
 mkdir -p "$out" || exit 1
 csv=$out/results.csv
-echo "size,connections,server,description,status,client_threads,server_threads,warmup_s,duration_s,connect_s,messages,msgs_per_s,p50_us,p99_us,p999_us,max_us,cpu_us_per_msg,utime_us_per_msg,stime_us_per_msg,ctx_per_msg,vcsw_per_msg,nvcsw_per_msg,allocs_per_msg,syscalls_per_msg,msgs_per_s_vs_$REFERENCE,p99_vs_$REFERENCE,cpu_vs_$REFERENCE,syscalls_vs_$REFERENCE,ctx_vs_$REFERENCE,allocs_vs_$REFERENCE,note" >"$csv" || exit 1
+echo "size,connections,server,description,status,client_threads,server_threads,warmup_s,duration_s,connect_s,messages,msgs_per_s,p50_us,p99_us,p999_us,max_us,cpu_us_per_msg,utime_us_per_msg,stime_us_per_msg,ctx_per_msg,vcsw_per_msg,nvcsw_per_msg,allocs_per_msg,syscalls_per_msg,msgs_per_s_vs_$REFERENCE,p99_vs_$REFERENCE,cpu_vs_$REFERENCE,syscalls_vs_$REFERENCE,ctx_vs_$REFERENCE,allocs_vs_$REFERENCE,note,round" >"$csv" || exit 1
 
 # The warm-up for C connections: a round trip takes longer with more of
 # them, so the load needs longer to settle.
@@ -376,7 +394,7 @@ warmup_for() {
 
 total=0
 for c in "${conn_counts[@]}"; do
-  cell_fits "$c" && total=$((total + ${#sizes[@]} * ${#names[@]}))
+  cell_fits "$c" && total=$((total + ${#sizes[@]} * ${#names[@]} * rounds))
 done
 ncpu=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo '?')
 loadavg=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?')
@@ -386,17 +404,18 @@ command -v perf >/dev/null 2>&1 || perf_note=" (perf not found: no sys/msg; Debi
   echo "taxi echo benchmark against peers: ${#names[@]} servers x ${#conn_counts[@]} connection counts x ${#sizes[@]} sizes = $total runs$perf_note"
   echo "  loadgen: $client_threads thread(s), closed-loop ping-pong$([ "$mode" = cec ] && echo ', a connection per round trip (cec): per message = per connection'; [ "$mode" = udp ] && echo ', UDP: a connection is a peer socket, a message a datagram'); ${warmup} s warm-up (doubled from 5000 connections) + ${duration} s measured per run"
   echo "  $ncpu CPUs shared by server and loadgen; load average at the start $loadavg"
+  [ "$rounds" -gt 1 ] && echo "  $rounds rounds a cell, the servers' order turned by one each round: figures are medians over the rounds, ratios the median of each round's own (cpu: with their range)"
 } | tee "$work/header" >&2
 
 METRICS=(rate p99 cpu sys ctx allocs)
-# ratios KEY REF - the ratio of each metric of run KEY to that of run REF
-# (two decimals; "-" where either is unknown or did not run), separated by
-# spaces, in one awk.
-ratios() {
+# round_ratios KEY REF ROUND - the ratio of each metric of KEY's run in
+# ROUND to REF's in the same round (two decimals; "-" where either is
+# unknown or did not run), separated by spaces, in one awk.
+round_ratios() {
   local m args=()
   for m in "${METRICS[@]}"; do
-    if [ "${R[$1|status]:-}" = ok ] && [ "${R[$2|status]:-}" = ok ]; then
-      args+=("${R[$1|$m]:--}" "${R[$2|$m]:--}")
+    if [ "${R[$1|status|$3]:-}" = ok ] && [ "${R[$2|status|$3]:-}" = ok ]; then
+      args+=("${R[$1|$m|$3]:--}" "${R[$2|$m|$3]:--}")
     else
       args+=(- -)
     fi
@@ -411,10 +430,55 @@ ratios() {
     }
   }' "${args[@]}"
 }
+# ratios KEY REF - for each metric, the median of the rounds' own ratios
+# of KEY to REF ("-" where no round has both), separated by spaces; then
+# the lowest and the highest of cpu's.  One round: that round's ratios.
+ratios() {
+  local r lists=() rel j
+  for ((r = 1; r <= rounds; r++)); do
+    read -r -a rel <<<"$(round_ratios "$1" "$2" "$r")"
+    for j in "${!METRICS[@]}"; do lists[j]+="${rel[j]} "; done
+  done
+  awk -v cpu=2 'BEGIN {
+    for (i = 1; i < ARGC; i++) {
+      n = 0
+      k = split(ARGV[i], v, " ")
+      for (j = 1; j <= k; j++) if (v[j] != "-" && v[j] != "inf") a[++n] = v[j] + 0
+      # insertion sort: a handful of rounds
+      for (j = 2; j <= n; j++) {
+        t = a[j]
+        for (m = j - 1; m >= 1 && a[m] > t; m--) a[m + 1] = a[m]
+        a[m + 1] = t
+      }
+      if (n == 0) med = "-"
+      else if (n % 2) med = sprintf("%.2f", a[(n + 1) / 2])
+      else med = sprintf("%.2f", (a[n / 2] + a[n / 2 + 1]) / 2)
+      if (i - 1 == cpu) { lo = n ? sprintf("%.2f", a[1]) : "-"; hi = n ? sprintf("%.2f", a[n]) : "-" }
+      printf "%s ", med
+    }
+    printf "%s %s\n", lo, hi
+  }' "${lists[@]}"
+}
+# median LIST - the median of the numbers in LIST ("" if none).
+median_of() {
+  awk 'BEGIN {
+    n = split(ARGV[1], a, " ")
+    for (j = 2; j <= n; j++) {
+      t = a[j]
+      for (m = j - 1; m >= 1 && a[m] + 0 > t + 0; m--) a[m + 1] = a[m]
+      a[m + 1] = t
+    }
+    if (n == 0) print ""
+    else if (n % 2) print a[(n + 1) / 2]
+    else print (a[n / 2] + a[n / 2 + 1]) / 2
+  }' "$1"
+}
 # The minutes and seconds of a number of seconds.
 mmss() { printf '%d:%02d' $(($1 / 60)) $(($1 % 60)); }
 
-declare -A R # R[size|conns|name|metric]
+# R[size|conns|name|metric|round] for each run, R[size|conns|name|metric]
+# over the rounds (the median of those that ran).
+declare -A R
 failures=0 done_runs=0 started=$SECONDS
 for size in "${sizes[@]}"; do
   for c in "${conn_counts[@]}"; do
@@ -423,34 +487,66 @@ for size in "${sizes[@]}"; do
       continue
     fi
     w=$(warmup_for "$c")
-    for i in "${!names[@]}"; do
-      name=${names[i]}
-      done_runs=$((done_runs + 1))
-      printf '[%2d/%d] %5s B x %5s conns  %-12s ' "$done_runs" "$total" "$size" "$c" "$name" >&2
-      read -r -a argv <<<"${argss[i]}"
-      read -r -a lead <<<"${leads[i]}"
-      run_server "$name $c x $size B" "$c" "$client_threads" "$size" "$w" \
-        "$duration" "${progs[i]}" "${lead[@]}" "${argv[@]}"
-      k="$size|$c|$name"
-      R[$k|status]=$r_status R[$k|rate]=$r_rate R[$k|p99]=$r_p99
-      R[$k|cpu]=$r_cpu R[$k|sys]=$r_sys R[$k|ctx]=$r_ctx
-      R[$k|allocs]=$r_allocs R[$k|note]=$r_note
-      read -r -a rel <<<"$(ratios "$k" "$size|$c|$REFERENCE")"
-      elapsed=$((SECONDS - started))
-      left=$(((total - done_runs) * elapsed / done_runs))
-      case $r_status in
-        ok)
-          printf '%9.0f msgs/s  p99 %8.0f us  cpu %6s us/msg  (%s, about %s left)\n' \
-            "$r_rate" "$r_p99" "${r_cpu:--}" "$(mmss "$elapsed")" "$(mmss "$left")" >&2 ;;
-        *)
-          [ "$r_status" = FAILED ] && failures=$((failures + 1))
-          printf '%s: %s\n' "$r_status" "$r_note" >&2 ;;
-      esac
-      note=${r_note//\"/\"\"}
-      echo "$size,$c,$name,\"${descs[i]//, /; }\",$r_status,$client_threads,$server_threads,$w,$r_seconds,$r_connect,$r_msgs,$r_rate,$r_p50,$r_p99,$r_p999,$r_max,$r_cpu,$r_utime,$r_stime,$r_ctx,$r_vcsw,$r_nvcsw,$r_allocs,$r_sys,$(
-        IFS=,
-        echo "${rel[*]}"
-      ),\"$note\"" >>"$csv"
+    for ((round = 1; round <= rounds; round++)); do
+      for ((j = 0; j < ${#names[@]}; j++)); do
+        i=$(((j + round - 1) % ${#names[@]}))
+        name=${names[i]}
+        done_runs=$((done_runs + 1))
+        printf '[%2d/%d] %5s B x %5s conns  %-12s ' "$done_runs" "$total" "$size" "$c" "$name" >&2
+        read -r -a argv <<<"${argss[i]}"
+        read -r -a lead <<<"${leads[i]}"
+        run_server "$name $c x $size B" "$c" "$client_threads" "$size" "$w" \
+          "$duration" "${progs[i]}" "${lead[@]}" "${argv[@]}"
+        k="$size|$c|$name"
+        R[$k|status|$round]=$r_status R[$k|rate|$round]=$r_rate
+        R[$k|p99|$round]=$r_p99 R[$k|cpu|$round]=$r_cpu R[$k|sys|$round]=$r_sys
+        R[$k|ctx|$round]=$r_ctx R[$k|allocs|$round]=$r_allocs
+        R[$k|note|$round]=$r_note
+        R[$k|csv|$round]="$size,$c,$name,\"${descs[i]//, /; }\",$r_status,$client_threads,$server_threads,$w,$r_seconds,$r_connect,$r_msgs,$r_rate,$r_p50,$r_p99,$r_p999,$r_max,$r_cpu,$r_utime,$r_stime,$r_ctx,$r_vcsw,$r_nvcsw,$r_allocs,$r_sys"
+        elapsed=$((SECONDS - started))
+        left=$(((total - done_runs) * elapsed / done_runs))
+        case $r_status in
+          ok)
+            printf '%9.0f msgs/s  p99 %8.0f us  cpu %6s us/msg  (%s, about %s left)\n' \
+              "$r_rate" "$r_p99" "${r_cpu:--}" "$(mmss "$elapsed")" "$(mmss "$left")" >&2 ;;
+          *)
+            [ "$r_status" = FAILED ] && failures=$((failures + 1))
+            printf '%s: %s\n' "$r_status" "$r_note" >&2 ;;
+        esac
+      done
+      # The round's rows, each with its ratios to the reference's run of
+      # the same round.
+      for name in "${names[@]}"; do
+        k="$size|$c|$name"
+        read -r -a rel <<<"$(round_ratios "$k" "$size|$c|$REFERENCE" "$round")"
+        note=${R[$k|note|$round]//\"/\"\"}
+        echo "${R[$k|csv|$round]},$(
+          IFS=,
+          echo "${rel[*]}"
+        ),\"$note\",$round" >>"$csv"
+      done
+    done
+    # Over the rounds: the median of each figure of the runs that ran.
+    for name in "${names[@]}"; do
+      k="$size|$c|$name" ok=0
+      for m in "${METRICS[@]}"; do
+        list=''
+        for ((round = 1; round <= rounds; round++)); do
+          [ "${R[$k|status|$round]}" = ok ] || continue
+          [ -n "${R[$k|$m|$round]}" ] && list+="${R[$k|$m|$round]} "
+        done
+        R[$k|$m]=$(median_of "$list")
+      done
+      for ((round = 1; round <= rounds; round++)); do
+        [ "${R[$k|status|$round]}" = ok ] && ok=$((ok + 1))
+      done
+      R[$k|note]=${R[$k|note|$rounds]}
+      if [ "$ok" -gt 0 ]; then
+        R[$k|status]=ok
+        [ "$ok" -lt "$rounds" ] && R[$k|note]="ran in $ok of $rounds rounds${R[$k|note]:+; ${R[$k|note]}}"
+      else
+        R[$k|status]=${R[$k|status|$rounds]}
+      fi
     done
   done
 done
@@ -487,7 +583,11 @@ fig() {
         for j in "${!METRICS[@]}"; do
           row+=("$(fig "${R[$k|${METRICS[j]}]}")" "${rel[j]}")
         done
-        printf "$fmt" "$name" "${row[@]}" "${R[$k|note]}"
+        spread=''
+        n_rel=${#METRICS[@]}
+        [ "$rounds" -gt 1 ] && [ "${rel[n_rel]}" != - ] &&
+          spread="cpu x ${rel[n_rel]}-${rel[n_rel + 1]}"
+        printf "$fmt" "$name" "${row[@]}" "$spread${spread:+${R[$k|note]:+; }}${R[$k|note]}"
       done
     done
   done

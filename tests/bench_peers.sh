@@ -112,6 +112,26 @@ else
   failed=1
 fi
 
+# --rounds: two rounds of two servers, the ratios to the second.  Every
+# run is recorded with its round, the second round starts with the other
+# server, and the table gives the range of the CPU ratio.
+second=reactor
+[ "$only" = reactor ] && second=lf
+if bash "$srcdir/tests/bench/peers.sh" --builddir "$builddir" --only "$only" \
+  --only "$second" --rounds 2 --reference "$second" --connections 20 \
+  --sizes 64 --warmup 0.1 --duration 0.3 --out "$work/rounds" \
+  >"$work/rounds.harness" 2>&1 &&
+  [ "$(grep -c "^64,20,[a-z-]*,.*,ok,.*,[12]\$" "$work/rounds/results.csv")" = 4 ] &&
+  [ "$(sed -n 2p "$work/rounds/results.csv" | cut -d, -f3)" = "$only" ] &&
+  [ "$(grep ',2$' "$work/rounds/results.csv" | head -1 | cut -d, -f3)" = "$second" ] &&
+  grep -q "^$only .*cpu x [0-9.]*-[0-9.]*" "$work/rounds/table.txt"; then
+  echo "bench_peers: peers.sh --rounds 2 --reference $second: ok"
+else
+  echo "bench_peers: peers.sh --rounds 2 --reference $second failed:"
+  cat "$work/rounds.harness" "$work/rounds/results.csv"
+  failed=1
+fi
+
 # The datagram echo (--mode udp): the floor, libuv's where built, and
 # udp_echo on the Reactor, one short run each; every echo is checked by
 # loadgen, and each row must be recorded as ok.

@@ -514,9 +514,10 @@ for size in "${sizes[@]}"; do
             printf '%s: %s\n' "$r_status" "$r_note" >&2 ;;
         esac
       done
-      # The round's rows, each with its ratios to the reference's run of
-      # the same round.
-      for name in "${names[@]}"; do
+      # The round's rows in the order they ran, each with its ratios to
+      # the reference's run of the same round.
+      for ((j = 0; j < ${#names[@]}; j++)); do
+        name=${names[(j + round - 1) % ${#names[@]}]}
         k="$size|$c|$name"
         read -r -a rel <<<"$(round_ratios "$k" "$size|$c|$REFERENCE" "$round")"
         note=${R[$k|note|$round]//\"/\"\"}

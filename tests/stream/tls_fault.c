@@ -6,7 +6,7 @@
  *
  * A TLS echo between taxi streams (a listener's server streams and
  * CLIENTS client streams of the same context), with the socket reads
- * (recv) and writes (sendmsg) of the library failed by the LD_PRELOAD
+ * (recv) and writes (send) of the library failed by the LD_PRELOAD
  * module (tests/fault/fault.c; the program runs itself again with it
  * preloaded), the Nth call after the clients start, for several N so
  * that the failure falls in the handshake and in the middle of records:
@@ -198,10 +198,12 @@ static void pair_of_suite(void) {
 }
 
 /* The call a stream of the pair reads or writes its socket with: recv and
- * sendmsg (ports/posix/sock.c); the emulated Proactor reads with readv
+ * send (ports/posix/sock.c; send for one buffer, which a TLS record's
+ * bytes are unless they wrap around the stream's ring, sendmsg for more);
+ * the emulated Proactor reads with readv and writes as the sockets do
  * (backends/nbio.c). */
 static const char *site_of(const fault_case_t *fc) {
-  if (strcmp(fc->site, "write") == 0) return "sendmsg";
+  if (strcmp(fc->site, "write") == 0) return "send";
   return st_dispatcher >= TAXI_IO_PROACTOR ? "readv" : "recv";
 }
 

@@ -25,9 +25,13 @@
 
 /* The spares kept, at most: enough for a burst of short connections to
  * find their blocks again, little enough not to hold much memory once a
- * burst is over (64 blocks of the default settings are about 3 MiB). */
-#define SPARE_MAX 64
-#define SPARE_BYTES ((size_t)4 << 20)
+ * burst is over (128 blocks of the default settings are about 6 MiB).
+ * With a connection per request the streams alive at once are up to
+ * twice the clients: the new connections come while the old ones' ends
+ * are still being processed.  At 64, 50 such clients under L/F made a
+ * stream allocation every 170-700 connections. */
+#define SPARE_MAX 128
+#define SPARE_BYTES ((size_t)8 << 20)
 
 /* A spare block: its first bytes, while no stream uses it. */
 struct taxi__stream_block {

@@ -25,8 +25,8 @@
  * more.  The stream is released after its close callback has returned,
  * unless the application holds references (taxi_stream_ref), then at the
  * last taxi_stream_unref.  A pointer to a released stream must not be used.
- * The context keeps the blocks of released streams (up to 64 of them, and
- * 4 MiB) and makes the next stream of the same size settings in one, so a
+ * The context keeps the blocks of released streams (up to 128 of them,
+ * and 8 MiB) and makes the next stream of the same size settings in one, so a
  * connection per request allocates nothing once the context has warmed
  * up; taxi_io_destroy frees them (taxi_io_stats counts the streams made in
  * kept blocks and in new ones).  A stream released by its last

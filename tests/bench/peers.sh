@@ -91,7 +91,8 @@
 # threads, microseconds), sys (server system calls, counted by `perf stat -e
 # raw_syscalls:sys_enter`), ctx (server context switches, voluntary +
 # involuntary), allocs (server malloc-family calls).  Next to each, its
-# ratio to asio's figure in the same cell ("-" where either is unknown).
+# ratio to asio's figure in the same cell, or with --reference NAME to
+# NAME's ("-" where either is unknown).
 #
 # Output: progress on stderr while it runs, the tables on stdout (also in
 # OUT/table.txt), every run in OUT/results.csv, and where gnuplot is found

@@ -440,39 +440,28 @@ ratios() {
     read -r -a rel <<<"$(round_ratios "$1" "$2" "$r")"
     for j in "${!METRICS[@]}"; do lists[j]+="${rel[j]} "; done
   done
-  awk -v cpu=2 'BEGIN {
+  # median (tests/lib.sh) of each list, the rounds where both ran.
+  awk -v cpu=2 "$median_awk"'BEGIN {
+    lo = hi = "-"
     for (i = 1; i < ARGC; i++) {
-      n = 0
       k = split(ARGV[i], v, " ")
-      for (j = 1; j <= k; j++) if (v[j] != "-" && v[j] != "inf") a[++n] = v[j] + 0
-      # insertion sort: a handful of rounds
-      for (j = 2; j <= n; j++) {
-        t = a[j]
-        for (m = j - 1; m >= 1 && a[m] > t; m--) a[m + 1] = a[m]
-        a[m + 1] = t
+      list = ""; n = 0
+      for (j = 1; j <= k; j++) {
+        if (v[j] == "-" || v[j] == "inf") continue
+        list = list " " v[j]; n++
+        if (i - 1 == cpu && (n == 1 || v[j] + 0 < lo + 0)) lo = v[j]
+        if (i - 1 == cpu && (n == 1 || v[j] + 0 > hi + 0)) hi = v[j]
       }
-      if (n == 0) med = "-"
-      else if (n % 2) med = sprintf("%.2f", a[(n + 1) / 2])
-      else med = sprintf("%.2f", (a[n / 2] + a[n / 2 + 1]) / 2)
-      if (i - 1 == cpu) { lo = n ? sprintf("%.2f", a[1]) : "-"; hi = n ? sprintf("%.2f", a[n]) : "-" }
-      printf "%s ", med
+      med = median(list, 1)
+      printf "%s ", med == "-" ? med : sprintf("%.2f", med)
     }
     printf "%s %s\n", lo, hi
   }' "${lists[@]}"
 }
-# median LIST - the median of the numbers in LIST ("" if none).
+# median_of LIST - the median of the numbers in LIST (the mean of the
+# middle two of an even count), "" if none.
 median_of() {
-  awk 'BEGIN {
-    n = split(ARGV[1], a, " ")
-    for (j = 2; j <= n; j++) {
-      t = a[j]
-      for (m = j - 1; m >= 1 && a[m] + 0 > t + 0; m--) a[m + 1] = a[m]
-      a[m + 1] = t
-    }
-    if (n == 0) print ""
-    else if (n % 2) print a[(n + 1) / 2]
-    else print (a[n / 2] + a[n / 2 + 1]) / 2
-  }' "$1"
+  awk "$median_awk"'BEGIN { m = median(ARGV[1], 1); print m == "-" ? "" : m }' "$1"
 }
 # The minutes and seconds of a number of seconds.
 mmss() { printf '%d:%02d' $(($1 / 60)) $(($1 % 60)); }

@@ -172,10 +172,14 @@ int64_t taxi__nbio_read(taxi_op_t *op, taxi__completion_counters_t *c) {
 
 static int64_t send_iov(taxi_handle_t h, struct iovec *iov, int n,
                         taxi__completion_counters_t *c) {
+  /* One buffer goes out with send() (ports/posix/sock.c says what that
+   * saves), without the msghdr. */
   struct msghdr msg;
-  memset(&msg, 0, sizeof msg);
-  msg.msg_iov = iov;
-  msg.msg_iovlen = (size_t)n;
+  if (n != 1) {
+    memset(&msg, 0, sizeof msg);
+    msg.msg_iov = iov;
+    msg.msg_iovlen = (size_t)n;
+  }
   int flags = 0;
 #if defined(MSG_NOSIGNAL)
   flags = MSG_NOSIGNAL;
@@ -188,8 +192,6 @@ static int64_t send_iov(taxi_handle_t h, struct iovec *iov, int n,
 #endif
   for (;;) {
     count(c);
-    /* One buffer: send() spares the kernel the msghdr (ports/posix/sock.c
-     * says what that saves). */
     ssize_t r = n == 1 ? send(h, iov[0].iov_base, iov[0].iov_len, flags)
                        : sendmsg(h, &msg, flags);
     if (r >= 0) return r;

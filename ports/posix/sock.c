@@ -241,18 +241,21 @@ int64_t taxi__sock_sendv(taxi_handle_t s, const taxi_buf_t *bufs, size_t n) {
   struct iovec iov[16];
   struct msghdr msg;
   if (n > 16) n = 16;
-  for (size_t i = 0; i < n; i++) {
-    iov[i].iov_base = bufs[i].base;
-    iov[i].iov_len = bufs[i].len;
+  /* One buffer, the usual case of a message, goes out with send(), which
+   * spares the kernel copying in and checking a msghdr and its iovec
+   * (about 2% of a small echo's whole cost on Linux): no need to build
+   * them then. */
+  if (n != 1) {
+    for (size_t i = 0; i < n; i++) {
+      iov[i].iov_base = bufs[i].base;
+      iov[i].iov_len = bufs[i].len;
+    }
+    memset(&msg, 0, sizeof msg);
+    msg.msg_iov = iov;
+    msg.msg_iovlen = n;
   }
-  memset(&msg, 0, sizeof msg);
-  msg.msg_iov = iov;
-  msg.msg_iovlen = n;
   for (;;) {
-    /* One buffer, the usual case of a message: send() spares the kernel
-     * copying in and checking a msghdr and its iovec, about 2% of a small
-     * echo's whole cost on Linux. */
-    ssize_t r = n == 1 ? send(s, iov[0].iov_base, iov[0].iov_len, SEND_FLAGS)
+    ssize_t r = n == 1 ? send(s, bufs[0].base, bufs[0].len, SEND_FLAGS)
                        : sendmsg(s, &msg, SEND_FLAGS);
     if (r >= 0) return r;
     if (errno == EINTR) continue;

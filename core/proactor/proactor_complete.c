@@ -62,7 +62,7 @@ static int backlog_push_locked(taxi_proactor_t *p,
                                const taxi__completion_t *c) {
   taxi__backlog_t *b = &p->backlog;
   if (b->count == b->cap) {
-    size_t ncap = b->cap ? b->cap * 2 : TAXI__BACKLOG_FIRST;
+    size_t ncap = b->cap * 2; /* the first ring came with the proactor */
     taxi__completion_t *n = taxi__calloc(ncap, sizeof *n);
     if (!n) return TAXI_ENOMEM;
     for (size_t i = 0; i < b->count; i++)

@@ -16,8 +16,19 @@
  * with N the number of calls so far.  The SIGUSR2 handler is installed only
  * then (otherwise SIGUSR2 keeps its default action, which ends the process):
  * a benchmark harness sends SIGUSR2 before and after its measured phase and
- * divides the difference by the messages measured.  The handler uses only
- * async-signal-safe calls (open, write, close) and formats the number
+ * divides the difference by the messages measured.
+ *
+ * To find where the allocations of a measured phase come from, set
+ * MALLOC_COUNT_TRACE=FILE as well: between the first SIGUSR2 and the
+ * second, each call counted appends to FILE a line
+ *
+ *     malloc_count: FUNCTION SIZE
+ *
+ * and the call's stack (backtrace_symbols_fd: one frame a line, module and
+ * offset; addr2line turns an offset into a function and line).  Not for
+ * timing: a stack walk costs microseconds.  A call made inside the tracing
+ * itself (the unwinder's, say) is counted but not traced.  The handler uses
+ * only async-signal-safe calls (open, write, close) and formats the number
  * itself.  A program that installs its own SIGUSR2 handler, or blocks
  * SIGUSR2 in every thread, gets no lines of the first kind.
  *
@@ -38,6 +49,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <execinfo.h>
 #include <fcntl.h>
 #include <malloc.h>
 #include <signal.h>
@@ -128,20 +140,61 @@ static int resolve(void) {
   return 1;
 }
 
-static void count(void) {
+/* ---- tracing (MALLOC_COUNT_TRACE) ---------------------------------------- */
+
+static int trace_fd = -1;
+/* The SIGUSR2s seen while tracing: calls are traced while it is 1. */
+static atomic_int trace_phase;
+/* Set while this thread writes a trace, whose own calls are not traced. */
+static _Thread_local int tracing;
+
+/* Decimal digits of n into out (no terminator); returns their number. */
+static size_t format_u(unsigned long long n, char *out) {
+  char digits[24];
+  size_t nd = 0, len = 0;
+  do {
+    digits[nd++] = (char)('0' + n % 10);
+    n /= 10;
+  } while (n != 0);
+  while (nd > 0) out[len++] = digits[--nd];
+  return len;
+}
+
+static void trace(const char *fn, size_t size) {
+  char line[96];
+  void *frames[32];
+  size_t len = 14, k;
+  if (trace_fd < 0 || tracing ||
+      atomic_load_explicit(&trace_phase, memory_order_relaxed) != 1)
+    return;
+  tracing = 1;
+  memcpy(line, "malloc_count: ", len);
+  for (k = 0; fn[k] != '\0'; k++) line[len++] = fn[k];
+  line[len++] = ' ';
+  len += format_u(size, line + len);
+  line[len++] = '\n';
+  (void)!write(trace_fd, line, len);
+  int n = backtrace(frames, 32);
+  /* Frame 0 is trace(), 1 the interposed function: from its caller on. */
+  if (n > 2) backtrace_symbols_fd(frames + 2, n - 2, trace_fd);
+  tracing = 0;
+}
+
+static void count(const char *fn, size_t size) {
   atomic_fetch_add_explicit(&calls, 1, memory_order_relaxed);
+  trace(fn, size);
 }
 
 /* ---- the interposed functions -------------------------------------------- */
 
 void *malloc(size_t size) {
-  count();
+  count("malloc", size);
   if (!resolve()) return boot_alloc(size, 0);
   return real_malloc(size);
 }
 
 void *calloc(size_t n, size_t size) {
-  count();
+  count("calloc", size != 0 && n > SIZE_MAX / size ? SIZE_MAX : n * size);
   if (!resolve()) {
     if (size != 0 && n > SIZE_MAX / size) return NULL;
     return boot_alloc(n * size, 0);
@@ -150,7 +203,7 @@ void *calloc(size_t n, size_t size) {
 }
 
 void *realloc(void *p, size_t size) {
-  count();
+  count("realloc", size);
   if (p != NULL && in_boot(p)) {
     size_t old = boot_size(p);
     void *q = resolve() ? real_malloc(size) : boot_alloc(size, 0);
@@ -168,7 +221,7 @@ void free(void *p) {
 }
 
 int posix_memalign(void **out, size_t align, size_t size) {
-  count();
+  count("posix_memalign", size);
   if (!resolve() || !real_posix_memalign) {
     void *p;
     if (align == 0 || (align & (align - 1)) != 0 || align % sizeof(void *))
@@ -181,19 +234,19 @@ int posix_memalign(void **out, size_t align, size_t size) {
 }
 
 void *aligned_alloc(size_t align, size_t size) {
-  count();
+  count("aligned_alloc", size);
   if (!resolve() || !real_aligned_alloc) return boot_alloc(size, align);
   return real_aligned_alloc(align, size);
 }
 
 void *memalign(size_t align, size_t size) {
-  count();
+  count("memalign", size);
   if (!resolve() || !real_memalign) return boot_alloc(size, align);
   return real_memalign(align, size);
 }
 
 void *valloc(size_t size) {
-  count();
+  count("valloc", size);
   if (!resolve() || !real_valloc) return boot_alloc(size, 4096);
   return real_valloc(size);
 }
@@ -204,18 +257,12 @@ static const char *count_file; /* MALLOC_COUNT_FILE, or NULL */
 
 /* Append "malloc_count: N<tag>\n" to count_file; async-signal-safe. */
 static void write_count(const char *tag) {
-  char line[96], digits[24];
-  unsigned long long n = atomic_load(&calls);
-  size_t len = 0, nd = 0, k;
+  char line[96];
+  size_t len = 14, k;
   int fd;
 
-  do {
-    digits[nd++] = (char)('0' + n % 10);
-    n /= 10;
-  } while (n != 0);
-  memcpy(line, "malloc_count: ", 14);
-  len = 14;
-  while (nd > 0) line[len++] = digits[--nd];
+  memcpy(line, "malloc_count: ", len);
+  len += format_u(atomic_load(&calls), line + len);
   for (k = 0; tag[k] != '\0' && len < sizeof line - 1; k++)
     line[len++] = tag[k];
   line[len++] = '\n';
@@ -230,12 +277,23 @@ static void on_sigusr2(int signo) {
   int saved = errno;
   (void)signo;
   write_count(" sigusr2");
+  if (trace_fd >= 0) atomic_fetch_add(&trace_phase, 1);
   errno = saved;
 }
 
 __attribute__((constructor)) static void malloc_count_init(void) {
   const char *file = getenv("MALLOC_COUNT_FILE");
+  const char *trace_file = getenv("MALLOC_COUNT_TRACE");
   (void)resolve();
+  if (file != NULL && *file != '\0' && trace_file != NULL &&
+      *trace_file != '\0') {
+    void *frame;
+    /* The first backtrace loads the unwinder (and allocates): now, not
+     * in the measured phase. */
+    (void)backtrace(&frame, 1);
+    trace_fd =
+        open(trace_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  }
   if (file != NULL && *file != '\0') {
     struct sigaction sa;
     count_file = file;

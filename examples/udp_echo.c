@@ -187,9 +187,12 @@ static int server(taxi_io_t *io, const struct config *c) {
   taxi_io_on_signal(io, SIGTERM, on_stop, NULL);
   taxi_addr_t a;
   char text[TAXI_ADDR_STRLEN];
-  if (taxi_dgram_address(d, &a) < 0 ||
-      taxi_addr_format(&a, text, sizeof text) < 0)
+  if ((rc = taxi_dgram_address(d, &a)) < 0 ||
+      (rc = taxi_addr_format(&a, text, sizeof text)) < 0) {
+    fprintf(stderr, "udp_echo: the address bound to: %s (%s; OS error %d)\n",
+            taxi_strerror(rc), taxi_error_detail(), taxi_last_os_error());
     return 1;
+  }
   printf("udp_echo: dispatcher=%s listening on %s\n",
          taxi_io_dispatcher_name(c->io.dispatcher), text);
   fflush(stdout); /* scripts wait for this line */

@@ -417,6 +417,10 @@ int taxi_dgram_open(taxi_dgram_t **out, taxi_io_t *io, const char *local,
   if (opt.flags & TAXI_DGRAM_REUSEADDR) sflags |= TAXI__DG_REUSEADDR;
   rc = taxi__sock_dgram(&a, sflags, &d->fd);
   if (rc < 0) goto fail_cb_lock;
+  /* Read now, before the driver starts any receive: taxi_dgram_address
+   * then makes no system call beside the operations in flight. */
+  rc = taxi__sock_local_addr(d->fd, &d->local);
+  if (rc < 0) goto fail_sock;
   if ((opt.flags & TAXI_DGRAM_BROADCAST) &&
       (rc = taxi__sock_broadcast(d->fd, true)) < 0)
     goto fail_sock;
@@ -523,6 +527,10 @@ int taxi_dgram_connect(taxi_dgram_t *d, const char *peer) {
   /* A datagram socket connects at once: no handshake to wait for. */
   rc = taxi__sock_connect(d->fd, &a);
   if (rc == 0) d->connected = true;
+  /* Bound to a wildcard, the socket now has the address its route picks;
+   * if it cannot be read, the one kept still has the right port. */
+  taxi_addr_t now;
+  if (rc == 0 && taxi__sock_local_addr(d->fd, &now) == 0) d->local = now;
   taxi__mutex_unlock(&d->lock);
   if (!in_own_cb) taxi__mutex_unlock(&d->cb_lock);
   return rc;
@@ -634,9 +642,9 @@ int taxi_dgram_address(taxi_dgram_t *d, taxi_addr_t *out) {
   if (!out) return taxi__refuse(TAXI_EINVAL, "taxi_dgram_address: out: NULL");
   int rc = lock_open(d, "taxi_dgram_address");
   if (rc < 0) return rc;
-  rc = taxi__sock_local_addr(d->fd, out);
+  *out = d->local;
   taxi__mutex_unlock(&d->lock);
-  return rc;
+  return 0;
 }
 
 int taxi_dgram_set_broadcast(taxi_dgram_t *d, bool on) {

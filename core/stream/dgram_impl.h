@@ -70,8 +70,11 @@ struct taxi_dgram {
   bool released;
   /* Under lock. */
   bool connected; /* taxi_dgram_connect: a default peer */
-  bool writing;   /* the driver watches for writability */
-  bool gso;       /* TAXI_DGRAM_GSO: set at open */
+  /* The socket's local address (taxi_dgram_address): read once bound, and
+   * again after a connect, which may pick the address of a wildcard. */
+  taxi_addr_t local;
+  bool writing; /* the driver watches for writability */
+  bool gso;     /* TAXI_DGRAM_GSO: set at open */
   /* A receive batch is being delivered: sends of its callbacks are queued
    * and go in one batch after its last callback.  Written by the thread
    * that receives (cb_lock held), read only by that thread's callbacks. */

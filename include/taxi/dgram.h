@@ -286,8 +286,10 @@ TAXI_EXTERN int taxi_dgram_counters(taxi_dgram_t *d,
 
 /*
  * taxi_dgram_address - the endpoint's local address (its port, when it
- * was opened with port 0).  Returns 0, or TAXI_EINVAL (NULL), TAXI_EBADF
- * (closed), TAXI_ESYS.  Threads: any.
+ * was opened with port 0), as read when it was bound and again after each
+ * taxi_dgram_connect (bound to a wildcard, the socket then has the address
+ * of the route to the peer).  No system call.  Returns 0, or TAXI_EINVAL
+ * (NULL), TAXI_EBADF (closed).  Threads: any.
  */
 TAXI_EXTERN int taxi_dgram_address(taxi_dgram_t *d, taxi_addr_t *out);
 

@@ -263,6 +263,41 @@ static void test_dgram_connected(void) {
   st_io_destroy(&c);
 }
 
+/* The local address: the bound one, and after a connect from a wildcard
+ * the one the route picked, with the same port. */
+static void test_dgram_address_after_connect(void) {
+  st_io_t c;
+  if (st_io_create(&c) < 0) return;
+  st_io_run(&c);
+  struct client cl;
+  memset(&cl, 0, sizeof cl);
+  taxi_dgram_t *d;
+  CU_ASSERT_EQUAL_FATAL(
+      taxi_dgram_open(&d, c.io, "0.0.0.0:0", NULL, client_recv, &cl), 0);
+  taxi_addr_t a;
+  char text[TAXI_ADDR_STRLEN];
+  CU_ASSERT_EQUAL_FATAL(taxi_dgram_address(d, &a), 0);
+  unsigned port = taxi_addr_port(&a);
+  CU_ASSERT_NOT_EQUAL(port, 0);
+  CU_ASSERT_TRUE(taxi_addr_format(&a, text, sizeof text) > 0);
+  char want[64];
+  snprintf(want, sizeof want, "0.0.0.0:%u", port);
+  CU_ASSERT_STRING_EQUAL(text, want);
+  unsigned peer_port;
+  int fd = st_udp_socket(&peer_port);
+  char peer[64];
+  snprintf(peer, sizeof peer, "127.0.0.1:%u", peer_port);
+  CU_ASSERT_EQUAL(taxi_dgram_connect(d, peer), 0);
+  CU_ASSERT_EQUAL(taxi_dgram_address(d, &a), 0);
+  CU_ASSERT_TRUE(taxi_addr_format(&a, text, sizeof text) > 0);
+  snprintf(want, sizeof want, "127.0.0.1:%u", port);
+  CU_ASSERT_STRING_EQUAL(text, want);
+  close(fd);
+  CU_ASSERT_EQUAL(taxi_dgram_close(d, NULL, NULL), 0);
+  st_io_stop(&c);
+  st_io_destroy(&c);
+}
+
 /* A connected endpoint sending to a port nobody has: the ICMP port
  * unreachable comes back as TAXI_ECONNREFUSED, to the callback or to a
  * later send. */
@@ -756,6 +791,7 @@ CU_TestInfo st_tests_dgram[] = {
     {"dgram_dual_stack", test_dgram_dual_stack},
     {"dgram_truncated", test_dgram_truncated},
     {"dgram_connected", test_dgram_connected},
+    {"dgram_address_after_connect", test_dgram_address_after_connect},
     {"dgram_icmp_refused", test_dgram_icmp_refused},
     {"dgram_icmp_refused_small", test_dgram_icmp_refused_small},
     {"dgram_thousand", test_dgram_thousand},

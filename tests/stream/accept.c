@@ -200,7 +200,7 @@ static void placed_accept(taxi_listener_t *l, taxi_stream_t *s, void *arg) {
  * sums and the separation are asserted exactly. */
 static void test_sizes_apart(void) {
   st_io_t c;
-  static struct placed_echo e1, e2;
+  struct placed_echo e1, e2;
   memset(&e1, 0, sizeof e1);
   memset(&e2, 0, sizeof e2);
   if (st_io_create(&c) < 0) return;

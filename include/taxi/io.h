@@ -412,7 +412,10 @@ TAXI_EXTERN int taxi_io_timer_destroy(taxi_io_timer_t *t);
 /* What the context's streams and listeners did, for tests and monitoring. */
 typedef struct taxi_io_stats {
   uint64_t streams_opened;    /* accepted, connected or opened */
-  uint64_t streams_closed;    /* whose close callback has run */
+  uint64_t streams_closed;    /* closed: counted just before the close
+                                 callback, which may still be running;
+                                 the stream's memory is reused only
+                                 after it returns */
   uint64_t accepts;           /* connections accepted */
   uint64_t accept_errors;     /* accepts that failed (then retried) */
   uint64_t accept_pauses;     /* pauses for lack of descriptors */

@@ -4,10 +4,11 @@
 # (tests/bench/malloc_count.c, an LD_PRELOAD module) counts the calls a
 # program makes between two SIGUSR2s, and with MALLOC_COUNT_TRACE traces
 # exactly those calls, each with the stack that made it; without it, or
-# without MALLOC_COUNT_FILE, no trace is written.  bash is the subject: it allocates for every command,
-# and sends itself the signals with its kill builtin, which returns only
-# once the signal's handler has run.  Skipped (77) where the module was
-# not built (it needs glibc's dlsym(RTLD_NEXT)).
+# without MALLOC_COUNT_FILE, no trace is written.  bash is the subject:
+# it allocates for every command, and sends itself the signals with its
+# kill builtin, which returns only once the signal's handler has run.
+# Skipped (77) where the module was not built (it needs glibc's
+# dlsym(RTLD_NEXT)).
 
 : "${srcdir:=$(dirname "$0")/..}"
 : "${builddir:=.}"

@@ -16,7 +16,10 @@
  * with N the number of calls so far.  The SIGUSR2 handler is installed only
  * then (otherwise SIGUSR2 keeps its default action, which ends the process):
  * a benchmark harness sends SIGUSR2 before and after its measured phase and
- * divides the difference by the messages measured.
+ * divides the difference by the messages measured.  The handler uses only
+ * async-signal-safe calls (open, write, close) and formats the number
+ * itself.  A program that installs its own SIGUSR2 handler, or blocks
+ * SIGUSR2 in every thread, gets no lines of the first kind.
  *
  * To find where the allocations of a measured phase come from, set
  * MALLOC_COUNT_TRACE=FILE as well: between the first SIGUSR2 and the
@@ -25,12 +28,10 @@
  *     malloc_count: FUNCTION SIZE
  *
  * and the call's stack (backtrace_symbols_fd: one frame a line, module and
- * offset; addr2line turns an offset into a function and line).  Not for
- * timing: a stack walk costs microseconds.  A call made inside the tracing
- * itself (the unwinder's, say) is counted but not traced.  The handler uses
- * only async-signal-safe calls (open, write, close) and formats the number
- * itself.  A program that installs its own SIGUSR2 handler, or blocks
- * SIGUSR2 in every thread, gets no lines of the first kind.
+ * offset, this module's own first; addr2line turns an offset into a
+ * function and line).  Not for timing: a stack walk costs microseconds.
+ * A call made inside the tracing itself (the unwinder's, say) is counted
+ * but not traced.
  *
  * dlsym may itself allocate (glibc's dlerror state is calloc'ed), so until
  * the real functions are known, allocations are served from a static bump
@@ -174,9 +175,11 @@ static void trace(const char *fn, size_t size) {
   len += format_u(size, line + len);
   line[len++] = '\n';
   (void)!write(trace_fd, line, len);
+  /* Every frame: how many are this module's own depends on what the
+   * compiler inlined, and a frame too few skipped is better than the
+   * caller's lost. */
   int n = backtrace(frames, 32);
-  /* Frame 0 is trace(), 1 the interposed function: from its caller on. */
-  if (n > 2) backtrace_symbols_fd(frames + 2, n - 2, trace_fd);
+  if (n > 0) backtrace_symbols_fd(frames, n, trace_fd);
   tracing = 0;
 }
 
